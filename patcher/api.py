@@ -1,0 +1,37 @@
+"""The public library API: every function returns a value and none prints.
+
+    from patcher import api
+    result = api.apply("/models/kimi", "strip-fp8-kv-cache")
+    api.status("/models/kimi").applied
+    api.revert("/models/kimi", "strip-fp8-kv-cache")
+"""
+
+from __future__ import annotations
+
+from patcher.applying import ApplyResult
+from patcher.applying import apply_transform as apply
+from patcher.catalog import builtin_transforms as list_transforms
+from patcher.catalog import find_transform as get_transform
+from patcher.errors import PatcherError
+from patcher.offline_diff import CheckpointDiff
+from patcher.offline_diff import diff_checkpoint as diff
+from patcher.reverting import RevertResult
+from patcher.reverting import revert_transforms as revert
+from patcher.status import Status
+from patcher.status import checkpoint_status as status
+from patcher.transform import Transform
+
+__all__ = [
+    "ApplyResult",
+    "CheckpointDiff",
+    "PatcherError",
+    "RevertResult",
+    "Status",
+    "Transform",
+    "apply",
+    "diff",
+    "get_transform",
+    "list_transforms",
+    "revert",
+    "status",
+]

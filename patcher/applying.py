@@ -1,0 +1,125 @@
+"""Applying a transform: compile in memory, write the journal entry ahead, then the files."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from patcher import __version__
+from patcher.catalog import find_transform
+from patcher.checkpoint import Checkpoint, open_checkpoint
+from patcher.compiler import FilePlan, compile_transform
+from patcher.document import canonical
+from patcher.files import replace_file
+from patcher.fsio import sha256
+from patcher.journal import Entry, FileRecord, store_object
+from patcher.params import resolve_params
+from patcher.recovery import restore_original
+from patcher.session import write_session
+from patcher.transform import Transform
+
+ApplyOutcome = Literal["applied", "dry-run", "nothing-to-do", "already-applied"]
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyResult:
+    """What ``apply`` did (or, for a dry run, would do)."""
+
+    outcome: ApplyOutcome
+    checkpoint: Path
+    transform: Transform
+    params: Mapping[str, Any]
+    files: tuple[FilePlan, ...]
+    entry_id: int | None = None
+
+
+def now() -> str:
+    """The current UTC time, ISO 8601."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _records(plans: tuple[FilePlan, ...]) -> tuple[FileRecord, ...]:
+    return tuple(
+        FileRecord(
+            path=p.path,
+            kind=p.kind,
+            link=p.link,
+            before=sha256(p.before),
+            after=sha256(p.after),
+            forward=p.forward,
+            inverse=p.inverse,
+        )
+        for p in plans
+    )
+
+
+def _write(checkpoint: Checkpoint, entry: Entry, plans: tuple[FilePlan, ...]) -> None:
+    written: list[FileRecord] = []
+    try:
+        for plan, record in zip(plans, entry.files, strict=True):
+            replace_file(checkpoint, plan.path, plan.after, expect=record.before)
+            written.append(record)
+    except BaseException:
+        # Put back what was already written; if even that fails, the pending entry stays
+        # and the next command settles it.
+        with contextlib.suppress(Exception):
+            for record in reversed(written):
+                restore_original(checkpoint, record, expect=record.after)
+        raise
+
+
+def apply_transform(
+    checkpoint: Path | str,
+    transform: str | Transform,
+    params: Mapping[str, Any] | None = None,
+    *,
+    dry_run: bool = False,
+) -> ApplyResult:
+    """Apply ``transform`` (a built-in name, a transform file path, or a ``Transform``) to the
+    checkpoint. Returns the plan; with ``dry_run`` nothing is written."""
+    ckpt = open_checkpoint(checkpoint)
+    chosen = find_transform(transform) if isinstance(transform, str) else transform
+    resolved = resolve_params(chosen, params or {})
+    if dry_run:
+        plans = compile_transform(ckpt, chosen, resolved)
+        outcome: ApplyOutcome = "dry-run" if plans else "nothing-to-do"
+        return ApplyResult(outcome, ckpt.root, chosen, resolved.recorded, plans)
+    with write_session(ckpt) as session:
+        for entry in reversed(session.journal.applied):
+            if entry.transform == chosen.name and canonical(entry.params) == canonical(
+                resolved.recorded
+            ):
+                return ApplyResult(
+                    "already-applied", ckpt.root, chosen, resolved.recorded, (), entry.id
+                )
+        plans = compile_transform(ckpt, chosen, resolved)
+        if not plans:
+            return ApplyResult("nothing-to-do", ckpt.root, chosen, resolved.recorded, ())
+        journal_dir = ckpt.journal_dir
+        definition = store_object(journal_dir, chosen.text.encode("utf-8"))
+        for plan in plans:
+            store_object(journal_dir, plan.before)
+        entry = Entry(
+            id=session.journal.next_id(),
+            state="pending",
+            transform=chosen.name,
+            source=chosen.source,
+            definition=definition,
+            params=dict(resolved.recorded),
+            time=now(),
+            tool_version=__version__,
+            files=_records(plans),
+        )
+        session.save(session.journal.put(entry))
+        try:
+            _write(ckpt, entry, plans)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                session.save(session.journal.drop(entry.id))
+            raise
+        session.save(session.journal.put(entry.with_state("applied")))
+        return ApplyResult("applied", ckpt.root, chosen, resolved.recorded, plans, entry.id)

@@ -1,0 +1,49 @@
+"""The built-in transform catalog (``transforms/*.toml``, installed as ``patcher/catalog``)
+and lookup of a transform by name or by file path."""
+
+from __future__ import annotations
+
+import difflib
+from functools import cache
+from pathlib import Path
+
+from patcher.errors import TransformError
+from patcher.transform import Transform, load_transform_file, parse_transform
+
+
+def catalog_dir() -> Path:
+    """Where the built-in transforms are: installed package data, or the source tree."""
+    installed = Path(__file__).with_name("catalog")
+    if any(installed.glob("*.toml")):
+        return installed
+    return Path(__file__).resolve().parent.parent / "transforms"
+
+
+@cache
+def builtin_transforms() -> tuple[Transform, ...]:
+    """Every built-in transform, sorted by name."""
+    found = []
+    for path in sorted(catalog_dir().glob("*.toml")):
+        found.append(parse_transform(path.read_text(encoding="utf-8"), f"builtin:{path.name}"))
+    return tuple(sorted(found, key=lambda t: t.name))
+
+
+def find_transform(reference: str) -> Transform:
+    """A built-in transform by name, or a user's transform file by path."""
+    for transform in builtin_transforms():
+        if transform.name == reference:
+            return transform
+    path = Path(reference)
+    if reference.endswith(".toml") or "/" in reference or path.is_file():
+        if not path.is_file():
+            raise TransformError(
+                "transform file not found", file=reference, hint="patcher list"
+            )
+        return load_transform_file(path)
+    names = [t.name for t in builtin_transforms()]
+    close = difflib.get_close_matches(reference, names, n=1, cutoff=0.5)
+    suggestion = f"; did you mean {close[0]!r}?" if close else ""
+    raise TransformError(
+        f"unknown transform {reference!r}{suggestion}",
+        hint=f"patcher show {close[0]}" if close else "patcher list",
+    )

@@ -1,0 +1,174 @@
+"""The ``patcher`` command: parse arguments, call one library function, render the result.
+
+Exit codes: 0 success or nothing to do; 1 refused or failed (a one-line message says why and
+what to run next); 2 usage error; 3 unexpected error (a bug; PATCHER_DEBUG=1 shows the
+traceback); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import traceback
+from collections.abc import Iterator
+from typing import Annotated
+
+import typer
+
+from patcher.errors import PatcherError
+
+EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_BUG, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+app = typer.Typer(
+    name="patcher",
+    help="Named, reversible, journalled edits to the config files of a model checkpoint.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+CheckpointArg = Annotated[
+    str, typer.Argument(help="Checkpoint directory (the folder holding config.json).")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would change; write nothing.")]
+
+
+def _out(text: str) -> None:
+    typer.echo(text)
+
+
+def _err(text: str) -> None:
+    typer.echo(text, err=True)
+
+
+@contextlib.contextmanager
+def _boundary() -> Iterator[None]:
+    """The one exception boundary: known failures exit 1 with their message, others exit 3."""
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except PatcherError as exc:
+        _err(f"error: {exc.message}")
+        if exc.detail:
+            _err(exc.detail.rstrip("\n"))
+        raise typer.Exit(EXIT_REFUSED) from None
+    except KeyboardInterrupt:
+        _err("interrupted")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except Exception as exc:
+        if os.environ.get("PATCHER_DEBUG"):
+            _err(traceback.format_exc())
+        _err(
+            f"unexpected error: {type(exc).__name__}: {exc} (a bug in patcher; rerun with "
+            "PATCHER_DEBUG=1 for a traceback)"
+        )
+        raise typer.Exit(EXIT_BUG) from None
+
+
+@app.command("list")
+def list_command(as_json: JsonOpt = False) -> None:
+    """List the built-in transforms."""
+    with _boundary():
+        from patcher import render
+        from patcher.catalog import builtin_transforms
+
+        transforms = builtin_transforms()
+        if as_json:
+            _out(render.to_json([render.transform_json(t) for t in transforms]))
+        else:
+            _out(render.transform_list_text(transforms))
+
+
+@app.command()
+def show(
+    name: Annotated[str, typer.Argument(help="Transform name, or a transform file path.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Explain one transform: files, why, when to undo, evidence, engine flag, parameters."""
+    with _boundary():
+        from patcher import render
+        from patcher.catalog import find_transform
+
+        transform = find_transform(name)
+        _out(render.to_json(render.transform_json(transform)) if as_json
+             else render.transform_text(transform))
+
+
+@app.command()
+def apply(
+    checkpoint: CheckpointArg,
+    transform: Annotated[str, typer.Argument(help="Built-in transform name, or a .toml file.")],
+    assignments: Annotated[
+        list[str] | None,
+        typer.Option("--set", metavar="KEY=VALUE", help="Set a parameter (repeatable)."),
+    ] = None,
+    dry_run: DryRunOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Apply a transform and record it in the checkpoint's journal."""
+    with _boundary():
+        from patcher import render
+        from patcher.applying import apply_transform
+        from patcher.params import parse_assignments
+
+        result = apply_transform(
+            checkpoint, transform, parse_assignments(assignments or []), dry_run=dry_run
+        )
+        _out(render.to_json(render.apply_json(result)) if as_json else render.apply_text(result))
+
+
+@app.command()
+def revert(
+    checkpoint: CheckpointArg,
+    name: Annotated[
+        str | None, typer.Argument(help="Transform name (or entry id) to revert.")
+    ] = None,
+    last: Annotated[bool, typer.Option("--last", help="Revert the last applied.")] = False,
+    every: Annotated[bool, typer.Option("--all", help="Revert everything, latest first.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Undo what still matches in hand-edited files.")
+    ] = False,
+    dry_run: DryRunOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Undo applied transforms: byte for byte when the files are as patcher left them."""
+    if sum([name is not None, last, every]) != 1:
+        _err("usage error: say what to revert: a NAME, --last or --all")
+        raise typer.Exit(EXIT_USAGE)
+    with _boundary():
+        from patcher import render
+        from patcher.reverting import revert_transforms
+
+        result = revert_transforms(
+            checkpoint, name, last=last, every=every, force=force, dry_run=dry_run
+        )
+        _out(render.to_json(render.revert_json(result)) if as_json else render.revert_text(result))
+
+
+@app.command()
+def status(checkpoint: CheckpointArg, as_json: JsonOpt = False) -> None:
+    """Show the applied transforms and the state of every journalled file."""
+    with _boundary():
+        from patcher import render
+        from patcher.status import checkpoint_status
+
+        result = checkpoint_status(checkpoint)
+        _out(render.to_json(render.status_json(result)) if as_json else render.status_text(result))
+
+
+@app.command()
+def diff(checkpoint: CheckpointArg, as_json: JsonOpt = False) -> None:
+    """Compare the journalled files with their originals (offline)."""
+    with _boundary():
+        from patcher import render
+        from patcher.offline_diff import diff_checkpoint
+
+        result = diff_checkpoint(checkpoint, structural=as_json)
+        _out(render.to_json(render.diff_json(result)) if as_json else render.diff_text(result))
+
+
+def main() -> None:
+    """Entry point of the ``patcher`` command."""
+    app()

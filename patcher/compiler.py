@@ -1,0 +1,342 @@
+"""Compile a transform against the current files: one guarded RFC 6902 patch per file, its
+inverse, and the new bytes, all computed in memory.
+
+Lenient forms (``if_present``, ``set``, ``append``, guards) are resolved here against the
+current values, so the recorded patches are plain RFC 6902. Every ``remove`` and ``replace``
+is preceded by a ``test`` of the old value, every inverse step by a ``test`` of the new one.
+Inverse steps that re-insert a value carry ``x-raw``, its exact source text (RFC 6902 says
+unknown members are ignored), so a forced revert can put back ``1e30`` rather than ``1e+30``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import jsonpatch
+import jsonpointer
+
+from patcher import jsontext
+from patcher.checkpoint import Checkpoint
+from patcher.document import canonical, decode_text, parse_json
+from patcher.errors import DoesNotApplyError, InputFileError
+from patcher.params import ResolvedParams
+from patcher.transform import Edit, Guard, Transform, substitute
+
+Op = dict[str, Any]
+_MISSING = object()
+
+
+@dataclass(frozen=True, slots=True)
+class FilePlan:
+    """What applying a transform does to one file."""
+
+    path: str
+    kind: Literal["json", "text"]
+    before: bytes
+    after: bytes
+    forward: tuple[Op, ...]
+    inverse: tuple[Op, ...]
+    link: str | None
+
+
+@dataclass(slots=True)
+class _FileState:
+    path: str
+    before: bytes
+    text: str
+    doc: Any
+    kind: Literal["json", "text"]
+    link: str | None
+    forward: list[Op] = field(default_factory=list)
+    inverse: list[Op] = field(default_factory=list)
+
+
+def get(doc: Any, pointer: str) -> Any:
+    """The value at ``pointer``, or the module's missing marker."""
+    try:
+        return jsonpointer.resolve_pointer(doc, pointer, _MISSING)
+    except jsonpointer.JsonPointerException:
+        return _MISSING
+
+
+def exists(doc: Any, pointer: str) -> bool:
+    """Whether ``pointer`` leads to a value in ``doc``."""
+    return get(doc, pointer) is not _MISSING
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _guard_holds(guard: Guard, value: Any) -> bool:
+    if guard.exists is not None and (value is not _MISSING) != guard.exists:
+        return False
+    if guard.has_equals and (value is _MISSING or canonical(value) != canonical(guard.equals)):
+        return False
+    if guard.one_of is not None and (
+        value is _MISSING or canonical(value) not in {canonical(v) for v in guard.one_of}
+    ):
+        return False
+    if guard.type is not None:
+        if value is _MISSING:
+            return False
+        name = _type_name(value)
+        if guard.type != name and not (guard.type == "number" and name == "integer"):
+            return False
+    return True
+
+
+def _expected(guard: Guard) -> str:
+    if guard.has_equals:
+        return json.dumps(guard.equals)
+    if guard.one_of is not None:
+        return "one of " + ", ".join(json.dumps(v) for v in guard.one_of)
+    if guard.type is not None:
+        return f"a {guard.type}"
+    return "present" if guard.exists else "absent"
+
+
+def _found(value: Any) -> str:
+    if value is _MISSING:
+        return "nothing"
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _does_not_apply(transform: Transform, file: str, pointer: str, problem: str) -> DoesNotApplyError:
+    return DoesNotApplyError(
+        problem, file=file, pointer=pointer, hint=f"patcher show {transform.name}"
+    )
+
+
+class _Compiler:
+    def __init__(self, checkpoint: Checkpoint, transform: Transform, params: ResolvedParams):
+        self.checkpoint = checkpoint
+        self.transform = transform
+        self.params = params
+        self.states: dict[str, _FileState] = {}
+
+    def load(self, edit: Edit) -> _FileState | None:
+        if edit.file in self.states:
+            return self.states[edit.file]
+        path = self.checkpoint.path(edit.file)
+        if not path.is_file():
+            if edit.optional:
+                return None
+            raise _does_not_apply(
+                self.transform, edit.file, "", "file not found, and this transform needs it"
+            )
+        data = path.read_bytes()
+        hint = f"fix the file, then run: patcher apply {self.checkpoint.root} {self.transform.name}"
+        link = self.checkpoint.link_target(edit.file)
+        if edit.is_text:
+            text = decode_text(data, edit.file, hint)
+            state = _FileState(edit.file, data, text, text, "text", link)
+        else:
+            document = parse_json(data, edit.file, hint)
+            state = _FileState(edit.file, data, document.text, document.value, "json", link)
+        self.states[edit.file] = state
+        return state
+
+    def run(self) -> tuple[FilePlan, ...]:
+        for edit in self.transform.edits:
+            state = self.load(edit)
+            if state is None:
+                continue
+            if state.kind == "text" or edit.is_text:
+                self.write_text(state, edit)
+            else:
+                self.edit_json(state, edit)
+        plans = []
+        for state in self.states.values():
+            if not state.forward:
+                continue
+            if state.kind == "json":
+                self.verify(state)
+            plans.append(
+                FilePlan(
+                    path=state.path,
+                    kind=state.kind,
+                    before=state.before,
+                    after=state.text.encode("utf-8"),
+                    forward=tuple(state.forward),
+                    inverse=tuple(state.inverse),
+                    link=state.link,
+                )
+            )
+        return tuple(plans)
+
+    def write_text(self, state: _FileState, edit: Edit) -> None:
+        if state.kind != "text" or not edit.is_text:
+            raise _does_not_apply(
+                self.transform, edit.file, "", "one transform cannot both edit and replace a file"
+            )
+        new = substitute(edit.ops[0]["value"], self.params.values)
+        if not isinstance(new, str):
+            raise _does_not_apply(self.transform, edit.file, "", "'write' needs a string value")
+        if new == state.text:
+            return
+        state.forward.append({"op": "replace", "path": "", "value": new})
+        state.inverse.insert(0, {"op": "replace", "path": "", "value": state.text})
+        state.text = state.doc = new
+
+    def edit_json(self, state: _FileState, edit: Edit) -> None:
+        base = ""
+        if (
+            edit.scope == "language-model"
+            and isinstance(state.doc, dict)
+            and isinstance(state.doc.get("text_config"), dict)
+        ):
+            base = "/text_config"
+        for guard in edit.when:
+            if not _guard_holds(guard, get(state.doc, base + guard.path)):
+                return
+        for guard in edit.require:
+            value = get(state.doc, base + guard.path)
+            if not _guard_holds(guard, value):
+                raise _does_not_apply(
+                    self.transform,
+                    edit.file,
+                    base + guard.path,
+                    f"expected {_expected(guard)}, found {_found(value)}; this transform does not "
+                    "understand this layout and changed nothing",
+                )
+        for raw_op in edit.ops:
+            op = substitute(dict(raw_op), self.params.values)
+            op["path"] = base + op["path"]
+            if "from" in op:
+                op["from"] = base + op["from"]
+            for concrete in self.resolve(state, op):
+                self.apply(state, concrete)
+
+    def resolve(self, state: _FileState, op: Op) -> list[Op]:
+        kind, path, doc = op["op"], op["path"], state.doc
+        current = get(doc, path)
+        present = current is not _MISSING and not (op.get("ignore_null") and current is None)
+        same = "value" in op and present and canonical(current) == canonical(op["value"])
+        if kind == "remove":
+            if not present:
+                if op.get("if_present"):
+                    return []
+                raise _does_not_apply(self.transform, state.path, path, "nothing to remove here")
+            return [{"op": "remove", "path": path}]
+        if kind == "replace":
+            if not present:
+                if op.get("if_present"):
+                    return []
+                raise _does_not_apply(self.transform, state.path, path, "nothing to replace here")
+            return [] if same else [{"op": "replace", "path": path, "value": op["value"]}]
+        if kind in ("add", "set"):
+            if present and (same or op.get("if_absent")):
+                return []
+            if kind == "set" and present:
+                return [{"op": "replace", "path": path, "value": op["value"]}]
+            return [{"op": "add", "path": path, "value": op["value"]}]
+        if kind == "append":
+            if not isinstance(current, list):
+                raise _does_not_apply(
+                    self.transform, state.path, path, f"expected an array, found {_found(current)}"
+                )
+            if canonical(op["value"]) in {canonical(v) for v in current}:
+                return []
+            return [{"op": "add", "path": path + "/-", "value": op["value"]}]
+        if kind == "test":
+            return [{"op": "test", "path": path, "value": op["value"]}]
+        source = get(doc, op["from"])
+        if source is _MISSING:
+            raise _does_not_apply(self.transform, state.path, op["from"], f"nothing to {kind} here")
+        ops: list[Op] = [{"op": "remove", "path": op["from"]}] if kind == "move" else []
+        return [*ops, {"op": "add", "path": path, "value": source}]
+
+    def apply(self, state: _FileState, op: Op) -> None:
+        kind, path = op["op"], op["path"]
+        try:
+            if kind == "test":
+                jsonpatch.JsonPatch([op]).apply(state.doc, in_place=True)
+                state.forward.append(op)
+                return
+            old = get(state.doc, path)
+            if kind == "add":
+                self.apply_add(state, op, old)
+                return
+            raw = jsontext.raw_value(state.text, path)
+            if kind == "remove":
+                state.text = jsontext.remove(state.text, path)
+                state.inverse.insert(0, {"op": "add", "path": path, "value": old, "x-raw": raw})
+            else:
+                state.text = jsontext.replace(state.text, path, op["value"])
+                state.inverse[:0] = [
+                    {"op": "test", "path": path, "value": op["value"]},
+                    {"op": "replace", "path": path, "value": old, "x-raw": raw},
+                ]
+            state.forward += [{"op": "test", "path": path, "value": old}, op]
+            state.doc = jsonpatch.JsonPatch([op]).apply(state.doc, in_place=True)
+        except jsonpatch.JsonPatchTestFailed:
+            raise _does_not_apply(
+                self.transform, state.path, path,
+                f"test failed: expected {_found(op.get('value'))}, found {_found(get(state.doc, path))}",
+            ) from None
+        except jsontext.DuplicateKeyError as exc:
+            raise InputFileError(
+                f"duplicate key {exc.key!r} in this object; the edit would be ambiguous",
+                file=state.path,
+                pointer=exc.pointer,
+                hint="remove the duplicate by hand, then run the command again",
+            ) from None
+        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException,
+                jsontext.PointerError) as exc:
+            raise _does_not_apply(self.transform, state.path, path, f"cannot {kind}: {exc}") from None
+
+    def apply_add(self, state: _FileState, op: Op, old: Any) -> None:
+        path = op["path"]
+        tokens = jsontext.split_pointer(path)
+        parent = get(state.doc, jsontext.join_pointer(tokens[:-1]))
+        if parent is _MISSING or not isinstance(parent, dict | list):
+            raise _does_not_apply(
+                self.transform, state.path, jsontext.join_pointer(tokens[:-1]),
+                "cannot add here: the parent object does not exist",
+            )
+        if isinstance(parent, list):
+            index = len(parent) if tokens[-1] == "-" else int(tokens[-1])
+            path = jsontext.join_pointer([*tokens[:-1], str(index)])
+            op = {"op": "add", "path": path, "value": op["value"]}
+            inverse = [{"op": "test", "path": path, "value": op["value"]},
+                       {"op": "remove", "path": path}]
+            forward = [op]
+        elif old is not _MISSING:
+            raw = jsontext.raw_value(state.text, path)
+            inverse = [{"op": "test", "path": path, "value": op["value"]},
+                       {"op": "replace", "path": path, "value": old, "x-raw": raw}]
+            forward = [{"op": "test", "path": path, "value": old}, op]
+        else:
+            inverse = [{"op": "test", "path": path, "value": op["value"]},
+                       {"op": "remove", "path": path}]
+            forward = [op]
+        state.text = jsontext.add(state.text, path, op["value"])
+        state.doc = jsonpatch.JsonPatch([op]).apply(state.doc, in_place=True)
+        state.forward += forward
+        state.inverse[:0] = inverse
+
+    def verify(self, state: _FileState) -> None:
+        reparsed = json.loads(state.text[1:] if state.text.startswith("\ufeff") else state.text)
+        if json.dumps(reparsed) != json.dumps(state.doc):
+            raise AssertionError(f"{state.path}: text edit and patch disagree (a patcher bug)")
+
+
+def compile_transform(
+    checkpoint: Checkpoint, transform: Transform, params: ResolvedParams
+) -> tuple[FilePlan, ...]:
+    """Compile ``transform`` against the checkpoint's current files (nothing is written)."""
+    return _Compiler(checkpoint, transform, params).run()

@@ -1,0 +1,47 @@
+"""Reading and writing the journalled files of a checkpoint, with hash checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from patcher.checkpoint import Checkpoint
+from patcher.errors import ConflictError
+from patcher.fsio import atomic_symlink, atomic_write, file_mode, sha256
+
+
+def read_current(checkpoint: Checkpoint, relative: str) -> bytes | None:
+    """The current bytes of ``relative`` (through a link), or None when it is missing."""
+    path = checkpoint.path(relative)
+    try:
+        return path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def current_hash(checkpoint: Checkpoint, relative: str) -> str | None:
+    """sha256 of the current bytes, or None when the file is missing."""
+    data = read_current(checkpoint, relative)
+    return None if data is None else sha256(data)
+
+
+def replace_file(
+    checkpoint: Checkpoint,
+    relative: str,
+    data: bytes,
+    *,
+    expect: str | None,
+    link: str | None = None,
+) -> None:
+    """Replace ``relative`` with ``data`` (or with a symlink to ``link``) if it still hashes to
+    ``expect``: a compare-and-swap, so a lock that silently failed loses nothing."""
+    path: Path = checkpoint.path(relative)
+    if expect is not None and current_hash(checkpoint, relative) != expect:
+        raise ConflictError(
+            "changed by another process while patcher was working; nothing more was written",
+            file=path,
+            hint=f"patcher status {checkpoint.root}",
+        )
+    if link is not None:
+        atomic_symlink(path, link)
+    else:
+        atomic_write(path, data, mode=file_mode(path))

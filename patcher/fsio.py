@@ -1,0 +1,101 @@
+"""Atomic file IO: every write goes to a temp file in the same directory, is fsynced, and
+replaces its target with ``os.replace``. A symlink target is replaced as a link, never
+written through."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import uuid
+from pathlib import Path
+
+from patcher.errors import WriteError
+
+
+def sha256(data: bytes) -> str:
+    """Hex sha256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def _tmp_name(target: Path) -> Path:
+    return target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.patcher-tmp")
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def write_error(exc: OSError, target: Path) -> WriteError:
+    """Turn an OSError from a write into a one-line refusal."""
+    if exc.errno == errno.ENOSPC:
+        problem = "no space left on the device"
+        hint = "free some space, then run the same command again (nothing was changed)"
+    elif exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        problem = f"cannot write here ({os.strerror(exc.errno)})"
+        hint = "make the checkpoint writable, or use 'patcher apply CKPT NAME --overlay OUT'"
+    else:
+        problem = f"write failed ({exc.strerror or exc})"
+        hint = "fix the filesystem problem, then run the same command again"
+    return WriteError(problem, file=target, hint=hint)
+
+
+def atomic_write(target: Path, data: bytes, *, mode: int | None = None) -> None:
+    """Write ``data`` to ``target`` atomically; a symlink at ``target`` is replaced, not followed."""
+    tmp = _tmp_name(target)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        try:
+            _write_all(fd, data)
+            if mode is not None:
+                os.fchmod(fd, mode)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+        _fsync_dir(target.parent)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise write_error(exc, target) from exc
+
+
+def atomic_symlink(target: Path, link_to: str) -> None:
+    """Make ``target`` a symlink to ``link_to``, atomically replacing whatever is there."""
+    tmp = _tmp_name(target)
+    try:
+        os.symlink(link_to, tmp)
+        os.replace(tmp, target)
+        _fsync_dir(target.parent)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise write_error(exc, target) from exc
+
+
+def ensure_dir(directory: Path) -> None:
+    """Create ``directory`` (one level) if missing, as a refusal on failure."""
+    try:
+        directory.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise write_error(exc, directory) from exc
+
+
+def file_mode(path: Path) -> int | None:
+    """Permission bits of the file ``path`` points to, or None when it does not exist."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        return None

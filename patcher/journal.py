@@ -1,0 +1,212 @@
+"""The journal in ``<checkpoint>/.patcher/``: what was done, how to undo it, and the originals.
+
+Layout::
+
+    .patcher/journal.json        {"format": 1, "entries": [...]}, rewritten atomically
+    .patcher/objects/<sha256>    original bytes of every file before it was patched
+    .patcher/lock                the per-checkpoint lock
+
+Entries move ``pending`` -> ``applied`` -> ``reverting`` -> ``reverted``. A ``pending`` or
+``reverting`` entry is the write-ahead record of a change in progress; the next command
+settles it by hashing the files (see ``patcher.recovery``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from patcher.errors import JournalError
+from patcher.fsio import atomic_write, ensure_dir, sha256
+
+FORMAT = 1
+JOURNAL_FILE = "journal.json"
+State = Literal["pending", "applied", "reverting", "reverted"]
+STATES = ("pending", "applied", "reverting", "reverted")
+
+
+@dataclass(frozen=True, slots=True)
+class FileRecord:
+    """One file of an entry: hashes around the change, and the patches both ways."""
+
+    path: str
+    kind: Literal["json", "text"]
+    link: str | None
+    before: str
+    after: str
+    forward: tuple[dict[str, Any], ...]
+    inverse: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One applied transform."""
+
+    id: int
+    state: State
+    transform: str
+    source: str
+    definition: str
+    params: Mapping[str, Any]
+    time: str
+    tool_version: str
+    files: tuple[FileRecord, ...]
+    reverted_time: str | None = None
+    targets: Mapping[str, str] = field(default_factory=dict)
+
+    def with_state(self, state: State, **changes: Any) -> Entry:
+        """A copy in another state."""
+        return replace(self, state=state, **changes)
+
+    def file(self, path: str) -> FileRecord | None:
+        """The record of ``path`` in this entry, if any."""
+        return next((f for f in self.files if f.path == path), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Journal:
+    """All entries, oldest first."""
+
+    entries: tuple[Entry, ...] = ()
+
+    @property
+    def applied(self) -> tuple[Entry, ...]:
+        """Entries whose changes are in place."""
+        return tuple(e for e in self.entries if e.state == "applied")
+
+    @property
+    def unsettled(self) -> tuple[Entry, ...]:
+        """Entries a crash left half done."""
+        return tuple(e for e in self.entries if e.state in ("pending", "reverting"))
+
+    def next_id(self) -> int:
+        """The id for a new entry."""
+        return max((e.id for e in self.entries), default=0) + 1
+
+    def put(self, entry: Entry) -> Journal:
+        """A journal with ``entry`` added or replacing the entry with the same id."""
+        others = [e for e in self.entries if e.id != entry.id]
+        return Journal(tuple(sorted([*others, entry], key=lambda e: e.id)))
+
+    def drop(self, entry_id: int) -> Journal:
+        """A journal without the entry ``entry_id``."""
+        return Journal(tuple(e for e in self.entries if e.id != entry_id))
+
+
+def _damaged(path: Path, problem: str) -> JournalError:
+    return JournalError(
+        f"journal is damaged ({problem}); nothing was changed",
+        file=path,
+        hint=f"restore it from a backup, or move {path.parent} aside to start afresh "
+        "(its objects/ folder keeps the original bytes)",
+    )
+
+
+def _file_from(raw: Any) -> FileRecord:
+    return FileRecord(
+        path=str(raw["path"]),
+        kind=raw["kind"],
+        link=raw.get("link"),
+        before=str(raw["before"]),
+        after=str(raw["after"]),
+        forward=tuple(raw["forward"]),
+        inverse=tuple(raw["inverse"]),
+    )
+
+
+def _entry_from(raw: Any) -> Entry:
+    if raw["state"] not in STATES:
+        raise ValueError(f"unknown state {raw['state']!r}")
+    return Entry(
+        id=int(raw["id"]),
+        state=raw["state"],
+        transform=str(raw["transform"]),
+        source=str(raw["source"]),
+        definition=str(raw["definition"]),
+        params=dict(raw["params"]),
+        time=str(raw["time"]),
+        tool_version=str(raw["tool_version"]),
+        files=tuple(_file_from(f) for f in raw["files"]),
+        reverted_time=raw.get("reverted_time"),
+        targets=dict(raw.get("targets", {})),
+    )
+
+
+def load_journal(directory: Path) -> Journal:
+    """Read the journal in ``directory``; an absent journal is empty."""
+    path = directory / JOURNAL_FILE
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return Journal()
+    except OSError as exc:
+        raise _damaged(path, f"unreadable: {exc.strerror}") from None
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise _damaged(path, "not UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise _damaged(path, f"invalid JSON at line {exc.lineno} column {exc.colno}") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("format"), int):
+        raise _damaged(path, "no format version")
+    if raw["format"] > FORMAT:
+        raise JournalError(
+            f"journal format {raw['format']} is newer than this patcher understands ({FORMAT})",
+            file=path,
+            hint="upgrade patcher: pip install -U patcher",
+        )
+    try:
+        return Journal(tuple(_entry_from(e) for e in raw["entries"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _damaged(path, f"malformed entry: {exc}") from None
+
+
+def _entry_json(entry: Entry) -> dict[str, Any]:
+    data = asdict(entry)
+    data["files"] = [asdict(f) for f in entry.files]
+    data["params"] = dict(entry.params)
+    data["targets"] = dict(entry.targets)
+    return data
+
+
+def save_journal(directory: Path, journal: Journal) -> None:
+    """Write the journal atomically."""
+    ensure_dir(directory)
+    payload = {"format": FORMAT, "entries": [_entry_json(e) for e in journal.entries]}
+    text = json.dumps(payload, indent=1, ensure_ascii=False) + "\n"
+    atomic_write(directory / JOURNAL_FILE, text.encode("utf-8"))
+
+
+def store_object(directory: Path, data: bytes) -> str:
+    """Keep ``data`` under its sha256 (once) and return the hash."""
+    digest = sha256(data)
+    objects = directory / "objects"
+    target = objects / digest
+    if not target.is_file() or target.stat().st_size != len(data):
+        ensure_dir(directory)
+        ensure_dir(objects)
+        atomic_write(target, data)
+    return digest
+
+
+def load_object(directory: Path, digest: str) -> bytes:
+    """The bytes stored under ``digest``, checked against it."""
+    path = directory / "objects" / digest
+    try:
+        data = path.read_bytes()
+    except OSError:
+        raise JournalError(
+            "original bytes are missing from the journal",
+            file=path,
+            hint="use 'patcher revert --force' to undo with the inverse patch instead",
+        ) from None
+    if sha256(data) != digest:
+        raise JournalError(
+            "original bytes in the journal are corrupted",
+            file=path,
+            hint="use 'patcher revert --force' to undo with the inverse patch instead",
+        )
+    return data

@@ -1,0 +1,61 @@
+"""The per-checkpoint lock: one writer at a time, with a timeout that names the holder.
+
+Correctness never depends on the lock alone (it may silently not work on NFS): every write
+also checks the hash it expects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from patcher.errors import LockTimeoutError
+from patcher.fsio import write_error
+
+DEFAULT_TIMEOUT_S = 30.0
+
+
+def lock_timeout() -> float:
+    """The lock timeout in seconds, from ``PATCHER_LOCK_TIMEOUT`` (default 30)."""
+    try:
+        return float(os.environ.get("PATCHER_LOCK_TIMEOUT", DEFAULT_TIMEOUT_S))
+    except ValueError:
+        return DEFAULT_TIMEOUT_S
+
+
+@contextlib.contextmanager
+def locked(lock_path: Path, timeout: float | None = None) -> Iterator[None]:
+    """Hold an exclusive lock on ``lock_path`` while the block runs."""
+    limit = lock_timeout() if timeout is None else timeout
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        raise write_error(exc, lock_path) from exc
+    try:
+        deadline = time.monotonic() + limit
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = os.pread(fd, 512, 0).decode("utf-8", "replace").strip()
+                    raise LockTimeoutError(
+                        f"locked by another patcher ({holder or 'holder unknown'}) for more "
+                        f"than {limit:g}s",
+                        file=lock_path,
+                        hint="wait for it to finish and run the command again, or raise "
+                        "PATCHER_LOCK_TIMEOUT",
+                    ) from None
+                time.sleep(0.02)
+        info = f"pid {os.getpid()}: {' '.join(Path(a).name for a in sys.argv[:2])}"
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, info.encode(), 0)
+        yield
+    finally:
+        os.close(fd)

@@ -1,0 +1,56 @@
+"""``diff``: the checkpoint against its original state, from the journal (no network)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from patcher.checkpoint import open_checkpoint
+from patcher.files import read_current
+from patcher.journal import load_object
+from patcher.session import read_journal
+from patcher.structdiff import Change, compare
+from patcher.textdiff import unified
+
+
+@dataclass(frozen=True, slots=True)
+class FileDiff:
+    """One journalled file against its original: a unified diff and structural changes."""
+
+    path: str
+    unified: str
+    changes: tuple[Change, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointDiff:
+    """All journalled files that differ from their originals."""
+
+    checkpoint: Path
+    files: tuple[FileDiff, ...]
+
+
+def diff_checkpoint(checkpoint: Path | str, *, structural: bool = True) -> CheckpointDiff:
+    """Compare every file touched by an applied transform with its original bytes."""
+    ckpt = open_checkpoint(checkpoint)
+    journal = read_journal(ckpt)
+    results = []
+    paths = dict.fromkeys(r.path for e in journal.applied for r in e.files)
+    for path in paths:
+        first = next(e.file(path) for e in journal.applied if e.file(path))
+        assert first is not None
+        original = load_object(ckpt.journal_dir, first.before)
+        current = read_current(ckpt, path) or b""
+        if current == original:
+            continue
+        text = unified(original, current, f"a/{path} (original)", f"b/{path}")
+        old_text, new_text = original.decode("utf-8", "replace"), current.decode("utf-8", "replace")
+        changes: tuple[Change, ...] = ()
+        if structural and first.kind == "json":
+            try:
+                changes = compare(json.loads(old_text), json.loads(new_text))
+            except json.JSONDecodeError:
+                changes = ()
+        results.append(FileDiff(path, text, changes))
+    return CheckpointDiff(ckpt.root, tuple(results))

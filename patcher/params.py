@@ -1,0 +1,121 @@
+"""Typed parameters: from ``--set KEY=VALUE`` strings (or Python values) to checked values."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from patcher.errors import TransformError
+from patcher.transform import Param, Transform
+
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedParams:
+    """``recorded`` goes into the journal; ``values`` fill the templates (file contents)."""
+
+    recorded: Mapping[str, Any]
+    values: Mapping[str, Any]
+
+
+def parse_assignments(assignments: list[str]) -> dict[str, str]:
+    """Split ``KEY=VALUE`` strings."""
+    parsed: dict[str, str] = {}
+    for item in assignments:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise TransformError(
+                f"--set expects KEY=VALUE, got {item!r}", hint="e.g. --set length=131072"
+            )
+        parsed[key.strip()] = value
+    return parsed
+
+
+def _fail(transform: Transform, param: Param, problem: str) -> TransformError:
+    return TransformError(
+        f"parameter {param.name!r}: {problem}",
+        file=transform.source,
+        hint=f"patcher show {transform.name}",
+    )
+
+
+def _convert(transform: Transform, param: Param, raw: Any) -> Any:
+    kind = param.type
+    if kind == "int":
+        if isinstance(raw, bool) or not isinstance(raw, int | str):
+            raise _fail(transform, param, f"expected an integer, got {raw!r}")
+        try:
+            value: Any = int(str(raw).replace("_", ""))
+        except ValueError:
+            raise _fail(transform, param, f"expected an integer, got {raw!r}") from None
+    elif kind == "float":
+        try:
+            value = float(raw) if not isinstance(raw, bool) else None
+        except (TypeError, ValueError):
+            value = None
+        if value is None or value != value:
+            raise _fail(transform, param, f"expected a number, got {raw!r}")
+    elif kind == "bool":
+        if isinstance(raw, bool):
+            value = raw
+        elif str(raw).lower() in _TRUE | _FALSE:
+            value = str(raw).lower() in _TRUE
+        else:
+            raise _fail(transform, param, f"expected true or false, got {raw!r}")
+    elif kind == "json":
+        if isinstance(raw, str):
+            try:
+                value = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise _fail(transform, param, f"expected JSON ({exc.msg})") from None
+        else:
+            value = raw
+    else:
+        value = str(raw)
+    if param.minimum is not None and isinstance(value, int | float) and value < param.minimum:
+        raise _fail(transform, param, f"must be at least {param.minimum:g}, got {value!r}")
+    if param.maximum is not None and isinstance(value, int | float) and value > param.maximum:
+        raise _fail(transform, param, f"must be at most {param.maximum:g}, got {value!r}")
+    if param.choices is not None and value not in param.choices:
+        allowed = ", ".join(map(str, param.choices))
+        raise _fail(transform, param, f"must be one of {allowed}, got {value!r}")
+    return value
+
+
+def resolve_params(transform: Transform, given: Mapping[str, Any]) -> ResolvedParams:
+    """Check ``given`` against the transform's parameters and fill in defaults."""
+    names = [p.name for p in transform.params]
+    for key in given:
+        if key not in names:
+            close = difflib.get_close_matches(key, names, n=1)
+            suggestion = f"; did you mean {close[0]!r}?" if close else ""
+            known = ", ".join(names) if names else "none"
+            raise TransformError(
+                f"unknown parameter {key!r} (known: {known}){suggestion}",
+                file=transform.source,
+                hint=f"patcher show {transform.name}",
+            )
+    recorded: dict[str, Any] = {}
+    values: dict[str, Any] = {}
+    for param in transform.params:
+        if param.name in given:
+            value = _convert(transform, param, given[param.name])
+        elif not param.required:
+            value = param.default
+        else:
+            raise _fail(transform, param, f"missing (use --set {param.name}=...)")
+        recorded[param.name] = value
+        if param.type == "file" and value is not None:
+            try:
+                values[param.name] = Path(value).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise _fail(transform, param, f"cannot read file {value!r} ({exc})") from None
+        else:
+            values[param.name] = value
+    return ResolvedParams(recorded, values)

@@ -1,0 +1,235 @@
+"""Turning library results into text for people and JSON for scripts (no IO here)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from patcher.applying import ApplyResult
+from patcher.compiler import Op
+from patcher.journal import Entry
+from patcher.offline_diff import CheckpointDiff
+from patcher.reverting import RevertResult
+from patcher.status import FILE_STATES, Status
+from patcher.textdiff import unified
+from patcher.transform import Transform
+
+
+def to_json(data: Any) -> str:
+    """Pretty JSON for ``--json`` output."""
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def _op_line(op: Op) -> str:
+    if op["op"] in ("remove",):
+        return f"remove {op['path']}"
+    value = json.dumps(op.get("value"), ensure_ascii=False)
+    if len(value) > 60:
+        value = value[:57] + "..."
+    return f"{op['op']} {op['path'] or '(whole file)'} = {value}"
+
+
+def _params(params: Any) -> str:
+    return " ".join(f"{k}={json.dumps(v)}" for k, v in params.items()) if params else ""
+
+
+def transform_json(t: Transform) -> dict[str, Any]:
+    """A transform as JSON."""
+    return {
+        "name": t.name,
+        "summary": t.summary,
+        "why": t.why,
+        "symptom": t.symptom,
+        "undo_when": t.undo_when,
+        "evidence": list(t.evidence),
+        "engine_flag": t.engine_flag,
+        "files": list(t.files),
+        "params": [
+            {"name": p.name, "type": p.type, "help": p.help, "default": p.default,
+             "required": p.required}
+            for p in t.params
+        ],
+        "source": t.source,
+    }
+
+
+def transform_list_text(transforms: tuple[Transform, ...]) -> str:
+    """``patcher list``."""
+    width = max((len(t.name) for t in transforms), default=0)
+    return "\n".join(f"{t.name:<{width}}  {t.summary}" for t in transforms)
+
+
+def transform_text(t: Transform) -> str:
+    """``patcher show NAME``."""
+    lines = [f"{t.name}: {t.summary}", "", "Files:"]
+    for edit in t.edits:
+        extra = " (if present)" if edit.optional else ""
+        scope = " [inside text_config when the config has one]" if edit.scope != "root" else ""
+        lines.append(f"  {edit.file}{extra}{scope}")
+        for op in edit.ops:
+            lines.append(f"    {op['op']} {op.get('path', '(whole file)')}")
+    if t.symptom:
+        lines += ["", "Fixes:", f"  {t.symptom}"]
+    lines += ["", "Why:", f"  {t.why}", "", "Undo when:", f"  {t.undo_when}"]
+    if t.engine_flag:
+        lines += ["", "Engine flag that does the same without editing files:", f"  {t.engine_flag}"]
+    if t.params:
+        lines += ["", "Parameters (--set NAME=VALUE):"]
+        for p in t.params:
+            default = "required" if p.required else f"default {json.dumps(p.default)}"
+            lines.append(f"  {p.name} ({p.type}, {default}): {p.help}")
+    if t.evidence:
+        lines += ["", "Evidence:"] + [f"  {link}" for link in t.evidence]
+    return "\n".join(lines)
+
+
+def apply_json(r: ApplyResult) -> dict[str, Any]:
+    """An apply result as JSON."""
+    return {
+        "outcome": r.outcome,
+        "checkpoint": str(r.checkpoint),
+        "transform": r.transform.name,
+        "params": dict(r.params),
+        "entry": r.entry_id,
+        "files": [
+            {
+                "path": f.path,
+                "patch": list(f.forward),
+                "inverse": list(f.inverse),
+                "diff": unified(f.before, f.after, f"a/{f.path}", f"b/{f.path}"),
+            }
+            for f in r.files
+        ],
+    }
+
+
+def apply_text(r: ApplyResult) -> str:
+    """An apply result for people."""
+    name, root = r.transform.name, r.checkpoint
+    if r.outcome == "nothing-to-do":
+        return f"nothing to do: {name} changes nothing in {root}"
+    if r.outcome == "already-applied":
+        return f"nothing to do: {name} is already applied to {root} (entry {r.entry_id})"
+    lines: list[str] = []
+    if r.outcome == "dry-run":
+        lines.append(f"dry run: {name} would change {len(r.files)} file(s) in {root}")
+        for f in r.files:
+            lines.append(unified(f.before, f.after, f"a/{f.path}", f"b/{f.path}").rstrip("\n"))
+        lines.append("RFC 6902 patch per file:")
+        lines.append(to_json({f.path: list(f.forward) for f in r.files}))
+        lines.append("nothing was written")
+        return "\n".join(lines)
+    lines.append(f"applied {name} (entry {r.entry_id}) to {root}")
+    for f in r.files:
+        for op in f.forward:
+            if op["op"] != "test":
+                lines.append(f"  {f.path}: {_op_line(op)}")
+    lines.append(f"undo with: patcher revert {root} {name}")
+    return "\n".join(lines)
+
+
+def revert_json(r: RevertResult) -> dict[str, Any]:
+    """A revert result as JSON."""
+    return {
+        "outcome": r.outcome,
+        "checkpoint": str(r.checkpoint),
+        "reverted": [
+            {
+                "entry": e.entry_id,
+                "transform": e.transform,
+                "files": [
+                    {"path": f.path, "how": f.how, "not_restored": list(f.skipped)}
+                    for f in e.files
+                ],
+            }
+            for e in r.entries
+        ],
+    }
+
+
+_HOW = {
+    "original": "original bytes restored",
+    "inverse": "inverse patch applied (later transforms kept)",
+    "forced": "inverse patch applied where it still matched (--force)",
+    "already-original": "already original",
+}
+
+
+def revert_text(r: RevertResult) -> str:
+    """A revert result for people."""
+    if r.outcome == "nothing-to-do":
+        return f"nothing to do: no transform is applied to {r.checkpoint}"
+    verb = "would revert" if r.outcome == "dry-run" else "reverted"
+    lines = []
+    for e in r.entries:
+        lines.append(f"{verb} {e.transform} (entry {e.entry_id}) in {r.checkpoint}")
+        for f in e.files:
+            lines.append(f"  {f.path}: {_HOW[f.how]}")
+            lines += [f"    not restored: {_op_line(op)}" for op in f.skipped]
+    if r.outcome == "dry-run":
+        lines.append("nothing was written")
+    return "\n".join(lines)
+
+
+def _entry_json(e: Entry) -> dict[str, Any]:
+    return {
+        "id": e.id,
+        "name": e.transform,
+        "params": dict(e.params),
+        "source": e.source,
+        "time": e.time,
+        "tool_version": e.tool_version,
+        "files": [f.path for f in e.files],
+    }
+
+
+def status_json(s: Status) -> dict[str, Any]:
+    """A status as JSON."""
+    return {
+        "checkpoint": str(s.checkpoint),
+        "applied": [_entry_json(e) for e in s.applied],
+        "reverted": [_entry_json(e) for e in s.reverted],
+        "files": [{"path": f.path, "state": f.state, "entries": list(f.entries)} for f in s.files],
+    }
+
+
+def status_text(s: Status) -> str:
+    """A status for people."""
+    lines = [f"checkpoint: {s.checkpoint}"]
+    if not s.applied:
+        lines.append("applied: none")
+    else:
+        lines.append("applied:")
+        for e in s.applied:
+            lines.append(f"  #{e.id} {e.transform} {_params(e.params)}".rstrip() + f"  ({e.time})")
+    if s.files:
+        lines.append("files:")
+        width = max(len(f.path) for f in s.files)
+        for f in s.files:
+            ids = ", ".join(f"#{i}" for i in f.entries)
+            lines.append(f"  {f.path:<{width}}  {FILE_STATES[f.state]}  ({ids})")
+    return "\n".join(lines)
+
+
+def diff_json(d: CheckpointDiff) -> dict[str, Any]:
+    """A structural diff as JSON."""
+    return {
+        "checkpoint": str(d.checkpoint),
+        "files": [
+            {
+                "path": f.path,
+                "changes": [
+                    {"pointer": c.pointer, "kind": c.kind, "old": c.old, "new": c.new}
+                    for c in f.changes
+                ],
+            }
+            for f in d.files
+        ],
+    }
+
+
+def diff_text(d: CheckpointDiff) -> str:
+    """A unified diff of every changed file."""
+    if not d.files:
+        return f"no differences from the originals in {d.checkpoint}"
+    return "".join(f.unified for f in d.files).rstrip("\n")

@@ -1,0 +1,288 @@
+"""Reverting applied transforms: the original bytes when a file is exactly as patcher left
+it, the guarded inverse patch under later non-overlapping transforms, and a refusal (or, with
+``force``, a partial inverse) when a file was edited by hand."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal
+
+from patcher import jsontext
+from patcher.applying import now
+from patcher.checkpoint import Checkpoint, open_checkpoint
+from patcher.compiler import Op
+from patcher.errors import ConflictError, JournalError
+from patcher.files import read_current, replace_file
+from patcher.fsio import sha256
+from patcher.journal import Entry, FileRecord, Journal, load_journal, load_object, store_object
+from patcher.replay import first_difference, replay
+from patcher.session import write_session
+from patcher.textdiff import unified
+
+How = Literal["original", "inverse", "forced", "already-original"]
+
+
+@dataclass(frozen=True, slots=True)
+class FileRevert:
+    """What reverting does to one file."""
+
+    path: str
+    how: How
+    current: bytes | None
+    new: bytes | None
+    link: str | None
+    skipped: tuple[Op, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class EntryRevert:
+    """One entry reverted (or, for a dry run, to be reverted)."""
+
+    entry_id: int
+    transform: str
+    files: tuple[FileRevert, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RevertResult:
+    """What ``revert`` did."""
+
+    outcome: Literal["reverted", "dry-run", "nothing-to-do"]
+    checkpoint: Path
+    entries: tuple[EntryRevert, ...]
+
+
+def _tokens(op: Op) -> list[str]:
+    return jsontext.split_pointer(op["path"])
+
+
+def _is_index(token: str) -> bool:
+    return token == "-" or token.isdigit()
+
+
+def _overlap(a: Op, b: Op) -> bool:
+    ta, tb = _tokens(a), _tokens(b)
+    n = min(len(ta), len(tb))
+    if ta[:n] == tb[:n]:
+        return True
+    for x, tx, ty in ((a, ta, tb), (b, tb, ta)):
+        if x["op"] in ("add", "remove") and tx and _is_index(tx[-1]) and ty[: len(tx) - 1] == tx[:-1]:
+            return True
+    return False
+
+
+def _edits(record: FileRecord) -> list[Op]:
+    return [op for op in record.forward if op["op"] != "test"]
+
+
+def _select(journal: Journal, target: str | None, last: bool, every: bool, root: Path) -> list[Entry]:
+    applied = list(journal.applied)
+    if every:
+        return list(reversed(applied))
+    if last:
+        chosen = applied[-1:]
+    else:
+        chosen = [e for e in applied if e.transform == target or str(e.id) == target][-1:]
+    if not chosen:
+        what = "nothing is applied" if last else f"{target!r} is not applied"
+        raise JournalError(f"{what} to this checkpoint", file=root, hint=f"patcher status {root}")
+    return chosen
+
+
+class _Planner:
+    """Plans one entry's revert against the current contents, without writing anything."""
+
+    def __init__(self, checkpoint: Checkpoint, journal: Journal, force: bool,
+                 read: Callable[[str], bytes | None]) -> None:
+        self.checkpoint = checkpoint
+        self.journal = journal
+        self.force = force
+        self.read = read
+        self.objects: dict[str, bytes] = {}
+
+    def original(self, digest: str) -> bytes:
+        if digest in self.objects:
+            return self.objects[digest]
+        return load_object(self.checkpoint.journal_dir, digest)
+
+    def refuse_changed(self, entry: Entry, record: FileRecord, expected: bytes, current: bytes | None) -> ConflictError:
+        path = self.checkpoint.path(record.path)
+        if current is None:
+            return ConflictError(
+                f"file is missing since {entry.transform!r} was applied",
+                file=path,
+                hint=f"restore it, or run: patcher revert {self.checkpoint.root} {entry.transform} --force",
+            )
+        detail = unified(expected, current, f"{record.path} (as patcher left it)",
+                         f"{record.path} (now)")
+        pointer = None
+        with contextlib.suppress(ValueError):
+            pointer = first_difference(json.loads(expected), json.loads(current))
+        error = ConflictError(
+            f"edited by hand since {entry.transform!r} was applied; not reverting",
+            file=path,
+            pointer=pointer,
+            hint=f"patcher revert {self.checkpoint.root} {entry.transform} --force "
+            "(undoes only what still matches)",
+        )
+        error.detail = detail
+        return error
+
+    def expected_after(self, record: FileRecord) -> bytes:
+        original = self.original(record.before)
+        if record.kind == "text":
+            return str(record.forward[-1]["value"]).encode("utf-8")
+        text = original.decode("utf-8")
+        return replay(text, record.forward, file=record.path, strict=False, hint="").text.encode()
+
+    def plan(self, entry: Entry) -> tuple[EntryRevert, list[Entry]]:
+        updated: dict[int, Entry] = {}
+        files: list[FileRevert] = []
+        for record in entry.files:
+            later = [e for e in self.journal.applied if e.id > entry.id and e.file(record.path)]
+            current = self.read(record.path)
+            current_sha = None if current is None else sha256(current)
+            if not later:
+                files.append(self.plan_alone(entry, record, current, current_sha))
+                continue
+            for other in later:
+                other_record = other.file(record.path)
+                assert other_record is not None
+                for mine in _edits(record):
+                    for theirs in _edits(other_record):
+                        if _overlap(mine, theirs):
+                            raise ConflictError(
+                                f"{entry.transform!r} and the later {other.transform!r} both edit "
+                                f"{theirs['path'] or 'the whole file'}",
+                                file=self.checkpoint.path(record.path),
+                                pointer=mine["path"],
+                                hint=f"revert {other.transform!r} first: patcher revert "
+                                f"{self.checkpoint.root} {other.transform}",
+                            )
+            last_record = later[-1].file(record.path)
+            assert last_record is not None
+            if current_sha != last_record.after and not self.force:
+                raise self.refuse_changed(entry, record, self.original(record.before), current)
+            if current is None or record.kind == "text":
+                raise ConflictError("cannot undo under later transforms", file=record.path,
+                                    hint="revert the later transforms first")
+            hint = f"revert the later transforms first, or: patcher revert {self.checkpoint.root} --all"
+            result = replay(current.decode("utf-8"), record.inverse, file=record.path,
+                            strict=not self.force, hint=hint)
+            new = result.text.encode("utf-8")
+            self.objects[sha256(new)] = new
+            befores = [record.before]
+            for other in later[1:]:
+                other_record = other.file(record.path)
+                assert other_record is not None
+                original = self.original(other_record.before).decode("utf-8")
+                rebased = replay(original, record.inverse, file=record.path, strict=True,
+                                 hint=hint).text.encode("utf-8")
+                self.objects[sha256(rebased)] = rebased
+                befores.append(sha256(rebased))
+            afters = [*befores[1:], sha256(new)]
+            for index, other in enumerate(later):
+                base = updated.get(other.id, other)
+                records = tuple(
+                    replace(r, before=befores[index], after=afters[index],
+                            link=record.link if index == 0 else r.link)
+                    if r.path == record.path else r
+                    for r in base.files
+                )
+                updated[other.id] = replace(base, files=records)
+            how: How = "inverse" if current_sha == last_record.after else "forced"
+            files.append(FileRevert(record.path, how, current, new, None, result.skipped))
+        return EntryRevert(entry.id, entry.transform, tuple(files)), list(updated.values())
+
+    def plan_alone(self, entry: Entry, record: FileRecord, current: bytes | None,
+                   current_sha: str | None) -> FileRevert:
+        if current_sha == record.before:
+            return FileRevert(record.path, "already-original", current, None, None)
+        if current_sha == record.after or (current is None and self.force):
+            return FileRevert(record.path, "original", current, self.original(record.before),
+                              record.link)
+        if not self.force or current is None:
+            raise self.refuse_changed(entry, record, self.expected_after(record), current)
+        if record.kind == "text":
+            return FileRevert(record.path, "forced", current, self.original(record.before), None)
+        result = replay(current.decode("utf-8"), record.inverse, file=record.path, strict=False,
+                        hint="")
+        new = result.text.encode("utf-8")
+        self.objects[sha256(new)] = new
+        return FileRevert(record.path, "forced", current, new, None, result.skipped)
+
+
+def _execute(session_save: Callable[[Journal], None], checkpoint: Checkpoint, journal: Journal,
+             entry: Entry, plan: EntryRevert, updates: list[Entry],
+             objects: dict[str, bytes]) -> Journal:
+    for data in objects.values():
+        store_object(checkpoint.journal_dir, data)
+    targets = {f.path: sha256(f.new) for f in plan.files if f.new is not None}
+    ahead = journal.put(entry.with_state("reverting", targets=targets))
+    for other in updates:
+        ahead = ahead.put(other)
+    session_save(ahead)
+    written: list[FileRevert] = []
+    try:
+        for change in plan.files:
+            if change.new is None:
+                continue
+            expect = None if change.current is None else sha256(change.current)
+            replace_file(checkpoint, change.path, change.new, expect=expect, link=change.link)
+            written.append(change)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            for change in reversed(written):
+                if change.current is not None and change.new is not None:
+                    replace_file(checkpoint, change.path, change.current,
+                                 expect=sha256(change.new))
+            session_save(journal)
+        raise
+    done = ahead.put(entry.with_state("reverted", reverted_time=now(), targets={}))
+    session_save(done)
+    return done
+
+
+def revert_transforms(
+    checkpoint: Path | str,
+    target: str | None = None,
+    *,
+    last: bool = False,
+    every: bool = False,
+    force: bool = False,
+    dry_run: bool = False,
+) -> RevertResult:
+    """Revert the applied transform ``target`` (name or entry id), the last one, or all of
+    them (latest first). With ``dry_run`` nothing is written; the result says what would be."""
+    ckpt = open_checkpoint(checkpoint)
+    if dry_run:
+        journal = load_journal(ckpt.journal_dir)
+        contents: dict[str, bytes | None] = {}
+
+        def read(path: str) -> bytes | None:
+            return contents[path] if path in contents else read_current(ckpt, path)
+
+        planned = []
+        for entry in _select(journal, target, last, every, ckpt.root):
+            planner = _Planner(ckpt, journal, force, read)
+            plan, updates = planner.plan(entry)
+            planned.append(plan)
+            for change in plan.files:
+                if change.new is not None:
+                    contents[change.path] = change.new
+            for other in updates:
+                journal = journal.put(other)
+            journal = journal.put(entry.with_state("reverted"))
+        return RevertResult("dry-run" if planned else "nothing-to-do", ckpt.root, tuple(planned))
+    with write_session(ckpt) as session:
+        done = []
+        for entry in _select(session.journal, target, last, every, ckpt.root):
+            planner = _Planner(ckpt, session.journal, force, lambda p: read_current(ckpt, p))
+            plan, updates = planner.plan(entry)
+            _execute(session.save, ckpt, session.journal, entry, plan, updates, planner.objects)
+            done.append(plan)
+        return RevertResult("reverted" if done else "nothing-to-do", ckpt.root, tuple(done))

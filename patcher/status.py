@@ -1,0 +1,70 @@
+"""Status: the applied transforms, and the state of every journalled file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from patcher.checkpoint import open_checkpoint
+from patcher.files import current_hash
+from patcher.journal import Entry
+from patcher.session import read_journal
+
+FileState = Literal["patched", "changed", "original", "missing", "reverted"]
+FILE_STATES: dict[str, str] = {
+    "patched": "patched as recorded",
+    "changed": "changed since patched (hand edit?)",
+    "original": "back to original bytes (re-downloaded?)",
+    "missing": "missing",
+    "reverted": "reverted",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FileStatus:
+    """One journalled file: its state and the entries that touched it."""
+
+    path: str
+    state: FileState
+    entries: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """The applied transforms (oldest first) and every journalled file."""
+
+    checkpoint: Path
+    applied: tuple[Entry, ...]
+    reverted: tuple[Entry, ...]
+    files: tuple[FileStatus, ...]
+
+
+def checkpoint_status(checkpoint: Path | str) -> Status:
+    """Classify every journalled file of the checkpoint; reads only the journalled files."""
+    ckpt = open_checkpoint(checkpoint)
+    journal = read_journal(ckpt)
+    files: list[FileStatus] = []
+    paths = dict.fromkeys(r.path for e in journal.entries for r in e.files)
+    for path in paths:
+        touching = [e for e in journal.applied if e.file(path)]
+        current = current_hash(ckpt, path)
+        state: FileState
+        if not touching:
+            state = "missing" if current is None else "reverted"
+            ids = tuple(e.id for e in journal.entries if e.file(path))
+        else:
+            first, last = touching[0].file(path), touching[-1].file(path)
+            assert first is not None and last is not None
+            ids = tuple(e.id for e in touching)
+            if current is None:
+                state = "missing"
+            elif current == last.after:
+                state = "patched"
+            elif current == first.before:
+                state = "original"
+            else:
+                state = "changed"
+        files.append(FileStatus(path, state, ids))
+    reverted = tuple(e for e in journal.entries if e.state == "reverted")
+    return Status(ckpt.root, journal.applied, reverted, tuple(files))

@@ -1,0 +1,292 @@
+"""The transform model: a named, documented, parameterised edit of a checkpoint's files.
+
+A transform is a TOML file; the built-in catalog and a user's own transforms use the same
+format (see the README, "Transform file format").
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from patcher.errors import TransformError
+
+ParamType = Literal["int", "float", "bool", "str", "file", "json"]
+PARAM_TYPES: tuple[str, ...] = ("int", "float", "bool", "str", "file", "json")
+Scope = Literal["root", "language-model"]
+RFC_OPS = ("add", "remove", "replace", "move", "copy", "test")
+LENIENT_OPS = ("set", "append", "write")
+_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
+_TEMPLATE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}")
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """A typed parameter; ``required`` when it has no default."""
+
+    name: str
+    type: ParamType
+    help: str
+    default: Any = None
+    required: bool = True
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[Any, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """A condition on a value of the file: ``equals``, ``one_of``, ``exists`` or ``type``."""
+
+    path: str
+    equals: Any = None
+    has_equals: bool = False
+    one_of: tuple[Any, ...] | None = None
+    exists: bool | None = None
+    type: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """The operations on one file, with the conditions under which they run."""
+
+    file: str
+    ops: tuple[Mapping[str, Any], ...]
+    optional: bool = False
+    scope: Scope = "root"
+    when: tuple[Guard, ...] = ()
+    require: tuple[Guard, ...] = ()
+
+    @property
+    def is_text(self) -> bool:
+        """Whether this edit replaces the whole file (non-JSON files such as templates)."""
+        return any(op["op"] == "write" for op in self.ops)
+
+
+@dataclass(frozen=True, slots=True)
+class Transform:
+    """A named transform, with everything a user needs to decide whether to apply it."""
+
+    name: str
+    summary: str
+    why: str
+    undo_when: str
+    evidence: tuple[str, ...]
+    engine_flag: str | None
+    symptom: str | None
+    params: tuple[Param, ...]
+    edits: tuple[Edit, ...]
+    source: str
+    text: str
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The files this transform may touch, in order, without repeats."""
+        return tuple(dict.fromkeys(edit.file for edit in self.edits))
+
+    def param(self, name: str) -> Param | None:
+        """The parameter called ``name``, if any."""
+        return next((p for p in self.params if p.name == name), None)
+
+
+class _Reader:
+    """Validates the parsed TOML of one transform file, naming the key on every error."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, where: str, problem: str) -> TransformError:
+        return TransformError(
+            problem,
+            file=self.source,
+            pointer=where,
+            hint="fix the transform file (format: README, 'Transform file format')",
+        )
+
+    def text(self, table: Mapping[str, Any], key: str, where: str, *, required: bool = True) -> str:
+        value = table.get(key)
+        if value is None and not required:
+            return ""
+        if not isinstance(value, str) or (required and not value.strip()):
+            raise self.fail(f"{where}/{key}", "expected a non-empty string")
+        return value.strip()
+
+    def guards(self, raw: Any, where: str) -> tuple[Guard, ...]:
+        if raw is None:
+            return ()
+        if not isinstance(raw, list):
+            raise self.fail(where, "expected a list of conditions")
+        guards: list[Guard] = []
+        for index, item in enumerate(raw):
+            here = f"{where}/{index}"
+            if not isinstance(item, dict) or not isinstance(item.get("path"), str):
+                raise self.fail(here, "a condition needs a 'path' (a JSON pointer)")
+            self.pointer(item["path"], f"{here}/path")
+            unknown = set(item) - {"path", "equals", "one_of", "exists", "type"}
+            if unknown:
+                raise self.fail(here, f"unknown key {sorted(unknown)[0]!r}")
+            one_of = item.get("one_of")
+            guards.append(
+                Guard(
+                    path=item["path"],
+                    equals=item.get("equals"),
+                    has_equals="equals" in item,
+                    one_of=tuple(one_of) if isinstance(one_of, list) else None,
+                    exists=item.get("exists"),
+                    type=item.get("type"),
+                )
+            )
+        return tuple(guards)
+
+    def pointer(self, value: Any, where: str) -> None:
+        if not isinstance(value, str) or (value and not value.startswith("/")):
+            raise self.fail(where, "expected a JSON pointer such as '/quantization_config'")
+
+    def op(self, raw: Any, where: str) -> Mapping[str, Any]:
+        if not isinstance(raw, dict):
+            raise self.fail(where, "an operation is a table with 'op' and 'path'")
+        kind = raw.get("op")
+        if kind not in RFC_OPS + LENIENT_OPS:
+            raise self.fail(
+                f"{where}/op", f"unknown op {kind!r} (use one of {', '.join(RFC_OPS + LENIENT_OPS)})"
+            )
+        if kind != "write":
+            self.pointer(raw.get("path"), f"{where}/path")
+        if kind in ("add", "replace", "test", "set", "append", "write") and "value" not in raw:
+            raise self.fail(where, f"'{kind}' needs a 'value'")
+        if kind in ("move", "copy"):
+            self.pointer(raw.get("from"), f"{where}/from")
+        allowed = {"op", "path", "value", "from", "if_present", "if_absent", "ignore_null"}
+        unknown = set(raw) - allowed
+        if unknown:
+            raise self.fail(where, f"unknown key {sorted(unknown)[0]!r}")
+        return dict(raw)
+
+    def param(self, name: str, raw: Any) -> Param:
+        where = f"/params/{name}"
+        if not isinstance(raw, dict):
+            raise self.fail(where, "a parameter is a table with 'type' and 'help'")
+        kind = raw.get("type")
+        if kind not in PARAM_TYPES:
+            raise self.fail(f"{where}/type", f"expected one of {', '.join(PARAM_TYPES)}")
+        choices = raw.get("choices")
+        return Param(
+            name=name,
+            type=kind,
+            help=self.text(raw, "help", where),
+            default=raw.get("default"),
+            required="default" not in raw,
+            minimum=raw.get("min"),
+            maximum=raw.get("max"),
+            choices=tuple(choices) if isinstance(choices, list) else None,
+        )
+
+    def edit(self, raw: Any, where: str) -> Edit:
+        if not isinstance(raw, dict):
+            raise self.fail(where, "an edit is a table with 'file' and 'ops'")
+        file = self.text(raw, "file", where)
+        ops_raw = raw.get("ops")
+        if not isinstance(ops_raw, list) or not ops_raw:
+            raise self.fail(f"{where}/ops", "expected a non-empty list of operations")
+        ops = tuple(self.op(op, f"{where}/ops/{i}") for i, op in enumerate(ops_raw))
+        if any(op["op"] == "write" for op in ops) and len(ops) != 1:
+            raise self.fail(f"{where}/ops", "'write' replaces the whole file and must stand alone")
+        scope = raw.get("scope", "root")
+        if scope not in ("root", "language-model"):
+            raise self.fail(f"{where}/scope", "expected 'root' or 'language-model'")
+        unknown = set(raw) - {"file", "ops", "optional", "scope", "when", "require"}
+        if unknown:
+            raise self.fail(where, f"unknown key {sorted(unknown)[0]!r}")
+        return Edit(
+            file=file,
+            ops=ops,
+            optional=bool(raw.get("optional", False)),
+            scope=scope,
+            when=self.guards(raw.get("when"), f"{where}/when"),
+            require=self.guards(raw.get("require"), f"{where}/require"),
+        )
+
+
+def parse_transform(text: str, source: str) -> Transform:
+    """Parse and validate a transform file's TOML text."""
+    reader = _Reader(source)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise TransformError(
+            f"invalid TOML ({exc})", file=source, hint="fix the transform file"
+        ) from None
+    name = reader.text(data, "name", "")
+    if not _NAME.fullmatch(name):
+        raise reader.fail("/name", "a name is lower-case words joined by '-'")
+    params_raw = data.get("params", {})
+    if not isinstance(params_raw, dict):
+        raise reader.fail("/params", "expected a table of parameters")
+    edits_raw = data.get("edits")
+    if not isinstance(edits_raw, list) or not edits_raw:
+        raise reader.fail("/edits", "expected at least one [[edits]] table")
+    evidence = data.get("evidence", [])
+    if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
+        raise reader.fail("/evidence", "expected a list of links")
+    known = {"name", "summary", "why", "undo_when", "evidence", "engine_flag", "symptom",
+             "params", "edits"}
+    unknown = set(data) - known
+    if unknown:
+        raise reader.fail(f"/{sorted(unknown)[0]}", "unknown key")
+    params = tuple(reader.param(n, p) for n, p in params_raw.items())
+    transform = Transform(
+        name=name,
+        summary=reader.text(data, "summary", ""),
+        why=reader.text(data, "why", ""),
+        undo_when=reader.text(data, "undo_when", ""),
+        evidence=tuple(evidence),
+        engine_flag=reader.text(data, "engine_flag", "", required=False) or None,
+        symptom=reader.text(data, "symptom", "", required=False) or None,
+        params=params,
+        edits=tuple(reader.edit(e, f"/edits/{i}") for i, e in enumerate(edits_raw)),
+        source=source,
+        text=text,
+    )
+    for name_used in _template_names(edits_raw):
+        if transform.param(name_used) is None:
+            raise reader.fail("/edits", f"uses '{{{{{name_used}}}}}' but declares no such parameter")
+    return transform
+
+
+def _template_names(value: Any) -> set[str]:
+    if isinstance(value, str):
+        return set(_TEMPLATE.findall(value))
+    if isinstance(value, dict):
+        return set().union(*(_template_names(v) for v in value.values())) if value else set()
+    if isinstance(value, list):
+        return set().union(*(_template_names(v) for v in value)) if value else set()
+    return set()
+
+
+def substitute(value: Any, params: Mapping[str, Any]) -> Any:
+    """Replace ``{{name}}`` in strings: a whole-string template keeps the parameter's type."""
+    if isinstance(value, str):
+        whole = _TEMPLATE.fullmatch(value.strip())
+        if whole:
+            return params[whole.group(1)]
+        return _TEMPLATE.sub(lambda m: str(params[m.group(1)]), value)
+    if isinstance(value, dict):
+        return {k: substitute(v, params) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute(v, params) for v in value]
+    return value
+
+
+def load_transform_file(path: Path) -> Transform:
+    """Load a user's transform file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TransformError(
+            f"cannot read transform file ({exc})", file=path, hint="check the path"
+        ) from None
+    return parse_transform(text, str(path))
