@@ -9,12 +9,12 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from patcher import jsontext
 from patcher.applying import now
 from patcher.checkpoint import Checkpoint, open_checkpoint
-from patcher.compiler import Op
+from patcher.compiler import Op, get
 from patcher.errors import ConflictError, JournalError
 from patcher.files import read_current, replace_file
 from patcher.fsio import sha256
@@ -64,15 +64,27 @@ def _is_index(token: str) -> bool:
     return token == "-" or token.isdigit()
 
 
-def _overlap(a: Op, b: Op) -> bool:
+def _overlap(a: Op, b: Op, doc: Any) -> bool:
+    """Whether two edits touch the same value, or one shifts the array the other indexes."""
     ta, tb = _tokens(a), _tokens(b)
     n = min(len(ta), len(tb))
     if ta[:n] == tb[:n]:
         return True
     for x, tx, ty in ((a, ta, tb), (b, tb, ta)):
-        if x["op"] in ("add", "remove") and tx and _is_index(tx[-1]) and ty[: len(tx) - 1] == tx[:-1]:
+        if x["op"] not in ("add", "remove") or not tx or not _is_index(tx[-1]):
+            continue
+        if ty[: len(tx) - 1] == tx[:-1] and not isinstance(
+            get(doc, jsontext.join_pointer(tx[:-1])), dict
+        ):
             return True
     return False
+
+
+def _parse(data: bytes | None) -> Any:
+    try:
+        return json.loads(data or b"null")
+    except ValueError:
+        return None
 
 
 def _edits(record: FileRecord) -> list[Op]:
@@ -149,12 +161,13 @@ class _Planner:
             if not later:
                 files.append(self.plan_alone(entry, record, current, current_sha))
                 continue
+            current_doc = _parse(current)
             for other in later:
                 other_record = other.file(record.path)
                 assert other_record is not None
                 for mine in _edits(record):
                     for theirs in _edits(other_record):
-                        if _overlap(mine, theirs):
+                        if _overlap(mine, theirs, current_doc):
                             raise ConflictError(
                                 f"{entry.transform!r} and the later {other.transform!r} both edit "
                                 f"{theirs['path'] or 'the whole file'}",

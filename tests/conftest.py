@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from patcher.cli import app
+
+ROOT = Path(__file__).resolve().parent.parent
+SNAPSHOTS = ROOT / "snapshots"
+CONFIGS = SNAPSHOTS / "configs"
+MODELS = sorted(p.name for p in CONFIGS.iterdir() if p.is_dir())
+
+
+def tree_bytes(directory: Path) -> dict[str, bytes | str]:
+    """Every file's bytes (or a symlink's target) under ``directory``, except the journal."""
+    found: dict[str, bytes | str] = {}
+    for path in sorted(directory.rglob("*")):
+        rel = path.relative_to(directory).as_posix()
+        if rel.startswith(".patcher"):
+            continue
+        if path.is_symlink():
+            found[rel] = "-> " + str(path.readlink())
+        elif path.is_file():
+            found[rel] = path.read_bytes()
+    return found
+
+
+def build_tree(root: Path, files: dict[str, str | bytes]) -> Path:
+    """Write ``files`` (relative path -> content) under ``root``."""
+    root.mkdir(parents=True, exist_ok=True)
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def model_checkpoint(tmp_path: Path) -> Callable[[str], Path]:
+    """Copy a real snapshot model into ``tmp_path`` and return its directory."""
+
+    def make(model: str) -> Path:
+        target = tmp_path / model
+        shutil.copytree(CONFIGS / model, target)
+        for path in target.iterdir():
+            path.chmod(0o644)
+        return target
+
+    return make
+
+
+@pytest.fixture
+def kimi(tmp_path: Path) -> Path:
+    """The README's example checkpoint, copied."""
+    target = tmp_path / "kimi"
+    shutil.copytree(SNAPSHOTS / "example" / "kimi-k2.5-nvfp4", target)
+    return target
+
+
+class Cli:
+    def __init__(self) -> None:
+        self.runner = CliRunner()
+
+    def __call__(self, *args: str | Path) -> tuple[int, str, str]:
+        result = self.runner.invoke(app, [str(a) for a in args])
+        return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def cli() -> Cli:
+    return Cli()

@@ -1,0 +1,136 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonpatch
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from patcher import jsontext
+from tests.strategies import document_texts, plain, trees
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def pointers(value: Any, prefix: str = "") -> list[tuple[str, str]]:
+    """(pointer, kind of parent) for every member and element."""
+    found: list[tuple[str, str]] = []
+    if isinstance(value, dict):
+        for key, child in value.items():
+            here = prefix + jsontext.join_pointer([key])
+            found.append((here, "object"))
+            found += pointers(child, here)
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            here = f"{prefix}/{index}"
+            found.append((here, "array"))
+            found += pointers(child, here)
+    return found
+
+
+def same(a: Any, b: Any) -> bool:
+    return json.dumps(a) == json.dumps(b)
+
+
+def unaffected(pointer: str, edited: str, parent_kind: str) -> bool:
+    """Whether ``pointer`` keeps its raw text when ``edited`` changes (arrays shift indices)."""
+    p, e = jsontext.split_pointer(pointer), jsontext.split_pointer(edited)
+    n = min(len(p), len(e))
+    if p[:n] == e[:n]:
+        return False
+    if parent_kind == "array" and p[: len(e) - 1] == e[:-1]:
+        return False
+    return True
+
+
+def check_minimal(before: str, after: str, edited: str, kind: str) -> None:
+    old = json.loads(before)
+    for pointer, _ in pointers(old):
+        if unaffected(pointer, edited, kind):
+            assert jsontext.raw_value(after, pointer) == jsontext.raw_value(before, pointer)
+
+
+@SETTINGS
+@given(st.data())
+def test_remove_changes_only_the_member(data: st.DataObject) -> None:
+    text = document_texts(data)
+    doc = json.loads(text)
+    pointer, kind = data.draw(st.sampled_from(pointers(doc)))
+    after = jsontext.remove(text, pointer)
+    expected = jsonpatch.apply_patch(doc, [{"op": "remove", "path": pointer}])
+    assert same(json.loads(after), expected)
+    check_minimal(text, after, pointer, kind)
+    assert after.endswith(text[len(text.rstrip()):])
+
+
+@SETTINGS
+@given(st.data())
+def test_replace_changes_only_the_value(data: st.DataObject) -> None:
+    text = document_texts(data)
+    doc = json.loads(text)
+    pointer, kind = data.draw(st.sampled_from(pointers(doc)))
+    value = plain(data.draw(trees))
+    after = jsontext.replace(text, pointer, value)
+    expected = jsonpatch.apply_patch(doc, [{"op": "replace", "path": pointer, "value": value}])
+    assert same(json.loads(after), expected)
+    check_minimal(text, after, pointer, "object")
+
+
+@SETTINGS
+@given(st.data())
+def test_add_member_or_element(data: st.DataObject) -> None:
+    text = document_texts(data)
+    doc = json.loads(text)
+    containers = [("", doc)] + [
+        (p, v) for p, _ in pointers(doc)
+        if isinstance(v := jsonpatch.JsonPointer(p).resolve(doc), dict | list)
+    ]
+    parent, container = data.draw(st.sampled_from(containers))
+    value = plain(data.draw(trees))
+    if isinstance(container, dict):
+        key = data.draw(st.text(max_size=5).filter(lambda k: k not in container))
+        pointer = parent + jsontext.join_pointer([key])
+    else:
+        index = data.draw(st.integers(0, len(container)))
+        pointer = f"{parent}/{data.draw(st.sampled_from([str(index), '-']))}"
+    after = jsontext.add(text, pointer, value)
+    expected = jsonpatch.apply_patch(doc, [{"op": "add", "path": pointer, "value": value}])
+    assert same(json.loads(after), expected)
+    check_minimal(text, after, pointer, "array" if isinstance(container, list) else "object")
+
+
+def test_new_member_takes_sibling_indentation() -> None:
+    text = '{\n   "a": 1,\n   "b": {\n      "c": 2\n   }\n}'
+    assert jsontext.add(text, "/b/d", [1]) == (
+        '{\n   "a": 1,\n   "b": {\n      "c": 2,\n      "d": [\n         1\n      ]\n   }\n}'
+    )
+
+
+def test_odd_layouts_survive_an_unrelated_edit() -> None:
+    text = (
+        '{"x": 1,  "y": 1e30,\n'
+        '     "z": 1000000000000000019884624838656, "u": "\\u00e9 é",\n'
+        '  "w": 1.0, "k": "drop"}'
+    )
+    after = jsontext.remove(text, "/k")
+    assert after == text.replace(', "k": "drop"', "")
+
+
+def test_raw_values_are_reinserted_exactly() -> None:
+    text = '{"a": 1e30, "b": 2}'
+    removed = jsontext.remove(text, "/a")
+    assert jsontext.add(removed, "/a", 1e30, raw="1e30") == '{"b": 2, "a": 1e30}'
+
+
+def test_duplicate_keys_on_the_path_are_refused() -> None:
+    with pytest.raises(jsontext.DuplicateKeyError) as caught:
+        jsontext.remove('{"q": {"k": 1, "k": 2}}', "/q/k")
+    assert caught.value.pointer == "/q" and caught.value.key == "k"
+
+
+def test_pointer_escapes() -> None:
+    text = '{"a/b": {"~": 1}}'
+    assert jsontext.raw_value(text, "/a~1b/~0") == "1"
+    assert jsontext.split_pointer("/a~1b/~0") == ["a/b", "~"]
