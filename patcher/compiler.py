@@ -121,12 +121,16 @@ def _does_not_apply(transform: Transform, file: str, pointer: str, problem: str)
     )
 
 
+
 class _Compiler:
     def __init__(self, checkpoint: Checkpoint, transform: Transform, params: ResolvedParams):
         self.checkpoint = checkpoint
         self.transform = transform
         self.params = params
         self.states: dict[str, _FileState] = {}
+
+    def fail(self, relative: str, pointer: str, problem: str) -> DoesNotApplyError:
+        return _does_not_apply(self.transform, str(self.checkpoint.root / relative), pointer, problem)
 
     def load(self, edit: Edit) -> _FileState | None:
         if edit.file in self.states:
@@ -136,16 +140,16 @@ class _Compiler:
             if edit.optional:
                 return None
             raise _does_not_apply(
-                self.transform, edit.file, "", "file not found, and this transform needs it"
+                self.transform, str(path), "", "file not found, and this transform needs it"
             )
         data = path.read_bytes()
         hint = f"fix the file, then run: patcher apply {self.checkpoint.root} {self.transform.name}"
         link = self.checkpoint.link_target(edit.file)
         if edit.is_text:
-            text = decode_text(data, edit.file, hint)
+            text = decode_text(data, str(path), hint)
             state = _FileState(edit.file, data, text, text, "text", link)
         else:
-            document = parse_json(data, edit.file, hint)
+            document = parse_json(data, str(path), hint)
             state = _FileState(edit.file, data, document.text, document.value, "json", link)
         self.states[edit.file] = state
         return state
@@ -180,12 +184,11 @@ class _Compiler:
 
     def write_text(self, state: _FileState, edit: Edit) -> None:
         if state.kind != "text" or not edit.is_text:
-            raise _does_not_apply(
-                self.transform, edit.file, "", "one transform cannot both edit and replace a file"
+            raise self.fail(edit.file, "", "one transform cannot both edit and replace a file"
             )
         new = substitute(edit.ops[0]["value"], self.params.values)
         if not isinstance(new, str):
-            raise _does_not_apply(self.transform, edit.file, "", "'write' needs a string value")
+            raise self.fail(edit.file, "", "'write' needs a string value")
         if new == state.text:
             return
         state.forward.append({"op": "replace", "path": "", "value": new})
@@ -206,9 +209,7 @@ class _Compiler:
         for guard in edit.require:
             value = get(state.doc, base + guard.path)
             if not _guard_holds(guard, value):
-                raise _does_not_apply(
-                    self.transform,
-                    edit.file,
+                raise self.fail(edit.file,
                     base + guard.path,
                     f"expected {_expected(guard)}, found {_found(value)}; this transform does not "
                     "understand this layout and changed nothing",
@@ -230,13 +231,13 @@ class _Compiler:
             if not present:
                 if op.get("if_present"):
                     return []
-                raise _does_not_apply(self.transform, state.path, path, "nothing to remove here")
+                raise self.fail(state.path, path, "nothing to remove here")
             return [{"op": "remove", "path": path}]
         if kind == "replace":
             if not present:
                 if op.get("if_present"):
                     return []
-                raise _does_not_apply(self.transform, state.path, path, "nothing to replace here")
+                raise self.fail(state.path, path, "nothing to replace here")
             return [] if same else [{"op": "replace", "path": path, "value": op["value"]}]
         if kind in ("add", "set"):
             if present and (same or op.get("if_absent")):
@@ -246,8 +247,7 @@ class _Compiler:
             return [{"op": "add", "path": path, "value": op["value"]}]
         if kind == "append":
             if not isinstance(current, list):
-                raise _does_not_apply(
-                    self.transform, state.path, path, f"expected an array, found {_found(current)}"
+                raise self.fail(state.path, path, f"expected an array, found {_found(current)}"
                 )
             if canonical(op["value"]) in {canonical(v) for v in current}:
                 return []
@@ -256,7 +256,7 @@ class _Compiler:
             return [{"op": "test", "path": path, "value": op["value"]}]
         source = get(doc, op["from"])
         if source is _MISSING:
-            raise _does_not_apply(self.transform, state.path, op["from"], f"nothing to {kind} here")
+            raise self.fail(state.path, op["from"], f"nothing to {kind} here")
         ops: list[Op] = [{"op": "remove", "path": op["from"]}] if kind == "move" else []
         return [*ops, {"op": "add", "path": path, "value": source}]
 
@@ -284,28 +284,26 @@ class _Compiler:
             state.forward += [{"op": "test", "path": path, "value": old}, op]
             state.doc = jsonpatch.JsonPatch([op]).apply(state.doc, in_place=True)
         except jsonpatch.JsonPatchTestFailed:
-            raise _does_not_apply(
-                self.transform, state.path, path,
+            raise self.fail(state.path, path,
                 f"test failed: expected {_found(op.get('value'))}, found {_found(get(state.doc, path))}",
             ) from None
         except jsontext.DuplicateKeyError as exc:
             raise InputFileError(
                 f"duplicate key {exc.key!r} in this object; the edit would be ambiguous",
-                file=state.path,
+                file=self.checkpoint.root / state.path,
                 pointer=exc.pointer,
                 hint="remove the duplicate by hand, then run the command again",
             ) from None
         except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException,
                 jsontext.PointerError) as exc:
-            raise _does_not_apply(self.transform, state.path, path, f"cannot {kind}: {exc}") from None
+            raise self.fail(state.path, path, f"cannot {kind}: {exc}") from None
 
     def apply_add(self, state: _FileState, op: Op, old: Any) -> None:
         path = op["path"]
         tokens = jsontext.split_pointer(path)
         parent = get(state.doc, jsontext.join_pointer(tokens[:-1]))
         if parent is _MISSING or not isinstance(parent, dict | list):
-            raise _does_not_apply(
-                self.transform, state.path, jsontext.join_pointer(tokens[:-1]),
+            raise self.fail(state.path, jsontext.join_pointer(tokens[:-1]),
                 "cannot add here: the parent object does not exist",
             )
         if isinstance(parent, list):

@@ -1,0 +1,272 @@
+"""Promise 7: every bad input gets one line naming the file, the pointer and what to run next;
+exit code 1; no traceback; no byte changed on disk."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from patcher import fsio
+from tests.conftest import Cli, build_tree, tree_bytes
+
+
+def everything(root: Path) -> dict[str, bytes | str]:
+    """All bytes under root, the journal included."""
+    found: dict[str, bytes | str] = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not path.is_symlink() and path.name != "lock":
+            found[path.relative_to(root).as_posix()] = path.read_bytes()
+    return found
+
+
+def refused(cli: Cli, root: Path | None, *args: str | Path) -> str:
+    """Run the CLI, check it refused cleanly without touching ``root``, return the message."""
+    before = everything(root) if root is not None and root.is_dir() else None
+    code, out, err = cli(*args)
+    assert code == 1, (code, out, err)
+    assert "Traceback" not in out + err
+    message = err.splitlines()[0]
+    assert message.startswith("error: ")
+    assert "next: " in message
+    if before is not None:
+        assert root is not None and everything(root) == before
+    return message
+
+
+def user_transform(tmp_path: Path, body: str, name: str = "fix.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(
+        'name = "my-fix"\nsummary = "s"\nwhy = "w"\nundo_when = "u"\n' + body, encoding="utf-8"
+    )
+    return path
+
+
+def test_missing_directory(cli: Cli, tmp_path: Path) -> None:
+    message = refused(cli, None, "apply", tmp_path / "nope", "strip-fp8-kv-cache")
+    assert str(tmp_path / "nope") in message and "does not exist" in message
+
+
+def test_directory_without_config_files(cli: Cli, tmp_path: Path) -> None:
+    build_tree(tmp_path, {"model.safetensors": b"\0" * 8})
+    message = refused(cli, tmp_path, "status", tmp_path)
+    assert "no config files" in message
+
+
+def test_invalid_json_gives_line_and_column(cli: Cli, tmp_path: Path) -> None:
+    build_tree(tmp_path, {"config.json": '{\n  "a": 1,\n  "b" 2\n}\n'})
+    message = refused(cli, tmp_path, "apply", tmp_path, "strip-fp8-kv-cache")
+    assert "config.json" in message and "line 3 column 7" in message
+
+
+def test_not_utf8(cli: Cli, tmp_path: Path) -> None:
+    build_tree(tmp_path, {"config.json": b'{"a": "\xff"}'})
+    message = refused(cli, tmp_path, "apply", tmp_path, "strip-fp8-kv-cache")
+    assert "config.json" in message and "not UTF-8" in message and "byte 7" in message
+
+
+def test_duplicate_key_in_touched_object(cli: Cli, tmp_path: Path) -> None:
+    build_tree(tmp_path, {"config.json": '{"quantization_config": {"kv_cache_scheme": 1,'
+                                         ' "kv_cache_scheme": 2}}'})
+    message = refused(cli, tmp_path, "apply", tmp_path, "strip-fp8-kv-cache")
+    assert f"{tmp_path}/config.json at /quantization_config" in message
+    assert "duplicate key 'kv_cache_scheme'" in message
+
+
+def test_unknown_transform_suggests_closest(cli: Cli, kimi: Path) -> None:
+    message = refused(cli, kimi, "apply", kimi, "strip-fp8-kv-cach")
+    assert "did you mean 'strip-fp8-kv-cache'" in message
+    assert "next: patcher show strip-fp8-kv-cache" in message
+
+
+PARAM_BODY = """
+[params.length]
+type = "int"
+help = "context length"
+min = 1
+
+[[edits]]
+file = "config.json"
+ops = [{ op = "set", path = "/max_position_embeddings", value = "{{length}}" }]
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        ((), "parameter 'length': missing (use --set length=...)"),
+        (("--set", "length=abc"), "parameter 'length': expected an integer, got 'abc'"),
+        (("--set", "length=0"), "parameter 'length': must be at least 1, got 0"),
+        (("--set", "lenght=5"), "unknown parameter 'lenght' (known: length); did you mean 'length'?"),
+        (("--set", "length"), "--set expects KEY=VALUE"),
+    ],
+)
+def test_bad_parameters(cli: Cli, kimi: Path, tmp_path: Path, args: tuple[str, ...],
+                        needle: str) -> None:
+    fix = user_transform(tmp_path, PARAM_BODY)
+    message = refused(cli, kimi, "apply", kimi, fix, *args)
+    assert needle in message
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        ("edits = [", "invalid TOML"),
+        ("", "at /edits (JSON pointer): expected at least one [[edits]] table"),
+        ('[[edits]]\nfile = "config.json"\nops = [{ op = "frobnicate", path = "/a" }]\n',
+         "at /edits/0/ops/0/op (JSON pointer): unknown op 'frobnicate'"),
+        ('[[edits]]\nfile = "config.json"\nops = [{ op = "remove", path = "a" }]\n',
+         "at /edits/0/ops/0/path (JSON pointer): expected a JSON pointer"),
+    ],
+)
+def test_invalid_transform_file(cli: Cli, kimi: Path, tmp_path: Path, body: str,
+                                needle: str) -> None:
+    fix = user_transform(tmp_path, body)
+    message = refused(cli, kimi, "apply", kimi, fix)
+    assert str(fix) in message and needle in message
+
+
+@pytest.mark.parametrize(
+    ("target", "needle"),
+    [("../outside.json", "'..' is not allowed"), ("/etc/hostname", "absolute path")],
+)
+def test_transform_naming_a_path_outside(cli: Cli, kimi: Path, tmp_path: Path, target: str,
+                                         needle: str) -> None:
+    fix = user_transform(
+        tmp_path, f'[[edits]]\nfile = "{target}"\nops = [{{ op = "remove", path = "/a" }}]\n'
+    )
+    assert needle in refused(cli, kimi, "apply", kimi, fix)
+
+
+def test_symlink_leading_outside(cli: Cli, kimi: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    build_tree(outside, {"gen.json": '{"a": 1}'})
+    (kimi / "generation_config.json").symlink_to(outside / "gen.json")
+    (kimi / "sub").symlink_to(outside)
+    for target in ("generation_config.json", "sub/gen.json"):
+        fix = user_transform(
+            tmp_path, f'[[edits]]\nfile = "{target}"\nops = [{{ op = "remove", path = "/a" }}]\n'
+        )
+        message = refused(cli, kimi, "apply", kimi, fix)
+        assert "symlink" in message
+    assert (outside / "gen.json").read_text() == '{"a": 1}'
+
+
+@pytest.fixture
+def read_only(monkeypatch: pytest.MonkeyPatch, kimi: Path) -> Iterator[Path]:
+    """Make writes under the checkpoint fail with EROFS (root ignores chmod, so simulate)."""
+    real_open, real_mkdir = os.open, os.mkdir
+
+    def guarded_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if str(path).startswith(str(kimi)) and flags & (os.O_WRONLY | os.O_RDWR):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    def guarded_mkdir(path: Any, *args: Any, **kwargs: Any) -> None:
+        if str(path).startswith(str(kimi)):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+        real_mkdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", guarded_open)
+    monkeypatch.setattr(os, "mkdir", guarded_mkdir)
+    yield kimi
+
+
+def test_read_only_directory(cli: Cli, read_only: Path) -> None:
+    message = refused(cli, read_only, "apply", read_only, "strip-fp8-kv-cache")
+    assert "cannot write here (Read-only file system)" in message
+    assert "--overlay" in message
+
+
+def test_full_disk_mid_write_changes_nothing(cli: Cli, kimi: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    cli("apply", kimi, "strip-fp8-kv-cache", "--dry-run")
+    real_write = fsio._write_all
+    config_writes = []
+
+    def filling_up(fd: int, data: bytes) -> None:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+        if "config.json" in target and "/.patcher/" not in target:
+            config_writes.append(target)
+            if len(config_writes) == 2:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_write(fd, data)
+
+    monkeypatch.setattr(fsio, "_write_all", filling_up)
+    before = tree_bytes(kimi)
+    code, _, err = cli("apply", kimi, "strip-fp8-kv-cache")
+    assert code == 1 and "no space left on the device" in err and "Traceback" not in err
+    assert len(config_writes) == 3  # first file, the failed second, the first put back
+    assert tree_bytes(kimi) == before
+    monkeypatch.setattr(fsio, "_write_all", real_write)
+    code, out, _ = cli("status", kimi, "--json")
+    assert code == 0 and json.loads(out)["applied"] == []
+    assert not list(kimi.glob(".*.patcher-tmp"))
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        (b'{"format": 1, "entries": [{"id": 1, "sta', "journal is damaged (invalid JSON"),
+        (b"\x00\xff garbage", "journal is damaged (not UTF-8)"),
+        (b'{"format": 1, "entries": [{"id": 1}]}', "journal is damaged (malformed entry"),
+        (b'{"entries": []}', "journal is damaged (no format version)"),
+        (b'{"format": 99, "entries": []}', "journal format 99 is newer than this patcher"),
+    ],
+)
+def test_damaged_or_newer_journal(cli: Cli, kimi: Path, content: bytes, needle: str) -> None:
+    build_tree(kimi, {".patcher/journal.json": content})
+    for command in (("status", kimi), ("apply", kimi, "strip-fp8-kv-cache"),
+                    ("revert", kimi, "--all")):
+        message = refused(cli, kimi, *command)
+        assert ".patcher/journal.json" in message and needle in message
+
+
+def test_lock_held_too_long(cli: Cli, kimi: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (kimi / ".patcher").mkdir()
+    fd = os.open(kimi / ".patcher" / "lock", os.O_RDWR | os.O_CREAT)
+    os.write(fd, b"pid 4242: patcher apply")
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    monkeypatch.setenv("PATCHER_LOCK_TIMEOUT", "0.2")
+    try:
+        message = refused(cli, kimi, "apply", kimi, "strip-fp8-kv-cache")
+    finally:
+        os.close(fd)
+    assert "locked by another patcher (pid 4242: patcher apply)" in message
+    assert "PATCHER_LOCK_TIMEOUT" in message
+
+
+def test_revert_never_applied(cli: Cli, kimi: Path) -> None:
+    message = refused(cli, kimi, "revert", kimi, "strip-fp8-kv-cache")
+    assert "'strip-fp8-kv-cache' is not applied" in message
+    assert f"next: patcher status {kimi}" in message
+
+
+def test_transform_that_does_not_apply(cli: Cli, kimi: Path, tmp_path: Path) -> None:
+    fix = user_transform(tmp_path, '[[edits]]\nfile = "config.json"\n'
+                         'require = [{ path = "/model_type", equals = "llama" }]\n'
+                         'ops = [{ op = "remove", path = "/dtype" }]\n')
+    message = refused(cli, kimi, "apply", kimi, fix)
+    assert f'{kimi}/config.json at /model_type (JSON pointer): expected "llama", found "kimi_k25"' in message
+
+
+def test_hand_edited_file_blocks_revert_and_shows_what_changed(cli: Cli, kimi: Path) -> None:
+    cli("apply", kimi, "strip-fp8-kv-cache")
+    config = kimi / "config.json"
+    config.write_text(config.read_text().replace('"dtype": "bfloat16"', '"dtype": "float16"'))
+    code, _, err = cli("revert", kimi, "strip-fp8-kv-cache")
+    assert code == 1
+    first, *detail = err.splitlines()
+    assert first.startswith(f"error: {config} at /dtype (JSON pointer): edited by hand")
+    assert "--force" in first
+    assert '-    "dtype": "bfloat16",' in detail and '+    "dtype": "float16",' in detail
+    code, out, _ = cli("revert", kimi, "strip-fp8-kv-cache", "--force")
+    assert code == 0 and "where it still matched" in out
+    text = config.read_text()
+    assert '"kv_cache_scheme"' in text and '"dtype": "float16"' in text
