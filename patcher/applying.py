@@ -14,12 +14,12 @@ from patcher.catalog import find_transform
 from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.compiler import FilePlan, compile_transform
 from patcher.document import canonical
-from patcher.files import replace_file
+from patcher.files import current_hash, replace_file
 from patcher.fsio import sha256
-from patcher.journal import Entry, FileRecord, store_object
+from patcher.journal import Entry, FileRecord, Journal, store_object
 from patcher.params import resolve_params
 from patcher.recovery import restore_original
-from patcher.session import write_session
+from patcher.session import read_journal, write_session
 from patcher.transform import Transform
 
 ApplyOutcome = Literal["applied", "dry-run", "nothing-to-do", "already-applied"]
@@ -72,6 +72,13 @@ def _write(checkpoint: Checkpoint, entry: Entry, plans: tuple[FilePlan, ...]) ->
         raise
 
 
+def _same_applied(journal: Journal, transform: Transform, params: Mapping[str, Any]) -> int | None:
+    for entry in reversed(journal.applied):
+        if entry.transform == transform.name and canonical(entry.params) == canonical(params):
+            return entry.id
+    return None
+
+
 def apply_transform(
     checkpoint: Path | str,
     transform: str | Transform,
@@ -84,21 +91,23 @@ def apply_transform(
     ckpt = open_checkpoint(checkpoint)
     chosen = find_transform(transform) if isinstance(transform, str) else transform
     resolved = resolve_params(chosen, params or {})
+    plans = compile_transform(ckpt, chosen, resolved)
     if dry_run:
-        plans = compile_transform(ckpt, chosen, resolved)
         outcome: ApplyOutcome = "dry-run" if plans else "nothing-to-do"
         return ApplyResult(outcome, ckpt.root, chosen, resolved.recorded, plans)
+    if not plans:
+        # Nothing to write, so nothing is locked or created either.
+        previous = _same_applied(read_journal(ckpt), chosen, resolved.recorded)
+        outcome = "nothing-to-do" if previous is None else "already-applied"
+        return ApplyResult(outcome, ckpt.root, chosen, resolved.recorded, (), previous)
     with write_session(ckpt) as session:
-        for entry in reversed(session.journal.applied):
-            if entry.transform == chosen.name and canonical(entry.params) == canonical(
-                resolved.recorded
-            ):
-                return ApplyResult(
-                    "already-applied", ckpt.root, chosen, resolved.recorded, (), entry.id
-                )
-        plans = compile_transform(ckpt, chosen, resolved)
-        if not plans:
-            return ApplyResult("nothing-to-do", ckpt.root, chosen, resolved.recorded, ())
+        previous = _same_applied(session.journal, chosen, resolved.recorded)
+        if previous is not None:
+            return ApplyResult("already-applied", ckpt.root, chosen, resolved.recorded, (), previous)
+        if any(current_hash(ckpt, p.path) != sha256(p.before) for p in plans):
+            plans = compile_transform(ckpt, chosen, resolved)  # changed while we waited
+            if not plans:
+                return ApplyResult("nothing-to-do", ckpt.root, chosen, resolved.recorded, ())
         journal_dir = ckpt.journal_dir
         definition = store_object(journal_dir, chosen.text.encode("utf-8"))
         for plan in plans:

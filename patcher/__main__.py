@@ -1,0 +1,7 @@
+"""``python -m patcher`` runs the CLI."""
+
+from __future__ import annotations
+
+from patcher.cli import main
+
+main()

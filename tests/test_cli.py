@@ -1,0 +1,117 @@
+"""CLI wiring, messages and exit codes (the library is tested on its own elsewhere)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from patcher.cli import app
+from tests.conftest import Cli, tree_bytes
+
+COMMANDS = ["list", "show", "apply", "revert", "status", "diff"]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help(cli: Cli, command: str) -> None:
+    code, out, _ = cli(command, "--help")
+    assert code == 0 and "Usage:" in out
+
+
+def test_no_arguments_shows_help(cli: Cli) -> None:
+    code, out, err = cli()
+    assert code in (0, 2) and "apply" in out + err
+
+
+def test_usage_error_exits_2(cli: Cli, kimi: Path) -> None:
+    code, _, _ = cli("apply", kimi)
+    assert code == 2
+    code, _, err = cli("revert", kimi)
+    assert code == 2 and "NAME, --last or --all" in err
+
+
+def test_list_and_show(cli: Cli) -> None:
+    code, out, _ = cli("list", "--json")
+    listed = json.loads(out)
+    assert code == 0 and "strip-fp8-kv-cache" in {t["name"] for t in listed}
+    code, out, _ = cli("show", "strip-fp8-kv-cache")
+    assert code == 0
+    for heading in ("Files:", "Why:", "Undo when:", "Evidence:", "hf_quant_config.json"):
+        assert heading in out
+    assert "TensorRT-LLM reads" in out
+
+
+def test_apply_status_diff_revert_cycle(cli: Cli, kimi: Path) -> None:
+    original = tree_bytes(kimi)
+    code, out, _ = cli("apply", kimi, "strip-fp8-kv-cache", "--dry-run")
+    assert code == 0 and "-        \"kv_cache_scheme\": {" in out and '"op": "remove"' in out
+    assert tree_bytes(kimi) == original and not (kimi / ".patcher").exists()
+
+    code, out, _ = cli("apply", kimi, "strip-fp8-kv-cache", "--json")
+    result = json.loads(out)
+    assert code == 0 and result["outcome"] == "applied" and result["entry"] == 1
+    assert {f["path"] for f in result["files"]} == {"config.json", "hf_quant_config.json"}
+
+    code, out, _ = cli("apply", kimi, "strip-fp8-kv-cache")
+    assert code == 0 and "already applied" in out
+
+    code, out, _ = cli("status", kimi, "--json")
+    status = json.loads(out)
+    assert status["applied"][0]["name"] == "strip-fp8-kv-cache"
+    assert status["applied"][0]["params"] == {}
+    assert {f["state"] for f in status["files"]} == {"patched"}
+
+    code, out, _ = cli("diff", kimi)
+    assert code == 0 and '-    "kv_cache_quant_algo": "FP8",' not in out
+    assert '-        "kv_cache_quant_algo": "FP8",' in out
+    code, out, _ = cli("diff", kimi, "--json")
+    changes = {(f["path"], c["pointer"], c["kind"]) for f in json.loads(out)["files"]
+               for c in f["changes"]}
+    assert changes == {("config.json", "/quantization_config/kv_cache_scheme", "removed"),
+                       ("hf_quant_config.json", "/quantization/kv_cache_quant_algo", "removed")}
+
+    code, out, _ = cli("revert", kimi, "--last", "--dry-run")
+    assert code == 0 and "would revert" in out and tree_bytes(kimi) != original
+    code, out, _ = cli("revert", kimi, "strip-fp8-kv-cache", "--json")
+    assert code == 0 and json.loads(out)["reverted"][0]["transform"] == "strip-fp8-kv-cache"
+    assert tree_bytes(kimi) == original
+    code, out, _ = cli("status", kimi)
+    assert code == 0 and "applied: none" in out and "reverted" in out
+
+
+def test_nothing_to_do_writes_nothing(cli: Cli, model_checkpoint: object) -> None:
+    root = model_checkpoint("deepseek-v3")  # type: ignore[operator]
+    code, out, _ = cli("apply", root, "strip-fp8-kv-cache")
+    assert code == 0 and out.startswith("nothing to do")
+    assert not (root / ".patcher").exists()
+
+
+def test_status_of_an_unpatched_checkpoint(cli: Cli, kimi: Path) -> None:
+    code, out, _ = cli("status", kimi, "--json")
+    assert code == 0 and json.loads(out)["applied"] == []
+    assert not (kimi / ".patcher").exists()
+
+
+def test_unexpected_error_exits_3_without_traceback(cli: Cli, kimi: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*_: object, **__: object) -> None:
+        raise ZeroDivisionError("boom")
+
+    monkeypatch.setattr("patcher.status.checkpoint_status", broken)
+    code, out, err = cli("status", kimi)
+    assert code == 3 and "unexpected error: ZeroDivisionError: boom" in err
+    assert "PATCHER_DEBUG=1" in err and "Traceback" not in out + err
+
+
+def test_interrupt_exits_130(cli: Cli, kimi: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def interrupted(*_: object, **__: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("patcher.status.checkpoint_status", interrupted)
+    code, _, err = cli("status", kimi)
+    assert code == 130 and "interrupted" in err
+
+
+def test_app_name() -> None:
+    assert app.info.name == "patcher"
