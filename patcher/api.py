@@ -1,9 +1,9 @@
 """The public library API: every function returns a value and none prints.
 
-    from patcher import api
-    result = api.apply("/models/kimi", "strip-fp8-kv-cache")
-    api.status("/models/kimi").applied
-    api.revert("/models/kimi", "strip-fp8-kv-cache")
+from patcher import api
+result = api.apply("/models/kimi", "strip-fp8-kv-cache")
+api.status("/models/kimi").applied
+api.revert("/models/kimi", "strip-fp8-kv-cache")
 """
 
 from __future__ import annotations

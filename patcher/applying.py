@@ -103,7 +103,9 @@ def apply_transform(
     with write_session(ckpt) as session:
         previous = _same_applied(session.journal, chosen, resolved.recorded)
         if previous is not None:
-            return ApplyResult("already-applied", ckpt.root, chosen, resolved.recorded, (), previous)
+            return ApplyResult(
+                "already-applied", ckpt.root, chosen, resolved.recorded, (), previous
+            )
         if any(current_hash(ckpt, p.path) != sha256(p.before) for p in plans):
             plans = compile_transform(ckpt, chosen, resolved)  # changed while we waited
             if not plans:

@@ -36,9 +36,7 @@ def find_transform(reference: str) -> Transform:
     path = Path(reference)
     if reference.endswith(".toml") or "/" in reference or path.is_file():
         if not path.is_file():
-            raise TransformError(
-                "transform file not found", file=reference, hint="patcher list"
-            )
+            raise TransformError("transform file not found", file=reference, hint="patcher list")
         return load_transform_file(path)
     names = [t.name for t in builtin_transforms()]
     close = difflib.get_close_matches(reference, names, n=1, cutoff=0.5)

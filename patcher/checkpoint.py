@@ -6,7 +6,6 @@ are never read (listing the directory does not open them).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -39,7 +38,7 @@ class Checkpoint:
     def link_target(self, relative: str) -> str | None:
         """The symlink target of ``relative`` if it is a link, else None."""
         path = self.path(relative)
-        return os.readlink(path) if path.is_symlink() else None
+        return str(path.readlink()) if path.is_symlink() else None
 
 
 def open_checkpoint(path: Path | str) -> Checkpoint:
@@ -50,7 +49,8 @@ def open_checkpoint(path: Path | str) -> Checkpoint:
         raise CheckpointError(
             f"checkpoint {what}",
             file=root,
-            hint="pass the folder that holds config.json (e.g. 'hf download ORG/NAME --local-dir DIR')",
+            hint="pass the folder that holds config.json "
+            "(e.g. 'hf download ORG/NAME --local-dir DIR')",
         )
     if not any((root / name).is_file() for name in CONFIG_FILES):
         raise CheckpointError(
@@ -71,17 +71,26 @@ def safe_relative(root: Path, relative: str) -> PurePosixPath:
     """
     rel = PurePosixPath(relative)
     if rel.is_absolute() or relative.startswith("\\") or relative[1:2] == ":":
-        raise UnsafePathError("absolute path outside the checkpoint", file=relative,
-                              hint="name files relative to the checkpoint, e.g. 'config.json'")
+        raise UnsafePathError(
+            "absolute path outside the checkpoint",
+            file=relative,
+            hint="name files relative to the checkpoint, e.g. 'config.json'",
+        )
     if not rel.parts or any(part in ("..", ".", "") for part in rel.parts):
-        raise UnsafePathError("path leads outside the checkpoint ('..' is not allowed)",
-                              file=relative, hint="name files relative to the checkpoint")
+        raise UnsafePathError(
+            "path leads outside the checkpoint ('..' is not allowed)",
+            file=relative,
+            hint="name files relative to the checkpoint",
+        )
     current = root
     for part in rel.parts[:-1]:
         current = current / part
         if current.is_symlink():
-            raise UnsafePathError("folder is a symlink; patcher never writes through a link",
-                                  file=current, hint="name a file in a real folder of the checkpoint")
+            raise UnsafePathError(
+                "folder is a symlink; patcher never writes through a link",
+                file=current,
+                hint="name a file in a real folder of the checkpoint",
+            )
     final = root / rel
     if final.is_symlink():
         resolved = final.resolve()

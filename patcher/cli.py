@@ -31,7 +31,9 @@ CheckpointArg = Annotated[
     str, typer.Argument(help="Checkpoint directory (the folder holding config.json).")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
-DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would change; write nothing.")]
+DryRunOpt = Annotated[
+    bool, typer.Option("--dry-run", help="Show what would change; write nothing.")
+]
 
 
 def _out(text: str) -> None:
@@ -92,8 +94,11 @@ def show(
         from patcher.catalog import find_transform
 
         transform = find_transform(name)
-        _out(render.to_json(render.transform_json(transform)) if as_json
-             else render.transform_text(transform))
+        _out(
+            render.to_json(render.transform_json(transform))
+            if as_json
+            else render.transform_text(transform)
+        )
 
 
 @app.command()

@@ -115,11 +115,12 @@ def _found(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _does_not_apply(transform: Transform, file: str, pointer: str, problem: str) -> DoesNotApplyError:
+def _does_not_apply(
+    transform: Transform, file: str, pointer: str, problem: str
+) -> DoesNotApplyError:
     return DoesNotApplyError(
         problem, file=file, pointer=pointer, hint=f"patcher show {transform.name}"
     )
-
 
 
 class _Compiler:
@@ -130,7 +131,9 @@ class _Compiler:
         self.states: dict[str, _FileState] = {}
 
     def fail(self, relative: str, pointer: str, problem: str) -> DoesNotApplyError:
-        return _does_not_apply(self.transform, str(self.checkpoint.root / relative), pointer, problem)
+        return _does_not_apply(
+            self.transform, str(self.checkpoint.root / relative), pointer, problem
+        )
 
     def load(self, edit: Edit) -> _FileState | None:
         if edit.file in self.states:
@@ -184,8 +187,7 @@ class _Compiler:
 
     def write_text(self, state: _FileState, edit: Edit) -> None:
         if state.kind != "text" or not edit.is_text:
-            raise self.fail(edit.file, "", "one transform cannot both edit and replace a file"
-            )
+            raise self.fail(edit.file, "", "one transform cannot both edit and replace a file")
         new = substitute(edit.ops[0]["value"], self.params.values)
         if not isinstance(new, str):
             raise self.fail(edit.file, "", "'write' needs a string value")
@@ -209,7 +211,8 @@ class _Compiler:
         for guard in edit.require:
             value = get(state.doc, base + guard.path)
             if not _guard_holds(guard, value):
-                raise self.fail(edit.file,
+                raise self.fail(
+                    edit.file,
                     base + guard.path,
                     f"expected {_expected(guard)}, found {_found(value)}; this transform does not "
                     "understand this layout and changed nothing",
@@ -247,8 +250,7 @@ class _Compiler:
             return [{"op": "add", "path": path, "value": op["value"]}]
         if kind == "append":
             if not isinstance(current, list):
-                raise self.fail(state.path, path, f"expected an array, found {_found(current)}"
-                )
+                raise self.fail(state.path, path, f"expected an array, found {_found(current)}")
             if canonical(op["value"]) in {canonical(v) for v in current}:
                 return []
             return [{"op": "add", "path": path + "/-", "value": op["value"]}]
@@ -284,8 +286,11 @@ class _Compiler:
             state.forward += [{"op": "test", "path": path, "value": old}, op]
             state.doc = jsonpatch.JsonPatch([op]).apply(state.doc, in_place=True)
         except jsonpatch.JsonPatchTestFailed:
-            raise self.fail(state.path, path,
-                f"test failed: expected {_found(op.get('value'))}, found {_found(get(state.doc, path))}",
+            raise self.fail(
+                state.path,
+                path,
+                f"test failed: expected {_found(op.get('value'))}, "
+                f"found {_found(get(state.doc, path))}",
             ) from None
         except jsontext.DuplicateKeyError as exc:
             raise InputFileError(
@@ -294,8 +299,11 @@ class _Compiler:
                 pointer=exc.pointer,
                 hint="remove the duplicate by hand, then run the command again",
             ) from None
-        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException,
-                jsontext.PointerError) as exc:
+        except (
+            jsonpatch.JsonPatchException,
+            jsonpointer.JsonPointerException,
+            jsontext.PointerError,
+        ) as exc:
             raise self.fail(state.path, path, f"cannot {kind}: {exc}") from None
 
     def apply_add(self, state: _FileState, op: Op, old: Any) -> None:
@@ -303,24 +311,32 @@ class _Compiler:
         tokens = jsontext.split_pointer(path)
         parent = get(state.doc, jsontext.join_pointer(tokens[:-1]))
         if parent is _MISSING or not isinstance(parent, dict | list):
-            raise self.fail(state.path, jsontext.join_pointer(tokens[:-1]),
+            raise self.fail(
+                state.path,
+                jsontext.join_pointer(tokens[:-1]),
                 "cannot add here: the parent object does not exist",
             )
         if isinstance(parent, list):
             index = len(parent) if tokens[-1] == "-" else int(tokens[-1])
             path = jsontext.join_pointer([*tokens[:-1], str(index)])
             op = {"op": "add", "path": path, "value": op["value"]}
-            inverse = [{"op": "test", "path": path, "value": op["value"]},
-                       {"op": "remove", "path": path}]
+            inverse = [
+                {"op": "test", "path": path, "value": op["value"]},
+                {"op": "remove", "path": path},
+            ]
             forward = [op]
         elif old is not _MISSING:
             raw = jsontext.raw_value(state.text, path)
-            inverse = [{"op": "test", "path": path, "value": op["value"]},
-                       {"op": "replace", "path": path, "value": old, "x-raw": raw}]
+            inverse = [
+                {"op": "test", "path": path, "value": op["value"]},
+                {"op": "replace", "path": path, "value": old, "x-raw": raw},
+            ]
             forward = [{"op": "test", "path": path, "value": old}, op]
         else:
-            inverse = [{"op": "test", "path": path, "value": op["value"]},
-                       {"op": "remove", "path": path}]
+            inverse = [
+                {"op": "test", "path": path, "value": op["value"]},
+                {"op": "remove", "path": path},
+            ]
             forward = [op]
         state.text = jsontext.add(state.text, path, op["value"])
         state.doc = jsonpatch.JsonPatch([op]).apply(state.doc, in_place=True)

@@ -23,7 +23,7 @@ def decode_text(data: bytes, file: str, hint: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputFileError(
-            f"not UTF-8 (byte {exc.start}: {data[exc.start:exc.start + 1]!r})",
+            f"not UTF-8 (byte {exc.start}: {data[exc.start : exc.start + 1]!r})",
             file=file,
             hint=hint,
         ) from None

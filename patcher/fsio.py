@@ -53,7 +53,7 @@ def write_error(exc: OSError, target: Path) -> WriteError:
 
 
 def atomic_write(target: Path, data: bytes, *, mode: int | None = None) -> None:
-    """Write ``data`` to ``target`` atomically; a symlink at ``target`` is replaced, not followed."""
+    """Write ``data`` to ``target`` atomically; a symlink there is replaced, not followed."""
     tmp = _tmp_name(target)
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)

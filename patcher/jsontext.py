@@ -232,7 +232,9 @@ def _style_at(text: str, at: int) -> _Style:
 def _render(value: Any, style: _Style, text: str) -> str:
     ascii_only = text.isascii()
     if style.indent is None or not isinstance(value, dict | list) or not value:
-        return json.dumps(value, ensure_ascii=ascii_only, separators=(style.item_sep, style.key_sep))
+        return json.dumps(
+            value, ensure_ascii=ascii_only, separators=(style.item_sep, style.key_sep)
+        )
     rendered = json.dumps(
         value, ensure_ascii=ascii_only, indent=style.indent, separators=(",", style.key_sep)
     )

@@ -45,8 +45,13 @@ def transform_json(t: Transform) -> dict[str, Any]:
         "engine_flag": t.engine_flag,
         "files": list(t.files),
         "params": [
-            {"name": p.name, "type": p.type, "help": p.help, "default": p.default,
-             "required": p.required}
+            {
+                "name": p.name,
+                "type": p.type,
+                "help": p.help,
+                "default": p.default,
+                "required": p.required,
+            }
             for p in t.params
         ],
         "source": t.source,
@@ -138,8 +143,7 @@ def revert_json(r: RevertResult) -> dict[str, Any]:
                 "entry": e.entry_id,
                 "transform": e.transform,
                 "files": [
-                    {"path": f.path, "how": f.how, "not_restored": list(f.skipped)}
-                    for f in e.files
+                    {"path": f.path, "how": f.how, "not_restored": list(f.skipped)} for f in e.files
                 ],
             }
             for e in r.entries

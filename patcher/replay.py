@@ -72,7 +72,9 @@ def replay(text: str, ops: Sequence[Op], *, file: str, strict: bool, hint: str) 
         if problem is not None:
             if strict:
                 raise ConflictError(
-                    f"cannot undo safely: {problem}", file=file, pointer=group[-1]["path"],
+                    f"cannot undo safely: {problem}",
+                    file=file,
+                    pointer=group[-1]["path"],
                     hint=hint,
                 )
             skipped.extend(op for op in group if op["op"] != "test")

@@ -91,7 +91,9 @@ def _edits(record: FileRecord) -> list[Op]:
     return [op for op in record.forward if op["op"] != "test"]
 
 
-def _select(journal: Journal, target: str | None, last: bool, every: bool, root: Path) -> list[Entry]:
+def _select(
+    journal: Journal, target: str | None, last: bool, every: bool, root: Path
+) -> list[Entry]:
     applied = list(journal.applied)
     if every:
         return list(reversed(applied))
@@ -108,8 +110,13 @@ def _select(journal: Journal, target: str | None, last: bool, every: bool, root:
 class _Planner:
     """Plans one entry's revert against the current contents, without writing anything."""
 
-    def __init__(self, checkpoint: Checkpoint, journal: Journal, force: bool,
-                 read: Callable[[str], bytes | None]) -> None:
+    def __init__(
+        self,
+        checkpoint: Checkpoint,
+        journal: Journal,
+        force: bool,
+        read: Callable[[str], bytes | None],
+    ) -> None:
         self.checkpoint = checkpoint
         self.journal = journal
         self.force = force
@@ -121,16 +128,20 @@ class _Planner:
             return self.objects[digest]
         return load_object(self.checkpoint.journal_dir, digest)
 
-    def refuse_changed(self, entry: Entry, record: FileRecord, expected: bytes, current: bytes | None) -> ConflictError:
+    def refuse_changed(
+        self, entry: Entry, record: FileRecord, expected: bytes, current: bytes | None
+    ) -> ConflictError:
         path = self.checkpoint.path(record.path)
         if current is None:
             return ConflictError(
                 f"file is missing since {entry.transform!r} was applied",
                 file=path,
-                hint=f"restore it, or run: patcher revert {self.checkpoint.root} {entry.transform} --force",
+                hint="restore it, or run: patcher revert "
+                f"{self.checkpoint.root} {entry.transform} --force",
             )
-        detail = unified(expected, current, f"{record.path} (as patcher left it)",
-                         f"{record.path} (now)")
+        detail = unified(
+            expected, current, f"{record.path} (as patcher left it)", f"{record.path} (now)"
+        )
         pointer = None
         with contextlib.suppress(ValueError):
             pointer = first_difference(json.loads(expected), json.loads(current))
@@ -181,11 +192,20 @@ class _Planner:
             if current_sha != last_record.after and not self.force:
                 raise self.refuse_changed(entry, record, self.original(record.before), current)
             if current is None or record.kind == "text":
-                raise ConflictError("cannot undo under later transforms", file=record.path,
-                                    hint="revert the later transforms first")
-            hint = f"revert the later transforms first, or: patcher revert {self.checkpoint.root} --all"
-            result = replay(current.decode("utf-8"), record.inverse, file=record.path,
-                            strict=not self.force, hint=hint)
+                raise ConflictError(
+                    "cannot undo under later transforms",
+                    file=record.path,
+                    hint="revert the later transforms first",
+                )
+            root = self.checkpoint.root
+            hint = f"revert the later transforms first, or: patcher revert {root} --all"
+            result = replay(
+                current.decode("utf-8"),
+                record.inverse,
+                file=record.path,
+                strict=not self.force,
+                hint=hint,
+            )
             new = result.text.encode("utf-8")
             self.objects[sha256(new)] = new
             befores = [record.before]
@@ -193,17 +213,23 @@ class _Planner:
                 other_record = other.file(record.path)
                 assert other_record is not None
                 original = self.original(other_record.before).decode("utf-8")
-                rebased = replay(original, record.inverse, file=record.path, strict=True,
-                                 hint=hint).text.encode("utf-8")
+                rebased = replay(
+                    original, record.inverse, file=record.path, strict=True, hint=hint
+                ).text.encode("utf-8")
                 self.objects[sha256(rebased)] = rebased
                 befores.append(sha256(rebased))
             afters = [*befores[1:], sha256(new)]
             for index, other in enumerate(later):
                 base = updated.get(other.id, other)
                 records = tuple(
-                    replace(r, before=befores[index], after=afters[index],
-                            link=record.link if index == 0 else r.link)
-                    if r.path == record.path else r
+                    replace(
+                        r,
+                        before=befores[index],
+                        after=afters[index],
+                        link=record.link if index == 0 else r.link,
+                    )
+                    if r.path == record.path
+                    else r
                     for r in base.files
                 )
                 updated[other.id] = replace(base, files=records)
@@ -211,27 +237,36 @@ class _Planner:
             files.append(FileRevert(record.path, how, current, new, None, result.skipped))
         return EntryRevert(entry.id, entry.transform, tuple(files)), list(updated.values())
 
-    def plan_alone(self, entry: Entry, record: FileRecord, current: bytes | None,
-                   current_sha: str | None) -> FileRevert:
+    def plan_alone(
+        self, entry: Entry, record: FileRecord, current: bytes | None, current_sha: str | None
+    ) -> FileRevert:
         if current_sha == record.before:
             return FileRevert(record.path, "already-original", current, None, None)
         if current_sha == record.after or (current is None and self.force):
-            return FileRevert(record.path, "original", current, self.original(record.before),
-                              record.link)
+            return FileRevert(
+                record.path, "original", current, self.original(record.before), record.link
+            )
         if not self.force or current is None:
             raise self.refuse_changed(entry, record, self.expected_after(record), current)
         if record.kind == "text":
             return FileRevert(record.path, "forced", current, self.original(record.before), None)
-        result = replay(current.decode("utf-8"), record.inverse, file=record.path, strict=False,
-                        hint="")
+        result = replay(
+            current.decode("utf-8"), record.inverse, file=record.path, strict=False, hint=""
+        )
         new = result.text.encode("utf-8")
         self.objects[sha256(new)] = new
         return FileRevert(record.path, "forced", current, new, None, result.skipped)
 
 
-def _execute(session_save: Callable[[Journal], None], checkpoint: Checkpoint, journal: Journal,
-             entry: Entry, plan: EntryRevert, updates: list[Entry],
-             objects: dict[str, bytes]) -> Journal:
+def _execute(
+    session_save: Callable[[Journal], None],
+    checkpoint: Checkpoint,
+    journal: Journal,
+    entry: Entry,
+    plan: EntryRevert,
+    updates: list[Entry],
+    objects: dict[str, bytes],
+) -> Journal:
     for data in objects.values():
         store_object(checkpoint.journal_dir, data)
     targets = {f.path: sha256(f.new) for f in plan.files if f.new is not None}
@@ -251,8 +286,7 @@ def _execute(session_save: Callable[[Journal], None], checkpoint: Checkpoint, jo
         with contextlib.suppress(Exception):
             for change in reversed(written):
                 if change.current is not None and change.new is not None:
-                    replace_file(checkpoint, change.path, change.current,
-                                 expect=sha256(change.new))
+                    replace_file(checkpoint, change.path, change.current, expect=sha256(change.new))
             session_save(journal)
         raise
     done = ahead.put(entry.with_state("reverted", reverted_time=now(), targets={}))

@@ -152,7 +152,8 @@ class _Reader:
         kind = raw.get("op")
         if kind not in RFC_OPS + LENIENT_OPS:
             raise self.fail(
-                f"{where}/op", f"unknown op {kind!r} (use one of {', '.join(RFC_OPS + LENIENT_OPS)})"
+                f"{where}/op",
+                f"unknown op {kind!r} (use one of {', '.join(RFC_OPS + LENIENT_OPS)})",
             )
         if kind != "write":
             self.pointer(raw.get("path"), f"{where}/path")
@@ -232,8 +233,17 @@ def parse_transform(text: str, source: str) -> Transform:
     evidence = data.get("evidence", [])
     if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
         raise reader.fail("/evidence", "expected a list of links")
-    known = {"name", "summary", "why", "undo_when", "evidence", "engine_flag", "symptom",
-             "params", "edits"}
+    known = {
+        "name",
+        "summary",
+        "why",
+        "undo_when",
+        "evidence",
+        "engine_flag",
+        "symptom",
+        "params",
+        "edits",
+    }
     unknown = set(data) - known
     if unknown:
         raise reader.fail(f"/{sorted(unknown)[0]}", "unknown key")
@@ -253,7 +263,9 @@ def parse_transform(text: str, source: str) -> Transform:
     )
     for name_used in _template_names(edits_raw):
         if transform.param(name_used) is None:
-            raise reader.fail("/edits", f"uses '{{{{{name_used}}}}}' but declares no such parameter")
+            raise reader.fail(
+                "/edits", f"uses '{{{{{name_used}}}}}' but declares no such parameter"
+            )
     return transform
 
 

@@ -65,7 +65,8 @@ def render(data: st.DataObject, value: Any, depth: int = 0, base: str = "") -> s
     layout = data.draw(layouts)
     if isinstance(value, dict):
         items = [
-            render(data, k, depth + 1) + layout.key_sep
+            render(data, k, depth + 1)
+            + layout.key_sep
             + render(data, v, depth + 1, base + (layout.indent or ""))
             for k, v in value.items()
         ]

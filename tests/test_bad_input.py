@@ -72,8 +72,10 @@ def test_not_utf8(cli: Cli, tmp_path: Path) -> None:
 
 
 def test_duplicate_key_in_touched_object(cli: Cli, tmp_path: Path) -> None:
-    build_tree(tmp_path, {"config.json": '{"quantization_config": {"kv_cache_scheme": 1,'
-                                         ' "kv_cache_scheme": 2}}'})
+    build_tree(
+        tmp_path,
+        {"config.json": '{"quantization_config": {"kv_cache_scheme": 1, "kv_cache_scheme": 2}}'},
+    )
     message = refused(cli, tmp_path, "apply", tmp_path, "strip-fp8-kv-cache")
     assert f"{tmp_path}/config.json at /quantization_config" in message
     assert "duplicate key 'kv_cache_scheme'" in message
@@ -103,12 +105,16 @@ ops = [{ op = "set", path = "/max_position_embeddings", value = "{{length}}" }]
         ((), "parameter 'length': missing (use --set length=...)"),
         (("--set", "length=abc"), "parameter 'length': expected an integer, got 'abc'"),
         (("--set", "length=0"), "parameter 'length': must be at least 1, got 0"),
-        (("--set", "lenght=5"), "unknown parameter 'lenght' (known: length); did you mean 'length'?"),
+        (
+            ("--set", "lenght=5"),
+            "unknown parameter 'lenght' (known: length); did you mean 'length'?",
+        ),
         (("--set", "length"), "--set expects KEY=VALUE"),
     ],
 )
-def test_bad_parameters(cli: Cli, kimi: Path, tmp_path: Path, args: tuple[str, ...],
-                        needle: str) -> None:
+def test_bad_parameters(
+    cli: Cli, kimi: Path, tmp_path: Path, args: tuple[str, ...], needle: str
+) -> None:
     fix = user_transform(tmp_path, PARAM_BODY)
     message = refused(cli, kimi, "apply", kimi, fix, *args)
     assert needle in message
@@ -119,14 +125,19 @@ def test_bad_parameters(cli: Cli, kimi: Path, tmp_path: Path, args: tuple[str, .
     [
         ("edits = [", "invalid TOML"),
         ("", "at /edits (JSON pointer): expected at least one [[edits]] table"),
-        ('[[edits]]\nfile = "config.json"\nops = [{ op = "frobnicate", path = "/a" }]\n',
-         "at /edits/0/ops/0/op (JSON pointer): unknown op 'frobnicate'"),
-        ('[[edits]]\nfile = "config.json"\nops = [{ op = "remove", path = "a" }]\n',
-         "at /edits/0/ops/0/path (JSON pointer): expected a JSON pointer"),
+        (
+            '[[edits]]\nfile = "config.json"\nops = [{ op = "frobnicate", path = "/a" }]\n',
+            "at /edits/0/ops/0/op (JSON pointer): unknown op 'frobnicate'",
+        ),
+        (
+            '[[edits]]\nfile = "config.json"\nops = [{ op = "remove", path = "a" }]\n',
+            "at /edits/0/ops/0/path (JSON pointer): expected a JSON pointer",
+        ),
     ],
 )
-def test_invalid_transform_file(cli: Cli, kimi: Path, tmp_path: Path, body: str,
-                                needle: str) -> None:
+def test_invalid_transform_file(
+    cli: Cli, kimi: Path, tmp_path: Path, body: str, needle: str
+) -> None:
     fix = user_transform(tmp_path, body)
     message = refused(cli, kimi, "apply", kimi, fix)
     assert str(fix) in message and needle in message
@@ -136,8 +147,9 @@ def test_invalid_transform_file(cli: Cli, kimi: Path, tmp_path: Path, body: str,
     ("target", "needle"),
     [("../outside.json", "'..' is not allowed"), ("/etc/hostname", "absolute path")],
 )
-def test_transform_naming_a_path_outside(cli: Cli, kimi: Path, tmp_path: Path, target: str,
-                                         needle: str) -> None:
+def test_transform_naming_a_path_outside(
+    cli: Cli, kimi: Path, tmp_path: Path, target: str, needle: str
+) -> None:
     fix = user_transform(
         tmp_path, f'[[edits]]\nfile = "{target}"\nops = [{{ op = "remove", path = "/a" }}]\n'
     )
@@ -184,14 +196,15 @@ def test_read_only_directory(cli: Cli, read_only: Path) -> None:
     assert "--overlay" in message
 
 
-def test_full_disk_mid_write_changes_nothing(cli: Cli, kimi: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_full_disk_mid_write_changes_nothing(
+    cli: Cli, kimi: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cli("apply", kimi, "strip-fp8-kv-cache", "--dry-run")
     real_write = fsio._write_all
     config_writes = []
 
     def filling_up(fd: int, data: bytes) -> None:
-        target = os.readlink(f"/proc/self/fd/{fd}")
+        target = str(Path(f"/proc/self/fd/{fd}").readlink())
         if "config.json" in target and "/.patcher/" not in target:
             config_writes.append(target)
             if len(config_writes) == 2:
@@ -222,8 +235,11 @@ def test_full_disk_mid_write_changes_nothing(cli: Cli, kimi: Path,
 )
 def test_damaged_or_newer_journal(cli: Cli, kimi: Path, content: bytes, needle: str) -> None:
     build_tree(kimi, {".patcher/journal.json": content})
-    for command in (("status", kimi), ("apply", kimi, "strip-fp8-kv-cache"),
-                    ("revert", kimi, "--all")):
+    for command in (
+        ("status", kimi),
+        ("apply", kimi, "strip-fp8-kv-cache"),
+        ("revert", kimi, "--all"),
+    ):
         message = refused(cli, kimi, *command)
         assert ".patcher/journal.json" in message and needle in message
 
@@ -249,11 +265,17 @@ def test_revert_never_applied(cli: Cli, kimi: Path) -> None:
 
 
 def test_transform_that_does_not_apply(cli: Cli, kimi: Path, tmp_path: Path) -> None:
-    fix = user_transform(tmp_path, '[[edits]]\nfile = "config.json"\n'
-                         'require = [{ path = "/model_type", equals = "llama" }]\n'
-                         'ops = [{ op = "remove", path = "/dtype" }]\n')
+    fix = user_transform(
+        tmp_path,
+        '[[edits]]\nfile = "config.json"\n'
+        'require = [{ path = "/model_type", equals = "llama" }]\n'
+        'ops = [{ op = "remove", path = "/dtype" }]\n',
+    )
     message = refused(cli, kimi, "apply", kimi, fix)
-    assert f'{kimi}/config.json at /model_type (JSON pointer): expected "llama", found "kimi_k25"' in message
+    assert (
+        f'{kimi}/config.json at /model_type (JSON pointer): expected "llama", found "kimi_k25"'
+        in message
+    )
 
 
 def test_hand_edited_file_blocks_revert_and_shows_what_changed(cli: Cli, kimi: Path) -> None:

@@ -45,7 +45,7 @@ def test_list_and_show(cli: Cli) -> None:
 def test_apply_status_diff_revert_cycle(cli: Cli, kimi: Path) -> None:
     original = tree_bytes(kimi)
     code, out, _ = cli("apply", kimi, "strip-fp8-kv-cache", "--dry-run")
-    assert code == 0 and "-        \"kv_cache_scheme\": {" in out and '"op": "remove"' in out
+    assert code == 0 and '-        "kv_cache_scheme": {' in out and '"op": "remove"' in out
     assert tree_bytes(kimi) == original and not (kimi / ".patcher").exists()
 
     code, out, _ = cli("apply", kimi, "strip-fp8-kv-cache", "--json")
@@ -66,10 +66,13 @@ def test_apply_status_diff_revert_cycle(cli: Cli, kimi: Path) -> None:
     assert code == 0 and '-    "kv_cache_quant_algo": "FP8",' not in out
     assert '-        "kv_cache_quant_algo": "FP8",' in out
     code, out, _ = cli("diff", kimi, "--json")
-    changes = {(f["path"], c["pointer"], c["kind"]) for f in json.loads(out)["files"]
-               for c in f["changes"]}
-    assert changes == {("config.json", "/quantization_config/kv_cache_scheme", "removed"),
-                       ("hf_quant_config.json", "/quantization/kv_cache_quant_algo", "removed")}
+    changes = {
+        (f["path"], c["pointer"], c["kind"]) for f in json.loads(out)["files"] for c in f["changes"]
+    }
+    assert changes == {
+        ("config.json", "/quantization_config/kv_cache_scheme", "removed"),
+        ("hf_quant_config.json", "/quantization/kv_cache_quant_algo", "removed"),
+    }
 
     code, out, _ = cli("revert", kimi, "--last", "--dry-run")
     assert code == 0 and "would revert" in out and tree_bytes(kimi) != original
@@ -93,8 +96,9 @@ def test_status_of_an_unpatched_checkpoint(cli: Cli, kimi: Path) -> None:
     assert not (kimi / ".patcher").exists()
 
 
-def test_unexpected_error_exits_3_without_traceback(cli: Cli, kimi: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unexpected_error_exits_3_without_traceback(
+    cli: Cli, kimi: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def broken(*_: object, **__: object) -> None:
         raise ZeroDivisionError("boom")
 

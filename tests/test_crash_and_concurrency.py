@@ -103,13 +103,24 @@ def test_concurrent_applies_and_reverts_stay_consistent(kimi: Path, tmp_path: Pa
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PATCHER_LOCK_TIMEOUT": "60"}
     procs = [
-        subprocess.Popen(["bash", str(script), str(kimi), str(s), f"set-{i}"], env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            ["bash", str(script), str(kimi), str(s), f"set-{i}"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for i, s in enumerate(setters)
     ]
-    procs.append(subprocess.Popen(
-        [sys.executable, "-m", "patcher", "apply", str(kimi), "strip-fp8-kv-cache"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    procs.append(
+        subprocess.Popen(
+            [sys.executable, "-m", "patcher", "apply", str(kimi), "strip-fp8-kv-cache"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    )
     for proc in procs:
         _, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err
@@ -152,9 +163,18 @@ def test_weight_shards_are_never_opened(kimi: Path) -> None:
         with shard.open("wb") as handle:
             handle.truncate(5 * 1024**3)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for command in (["apply", str(kimi), "strip-fp8-kv-cache"], ["status", str(kimi)],
-                    ["diff", str(kimi), "--json"], ["revert", str(kimi), "--all"]):
-        done = subprocess.run([sys.executable, "-c", AUDIT, *command], capture_output=True,
-                              text=True, env=env, timeout=120)
+    for command in (
+        ["apply", str(kimi), "strip-fp8-kv-cache"],
+        ["status", str(kimi)],
+        ["diff", str(kimi), "--json"],
+        ["revert", str(kimi), "--all"],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-c", AUDIT, *command],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
         assert "SHARDS-OPENED:0 CONFIGS-OPENED:" in done.stderr, (command, done.stderr)
         assert "CONFIGS-OPENED:0" not in done.stderr  # the hook does see the files it reads

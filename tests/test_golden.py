@@ -81,8 +81,9 @@ def test_transform_on_real_config(name: str, model: str, tmp_path: Path) -> None
             assert_only_edited_members_changed(
                 plan.before.decode(), after.decode(), list(plan.forward)
             )
-    assert sorted(p.name for p in expected_dir.iterdir() if not p.name.endswith(".patch.json")) \
-        == sorted(p.path for p in result.files)
+    assert sorted(
+        p.name for p in expected_dir.iterdir() if not p.name.endswith(".patch.json")
+    ) == sorted(p.path for p in result.files)
     api.revert(root, name)
     assert tree_bytes(root) == original
 
@@ -104,8 +105,12 @@ def test_strip_fp8_removes_every_kv_directive_of_kimi(kimi: Path) -> None:
         {"quantization_config": {"quant_method": "modelopt", "kv_cache_quant_algo": "FP8"}},
         {"quantization_config": {"quantization": {"kv_cache_quant_algo": "FP8"}}},
         {"text_config": {"quantization_config": {"kv_cache_scheme": {"num_bits": 8}}}},
-        {"quantization_config": {"quant_method": "compressed-tensors",
-                                 "kv_cache_scheme": {"num_bits": 8, "type": "float"}}},
+        {
+            "quantization_config": {
+                "quant_method": "compressed-tensors",
+                "kv_cache_scheme": {"num_bits": 8, "type": "float"},
+            }
+        },
     ],
     ids=["flat-modelopt", "nested", "text-config", "compressed-tensors"],
 )

@@ -62,7 +62,7 @@ def test_remove_changes_only_the_member(data: st.DataObject) -> None:
     expected = jsonpatch.apply_patch(doc, [{"op": "remove", "path": pointer}])
     assert same(json.loads(after), expected)
     check_minimal(text, after, pointer, kind)
-    assert after.endswith(text[len(text.rstrip()):])
+    assert after.endswith(text[len(text.rstrip()) :])
 
 
 @SETTINGS
@@ -84,7 +84,8 @@ def test_add_member_or_element(data: st.DataObject) -> None:
     text = document_texts(data)
     doc = json.loads(text)
     containers = [("", doc)] + [
-        (p, v) for p, _ in pointers(doc)
+        (p, v)
+        for p, _ in pointers(doc)
         if isinstance(v := jsonpatch.JsonPointer(p).resolve(doc), dict | list)
     ]
     parent, container = data.draw(st.sampled_from(containers))

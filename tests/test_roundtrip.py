@@ -21,9 +21,17 @@ SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[Heal
 
 def transform(name: str, *ops: dict[str, Any]) -> Transform:
     return Transform(
-        name=name, summary="s", why="w", undo_when="u", evidence=(), engine_flag=None,
-        symptom=None, params=(), edits=(Edit(file="config.json", ops=tuple(ops)),),
-        source="test", text=f"name = '{name}'",
+        name=name,
+        summary="s",
+        why="w",
+        undo_when="u",
+        evidence=(),
+        engine_flag=None,
+        symptom=None,
+        params=(),
+        edits=(Edit(file="config.json", ops=tuple(ops)),),
+        source="test",
+        text=f"name = '{name}'",
     )
 
 
