@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import traceback
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -61,6 +60,8 @@ def _boundary() -> Iterator[None]:
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except Exception as exc:
         if os.environ.get("PATCHER_DEBUG"):
+            import traceback
+
             _err(traceback.format_exc())
         _err(
             f"unexpected error: {type(exc).__name__}: {exc} (a bug in patcher; rerun with "

@@ -19,13 +19,18 @@ import jsonpointer
 
 from patcher import jsontext
 from patcher.checkpoint import Checkpoint
-from patcher.document import canonical, decode_text, parse_json
+from patcher.document import canonical, decode_text
 from patcher.errors import DoesNotApplyError, InputFileError
+from patcher.jsontext import MISSING as _MISSING
+from patcher.jsontext import JsonText
 from patcher.params import ResolvedParams
 from patcher.transform import Edit, Guard, Transform, substitute
 
 Op = dict[str, Any]
-_MISSING = object()
+# Files up to this size are checked after compiling: the RFC 6902 patch applied by jsonpatch to
+# the old document must give exactly the new text's document. Larger files (tokenizer.json)
+# rely on the editor's tests, so one edit costs one parse, not three.
+VERIFY_LIMIT = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,15 +51,20 @@ class _FileState:
     path: str
     before: bytes
     text: str
-    doc: Any
+    json: JsonText | None
     kind: Literal["json", "text"]
     link: str | None
     forward: list[Op] = field(default_factory=list)
     inverse: list[Op] = field(default_factory=list)
 
+    @property
+    def doc(self) -> JsonText:
+        assert self.json is not None
+        return self.json
+
 
 def get(doc: Any, pointer: str) -> Any:
-    """The value at ``pointer``, or the module's missing marker."""
+    """The value at ``pointer`` of a parsed document, or ``MISSING``."""
     try:
         return jsonpointer.resolve_pointer(doc, pointer, _MISSING)
     except jsonpointer.JsonPointerException:
@@ -135,6 +145,20 @@ class _Compiler:
             self.transform, str(self.checkpoint.root / relative), pointer, problem
         )
 
+    def pointers(self, file: str) -> list[str]:
+        """Every pointer the transform may read or edit in ``file`` (to scan in one pass)."""
+        found: list[str] = []
+        for edit in self.transform.edits:
+            if edit.file != file or edit.is_text:
+                continue
+            paths = [g.path for g in (*edit.when, *edit.require)]
+            for op in edit.ops:
+                op = substitute(dict(op), self.params.values)
+                paths += [op["path"]] + ([op["from"]] if "from" in op else [])
+            bases = ["", "/text_config"] if edit.scope == "language-model" else [""]
+            found += [base + path for base in bases for path in paths]
+        return found
+
     def load(self, edit: Edit) -> _FileState | None:
         if edit.file in self.states:
             return self.states[edit.file]
@@ -148,14 +172,28 @@ class _Compiler:
         data = path.read_bytes()
         hint = f"fix the file, then run: patcher apply {self.checkpoint.root} {self.transform.name}"
         link = self.checkpoint.link_target(edit.file)
+        text = decode_text(data, str(path), hint)
         if edit.is_text:
-            text = decode_text(data, str(path), hint)
-            state = _FileState(edit.file, data, text, text, "text", link)
+            state = _FileState(edit.file, data, text, None, "text", link)
         else:
-            document = parse_json(data, str(path), hint)
-            state = _FileState(edit.file, data, document.text, document.value, "json", link)
+            document = JsonText(text)
+            try:
+                document.prepare(self.pointers(edit.file))
+            except jsontext.JsonSyntaxError as exc:
+                raise InputFileError(f"invalid JSON at {exc}", file=path, hint=hint) from None
+            except jsontext.DuplicateKeyError as exc:
+                raise self.duplicate(edit.file, exc) from None
+            state = _FileState(edit.file, data, text, document, "json", link)
         self.states[edit.file] = state
         return state
+
+    def duplicate(self, relative: str, exc: jsontext.DuplicateKeyError) -> InputFileError:
+        return InputFileError(
+            f"duplicate key {exc.key!r} in this object; the edit would be ambiguous",
+            file=self.checkpoint.root / relative,
+            pointer=exc.pointer,
+            hint="remove the duplicate by hand, then run the command again",
+        )
 
     def run(self) -> tuple[FilePlan, ...]:
         for edit in self.transform.edits:
@@ -164,14 +202,19 @@ class _Compiler:
                 continue
             if state.kind == "text" or edit.is_text:
                 self.write_text(state, edit)
-            else:
+                continue
+            try:
                 self.edit_json(state, edit)
+            except jsontext.DuplicateKeyError as exc:
+                raise self.duplicate(edit.file, exc) from None
         plans = []
         for state in self.states.values():
             if not state.forward:
                 continue
             if state.kind == "json":
-                self.verify(state)
+                state.text = state.doc.text
+                if len(state.before) <= VERIFY_LIMIT:
+                    self.verify(state)
             plans.append(
                 FilePlan(
                     path=state.path,
@@ -195,21 +238,18 @@ class _Compiler:
             return
         state.forward.append({"op": "replace", "path": "", "value": new})
         state.inverse.insert(0, {"op": "replace", "path": "", "value": state.text})
-        state.text = state.doc = new
+        state.text = new
 
     def edit_json(self, state: _FileState, edit: Edit) -> None:
+        doc = state.doc
         base = ""
-        if (
-            edit.scope == "language-model"
-            and isinstance(state.doc, dict)
-            and isinstance(state.doc.get("text_config"), dict)
-        ):
+        if edit.scope == "language-model" and doc.kind("/text_config") == "object":
             base = "/text_config"
         for guard in edit.when:
-            if not _guard_holds(guard, get(state.doc, base + guard.path)):
+            if not _guard_holds(guard, doc.get(base + guard.path)):
                 return
         for guard in edit.require:
-            value = get(state.doc, base + guard.path)
+            value = doc.get(base + guard.path)
             if not _guard_holds(guard, value):
                 raise self.fail(
                     edit.file,
@@ -227,7 +267,7 @@ class _Compiler:
 
     def resolve(self, state: _FileState, op: Op) -> list[Op]:
         kind, path, doc = op["op"], op["path"], state.doc
-        current = get(doc, path)
+        current = doc.get(path)
         present = current is not _MISSING and not (op.get("ignore_null") and current is None)
         same = "value" in op and present and canonical(current) == canonical(op["value"])
         if kind == "remove":
@@ -256,97 +296,81 @@ class _Compiler:
             return [{"op": "add", "path": path + "/-", "value": op["value"]}]
         if kind == "test":
             return [{"op": "test", "path": path, "value": op["value"]}]
-        source = get(doc, op["from"])
+        source = doc.get(op["from"])
         if source is _MISSING:
             raise self.fail(state.path, op["from"], f"nothing to {kind} here")
         ops: list[Op] = [{"op": "remove", "path": op["from"]}] if kind == "move" else []
         return [*ops, {"op": "add", "path": path, "value": source}]
 
     def apply(self, state: _FileState, op: Op) -> None:
-        kind, path = op["op"], op["path"]
-        try:
-            if kind == "test":
-                jsonpatch.JsonPatch([op]).apply(state.doc, in_place=True)
-                state.forward.append(op)
-                return
-            old = get(state.doc, path)
-            if kind == "add":
-                self.apply_add(state, op, old)
-                return
-            raw = jsontext.raw_value(state.text, path)
-            if kind == "remove":
-                state.text = jsontext.remove(state.text, path)
-                state.inverse.insert(0, {"op": "add", "path": path, "value": old, "x-raw": raw})
-            else:
-                state.text = jsontext.replace(state.text, path, op["value"])
-                state.inverse[:0] = [
-                    {"op": "test", "path": path, "value": op["value"]},
-                    {"op": "replace", "path": path, "value": old, "x-raw": raw},
-                ]
-            state.forward += [{"op": "test", "path": path, "value": old}, op]
-            state.doc = jsonpatch.JsonPatch([op]).apply(state.doc, in_place=True)
-        except jsonpatch.JsonPatchTestFailed:
-            raise self.fail(
-                state.path,
-                path,
-                f"test failed: expected {_found(op.get('value'))}, "
-                f"found {_found(get(state.doc, path))}",
-            ) from None
-        except jsontext.DuplicateKeyError as exc:
-            raise InputFileError(
-                f"duplicate key {exc.key!r} in this object; the edit would be ambiguous",
-                file=self.checkpoint.root / state.path,
-                pointer=exc.pointer,
-                hint="remove the duplicate by hand, then run the command again",
-            ) from None
-        except (
-            jsonpatch.JsonPatchException,
-            jsonpointer.JsonPointerException,
-            jsontext.PointerError,
-        ) as exc:
-            raise self.fail(state.path, path, f"cannot {kind}: {exc}") from None
-
-    def apply_add(self, state: _FileState, op: Op, old: Any) -> None:
-        path = op["path"]
-        tokens = jsontext.split_pointer(path)
-        parent = get(state.doc, jsontext.join_pointer(tokens[:-1]))
-        if parent is _MISSING or not isinstance(parent, dict | list):
-            raise self.fail(
-                state.path,
-                jsontext.join_pointer(tokens[:-1]),
-                "cannot add here: the parent object does not exist",
-            )
-        if isinstance(parent, list):
-            index = len(parent) if tokens[-1] == "-" else int(tokens[-1])
-            path = jsontext.join_pointer([*tokens[:-1], str(index)])
-            op = {"op": "add", "path": path, "value": op["value"]}
-            inverse = [
-                {"op": "test", "path": path, "value": op["value"]},
-                {"op": "remove", "path": path},
-            ]
-            forward = [op]
-        elif old is not _MISSING:
-            raw = jsontext.raw_value(state.text, path)
-            inverse = [
+        kind, path, doc = op["op"], op["path"], state.doc
+        old = doc.get(path)
+        if kind == "test":
+            if old is _MISSING or canonical(old) != canonical(op["value"]):
+                raise self.fail(
+                    state.path,
+                    path,
+                    f"test failed: expected {_found(op['value'])}, found {_found(old)}",
+                )
+            state.forward.append(op)
+            return
+        if kind == "add":
+            self.apply_add(state, op, old)
+            return
+        if old is _MISSING:
+            raise self.fail(state.path, path, f"nothing to {kind} here")
+        if kind == "remove":
+            raw = doc.remove(path)
+            state.inverse.insert(0, {"op": "add", "path": path, "value": old, "x-raw": raw})
+        else:
+            raw = doc.replace(path, op["value"])
+            state.inverse[:0] = [
                 {"op": "test", "path": path, "value": op["value"]},
                 {"op": "replace", "path": path, "value": old, "x-raw": raw},
             ]
+        state.forward += [{"op": "test", "path": path, "value": old}, op]
+
+    def apply_add(self, state: _FileState, op: Op, old: Any) -> None:
+        doc = state.doc
+        path = op["path"]
+        tokens = jsontext.split_pointer(path)
+        parent_pointer = jsontext.join_pointer(tokens[:-1])
+        parent_kind = doc.kind(parent_pointer)
+        if parent_kind not in ("object", "array"):
+            raise self.fail(
+                state.path, parent_pointer, "cannot add here: the parent object does not exist"
+            )
+        if parent_kind == "array":
+            size = len(doc.container(tokens[:-1]).slots)
+            index = size if tokens[-1] == "-" else int(tokens[-1]) if tokens[-1].isdigit() else -1
+            if not 0 <= index <= size:
+                raise self.fail(state.path, path, f"cannot add here: no index {tokens[-1]!r}")
+            path = jsontext.join_pointer([*tokens[:-1], str(index)])
+            op = {"op": "add", "path": path, "value": op["value"]}
+            inverse: list[Op] = [{"op": "remove", "path": path}]
+            forward = [op]
+            doc.add(path, op["value"])
+        elif old is not _MISSING:
+            raw = doc.replace(path, op["value"])
+            inverse = [{"op": "replace", "path": path, "value": old, "x-raw": raw}]
             forward = [{"op": "test", "path": path, "value": old}, op]
         else:
-            inverse = [
-                {"op": "test", "path": path, "value": op["value"]},
-                {"op": "remove", "path": path},
-            ]
+            inverse = [{"op": "remove", "path": path}]
             forward = [op]
-        state.text = jsontext.add(state.text, path, op["value"])
-        state.doc = jsonpatch.JsonPatch([op]).apply(state.doc, in_place=True)
+            doc.add(path, op["value"])
         state.forward += forward
-        state.inverse[:0] = inverse
+        state.inverse[:0] = [{"op": "test", "path": path, "value": op["value"]}, *inverse]
 
     def verify(self, state: _FileState) -> None:
-        reparsed = json.loads(state.text[1:] if state.text.startswith("\ufeff") else state.text)
-        if json.dumps(reparsed) != json.dumps(state.doc):
+        before = json.loads(_strip_bom(state.before.decode("utf-8")))
+        expected = jsonpatch.apply_patch(before, state.forward)
+        actual = json.loads(_strip_bom(state.text))
+        if json.dumps(expected) != json.dumps(actual):
             raise AssertionError(f"{state.path}: text edit and patch disagree (a patcher bug)")
+
+
+def _strip_bom(text: str) -> str:
+    return text[1:] if text.startswith("\ufeff") else text
 
 
 def compile_transform(

@@ -8,7 +8,6 @@ import contextlib
 import errno
 import hashlib
 import os
-import uuid
 from pathlib import Path
 
 from patcher.errors import WriteError
@@ -20,7 +19,7 @@ def sha256(data: bytes) -> str:
 
 
 def _tmp_name(target: Path) -> Path:
-    return target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.patcher-tmp")
+    return target.with_name(f".{target.name}.{os.urandom(4).hex()}.patcher-tmp")
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -68,6 +68,36 @@ def join_pointer(tokens: list[str]) -> str:
     return "".join("/" + t.replace("~", "~0").replace("/", "~1") for t in tokens)
 
 
+class JsonSyntaxError(Exception):
+    """The text is not valid JSON; ``line`` and ``column`` are 1-based."""
+
+    def __init__(self, text: str, position: int, problem: str) -> None:
+        self.line = text.count("\n", 0, position) + 1
+        self.column = position - text.rfind("\n", 0, position)
+        self.problem = problem
+        super().__init__(f"line {self.line} column {self.column}: {problem}")
+
+
+Trie = dict[str, "Trie"]
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()  # what ``get`` returns where a pointer leads nowhere
+
+
+def _trie(pointers: list[str]) -> Trie:
+    root: Trie = {}
+    for pointer in pointers:
+        node = root
+        for token in split_pointer(pointer):
+            node = node.setdefault(token, {})
+    return root
+
+
 def _skip(text: str, i: int) -> int:
     match = _WS.match(text, i)
     assert match is not None
@@ -79,41 +109,191 @@ def _root(text: str) -> int:
 
 
 def _value_end(text: str, start: int) -> int:
-    _, end = _DECODER.raw_decode(text, start)
+    try:
+        _, end = _DECODER.raw_decode(text, start)
+    except json.JSONDecodeError as exc:
+        raise JsonSyntaxError(text, exc.pos, exc.msg) from None
     return int(end)
 
 
-def _scan(text: str, at: int, pointer: str) -> Container:
-    opener = text[at]
-    if opener not in "{[":
-        raise PointerError(pointer)
-    kind: Literal["object", "array"] = "object" if opener == "{" else "array"
-    closer = "}" if opener == "{" else "]"
-    slots: list[Slot] = []
-    seen: set[str] = set()
-    j = _skip(text, at + 1)
-    if text[j] == closer:
-        return Container(kind, at, j, ())
-    while True:
-        start = j
-        key: str | None = None
-        if kind == "object":
-            key, key_end = scanstring(text, j + 1)
-            assert key is not None
-            if key in seen:
-                raise DuplicateKeyError(pointer, key)
-            seen.add(key)
-            colon = _skip(text, key_end)
-            value_start = _skip(text, colon + 1)
+def _expect(text: str, at: int, chars: str, what: str) -> None:
+    if at >= len(text) or text[at] not in chars:
+        raise JsonSyntaxError(text, at, f"Expecting {what}")
+
+
+class JsonText:
+    """A JSON document's text with the containers on the edited paths located in it.
+
+    Locating a path scans each container on it once; every other value is skipped by the C
+    scanner, and the scan of the root also validates the whole document. Scans are cached
+    until the text is edited.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._cache: dict[int, Container] = {}
+
+    def prepare(self, pointers: list[str]) -> None:
+        """Validate the whole document, scanning the containers on ``pointers`` on the way."""
+        start = _root(self.text)
+        if start < len(self.text) and self.text[start] in "{[":
+            self._scan(start, "", _trie(pointers))
+            end = self._cache[start].close + 1
         else:
-            key_end = value_start = j
-        value_end = _value_end(text, value_start)
-        slots.append(Slot(key, start, key_end, value_start, value_end))
-        j = _skip(text, value_end)
-        if text[j] == ",":
-            j = _skip(text, j + 1)
-            continue
-        return Container(kind, at, j, tuple(slots))
+            end = _value_end(self.text, start)
+        if _skip(self.text, end) != len(self.text):
+            raise JsonSyntaxError(self.text, _skip(self.text, end), "Extra data")
+
+    def _scan(self, at: int, pointer: str, want: Trie) -> Container:
+        cached = self._cache.get(at)
+        if cached is not None:
+            return cached
+        text = self.text
+        if at >= len(text) or text[at] not in "{[":
+            raise PointerError(pointer)
+        kind: Literal["object", "array"] = "object" if text[at] == "{" else "array"
+        closer = "}" if kind == "object" else "]"
+        slots: list[Slot] = []
+        seen: set[str] = set()
+        j = _skip(text, at + 1)
+        if j < len(text) and text[j] == closer:
+            container = Container(kind, at, j, ())
+            self._cache[at] = container
+            return container
+        while True:
+            start = j
+            key: str | None = None
+            if kind == "object":
+                _expect(text, j, '"', "property name enclosed in double quotes")
+                try:
+                    key, key_end = scanstring(text, j + 1)
+                except json.JSONDecodeError as exc:
+                    raise JsonSyntaxError(text, exc.pos, exc.msg) from None
+                assert key is not None
+                if key in seen:
+                    raise DuplicateKeyError(pointer, key)
+                seen.add(key)
+                colon = _skip(text, key_end)
+                _expect(text, colon, ":", "':' delimiter")
+                value_start = _skip(text, colon + 1)
+                token = key
+            else:
+                key_end = value_start = j
+                token = str(len(slots))
+            child = want.get(token)
+            if child is not None and value_start < len(text) and text[value_start] in "{[":
+                sub = self._scan(value_start, pointer + join_pointer([token]), child)
+                value_end = sub.close + 1
+            else:
+                value_end = _value_end(text, value_start)
+            slots.append(Slot(key, start, key_end, value_start, value_end))
+            j = _skip(text, value_end)
+            _expect(text, j, "," + closer, f"',' delimiter or '{closer}'")
+            if text[j] == ",":
+                j = _skip(text, j + 1)
+                continue
+            container = Container(kind, at, j, tuple(slots))
+            self._cache[at] = container
+            return container
+
+    def container(self, tokens: list[str]) -> Container:
+        """The object or array at ``tokens``."""
+        want = _trie([join_pointer(tokens)])
+        container = self._scan(_root(self.text), "", want)
+        for depth, token in enumerate(tokens):
+            want = want[token]
+            slot = container.slots[_find(container, token, join_pointer(tokens[: depth + 1]))]
+            container = self._scan(slot.value_start, join_pointer(tokens[: depth + 1]), want)
+        return container
+
+    def span(self, pointer: str) -> tuple[int, int]:
+        """The (start, end) offsets of the value at ``pointer``."""
+        tokens = split_pointer(pointer)
+        if not tokens:
+            start = _root(self.text)
+            if start < len(self.text) and self.text[start] in "{[":
+                return start, self.container([]).close + 1
+            return start, _value_end(self.text, start)
+        parent = self.container(tokens[:-1])
+        slot = parent.slots[_find(parent, tokens[-1], pointer)]
+        return slot.value_start, slot.value_end
+
+    def raw(self, pointer: str) -> str:
+        """The exact source text of the value at ``pointer``."""
+        start, end = self.span(pointer)
+        return self.text[start:end]
+
+    def get(self, pointer: str) -> Any:
+        """The value at ``pointer`` (parsed from its text only), or ``MISSING``."""
+        try:
+            raw = self.raw(pointer)
+        except PointerError:
+            return MISSING
+        return json.loads(raw)
+
+    def kind(self, pointer: str) -> str | None:
+        """'object', 'array' or 'value' for what is at ``pointer``; None when nothing is."""
+        try:
+            start, _ = self.span(pointer)
+        except PointerError:
+            return None
+        return {"{": "object", "[": "array"}.get(self.text[start], "value")
+
+    def _set_text(self, text: str) -> None:
+        self.text = text
+        self._cache.clear()
+
+    def replace(self, pointer: str, value: Any, raw: str | None = None) -> str:
+        """Replace the value at ``pointer`` in place; return the old value's source text."""
+        start, end = self.span(pointer)
+        old = self.text[start:end]
+        style = _style_at(self.text, start)
+        new = raw if raw is not None else _render(value, style, self.text)
+        self._set_text(self.text[:start] + new + self.text[end:])
+        return old
+
+    def remove(self, pointer: str) -> str:
+        """Remove the member or element at ``pointer`` with one separating comma; return the
+        removed value's source text."""
+        tokens = split_pointer(pointer)
+        if not tokens:
+            raise PointerError(pointer)
+        parent = self.container(tokens[:-1])
+        index = _find(parent, tokens[-1], pointer)
+        slots = parent.slots
+        old = self.text[slots[index].value_start : slots[index].value_end]
+        if len(slots) == 1:
+            cut_start, cut_end = parent.open + 1, parent.close
+        elif index > 0:
+            cut_start, cut_end = slots[index - 1].value_end, slots[index].value_end
+        else:
+            cut_start, cut_end = slots[0].start, slots[1].start
+        self._set_text(self.text[:cut_start] + self.text[cut_end:])
+        return old
+
+    def add(self, pointer: str, value: Any, raw: str | None = None) -> None:
+        """RFC 6902 ``add``: set an object member (appended if new) or insert an array element.
+
+        The new member copies the separator, indentation and key/value spacing of its siblings.
+        """
+        tokens = split_pointer(pointer)
+        if not tokens:
+            self.replace(pointer, value, raw)
+            return
+        parent = self.container(tokens[:-1])
+        token = tokens[-1]
+        if parent.kind == "object":
+            if any(slot.key == token for slot in parent.slots):
+                self.replace(pointer, value, raw)
+                return
+            position = len(parent.slots)
+        elif token == "-":
+            position = len(parent.slots)
+        elif _INDEX.fullmatch(token) and int(token) <= len(parent.slots):
+            position = int(token)
+        else:
+            raise PointerError(pointer)
+        self._set_text(_insert(self.text, parent, position, token, value, raw))
 
 
 def _find(container: Container, token: str, pointer: str) -> int:
@@ -127,76 +307,35 @@ def _find(container: Container, token: str, pointer: str) -> int:
     raise PointerError(pointer)
 
 
-def _container_at(text: str, tokens: list[str]) -> Container:
-    at = _root(text)
-    for depth, token in enumerate(tokens):
-        container = _scan(text, at, join_pointer(tokens[:depth]))
-        at = container.slots[_find(container, token, join_pointer(tokens[: depth + 1]))].value_start
-    return _scan(text, at, join_pointer(tokens))
-
-
 def value_span(text: str, pointer: str) -> tuple[int, int]:
     """Return the (start, end) offsets of the value at ``pointer``."""
-    tokens = split_pointer(pointer)
-    if not tokens:
-        start = _root(text)
-        return start, _value_end(text, start)
-    parent = _container_at(text, tokens[:-1])
-    slot = parent.slots[_find(parent, tokens[-1], pointer)]
-    return slot.value_start, slot.value_end
+    return JsonText(text).span(pointer)
 
 
 def raw_value(text: str, pointer: str) -> str:
     """Return the exact source text of the value at ``pointer``."""
-    start, end = value_span(text, pointer)
-    return text[start:end]
+    return JsonText(text).raw(pointer)
 
 
 def replace(text: str, pointer: str, value: Any, raw: str | None = None) -> str:
     """Replace the value at ``pointer`` in place, leaving its key and neighbours untouched."""
-    start, end = value_span(text, pointer)
-    style = _style_at(text, start)
-    return text[:start] + (raw if raw is not None else _render(value, style, text)) + text[end:]
+    doc = JsonText(text)
+    doc.replace(pointer, value, raw)
+    return doc.text
 
 
 def remove(text: str, pointer: str) -> str:
     """Remove the member or element at ``pointer`` together with one separating comma."""
-    tokens = split_pointer(pointer)
-    if not tokens:
-        raise PointerError(pointer)
-    parent = _container_at(text, tokens[:-1])
-    index = _find(parent, tokens[-1], pointer)
-    slots = parent.slots
-    if len(slots) == 1:
-        cut_start, cut_end = parent.open + 1, parent.close
-    elif index > 0:
-        cut_start, cut_end = slots[index - 1].value_end, slots[index].value_end
-    else:
-        cut_start, cut_end = slots[0].start, slots[1].start
-    return text[:cut_start] + text[cut_end:]
+    doc = JsonText(text)
+    doc.remove(pointer)
+    return doc.text
 
 
 def add(text: str, pointer: str, value: Any, raw: str | None = None) -> str:
-    """RFC 6902 ``add``: set an object member (appended if new) or insert an array element.
-
-    The new member copies the separator, indentation and key/value spacing of its siblings.
-    """
-    tokens = split_pointer(pointer)
-    if not tokens:
-        return replace(text, pointer, value, raw)
-    parent = _container_at(text, tokens[:-1])
-    token = tokens[-1]
-    if parent.kind == "object":
-        if any(slot.key == token for slot in parent.slots):
-            return replace(text, pointer, value, raw)
-        position = len(parent.slots)
-    elif token == "-":
-        position = len(parent.slots)
-    elif _INDEX.fullmatch(token) and int(token) <= len(parent.slots):
-        position = int(token)
-    else:
-        raise PointerError(pointer)
-    return _insert(text, parent, position, token, value, raw)
+    """RFC 6902 ``add`` on ``text`` with minimal edits (see ``JsonText.add``)."""
+    doc = JsonText(text)
+    doc.add(pointer, value, raw)
+    return doc.text
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +359,7 @@ def _line_indent(text: str, at: int) -> str:
 
 
 def _style_at(text: str, at: int) -> _Style:
-    multiline = "\n" in text[at:]
+    multiline = text.find("\n", at) != -1
     return _Style(
         indent=_indent_unit(text) if multiline else None,
         base=_line_indent(text, at),

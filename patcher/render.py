@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from patcher.applying import ApplyResult
-from patcher.compiler import Op
-from patcher.journal import Entry
-from patcher.offline_diff import CheckpointDiff
-from patcher.reverting import RevertResult
-from patcher.status import FILE_STATES, Status
 from patcher.textdiff import unified
-from patcher.transform import Transform
+
+if TYPE_CHECKING:  # only for annotations: `patcher status` must not import the apply machinery
+    from patcher.applying import ApplyResult
+    from patcher.compiler import Op
+    from patcher.journal import Entry
+    from patcher.offline_diff import CheckpointDiff
+    from patcher.reverting import RevertResult
+    from patcher.status import Status
+    from patcher.transform import Transform
+
+FILE_STATES: dict[str, str] = {
+    "patched": "patched as recorded",
+    "changed": "changed since patched (hand edit?)",
+    "original": "back to original bytes (re-downloaded?)",
+    "missing": "missing",
+    "reverted": "reverted",
+}
 
 
 def to_json(data: Any) -> str:

@@ -12,13 +12,6 @@ from patcher.journal import Entry
 from patcher.session import read_journal
 
 FileState = Literal["patched", "changed", "original", "missing", "reverted"]
-FILE_STATES: dict[str, str] = {
-    "patched": "patched as recorded",
-    "changed": "changed since patched (hand edit?)",
-    "original": "back to original bytes (re-downloaded?)",
-    "missing": "missing",
-    "reverted": "reverted",
-}
 
 
 @dataclass(frozen=True, slots=True)

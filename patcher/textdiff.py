@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
-
 
 def unified(old: bytes, new: bytes, old_name: str, new_name: str) -> str:
     """A unified diff of two byte strings (decoded as UTF-8)."""
+    import difflib  # only the commands that show diffs pay for it
+
     lines = difflib.unified_diff(
         old.decode("utf-8", "replace").splitlines(keepends=True),
         new.decode("utf-8", "replace").splitlines(keepends=True),

@@ -1,0 +1,246 @@
+"""Speed and memory of patcher, as whole processes: ``python tests/benchmark.py [--runs N]``.
+
+1. One edit of a 15 MB tokenizer.json-sized file: ``patcher apply`` and ``patcher revert``
+   against ``jq`` making the same edit and writing the file.
+2. ``patcher status`` and ``patcher apply`` on a checkpoint holding 200 sparse 5 GB shards
+   against the same checkpoint without shards, with an audit of every file opened.
+3. ``patcher status`` against ``python -c "import typer"``.
+
+Runs are interleaved and the median is reported; peak RSS comes from ``os.wait4``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+KIMI = ROOT / "snapshots" / "example" / "kimi-k2.5-nvfp4"
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+PATCHER = [sys.executable, "-m", "patcher"]
+
+AUDIT = """
+import sys
+opened = []
+def hook(event, args):
+    if event == "open" and args[0] is not None:
+        opened.append(str(args[0]))
+sys.addaudithook(hook)
+from patcher.cli import app
+try:
+    app(sys.argv[1:], prog_name="patcher")
+finally:
+    sys.stderr.write("SHARDS-OPENED:%d\\n" % sum(p.endswith(".safetensors") for p in opened))
+"""
+
+
+def timed(command: list[str]) -> tuple[float, int, subprocess.CompletedProcess[bytes]]:
+    """Wall seconds and peak RSS (KiB, from ``os.wait4``) of one process and its children."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(command, stdout=out, stderr=err, env=ENV)
+        _, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        done = subprocess.CompletedProcess(command, proc.returncode, out.read(), err.read())
+    if done.returncode != 0:
+        raise SystemExit(f"failed: {' '.join(command)}\n{done.stderr.decode()}")
+    return elapsed, usage.ru_maxrss, done
+
+
+def make_tokenizer(path: Path) -> None:
+    """A tokenizer.json-sized file (~15 MB): a BPE vocab and merges, 2-space indent."""
+    rng = random.Random(0)
+    letters = "abcdefghijklmnopqrstuvwxyzĠĊ"
+    vocab: dict[str, int] = {}
+    while len(vocab) < 300_000:
+        token = "".join(rng.choice(letters) for _ in range(rng.randint(2, 10)))
+        vocab.setdefault(token, len(vocab))
+    tokens = list(vocab)
+    merges = [f"{rng.choice(tokens)} {rng.choice(tokens)}" for _ in range(300_000)]
+    data = {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [
+            {"id": i, "content": f"<|reserved_{i}|>", "special": True} for i in range(256)
+        ],
+        "normalizer": None,
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "byte_fallback": False,
+            "vocab": vocab,
+            "merges": merges,
+        },
+    }
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+
+
+def median_runs(
+    runs: int, steps: list[tuple[str, Callable[[], tuple[float, int]]]]
+) -> dict[str, tuple[float, int]]:
+    """Interleave the steps ``runs`` times; median wall time and max RSS of each."""
+    times: dict[str, list[float]] = {name: [] for name, _ in steps}
+    rss: dict[str, int] = {name: 0 for name, _ in steps}
+    for _ in range(runs):
+        for name, step in steps:
+            seconds, peak = step()
+            times[name].append(seconds)
+            rss[name] = max(rss[name], peak)
+    return {name: (statistics.median(times[name]), rss[name]) for name in times}
+
+
+def bench_large_file(work: Path, runs: int) -> list[str]:
+    ckpt = work / "tok"
+    ckpt.mkdir()
+    shutil.copy(KIMI / "config.json", ckpt / "config.json")
+    make_tokenizer(ckpt / "tokenizer.json")
+    size_mb = (ckpt / "tokenizer.json").stat().st_size / 1e6
+    transform = work / "byte-fallback.toml"
+    transform.write_text(
+        'name = "byte-fallback"\nsummary = "s"\nwhy = "w"\nundo_when = "u"\n'
+        '[[edits]]\nfile = "tokenizer.json"\n'
+        'ops = [{ op = "replace", path = "/model/byte_fallback", value = true }]\n'
+    )
+    jq_file = work / "jq-tokenizer.json"
+    shutil.copy(ckpt / "tokenizer.json", jq_file)
+    jq = shutil.which("jq")
+
+    def apply() -> tuple[float, int]:
+        return timed([*PATCHER, "apply", str(ckpt), str(transform)])[:2]
+
+    def revert() -> tuple[float, int]:
+        return timed([*PATCHER, "revert", str(ckpt), "--last"])[:2]
+
+    def jq_edit() -> tuple[float, int]:
+        script = (
+            f"jq '.model.byte_fallback = true' {jq_file} > {jq_file}.tmp && "
+            f"mv {jq_file}.tmp {jq_file}"
+        )
+        return timed(["sh", "-c", script])[:2]
+
+    steps = [("patcher apply", apply), ("patcher revert", revert)]
+    if jq:
+        steps.append(("jq edit + write", jq_edit))
+    result = median_runs(runs, steps)
+    lines = [
+        f"One edit of a {size_mb:.1f} MB tokenizer.json (median of {runs} interleaved runs):",
+        "",
+        "| process | median wall | peak RSS |",
+        "|---|---|---|",
+    ]
+    for name, (seconds, peak) in result.items():
+        lines.append(f"| {name} | {seconds * 1000:.0f} ms | {peak / 1024:.0f} MiB |")
+    if not jq:
+        lines.append("| jq | not installed | |")
+    return lines
+
+
+def bench_shards(work: Path, runs: int) -> list[str]:
+    bare = work / "bare"
+    sharded = work / "sharded"
+    for ckpt in (bare, sharded):
+        shutil.copytree(KIMI, ckpt)
+    for index in range(200):
+        with (sharded / f"model-{index + 1:05d}-of-00200.safetensors").open("wb") as handle:
+            handle.truncate(5 * 1024**3)
+    apparent = sum(p.stat().st_size for p in sharded.glob("*.safetensors")) / 1024**4
+
+    def cycle(ckpt: Path) -> Callable[[], tuple[float, int]]:
+        def step() -> tuple[float, int]:
+            seconds, peak, done = timed(
+                [sys.executable, "-c", AUDIT, "apply", str(ckpt), "strip-fp8-kv-cache"]
+            )
+            assert b"SHARDS-OPENED:0" in done.stderr, done.stderr
+            timed([*PATCHER, "revert", str(ckpt), "--all"])
+            return seconds, peak
+
+        return step
+
+    def status(ckpt: Path) -> Callable[[], tuple[float, int]]:
+        def step() -> tuple[float, int]:
+            seconds, peak, done = timed([sys.executable, "-c", AUDIT, "status", str(ckpt)])
+            assert b"SHARDS-OPENED:0" in done.stderr, done.stderr
+            return seconds, peak
+
+        return step
+
+    result = median_runs(
+        runs,
+        [
+            ("apply, no shards", cycle(bare)),
+            ("apply, 200 x 5 GB shards", cycle(sharded)),
+            ("status, no shards", status(bare)),
+            ("status, 200 x 5 GB shards", status(sharded)),
+        ],
+    )
+    lines = [
+        f"Shards next to the configs ({apparent:.2f} TiB apparent, sparse), strip-fp8-kv-cache "
+        f"on the example checkpoint; every run audited: 0 shard files opened:",
+        "",
+        "| process | median wall | peak RSS |",
+        "|---|---|---|",
+    ]
+    for name, (seconds, peak) in result.items():
+        lines.append(f"| {name} | {seconds * 1000:.0f} ms | {peak / 1024:.0f} MiB |")
+    return lines
+
+
+def bench_startup(work: Path, runs: int) -> list[str]:
+    ckpt = work / "startup"
+    shutil.copytree(KIMI, ckpt)
+    timed([*PATCHER, "apply", str(ckpt), "strip-fp8-kv-cache"])
+    installed = shutil.which("patcher")
+    command = [installed] if installed else PATCHER
+    result = median_runs(
+        runs,
+        [
+            ("python -c 'import typer'", lambda: timed([sys.executable, "-c", "import typer"])[:2]),
+            ("patcher status", lambda: timed([*command, "status", str(ckpt)])[:2]),
+        ],
+    )
+    base = result["python -c 'import typer'"][0]
+    ours = result["patcher status"][0]
+    return [
+        f"Start-up (median of {runs} interleaved runs):",
+        "",
+        "| process | median wall |",
+        "|---|---|",
+        f"| python -c 'import typer' | {base * 1000:.0f} ms |",
+        f"| patcher status (journal with one entry) | {ours * 1000:.0f} ms |",
+        "",
+        f"ratio: {ours / base:.2f}x the bare typer import",
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        sections = [
+            bench_large_file(work, args.runs),
+            bench_shards(work, args.runs),
+            bench_startup(work, args.runs * 3),
+        ]
+    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}\n")
+    print("\n\n".join("\n".join(s) for s in sections))
+
+
+if __name__ == "__main__":
+    main()
