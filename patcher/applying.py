@@ -16,10 +16,10 @@ from patcher.compiler import FilePlan, compile_transform
 from patcher.document import canonical
 from patcher.files import current_hash, replace_file
 from patcher.fsio import sha256
-from patcher.journal import Entry, FileRecord, Journal, store_object
+from patcher.journal import Entry, FileRecord, Journal, read_journal, store_object
 from patcher.params import resolve_params
 from patcher.recovery import restore_original
-from patcher.session import read_journal, write_session
+from patcher.session import write_session
 from patcher.transform import Transform
 
 ApplyOutcome = Literal["applied", "dry-run", "nothing-to-do", "already-applied"]

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from patcher.checkpoint import Checkpoint
 from patcher.errors import JournalError
 from patcher.fsio import atomic_write, ensure_dir, sha256
 
@@ -162,6 +163,18 @@ def load_journal(directory: Path) -> Journal:
         return Journal(tuple(_entry_from(e) for e in raw["entries"]))
     except (KeyError, TypeError, ValueError) as exc:
         raise _damaged(path, f"malformed entry: {exc}") from None
+
+
+def read_journal(checkpoint: Checkpoint) -> Journal:
+    """The journal for reading. If a crash left a change half done, it is settled first, under
+    the lock (which is why a read-only command may write)."""
+    journal = load_journal(checkpoint.journal_dir)
+    if journal.unsettled:
+        from patcher.session import write_session  # rare: keep it off the status start-up path
+
+        with write_session(checkpoint) as session:
+            return session.journal
+    return journal
 
 
 def _entry_json(entry: Entry) -> dict[str, Any]:

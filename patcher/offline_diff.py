@@ -8,8 +8,7 @@ from pathlib import Path
 
 from patcher.checkpoint import open_checkpoint
 from patcher.files import read_current
-from patcher.journal import load_object
-from patcher.session import read_journal
+from patcher.journal import load_object, read_journal
 from patcher.structdiff import Change, compare
 from patcher.textdiff import unified
 

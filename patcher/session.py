@@ -34,13 +34,3 @@ def write_session(checkpoint: Checkpoint) -> Iterator[Session]:
         session = Session(checkpoint, load_journal(checkpoint.journal_dir))
         settle(session.checkpoint, session.journal, session.save)
         yield session
-
-
-def read_journal(checkpoint: Checkpoint) -> Journal:
-    """The journal for reading; if a crash left a change half done, settle it first (under the
-    lock), unless the checkpoint cannot be written, in which case it is reported as it is."""
-    journal = load_journal(checkpoint.journal_dir)
-    if journal.unsettled:
-        with write_session(checkpoint) as session:
-            return session.journal
-    return journal

@@ -8,8 +8,7 @@ from typing import Literal
 
 from patcher.checkpoint import open_checkpoint
 from patcher.files import current_hash
-from patcher.journal import Entry
-from patcher.session import read_journal
+from patcher.journal import Entry, read_journal
 
 FileState = Literal["patched", "changed", "original", "missing", "reverted"]
 
