@@ -81,7 +81,7 @@ def _same_applied(journal: Journal, transform: Transform, params: Mapping[str, A
 
 def apply_transform(
     checkpoint: Path | str,
-    transform: str | Transform,
+    transform: str | Path | Transform,
     params: Mapping[str, Any] | None = None,
     *,
     dry_run: bool = False,
@@ -89,7 +89,7 @@ def apply_transform(
     """Apply ``transform`` (a built-in name, a transform file path, or a ``Transform``) to the
     checkpoint. Returns the plan; with ``dry_run`` nothing is written."""
     ckpt = open_checkpoint(checkpoint)
-    chosen = find_transform(transform) if isinstance(transform, str) else transform
+    chosen = transform if isinstance(transform, Transform) else find_transform(str(transform))
     resolved = resolve_params(chosen, params or {})
     plans = compile_transform(ckpt, chosen, resolved)
     if dry_run:
