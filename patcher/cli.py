@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from enum import StrEnum
 from typing import Annotated
 
 import typer
@@ -173,6 +174,77 @@ def diff(checkpoint: CheckpointArg, as_json: JsonOpt = False) -> None:
 
         result = diff_checkpoint(checkpoint, structural=as_json)
         _out(render.to_json(render.diff_json(result)) if as_json else render.diff_text(result))
+
+
+@app.command()
+def check(checkpoint: CheckpointArg, as_json: JsonOpt = False) -> None:
+    """Report known problems and the transform for each; exit 1 when any is found."""
+    with _boundary():
+        from patcher import render
+        from patcher.check import check_checkpoint
+
+        report = check_checkpoint(checkpoint)
+        _out(render.to_json(render.check_json(report)) if as_json else render.check_text(report))
+    if report.findings:
+        raise typer.Exit(EXIT_REFUSED)
+
+
+@app.command()
+def overrides(checkpoint: CheckpointArg, as_json: JsonOpt = False) -> None:
+    """Print the vLLM --hf-overrides and flags equivalent to the applied transforms."""
+    with _boundary():
+        from patcher import render
+        from patcher.overrides import engine_overrides
+
+        result = engine_overrides(checkpoint)
+        _out(
+            render.to_json(render.overrides_json(result))
+            if as_json
+            else render.overrides_text(result)
+        )
+
+
+class KvDtype(StrEnum):
+    """KV-cache element type for kv-budget."""
+
+    auto = "auto"
+    fp8 = "fp8"
+    bf16 = "bf16"
+
+
+@app.command("kv-budget")
+def kv_budget_command(
+    checkpoint: CheckpointArg,
+    gpu_memory: Annotated[float, typer.Option("--gpu-memory", min=0.1, help="GiB per GPU.")],
+    weights: Annotated[float, typer.Option("--weights", min=0.0, help="GiB of weights in all.")],
+    tp: Annotated[int, typer.Option("--tp", min=1, help="Tensor-parallel size.")] = 1,
+    kv_dtype: Annotated[
+        KvDtype, typer.Option("--kv-dtype", help="KV element type.")
+    ] = KvDtype.auto,
+    utilization: Annotated[
+        float,
+        typer.Option("--gpu-utilization", min=0.01, max=1.0, help="Share of GPU memory used."),
+    ] = 0.9,
+    as_json: JsonOpt = False,
+) -> None:
+    """Estimate KV-cache bytes per token and the longest context that fits."""
+    with _boundary():
+        from patcher import render
+        from patcher.kvbudget import kv_budget
+
+        budget = kv_budget(
+            checkpoint,
+            gpu_memory_gib=gpu_memory,
+            weights_gib=weights,
+            tp=tp,
+            kv_dtype=kv_dtype.value,
+            utilization=utilization,
+        )
+        _out(
+            render.to_json(render.kv_budget_json(budget))
+            if as_json
+            else render.kv_budget_text(budget)
+        )
 
 
 def main() -> None:

@@ -288,6 +288,14 @@ class _Compiler:
             if kind == "set" and present:
                 return [{"op": "replace", "path": path, "value": op["value"]}]
             return [{"op": "add", "path": path, "value": op["value"]}]
+        if kind == "merge":
+            if not isinstance(op["value"], dict):
+                raise self.fail(state.path, path, "'merge' needs an object of members to set")
+            merged: list[Op] = []
+            for key, value in op["value"].items():
+                member = path + jsontext.join_pointer([key])
+                merged += self.resolve(state, {"op": "set", "path": member, "value": value})
+            return merged
         if kind == "append":
             if not isinstance(current, list):
                 raise self.fail(state.path, path, f"expected an array, found {_found(current)}")

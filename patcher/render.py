@@ -9,12 +9,15 @@ from patcher.textdiff import unified
 
 if TYPE_CHECKING:  # only for annotations: `patcher status` must not import the apply machinery
     from patcher.applying import ApplyResult
+    from patcher.check import CheckReport
     from patcher.compiler import Op
     from patcher.journal import Entry
+    from patcher.kvbudget import KvBudget
     from patcher.offline_diff import CheckpointDiff
+    from patcher.overrides import Overrides
     from patcher.reverting import RevertResult
     from patcher.status import Status
-    from patcher.transform import Transform
+    from patcher.transform import Guard, Transform
 
 FILE_STATES: dict[str, str] = {
     "patched": "patched as recorded",
@@ -68,6 +71,16 @@ def transform_json(t: Transform) -> dict[str, Any]:
     }
 
 
+def _guard_text(g: Guard) -> str:
+    if g.has_equals:
+        return f"{g.path} = {json.dumps(g.equals)}"
+    if g.one_of is not None:
+        return f"{g.path} in {json.dumps(list(g.one_of))}"
+    if g.type is not None:
+        return f"{g.path} is {g.type}"
+    return f"{g.path} {'present' if g.exists else 'absent'}"
+
+
 def transform_list_text(transforms: tuple[Transform, ...]) -> str:
     """``patcher list``."""
     width = max((len(t.name) for t in transforms), default=0)
@@ -81,6 +94,9 @@ def transform_text(t: Transform) -> str:
         extra = " (if present)" if edit.optional else ""
         scope = " [inside text_config when the config has one]" if edit.scope != "root" else ""
         lines.append(f"  {edit.file}{extra}{scope}")
+        for label, guards in (("only when", edit.when), ("refuses unless", edit.require)):
+            if guards:
+                lines.append(f"    {label}: " + ", ".join(_guard_text(g) for g in guards))
         for op in edit.ops:
             lines.append(f"    {op['op']} {op.get('path', '(whole file)')}")
     if t.symptom:
@@ -247,3 +263,119 @@ def diff_text(d: CheckpointDiff) -> str:
     if not d.files:
         return f"no differences from the originals in {d.checkpoint}"
     return "".join(f.unified for f in d.files).rstrip("\n")
+
+
+def check_json(r: CheckReport) -> dict[str, Any]:
+    """A check report as JSON."""
+    return {
+        "checkpoint": str(r.checkpoint),
+        "findings": [
+            {
+                "code": f.code,
+                "file": f.file,
+                "pointer": f.pointer,
+                "message": f.message,
+                "transform": f.transform,
+                "command": f.command,
+            }
+            for f in r.findings
+        ],
+    }
+
+
+def check_text(r: CheckReport) -> str:
+    """A check report for people."""
+    if not r.findings:
+        return f"no known problems in {r.checkpoint}"
+    lines = [f"{len(r.findings)} known problem(s) in {r.checkpoint}:"]
+    for f in r.findings:
+        lines.append(f"  [{f.code}] {f.file} {f.pointer}: {f.message}")
+        lines.append(f"      fix: {f.command}")
+    return "\n".join(lines)
+
+
+def overrides_json(r: Overrides) -> dict[str, Any]:
+    """Engine overrides as JSON."""
+    return {
+        "checkpoint": str(r.checkpoint),
+        "hf_overrides": r.hf_overrides,
+        "flags": list(r.flags),
+        "command": r.command,
+        "entries": [
+            {
+                "entry": e.entry_id,
+                "transform": e.transform,
+                "hf_overrides": e.hf_overrides,
+                "flags": list(e.flags),
+                "no_runtime_equivalent": list(e.uncovered),
+                "note": e.note,
+            }
+            for e in r.entries
+        ],
+    }
+
+
+def overrides_text(r: Overrides) -> str:
+    """Engine overrides for people."""
+    if not r.entries:
+        return f"no transform is applied to {r.checkpoint}"
+    lines = []
+    if r.hf_overrides or r.flags:
+        lines += ["vLLM equivalent of the edits that have one:", f"  {r.command}"]
+    else:
+        lines.append("none of the applied edits has a vLLM runtime equivalent")
+    for e in r.entries:
+        head = f"#{e.entry_id} {e.transform}: "
+        if e.hf_overrides or e.flags:
+            parts = [f"--hf-overrides '{json.dumps(e.hf_overrides)}'"] if e.hf_overrides else []
+            lines.append(head + " ".join([*parts, *e.flags]))
+        else:
+            lines.append(head + "no runtime equivalent")
+        lines += [f"    {u}" for u in e.uncovered]
+        if e.note:
+            lines.append(f"    note: {e.note}")
+    return "\n".join(lines)
+
+
+def kv_budget_json(b: KvBudget) -> dict[str, Any]:
+    """A KV budget as JSON."""
+    return {
+        "checkpoint": str(b.checkpoint),
+        "attention": b.attention,
+        "layers": b.layers,
+        "per_layer_elements": b.per_layer_elements,
+        "kv_dtype": b.kv_dtype,
+        "element_bytes": b.element_bytes,
+        "tp": b.tp,
+        "bytes_per_token": b.bytes_per_token,
+        "free_bytes": b.free_bytes,
+        "max_tokens": b.max_tokens,
+        "config_context": b.config_context,
+        "fits": b.fits,
+        "suggested_context": None if b.fits else b.suggested_context,
+        "command": b.command(),
+    }
+
+
+def kv_budget_text(b: KvBudget) -> str:
+    """A KV budget for people."""
+    divided = (
+        "divided by TP" if b.attention == "GQA" else "not divided by TP (one latent per layer)"
+    )
+    lines = [
+        f"attention: {b.attention}, {b.layers} layers, {b.per_layer_elements} cached elements "
+        f"per layer per token ({divided})",
+        f"KV dtype: {b.kv_dtype}, {b.element_bytes} byte(s) per element",
+        f"KV cache per token per GPU (TP={b.tp}): {b.bytes_per_token:,} bytes",
+        f"free for the KV cache per GPU: {b.free_bytes / 1024**3:.2f} GiB",
+        f"longest context that fits: {b.max_tokens:,} tokens",
+    ]
+    if b.config_context is not None:
+        verdict = "fits" if b.fits else "does NOT fit"
+        lines.append(f"config context {b.config_context:,} tokens: {verdict}")
+    if b.free_bytes <= 0:
+        lines.append("the weights alone exceed the usable memory of each GPU: use more GPUs (--tp)")
+    command = b.command()
+    if command:
+        lines.append(f"to make the server start: {command}")
+    return "\n".join(lines)

@@ -6,6 +6,7 @@ format (see the README, "Transform file format").
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from collections.abc import Mapping
@@ -19,7 +20,7 @@ ParamType = Literal["int", "float", "bool", "str", "file", "json"]
 PARAM_TYPES: tuple[str, ...] = ("int", "float", "bool", "str", "file", "json")
 Scope = Literal["root", "language-model"]
 RFC_OPS = ("add", "remove", "replace", "move", "copy", "test")
-LENIENT_OPS = ("set", "append", "write")
+LENIENT_OPS = ("set", "merge", "append", "write")
 _NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 _TEMPLATE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}")
 
@@ -68,6 +69,16 @@ class Edit:
 
 
 @dataclass(frozen=True, slots=True)
+class Runtime:
+    """What an engine can do instead of the file edit (for ``patcher overrides``)."""
+
+    hf_overrides: Mapping[str, Any]
+    flags: tuple[str, ...]
+    nest_in_text_config: bool
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
 class Transform:
     """A named transform, with everything a user needs to decide whether to apply it."""
 
@@ -82,6 +93,7 @@ class Transform:
     edits: tuple[Edit, ...]
     source: str
     text: str
+    runtime: Runtime | None = None
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -157,7 +169,20 @@ class _Reader:
             )
         if kind != "write":
             self.pointer(raw.get("path"), f"{where}/path")
-        if kind in ("add", "replace", "test", "set", "append", "write") and "value" not in raw:
+        if "value_json" in raw:
+            # TOML has no null: a value may also be given as JSON text.
+            if "value" in raw or not isinstance(raw["value_json"], str):
+                raise self.fail(where, "give either 'value' or 'value_json' (a JSON string)")
+            try:
+                raw = {
+                    **{k: v for k, v in raw.items() if k != "value_json"},
+                    "value": json.loads(raw["value_json"]),
+                }
+            except json.JSONDecodeError as exc:
+                raise self.fail(f"{where}/value_json", f"invalid JSON ({exc.msg})") from None
+        if kind in ("add", "replace", "test", "set", "merge", "append", "write") and (
+            "value" not in raw
+        ):
             raise self.fail(where, f"'{kind}' needs a 'value'")
         if kind in ("move", "copy"):
             self.pointer(raw.get("from"), f"{where}/from")
@@ -184,6 +209,27 @@ class _Reader:
             minimum=raw.get("min"),
             maximum=raw.get("max"),
             choices=tuple(choices) if isinstance(choices, list) else None,
+        )
+
+    def runtime(self, raw: Any) -> Runtime | None:
+        if raw is None:
+            return None
+        if not isinstance(raw, dict):
+            raise self.fail("/runtime", "expected a table")
+        unknown = set(raw) - {"hf_overrides", "flags", "nest_in_text_config", "note"}
+        if unknown:
+            raise self.fail("/runtime", f"unknown key {sorted(unknown)[0]!r}")
+        overrides = raw.get("hf_overrides", {})
+        flags = raw.get("flags", [])
+        if not isinstance(overrides, dict):
+            raise self.fail("/runtime/hf_overrides", "expected a table")
+        if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
+            raise self.fail("/runtime/flags", "expected a list of strings")
+        return Runtime(
+            hf_overrides=overrides,
+            flags=tuple(flags),
+            nest_in_text_config=bool(raw.get("nest_in_text_config", False)),
+            note=self.text(raw, "note", "/runtime", required=False),
         )
 
     def edit(self, raw: Any, where: str) -> Edit:
@@ -243,6 +289,7 @@ def parse_transform(text: str, source: str) -> Transform:
         "symptom",
         "params",
         "edits",
+        "runtime",
     }
     unknown = set(data) - known
     if unknown:
@@ -260,8 +307,9 @@ def parse_transform(text: str, source: str) -> Transform:
         edits=tuple(reader.edit(e, f"/edits/{i}") for i, e in enumerate(edits_raw)),
         source=source,
         text=text,
+        runtime=reader.runtime(data.get("runtime")),
     )
-    for name_used in _template_names(edits_raw):
+    for name_used in _template_names([edits_raw, data.get("runtime", {})]):
         if transform.param(name_used) is None:
             raise reader.fail(
                 "/edits", f"uses '{{{{{name_used}}}}}' but declares no such parameter"

@@ -1,0 +1,285 @@
+"""``check``: known problems in a checkpoint's config files, each with the transform that
+addresses it. Reads only JSON config files (the weight index, never the weights)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from patcher.checkpoint import Checkpoint, open_checkpoint
+from patcher.errors import InputFileError
+
+FP8_KV_POINTERS = (
+    ("hf_quant_config.json", ("quantization", "kv_cache_quant_algo")),
+    ("config.json", ("quantization_config", "kv_cache_scheme")),
+    ("config.json", ("quantization_config", "kv_cache_quant_algo")),
+    ("config.json", ("quantization_config", "quantization", "kv_cache_quant_algo")),
+    ("config.json", ("text_config", "quantization_config", "kv_cache_scheme")),
+    ("config.json", ("text_config", "quantization_config", "kv_cache_quant_algo")),
+    ("config.json", ("text_config", "quantization_config", "quantization", "kv_cache_quant_algo")),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One known problem, where it is, and what to run about it."""
+
+    code: str
+    file: str
+    pointer: str
+    message: str
+    transform: str | None
+    command: str
+
+
+@dataclass(frozen=True, slots=True)
+class CheckReport:
+    """Everything ``check`` found (empty when the checkpoint looks fine)."""
+
+    checkpoint: Path
+    findings: tuple[Finding, ...]
+
+
+class _Files:
+    """The checkpoint's JSON files, each parsed once, absent ones as None."""
+
+    def __init__(self, checkpoint: Checkpoint) -> None:
+        self.checkpoint = checkpoint
+        self.cache: dict[str, Any] = {}
+
+    def get(self, name: str) -> Any:
+        if name not in self.cache:
+            path = self.checkpoint.path(name)
+            try:
+                self.cache[name] = json.loads(path.read_bytes()) if path.is_file() else None
+            except (ValueError, UnicodeDecodeError) as exc:
+                raise InputFileError(
+                    f"not valid JSON ({exc})",
+                    file=path,
+                    hint="fix the file, then run the check again",
+                ) from None
+        return self.cache[name]
+
+
+def _dig(doc: Any, keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        if not isinstance(doc, dict) or key not in doc:
+            return None
+        doc = doc[key]
+    return doc
+
+
+def _pointer(keys: tuple[str, ...]) -> str:
+    return "".join("/" + k for k in keys)
+
+
+def _language_model(config: Any) -> tuple[Any, tuple[str, ...]]:
+    if isinstance(config, dict) and isinstance(config.get("text_config"), dict):
+        return config["text_config"], ("text_config",)
+    return config, ()
+
+
+def _kv_label(value: Any) -> str:
+    """What a KV directive means: 'FP8', 'INT8', ... or 'none'."""
+    if value is None or (isinstance(value, str) and value.lower() in ("", "none", "null")):
+        return "none"
+    if isinstance(value, dict):
+        bits, kind = value.get("num_bits"), value.get("type")
+        return "FP8" if (bits, kind) == (8, "float") else f"{kind or '?'}{bits or ''}".upper()
+    return str(value).upper()
+
+
+def _fp8_kv(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:
+    for name, keys in FP8_KV_POINTERS:
+        value = _dig(files.get(name), keys)
+        if _kv_label(value) != "none":
+            yield Finding(
+                "fp8-kv-directive",
+                name,
+                _pointer(keys),
+                f"KV-cache quantization directive {json.dumps(value)}: vLLM resolves "
+                "--kv-cache-dtype auto to it, and some GPUs/backends cannot run it "
+                "(e.g. SM120 TRITON_MLA)",
+                "strip-fp8-kv-cache",
+                apply("strip-fp8-kv-cache"),
+            )
+
+
+def _kv_disagreement(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:
+    legacy = files.get("hf_quant_config.json")
+    config = files.get("config.json")
+    if legacy is None or config is None:
+        return
+    inline = _dig(config, ("quantization_config",)) or _dig(
+        config, ("text_config", "quantization_config")
+    )
+    if not isinstance(inline, dict):
+        return
+    file_kv = _kv_label(_dig(legacy, ("quantization", "kv_cache_quant_algo")))
+    inline_kv = "none"
+    for keys in (
+        ("kv_cache_scheme",),
+        ("kv_cache_quant_algo",),
+        ("quantization", "kv_cache_quant_algo"),
+    ):
+        if _kv_label(_dig(inline, keys)) != "none":
+            inline_kv = _kv_label(_dig(inline, keys))
+    if file_kv != inline_kv:
+        yield Finding(
+            "kv-disagreement",
+            "hf_quant_config.json",
+            "/quantization/kv_cache_quant_algo",
+            f"hf_quant_config.json says KV cache {file_kv} but config.json quantization_config "
+            f"says {inline_kv}: vLLM follows config.json, TensorRT-LLM hf_quant_config.json",
+            "strip-fp8-kv-cache",
+            apply("strip-fp8-kv-cache"),
+        )
+
+
+def _rope_downgrade(files: _Files, diff: str) -> Iterator[Finding]:
+    model, base = _language_model(files.get("config.json"))
+    rope = _dig(model, ("rope_scaling",))
+    if not isinstance(rope, dict):
+        return
+    kind, rope_type = rope.get("type"), rope.get("rope_type")
+    stray = rope_type == "llama3" and kind not in (None, "llama3")
+    downgraded = (
+        kind in ("dynamic", "linear")
+        and rope_type in (None, kind)
+        and _dig(model, ("model_type",)) == "llama"
+        and isinstance(_dig(model, ("max_position_embeddings",)), int)
+        and _dig(model, ("max_position_embeddings",)) >= 131072
+    )
+    if stray or downgraded:
+        yield Finding(
+            "legacy-llama3-rope-downgrade",
+            "config.json",
+            _pointer((*base, "rope_scaling")),
+            f"rope_scaling {json.dumps(rope)} looks like the pre-transformers-4.43 workaround for "
+            "Llama 3.1 (llama3 scaling replaced or given a stray 'type'): it silently changes the "
+            "positional encoding; put the upstream llama3 block back and upgrade transformers",
+            None,
+            diff,
+        )
+
+
+def _as_set(value: Any) -> set[Any]:
+    return set(value) if isinstance(value, list) else {value}
+
+
+def _eos_mismatch(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:
+    generation = files.get("generation_config.json")
+    model, _ = _language_model(files.get("config.json"))
+    ids_generation = _dig(generation, ("eos_token_id",))
+    ids_config = _dig(model, ("eos_token_id",)) or _dig(files.get("config.json"), ("eos_token_id",))
+    if ids_generation is None or ids_config is None:
+        return
+    if not _as_set(ids_config) <= _as_set(ids_generation):
+        yield Finding(
+            "eos-mismatch",
+            "generation_config.json",
+            "/eos_token_id",
+            f"eos_token_id differs: generation_config.json {json.dumps(ids_generation)}, "
+            f"config.json {json.dumps(ids_config)}; engines that stop on the generation config "
+            "may not stop at the end of a turn",
+            "fix-generation-eos-token-id",
+            apply("fix-generation-eos-token-id")
+            + " --set eos="
+            + json.dumps(sorted(_as_set(ids_config) | _as_set(ids_generation))).replace(" ", ""),
+        )
+
+
+def _sliding_window(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:
+    model, base = _language_model(files.get("config.json"))
+    if _dig(model, ("use_sliding_window",)) is not True:
+        return
+    window_layers = _dig(model, ("max_window_layers",))
+    layers = _dig(model, ("num_hidden_layers",))
+    if isinstance(window_layers, int) and isinstance(layers, int) and window_layers < layers:
+        yield Finding(
+            "partial-sliding-window",
+            "config.json",
+            _pointer((*base, "use_sliding_window")),
+            f"use_sliding_window is true with max_window_layers {window_layers} < "
+            f"num_hidden_layers {layers}: older vLLM refuses sliding window on only some layers",
+            "disable-sliding-window",
+            apply("disable-sliding-window"),
+        )
+
+
+def _missing_mtp(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:
+    model, base = _language_model(files.get("config.json"))
+    index = files.get("model.safetensors.index.json")
+    layers = _dig(model, ("num_hidden_layers",))
+    for key in ("num_nextn_predict_layers", "mtp_num_hidden_layers"):
+        declared = _dig(model, (key,))
+        if not isinstance(declared, int) or declared <= 0 or not isinstance(index, dict):
+            continue
+        names = list((index.get("weight_map") or {}).keys())
+        pattern = re.compile(rf"(^|\.)layers\.{layers}\.|(^|\.)mtp\.")
+        if isinstance(layers, int) and not any(pattern.search(n) for n in names):
+            yield Finding(
+                "mtp-weights-missing",
+                "config.json",
+                _pointer((*base, key)),
+                f"{key} is {declared} but model.safetensors.index.json has no tensors for layer "
+                f"{layers} or mtp.*: MTP would run without weights",
+                "disable-mtp-layers",
+                apply("disable-mtp-layers"),
+            )
+
+
+def _generation_cap(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:
+    value = _dig(files.get("generation_config.json"), ("max_new_tokens",))
+    if isinstance(value, int):
+        yield Finding(
+            "generation-max-new-tokens",
+            "generation_config.json",
+            "/max_new_tokens",
+            f"max_new_tokens {value}: vLLM before PR #34063 caps every response at it",
+            "drop-generation-max-new-tokens",
+            apply("drop-generation-max-new-tokens"),
+        )
+
+
+def _null_dtype(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:
+    config = files.get("config.json")
+    if (
+        isinstance(config, dict)
+        and "torch_dtype" in config
+        and config["torch_dtype"] is None
+        and config.get("dtype") is None
+    ):
+        yield Finding(
+            "null-dtype",
+            "config.json",
+            "/torch_dtype",
+            "torch_dtype is null: vLLM falls back to float32 and may run out of memory",
+            "set-torch-dtype",
+            apply("set-torch-dtype") + " --set dtype=bfloat16",
+        )
+
+
+def check_checkpoint(checkpoint: Path | str) -> CheckReport:
+    """Report known problems in the checkpoint's config files."""
+    ckpt = open_checkpoint(checkpoint)
+    files = _Files(ckpt)
+
+    def apply(name: str) -> str:
+        return f"patcher apply {ckpt.root} {name}"
+
+    findings = [
+        *_fp8_kv(files, apply),
+        *_kv_disagreement(files, apply),
+        *_rope_downgrade(files, f"patcher diff {ckpt.root}"),
+        *_eos_mismatch(files, apply),
+        *_sliding_window(files, apply),
+        *_missing_mtp(files, apply),
+        *_generation_cap(files, apply),
+        *_null_dtype(files, apply),
+    ]
+    return CheckReport(ckpt.root, tuple(findings))

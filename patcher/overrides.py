@@ -1,0 +1,111 @@
+"""``overrides``: the engine flags that would do what the applied transforms did, and the
+edits that have none. Uses the transform definitions kept in the journal, so it describes
+what was applied even after the catalog changes."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from patcher.checkpoint import open_checkpoint
+from patcher.errors import PatcherError
+from patcher.journal import load_object, read_journal
+from patcher.transform import parse_transform, substitute
+
+NOT_OVERRIDABLE = {
+    "hf_quant_config.json": "read from disk by the engines (TensorRT-LLM reads it first)",
+    "generation_config.json": "not part of the HF config that --hf-overrides changes",
+    "tokenizer_config.json": "read by the tokenizer, not by --hf-overrides",
+    "chat_template.jinja": "read by the tokenizer, not by --hf-overrides",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class EntryOverride:
+    """One applied transform and what the engine can do instead."""
+
+    entry_id: int
+    transform: str
+    hf_overrides: dict[str, Any]
+    flags: tuple[str, ...]
+    uncovered: tuple[str, ...]
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class Overrides:
+    """The merged ``--hf-overrides`` JSON and flags for every applied transform."""
+
+    checkpoint: Path
+    entries: tuple[EntryOverride, ...]
+    hf_overrides: dict[str, Any]
+    flags: tuple[str, ...]
+
+    @property
+    def command(self) -> str:
+        """A ``vllm serve`` line with the equivalents (for the edits that have one)."""
+        parts = ["vllm serve", str(self.checkpoint)]
+        if self.hf_overrides:
+            parts.append(f"--hf-overrides '{json.dumps(self.hf_overrides)}'")
+        return " ".join([*parts, *self.flags])
+
+
+def _merge(into: dict[str, Any], extra: dict[str, Any]) -> None:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+
+
+def engine_overrides(checkpoint: Path | str) -> Overrides:
+    """The runtime equivalents of the transforms applied to the checkpoint."""
+    ckpt = open_checkpoint(checkpoint)
+    journal = read_journal(ckpt)
+    config_path = ckpt.path("config.json")
+    try:
+        config = json.loads(config_path.read_bytes()) if config_path.is_file() else {}
+    except ValueError:
+        config = {}
+    nested = isinstance(config, dict) and isinstance(config.get("text_config"), dict)
+    merged: dict[str, Any] = {}
+    flags: list[str] = []
+    entries = []
+    for entry in journal.applied:
+        try:
+            text = load_object(ckpt.journal_dir, entry.definition).decode("utf-8")
+            transform = parse_transform(text, entry.source)
+        except PatcherError:
+            entries.append(
+                EntryOverride(
+                    entry.id, entry.transform, {}, (), (), "definition not in the journal"
+                )
+            )
+            continue
+        runtime = transform.runtime
+        params = dict(entry.params)
+        overrides: dict[str, Any] = {}
+        entry_flags: tuple[str, ...] = ()
+        note = ""
+        if runtime is not None:
+            overrides = substitute(dict(runtime.hf_overrides), params)
+            if overrides and runtime.nest_in_text_config and nested:
+                overrides = {"text_config": overrides}
+            entry_flags = tuple(substitute(list(runtime.flags), params))
+            note = runtime.note
+        covered = bool(overrides or entry_flags)
+        uncovered = tuple(
+            f"{record.path}: {NOT_OVERRIDABLE[record.path]}"
+            for record in entry.files
+            if record.path in NOT_OVERRIDABLE and not entry_flags
+        )
+        if not covered and not uncovered:
+            uncovered = tuple(f"{record.path}: no runtime equivalent" for record in entry.files)
+        _merge(merged, overrides)
+        flags += [f for f in entry_flags if f not in flags]
+        entries.append(
+            EntryOverride(entry.id, entry.transform, overrides, entry_flags, uncovered, note)
+        )
+    return Overrides(ckpt.root, tuple(entries), merged, tuple(flags))
