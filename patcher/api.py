@@ -12,9 +12,14 @@ from patcher.applying import ApplyResult
 from patcher.applying import apply_transform as apply
 from patcher.catalog import builtin_transforms as list_transforms
 from patcher.catalog import find_transform as get_transform
+from patcher.check import CheckReport
+from patcher.check import check_checkpoint as check
 from patcher.errors import PatcherError
+from patcher.kvbudget import KvBudget, kv_budget
 from patcher.offline_diff import CheckpointDiff
 from patcher.offline_diff import diff_checkpoint as diff
+from patcher.overrides import Overrides
+from patcher.overrides import engine_overrides as overrides
 from patcher.reverting import RevertResult
 from patcher.reverting import revert_transforms as revert
 from patcher.status import Status
@@ -23,15 +28,21 @@ from patcher.transform import Transform
 
 __all__ = [
     "ApplyResult",
+    "CheckReport",
     "CheckpointDiff",
+    "KvBudget",
+    "Overrides",
     "PatcherError",
     "RevertResult",
     "Status",
     "Transform",
     "apply",
+    "check",
     "diff",
     "get_transform",
+    "kv_budget",
     "list_transforms",
+    "overrides",
     "revert",
     "status",
 ]

@@ -24,7 +24,18 @@ EXPECTED = SNAPSHOTS / "expected"
 UPDATE = bool(os.environ.get("PATCHER_UPDATE_SNAPSHOTS"))
 
 # Parameters for transforms that need them, as a user would pass them with --set.
-GOLDEN_PARAMS: dict[str, dict[str, Any]] = {}
+GOLDEN_PARAMS: dict[str, dict[str, Any]] = {
+    "add-quant-exclude-modules": {"pattern": "model.layers.61*"},
+    "set-context-length": {"length": "65536"},
+    "set-torch-dtype": {"dtype": "float16"},
+    "fix-generation-eos-token-id": {"eos": "[128001, 128008, 128009]"},
+    "set-tokenizer-eos-token": {"token": "<|eot_id|>"},
+    "set-generation-defaults": {"values": '{"temperature": 0.7, "top_p": 0.8}'},
+    "set-chat-template": {
+        "template": "file:{% for m in messages %}{{ m['content'] }}{% endfor %}\n"
+    },
+    "set-architectures": {"architecture": "LlamaForCausalLM"},
+}
 TRANSFORMS = [t.name for t in builtin_transforms()]
 
 

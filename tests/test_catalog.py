@@ -1,0 +1,342 @@
+"""The built-in catalog: documented, validated, composable, and the commands built on it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from patcher import api
+from patcher.errors import ConflictError, DoesNotApplyError, TransformError
+from patcher.kvbudget import kv_budget
+from tests.conftest import CONFIGS, MODELS, Cli, build_tree, tree_bytes
+from tests.test_golden import GOLDEN_PARAMS, TRANSFORMS
+
+
+def test_list_json_documents_every_transform(cli: Cli) -> None:
+    code, out, _ = cli("list", "--json")
+    listed = json.loads(out)
+    assert code == 0 and len(listed) >= 15
+    for transform in listed:
+        assert transform["summary"] and transform["why"] and transform["undo_when"]
+        assert transform["evidence"] and all(
+            e.startswith("https://") for e in transform["evidence"]
+        )
+
+
+@pytest.mark.parametrize("name", TRANSFORMS)
+def test_show_explains_each_transform(cli: Cli, name: str) -> None:
+    code, out, _ = cli("show", name)
+    assert code == 0
+    for heading in ("Files:", "Why:", "Undo when:", "Evidence:"):
+        assert heading in out
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "needle"),
+    [
+        ("set-context-length", {"length": "0"}, "parameter 'length': must be at least 1, got 0"),
+        ("set-context-length", {"length": "lots"}, "expected an integer, got 'lots'"),
+        ("set-rope-scaling-yarn", {"factor": "0.5"}, "parameter 'factor': must be at least 1"),
+        ("set-torch-dtype", {"dtype": "int4"}, "must be one of bfloat16, float16, float32"),
+        ("fix-generation-eos-token-id", {"eos": "[1,"}, "parameter 'eos': expected JSON"),
+    ],
+)
+def test_parameters_are_validated(
+    kimi: Path, name: str, params: dict[str, str], needle: str
+) -> None:
+    before = tree_bytes(kimi)
+    with pytest.raises(TransformError) as caught:
+        api.apply(kimi, name, params)
+    assert needle in str(caught.value)
+    assert tree_bytes(kimi) == before
+
+
+def test_unknown_layout_is_refused_with_expected_and_found(model_checkpoint: object) -> None:
+    root = model_checkpoint("llama-3.1-8b-instruct-bnb8bit")  # type: ignore[operator]
+    with pytest.raises(DoesNotApplyError) as caught:
+        api.apply(root, "set-rope-scaling-yarn")
+    assert str(caught.value) == (
+        f'{root}/config.json at /rope_scaling/rope_type (JSON pointer): expected "yarn", '
+        'found "llama3"; this transform does not understand this layout and changed nothing; '
+        "next: patcher show set-rope-scaling-yarn"
+    )
+
+
+def test_context_length_edits_the_language_model_of_a_multimodal_config(kimi: Path) -> None:
+    result = api.apply(kimi, "set-context-length", {"length": 131072})
+    (plan,) = result.files
+    assert [op["path"] for op in plan.forward if op["op"] != "test"] == [
+        "/text_config/max_position_embeddings"
+    ]
+    assert (
+        json.loads((kimi / "config.json").read_text())["text_config"]["max_position_embeddings"]
+        == 131072
+    )
+
+
+def test_strip_ct_kv_cache_scheme(tmp_path: Path) -> None:
+    text = (
+        '{\n  "quantization_config": {\n    "quant_method": "compressed-tensors",\n'
+        '    "kv_cache_scheme": {"num_bits": 8, "type": "float", "strategy": "tensor"}\n  }\n}\n'
+    )
+    build_tree(tmp_path, {"config.json": text})
+    api.apply(tmp_path, "strip-ct-kv-cache-scheme")
+    assert (
+        json.loads((tmp_path / "config.json").read_text())["quantization_config"]["kv_cache_scheme"]
+        is None
+    )
+    assert api.apply(tmp_path, "strip-ct-kv-cache-scheme").outcome == "already-applied"
+    api.revert(tmp_path, "strip-ct-kv-cache-scheme")
+    assert (tmp_path / "config.json").read_text() == text
+
+
+def test_drop_generation_max_new_tokens(tmp_path: Path) -> None:
+    text = '{\n  "max_new_tokens": 2048,\n  "temperature": 0.7\n}'
+    build_tree(tmp_path, {"config.json": "{}", "generation_config.json": text})
+    api.apply(tmp_path, "drop-generation-max-new-tokens")
+    assert (tmp_path / "generation_config.json").read_text() == '{\n  "temperature": 0.7\n}'
+    api.revert(tmp_path, "drop-generation-max-new-tokens")
+    assert (tmp_path / "generation_config.json").read_text() == text
+
+
+def test_chat_template_file_is_replaced_whole_and_restored(tmp_path: Path) -> None:
+    original = b"{% for m in messages %}{{ m.content }}{% endfor %}\r\n\xc3\xa9 no final newline"
+    build_tree(tmp_path / "ckpt", {"config.json": "{}", "chat_template.jinja": original})
+    template = tmp_path / "mine.jinja"
+    template.write_text("{%- set enable_thinking = false %}\n")
+    result = api.apply(tmp_path / "ckpt", "set-chat-template", {"template": str(template)})
+    assert result.params == {"template": str(template)}
+    assert (tmp_path / "ckpt" / "chat_template.jinja").read_text() == template.read_text()
+    api.revert(tmp_path / "ckpt", "set-chat-template")
+    assert (tmp_path / "ckpt" / "chat_template.jinja").read_bytes() == original
+
+
+def test_generation_defaults_are_merged(tmp_path: Path) -> None:
+    build_tree(
+        tmp_path,
+        {"config.json": "{}", "generation_config.json": '{"temperature": 0.6, "do_sample": true}'},
+    )
+    api.apply(
+        tmp_path,
+        "set-generation-defaults",
+        {"values": '{"temperature": 0.7, "presence_penalty": 1.5}'},
+    )
+    assert (tmp_path / "generation_config.json").read_text() == (
+        '{"temperature": 0.7, "do_sample": true, "presence_penalty": 1.5}'
+    )
+
+
+# --- check -------------------------------------------------------------------------------
+
+
+def test_check_reports_fp8_directive_and_exits_1(cli: Cli, kimi: Path) -> None:
+    code, out, _ = cli("check", kimi, "--json")
+    findings = json.loads(out)["findings"]
+    assert code == 1
+    assert {(f["code"], f["file"], f["pointer"], f["transform"]) for f in findings} == {
+        (
+            "fp8-kv-directive",
+            "config.json",
+            "/quantization_config/kv_cache_scheme",
+            "strip-fp8-kv-cache",
+        ),
+        (
+            "fp8-kv-directive",
+            "hf_quant_config.json",
+            "/quantization/kv_cache_quant_algo",
+            "strip-fp8-kv-cache",
+        ),
+    }
+    cli("apply", kimi, "strip-fp8-kv-cache")
+    code, out, _ = cli("check", kimi)
+    assert code == 0 and out.startswith("no known problems")
+
+
+@pytest.mark.parametrize(
+    ("files", "code", "transform"),
+    [
+        (
+            {
+                "hf_quant_config.json": '{"quantization": {"kv_cache_quant_algo": null}}',
+                "config.json": '{"quantization_config": {"kv_cache_scheme": {"num_bits": 8, '
+                '"type": "float"}}}',
+            },
+            "kv-disagreement",
+            "strip-fp8-kv-cache",
+        ),
+        (
+            {
+                "config.json": '{"model_type": "llama", "max_position_embeddings": 131072, '
+                '"rope_scaling": {"type": "dynamic", "factor": 8.0}}'
+            },
+            "legacy-llama3-rope-downgrade",
+            None,
+        ),
+        (
+            {
+                "config.json": '{"rope_scaling": {"rope_type": "llama3", "type": "linear", '
+                '"factor": 8.0}}'
+            },
+            "legacy-llama3-rope-downgrade",
+            None,
+        ),
+        (
+            {
+                "config.json": '{"eos_token_id": 128009}',
+                "generation_config.json": '{"eos_token_id": 128001}',
+            },
+            "eos-mismatch",
+            "fix-generation-eos-token-id",
+        ),
+        (
+            {
+                "config.json": '{"use_sliding_window": true, "max_window_layers": 28, '
+                '"num_hidden_layers": 64}'
+            },
+            "partial-sliding-window",
+            "disable-sliding-window",
+        ),
+        (
+            {
+                "config.json": '{"num_hidden_layers": 2, "num_nextn_predict_layers": 1}',
+                "model.safetensors.index.json": '{"weight_map": {"model.layers.1.mlp.w": "a"}}',
+            },
+            "mtp-weights-missing",
+            "disable-mtp-layers",
+        ),
+        (
+            {"config.json": "{}", "generation_config.json": '{"max_new_tokens": 2048}'},
+            "generation-max-new-tokens",
+            "drop-generation-max-new-tokens",
+        ),
+    ],
+)
+def test_check_findings(
+    tmp_path: Path, files: dict[str, str], code: str, transform: str | None
+) -> None:
+    build_tree(tmp_path, files)
+    report = api.check(tmp_path)
+    assert [(f.code, f.transform) for f in report.findings if f.code == code] == [(code, transform)]
+
+
+# --- overrides ---------------------------------------------------------------------------
+
+
+def test_overrides_for_applied_transforms(cli: Cli, kimi: Path) -> None:
+    cli("apply", kimi, "strip-fp8-kv-cache")
+    cli("apply", kimi, "set-context-length", "--set", "length=131072")
+    cli("apply", kimi, "set-architectures", "--set", "architecture=DeepseekV3ForCausalLM")
+    code, out, _ = cli("overrides", kimi, "--json")
+    result = json.loads(out)
+    assert code == 0
+    assert result["hf_overrides"] == {
+        "text_config": {"max_position_embeddings": 131072},
+        "architectures": ["DeepseekV3ForCausalLM"],
+    }
+    assert result["flags"] == ["--max-model-len 131072"]
+    strip = next(e for e in result["entries"] if e["transform"] == "strip-fp8-kv-cache")
+    assert strip["hf_overrides"] == {} and strip["flags"] == []
+    assert any(
+        u.startswith("hf_quant_config.json: read from disk") for u in strip["no_runtime_equivalent"]
+    )
+    code, out, _ = cli("overrides", kimi)
+    assert "vllm serve" in out and "--max-model-len 131072" in out
+    assert "#1 strip-fp8-kv-cache: no runtime equivalent" in out
+
+
+# --- kv-budget ---------------------------------------------------------------------------
+
+
+def test_kv_budget_mla_deepseek_v3(model_checkpoint: object) -> None:
+    root = model_checkpoint("deepseek-v3")  # type: ignore[operator]
+    budget = kv_budget(root, gpu_memory_gib=141, weights_gib=640, tp=8, kv_dtype="bf16")
+    assert budget.attention == "MLA" and budget.bytes_per_token == 70_272  # 61 x 576 x 2
+    fp8 = kv_budget(root, gpu_memory_gib=141, weights_gib=640, tp=8, kv_dtype="fp8")
+    assert fp8.bytes_per_token == 35_136
+    wider = kv_budget(root, gpu_memory_gib=141, weights_gib=640, tp=16, kv_dtype="bf16")
+    assert wider.bytes_per_token == 70_272  # MLA: tensor parallelism does not divide it
+
+
+def test_kv_budget_gqa_llama(model_checkpoint: object) -> None:
+    root = model_checkpoint("llama-3.1-8b-instruct-bnb8bit")  # type: ignore[operator]
+    budget = kv_budget(root, gpu_memory_gib=24, weights_gib=16, tp=1, kv_dtype="bf16")
+    assert budget.attention == "GQA"
+    assert budget.bytes_per_token == 32 * 2 * 8 * 128 * 2 == 131_072
+    free = int(24 * 1024**3 * 0.9 - 16 * 1024**3)
+    assert budget.max_tokens == free // 131_072
+    assert budget.suggested_context == (free // 131_072 // 1024) * 1024
+    assert budget.command() == (
+        f"patcher apply {root} set-context-length --set length={budget.suggested_context}"
+    )
+    split = kv_budget(root, gpu_memory_gib=24, weights_gib=16, tp=8, kv_dtype="bf16")
+    assert split.bytes_per_token == 32 * 2 * 1 * 128 * 2  # 8 KV heads over 8 ranks
+
+
+def test_kv_budget_cli_prints_the_command(cli: Cli, kimi: Path) -> None:
+    code, out, _ = cli(
+        "kv-budget",
+        kimi,
+        "--gpu-memory",
+        "96",
+        "--weights",
+        "560",
+        "--tp",
+        "8",
+        "--kv-dtype",
+        "bf16",
+    )
+    assert code == 0 and "70,272 bytes" in out and "does NOT fit" in out
+    assert f"patcher apply {kimi} set-context-length --set length=" in out
+    code, out, _ = cli(
+        "kv-budget", kimi, "--gpu-memory", "96", "--weights", "560", "--tp", "8", "--json"
+    )
+    assert json.loads(out)["bytes_per_token"] == 35_136  # auto: FP8 from the checkpoint
+    code, _, _ = cli("kv-budget", kimi, "--gpu-memory", "96")
+    assert code == 2
+
+
+# --- composition -------------------------------------------------------------------------
+
+
+def _params(name: str, directory: Path) -> dict[str, str]:
+    params = dict(GOLDEN_PARAMS.get(name, {}))
+    for key, value in params.items():
+        if value.startswith("file:"):
+            (directory / key).write_text(value[5:])
+            params[key] = str(directory / key)
+    return params
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(MODELS), st.randoms(use_true_random=False))
+def test_every_transform_then_revert_in_random_order(model: str, rng: object) -> None:
+    with tempfile.TemporaryDirectory() as holder:
+        work = Path(holder)
+        root = work / model
+        shutil.copytree(CONFIGS / model, root)
+        original = tree_bytes(root)
+        for name in TRANSFORMS:
+            try:
+                api.apply(root, name, _params(name, work))
+            except DoesNotApplyError:
+                pass
+        pending = [e.transform for e in api.status(root).applied]
+        assert len(pending) >= 2  # every real config takes several transforms
+        rng.shuffle(pending)  # type: ignore[attr-defined]
+        while pending:
+            progressed = False
+            for name in list(pending):
+                try:
+                    api.revert(root, name)
+                except ConflictError:
+                    continue  # overlaps a later transform: revert that one first
+                pending.remove(name)
+                progressed = True
+            assert progressed, pending
+        assert tree_bytes(root) == original
