@@ -85,10 +85,16 @@ def apply_transform(
     params: Mapping[str, Any] | None = None,
     *,
     dry_run: bool = False,
+    overlay: Path | str | None = None,
 ) -> ApplyResult:
     """Apply ``transform`` (a built-in name, a transform file path, or a ``Transform``) to the
-    checkpoint. Returns the plan; with ``dry_run`` nothing is written."""
+    checkpoint. Returns the plan; with ``dry_run`` nothing is written. With ``overlay``, the
+    checkpoint is left untouched and the edits go to that overlay folder (made if needed)."""
     ckpt = open_checkpoint(checkpoint)
+    if overlay is not None and not dry_run:
+        from patcher.overlay import make_overlay
+
+        ckpt = open_checkpoint(make_overlay(ckpt.root, overlay))
     chosen = transform if isinstance(transform, Transform) else find_transform(str(transform))
     resolved = resolve_params(chosen, params or {})
     plans = compile_transform(ckpt, chosen, resolved)

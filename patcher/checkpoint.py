@@ -6,6 +6,7 @@ are never read (listing the directory does not open them).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -20,11 +21,19 @@ CONFIG_FILES = (
 JOURNAL_DIR = ".patcher"
 
 
+OVERLAY_FILE = "overlay.json"
+
+
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
-    """A checkpoint directory (absolute path) that holds at least one config file."""
+    """A checkpoint directory (absolute path) that holds at least one config file.
+
+    ``link_bases`` are where its symlinked files may lead: the checkpoint itself, the ``blobs``
+    of a Hugging Face cache snapshot, and the source of an overlay.
+    """
 
     root: Path
+    link_bases: tuple[Path, ...] = ()
 
     @property
     def journal_dir(self) -> Path:
@@ -33,7 +42,7 @@ class Checkpoint:
 
     def path(self, relative: str) -> Path:
         """The path of ``relative`` inside the checkpoint, refusing anything that leads out."""
-        return self.root / safe_relative(self.root, relative)
+        return self.root / safe_relative(self.root, relative, self.link_bases)
 
     def link_target(self, relative: str) -> str | None:
         """The symlink target of ``relative`` if it is a link, else None."""
@@ -42,8 +51,15 @@ class Checkpoint:
 
 
 def open_checkpoint(path: Path | str) -> Checkpoint:
-    """Check that ``path`` is a checkpoint directory and return it."""
+    """Check that ``path`` is a checkpoint directory (or ``ORG/NAME[@REVISION]``, a repository
+    in the local Hugging Face cache) and return it."""
     root = Path(path).expanduser().absolute()
+    if not root.exists() and isinstance(path, str):
+        from patcher.hfcache import parse_repo_ref, resolve_snapshot
+
+        ref = parse_repo_ref(path)
+        if ref is not None:
+            root = resolve_snapshot(ref)
     if not root.is_dir():
         what = "is not a directory" if root.exists() else "does not exist"
         raise CheckpointError(
@@ -58,16 +74,29 @@ def open_checkpoint(path: Path | str) -> Checkpoint:
             file=root,
             hint="pass the folder that holds config.json",
         )
-    return Checkpoint(root)
+    bases = [root.resolve()]
+    if root.parent.name == "snapshots":
+        bases.append((root.parent.parent / "blobs").resolve())
+    overlay = root / JOURNAL_DIR / OVERLAY_FILE
+    if overlay.is_file():
+        try:
+            bases.append(Path(json.loads(overlay.read_text())["source"]).resolve())
+        except (OSError, ValueError, KeyError, TypeError):
+            raise CheckpointError(
+                "overlay record is damaged",
+                file=overlay,
+                hint="recreate the overlay with 'patcher apply SOURCE NAME --overlay OUT'",
+            ) from None
+    return Checkpoint(root, tuple(bases))
 
 
 def _inside(path: Path, base: Path) -> bool:
     return path == base or base in path.parents
 
 
-def safe_relative(root: Path, relative: str) -> PurePosixPath:
+def safe_relative(root: Path, relative: str, link_bases: tuple[Path, ...] = ()) -> PurePosixPath:
     """Validate a checkpoint-relative path: no absolute paths, no '..', no symlinked folders,
-    and a symlinked file must lead inside the checkpoint (or into its Hugging Face cache blobs).
+    and a symlinked file must lead inside one of ``link_bases`` (by default the checkpoint).
     """
     rel = PurePosixPath(relative)
     if rel.is_absolute() or relative.startswith("\\") or relative[1:2] == ":":
@@ -94,10 +123,7 @@ def safe_relative(root: Path, relative: str) -> PurePosixPath:
     final = root / rel
     if final.is_symlink():
         resolved = final.resolve()
-        allowed = [root.resolve()]
-        if root.parent.name == "snapshots":
-            allowed.append((root.parent.parent / "blobs").resolve())
-        if not any(_inside(resolved, base) for base in allowed):
+        if not any(_inside(resolved, base) for base in link_bases or (root.resolve(),)):
             raise UnsafePathError(
                 f"symlink leads outside the checkpoint (to {resolved})",
                 file=final,

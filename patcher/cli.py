@@ -11,6 +11,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -31,9 +32,18 @@ CheckpointArg = Annotated[
     str, typer.Argument(help="Checkpoint directory (the folder holding config.json).")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+RevisionOpt = Annotated[
+    str | None,
+    typer.Option("--revision", help="With an ORG/NAME checkpoint: branch, tag or commit."),
+]
 DryRunOpt = Annotated[
     bool, typer.Option("--dry-run", help="Show what would change; write nothing.")
 ]
+
+
+def _target(checkpoint: str, revision: str | None) -> str:
+    """The checkpoint argument with ``--revision`` folded in (``ORG/NAME@REVISION``)."""
+    return checkpoint if revision is None else f"{checkpoint}@{revision}"
 
 
 def _out(text: str) -> None:
@@ -112,6 +122,11 @@ def apply(
         typer.Option("--set", metavar="KEY=VALUE", help="Set a parameter (repeatable)."),
     ] = None,
     dry_run: DryRunOpt = False,
+    overlay: Annotated[
+        Path | None,
+        typer.Option("--overlay", help="Leave CKPT untouched: write an overlay folder instead."),
+    ] = None,
+    revision: RevisionOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Apply a transform and record it in the checkpoint's journal."""
@@ -121,7 +136,11 @@ def apply(
         from patcher.params import parse_assignments
 
         result = apply_transform(
-            checkpoint, transform, parse_assignments(assignments or []), dry_run=dry_run
+            _target(checkpoint, revision),
+            transform,
+            parse_assignments(assignments or []),
+            dry_run=dry_run,
+            overlay=overlay,
         )
         _out(render.to_json(render.apply_json(result)) if as_json else render.apply_text(result))
 
@@ -138,6 +157,7 @@ def revert(
         bool, typer.Option("--force", help="Undo what still matches in hand-edited files.")
     ] = False,
     dry_run: DryRunOpt = False,
+    revision: RevisionOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Undo applied transforms: byte for byte when the files are as patcher left them."""
@@ -149,54 +169,111 @@ def revert(
         from patcher.reverting import revert_transforms
 
         result = revert_transforms(
-            checkpoint, name, last=last, every=every, force=force, dry_run=dry_run
+            _target(checkpoint, revision),
+            name,
+            last=last,
+            every=every,
+            force=force,
+            dry_run=dry_run,
         )
         _out(render.to_json(render.revert_json(result)) if as_json else render.revert_text(result))
 
 
 @app.command()
-def status(checkpoint: CheckpointArg, as_json: JsonOpt = False) -> None:
+def status(
+    checkpoint: CheckpointArg, revision: RevisionOpt = None, as_json: JsonOpt = False
+) -> None:
     """Show the applied transforms and the state of every journalled file."""
     with _boundary():
         from patcher import render
         from patcher.status import checkpoint_status
 
-        result = checkpoint_status(checkpoint)
+        result = checkpoint_status(_target(checkpoint, revision))
         _out(render.to_json(render.status_json(result)) if as_json else render.status_text(result))
 
 
 @app.command()
-def diff(checkpoint: CheckpointArg, as_json: JsonOpt = False) -> None:
-    """Compare the journalled files with their originals (offline)."""
+def diff(
+    checkpoint: CheckpointArg,
+    repo: Annotated[
+        str | None,
+        typer.Argument(help="With --upstream: ORG/NAME[@REVISION] (inferred when it can be)."),
+    ] = None,
+    upstream: Annotated[
+        bool, typer.Option("--upstream", help="Compare with the repository on the Hub.")
+    ] = False,
+    revision: RevisionOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compare with the originals in the journal (offline), or with --upstream, with the Hub.
+
+    With --upstream, every difference is attributed to the applied transform that explains
+    it; exit code 1 when some difference is explained by none.
+    """
+    if repo is not None and not upstream:
+        _err("usage error: a repository can only be given with --upstream")
+        raise typer.Exit(EXIT_USAGE)
     with _boundary():
         from patcher import render
-        from patcher.offline_diff import diff_checkpoint
 
-        result = diff_checkpoint(checkpoint, structural=as_json)
-        _out(render.to_json(render.diff_json(result)) if as_json else render.diff_text(result))
+        if upstream:
+            from patcher.upstream import diff_upstream
+
+            found = diff_upstream(_target(checkpoint, revision), repo)
+            _out(
+                render.to_json(render.upstream_json(found))
+                if as_json
+                else render.upstream_text(found)
+            )
+        else:
+            from patcher.offline_diff import diff_checkpoint
+
+            result = diff_checkpoint(_target(checkpoint, revision), structural=as_json)
+            _out(render.to_json(render.diff_json(result)) if as_json else render.diff_text(result))
+    if upstream and found.unexplained:
+        raise typer.Exit(EXIT_REFUSED)
 
 
 @app.command()
-def check(checkpoint: CheckpointArg, as_json: JsonOpt = False) -> None:
+def reapply(
+    checkpoint: CheckpointArg, revision: RevisionOpt = None, as_json: JsonOpt = False
+) -> None:
+    """Put the journal's transforms back after a re-download restored upstream files."""
+    with _boundary():
+        from patcher import render
+        from patcher.reapplying import reapply_transforms
+
+        result = reapply_transforms(_target(checkpoint, revision))
+        _out(
+            render.to_json(render.reapply_json(result)) if as_json else render.reapply_text(result)
+        )
+
+
+@app.command()
+def check(
+    checkpoint: CheckpointArg, revision: RevisionOpt = None, as_json: JsonOpt = False
+) -> None:
     """Report known problems and the transform for each; exit 1 when any is found."""
     with _boundary():
         from patcher import render
         from patcher.check import check_checkpoint
 
-        report = check_checkpoint(checkpoint)
+        report = check_checkpoint(_target(checkpoint, revision))
         _out(render.to_json(render.check_json(report)) if as_json else render.check_text(report))
     if report.findings:
         raise typer.Exit(EXIT_REFUSED)
 
 
 @app.command()
-def overrides(checkpoint: CheckpointArg, as_json: JsonOpt = False) -> None:
+def overrides(
+    checkpoint: CheckpointArg, revision: RevisionOpt = None, as_json: JsonOpt = False
+) -> None:
     """Print the vLLM --hf-overrides and flags equivalent to the applied transforms."""
     with _boundary():
         from patcher import render
         from patcher.overrides import engine_overrides
 
-        result = engine_overrides(checkpoint)
+        result = engine_overrides(_target(checkpoint, revision))
         _out(
             render.to_json(render.overrides_json(result))
             if as_json
@@ -221,6 +298,7 @@ def kv_budget_command(
     kv_dtype: Annotated[
         KvDtype, typer.Option("--kv-dtype", help="KV element type.")
     ] = KvDtype.auto,
+    revision: RevisionOpt = None,
     utilization: Annotated[
         float,
         typer.Option("--gpu-utilization", min=0.01, max=1.0, help="Share of GPU memory used."),
@@ -233,7 +311,7 @@ def kv_budget_command(
         from patcher.kvbudget import kv_budget
 
         budget = kv_budget(
-            checkpoint,
+            _target(checkpoint, revision),
             gpu_memory_gib=gpu_memory,
             weights_gib=weights,
             tp=tp,

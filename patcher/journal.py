@@ -22,6 +22,7 @@ from typing import Any, Literal
 from patcher.checkpoint import Checkpoint
 from patcher.errors import JournalError
 from patcher.fsio import atomic_write, ensure_dir, sha256
+from patcher.hfcache import RepoRef
 
 FORMAT = 1
 JOURNAL_FILE = "journal.json"
@@ -69,9 +70,10 @@ class Entry:
 
 @dataclass(frozen=True, slots=True)
 class Journal:
-    """All entries, oldest first."""
+    """All entries, oldest first, and the upstream repository once it is known."""
 
     entries: tuple[Entry, ...] = ()
+    upstream: RepoRef | None = None
 
     @property
     def applied(self) -> tuple[Entry, ...]:
@@ -90,11 +92,11 @@ class Journal:
     def put(self, entry: Entry) -> Journal:
         """A journal with ``entry`` added or replacing the entry with the same id."""
         others = [e for e in self.entries if e.id != entry.id]
-        return Journal(tuple(sorted([*others, entry], key=lambda e: e.id)))
+        return replace(self, entries=tuple(sorted([*others, entry], key=lambda e: e.id)))
 
     def drop(self, entry_id: int) -> Journal:
         """A journal without the entry ``entry_id``."""
-        return Journal(tuple(e for e in self.entries if e.id != entry_id))
+        return replace(self, entries=tuple(e for e in self.entries if e.id != entry_id))
 
 
 def _damaged(path: Path, problem: str) -> JournalError:
@@ -160,7 +162,11 @@ def load_journal(directory: Path) -> Journal:
             hint="upgrade patcher: pip install -U patcher",
         )
     try:
-        return Journal(tuple(_entry_from(e) for e in raw["entries"]))
+        upstream = raw.get("upstream")
+        return Journal(
+            tuple(_entry_from(e) for e in raw["entries"]),
+            RepoRef(str(upstream["repo"]), str(upstream["revision"])) if upstream else None,
+        )
     except (KeyError, TypeError, ValueError) as exc:
         raise _damaged(path, f"malformed entry: {exc}") from None
 
@@ -188,7 +194,13 @@ def _entry_json(entry: Entry) -> dict[str, Any]:
 def save_journal(directory: Path, journal: Journal) -> None:
     """Write the journal atomically."""
     ensure_dir(directory)
-    payload = {"format": FORMAT, "entries": [_entry_json(e) for e in journal.entries]}
+    payload: dict[str, Any] = {"format": FORMAT}
+    if journal.upstream is not None:
+        payload["upstream"] = {
+            "repo": journal.upstream.repo_id,
+            "revision": journal.upstream.revision,
+        }
+    payload["entries"] = [_entry_json(e) for e in journal.entries]
     text = json.dumps(payload, indent=1, ensure_ascii=False) + "\n"
     atomic_write(directory / JOURNAL_FILE, text.encode("utf-8"))
 

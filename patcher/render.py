@@ -15,14 +15,16 @@ if TYPE_CHECKING:  # only for annotations: `patcher status` must not import the 
     from patcher.kvbudget import KvBudget
     from patcher.offline_diff import CheckpointDiff
     from patcher.overrides import Overrides
+    from patcher.reapplying import ReapplyResult
     from patcher.reverting import RevertResult
     from patcher.status import Status
     from patcher.transform import Guard, Transform
+    from patcher.upstream import UpstreamDiff
 
 FILE_STATES: dict[str, str] = {
     "patched": "patched as recorded",
     "changed": "changed since patched (hand edit?)",
-    "original": "back to original bytes (re-downloaded?)",
+    "original": "back to the original (upstream) bytes, e.g. re-downloaded: run patcher reapply",
     "missing": "missing",
     "reverted": "reverted",
 }
@@ -379,3 +381,86 @@ def kv_budget_text(b: KvBudget) -> str:
     if command:
         lines.append(f"to make the server start: {command}")
     return "\n".join(lines)
+
+
+def upstream_json(d: UpstreamDiff) -> dict[str, Any]:
+    """An upstream diff as JSON: per file, each difference with its pointer and explanation."""
+    return {
+        "checkpoint": str(d.checkpoint),
+        "repo": d.repo.repo_id,
+        "revision": d.repo.revision,
+        "commit": d.commit,
+        "offline": d.offline,
+        "unexplained": d.unexplained,
+        "files": [
+            {
+                "path": f.path,
+                "differences": [
+                    {
+                        "pointer": x.pointer,
+                        "kind": x.kind,
+                        "upstream": x.upstream,
+                        "current": x.current,
+                        "transform": x.transform,
+                        "entry": x.entry,
+                        "reason": x.reason,
+                    }
+                    for x in f.differences
+                ],
+            }
+            for f in d.files
+        ],
+    }
+
+
+def upstream_text(d: UpstreamDiff) -> str:
+    """An upstream diff for people."""
+    where = "the local cache (HF_HUB_OFFLINE)" if d.offline else "the Hub"
+    lines = [f"{d.checkpoint} against {d.repo} ({where})"]
+    if not d.files:
+        return lines[0] + ": identical"
+    for f in d.files:
+        lines.append(f"{f.path}:")
+        for x in f.differences:
+            what = {
+                "added": "added",
+                "removed": "removed",
+                "changed": "changed",
+                "local-only": "only here",
+            }.get(x.kind, x.kind)
+            head = f"  {what} {x.pointer or '(whole file)'}"
+            if x.kind == "changed" and x.pointer:
+                head += f": {_short(x.upstream)} -> {_short(x.current)}"
+            why = f"by {x.transform} (#{x.entry})" if x.transform else f"UNEXPLAINED: {x.reason}"
+            lines.append(f"{head}  [{why}]")
+    total = sum(len(f.differences) for f in d.files)
+    lines.append(f"{total} difference(s), {d.unexplained} unexplained")
+    return "\n".join(lines)
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def reapply_json(r: ReapplyResult) -> dict[str, Any]:
+    """A reapply result as JSON."""
+    return {
+        "checkpoint": str(r.checkpoint),
+        "reapplied": [
+            {"transform": a.transform.name, "entry": a.entry_id, "outcome": a.outcome}
+            for a in r.reapplied
+        ],
+    }
+
+
+def reapply_text(r: ReapplyResult) -> str:
+    """A reapply result for people."""
+    if not r.reapplied:
+        return f"nothing to do: no journalled file of {r.checkpoint} is back to its original"
+    return "\n".join(
+        f"reapplied {a.transform.name} (entry {a.entry_id})"
+        if a.entry_id
+        else f"{a.transform.name}: {a.outcome}"
+        for a in r.reapplied
+    )

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from patcher.checkpoint import open_checkpoint
+from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.files import current_hash
-from patcher.journal import Entry, read_journal
+from patcher.journal import Entry, Journal, read_journal
 
 FileState = Literal["patched", "changed", "original", "missing", "reverted"]
 
@@ -36,6 +36,12 @@ def checkpoint_status(checkpoint: Path | str) -> Status:
     """Classify every journalled file of the checkpoint; reads only the journalled files."""
     ckpt = open_checkpoint(checkpoint)
     journal = read_journal(ckpt)
+    reverted = tuple(e for e in journal.entries if e.state == "reverted")
+    return Status(ckpt.root, journal.applied, reverted, file_states(ckpt, journal))
+
+
+def file_states(ckpt: Checkpoint, journal: Journal) -> tuple[FileStatus, ...]:
+    """The state of every file the journal names."""
     files: list[FileStatus] = []
     paths = dict.fromkeys(r.path for e in journal.entries for r in e.files)
     for path in paths:
@@ -58,5 +64,4 @@ def checkpoint_status(checkpoint: Path | str) -> Status:
             else:
                 state = "changed"
         files.append(FileStatus(path, state, ids))
-    reverted = tuple(e for e in journal.entries if e.state == "reverted")
-    return Status(ckpt.root, journal.applied, reverted, tuple(files))
+    return tuple(files)

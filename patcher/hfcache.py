@@ -1,0 +1,108 @@
+"""The Hugging Face cache layout, read without importing ``huggingface_hub`` (offline, fast).
+
+``<HF_HUB_CACHE or $HF_HOME/hub or ~/.cache/huggingface/hub>/models--ORG--NAME/`` holds
+``refs/<revision>`` (a commit id), ``snapshots/<commit>/`` (relative symlinks into ``blobs/``)
+and ``blobs/``. A ``hf download --local-dir`` folder keeps per-file metadata in
+``.cache/huggingface/download/<file>.metadata`` (commit, etag, timestamp).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from patcher.errors import CheckpointError
+
+_REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+@dataclass(frozen=True, slots=True)
+class RepoRef:
+    """A Hub repository and a revision (branch, tag or commit)."""
+
+    repo_id: str
+    revision: str
+
+    def __str__(self) -> str:
+        return f"{self.repo_id}@{self.revision}"
+
+
+def hub_cache_dir() -> Path:
+    """The cache folder, honouring ``HF_HUB_CACHE`` and ``HF_HOME`` as huggingface_hub does."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    xdg = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
+    return Path(xdg).expanduser() / "huggingface" / "hub"
+
+
+def parse_repo_ref(text: str) -> RepoRef | None:
+    """``ORG/NAME`` or ``ORG/NAME@REVISION``; None when ``text`` is not shaped like one."""
+    repo_id, _, revision = text.partition("@")
+    if not _REPO_ID.fullmatch(repo_id) or "--" in repo_id or repo_id.startswith("."):
+        return None
+    return RepoRef(repo_id, revision or "main")
+
+
+def repo_folder(repo_id: str, cache: Path | None = None) -> Path:
+    """``models--ORG--NAME`` in the cache."""
+    return (cache or hub_cache_dir()) / ("models--" + repo_id.replace("/", "--"))
+
+
+def resolve_snapshot(ref: RepoRef) -> Path:
+    """The snapshot folder of ``ref`` in the local cache (no network)."""
+    cache = hub_cache_dir()
+    folder = repo_folder(ref.repo_id, cache)
+    download = f"hf download {ref.repo_id}" + (
+        "" if ref.revision == "main" else f" --revision {ref.revision}"
+    )
+    if not folder.is_dir():
+        raise CheckpointError(
+            f"{ref.repo_id} is not in the Hugging Face cache ({cache})",
+            file=folder,
+            hint=f"download it: {download} (or pass a folder path)",
+        )
+    commit = ref.revision
+    if not _COMMIT.fullmatch(commit):
+        ref_file = folder / "refs" / ref.revision
+        try:
+            commit = ref_file.read_text().strip()
+        except OSError:
+            raise CheckpointError(
+                f"revision {ref.revision!r} of {ref.repo_id} is not in the cache",
+                file=ref_file,
+                hint=f"download it: {download}",
+            ) from None
+    snapshot = folder / "snapshots" / commit
+    if not snapshot.is_dir():
+        raise CheckpointError(
+            f"snapshot {commit} of {ref.repo_id} is not in the cache",
+            file=snapshot,
+            hint=f"download it: {download}",
+        )
+    return snapshot
+
+
+def snapshot_repo(root: Path) -> RepoRef | None:
+    """The repository and commit of a cache snapshot folder, inferred from its path."""
+    if root.parent.name != "snapshots" or not root.parent.parent.name.startswith("models--"):
+        return None
+    repo_id = root.parent.parent.name[len("models--") :].replace("--", "/", 1)
+    return RepoRef(repo_id, root.name)
+
+
+def local_dir_commit(root: Path) -> str | None:
+    """The commit a ``--local-dir`` download came from, from its metadata (if any)."""
+    folder = root / ".cache" / "huggingface" / "download"
+    for name in ("config.json.metadata", *sorted(p.name for p in folder.glob("*.metadata"))):
+        try:
+            commit = (folder / name).read_text().splitlines()[0].strip()
+        except (OSError, IndexError):
+            continue
+        if _COMMIT.fullmatch(commit):
+            return commit
+    return None

@@ -1,0 +1,376 @@
+"""``diff --upstream``: the checkpoint against its repository on the Hugging Face Hub.
+
+The upstream versions of the checkpoint's JSON and template files (never weights) are fetched
+through ``huggingface_hub`` into a temporary cache (so a patched cache snapshot is never
+mistaken for upstream), or, with ``HF_HUB_OFFLINE=1``, read from the local cache. They are
+compared with ``deepdiff``, and every difference is attributed to the applied transform that
+explains it, or to nothing (a hand edit, or upstream having moved since the download).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from patcher import jsontext
+from patcher.checkpoint import JOURNAL_DIR, Checkpoint, open_checkpoint
+from patcher.compiler import Op, get
+from patcher.document import canonical
+from patcher.errors import UpstreamError
+from patcher.hfcache import RepoRef, local_dir_commit, parse_repo_ref, snapshot_repo
+from patcher.journal import Entry, Journal, load_object, read_journal
+from patcher.jsontext import MISSING
+from patcher.structdiff import compare
+
+COMPARED_SUFFIXES = (".json", ".jinja")
+UNEXPLAINED = "not explained by any applied transform: a hand edit, or upstream moved"
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamDifference:
+    """One difference from upstream and what explains it (``transform`` None: nothing)."""
+
+    pointer: str
+    kind: str
+    upstream: Any
+    current: Any
+    transform: str | None
+    entry: int | None
+    reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamFileDiff:
+    """The differences of one file."""
+
+    path: str
+    differences: tuple[UpstreamDifference, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamDiff:
+    """The checkpoint against ``repo`` at ``commit``."""
+
+    checkpoint: Path
+    repo: RepoRef
+    commit: str | None
+    offline: bool
+    files: tuple[UpstreamFileDiff, ...]
+
+    @property
+    def unexplained(self) -> int:
+        """How many differences no applied transform explains."""
+        return sum(d.transform is None for f in self.files for d in f.differences)
+
+
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _compared_files(root: Path) -> list[str]:
+    found = []
+    for directory, folders, names in os.walk(root):
+        folders[:] = sorted(f for f in folders if not f.startswith(".") and f != JOURNAL_DIR)
+        for name in sorted(names):
+            if name.endswith(COMPARED_SUFFIXES) and not name.startswith("."):
+                found.append((Path(directory) / name).relative_to(root).as_posix())
+    return found
+
+
+def _repo_ref(ckpt: Checkpoint, journal: Journal, given: str | None) -> RepoRef:
+    inferred = snapshot_repo(ckpt.root)
+    if given:
+        ref = parse_repo_ref(given)
+        if ref is None:
+            raise UpstreamError(
+                f"{given!r} is not a repository id",
+                file=ckpt.root,
+                hint=f"patcher diff {ckpt.root} --upstream ORG/NAME[@REVISION]",
+            )
+        if "@" not in given:
+            commit = (inferred.revision if inferred else None) or local_dir_commit(ckpt.root)
+            ref = RepoRef(ref.repo_id, commit or "main")
+        return ref
+    if inferred is not None:
+        return inferred
+    if journal.upstream is not None:
+        commit = local_dir_commit(ckpt.root)
+        return RepoRef(journal.upstream.repo_id, commit or journal.upstream.revision)
+    raise UpstreamError(
+        "the upstream repository is not known for this folder",
+        file=ckpt.root,
+        hint=f"patcher diff {ckpt.root} --upstream ORG/NAME[@REVISION] (it is then remembered)",
+    )
+
+
+def _remember(ckpt: Checkpoint, ref: RepoRef) -> None:
+    """Record the repository in the journal (only where a journal already exists)."""
+    if not (ckpt.journal_dir / "journal.json").is_file() or snapshot_repo(ckpt.root):
+        return
+    from patcher.session import write_session
+
+    try:
+        with write_session(ckpt) as session:
+            if session.journal.upstream != ref:
+                session.save(replace(session.journal, upstream=ref))
+    except OSError:
+        pass  # a read-only checkpoint simply does not remember
+
+
+def _network_problem(exc: BaseException) -> str | None:
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if names & {"ConnectError", "ConnectionError", "ConnectionRefusedError"}:
+        return "cannot connect to the Hub"
+    if names & {"TimeoutException", "TimeoutError", "ReadTimeout", "ConnectTimeout"}:
+        return "the Hub did not answer in time"
+    return None
+
+
+def _fail(exc: BaseException, ref: RepoRef, file: str) -> UpstreamError:
+    from huggingface_hub import errors
+
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    offline_hint = "or compare against the local cache with HF_HUB_OFFLINE=1"
+    if isinstance(exc, errors.GatedRepoError):
+        return UpstreamError(
+            f"{ref.repo_id} is gated: access needs a token that was granted it",
+            file=ref.repo_id,
+            hint="hf auth login (or set HF_TOKEN), then retry",
+        )
+    if isinstance(exc, errors.RepositoryNotFoundError):
+        return UpstreamError(
+            f"repository {ref.repo_id} not found on {endpoint} (or private without a token)",
+            file=ref.repo_id,
+            hint="check the id, or hf auth login / HF_TOKEN for a private repo",
+        )
+    if isinstance(exc, errors.RevisionNotFoundError):
+        return UpstreamError(
+            f"revision {ref.revision!r} not found in {ref.repo_id}",
+            file=ref.repo_id,
+            hint="pass --upstream ORG/NAME@REVISION",
+        )
+    if isinstance(exc, errors.RemoteEntryNotFoundError):
+        return UpstreamError(
+            f"{file} not found in {ref}",
+            file=ref.repo_id,
+            hint="check that this is the right repository and revision",
+        )
+    problem = _network_problem(exc) or _network_problem(exc.__cause__ or exc)
+    if problem:
+        return UpstreamError(
+            f"{problem} at {endpoint} ({exc})",
+            file=ref.repo_id,
+            hint=f"check the network and retry, {offline_hint}",
+        )
+    return UpstreamError(
+        f"could not fetch {file} of {ref} ({type(exc).__name__}: {exc})",
+        file=ref.repo_id,
+        hint=f"retry, {offline_hint}",
+    )
+
+
+class _Fetcher:
+    """Upstream bytes of one file at a time, online (temporary cache) or offline (local cache)."""
+
+    def __init__(self, ckpt: Checkpoint, journal: Journal, ref: RepoRef, workdir: str):
+        self.ckpt, self.journal, self.ref, self.workdir = ckpt, journal, ref, workdir
+        self.offline = _offline()
+        self.commit: str | None = None
+
+    def probe(self, first: str) -> None:
+        """Resolve the revision and fail fast (no retries) when the Hub is unreachable."""
+        if self.offline:
+            return
+        from huggingface_hub import get_hf_file_metadata, hf_hub_url
+
+        timeout = float(os.environ.get("HF_HUB_ETAG_TIMEOUT") or 10)
+        try:
+            meta = get_hf_file_metadata(
+                hf_hub_url(self.ref.repo_id, first, revision=self.ref.revision), timeout=timeout
+            )
+        except Exception as exc:
+            raise _fail(exc, self.ref, first) from None
+        self.commit = meta.commit_hash
+
+    def fetch(self, path: str) -> bytes | None:
+        """The upstream bytes of ``path``, or None when upstream has no such file."""
+        from huggingface_hub import errors, hf_hub_download
+
+        try:
+            if self.offline:
+                located = Path(
+                    hf_hub_download(
+                        self.ref.repo_id, path, revision=self.ref.revision, local_files_only=True
+                    )
+                )
+                return self._cached_bytes(located, path)
+            located = Path(
+                hf_hub_download(
+                    self.ref.repo_id,
+                    path,
+                    revision=self.commit or self.ref.revision,
+                    cache_dir=self.workdir,
+                )
+            )
+            return located.read_bytes()
+        except errors.RemoteEntryNotFoundError:
+            return None
+        except errors.LocalEntryNotFoundError:
+            if self.offline:
+                raise UpstreamError(
+                    f"{path} of {self.ref} is not in the local cache and HF_HUB_OFFLINE=1",
+                    file=self.ref.repo_id,
+                    hint=f"unset HF_HUB_OFFLINE, or fetch it: hf download {self.ref.repo_id} "
+                    f"--revision {self.ref.revision} --include '*.json'",
+                ) from None
+            raise
+        except UpstreamError:
+            raise
+        except Exception as exc:
+            raise _fail(exc, self.ref, path) from None
+
+    def _cached_bytes(self, located: Path, path: str) -> bytes:
+        # The cached snapshot may be this very checkpoint: a file patcher de-linked is not
+        # upstream any more, but the blob its link pointed to still is.
+        if located.absolute() == (self.ckpt.root / path).absolute() and not located.is_symlink():
+            for entry in self.journal.entries:
+                record = entry.file(path)
+                if record is not None and record.link:
+                    return (located.parent / record.link).read_bytes()
+        return located.read_bytes()
+
+
+def _related(a: str, b: str) -> bool:
+    ta, tb = jsontext.split_pointer(a), jsontext.split_pointer(b)
+    n = min(len(ta), len(tb))
+    return ta[:n] == tb[:n]
+
+
+def _steps(entry: Entry, path: str) -> Iterator[tuple[Op, Any]]:
+    """Each edit of ``path`` in ``entry`` with the value it found (MISSING for a new member)."""
+    record = entry.file(path)
+    if record is None:
+        return
+    found: dict[str, Any] = {}
+    for op in record.forward:
+        if op["op"] == "test":
+            found[op["path"]] = op["value"]
+        else:
+            yield op, found.pop(op["path"], MISSING)
+
+
+def _attribute(
+    pointer: str, path: str, upstream: Any, current: Any, applied: tuple[Entry, ...]
+) -> tuple[str | None, int | None, str | None]:
+    touching = [
+        (e, op, before)
+        for e in applied
+        for op, before in _steps(e, path)
+        if _related(op["path"], pointer)
+    ]
+    if not touching:
+        return None, None, UNEXPLAINED
+    first_entry, first_op, found = touching[0]
+    last_entry, last_op, _ = touching[-1]
+    if canonical(get(upstream, first_op["path"])) != canonical(found):
+        return (
+            None,
+            None,
+            (
+                f"upstream changed at {first_op['path']} since the download "
+                f"({first_entry.transform} found {json.dumps(found)[:40]} there)"
+            ),
+        )
+    written = MISSING if last_op["op"] == "remove" else last_op["value"]
+    if canonical(get(current, last_op["path"])) != canonical(written):
+        return None, None, f"changed by hand after {last_entry.transform} was applied"
+    return last_entry.transform, last_entry.id, None
+
+
+def _text_attribution(
+    path: str, upstream: bytes, current: bytes, ckpt: Checkpoint, applied: tuple[Entry, ...]
+) -> tuple[str | None, int | None, str | None]:
+    touching = [e for e in applied if e.file(path)]
+    if not touching:
+        return None, None, UNEXPLAINED
+    first, last = touching[0].file(path), touching[-1].file(path)
+    assert first is not None and last is not None
+    if load_object(ckpt.journal_dir, first.before) != upstream:
+        return None, None, "upstream changed since the download"
+    if str(last.forward[-1]["value"]).encode("utf-8") != current:
+        return None, None, f"changed by hand after {touching[-1].transform} was applied"
+    return touching[-1].transform, touching[-1].id, None
+
+
+def _file_diff(
+    path: str, upstream: bytes | None, current: bytes, ckpt: Checkpoint, applied: tuple[Entry, ...]
+) -> UpstreamFileDiff | None:
+    if upstream is None:
+        return UpstreamFileDiff(
+            path,
+            (
+                UpstreamDifference(
+                    "",
+                    "local-only",
+                    None,
+                    None,
+                    None,
+                    None,
+                    "the file is not in the upstream revision",
+                ),
+            ),
+        )
+    if upstream == current:
+        return None
+    if not path.endswith(".json"):
+        transform, entry, reason = _text_attribution(path, upstream, current, ckpt, applied)
+        return UpstreamFileDiff(
+            path, (UpstreamDifference("", "changed", None, None, transform, entry, reason),)
+        )
+    try:
+        old, new = json.loads(upstream), json.loads(current)
+    except ValueError:
+        return UpstreamFileDiff(
+            path,
+            (
+                UpstreamDifference(
+                    "", "changed", None, None, None, None, "not valid JSON on one side"
+                ),
+            ),
+        )
+    differences = []
+    for change in compare(old, new):
+        transform, entry, reason = _attribute(change.pointer, path, old, new, applied)
+        differences.append(
+            UpstreamDifference(
+                change.pointer, change.kind, change.old, change.new, transform, entry, reason
+            )
+        )
+    return UpstreamFileDiff(path, tuple(differences)) if differences else None
+
+
+def diff_upstream(checkpoint: Path | str, upstream: str | None = None) -> UpstreamDiff:
+    """Compare the checkpoint's JSON and template files with ``upstream`` (``ORG/NAME[@REV]``;
+    inferred for cache snapshots and remembered ``--local-dir`` folders)."""
+    ckpt = open_checkpoint(checkpoint)
+    journal = read_journal(ckpt)
+    ref = _repo_ref(ckpt, journal, upstream)
+    paths = _compared_files(ckpt.root)
+    with tempfile.TemporaryDirectory(prefix="patcher-upstream-") as workdir:
+        fetcher = _Fetcher(ckpt, journal, ref, workdir)
+        first = "config.json" if "config.json" in paths else (paths[0] if paths else "config.json")
+        fetcher.probe(first)
+        files = []
+        for path in paths:
+            current = (ckpt.root / path).read_bytes()
+            found = _file_diff(path, fetcher.fetch(path), current, ckpt, journal.applied)
+            if found is not None:
+                files.append(found)
+    if upstream:
+        _remember(ckpt, RepoRef(ref.repo_id, ref.revision))
+    return UpstreamDiff(ckpt.root, ref, fetcher.commit, fetcher.offline, tuple(files))
