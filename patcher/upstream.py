@@ -264,6 +264,12 @@ def _steps(entry: Entry, path: str) -> Iterator[tuple[Op, Any]]:
             yield op, found.pop(op["path"], MISSING)
 
 
+def _same(a: Any, b: Any) -> bool:
+    if a is MISSING or b is MISSING:
+        return a is b
+    return canonical(a) == canonical(b)
+
+
 def _attribute(
     pointer: str, path: str, upstream: Any, current: Any, applied: tuple[Entry, ...]
 ) -> tuple[str | None, int | None, str | None]:
@@ -277,7 +283,7 @@ def _attribute(
         return None, None, UNEXPLAINED
     first_entry, first_op, found = touching[0]
     last_entry, last_op, _ = touching[-1]
-    if canonical(get(upstream, first_op["path"])) != canonical(found):
+    if not _same(get(upstream, first_op["path"]), found):
         return (
             None,
             None,
@@ -287,7 +293,7 @@ def _attribute(
             ),
         )
     written = MISSING if last_op["op"] == "remove" else last_op["value"]
-    if canonical(get(current, last_op["path"])) != canonical(written):
+    if not _same(get(current, last_op["path"]), written):
         return None, None, f"changed by hand after {last_entry.transform} was applied"
     return last_entry.transform, last_entry.id, None
 

@@ -32,13 +32,25 @@ class Hub:
     delay: float = 0.0
     requests: list[str] = field(default_factory=list)
 
-    def add_repo(self, repo_id: str, files: dict[str, bytes], *, commit: str | None = None,
-                 ref: str = "main", gated: bool = False) -> str:
+    def add_repo(
+        self,
+        repo_id: str,
+        files: dict[str, bytes],
+        *,
+        commit: str | None = None,
+        ref: str = "main",
+        gated: bool = False,
+    ) -> str:
         """Add a commit (and point ``ref`` at it); returns the 40-hex commit id."""
         repo = self.repos.setdefault(repo_id, {"refs": {}, "commits": {}, "gated": gated})
-        commit = commit or hashlib.sha1(
-            repo_id.encode() + json.dumps(sorted(files)).encode() + str(len(repo["commits"])).encode()
-        ).hexdigest()
+        commit = (
+            commit
+            or hashlib.sha1(
+                repo_id.encode()
+                + json.dumps(sorted(files)).encode()
+                + str(len(repo["commits"])).encode()
+            ).hexdigest()
+        )
         repo["commits"][commit] = dict(files)
         repo["refs"][ref] = commit
         return commit
@@ -95,7 +107,7 @@ def _handler(hub: Hub) -> type[BaseHTTPRequestHandler]:
                 time.sleep(hub.delay)
             path = urllib.parse.urlparse(self.path).path
             if path.startswith("/api/models/"):
-                self._api(path[len("/api/models/"):])
+                self._api(path[len("/api/models/") :])
                 return
             parts = path.lstrip("/").split("/")
             if len(parts) < 5 or parts[2] != "resolve":
@@ -136,14 +148,24 @@ def _handler(hub: Hub) -> type[BaseHTTPRequestHandler]:
                 return
             files = repo["commits"][commit]
             if kind == "tree":
-                self._json([{"type": "file", "path": p, "size": len(d), "oid": git_sha1(d)}
-                            for p, d in sorted(files.items())])
+                self._json(
+                    [
+                        {"type": "file", "path": p, "size": len(d), "oid": git_sha1(d)}
+                        for p, d in sorted(files.items())
+                    ]
+                )
                 return
-            self._json({
-                "id": repo_id, "sha": commit, "private": False,
-                "siblings": [{"rfilename": p, "size": len(d), "blobId": git_sha1(d)}
-                             for p, d in sorted(files.items())],
-            })
+            self._json(
+                {
+                    "id": repo_id,
+                    "sha": commit,
+                    "private": False,
+                    "siblings": [
+                        {"rfilename": p, "size": len(d), "blobId": git_sha1(d)}
+                        for p, d in sorted(files.items())
+                    ],
+                }
+            )
 
         do_GET = _resolve
         do_HEAD = _resolve

@@ -1,0 +1,292 @@
+"""Hub and cache: repo ids, cache-safe patching, diff --upstream, offline, local_dir, overlays.
+
+A real HTTP server on 127.0.0.1 (tests/hubserver.py) speaks the Hub's file and API endpoints;
+``huggingface_hub`` fills real caches from it, and the CLI runs in subprocesses with
+``HF_ENDPOINT`` pointing at it. Nothing reaches the internet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from huggingface_hub import hf_hub_download, scan_cache_dir, snapshot_download
+
+from tests.conftest import ROOT, SNAPSHOTS, tree_bytes
+from tests.hubserver import TOKEN, Hub, serve
+
+REPO = "nvidia/Kimi-K2.5-NVFP4"
+EXAMPLE = SNAPSHOTS / "example" / "kimi-k2.5-nvfp4"
+SHARD = "model-00001-of-00001.safetensors"
+
+
+@pytest.fixture
+def hub() -> Iterator[tuple[Hub, str]]:
+    server = Hub()
+    files = {p.name: p.read_bytes() for p in EXAMPLE.iterdir()}
+    server.add_repo(REPO, files)
+    older = dict(files, **{"README.md": b"old card\n"})  # same config.json blob, other commit
+    server.add_repo(REPO, older, ref="v1")
+    server.add_repo("org/no-config", {"generation_config.json": b"{}"})
+    server.add_repo("org/gated", {"config.json": b'{"a": 1}\n'}, gated=True)
+    with serve(server) as url:
+        yield server, url
+
+
+def run(*args: str | Path, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "PATCHER_"))}
+    environment.update({"PYTHONPATH": str(ROOT), **(env or {})})
+    done = subprocess.run(
+        [sys.executable, "-m", "patcher", *map(str, args)],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def fill_cache(url: str, cache: Path, revision: str = "main") -> Path:
+    return Path(
+        snapshot_download(
+            REPO, revision=revision, cache_dir=cache, endpoint=url, allow_patterns=["*.json"]
+        )
+    )
+
+
+def blobs(cache: Path) -> dict[str, str]:
+    folder = cache / ("models--" + REPO.replace("/", "--")) / "blobs"
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()}
+
+
+def refused(code: int, err: str, *needles: str) -> None:
+    assert code == 1, err
+    assert "Traceback" not in err and err.startswith("error: ") and "next: " in err
+    assert len(err.strip().splitlines()) == 1, err
+    for needle in needles:
+        assert needle in err, err
+
+
+def test_repo_id_apply_diff_upstream_hand_edit_revert(hub: tuple[Hub, str], tmp_path: Path) -> None:
+    server, url = hub
+    cache = tmp_path / "cache"
+    snapshot = fill_cache(url, cache)
+    links = {p.name: os.readlink(p) for p in snapshot.iterdir()}
+    before_blobs = blobs(cache)
+    env = {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": url}
+
+    code, out, err = run("apply", REPO, "strip-fp8-kv-cache", env=env)
+    assert code == 0, err
+    assert f"applied strip-fp8-kv-cache (entry 1) to {snapshot}" in out
+    assert not (snapshot / "config.json").is_symlink()
+    assert "kv_cache" not in (snapshot / "hf_quant_config.json").read_text()
+    assert blobs(cache) == before_blobs
+    assert [r.repo_id for r in scan_cache_dir(cache).repos] == [REPO]
+
+    server.requests.clear()
+    code, out, err = run("diff", REPO, "--upstream", "--json", env=env)
+    assert code == 0, err
+    result = json.loads(out)
+    found = {
+        (f["path"], d["pointer"], d["transform"]) for f in result["files"] for d in f["differences"]
+    }
+    assert found == {
+        ("config.json", "/quantization_config/kv_cache_scheme", "strip-fp8-kv-cache"),
+        ("hf_quant_config.json", "/quantization/kv_cache_quant_algo", "strip-fp8-kv-cache"),
+    }
+    assert result["unexplained"] == 0 and result["commit"] == snapshot.name
+    assert server.requests and not any(SHARD in r for r in server.requests)
+
+    config = snapshot / "config.json"
+    config.write_text(
+        config.read_text().replace('"model_type": "kimi_k25"', '"model_type": "mine"')
+    )
+    code, out, _ = run("diff", REPO, "--upstream", env=env)
+    assert code == 1
+    assert 'changed /model_type: "kimi_k25" -> "mine"  [UNEXPLAINED' in out
+    assert "by strip-fp8-kv-cache (#1)" in out and "1 unexplained" in out
+
+    config.write_text(
+        config.read_text().replace('"model_type": "mine"', '"model_type": "kimi_k25"')
+    )
+    code, _, err = run("revert", REPO, "--all", env=env)
+    assert code == 0, err
+    assert {p.name: os.readlink(p) for p in snapshot.iterdir() if p.name != ".patcher"} == links
+    assert blobs(cache) == before_blobs
+
+
+def test_two_revisions_sharing_a_blob(hub: tuple[Hub, str], tmp_path: Path) -> None:
+    _, url = hub
+    cache = tmp_path / "cache"
+    main = fill_cache(url, cache)
+    old = fill_cache(url, cache, revision="v1")
+    assert main != old and os.readlink(main / "config.json") == os.readlink(old / "config.json")
+    old_before = tree_bytes(old)
+    code, _, err = run("apply", REPO, "strip-fp8-kv-cache", env={"HF_HUB_CACHE": str(cache)})
+    assert code == 0, err
+    assert tree_bytes(old) == old_before and (old / "config.json").is_symlink()
+    assert "kv_cache_scheme" in (old / "config.json").read_text()
+    code, out, _ = run(
+        "status", REPO, "--revision", "v1", "--json", env={"HF_HUB_CACHE": str(cache)}
+    )
+    assert code == 0 and json.loads(out)["applied"] == []
+
+
+def test_repo_not_in_cache(tmp_path: Path) -> None:
+    code, _, err = run("status", REPO, env={"HF_HUB_CACHE": str(tmp_path)})
+    refused(code, err, f"{REPO} is not in the Hugging Face cache", f"hf download {REPO}")
+    code, _, err = run("status", REPO, "--revision", "v9", env={"HF_HUB_CACHE": str(tmp_path)})
+    refused(code, err, "--revision v9")
+
+
+def test_offline_compares_with_the_cache(hub: tuple[Hub, str], tmp_path: Path) -> None:
+    _, url = hub
+    cache = tmp_path / "cache"
+    fill_cache(url, cache)
+    env = {"HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}
+    assert run("apply", REPO, "strip-fp8-kv-cache", env=env)[0] == 0
+    code, out, err = run("diff", REPO, "--upstream", "--json", env=env)
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["offline"] and result["unexplained"] == 0
+    assert len([d for f in result["files"] for d in f["differences"]]) == 2
+
+    folder = tmp_path / "local"
+    shutil.copytree(EXAMPLE, folder)
+    code, _, err = run(
+        "diff",
+        folder,
+        "--upstream",
+        "org/never-downloaded",
+        env={"HF_HUB_CACHE": str(tmp_path / "empty"), "HF_HUB_OFFLINE": "1"},
+    )
+    refused(code, err, "not in the local cache and HF_HUB_OFFLINE=1", "unset HF_HUB_OFFLINE")
+    assert tree_bytes(folder) == tree_bytes(EXAMPLE)
+
+
+def test_local_dir_redownload_and_reapply(hub: tuple[Hub, str], tmp_path: Path) -> None:
+    _, url = hub
+    folder = tmp_path / "kimi"
+    snapshot_download(REPO, local_dir=folder, endpoint=url, allow_patterns=["*.json"])
+    env = {"HF_ENDPOINT": url, "HF_HUB_CACHE": str(tmp_path / "cache")}
+    assert run("apply", folder, "strip-fp8-kv-cache", env=env)[0] == 0
+    assert run("apply", folder, "set-context-length", "--set", "length=131072", env=env)[0] == 0
+
+    code, _, err = run("diff", folder, "--upstream", env=env)
+    refused(code, err, "upstream repository is not known", "--upstream ORG/NAME")
+    code, _, err = run("diff", folder, "--upstream", REPO, env=env)
+    assert code == 0, err
+    journal = json.loads((folder / ".patcher" / "journal.json").read_text())
+    assert journal["upstream"]["repo"] == REPO
+    code, out, err = run("diff", folder, "--upstream", env=env)
+    assert code == 0 and "0 unexplained" in out, err
+
+    patched = (folder / "config.json").read_bytes()
+    (folder / "config.json").unlink()  # as a re-sync does for a changed git file
+    hf_hub_download(REPO, "config.json", local_dir=folder, endpoint=url)
+    assert (folder / "config.json").read_bytes() == (EXAMPLE / "config.json").read_bytes()
+    code, out, _ = run("status", folder, "--json", env=env)
+    states = {f["path"]: f["state"] for f in json.loads(out)["files"]}
+    assert states == {"config.json": "original", "hf_quant_config.json": "patched"}
+    code, out, err = run("reapply", folder, env=env)
+    assert code == 0, err
+    assert "reapplied strip-fp8-kv-cache" in out and "reapplied set-context-length" in out
+    assert (folder / "config.json").read_bytes() == patched
+    code, out, _ = run("status", folder, "--json", env=env)
+    assert {f["state"] for f in json.loads(out)["files"]} == {"patched"}
+    assert [a["name"] for a in json.loads(out)["applied"]] == [
+        "strip-fp8-kv-cache",
+        "set-context-length",
+    ]
+    assert run("revert", folder, "--all", env=env)[0] == 0
+    assert (folder / "config.json").read_bytes() == (EXAMPLE / "config.json").read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("upstream", "env_extra", "needles"),
+    [
+        ("org/missing", {}, ["repository org/missing not found", "HF_TOKEN"]),
+        (f"{REPO}@v9", {}, ["revision 'v9' not found in " + REPO]),
+        ("org/no-config", {}, ["config.json not found in org/no-config@main"]),
+        ("org/gated", {}, ["org/gated is gated", "hf auth login"]),
+        (
+            REPO,
+            {"HF_ENDPOINT": "http://127.0.0.1:9"},
+            ["cannot connect to the Hub", "HF_HUB_OFFLINE=1"],
+        ),
+    ],
+    ids=["repo", "revision", "file", "gated", "refused"],
+)
+def test_upstream_errors(
+    hub: tuple[Hub, str],
+    tmp_path: Path,
+    upstream: str,
+    env_extra: dict[str, str],
+    needles: list[str],
+) -> None:
+    _, url = hub
+    folder = tmp_path / "kimi"
+    shutil.copytree(EXAMPLE, folder)
+    before = tree_bytes(folder)
+    env = {"HF_ENDPOINT": url, "HF_HUB_CACHE": str(tmp_path / "cache"), **env_extra}
+    code, _, err = run("diff", folder, "--upstream", upstream, env=env)
+    refused(code, err, *needles)
+    assert tree_bytes(folder) == before and not (folder / ".patcher").exists()
+
+
+def test_gated_repo_with_a_token(hub: tuple[Hub, str], tmp_path: Path) -> None:
+    _, url = hub
+    folder = tmp_path / "gated"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"a": 1}\n')
+    env = {"HF_ENDPOINT": url, "HF_TOKEN": TOKEN, "HF_HUB_CACHE": str(tmp_path / "cache")}
+    code, out, err = run("diff", folder, "--upstream", "org/gated", env=env)
+    assert code == 0 and out.strip().endswith("identical"), err
+
+
+def test_timeout(hub: tuple[Hub, str], tmp_path: Path) -> None:
+    server, url = hub
+    folder = tmp_path / "kimi"
+    shutil.copytree(EXAMPLE, folder)
+    server.delay = 3
+    env = {"HF_ENDPOINT": url, "HF_HUB_ETAG_TIMEOUT": "1", "HF_HUB_CACHE": str(tmp_path / "c")}
+    code, _, err = run("diff", folder, "--upstream", REPO, env=env)
+    refused(code, err, "the Hub did not answer in time")
+
+
+def test_overlay_leaves_a_read_only_source_untouched(tmp_path: Path) -> None:
+    source = tmp_path / "store" / "kimi"
+    shutil.copytree(EXAMPLE, source)
+    for path in [*source.iterdir(), source]:
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    before = tree_bytes(source)
+    stamps = {p.name: p.stat().st_mtime_ns for p in source.iterdir()}
+    out = tmp_path / "overlay"
+    code, stdout, err = run("apply", source, "strip-fp8-kv-cache", "--overlay", out)
+    assert code == 0, err
+    assert f"to {out}" in stdout
+    assert (
+        not (out / "config.json").is_symlink()
+        and "kv_cache_scheme" not in (out / "config.json").read_text()
+    )
+    assert (out / SHARD).is_symlink() and (out / SHARD).resolve() == source / SHARD
+    assert run("apply", out, "set-context-length", "--set", "length=131072")[0] == 0
+    code, stdout, _ = run("status", out, "--json")
+    assert [a["name"] for a in json.loads(stdout)["applied"]] == [
+        "strip-fp8-kv-cache",
+        "set-context-length",
+    ]
+    assert run("diff", out)[0] == 0
+    assert run("revert", out, "--all")[0] == 0
+    assert all((out / p.name).is_symlink() for p in source.iterdir())
+    assert tree_bytes(source) == before and not (source / ".patcher").exists()
+    assert {p.name: p.stat().st_mtime_ns for p in source.iterdir()} == stamps
+    code, _, err = run("apply", EXAMPLE, "strip-fp8-kv-cache", "--overlay", out)
+    refused(code, err, "already an overlay of")
