@@ -65,7 +65,7 @@ class _Files:
         return self.cache[name]
 
 
-def _dig(doc: Any, keys: tuple[str, ...]) -> Any:
+def dig(doc: Any, keys: tuple[str, ...]) -> Any:
     for key in keys:
         if not isinstance(doc, dict) or key not in doc:
             return None
@@ -83,7 +83,7 @@ def _language_model(config: Any) -> tuple[Any, tuple[str, ...]]:
     return config, ()
 
 
-def _kv_label(value: Any) -> str:
+def kv_label(value: Any) -> str:
     """What a KV directive means: 'FP8', 'INT8', ... or 'none'."""
     if value is None or (isinstance(value, str) and value.lower() in ("", "none", "null")):
         return "none"
@@ -95,8 +95,8 @@ def _kv_label(value: Any) -> str:
 
 def _fp8_kv(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:
     for name, keys in FP8_KV_POINTERS:
-        value = _dig(files.get(name), keys)
-        if _kv_label(value) != "none":
+        value = dig(files.get(name), keys)
+        if kv_label(value) != "none":
             yield Finding(
                 "fp8-kv-directive",
                 name,
@@ -114,20 +114,20 @@ def _kv_disagreement(files: _Files, apply: Callable[[str], str]) -> Iterator[Fin
     config = files.get("config.json")
     if legacy is None or config is None:
         return
-    inline = _dig(config, ("quantization_config",)) or _dig(
+    inline = dig(config, ("quantization_config",)) or dig(
         config, ("text_config", "quantization_config")
     )
     if not isinstance(inline, dict):
         return
-    file_kv = _kv_label(_dig(legacy, ("quantization", "kv_cache_quant_algo")))
+    file_kv = kv_label(dig(legacy, ("quantization", "kv_cache_quant_algo")))
     inline_kv = "none"
     for keys in (
         ("kv_cache_scheme",),
         ("kv_cache_quant_algo",),
         ("quantization", "kv_cache_quant_algo"),
     ):
-        if _kv_label(_dig(inline, keys)) != "none":
-            inline_kv = _kv_label(_dig(inline, keys))
+        if kv_label(dig(inline, keys)) != "none":
+            inline_kv = kv_label(dig(inline, keys))
     if file_kv != inline_kv:
         yield Finding(
             "kv-disagreement",
@@ -142,7 +142,7 @@ def _kv_disagreement(files: _Files, apply: Callable[[str], str]) -> Iterator[Fin
 
 def _rope_downgrade(files: _Files, diff: str) -> Iterator[Finding]:
     model, base = _language_model(files.get("config.json"))
-    rope = _dig(model, ("rope_scaling",))
+    rope = dig(model, ("rope_scaling",))
     if not isinstance(rope, dict):
         return
     kind, rope_type = rope.get("type"), rope.get("rope_type")
@@ -150,9 +150,9 @@ def _rope_downgrade(files: _Files, diff: str) -> Iterator[Finding]:
     downgraded = (
         kind in ("dynamic", "linear")
         and rope_type in (None, kind)
-        and _dig(model, ("model_type",)) == "llama"
-        and isinstance(_dig(model, ("max_position_embeddings",)), int)
-        and _dig(model, ("max_position_embeddings",)) >= 131072
+        and dig(model, ("model_type",)) == "llama"
+        and isinstance(dig(model, ("max_position_embeddings",)), int)
+        and dig(model, ("max_position_embeddings",)) >= 131072
     )
     if stray or downgraded:
         yield Finding(
@@ -174,8 +174,8 @@ def _as_set(value: Any) -> set[Any]:
 def _eos_mismatch(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:
     generation = files.get("generation_config.json")
     model, _ = _language_model(files.get("config.json"))
-    ids_generation = _dig(generation, ("eos_token_id",))
-    ids_config = _dig(model, ("eos_token_id",)) or _dig(files.get("config.json"), ("eos_token_id",))
+    ids_generation = dig(generation, ("eos_token_id",))
+    ids_config = dig(model, ("eos_token_id",)) or dig(files.get("config.json"), ("eos_token_id",))
     if ids_generation is None or ids_config is None:
         return
     if not _as_set(ids_config) <= _as_set(ids_generation):
@@ -195,10 +195,10 @@ def _eos_mismatch(files: _Files, apply: Callable[[str], str]) -> Iterator[Findin
 
 def _sliding_window(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:
     model, base = _language_model(files.get("config.json"))
-    if _dig(model, ("use_sliding_window",)) is not True:
+    if dig(model, ("use_sliding_window",)) is not True:
         return
-    window_layers = _dig(model, ("max_window_layers",))
-    layers = _dig(model, ("num_hidden_layers",))
+    window_layers = dig(model, ("max_window_layers",))
+    layers = dig(model, ("num_hidden_layers",))
     if isinstance(window_layers, int) and isinstance(layers, int) and window_layers < layers:
         yield Finding(
             "partial-sliding-window",
@@ -214,9 +214,9 @@ def _sliding_window(files: _Files, apply: Callable[[str], str]) -> Iterator[Find
 def _missing_mtp(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:
     model, base = _language_model(files.get("config.json"))
     index = files.get("model.safetensors.index.json")
-    layers = _dig(model, ("num_hidden_layers",))
+    layers = dig(model, ("num_hidden_layers",))
     for key in ("num_nextn_predict_layers", "mtp_num_hidden_layers"):
-        declared = _dig(model, (key,))
+        declared = dig(model, (key,))
         if not isinstance(declared, int) or declared <= 0 or not isinstance(index, dict):
             continue
         names = list((index.get("weight_map") or {}).keys())
@@ -234,7 +234,7 @@ def _missing_mtp(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding
 
 
 def _generation_cap(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:
-    value = _dig(files.get("generation_config.json"), ("max_new_tokens",))
+    value = dig(files.get("generation_config.json"), ("max_new_tokens",))
     if isinstance(value, int):
         yield Finding(
             "generation-max-new-tokens",

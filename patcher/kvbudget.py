@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from patcher.check import FP8_KV_POINTERS, _dig, _kv_label
+from patcher.check import FP8_KV_POINTERS, dig, kv_label
 from patcher.checkpoint import open_checkpoint
 from patcher.errors import DoesNotApplyError, PatcherError
 
@@ -82,7 +82,7 @@ def _element_bytes(
         return kv_dtype, DTYPE_BYTES[kv_dtype]
     docs = {"config.json": config, "hf_quant_config.json": legacy}
     for name, keys in FP8_KV_POINTERS:
-        label = _kv_label(_dig(docs[name], keys))
+        label = kv_label(dig(docs[name], keys))
         if label in ("FP8", "INT8"):
             return f"auto ({label} from {name})", 1
     dtype = (

@@ -29,19 +29,7 @@ KIMI = ROOT / "snapshots" / "example" / "kimi-k2.5-nvfp4"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 PATCHER = [sys.executable, "-m", "patcher"]
 
-AUDIT = """
-import sys
-opened = []
-def hook(event, args):
-    if event == "open" and args[0] is not None:
-        opened.append(str(args[0]))
-sys.addaudithook(hook)
-from patcher.cli import app
-try:
-    app(sys.argv[1:], prog_name="patcher")
-finally:
-    sys.stderr.write("SHARDS-OPENED:%d\\n" % sum(p.endswith(".safetensors") for p in opened))
-"""
+AUDIT = str(ROOT / "tests" / "audit_open.py")  # counts the files a run opens
 
 
 def timed(command: list[str]) -> tuple[float, int, subprocess.CompletedProcess[bytes]]:
@@ -167,7 +155,7 @@ def bench_shards(work: Path, runs: int) -> list[str]:
     def cycle(ckpt: Path) -> Callable[[], tuple[float, int]]:
         def step() -> tuple[float, int]:
             seconds, peak, done = timed(
-                [sys.executable, "-c", AUDIT, "apply", str(ckpt), "strip-fp8-kv-cache"]
+                [sys.executable, AUDIT, "apply", str(ckpt), "strip-fp8-kv-cache"]
             )
             assert b"SHARDS-OPENED:0" in done.stderr, done.stderr
             timed([*PATCHER, "revert", str(ckpt), "--all"])
@@ -177,7 +165,7 @@ def bench_shards(work: Path, runs: int) -> list[str]:
 
     def status(ckpt: Path) -> Callable[[], tuple[float, int]]:
         def step() -> tuple[float, int]:
-            seconds, peak, done = timed([sys.executable, "-c", AUDIT, "status", str(ckpt)])
+            seconds, peak, done = timed([sys.executable, AUDIT, "status", str(ckpt)])
             assert b"SHARDS-OPENED:0" in done.stderr, done.stderr
             return seconds, peak
 

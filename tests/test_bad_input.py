@@ -292,3 +292,15 @@ def test_hand_edited_file_blocks_revert_and_shows_what_changed(cli: Cli, kimi: P
     assert code == 0 and "where it still matched" in out
     text = config.read_text()
     assert '"kv_cache_scheme"' in text and '"dtype": "float16"' in text
+
+
+def test_journal_entry_pointing_outside_is_refused(cli: Cli, kimi: Path, tmp_path: Path) -> None:
+    cli("apply", kimi, "strip-fp8-kv-cache")
+    journal = kimi / ".patcher" / "journal.json"
+    data = json.loads(journal.read_text())
+    data["entries"][0]["files"][0]["path"] = "../victim.json"
+    journal.write_text(json.dumps(data))
+    (tmp_path / "victim.json").write_text("{}")
+    message = refused(cli, kimi, "revert", kimi, "--all")
+    assert "../victim.json" in message and "'..' is not allowed" in message
+    assert (tmp_path / "victim.json").read_text() == "{}"

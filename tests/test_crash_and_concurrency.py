@@ -136,25 +136,7 @@ def test_concurrent_applies_and_reverts_stay_consistent(kimi: Path, tmp_path: Pa
     assert tree_bytes(kimi) == original
 
 
-AUDIT = textwrap.dedent(
-    """
-    import sys
-    opened = []
-    def hook(event, args):
-        if event == "open" and args[0] is not None:
-            opened.append(str(args[0]))
-    sys.addaudithook(hook)
-    from patcher.cli import app
-    try:
-        app(sys.argv[1:], prog_name="patcher")
-    except SystemExit:
-        pass
-    finally:
-        shards = [p for p in opened if p.endswith(".safetensors")]
-        configs = [p for p in opened if p.endswith("config.json")]
-        sys.stderr.write("SHARDS-OPENED:%d CONFIGS-OPENED:%d\\n" % (len(shards), len(configs)))
-    """
-)
+AUDIT = ROOT / "tests" / "audit_open.py"
 
 
 def test_weight_shards_are_never_opened(kimi: Path) -> None:
@@ -170,7 +152,7 @@ def test_weight_shards_are_never_opened(kimi: Path) -> None:
         ["revert", str(kimi), "--all"],
     ):
         done = subprocess.run(
-            [sys.executable, "-c", AUDIT, *command],
+            [sys.executable, str(AUDIT), *command],
             capture_output=True,
             text=True,
             env=env,
