@@ -173,13 +173,17 @@ def load_journal(directory: Path) -> Journal:
 
 def read_journal(checkpoint: Checkpoint) -> Journal:
     """The journal for reading. If a crash left a change half done, it is settled first, under
-    the lock (which is why a read-only command may write)."""
+    the lock (which is why a read-only command may write), unless the checkpoint is read-only."""
     journal = load_journal(checkpoint.journal_dir)
     if journal.unsettled:
+        from patcher.errors import WriteError
         from patcher.session import write_session  # rare: keep it off the status start-up path
 
-        with write_session(checkpoint) as session:
-            return session.journal
+        try:
+            with write_session(checkpoint) as session:
+                return session.journal
+        except WriteError:
+            return journal  # read-only: report the half-done entry as it is
     return journal
 
 
