@@ -26,8 +26,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 KIMI = ROOT / "snapshots" / "example" / "kimi-k2.5-nvfp4"
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
-PATCHER = [sys.executable, "-m", "patcher"]
+# The patcher installed next to this interpreter (``pip install .`` compiles its bytecode, as
+# users get it); from the source tree only when it is not installed.
+SCRIPT = Path(sys.executable).parent / "patcher"
+INSTALLED = SCRIPT.exists()
+ENV = dict(os.environ) if INSTALLED else {**os.environ, "PYTHONPATH": str(ROOT)}
+PATCHER = [str(SCRIPT)] if INSTALLED else [sys.executable, "-m", "patcher"]
 
 AUDIT = str(ROOT / "tests" / "audit_open.py")  # counts the files a run opens
 
@@ -196,9 +200,7 @@ def bench_startup(work: Path, runs: int) -> list[str]:
     ckpt = work / "startup"
     shutil.copytree(KIMI, ckpt)
     timed([*PATCHER, "apply", str(ckpt), "strip-fp8-kv-cache"])
-    # The console script next to this interpreter, so both sides run in one environment.
-    script = Path(sys.executable).parent / "patcher"
-    command = [str(script)] if script.exists() else PATCHER
+    command = PATCHER
     result = median_runs(
         runs,
         [
@@ -235,7 +237,8 @@ def main() -> None:
             bench_shards(work, args.runs),
             bench_startup(work, args.runs * 3),
         ]
-    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}\n")
+    where = f"installed ({SCRIPT})" if INSTALLED else "from the source tree"
+    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}, patcher {where}\n")
     print("\n\n".join("\n".join(s) for s in sections))
 
 
