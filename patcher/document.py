@@ -1,20 +1,11 @@
-"""Reading a config file: strict UTF-8, JSON with line and column in every error."""
+"""Config file text: strict UTF-8 decoding, and a type-exact canonical form of JSON values."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from patcher.errors import InputFileError
-
-
-@dataclass(frozen=True, slots=True)
-class JsonDocument:
-    """A JSON file's text (exactly its bytes, decoded) and its parsed value."""
-
-    text: str
-    value: Any
 
 
 def decode_text(data: bytes, file: str, hint: str) -> str:
@@ -27,20 +18,6 @@ def decode_text(data: bytes, file: str, hint: str) -> str:
             file=file,
             hint=hint,
         ) from None
-
-
-def parse_json(data: bytes, file: str, hint: str) -> JsonDocument:
-    """Parse ``data`` as a JSON document, with line and column on failure."""
-    text = decode_text(data, file, hint)
-    try:
-        value = json.loads(text[1:] if text.startswith("\ufeff") else text)
-    except json.JSONDecodeError as exc:
-        raise InputFileError(
-            f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
-            file=file,
-            hint=hint,
-        ) from None
-    return JsonDocument(text, value)
 
 
 def canonical(value: Any) -> str:

@@ -307,11 +307,6 @@ def _find(container: Container, token: str, pointer: str) -> int:
     raise PointerError(pointer)
 
 
-def value_span(text: str, pointer: str) -> tuple[int, int]:
-    """Return the (start, end) offsets of the value at ``pointer``."""
-    return JsonText(text).span(pointer)
-
-
 def raw_value(text: str, pointer: str) -> str:
     """Return the exact source text of the value at ``pointer``."""
     return JsonText(text).raw(pointer)

@@ -325,6 +325,10 @@ def revert_transforms(
                 journal = journal.put(other)
             journal = journal.put(entry.with_state("reverted"))
         return RevertResult("dry-run" if planned else "nothing-to-do", ckpt.root, tuple(planned))
+    existing = load_journal(ckpt.journal_dir)
+    if not existing.applied and not existing.unsettled:
+        _select(existing, target, last, every, ckpt.root)  # refuses a named or --last revert
+        return RevertResult("nothing-to-do", ckpt.root, ())  # and writes nothing
     with write_session(ckpt) as session:
         done = []
         for entry in _select(session.journal, target, last, every, ckpt.root):

@@ -119,3 +119,9 @@ def test_interrupt_exits_130(cli: Cli, kimi: Path, monkeypatch: pytest.MonkeyPat
 
 def test_app_name() -> None:
     assert app.info.name == "patcher"
+
+
+def test_revert_all_on_an_unpatched_checkpoint_writes_nothing(cli: Cli, kimi: Path) -> None:
+    code, out, _ = cli("revert", kimi, "--all")
+    assert code == 0 and out.startswith("nothing to do")
+    assert not (kimi / ".patcher").exists()
