@@ -42,13 +42,13 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _records(plans: tuple[FilePlan, ...]) -> tuple[FileRecord, ...]:
+def _records(plans: tuple[FilePlan, ...], befores: dict[str, str]) -> tuple[FileRecord, ...]:
     return tuple(
         FileRecord(
             path=p.path,
             kind=p.kind,
             link=p.link,
-            before=sha256(p.before),
+            before=befores[p.path],
             after=sha256(p.after),
             forward=p.forward,
             inverse=p.inverse,
@@ -118,8 +118,7 @@ def apply_transform(
                 return ApplyResult("nothing-to-do", ckpt.root, chosen, resolved.recorded, ())
         journal_dir = ckpt.journal_dir
         definition = store_object(journal_dir, chosen.text.encode("utf-8"))
-        for plan in plans:
-            store_object(journal_dir, plan.before)
+        befores = {plan.path: store_object(journal_dir, plan.before) for plan in plans}
         entry = Entry(
             id=session.journal.next_id(),
             state="pending",
@@ -129,7 +128,7 @@ def apply_transform(
             params=dict(resolved.recorded),
             time=now(),
             tool_version=__version__,
-            files=_records(plans),
+            files=_records(plans, befores),
         )
         session.save(session.journal.put(entry))
         try:

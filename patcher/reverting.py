@@ -66,10 +66,9 @@ def _is_index(token: str) -> bool:
 
 def _overlap(a: Op, b: Op, doc: Any) -> bool:
     """Whether two edits touch the same value, or one shifts the array the other indexes."""
-    ta, tb = _tokens(a), _tokens(b)
-    n = min(len(ta), len(tb))
-    if ta[:n] == tb[:n]:
+    if jsontext.related(a["path"], b["path"]):
         return True
+    ta, tb = _tokens(a), _tokens(b)
     for x, tx, ty in ((a, ta, tb), (b, tb, ta)):
         if x["op"] not in ("add", "remove") or not tx or not _is_index(tx[-1]):
             continue

@@ -245,12 +245,6 @@ class _Fetcher:
         return located.read_bytes()
 
 
-def _related(a: str, b: str) -> bool:
-    ta, tb = jsontext.split_pointer(a), jsontext.split_pointer(b)
-    n = min(len(ta), len(tb))
-    return ta[:n] == tb[:n]
-
-
 def _steps(entry: Entry, path: str) -> Iterator[tuple[Op, Any]]:
     """Each edit of ``path`` in ``entry`` with the value it found (MISSING for a new member)."""
     record = entry.file(path)
@@ -277,7 +271,7 @@ def _attribute(
         (e, op, before)
         for e in applied
         for op, before in _steps(e, path)
-        if _related(op["path"], pointer)
+        if jsontext.related(op["path"], pointer)
     ]
     if not touching:
         return None, None, UNEXPLAINED

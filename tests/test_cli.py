@@ -10,7 +10,18 @@ import pytest
 from patcher.cli import app
 from tests.conftest import Cli, tree_bytes
 
-COMMANDS = ["list", "show", "apply", "revert", "status", "diff"]
+COMMANDS = [
+    "list",
+    "show",
+    "apply",
+    "revert",
+    "status",
+    "diff",
+    "reapply",
+    "check",
+    "overrides",
+    "kv-budget",
+]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
