@@ -81,5 +81,9 @@ class WriteError(PatcherError):
     """The filesystem refused a write (read-only, full disk, permissions)."""
 
 
+class TargetError(PatcherError):
+    """An engine, version or GPU that patcher's engine model does not know."""
+
+
 class UpstreamError(PatcherError):
     """The Hugging Face Hub (or its local cache) could not provide the upstream files."""

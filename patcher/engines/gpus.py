@@ -1,0 +1,78 @@
+"""GPUs by name or compute capability, with the memory the driver reports."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+
+from patcher.errors import TargetError
+
+
+@dataclass(frozen=True, slots=True)
+class Gpu:
+    """A GPU model: its compute capability and total memory (GiB, as nvidia-smi reports)."""
+
+    name: str
+    capability: tuple[int, int]
+    memory_gib: float | None
+
+    @property
+    def capability_text(self) -> str:
+        """The compute capability as ``12.0``."""
+        return f"{self.capability[0]}.{self.capability[1]}"
+
+
+# Memory: total MiB reported by nvidia-smi / 1024, rounded to 0.01 GiB.
+GPUS: dict[str, Gpu] = {
+    gpu.name: gpu
+    for gpu in (
+        Gpu("rtx-pro-6000", (12, 0), 95.59),
+        Gpu("rtx-5090", (12, 0), 31.84),
+        Gpu("rtx-5080", (12, 0), 15.92),
+        Gpu("dgx-spark", (12, 1), 119.7),
+        Gpu("b200", (10, 0), 179.06),
+        Gpu("gb200", (10, 0), 184.0),
+        Gpu("b300", (10, 3), 268.0),
+        Gpu("h200", (9, 0), 140.4),
+        Gpu("h100", (9, 0), 79.65),
+        Gpu("h20", (9, 0), 95.58),
+        Gpu("gh200", (9, 0), 94.5),
+        Gpu("l40s", (8, 9), 44.99),
+        Gpu("l4", (8, 9), 22.49),
+        Gpu("rtx-4090", (8, 9), 23.99),
+        Gpu("rtx-6000-ada", (8, 9), 47.99),
+        Gpu("a100", (8, 0), 80.0),
+        Gpu("a100-40gb", (8, 0), 40.0),
+        Gpu("a10g", (8, 6), 22.49),
+        Gpu("a10", (8, 6), 22.49),
+        Gpu("rtx-3090", (8, 6), 24.0),
+        Gpu("a6000", (8, 6), 47.99),
+        Gpu("t4", (7, 5), 15.0),
+        Gpu("v100", (7, 0), 32.0),
+    )
+}
+ALIASES = {
+    "rtx-pro-6000-blackwell": "rtx-pro-6000",
+    "h100-80gb": "h100",
+    "a100-80gb": "a100",
+    "h200-141gb": "h200",
+    "gb10": "dgx-spark",
+}
+_CAPABILITY = re.compile(r"(?:sm_?)?(\d{1,2})\.?(\d)")
+
+
+def parse_gpu(text: str) -> Gpu:
+    """A GPU from a name (``rtx-pro-6000``, ``h200``) or a capability (``12.0``, ``sm90``)."""
+    key = text.strip().lower().replace(" ", "-").replace("_", "-")
+    key = ALIASES.get(key, key)
+    if key in GPUS:
+        return GPUS[key]
+    match = _CAPABILITY.fullmatch(key.replace("-", ""))
+    if match and 3 <= int(match.group(1)) <= 13:
+        return Gpu(f"sm{match.group(1)}{match.group(2)}", (int(match.group(1)), int(match.group(2))), None)
+    close = difflib.get_close_matches(key, list(GPUS), n=1, cutoff=0.5)
+    raise TargetError(
+        f"unknown GPU {text!r}" + (f"; did you mean {close[0]!r}?" if close else ""),
+        hint="give a compute capability such as --gpu 12.0, or one of: " + ", ".join(GPUS),
+    )

@@ -1,0 +1,24 @@
+"""One entry point to the engine model: the view of a checkpoint from one engine version."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from patcher.checkpoint import open_checkpoint
+from patcher.engines import sglang, vllm
+from patcher.engines.files import ConfigFiles, read_config_files
+from patcher.engines.gpus import Gpu
+from patcher.engines.target import Engine
+from patcher.engines.view import EngineView
+
+
+def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None = None) -> EngineView:
+    """What ``engine`` derives from ``files`` (and, with ``gpu``, whether it can start there)."""
+    if engine.name == "sglang":
+        return sglang.derive(engine, files, gpu)
+    return vllm.derive(engine, files, gpu)
+
+
+def engine_view(checkpoint: Path | str, engine: Engine, gpu: Gpu | None = None) -> EngineView:
+    """:func:`derive` on a checkpoint's files as they are now."""
+    return derive(engine, read_config_files(open_checkpoint(checkpoint)), gpu)

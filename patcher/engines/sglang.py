@@ -1,0 +1,82 @@
+"""SGLang's context length and KV-cache dtype (read in sglang 0.5.23).
+
+- ``srt/utils/hf_transformers/common.py`` get_context_length: the first of
+  ``CONTEXT_LENGTH_KEYS`` times the rope factor, where the factor is 1 when
+  ``rope_scaling`` has ``original_max_position_embeddings`` (YaRN) or is llama3;
+- ``srt/mem_cache/kv_cache_dtype.py``: ``--kv-cache-dtype auto`` is ``fp8_e4m3`` when the
+  ModelOpt quant config's ``kv_cache_quant_algo`` is ``"FP8"`` (the flat layout maps a
+  ``kv_cache_scheme`` of 8-bit floats to it), else the model dtype.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from patcher.engines.files import ConfigFiles
+from patcher.engines.gpus import Gpu
+from patcher.engines.target import Engine
+from patcher.engines.view import Derived, EngineView, StartupError
+
+CONTEXT_LENGTH_KEYS = (
+    "max_sequence_length",
+    "seq_length",
+    "max_seq_len",
+    "model_max_length",
+    "max_position_embeddings",
+)
+
+
+def context_length(text: Mapping[str, Any]) -> Derived:
+    """The context length SGLang derives when no ``--context-length`` is given."""
+    rope = text.get("rope_scaling") or text.get("rope_parameters")
+    factor: Any = 1
+    if isinstance(rope, dict) and rope:
+        factor = rope.get("factor", 1)
+        if "original_max_position_embeddings" in rope or rope.get("rope_type") == "llama3":
+            factor = 1
+    for key in CONTEXT_LENGTH_KEYS:
+        value = text.get(key)
+        if value is not None:
+            note = f" x factor {factor:g}" if factor != 1 else ""
+            return Derived(int(factor * value), f"{key} {value}{note}")
+    return Derived(2048, "no length key: 2048")
+
+
+def _kv_algo(quant: Mapping[str, Any]) -> tuple[Any, str]:
+    inner = quant.get("quantization")
+    if isinstance(inner, dict):
+        return inner.get("kv_cache_quant_algo"), "/quantization/kv_cache_quant_algo"
+    scheme = quant.get("kv_cache_scheme")
+    if isinstance(scheme, dict):
+        is_fp8 = scheme.get("type") == "float" and scheme.get("num_bits") == 8
+        return ("FP8" if is_fp8 else None), "/kv_cache_scheme"
+    return quant.get("kv_cache_quant_algo"), "/kv_cache_quant_algo"
+
+
+def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
+    """Context length and KV dtype as SGLang derives them (quantization as declared)."""
+    config = files.config
+    if config is None:
+        none = Derived(None, "no config.json")
+        error = StartupError("config.json not found", file="config.json")
+        return EngineView(engine, gpu, none, none, none, False, None, (error,))
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    quant, source = config.get("quantization_config"), "config.json /quantization_config"
+    if quant is None and files.hf_quant is not None:
+        quant, source = files.hf_quant, "hf_quant_config.json "
+    kv = Derived("auto", "no KV directive: the model dtype")
+    method = None
+    if isinstance(quant, dict):
+        producer = quant.get("producer")
+        modelopt = quant.get("quant_method") == "modelopt" or (
+            isinstance(producer, dict) and producer.get("name") == "modelopt"
+        )
+        method = "modelopt" if modelopt else quant.get("quant_method")
+        algo, pointer = _kv_algo(quant) if modelopt else (None, "")
+        if isinstance(algo, str) and algo.upper() == "FP8":
+            kv = Derived("fp8_e4m3", f"{source.rstrip()}{pointer}")
+    mla = text.get("kv_lora_rank") is not None
+    return EngineView(
+        engine, gpu, context_length(text), kv, Derived(method, "as declared"), mla, None, ()
+    )

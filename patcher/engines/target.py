@@ -1,0 +1,55 @@
+"""An engine and its version, as the user names it (``vllm==0.16.0``)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from patcher.errors import TargetError
+
+EngineName = Literal["vllm", "sglang"]
+Version = tuple[int, int, int]
+# The oldest release each engine model covers.
+OLDEST: dict[str, Version] = {"vllm": (0, 10, 0), "sglang": (0, 4, 0)}
+_SPEC = re.compile(r"\s*(vllm|sglang)\s*(?:==|@|=|\s)\s*v?(\d+)\.(\d+)(?:\.(\d+))?\S*\s*")
+
+
+@dataclass(frozen=True, slots=True)
+class Engine:
+    """An inference engine at one version."""
+
+    name: EngineName
+    version: Version
+
+    @property
+    def version_text(self) -> str:
+        """The version as ``0.16.0``."""
+        return ".".join(str(part) for part in self.version)
+
+    def __str__(self) -> str:
+        return f"{self.name}=={self.version_text}"
+
+    def at_least(self, *version: int) -> bool:
+        """Whether this release is ``version`` or later."""
+        return self.version >= tuple(version)
+
+
+def parse_engine(text: str) -> Engine:
+    """``vllm==0.16.0`` (also ``vllm@0.16``, ``sglang==0.5.23``) as an :class:`Engine`."""
+    match = _SPEC.fullmatch(text.lower())
+    if not match:
+        raise TargetError(
+            f"cannot read engine {text!r}",
+            hint="name it as NAME==VERSION, e.g. --engine vllm==0.16.0 or --engine sglang==0.5.23",
+        )
+    name = match.group(1)
+    version = (int(match.group(2)), int(match.group(3)), int(match.group(4) or 0))
+    if version < OLDEST[name]:
+        oldest = ".".join(map(str, OLDEST[name]))
+        raise TargetError(
+            f"{name} {'.'.join(map(str, version))} is older than the engine model covers "
+            f"({name} {oldest} and later)",
+            hint=f"check against --engine {name}=={oldest} or later",
+        )
+    return Engine(name, version)  # type: ignore[arg-type]

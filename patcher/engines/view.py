@@ -1,0 +1,48 @@
+"""What an engine derives from a checkpoint: the values and the start-up errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from patcher.engines.gpus import Gpu
+from patcher.engines.target import Engine
+
+
+@dataclass(frozen=True, slots=True)
+class StartupError:
+    """An error the engine's config stage raises, in the engine's words, and its fix."""
+
+    message: str
+    file: str | None = None
+    pointer: str | None = None
+    transform: str | None = None
+    flag: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Derived:
+    """One derived value and where it came from (for people)."""
+
+    value: Any
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class EngineView:
+    """What one engine version derives from the checkpoint's files, on one GPU if given."""
+
+    engine: Engine
+    gpu: Gpu | None
+    max_model_len: Derived
+    kv_cache_dtype: Derived
+    quantization: Derived
+    mla: bool
+    attention_backends: tuple[str, ...] | None
+    startup_errors: tuple[StartupError, ...]
+
+    @property
+    def starts(self) -> bool:
+        """Whether the config stage passes (and, with a GPU, a backend accepts the config)."""
+        return not self.startup_errors

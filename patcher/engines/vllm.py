@@ -1,0 +1,389 @@
+"""vLLM's config stage, as rules per version (0.10 and later).
+
+Each rule follows vLLM's own code, cited by file at the versions read; ranges were bisected
+over sampled releases only (0.10.1, 0.11-0.20, 0.33.0), so a change can sit in an unsampled
+release between two sampled ones. ``snapshots/engines/vllm-*.json`` holds what the real vLLM
+derives from every snapshot config; ``tests/test_engine_truth.py`` holds this model to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from patcher.engines.files import ConfigFiles
+from patcher.engines.gpus import Gpu
+from patcher.engines.target import Engine
+from patcher.engines.view import Derived, EngineView, StartupError
+
+# config/model.py _get_and_verify_max_len: before PR #56446 (first sampled in 0.33.0) a YaRN
+# config's length is original_max_position_embeddings x factor, max_position_embeddings ignored.
+YARN_KEEPS_MAX_POSITION = (0, 33, 0)
+# arg_utils.py calls resolve_kv_cache_dtype_string('auto', ...) from 0.14.0 (PR #30785).
+KV_AUTO_FROM_CHECKPOINT = (0, 14, 0)
+# model_arch_config_convertor.py derive_max_model_len_and_key.
+MAX_LEN_KEYS = (
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+    "max_target_positions",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
+)
+MLA_MODEL_TYPES = (
+    "deepseek_v2",
+    "deepseek_v3",
+    "deepseek_v32",
+    "deepseek_mtp",
+    "glm_moe_dsa",
+    "glm4_moe_lite",
+    "glm4_moe_lite_mtp",
+    "kimi_k2",
+    "kimi_linear",
+    "longcat_flash",
+    "pangu_ultra_moe",
+    "pangu_ultra_moe_mtp",
+)
+MLA_MODEL_TYPES_033 = (*MLA_MODEL_TYPES, "deepseek_v4", "glm5_next", "glm5_next_text")
+MODELOPT_KV_MAP = {"fp8": "fp8_e4m3", "nvfp4": "nvfp4"}
+# quantization/modelopt.py: fields checked with `field not in quantization` (nested layout).
+REQUIRED_FIELDS = {
+    "modelopt_fp4": ("NVFP4", ("group_size", "kv_cache_quant_algo", "exclude_modules")),
+    "modelopt_mxfp8": ("MXFP8", ("kv_cache_quant_algo", "exclude_modules")),
+}
+# get_min_capability() of each quantization config (x10: 89 means 8.9).
+MIN_CAPABILITY = {
+    "fp8": 75,
+    "modelopt_fp4": 75,
+    "modelopt_mxfp8": 100,
+    "mxfp4": 80,
+    "bitsandbytes": 70,
+    "compressed-tensors": 70,
+    "awq": 75,
+    "gptq": 60,
+}
+
+
+def _backends(engine: Engine) -> dict[str, tuple[tuple[int, ...], tuple[str, ...]]]:
+    """Dense MLA backends: compute-capability majors and KV dtypes (v1/attention/backends/mla)."""
+    if engine.at_least(0, 18):
+        triton = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3")  # PR #34597
+    elif engine.at_least(0, 15):
+        triton = ("auto", "bfloat16")  # PR #32795
+    else:
+        triton = ("auto",)
+    fp8 = ("auto", "bfloat16", "fp8", "fp8_e4m3")
+    return {
+        "FLASHINFER_MLA": ((10,), fp8),
+        "CUTLASS_MLA": ((10,), fp8),
+        "FLASH_ATTN_MLA": ((9,), ("auto", "bfloat16")),
+        "FLASHMLA": ((9, 10), fp8),
+        "TRITON_MLA": ((), triton),  # any capability
+    }
+
+
+def mla_priority(engine: Engine, gpu: Gpu) -> tuple[str, ...]:
+    """platforms/cuda.py _get_backend_priorities(use_mla=True, capability)."""
+    major = gpu.capability[0]
+    if major == 10:
+        return ("FLASHINFER_MLA", "CUTLASS_MLA", "FLASH_ATTN_MLA", "FLASHMLA", "TRITON_MLA")
+    if major == 12 and engine.at_least(0, 33):
+        return ("TRITON_MLA",)
+    return ("FLASH_ATTN_MLA", "FLASHMLA", "FLASHINFER_MLA", "TRITON_MLA")
+
+
+def _rejections(engine: Engine, gpu: Gpu, kv: str) -> dict[str, list[str]]:
+    """Each MLA backend on this GPU, with vLLM's reasons for refusing it (empty: accepted)."""
+    table = _backends(engine)
+    reasons: dict[str, list[str]] = {}
+    for name in mla_priority(engine, gpu):
+        majors, dtypes = table[name]
+        found = []
+        if kv not in dtypes:
+            found.append("kv_cache_dtype not supported")
+        if majors and gpu.capability[0] not in majors:
+            found.append("compute capability not supported")
+        reasons[name] = found
+    return reasons
+
+
+def _text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    text = config.get("text_config")
+    return text if isinstance(text, dict) else config
+
+
+def _rope_parameters(text: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """transformers_utils/config.py patch_rope_parameters, on the raw JSON."""
+    raw = text.get("rope_parameters") or text.get("rope_scaling")
+    if not isinstance(raw, dict):
+        return []
+    nested = raw and all(isinstance(v, dict) for v in raw.values())
+    found = []
+    for params in raw.values() if nested else [raw]:
+        rp = dict(params)
+        rp.setdefault("rope_type", rp.get("type", "default"))
+        rp["rope_type"] = {"su": "longrope", "mrope": "default"}.get(rp["rope_type"], rp["rope_type"])
+        if "original_max_position_embeddings" in text:
+            rp["original_max_position_embeddings"] = text["original_max_position_embeddings"]
+        found.append(rp)
+    return found
+
+
+def max_model_len(engine: Engine, config: Mapping[str, Any]) -> Derived:
+    """The ``max_model_len`` vLLM derives when no ``--max-model-len`` is given."""
+    text = _text_config(config)
+    derived: float = float("inf")
+    key = None
+    for name in MAX_LEN_KEYS:
+        value = text.get(name)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value < derived:
+            derived, key = value, name
+    if text.get("model_max_length"):
+        derived, key = text["model_max_length"], "model_max_length"
+    if derived == float("inf"):
+        derived, key = 2048, None
+    base = "text_config." if text is not config else ""
+    reason = f"{base}{key} {derived}" if key else "no length key in config.json: 2048"
+    rope = _rope_parameters(text)
+    if rope and "gemma3" not in str(text.get("model_type", "")):
+        factor: Any = 1.0
+        exempt = ("su", "longrope", "llama3")
+        if engine.at_least(*YARN_KEEPS_MAX_POSITION):
+            exempt += ("yarn", "deepseek_yarn", "deepseek_llama_scaling")
+        for rp in rope:
+            if rp["rope_type"] in exempt:
+                continue
+            factor = rp.get("factor", factor)
+            if rp["rope_type"] == "yarn" and "original_max_position_embeddings" in rp:
+                derived = rp["original_max_position_embeddings"]
+                reason = (
+                    f"YaRN rule of vLLM before 0.33: rope_scaling.original_max_position_embeddings "
+                    f"{derived}"
+                )
+        factor = 1.0 if factor is None else factor
+        if factor != 1.0:
+            reason += f" x factor {factor:g}"
+        derived *= factor
+    if any(rp["rope_type"] == "longrope" for rp in rope):
+        derived = text.get("original_max_position_embeddings", derived)
+        reason = f"longrope: original_max_position_embeddings {derived}"
+    return Derived(int(derived), reason)
+
+
+def _quant_config(files: ConfigFiles) -> tuple[dict[str, Any] | None, str | None]:
+    """transformers_utils/config.py: config.json's quantization_config, else
+    hf_quant_config.json; normalised as model_arch_config_convertor.py does."""
+    config = files.config or {}
+    source = "config.json"
+    raw = config.get("quantization_config")
+    if raw is None and files.hf_quant is not None:
+        raw, source = files.hf_quant, "hf_quant_config.json"
+    if raw is None:
+        text = config.get("text_config")
+        if isinstance(text, dict) and isinstance(text.get("quantization_config"), dict):
+            raw, source = text["quantization_config"], "config.json"
+    if not isinstance(raw, dict):
+        return None, None
+    return dict(raw), source
+
+
+def _normalise(engine: Engine, quant: dict[str, Any], source: str) -> StartupError | None:
+    producer = quant.get("producer")
+    inner = quant.get("quantization")
+    if isinstance(producer, dict) and producer.get("name") == "modelopt" and isinstance(inner, dict):
+        algo = inner.get("quant_algo")
+        if algo is not None:
+            upper = str(algo).upper()
+            if upper in ("FP8", "FP8_PER_CHANNEL_PER_TOKEN", "FP8_PB_WO"):
+                quant["quant_method"] = "modelopt"
+            elif upper == "NVFP4":
+                quant["quant_method"] = "modelopt_fp4"
+            elif upper == "MIXED_PRECISION" and engine.at_least(0, 33):
+                quant["quant_method"] = "modelopt_mixed"
+            else:
+                return StartupError(
+                    f"Unknown ModelOpt quant algo: {algo}",
+                    file=source,
+                    pointer="/quantization/quant_algo",
+                    note=f"{engine} cannot load this format; upgrade vLLM (do not edit quant_algo)",
+                )
+    method = str(quant.get("quant_method", "")).lower().replace("compressed_tensors", "compressed-tensors")
+    quant["quant_method"] = method
+    return None
+
+
+def _quantization(quant: Mapping[str, Any]) -> str | None:
+    """config/model.py _verify_quantization with the ModelOpt override_quantization_method."""
+    method = quant.get("quant_method") or None
+    if method != "modelopt":
+        return method
+    inner = quant.get("quantization")
+    if "quantization" in quant:
+        algo = str(inner.get("quant_algo", "")) if isinstance(inner, dict) else ""
+        if algo.upper() == "FP8":
+            return "modelopt"
+        if "NVFP4" in algo:
+            return "modelopt_fp4"
+        if algo.upper() == "MXFP8":
+            return "modelopt_mxfp8"
+        return "modelopt"
+    algo = quant.get("quant_algo", "")
+    if isinstance(algo, str) and "FP4" in algo.upper():
+        return "modelopt_fp4"
+    if isinstance(algo, str) and algo.upper() == "MXFP8":
+        return "modelopt_mxfp8"
+    return "modelopt"
+
+
+def kv_cache_dtype(engine: Engine, quant: Mapping[str, Any] | None, source: str | None) -> Derived:
+    """What ``--kv-cache-dtype auto`` resolves to (utils/torch_utils.py
+    resolve_kv_cache_dtype_string; only ModelOpt checkpoints count)."""
+    if not engine.at_least(*KV_AUTO_FROM_CHECKPOINT):
+        return Derived("auto", f"{engine} does not resolve 'auto' from the checkpoint")
+    if quant is None or not str(quant.get("quant_method", "")).startswith("modelopt"):
+        return Derived("auto", "no ModelOpt KV directive: the model dtype")
+    inner = quant.get("quantization", quant)
+    inner = inner if isinstance(inner, dict) else {}
+    candidates = (
+        ("/quantization/kv_cache_scheme", inner.get("kv_cache_scheme")),
+        ("/kv_cache_scheme", quant.get("kv_cache_scheme")),
+        ("/quantization/kv_cache_quant_algo", inner.get("kv_cache_quant_algo")),
+        ("/kv_cache_quant_algo", quant.get("kv_cache_quant_algo")),
+    )
+    pointer, value = next(((p, v) for p, v in candidates if v), (None, None))
+    where = f"{source} {'/quantization_config' if source == 'config.json' else ''}{pointer}"
+    if isinstance(value, dict):
+        if value.get("dynamic") is False and value.get("num_bits") == 8 and value.get("type") == "float":
+            return Derived("fp8_e4m3", where)
+        if engine.at_least(0, 33) and value.get("num_bits") == 4 and value.get("type") == "float":
+            return Derived("nvfp4", where)
+        return Derived("auto", f"{where}: unknown scheme, vLLM falls back to 'auto'")
+    if isinstance(value, str):
+        return Derived(MODELOPT_KV_MAP.get(value.lower(), "auto"), where)
+    return Derived("auto", "no KV directive: the model dtype")
+
+
+def _required_fields(
+    quantization: str | None, quant: Mapping[str, Any], source: str
+) -> StartupError | None:
+    if quantization not in REQUIRED_FIELDS or not isinstance(quant.get("quantization"), dict):
+        return None
+    label, fields = REQUIRED_FIELDS[quantization]
+    inner = quant["quantization"]
+    if label not in str(inner.get("quant_algo", "")).upper():
+        return None
+    missing = [f for f in fields if f not in inner]
+    if not missing:
+        return None
+    pointer = "/quantization" if source == "hf_quant_config.json" else "/quantization_config/quantization"
+    return StartupError(
+        f"{label} quantization requires the following fields in hf_quant_config.json: {missing}",
+        file=source,
+        pointer=f"{pointer}/{missing[0]}",
+        note=(
+            'put the key back with a null value ("kv_cache_quant_algo": null means no KV '
+            "quantization): revert the edit that removed it, then apply strip-fp8-kv-cache"
+        ),
+    )
+
+
+def _python_type(value: Any) -> str:
+    names = {dict: "dict", list: "list", int: "int", float: "float", bool: "bool"}
+    return f"<class '{names.get(type(value), type(value).__name__)}'>"
+
+
+def _kv_type_error(quant: Mapping[str, Any], source: str) -> StartupError | None:
+    if not str(quant.get("quant_method", "")).startswith("modelopt"):
+        return None
+    inner = quant.get("quantization")
+    value = inner.get("kv_cache_quant_algo") if isinstance(inner, dict) else quant.get("kv_cache_quant_algo")
+    if value is None or isinstance(value, str):
+        return None
+    return StartupError(
+        f"kv_cache_quant_algo must be a string, got {_python_type(value)}",
+        file=source,
+        note="use a string such as \"FP8\", or null for no KV quantization",
+    )
+
+
+def _attention_error(engine: Engine, gpu: Gpu, kv: str, head_size: int) -> StartupError:
+    reasons = _rejections(engine, gpu, kv)
+    listed = ", ".join(f"{name}: [{', '.join(why)}]" for name, why in reasons.items())
+    bf16_flag = any("bfloat16" in _backends(engine)[name][1] and "compute capability not supported" not in why for name, why in reasons.items())
+    return StartupError(
+        "No valid attention backend found for cuda with AttentionSelectorConfig("
+        f"head_size={head_size}, kv_cache_dtype={kv}, use_mla=True, ...). Reasons: {{{listed}}}.",
+        transform="strip-fp8-kv-cache",
+        flag="--kv-cache-dtype bfloat16" if bf16_flag else None,
+        note=(
+            f"on compute capability {gpu.capability_text} no MLA backend of {engine} takes a "
+            f"{kv} KV cache; vLLM 0.18 and later run FP8 MLA on SM12x (Triton MLA)"
+        ),
+    )
+
+
+def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
+    """Everything vLLM's config stage derives from these files."""
+    errors: list[StartupError] = []
+    config = files.config
+    if config is None:
+        missing = StartupError(
+            "Invalid repository ID or local directory specified: config.json not found",
+            file="config.json",
+            note="vLLM needs config.json; this folder holds only part of a checkpoint",
+        )
+        none = Derived(None, "no config.json")
+        return EngineView(engine, gpu, none, none, none, False, None, (missing,))
+    length = max_model_len(engine, config)
+    quant, source = _quant_config(files)
+    quantization: str | None = None
+    kv = Derived("auto", "no quantization config: the model dtype")
+    if quant is not None and source is not None:
+        failed = _normalise(engine, quant, source)
+        if failed is not None:
+            errors.append(failed)
+        else:
+            quantization = _quantization(quant)
+            kv = kv_cache_dtype(engine, quant, source)
+            errors.extend(
+                e
+                for e in (_required_fields(quantization, quant, source), _kv_type_error(quant, source))
+                if e is not None
+            )
+    text = _text_config(config)
+    mla_types = MLA_MODEL_TYPES_033 if engine.at_least(0, 33) else MLA_MODEL_TYPES
+    mla = text.get("model_type") in mla_types and text.get("kv_lora_rank") is not None
+    backends: tuple[str, ...] | None = None
+    if gpu is not None:
+        minimum = MIN_CAPABILITY.get(quantization or "")
+        if engine.at_least(0, 33) and quantization == "modelopt":
+            minimum = 80
+        elif quantization == "modelopt":
+            minimum = 89
+        current = gpu.capability[0] * 10 + gpu.capability[1]
+        if minimum is not None and current < minimum:
+            errors.append(
+                StartupError(
+                    f"The quantization method {quantization} is not supported for the current "
+                    f"GPU. Minimum capability: {minimum}. Current capability: {current}.",
+                    note="a hardware limit: no config edit helps",
+                )
+            )
+        if mla:
+            backends = tuple(n for n, why in _rejections(engine, gpu, kv.value).items() if not why)
+            if not backends:
+                head = int(text.get("kv_lora_rank") or 0) + int(text.get("qk_rope_head_dim") or 0)
+                errors.append(_attention_error(engine, gpu, kv.value, head))
+    return EngineView(
+        engine,
+        gpu,
+        length,
+        kv,
+        Derived(quantization, f"from {source}" if source else "no quantization config"),
+        mla,
+        backends,
+        tuple(errors),
+    )

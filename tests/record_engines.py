@@ -1,0 +1,84 @@
+"""Record what real engines derive from every snapshot config: the engine truth.
+
+    python tests/record_engines.py                    # vLLM 0.16.0 and 0.33.0
+    python tests/record_engines.py --version 0.18.0   # add a version
+
+For each version this makes a venv under ``--venvs`` (default ~/.cache/patcher-engines) with
+``pip install vllm==X`` (about 6 minutes and 10 GB each, CPU only), then runs
+``tests/engine_probe.py`` in it on every case: each ``snapshots/configs/<model>`` as published,
+the same model after each transform (``snapshots/expected/<transform>/<model>``), and the
+example checkpoint. The result goes to ``snapshots/engines/vllm-X.json``, which
+``tests/test_engine_truth.py`` compares with patcher's engine model (no vLLM needed there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SNAPSHOTS = ROOT / "snapshots"
+DEFAULT_VERSIONS = ("0.16.0", "0.33.0")
+
+
+def build_cases(work: Path) -> dict[str, str]:
+    """Write every case's config files under ``work``; return name -> directory."""
+    cases: dict[str, str] = {}
+
+    def make(name: str, sources: list[Path]) -> None:
+        target = work / name
+        target.mkdir(parents=True)
+        for source in sources:
+            for path in sorted(source.iterdir()):
+                if path.is_file() and path.suffix in (".json", ".jinja"):
+                    if not path.name.endswith(".patch.json"):
+                        shutil.copyfile(path, target / path.name)
+        cases[name] = str(target)
+
+    for model in sorted(p for p in (SNAPSHOTS / "configs").iterdir() if p.is_dir()):
+        make(model.name, [model])
+        for expected in sorted((SNAPSHOTS / "expected").glob(f"*/{model.name}")):
+            make(f"{model.name}+{expected.parent.name}", [model, expected])
+    make("example-kimi-k2.5-nvfp4", [SNAPSHOTS / "example" / "kimi-k2.5-nvfp4"])
+    return cases
+
+
+def venv_python(venvs: Path, version: str) -> Path:
+    """The Python of a venv with ``vllm==version``, made on first use."""
+    venv = venvs / f"vllm-{version}"
+    python = venv / "bin" / "python"
+    if not (venv / ".installed").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", f"vllm=={version}"], check=True)
+        (venv / ".installed").write_text(version)
+    return python
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="append", help="vLLM version (repeatable)")
+    parser.add_argument("--venvs", type=Path, default=Path.home() / ".cache/patcher-engines")
+    args = parser.parse_args()
+    out_dir = SNAPSHOTS / "engines"
+    out_dir.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        cases_file = Path(tmp) / "cases.json"
+        cases_file.write_text(json.dumps(build_cases(Path(tmp) / "cases")))
+        for version in args.version or DEFAULT_VERSIONS:
+            python = venv_python(args.venvs, version)
+            out = out_dir / f"vllm-{version}.json"
+            subprocess.run(
+                [str(python), str(ROOT / "tests" / "engine_probe.py"), str(cases_file), str(out)],
+                check=True,
+                env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "VLLM_LOGGING_LEVEL": "ERROR"},
+            )
+            print(f"recorded {out.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
