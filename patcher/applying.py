@@ -14,13 +14,15 @@ from patcher.catalog import find_transform
 from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.compiler import FilePlan, compile_transform
 from patcher.document import canonical
+from patcher.engines.target import Engine, parse_engine
+from patcher.errors import DoesNotApplyError
 from patcher.files import current_hash, replace_file
 from patcher.fsio import sha256
 from patcher.journal import Entry, FileRecord, Journal, read_journal, store_object
 from patcher.params import resolve_params
 from patcher.recovery import restore_original
 from patcher.session import write_session
-from patcher.transform import Transform
+from patcher.transform import Transform, substitute
 
 ApplyOutcome = Literal["applied", "dry-run", "nothing-to-do", "already-applied"]
 
@@ -35,6 +37,7 @@ class ApplyResult:
     params: Mapping[str, Any]
     files: tuple[FilePlan, ...]
     entry_id: int | None = None
+    warnings: tuple[str, ...] = ()
 
 
 def now() -> str:
@@ -79,6 +82,45 @@ def _same_applied(journal: Journal, transform: Transform, params: Mapping[str, A
     return None
 
 
+def _effect_warnings(
+    checkpoint: Checkpoint,
+    transform: Transform,
+    values: Mapping[str, Any],
+    plans: tuple[FilePlan, ...],
+    engine: Engine | None,
+) -> tuple[str, ...]:
+    """Refuse when ``engine`` ignores the edit; without one, warn about the versions that do."""
+    if not transform.effects or not plans:
+        return ()
+    from patcher.engines.effects import SAMPLED_VLLM, missed_effects, patched_files, version_ranges
+    from patcher.engines.files import read_config_files
+
+    after = patched_files(
+        read_config_files(checkpoint), {p.path: p.after for p in plans if p.kind == "json"}
+    )
+    missed = missed_effects(transform, values, after, [engine] if engine else SAMPLED_VLLM)
+    if not missed:
+        return ()
+    first = missed[0]
+    flags = transform.runtime.flags if transform.runtime else ()
+    flag = " ".join(substitute(f, values) for f in flags) or None
+    what = (
+        f"{first.effect} stays {first.derived.value} there ({first.derived.reason}), "
+        f"not {first.claimed}"
+    )
+    if engine is not None:
+        raise DoesNotApplyError(
+            f"{transform.name} has no effect on {engine}: {what}; nothing changed",
+            file=checkpoint.root,
+            hint=f"start the server with {flag}" if flag else "see patcher show " + transform.name,
+        )
+    versions = version_ranges(m.engine for m in missed)
+    return (
+        f"{transform.name} has no effect on {versions}: {what}"
+        + (f"; there, start the server with {flag}" if flag else ""),
+    )
+
+
 def apply_transform(
     checkpoint: Path | str,
     transform: str | Path | Transform,
@@ -86,10 +128,16 @@ def apply_transform(
     *,
     dry_run: bool = False,
     overlay: Path | str | None = None,
+    engine: Engine | str | None = None,
 ) -> ApplyResult:
     """Apply ``transform`` (a built-in name, a transform file path, or a ``Transform``) to the
     checkpoint. Returns the plan; with ``dry_run`` nothing is written. With ``overlay``, the
-    checkpoint is left untouched and the edits go to that overlay folder (made if needed)."""
+    checkpoint is left untouched and the edits go to that overlay folder (made if needed).
+
+    With ``engine`` (``"vllm==0.16.0"``), a transform whose declared effect that engine would
+    not derive from the patched files is refused; without it, the result carries a warning
+    naming the vLLM versions that ignore the edit."""
+    target = parse_engine(engine) if isinstance(engine, str) else engine
     ckpt = open_checkpoint(checkpoint)
     if overlay is not None and not dry_run:
         from patcher.overlay import make_overlay
@@ -98,9 +146,10 @@ def apply_transform(
     chosen = transform if isinstance(transform, Transform) else find_transform(str(transform))
     resolved = resolve_params(chosen, params or {})
     plans = compile_transform(ckpt, chosen, resolved)
+    warnings = _effect_warnings(ckpt, chosen, resolved.values, plans, target)
     if dry_run:
         outcome: ApplyOutcome = "dry-run" if plans else "nothing-to-do"
-        return ApplyResult(outcome, ckpt.root, chosen, resolved.recorded, plans)
+        return ApplyResult(outcome, ckpt.root, chosen, resolved.recorded, plans, None, warnings)
     if not plans:
         # Nothing to write, so nothing is locked or created either.
         previous = _same_applied(read_journal(ckpt), chosen, resolved.recorded)
@@ -138,4 +187,6 @@ def apply_transform(
                 session.save(session.journal.drop(entry.id))
             raise
         session.save(session.journal.put(entry.with_state("applied")))
-        return ApplyResult("applied", ckpt.root, chosen, resolved.recorded, plans, entry.id)
+        return ApplyResult(
+            "applied", ckpt.root, chosen, resolved.recorded, plans, entry.id, warnings
+        )

@@ -11,7 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from patcher.checkpoint import Checkpoint, open_checkpoint
-from patcher.errors import InputFileError
+from patcher.engines.files import ConfigFiles
+from patcher.engines.gpus import Gpu, parse_gpu
+from patcher.engines.model import derive
+from patcher.engines.target import Engine, parse_engine
+from patcher.engines.view import EngineView
+from patcher.errors import InputFileError, TargetError
 
 FP8_KV_POINTERS = (
     ("hf_quant_config.json", ("quantization", "kv_cache_quant_algo")),
@@ -38,10 +43,12 @@ class Finding:
 
 @dataclass(frozen=True, slots=True)
 class CheckReport:
-    """Everything ``check`` found (empty when the checkpoint looks fine)."""
+    """Everything ``check`` found (empty when the checkpoint looks fine), and with an engine,
+    what that engine derives from the files."""
 
     checkpoint: Path
     findings: tuple[Finding, ...]
+    engine: EngineView | None = None
 
 
 class _Files:
@@ -264,16 +271,53 @@ def _null_dtype(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]
         )
 
 
-def check_checkpoint(checkpoint: Path | str) -> CheckReport:
-    """Report known problems in the checkpoint's config files."""
+def _engine_findings(view: EngineView, apply: Callable[[str], str]) -> Iterator[Finding]:
+    for error in view.startup_errors:
+        fixes = [apply(error.transform)] if error.transform else []
+        if error.flag:
+            fixes.append(f"start {view.engine.name} with {error.flag}")
+        if error.note and not fixes:
+            fixes.append(error.note)
+        yield Finding(
+            "engine-startup-error",
+            error.file or "config.json",
+            error.pointer or "",
+            f"{view.engine} refuses to start: {error.message}",
+            error.transform,
+            "; or ".join(fixes),
+        )
+
+
+def check_checkpoint(
+    checkpoint: Path | str, *, engine: Engine | str | None = None, gpu: Gpu | str | None = None
+) -> CheckReport:
+    """Report known problems in the checkpoint's config files.
+
+    With ``engine`` (``"vllm==0.16.0"``) and optionally ``gpu`` (``"rtx-pro-6000"`` or
+    ``"12.0"``), the report also holds what that engine derives from the files, and the
+    engine's start-up errors become findings; the generic FP8 KV finding is then left to the
+    engine model, which knows whether that engine runs FP8 KV on that GPU."""
     ckpt = open_checkpoint(checkpoint)
     files = _Files(ckpt)
+    target = parse_engine(engine) if isinstance(engine, str) else engine
+    device = parse_gpu(gpu) if isinstance(gpu, str) else gpu
+    if device is not None and target is None:
+        raise TargetError(
+            "--gpu needs an engine to judge against", hint="add --engine vllm==0.16.0"
+        )
+    view = None
+    if target is not None:
+        view = derive(
+            target,
+            ConfigFiles(files.get("config.json"), files.get("hf_quant_config.json")),
+            device,
+        )
 
     def apply(name: str) -> str:
         return f"patcher apply {ckpt.root} {name}"
 
     findings = [
-        *_fp8_kv(files, apply),
+        *(_engine_findings(view, apply) if view is not None else _fp8_kv(files, apply)),
         *_kv_disagreement(files, apply),
         *_rope_downgrade(files, f"patcher diff {ckpt.root}"),
         *_eos_mismatch(files, apply),
@@ -282,4 +326,4 @@ def check_checkpoint(checkpoint: Path | str) -> CheckReport:
         *_generation_cap(files, apply),
         *_null_dtype(files, apply),
     ]
-    return CheckReport(ckpt.root, tuple(findings))
+    return CheckReport(ckpt.root, tuple(findings), view)

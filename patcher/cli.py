@@ -36,6 +36,16 @@ RevisionOpt = Annotated[
     str | None,
     typer.Option("--revision", help="With an ORG/NAME checkpoint: branch, tag or commit."),
 ]
+EngineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--engine", metavar="NAME==VERSION", help="Judge against this engine, e.g. vllm==0.16.0."
+    ),
+]
+GpuOpt = Annotated[
+    str | None,
+    typer.Option("--gpu", help="GPU name (rtx-pro-6000, h200, ...) or compute capability (12.0)."),
+]
 DryRunOpt = Annotated[
     bool, typer.Option("--dry-run", help="Show what would change; write nothing.")
 ]
@@ -127,9 +137,14 @@ def apply(
         typer.Option("--overlay", help="Leave CKPT untouched: write an overlay folder instead."),
     ] = None,
     revision: RevisionOpt = None,
+    engine: EngineOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Apply a transform and record it in the checkpoint's journal."""
+    """Apply a transform and record it in the checkpoint's journal.
+
+    With --engine, a transform whose effect that engine would not see (e.g. set-context-length
+    on a YaRN config under vLLM before 0.33) is refused, naming the flag that works.
+    """
     with _boundary():
         from patcher import render
         from patcher.applying import apply_transform
@@ -141,8 +156,12 @@ def apply(
             parse_assignments(assignments or []),
             dry_run=dry_run,
             overlay=overlay,
+            engine=engine,
         )
         _out(render.to_json(render.apply_json(result)) if as_json else render.apply_text(result))
+        if not as_json:
+            for warning in result.warnings:
+                _err(f"warning: {warning}")
 
 
 @app.command()
@@ -251,14 +270,23 @@ def reapply(
 
 @app.command()
 def check(
-    checkpoint: CheckpointArg, revision: RevisionOpt = None, as_json: JsonOpt = False
+    checkpoint: CheckpointArg,
+    engine: EngineOpt = None,
+    gpu: GpuOpt = None,
+    revision: RevisionOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Report known problems and the transform for each; exit 1 when any is found."""
+    """Report known problems and the transform for each; exit 1 when any is found.
+
+    With --engine (and --gpu), also show what that engine derives from the files
+    (max_model_len, the KV-cache dtype 'auto' resolves to, quantization, MLA, the attention
+    backends that accept the config) and the errors its config stage would raise.
+    """
     with _boundary():
         from patcher import render
         from patcher.check import check_checkpoint
 
-        report = check_checkpoint(_target(checkpoint, revision))
+        report = check_checkpoint(_target(checkpoint, revision), engine=engine, gpu=gpu)
         _out(render.to_json(render.check_json(report)) if as_json else render.check_text(report))
     if report.findings:
         raise typer.Exit(EXIT_REFUSED)
@@ -266,14 +294,20 @@ def check(
 
 @app.command()
 def overrides(
-    checkpoint: CheckpointArg, revision: RevisionOpt = None, as_json: JsonOpt = False
+    checkpoint: CheckpointArg,
+    engine: EngineOpt = None,
+    revision: RevisionOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Print the vLLM --hf-overrides and flags equivalent to the applied transforms."""
+    """Print the vLLM --hf-overrides and flags equivalent to the applied transforms.
+
+    With --engine, only flags that version accepts (--kv-cache-dtype bfloat16 needs vLLM 0.15).
+    """
     with _boundary():
         from patcher import render
         from patcher.overrides import engine_overrides
 
-        result = engine_overrides(_target(checkpoint, revision))
+        result = engine_overrides(_target(checkpoint, revision), engine=engine)
         _out(
             render.to_json(render.overrides_json(result))
             if as_json

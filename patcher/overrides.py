@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from patcher.checkpoint import open_checkpoint
+from patcher.engines.target import Engine, parse_engine
 from patcher.errors import PatcherError
 from patcher.journal import load_object, read_journal
 from patcher.transform import parse_transform, substitute
@@ -60,8 +61,20 @@ def _merge(into: dict[str, Any], extra: dict[str, Any]) -> None:
             into[key] = value
 
 
-def engine_overrides(checkpoint: Path | str) -> Overrides:
-    """The runtime equivalents of the transforms applied to the checkpoint."""
+def _too_old(requires: str | None, engine: Engine | None) -> str | None:
+    """Why the flags do not work on ``engine`` (None when they do, or no engine is named)."""
+    if requires is None or engine is None:
+        return None
+    needed = parse_engine(requires)
+    if needed.name == engine.name and engine.version >= needed.version:
+        return None
+    return f"no runtime equivalent on {engine}: the flags need {needed.name} {needed.version_text} or later"
+
+
+def engine_overrides(checkpoint: Path | str, *, engine: Engine | str | None = None) -> Overrides:
+    """The runtime equivalents of the transforms applied to the checkpoint; with ``engine``,
+    only the flags that engine version accepts."""
+    target = parse_engine(engine) if isinstance(engine, str) else engine
     ckpt = open_checkpoint(checkpoint)
     journal = read_journal(ckpt)
     config_path = ckpt.path("config.json")
@@ -95,6 +108,11 @@ def engine_overrides(checkpoint: Path | str) -> Overrides:
                 overrides = {"text_config": overrides}
             entry_flags = tuple(substitute(list(runtime.flags), params))
             note = runtime.note
+            too_old = _too_old(runtime.requires, target)
+            if too_old:
+                entry_flags, note = (), too_old
+            elif runtime.requires and target is None:
+                note = f"flags from {runtime.requires.replace('==', ' ')} on. {note}".strip()
         covered = bool(overrides or entry_flags)
         uncovered = tuple(
             f"{record.path}: {NOT_OVERRIDABLE[record.path]}"

@@ -11,6 +11,7 @@ if TYPE_CHECKING:  # only for annotations: `patcher status` must not import the 
     from patcher.applying import ApplyResult
     from patcher.check import CheckReport
     from patcher.compiler import Op
+    from patcher.engines.view import EngineView
     from patcher.journal import Entry
     from patcher.kvbudget import KvBudget
     from patcher.offline_diff import CheckpointDiff
@@ -124,6 +125,7 @@ def apply_json(r: ApplyResult) -> dict[str, Any]:
         "transform": r.transform.name,
         "params": dict(r.params),
         "entry": r.entry_id,
+        "warnings": list(r.warnings),
         "files": [
             {
                 "path": f.path,
@@ -267,10 +269,63 @@ def diff_text(d: CheckpointDiff) -> str:
     return "".join(f.unified for f in d.files).rstrip("\n")
 
 
+def engine_json(v: EngineView) -> dict[str, Any]:
+    """What an engine derives from the checkpoint, as JSON (``check --engine``)."""
+    return {
+        "name": v.engine.name,
+        "version": v.engine.version_text,
+        "gpu": None
+        if v.gpu is None
+        else {"name": v.gpu.name, "compute_capability": v.gpu.capability_text},
+        "max_model_len": v.max_model_len.value,
+        "kv_cache_dtype": v.kv_cache_dtype.value,
+        "quantization": v.quantization.value,
+        "mla": v.mla,
+        "attention_backends": None if v.attention_backends is None else list(v.attention_backends),
+        "startup_errors": [
+            {
+                "message": e.message,
+                "file": e.file,
+                "pointer": e.pointer,
+                "transform": e.transform,
+                "flag": e.flag,
+                "note": e.note,
+            }
+            for e in v.startup_errors
+        ],
+        "reasons": {
+            "max_model_len": v.max_model_len.reason,
+            "kv_cache_dtype": v.kv_cache_dtype.reason,
+            "quantization": v.quantization.reason,
+        },
+    }
+
+
+def engine_text(v: EngineView) -> list[str]:
+    """What an engine derives, for people."""
+    on = f" on {v.gpu.name} (compute capability {v.gpu.capability_text})" if v.gpu else ""
+    lines = [f"{v.engine}{on} derives:"]
+    lines.append(f"  max_model_len   {v.max_model_len.value}  ({v.max_model_len.reason})")
+    lines.append(f"  kv_cache_dtype  {v.kv_cache_dtype.value}  ({v.kv_cache_dtype.reason})")
+    lines.append(f"  quantization    {v.quantization.value}  ({v.quantization.reason})")
+    lines.append(f"  MLA             {'yes' if v.mla else 'no'}")
+    if v.attention_backends is not None:
+        accepted = ", ".join(v.attention_backends) or "none: the server will not start"
+        lines.append(f"  MLA backends    {accepted}")
+    elif v.mla and v.gpu is None:
+        lines.append("  MLA backends    (give --gpu to check which backends accept the config)")
+    lines.append(
+        "  starts          "
+        + ("yes" if v.starts else f"no ({len(v.startup_errors)} error(s) below)")
+    )
+    return lines
+
+
 def check_json(r: CheckReport) -> dict[str, Any]:
     """A check report as JSON."""
     return {
         "checkpoint": str(r.checkpoint),
+        "engine": None if r.engine is None else engine_json(r.engine),
         "findings": [
             {
                 "code": f.code,
@@ -287,9 +342,10 @@ def check_json(r: CheckReport) -> dict[str, Any]:
 
 def check_text(r: CheckReport) -> str:
     """A check report for people."""
+    lines = engine_text(r.engine) if r.engine is not None else []
     if not r.findings:
-        return f"no known problems in {r.checkpoint}"
-    lines = [f"{len(r.findings)} known problem(s) in {r.checkpoint}:"]
+        return "\n".join([*lines, f"no known problems in {r.checkpoint}"])
+    lines.append(f"{len(r.findings)} known problem(s) in {r.checkpoint}:")
     for f in r.findings:
         lines.append(f"  [{f.code}] {f.file} {f.pointer}: {f.message}")
         lines.append(f"      fix: {f.command}")

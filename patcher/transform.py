@@ -10,7 +10,7 @@ import json
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,6 +21,8 @@ PARAM_TYPES: tuple[str, ...] = ("int", "float", "bool", "str", "file", "json")
 Scope = Literal["root", "language-model"]
 RFC_OPS = ("add", "remove", "replace", "move", "copy", "test")
 LENIENT_OPS = ("set", "merge", "append", "write")
+# What an engine derives that a transform can claim to set (see patcher.engines).
+EFFECTS = ("max_model_len", "kv_cache_dtype", "quantization")
 _NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 _TEMPLATE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}")
 
@@ -76,6 +78,7 @@ class Runtime:
     flags: tuple[str, ...]
     nest_in_text_config: bool
     note: str
+    requires: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +97,7 @@ class Transform:
     source: str
     text: str
     runtime: Runtime | None = None
+    effects: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -216,7 +220,7 @@ class _Reader:
             return None
         if not isinstance(raw, dict):
             raise self.fail("/runtime", "expected a table")
-        unknown = set(raw) - {"hf_overrides", "flags", "nest_in_text_config", "note"}
+        unknown = set(raw) - {"hf_overrides", "flags", "nest_in_text_config", "note", "requires"}
         if unknown:
             raise self.fail("/runtime", f"unknown key {sorted(unknown)[0]!r}")
         overrides = raw.get("hf_overrides", {})
@@ -230,7 +234,20 @@ class _Reader:
             flags=tuple(flags),
             nest_in_text_config=bool(raw.get("nest_in_text_config", False)),
             note=self.text(raw, "note", "/runtime", required=False),
+            requires=self.text(raw, "requires", "/runtime", required=False) or None,
         )
+
+    def effects(self, raw: Any) -> dict[str, Any]:
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict):
+            raise self.fail("/effects", "expected a table")
+        for key in raw:
+            if key not in EFFECTS:
+                raise self.fail(
+                    f"/effects/{key}", f"unknown effect (use one of {', '.join(EFFECTS)})"
+                )
+        return dict(raw)
 
     def edit(self, raw: Any, where: str) -> Edit:
         if not isinstance(raw, dict):
@@ -290,6 +307,7 @@ def parse_transform(text: str, source: str) -> Transform:
         "params",
         "edits",
         "runtime",
+        "effects",
     }
     unknown = set(data) - known
     if unknown:
@@ -308,8 +326,10 @@ def parse_transform(text: str, source: str) -> Transform:
         source=source,
         text=text,
         runtime=reader.runtime(data.get("runtime")),
+        effects=reader.effects(data.get("effects")),
     )
-    for name_used in _template_names([edits_raw, data.get("runtime", {})]):
+    used = [edits_raw, data.get("runtime", {}), data.get("effects", {})]
+    for name_used in _template_names(used):
         if transform.param(name_used) is None:
             raise reader.fail(
                 "/edits", f"uses '{{{{{name_used}}}}}' but declares no such parameter"

@@ -239,15 +239,28 @@ def test_overrides_for_applied_transforms(cli: Cli, kimi: Path) -> None:
         "text_config": {"max_position_embeddings": 131072},
         "architectures": ["DeepseekV3ForCausalLM"],
     }
-    assert result["flags"] == ["--max-model-len 131072"]
+    assert result["flags"] == ["--kv-cache-dtype bfloat16", "--max-model-len 131072"]
     strip = next(e for e in result["entries"] if e["transform"] == "strip-fp8-kv-cache")
-    assert strip["hf_overrides"] == {} and strip["flags"] == []
+    assert strip["flags"] == ["--kv-cache-dtype bfloat16"]
+    assert strip["note"].startswith("flags from vllm 0.15.0 on.")
+    code, out, _ = cli("overrides", kimi)
+    assert "vllm serve" in out and "--max-model-len 131072" in out
+
+
+def test_overrides_are_version_aware(cli: Cli, kimi: Path) -> None:
+    cli("apply", kimi, "strip-fp8-kv-cache")
+    # vLLM 0.14's Triton MLA accepts only 'auto': the bfloat16 flag is no equivalent there.
+    code, out, _ = cli("overrides", kimi, "--engine", "vllm==0.14.0", "--json")
+    strip = json.loads(out)["entries"][0]
+    assert code == 0 and strip["flags"] == []
+    assert strip["note"] == (
+        "no runtime equivalent on vllm==0.14.0: the flags need vllm 0.15.0 or later"
+    )
     assert any(
         u.startswith("hf_quant_config.json: read from disk") for u in strip["no_runtime_equivalent"]
     )
-    code, out, _ = cli("overrides", kimi)
-    assert "vllm serve" in out and "--max-model-len 131072" in out
-    assert "#1 strip-fp8-kv-cache: no runtime equivalent" in out
+    code, out, _ = cli("overrides", kimi, "--engine", "vllm==0.16.0", "--json")
+    assert json.loads(out)["flags"] == ["--kv-cache-dtype bfloat16"]
 
 
 # --- kv-budget ---------------------------------------------------------------------------

@@ -76,13 +76,14 @@ def test_apply_status_diff_revert_cycle(cli: Cli, kimi: Path) -> None:
     code, out, _ = cli("diff", kimi)
     assert code == 0 and '-    "kv_cache_quant_algo": "FP8",' not in out
     assert '-        "kv_cache_quant_algo": "FP8",' in out
+    assert '+        "kv_cache_quant_algo": null,' in out
     code, out, _ = cli("diff", kimi, "--json")
     changes = {
         (f["path"], c["pointer"], c["kind"]) for f in json.loads(out)["files"] for c in f["changes"]
     }
     assert changes == {
         ("config.json", "/quantization_config/kv_cache_scheme", "removed"),
-        ("hf_quant_config.json", "/quantization/kv_cache_quant_algo", "removed"),
+        ("hf_quant_config.json", "/quantization/kv_cache_quant_algo", "changed"),
     }
 
     code, out, _ = cli("revert", kimi, "--last", "--dry-run")

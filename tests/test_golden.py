@@ -16,6 +16,7 @@ import pytest
 
 from patcher import api, jsontext
 from patcher.catalog import builtin_transforms
+from patcher.check import FP8_KV_POINTERS, dig, kv_label
 from patcher.errors import DoesNotApplyError
 from tests.conftest import CONFIGS, MODELS, SNAPSHOTS, tree_bytes
 from tests.test_jsontext import pointers, unaffected
@@ -101,12 +102,16 @@ def test_transform_on_real_config(name: str, model: str, tmp_path: Path) -> None
 
 def test_strip_fp8_removes_every_kv_directive_of_kimi(kimi: Path) -> None:
     result = api.apply(kimi, "strip-fp8-kv-cache")
-    removed = {
-        (f.path, op["path"]) for f in result.files for op in f.forward if op["op"] == "remove"
+    edits = {
+        (f.path, op["op"], op["path"], json.dumps(op.get("value")))
+        for f in result.files
+        for op in f.forward
+        if op["op"] != "test"
     }
-    assert removed == {
-        ("config.json", "/quantization_config/kv_cache_scheme"),
-        ("hf_quant_config.json", "/quantization/kv_cache_quant_algo"),
+    # The nested ModelOpt key is nulled, not removed: vLLM's NVFP4 config requires it.
+    assert edits == {
+        ("config.json", "remove", "/quantization_config/kv_cache_scheme", "null"),
+        ("hf_quant_config.json", "replace", "/quantization/kv_cache_quant_algo", "null"),
     }
 
 
@@ -129,8 +134,9 @@ def test_strip_fp8_covers_every_layout(config: dict[str, Any], tmp_path: Path) -
     (tmp_path / "config.json").write_text(json.dumps(config, indent=2))
     result = api.apply(tmp_path, "strip-fp8-kv-cache")
     assert result.outcome == "applied"
-    text = (tmp_path / "config.json").read_text()
-    assert "kv_cache" not in text
+    patched = json.loads((tmp_path / "config.json").read_text())
+    # No directive is left: removed, or (nested ModelOpt layout) null, which vLLM requires.
+    assert all(kv_label(dig(patched, keys)) == "none" for _, keys in FP8_KV_POINTERS)
 
 
 def test_strip_fp8_leaves_null_alone(tmp_path: Path) -> None:

@@ -86,7 +86,7 @@ def test_repo_id_apply_diff_upstream_hand_edit_revert(hub: tuple[Hub, str], tmp_
     assert code == 0, err
     assert f"applied strip-fp8-kv-cache (entry 1) to {snapshot}" in out
     assert not (snapshot / "config.json").is_symlink()
-    assert "kv_cache" not in (snapshot / "hf_quant_config.json").read_text()
+    assert '"kv_cache_quant_algo": null' in (snapshot / "hf_quant_config.json").read_text()
     assert blobs(cache) == before_blobs
     assert [r.repo_id for r in scan_cache_dir(cache).repos] == [REPO]
 

@@ -37,9 +37,7 @@ def _load(checkpoint: Checkpoint, name: str) -> dict[str, Any] | None:
             f"cannot read ({exc.strerror})", file=path, hint="fix the file's permissions"
         ) from None
     if not isinstance(value, dict):
-        raise InputFileError(
-            "expected a JSON object", file=path, pointer="", hint="fix the file"
-        )
+        raise InputFileError("expected a JSON object", file=path, pointer="", hint="fix the file")
     return value
 
 

@@ -70,7 +70,9 @@ def parse_gpu(text: str) -> Gpu:
         return GPUS[key]
     match = _CAPABILITY.fullmatch(key.replace("-", ""))
     if match and 3 <= int(match.group(1)) <= 13:
-        return Gpu(f"sm{match.group(1)}{match.group(2)}", (int(match.group(1)), int(match.group(2))), None)
+        return Gpu(
+            f"sm{match.group(1)}{match.group(2)}", (int(match.group(1)), int(match.group(2))), None
+        )
     close = difflib.get_close_matches(key, list(GPUS), n=1, cutoff=0.5)
     raise TargetError(
         f"unknown GPU {text!r}" + (f"; did you mean {close[0]!r}?" if close else ""),

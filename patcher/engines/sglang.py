@@ -61,7 +61,8 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
         none = Derived(None, "no config.json")
         error = StartupError("config.json not found", file="config.json")
         return EngineView(engine, gpu, none, none, none, False, None, (error,))
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    nested = config.get("text_config")
+    text: dict[str, Any] = nested if isinstance(nested, dict) else config
     quant, source = config.get("quantization_config"), "config.json /quantization_config"
     if quant is None and files.hf_quant is not None:
         quant, source = files.hf_quant, "hf_quant_config.json "

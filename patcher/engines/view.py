@@ -27,6 +27,8 @@ class Derived:
 
     value: Any
     reason: str
+    file: str | None = None
+    pointer: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,6 +69,7 @@ MIN_CAPABILITY = {
 
 def _backends(engine: Engine) -> dict[str, tuple[tuple[int, ...], tuple[str, ...]]]:
     """Dense MLA backends: compute-capability majors and KV dtypes (v1/attention/backends/mla)."""
+    triton: tuple[str, ...]
     if engine.at_least(0, 18):
         triton = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3")  # PR #34597
     elif engine.at_least(0, 15):
@@ -125,7 +126,9 @@ def _rope_parameters(text: Mapping[str, Any]) -> list[dict[str, Any]]:
     for params in raw.values() if nested else [raw]:
         rp = dict(params)
         rp.setdefault("rope_type", rp.get("type", "default"))
-        rp["rope_type"] = {"su": "longrope", "mrope": "default"}.get(rp["rope_type"], rp["rope_type"])
+        rp["rope_type"] = {"su": "longrope", "mrope": "default"}.get(
+            rp["rope_type"], rp["rope_type"]
+        )
         if "original_max_position_embeddings" in text:
             rp["original_max_position_embeddings"] = text["original_max_position_embeddings"]
         found.append(rp)
@@ -150,7 +153,7 @@ def max_model_len(engine: Engine, config: Mapping[str, Any]) -> Derived:
     rope = _rope_parameters(text)
     if rope and "gemma3" not in str(text.get("model_type", "")):
         factor: Any = 1.0
-        exempt = ("su", "longrope", "llama3")
+        exempt: tuple[str, ...] = ("su", "longrope", "llama3")
         if engine.at_least(*YARN_KEEPS_MAX_POSITION):
             exempt += ("yarn", "deepseek_yarn", "deepseek_llama_scaling")
         for rp in rope:
@@ -193,7 +196,11 @@ def _quant_config(files: ConfigFiles) -> tuple[dict[str, Any] | None, str | None
 def _normalise(engine: Engine, quant: dict[str, Any], source: str) -> StartupError | None:
     producer = quant.get("producer")
     inner = quant.get("quantization")
-    if isinstance(producer, dict) and producer.get("name") == "modelopt" and isinstance(inner, dict):
+    if (
+        isinstance(producer, dict)
+        and producer.get("name") == "modelopt"
+        and isinstance(inner, dict)
+    ):
         algo = inner.get("quant_algo")
         if algo is not None:
             upper = str(algo).upper()
@@ -210,7 +217,11 @@ def _normalise(engine: Engine, quant: dict[str, Any], source: str) -> StartupErr
                     pointer="/quantization/quant_algo",
                     note=f"{engine} cannot load this format; upgrade vLLM (do not edit quant_algo)",
                 )
-    method = str(quant.get("quant_method", "")).lower().replace("compressed_tensors", "compressed-tensors")
+    method = (
+        str(quant.get("quant_method", ""))
+        .lower()
+        .replace("compressed_tensors", "compressed-tensors")
+    )
     quant["quant_method"] = method
     return None
 
@@ -245,24 +256,31 @@ def kv_cache_dtype(engine: Engine, quant: Mapping[str, Any] | None, source: str 
         return Derived("auto", f"{engine} does not resolve 'auto' from the checkpoint")
     if quant is None or not str(quant.get("quant_method", "")).startswith("modelopt"):
         return Derived("auto", "no ModelOpt KV directive: the model dtype")
-    inner = quant.get("quantization", quant)
-    inner = inner if isinstance(inner, dict) else {}
+    nested = isinstance(quant.get("quantization"), dict)
+    inner: Mapping[str, Any] = quant["quantization"] if nested else quant
+    prefix = "/quantization" if nested else ""
     candidates = (
-        ("/quantization/kv_cache_scheme", inner.get("kv_cache_scheme")),
+        (f"{prefix}/kv_cache_scheme", inner.get("kv_cache_scheme")),
         ("/kv_cache_scheme", quant.get("kv_cache_scheme")),
-        ("/quantization/kv_cache_quant_algo", inner.get("kv_cache_quant_algo")),
+        (f"{prefix}/kv_cache_quant_algo", inner.get("kv_cache_quant_algo")),
         ("/kv_cache_quant_algo", quant.get("kv_cache_quant_algo")),
     )
-    pointer, value = next(((p, v) for p, v in candidates if v), (None, None))
-    where = f"{source} {'/quantization_config' if source == 'config.json' else ''}{pointer}"
+    pointer, value = next(((p, v) for p, v in candidates if v), ("", None))
+    if source == "config.json":
+        pointer = "/quantization_config" + pointer
+    where = f"{source} {pointer}"
     if isinstance(value, dict):
-        if value.get("dynamic") is False and value.get("num_bits") == 8 and value.get("type") == "float":
-            return Derived("fp8_e4m3", where)
+        if (
+            value.get("dynamic") is False
+            and value.get("num_bits") == 8
+            and value.get("type") == "float"
+        ):
+            return Derived("fp8_e4m3", where, source, pointer)
         if engine.at_least(0, 33) and value.get("num_bits") == 4 and value.get("type") == "float":
-            return Derived("nvfp4", where)
+            return Derived("nvfp4", where, source, pointer)
         return Derived("auto", f"{where}: unknown scheme, vLLM falls back to 'auto'")
     if isinstance(value, str):
-        return Derived(MODELOPT_KV_MAP.get(value.lower(), "auto"), where)
+        return Derived(MODELOPT_KV_MAP.get(value.lower(), "auto"), where, source, pointer)
     return Derived("auto", "no KV directive: the model dtype")
 
 
@@ -278,7 +296,9 @@ def _required_fields(
     missing = [f for f in fields if f not in inner]
     if not missing:
         return None
-    pointer = "/quantization" if source == "hf_quant_config.json" else "/quantization_config/quantization"
+    pointer = (
+        "/quantization" if source == "hf_quant_config.json" else "/quantization_config/quantization"
+    )
     return StartupError(
         f"{label} quantization requires the following fields in hf_quant_config.json: {missing}",
         file=source,
@@ -299,28 +319,38 @@ def _kv_type_error(quant: Mapping[str, Any], source: str) -> StartupError | None
     if not str(quant.get("quant_method", "")).startswith("modelopt"):
         return None
     inner = quant.get("quantization")
-    value = inner.get("kv_cache_quant_algo") if isinstance(inner, dict) else quant.get("kv_cache_quant_algo")
+    value = (
+        inner.get("kv_cache_quant_algo")
+        if isinstance(inner, dict)
+        else quant.get("kv_cache_quant_algo")
+    )
     if value is None or isinstance(value, str):
         return None
     return StartupError(
         f"kv_cache_quant_algo must be a string, got {_python_type(value)}",
         file=source,
-        note="use a string such as \"FP8\", or null for no KV quantization",
+        note='use a string such as "FP8", or null for no KV quantization',
     )
 
 
-def _attention_error(engine: Engine, gpu: Gpu, kv: str, head_size: int) -> StartupError:
-    reasons = _rejections(engine, gpu, kv)
+def _attention_error(engine: Engine, gpu: Gpu, kv: Derived, head_size: int) -> StartupError:
+    reasons = _rejections(engine, gpu, kv.value)
     listed = ", ".join(f"{name}: [{', '.join(why)}]" for name, why in reasons.items())
-    bf16_flag = any("bfloat16" in _backends(engine)[name][1] and "compute capability not supported" not in why for name, why in reasons.items())
+    bf16_flag = any(
+        "bfloat16" in _backends(engine)[name][1] and "compute capability not supported" not in why
+        for name, why in reasons.items()
+    )
     return StartupError(
         "No valid attention backend found for cuda with AttentionSelectorConfig("
-        f"head_size={head_size}, kv_cache_dtype={kv}, use_mla=True, ...). Reasons: {{{listed}}}.",
-        transform="strip-fp8-kv-cache",
+        f"head_size={head_size}, kv_cache_dtype={kv.value}, use_mla=True, ...). "
+        f"Reasons: {{{listed}}}.",
+        file=kv.file,
+        pointer=kv.pointer,
+        transform="strip-fp8-kv-cache" if kv.pointer else None,
         flag="--kv-cache-dtype bfloat16" if bf16_flag else None,
         note=(
             f"on compute capability {gpu.capability_text} no MLA backend of {engine} takes a "
-            f"{kv} KV cache; vLLM 0.18 and later run FP8 MLA on SM12x (Triton MLA)"
+            f"{kv.value} KV cache; vLLM 0.18 and later run FP8 MLA on SM12x (Triton MLA)"
         ),
     )
 
@@ -350,7 +380,10 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
             kv = kv_cache_dtype(engine, quant, source)
             errors.extend(
                 e
-                for e in (_required_fields(quantization, quant, source), _kv_type_error(quant, source))
+                for e in (
+                    _required_fields(quantization, quant, source),
+                    _kv_type_error(quant, source),
+                )
                 if e is not None
             )
     text = _text_config(config)
@@ -376,7 +409,7 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
             backends = tuple(n for n, why in _rejections(engine, gpu, kv.value).items() if not why)
             if not backends:
                 head = int(text.get("kv_lora_rank") or 0) + int(text.get("qk_rope_head_dim") or 0)
-                errors.append(_attention_error(engine, gpu, kv.value, head))
+                errors.append(_attention_error(engine, gpu, kv, head))
     return EngineView(
         engine,
         gpu,

@@ -1,0 +1,96 @@
+"""Whether a transform's declared effects (``[effects]``) hold in a given engine version.
+
+The edit is compiled in memory; the engine model derives its values from the patched files;
+each claimed value is compared with what the engine would derive.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from patcher.engines.files import ConfigFiles
+from patcher.engines.model import derive
+from patcher.engines.target import Engine
+from patcher.engines.view import Derived
+from patcher.transform import Transform, substitute
+
+# The vLLM releases whose config code was read (see patcher/engines/vllm.py); warnings name
+# the ones among them where an edit has no effect.
+SAMPLED_VLLM = tuple(
+    Engine("vllm", v)
+    for v in (
+        (0, 10, 1),
+        (0, 11, 0),
+        (0, 12, 0),
+        (0, 13, 0),
+        (0, 14, 0),
+        (0, 15, 0),
+        (0, 16, 0),
+        (0, 17, 0),
+        (0, 18, 0),
+        (0, 19, 0),
+        (0, 20, 0),
+        (0, 33, 0),
+    )
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MissedEffect:
+    """An effect the transform claims that ``engine`` does not derive from the patched files."""
+
+    engine: Engine
+    effect: str
+    claimed: Any
+    derived: Derived
+
+
+def patched_files(before: ConfigFiles, changed: Mapping[str, bytes]) -> ConfigFiles:
+    """``before`` with the files a plan rewrites (name -> new bytes) put in."""
+
+    def pick(name: str, old: dict[str, Any] | None) -> dict[str, Any] | None:
+        return json.loads(changed[name]) if name in changed else old
+
+    return ConfigFiles(
+        pick("config.json", before.config), pick("hf_quant_config.json", before.hf_quant)
+    )
+
+
+def missed_effects(
+    transform: Transform,
+    params: Mapping[str, Any],
+    after: ConfigFiles,
+    engines: Iterable[Engine],
+) -> tuple[MissedEffect, ...]:
+    """The declared effects that do not hold, per engine, on the patched files."""
+    missed: list[MissedEffect] = []
+    for engine in engines:
+        view = derive(engine, after)
+        for effect, claim in transform.effects.items():
+            claimed = substitute(claim, params)
+            derived: Derived = getattr(view, effect)
+            if derived.value is not None and derived.value != claimed:
+                missed.append(MissedEffect(engine, effect, claimed, derived))
+    return tuple(missed)
+
+
+def version_ranges(engines: Iterable[Engine]) -> str:
+    """``vLLM 0.10.1 to 0.20.0`` for runs of consecutive sampled releases."""
+    chosen = {e.version for e in engines}
+    runs: list[list[Engine]] = []
+    previous_in = False
+    for engine in SAMPLED_VLLM:
+        if engine.version in chosen:
+            if previous_in:
+                runs[-1].append(engine)
+            else:
+                runs.append([engine])
+        previous_in = engine.version in chosen
+    parts = [
+        run[0].version_text if len(run) == 1 else f"{run[0].version_text} to {run[-1].version_text}"
+        for run in runs
+    ]
+    return "vLLM " + ", ".join(parts)
