@@ -315,6 +315,34 @@ def overrides(
         )
 
 
+@app.command()
+def doctor(
+    log: Annotated[str, typer.Argument(help="A failed vLLM or SGLang start-up log ('-': stdin).")],
+    checkpoint: Annotated[
+        str | None,
+        typer.Option("--checkpoint", help="The checkpoint, to fill in the suggested commands."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Find the root error in a failed engine start-up log and name the fix.
+
+    Exit 0 when the failure is recognised, 1 when it is not.
+    """
+    with _boundary():
+        import sys
+
+        from patcher import render
+        from patcher.doctor import diagnose, diagnose_text
+
+        if log == "-":
+            result = diagnose_text(sys.stdin.read(), checkpoint=checkpoint or "CKPT")
+        else:
+            result = diagnose(log, checkpoint=checkpoint)
+        _out(render.to_json(render.doctor_json(result)) if as_json else render.doctor_text(result))
+    if not result.recognised:
+        raise typer.Exit(EXIT_REFUSED)
+
+
 class KvDtype(StrEnum):
     """KV-cache element type for kv-budget."""
 

@@ -68,7 +68,10 @@ def _too_old(requires: str | None, engine: Engine | None) -> str | None:
     needed = parse_engine(requires)
     if needed.name == engine.name and engine.version >= needed.version:
         return None
-    return f"no runtime equivalent on {engine}: the flags need {needed.name} {needed.version_text} or later"
+    return (
+        f"no runtime equivalent on {engine}: the flags need "
+        f"{needed.name} {needed.version_text} or later"
+    )
 
 
 def engine_overrides(checkpoint: Path | str, *, engine: Engine | str | None = None) -> Overrides:

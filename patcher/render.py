@@ -11,6 +11,7 @@ if TYPE_CHECKING:  # only for annotations: `patcher status` must not import the 
     from patcher.applying import ApplyResult
     from patcher.check import CheckReport
     from patcher.compiler import Op
+    from patcher.doctor import Diagnosis
     from patcher.engines.view import EngineView
     from patcher.journal import Entry
     from patcher.kvbudget import KvBudget
@@ -520,3 +521,30 @@ def reapply_text(r: ReapplyResult) -> str:
         else f"{a.transform.name}: {a.outcome}"
         for a in r.reapplied
     )
+
+
+def doctor_json(d: Diagnosis) -> dict[str, Any]:
+    """A log diagnosis as JSON."""
+    return {
+        "log": d.log,
+        "recognised": d.recognised,
+        "code": d.code,
+        "error": d.error,
+        "cause": d.cause,
+        "engine_version": d.engine_version,
+        "fixes": [{"kind": f.kind, "text": f.text} for f in d.fixes],
+    }
+
+
+def doctor_text(d: Diagnosis) -> str:
+    """A log diagnosis for people."""
+    if not d.recognised:
+        return (
+            f"no known failure in {d.log}: give the whole log from the server's start, "
+            "or report the last error line"
+        )
+    lines = [f"[{d.code}] {d.cause}", f"  error: {d.error}"]
+    if d.engine_version:
+        lines.append(f"  engine: vLLM {d.engine_version}")
+    lines += [f"  fix ({f.kind}): {f.text}" for f in d.fixes]
+    return "\n".join(lines)

@@ -11,8 +11,11 @@ patcher's engine model is compared against (tests/test_engine_truth.py).
 from __future__ import annotations
 
 import json
+import re
 import sys
+import traceback
 import types
+from pathlib import Path
 from typing import Any
 
 CAPABILITIES = ("8.0", "8.6", "8.9", "9.0", "10.0", "12.0", "12.1")
@@ -20,17 +23,26 @@ MLA_BACKENDS = ("FLASH_ATTN_MLA", "FLASHMLA", "FLASHINFER_MLA", "CUTLASS_MLA", "
 
 
 def _error(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:600]
 
 
 def _cuda_priorities() -> Any:
-    try:
-        import vllm.platforms.cuda as cuda
-    except Exception:
-        # vllm._C needs libcuda at import time; the priority table does not.
-        sys.modules["vllm._C"] = types.ModuleType("vllm._C")
-        import vllm.platforms.cuda as cuda
-    return cuda._get_backend_priorities
+    # vLLM's compiled extensions (vllm._C, vllm._C_stable_libtorch, ...) need libcuda at
+    # import time; the priority table does not. Stub each one that fails, then retry.
+    for _ in range(10):
+        try:
+            import vllm.platforms.cuda as cuda
+
+            return cuda._get_backend_priorities
+        except ImportError as exc:
+            lines = [f.line or "" for f in traceback.extract_tb(exc.__traceback__)]
+            found = [m.group(1) for ln in lines if (m := re.search(r"import (vllm\.\w+)", ln))]
+            name = found[-1] if found else exc.name
+            if name is None or not name.startswith("vllm.") or name in sys.modules:
+                raise
+            sys.modules[name] = types.ModuleType(name)
+            sys.modules.pop("vllm.platforms.cuda", None)
+    raise ImportError("vllm.platforms.cuda")
 
 
 def backend_table() -> dict[str, Any]:
@@ -108,8 +120,7 @@ def probe(path: str, table: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> None:
     cases_file, out_file = sys.argv[1], sys.argv[2]
-    with open(cases_file, encoding="utf-8") as handle:
-        cases: dict[str, str] = json.load(handle)
+    cases: dict[str, str] = json.loads(Path(cases_file).read_text(encoding="utf-8"))
     import vllm
 
     table = backend_table()
@@ -120,9 +131,7 @@ def main() -> None:
         "backend_table": table,
         "cases": results,
     }
-    with open(out_file, "w", encoding="utf-8") as handle:
-        json.dump(record, handle, indent=1, sort_keys=True)
-        handle.write("\n")
+    Path(out_file).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -45,6 +45,12 @@ def build_cases(work: Path) -> dict[str, str]:
         for expected in sorted((SNAPSHOTS / "expected").glob(f"*/{model.name}")):
             make(f"{model.name}+{expected.parent.name}", [model, expected])
     make("example-kimi-k2.5-nvfp4", [SNAPSHOTS / "example" / "kimi-k2.5-nvfp4"])
+    # What strip-fp8-kv-cache wrote before it nulled the key: the nested layout without it.
+    removed = work / "qwen3-30b-a3b-nvfp4~kv-key-removed"
+    make(removed.name, [SNAPSHOTS / "configs" / "qwen3-30b-a3b-nvfp4"])
+    quant = json.loads((removed / "hf_quant_config.json").read_text())
+    del quant["quantization"]["kv_cache_quant_algo"]
+    (removed / "hf_quant_config.json").write_text(json.dumps(quant, indent=4))
     return cases
 
 

@@ -67,7 +67,7 @@ MIN_CAPABILITY = {
 }
 
 
-def _backends(engine: Engine) -> dict[str, tuple[tuple[int, ...], tuple[str, ...]]]:
+def backend_table(engine: Engine) -> dict[str, tuple[tuple[int, ...], tuple[str, ...]]]:
     """Dense MLA backends: compute-capability majors and KV dtypes (v1/attention/backends/mla)."""
     triton: tuple[str, ...]
     if engine.at_least(0, 18):
@@ -76,7 +76,9 @@ def _backends(engine: Engine) -> dict[str, tuple[tuple[int, ...], tuple[str, ...
         triton = ("auto", "bfloat16")  # PR #32795
     else:
         triton = ("auto",)
-    fp8 = ("auto", "bfloat16", "fp8", "fp8_e4m3")
+    fp8: tuple[str, ...] = ("auto", "bfloat16", "fp8", "fp8_e4m3")
+    if engine.at_least(0, 33):
+        fp8 = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3")
     return {
         "FLASHINFER_MLA": ((10,), fp8),
         "CUTLASS_MLA": ((10,), fp8),
@@ -98,7 +100,7 @@ def mla_priority(engine: Engine, gpu: Gpu) -> tuple[str, ...]:
 
 def _rejections(engine: Engine, gpu: Gpu, kv: str) -> dict[str, list[str]]:
     """Each MLA backend on this GPU, with vLLM's reasons for refusing it (empty: accepted)."""
-    table = _backends(engine)
+    table = backend_table(engine)
     reasons: dict[str, list[str]] = {}
     for name in mla_priority(engine, gpu):
         majors, dtypes = table[name]
@@ -337,7 +339,8 @@ def _attention_error(engine: Engine, gpu: Gpu, kv: Derived, head_size: int) -> S
     reasons = _rejections(engine, gpu, kv.value)
     listed = ", ".join(f"{name}: [{', '.join(why)}]" for name, why in reasons.items())
     bf16_flag = any(
-        "bfloat16" in _backends(engine)[name][1] and "compute capability not supported" not in why
+        "bfloat16" in backend_table(engine)[name][1]
+        and "compute capability not supported" not in why
         for name, why in reasons.items()
     )
     return StartupError(
@@ -361,7 +364,7 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
     config = files.config
     if config is None:
         missing = StartupError(
-            "Invalid repository ID or local directory specified: config.json not found",
+            "Invalid repository ID or local directory specified (no config.json)",
             file="config.json",
             note="vLLM needs config.json; this folder holds only part of a checkpoint",
         )

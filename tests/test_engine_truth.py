@@ -1,0 +1,130 @@
+"""The engine model against the real engines' recorded derivations (snapshots/engines/).
+
+tests/record_engines.py ran vLLM's own config code on every snapshot config, as published and
+after each transform; here patcher's pure-Python model must derive the same values from the
+same files. Re-record (README, "Engine truth") when a rule changes or a version is added.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from patcher import api
+from patcher.checkpoint import open_checkpoint
+from patcher.engines.files import read_config_files
+from patcher.engines.gpus import parse_gpu
+from patcher.engines.model import derive
+from patcher.engines.target import parse_engine
+from tests.conftest import SNAPSHOTS
+from tests.record_engines import build_cases
+
+RECORDINGS = sorted((SNAPSHOTS / "engines").glob("vllm-*.json"))
+TRUTH = {path.stem.removeprefix("vllm-"): json.loads(path.read_text()) for path in RECORDINGS}
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return build_cases(tmp_path_factory.mktemp("engine-cases"))
+
+
+def _params() -> list[Any]:
+    return [
+        pytest.param(version, case, id=f"{version}-{case}")
+        for version, record in TRUTH.items()
+        for case in sorted(record["cases"])
+    ]
+
+
+def _same_error(modelled: str, recorded: str) -> bool:
+    """vLLM's message, up to its first variable part (a path, a long list)."""
+    return modelled in recorded or modelled[:45] in recorded
+
+
+def test_versions_recorded() -> None:
+    assert {"0.16.0", "0.33.0"} <= set(TRUTH)
+
+
+def test_every_case_recorded(cases: dict[str, str]) -> None:
+    for record in TRUTH.values():
+        assert set(record["cases"]) == set(cases)
+
+
+@pytest.mark.parametrize(("version", "case"), _params())
+def test_engine_model_matches_real_vllm(version: str, case: str, cases: dict[str, str]) -> None:
+    truth = TRUTH[version]["cases"][case]
+    engine = parse_engine(f"vllm=={version}")
+    files = read_config_files(open_checkpoint(cases[case]))
+    view = derive(engine, files)
+    recorded_errors = truth["startup_errors"]
+    assert len(view.startup_errors) == len(recorded_errors), recorded_errors
+    for modelled, recorded in zip(view.startup_errors, recorded_errors, strict=True):
+        assert _same_error(modelled.message, recorded), (modelled.message, recorded)
+    if "max_model_len" not in truth:
+        return  # the config stage failed before deriving anything
+    assert view.max_model_len.value == truth["max_model_len"]
+    assert view.kv_cache_dtype.value == truth["kv_cache_dtype"]
+    assert view.quantization.value == truth["quantization"]
+    assert view.mla == truth["mla"]
+    importable = {
+        name
+        for name, row in TRUTH[version]["backend_table"]["backends"].items()
+        if "error" not in row
+    }
+    for capability in ("12.0", "9.0"):
+        accepted = derive(engine, files, parse_gpu(capability)).attention_backends
+        if truth["mla"]:
+            # Backends that need a GPU driver to import were not probed; compare the rest.
+            assert accepted is not None
+            probed = tuple(name for name in accepted if name in importable)
+            assert probed == tuple(truth["attention_backends"][capability]), capability
+        else:
+            assert accepted is None
+
+
+@pytest.mark.parametrize("version", sorted(TRUTH))
+def test_backend_table_matches_real_vllm(version: str) -> None:
+    """The KV dtypes and capabilities of each MLA backend the real vLLM could import."""
+    from patcher.engines import vllm
+
+    table = vllm.backend_table(parse_engine(f"vllm=={version}"))
+    for name, recorded in TRUTH[version]["backend_table"]["backends"].items():
+        if "error" in recorded:
+            continue  # needs a GPU driver to import; its gates were read in the source
+        majors, dtypes = table[name]
+        assert set(dtypes) == set(recorded["kv_cache_dtypes"]), name
+        for capability in ("8.0", "8.9", "9.0", "10.0", "12.0"):
+            accepted = not majors or int(capability.split(".")[0]) in majors
+            assert accepted == (capability in recorded["capabilities"]), (name, capability)
+
+
+def test_kimi_story_ends_with_a_server_that_starts(kimi: Path) -> None:
+    """vLLM 0.16 on SM120: the published files fail, strip-fp8-kv-cache makes them start,
+    and set-context-length is refused with the flag that works (the YaRN rule)."""
+    assert TRUTH["0.16.0"]["cases"]["example-kimi-k2.5-nvfp4"]["attention_backends"]["12.0"] == []
+    truth = TRUTH["0.16.0"]["cases"]["kimi-k2.5-nvfp4+strip-fp8-kv-cache"]
+    assert truth["attention_backends"]["12.0"] == ["TRITON_MLA"] and not truth["startup_errors"]
+    before = api.check(kimi, engine="vllm==0.16.0", gpu="rtx-pro-6000")
+    assert before.engine is not None and not before.engine.starts
+    api.apply(kimi, "strip-fp8-kv-cache", engine="vllm==0.16.0")
+    after = api.check(kimi, engine="vllm==0.16.0", gpu="rtx-pro-6000")
+    assert after.engine is not None and after.engine.starts
+    assert after.engine.attention_backends == ("TRITON_MLA",)
+    with pytest.raises(api.PatcherError, match="--max-model-len 131072"):
+        api.apply(kimi, "set-context-length", {"length": 131072}, engine="vllm==0.16.0")
+
+
+def test_nested_nvfp4_strip_leaves_a_config_vllm_accepts(tmp_path: Path) -> None:
+    """Deleting the nested key fails vLLM's NVFP4 check (recorded); nulling it passes."""
+    removed = TRUTH["0.16.0"]["cases"]["qwen3-30b-a3b-nvfp4~kv-key-removed"]["startup_errors"]
+    assert removed and "['kv_cache_quant_algo']" in removed[0]
+    root = tmp_path / "qwen"
+    shutil.copytree(SNAPSHOTS / "configs" / "qwen3-30b-a3b-nvfp4", root)
+    api.apply(root, "strip-fp8-kv-cache")
+    for version in TRUTH:
+        view = derive(parse_engine(f"vllm=={version}"), read_config_files(open_checkpoint(root)))
+        assert view.starts and view.kv_cache_dtype.value == "auto"
