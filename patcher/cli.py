@@ -354,20 +354,38 @@ class KvDtype(StrEnum):
 @app.command("kv-budget")
 def kv_budget_command(
     checkpoint: CheckpointArg,
-    gpu_memory: Annotated[float, typer.Option("--gpu-memory", min=0.1, help="GiB per GPU.")],
-    weights: Annotated[float, typer.Option("--weights", min=0.0, help="GiB of weights in all.")],
+    gpu: GpuOpt = None,
+    gpu_memory: Annotated[
+        str | None,
+        typer.Option("--gpu-memory", help="Memory per GPU: 96GiB, 80GB (default: --gpu's)."),
+    ] = None,
+    weights: Annotated[
+        str | None,
+        typer.Option(
+            "--weights", help="Weights of all GPUs together (default: the index's total_size)."
+        ),
+    ] = None,
     tp: Annotated[int, typer.Option("--tp", min=1, help="Tensor-parallel size.")] = 1,
     kv_dtype: Annotated[
         KvDtype, typer.Option("--kv-dtype", help="KV element type.")
     ] = KvDtype.auto,
-    revision: RevisionOpt = None,
+    engine: EngineOpt = None,
     utilization: Annotated[
-        float,
-        typer.Option("--gpu-utilization", min=0.01, max=1.0, help="Share of GPU memory used."),
-    ] = 0.9,
+        float | None,
+        typer.Option(
+            "--gpu-utilization",
+            help="gpu_memory_utilization (default: 0.9, or 0.92 from vLLM 0.20 with --engine).",
+        ),
+    ] = None,
+    allowance: Annotated[
+        str,
+        typer.Option("--allowance", help="Per-GPU memory for activations, CUDA graphs, NCCL."),
+    ] = "1GiB",
+    revision: RevisionOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Estimate KV-cache bytes per token and the longest context that fits."""
+    """Estimate KV-cache bytes per token and the longest context that fits; exit 1 when the
+    config's own context does not fit."""
     with _boundary():
         from patcher import render
         from patcher.kvbudget import kv_budget
@@ -375,16 +393,21 @@ def kv_budget_command(
         budget = kv_budget(
             _target(checkpoint, revision),
             gpu_memory_gib=gpu_memory,
+            gpu=gpu,
             weights_gib=weights,
             tp=tp,
             kv_dtype=kv_dtype.value,
             utilization=utilization,
+            engine=engine,
+            allowance_gib=allowance,
         )
         _out(
             render.to_json(render.kv_budget_json(budget))
             if as_json
             else render.kv_budget_text(budget)
         )
+    if budget.config_context is not None and not budget.fits:
+        raise typer.Exit(EXIT_REFUSED)
 
 
 def main() -> None:

@@ -1,34 +1,55 @@
 """``kv-budget``: KV-cache bytes per token from the config, and the longest context that fits.
 
-MLA (DeepSeek-V3 style: ``kv_lora_rank``) caches one latent per layer per token,
-``(kv_lora_rank + qk_rope_head_dim) x bytes``, and tensor parallelism does not divide it:
-every rank holds the whole latent cache. GQA/MHA caches keys and values,
-``2 x num_key_value_heads x head_dim x bytes`` per layer, and tensor parallelism divides the
-heads (down to one per rank). Per GPU::
+The formula is vLLM's (v1 KV-cache spec and ``_check_enough_kv_cache_memory``), per GPU:
 
-    bytes_per_token = layers x per_layer_bytes            (per_layer divided by TP for GQA)
-    free            = gpu_memory x utilization - weights / TP
-    max_tokens      = free / bytes_per_token
+    per_layer   = (kv_lora_rank + qk_rope_head_dim) x e        MLA: one latent, not split by TP
+                = 2 x max(1, kv_heads // TP) x head_dim x e     GQA/MHA
+    needed(L)   = layers x ceil(L / B) x B x per_layer          B = block size (16)
+    available   = memory x gpu_memory_utilization - weights / TP - allowance
+    fits(L)     = needed(L) <= available - one block             (the null block)
 
-Activations, CUDA graphs and the engine's block rounding are not counted, so the figure is an
-upper bound; the suggested context is rounded down to a multiple of 1,024.
+``e`` is 2 bytes for a BF16/FP16 cache and 1 for FP8; with ``--kv-dtype auto`` it follows
+what ``--kv-cache-dtype auto`` resolves to (with ``--engine``, as that version resolves it).
+``weights`` defaults to ``metadata.total_size`` of ``model.safetensors.index.json`` (the index,
+never the shards). ``allowance`` stands for what the profiling run measures on top of the
+weights: activations, CUDA graphs, NCCL buffers and the layers TP replicates (1 GiB unless
+given). The figure is an estimate; the suggested context is rounded down to a multiple of 1,024.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from patcher.check import FP8_KV_POINTERS, dig, kv_label
-from patcher.checkpoint import open_checkpoint
-from patcher.errors import DoesNotApplyError, PatcherError
+from patcher.checkpoint import Checkpoint, open_checkpoint
+from patcher.engines.files import ConfigFiles, read_config_files
+from patcher.engines.gpus import Gpu, parse_gpu
+from patcher.engines.model import derive
+from patcher.engines.target import Engine, parse_engine
+from patcher.errors import DoesNotApplyError, InputFileError, TargetError
 
 KvDtype = Literal["auto", "fp8", "bf16"]
 GIB = 1024**3
+BLOCK_SIZE = 16
+ALLOWANCE_GIB = 1.0
+LENGTH_STEP = 1024
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "fp8": 1, "bf16": 2}
+_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(gib|gb|g|mib|mb|tib|tb)?\s*", re.IGNORECASE)
+_UNITS = {
+    None: 1.0,
+    "gib": 1.0,
+    "g": 1.0,
+    "gb": 1e9 / GIB,
+    "mib": 1 / 1024,
+    "mb": 1e6 / GIB,
+    "tib": 1024.0,
+    "tb": 1e12 / GIB,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,10 +64,18 @@ class KvBudget:
     element_bytes: int
     tp: int
     bytes_per_token: int
+    memory_gib: float
+    utilization: float
+    weights_per_gpu_gib: float
+    weights_source: str
+    allowance_gib: float
     free_bytes: int
     max_tokens: int
     config_context: int | None
+    context_source: str
     suggested_context: int | None
+    engine: str | None = None
+    flag_only: bool = False  # the engine ignores set-context-length for this config
 
     @property
     def fits(self) -> bool:
@@ -54,13 +83,32 @@ class KvBudget:
         return self.config_context is not None and self.config_context <= self.max_tokens
 
     def command(self) -> str | None:
-        """The ``set-context-length`` command that would make the server start."""
+        """What makes the server start: the transform, or the flag where the edit is ignored."""
         if self.fits or not self.suggested_context:
             return None
+        if self.flag_only:
+            return f"start the server with --max-model-len {self.suggested_context}"
         return (
             f"patcher apply {self.checkpoint} set-context-length "
             f"--set length={self.suggested_context}"
         )
+
+
+def parse_size_gib(text: str | float, what: str) -> float:
+    """``75GiB``, ``80GB``, ``512MiB`` or a plain number of GiB, as GiB."""
+    if isinstance(text, int | float):
+        value = float(text)
+    else:
+        match = _SIZE.fullmatch(text)
+        if not match:
+            raise TargetError(
+                f"cannot read {what} {text!r}",
+                hint=f"give {what} as a size such as 80GiB, 80GB or 80 (GiB)",
+            )
+        value = float(match.group(1)) * _UNITS[(match.group(2) or "").lower() or None]
+    if not math.isfinite(value) or value < 0:
+        raise TargetError(f"{what} must be a finite size, got {text!r}", hint="e.g. 80GiB")
+    return value
 
 
 def _need(model: dict[str, Any], key: str, file: Path) -> int:
@@ -75,16 +123,23 @@ def _need(model: dict[str, Any], key: str, file: Path) -> int:
     return value
 
 
-def _element_bytes(
-    kv_dtype: KvDtype, config: dict[str, Any], legacy: Any, model: dict[str, Any]
-) -> tuple[str, int]:
-    if kv_dtype != "auto":
-        return kv_dtype, DTYPE_BYTES[kv_dtype]
-    docs = {"config.json": config, "hf_quant_config.json": legacy}
-    for name, keys in FP8_KV_POINTERS:
-        label = kv_label(dig(docs[name], keys))
-        if label in ("FP8", "INT8"):
-            return f"auto ({label} from {name})", 1
+def _index_weights(ckpt: Checkpoint) -> float:
+    path = ckpt.path("model.safetensors.index.json")
+    hint = "give the weights' size with --weights (e.g. --weights 590GB)"
+    if not path.is_file():
+        raise InputFileError("no weight index to size the weights from", file=path, hint=hint)
+    try:
+        total = json.loads(path.read_bytes()).get("metadata", {}).get("total_size")
+    except (ValueError, AttributeError, RecursionError):
+        total = None
+    if not isinstance(total, int) or isinstance(total, bool) or total <= 0:
+        raise InputFileError(
+            "no positive metadata.total_size", file=path, pointer="/metadata/total_size", hint=hint
+        )
+    return total / GIB
+
+
+def _auto_bytes(model: dict[str, Any], config: dict[str, Any]) -> tuple[str, int]:
     dtype = (
         model.get("torch_dtype")
         or model.get("dtype")
@@ -92,28 +147,87 @@ def _element_bytes(
         or config.get("dtype")
         or "bfloat16"
     )
-    return f"auto ({dtype})", DTYPE_BYTES.get(str(dtype), 2)
+    return str(dtype), DTYPE_BYTES.get(str(dtype), 2)
+
+
+def _element_bytes(
+    kv_dtype: KvDtype, ckpt: Checkpoint, engine: Engine, model: dict[str, Any], config: Any
+) -> tuple[str, int]:
+    if kv_dtype != "auto":
+        return kv_dtype, DTYPE_BYTES[kv_dtype]
+    resolved = derive(engine, read_config_files(ckpt)).kv_cache_dtype
+    if str(resolved.value).startswith("fp8"):
+        return f"auto -> {resolved.value} ({resolved.reason})", 1
+    dtype, size = _auto_bytes(model, config)
+    return f"auto -> {dtype} (the model dtype)", size
+
+
+def _edit_takes_effect(engine: Engine, files: ConfigFiles) -> bool:
+    """Whether ``engine`` follows an edit of max_position_embeddings (not so for YaRN configs
+    before vLLM 0.33)."""
+    config = copy.deepcopy(files.config or {})
+    text = config.get("text_config")
+    model = text if isinstance(text, dict) else config
+    probe = 12_345
+    model["max_position_embeddings"] = probe
+    return bool(derive(engine, ConfigFiles(config, files.hf_quant)).max_model_len.value == probe)
 
 
 def kv_budget(
     checkpoint: Path | str,
     *,
-    gpu_memory_gib: float,
-    weights_gib: float,
+    gpu_memory_gib: float | str | None = None,
+    gpu: Gpu | str | None = None,
+    weights_gib: float | str | None = None,
     tp: int = 1,
     kv_dtype: KvDtype = "auto",
-    utilization: float = 0.9,
+    utilization: float | None = None,
+    engine: Engine | str | None = None,
+    allowance_gib: float | str = ALLOWANCE_GIB,
 ) -> KvBudget:
-    """Estimate KV-cache bytes per token and the longest context that fits on each GPU."""
+    """Estimate KV-cache bytes per token and the longest context that fits on each GPU.
+
+    Memory comes from ``gpu_memory_gib`` or the ``gpu`` name; weights from ``weights_gib``
+    (all GPUs together) or the weight index. With ``engine``, the KV dtype, the default
+    ``gpu_memory_utilization`` (0.9 before vLLM 0.20, 0.92 from it) and the context are that
+    version's."""
     ckpt = open_checkpoint(checkpoint)
+    device = parse_gpu(gpu) if isinstance(gpu, str) else gpu
+    target = parse_engine(engine) if isinstance(engine, str) else engine
+    if gpu_memory_gib is not None:
+        memory = parse_size_gib(gpu_memory_gib, "--gpu-memory")
+    elif device is not None and device.memory_gib is not None:
+        memory = device.memory_gib
+    else:
+        raise TargetError(
+            "no GPU memory given", hint="add --gpu rtx-pro-6000 (a GPU name) or --gpu-memory 96GiB"
+        )
+    if tp < 1:
+        raise TargetError(f"--tp must be 1 or more, got {tp}", hint="e.g. --tp 8")
+    if utilization is None:
+        utilization = 0.92 if target is not None and target.at_least(0, 20) else 0.9
+    if not math.isfinite(utilization) or not 0 < utilization <= 1:
+        raise TargetError(
+            f"--gpu-utilization must be in (0, 1], got {utilization}", hint="e.g. 0.9"
+        )
+    allowance = parse_size_gib(allowance_gib, "--allowance")
     path = ckpt.path("config.json")
-    try:
-        config = json.loads(path.read_bytes())
-        legacy_path = ckpt.path("hf_quant_config.json")
-        legacy = json.loads(legacy_path.read_bytes()) if legacy_path.is_file() else None
-    except (OSError, ValueError) as exc:
-        raise PatcherError(f"cannot read ({exc})", file=path, hint="fix the file") from None
-    model = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    files = read_config_files(ckpt)
+    config = files.config
+    if config is None:
+        raise InputFileError(
+            "no config.json: kv-budget reads the model's sizes from it",
+            file=path,
+            hint="point kv-budget at the checkpoint folder that holds config.json",
+        )
+    if weights_gib is not None:
+        weights = parse_size_gib(weights_gib, "--weights")
+        weights_source = f"--weights {weights:.2f} GiB"
+    else:
+        weights = _index_weights(ckpt)
+        weights_source = f"model.safetensors.index.json total_size {weights:.2f} GiB"
+    text = config.get("text_config")
+    model: dict[str, Any] = text if isinstance(text, dict) else config
     layers = _need(model, "num_hidden_layers", path)
     if "kv_lora_rank" in model:
         attention: Literal["MLA", "GQA"] = "MLA"
@@ -125,27 +239,44 @@ def kv_budget(
         kv_heads = model.get("num_key_value_heads") or heads
         head_dim = model.get("head_dim") or _need(model, "hidden_size", path) // heads
         per_layer = 2 * kv_heads * head_dim
-        per_rank = 2 * max(1, math.ceil(kv_heads / tp)) * head_dim
-    label, element = _element_bytes(kv_dtype, config, legacy, model)
+        per_rank = 2 * max(1, kv_heads // tp) * head_dim
+    judge = target or Engine("vllm", (0, 16, 0))
+    label, element = _element_bytes(kv_dtype, ckpt, judge, model, config)
     bytes_per_token = layers * per_rank * element
-    free = int(gpu_memory_gib * GIB * utilization - weights_gib * GIB / tp)
-    max_tokens = max(0, free // bytes_per_token)
-    context = model.get("max_position_embeddings")
-    context = context if isinstance(context, int) else None
-    suggested = (max_tokens // 1024) * 1024 or None
+    free = int(memory * GIB * utilization - weights * GIB / tp - allowance * GIB)
+    block = bytes_per_token * BLOCK_SIZE
+    max_tokens = max(0, (free - block) // block * BLOCK_SIZE)
+    flag_only = False
+    if target is not None:
+        derived = derive(target, files).max_model_len
+        context, context_source = derived.value, f"{target} derives {derived.reason}"
+        flag_only = not _edit_takes_effect(target, files)
+    else:
+        raw = model.get("max_position_embeddings")
+        context = raw if isinstance(raw, int) and not isinstance(raw, bool) else None
+        context_source = "max_position_embeddings"
+    suggested = (max_tokens // LENGTH_STEP) * LENGTH_STEP or None
     if context is not None and suggested is not None:
         suggested = min(suggested, context)
     return KvBudget(
-        ckpt.root,
-        attention,
-        layers,
-        per_layer,
-        label,
-        element,
-        tp,
-        bytes_per_token,
-        free,
-        max_tokens,
-        context,
-        suggested,
+        checkpoint=ckpt.root,
+        attention=attention,
+        layers=layers,
+        per_layer_elements=per_layer,
+        kv_dtype=label,
+        element_bytes=element,
+        tp=tp,
+        bytes_per_token=bytes_per_token,
+        memory_gib=memory,
+        utilization=utilization,
+        weights_per_gpu_gib=weights / tp,
+        weights_source=weights_source,
+        allowance_gib=allowance,
+        free_bytes=free,
+        max_tokens=max_tokens,
+        config_context=context,
+        context_source=context_source,
+        suggested_context=suggested,
+        engine=str(target) if target else None,
+        flag_only=flag_only,
     )

@@ -400,6 +400,7 @@ def kv_budget_json(b: KvBudget) -> dict[str, Any]:
     """A KV budget as JSON."""
     return {
         "checkpoint": str(b.checkpoint),
+        "engine": b.engine,
         "attention": b.attention,
         "layers": b.layers,
         "per_layer_elements": b.per_layer_elements,
@@ -407,9 +408,15 @@ def kv_budget_json(b: KvBudget) -> dict[str, Any]:
         "element_bytes": b.element_bytes,
         "tp": b.tp,
         "bytes_per_token": b.bytes_per_token,
+        "gpu_memory_gib": round(b.memory_gib, 2),
+        "gpu_memory_utilization": b.utilization,
+        "weights_per_gpu_gib": round(b.weights_per_gpu_gib, 2),
+        "weights_source": b.weights_source,
+        "allowance_gib": b.allowance_gib,
         "free_bytes": b.free_bytes,
         "max_tokens": b.max_tokens,
         "config_context": b.config_context,
+        "context_source": b.context_source,
         "fits": b.fits,
         "suggested_context": None if b.fits else b.suggested_context,
         "command": b.command(),
@@ -418,26 +425,31 @@ def kv_budget_json(b: KvBudget) -> dict[str, Any]:
 
 def kv_budget_text(b: KvBudget) -> str:
     """A KV budget for people."""
-    divided = (
-        "divided by TP" if b.attention == "GQA" else "not divided by TP (one latent per layer)"
-    )
+    divided = "divided by TP" if b.attention == "GQA" else "one latent per layer, not split by TP"
     lines = [
         f"attention: {b.attention}, {b.layers} layers, {b.per_layer_elements} cached elements "
         f"per layer per token ({divided})",
-        f"KV dtype: {b.kv_dtype}, {b.element_bytes} byte(s) per element",
+        f"KV dtype: {b.kv_dtype}, {_count(b.element_bytes, 'byte')} per element",
         f"KV cache per token per GPU (TP={b.tp}): {b.bytes_per_token:,} bytes",
+        f"per GPU: {b.memory_gib:.2f} GiB x {b.utilization} - weights "
+        f"{b.weights_per_gpu_gib:.2f} GiB ({b.weights_source} / TP) - allowance "
+        f"{b.allowance_gib:g} GiB",
         f"free for the KV cache per GPU: {b.free_bytes / 1024**3:.2f} GiB",
         f"longest context that fits: {b.max_tokens:,} tokens",
     ]
     if b.config_context is not None:
         verdict = "fits" if b.fits else "does NOT fit"
-        lines.append(f"config context {b.config_context:,} tokens: {verdict}")
+        lines.append(f"config context {b.config_context:,} tokens ({b.context_source}): {verdict}")
     if b.free_bytes <= 0:
         lines.append("the weights alone exceed the usable memory of each GPU: use more GPUs (--tp)")
     command = b.command()
     if command:
         lines.append(f"to make the server start: {command}")
     return "\n".join(lines)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
 
 
 def upstream_json(d: UpstreamDiff) -> dict[str, Any]:

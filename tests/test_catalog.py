@@ -278,12 +278,15 @@ def test_kv_budget_mla_deepseek_v3(model_checkpoint: object) -> None:
 
 def test_kv_budget_gqa_llama(model_checkpoint: object) -> None:
     root = model_checkpoint("llama-3.1-8b-instruct-bnb8bit")  # type: ignore[operator]
-    budget = kv_budget(root, gpu_memory_gib=24, weights_gib=16, tp=1, kv_dtype="bf16")
+    budget = kv_budget(
+        root, gpu_memory_gib=24, weights_gib=16, tp=1, kv_dtype="bf16", allowance_gib=0
+    )
     assert budget.attention == "GQA"
     assert budget.bytes_per_token == 32 * 2 * 8 * 128 * 2 == 131_072
     free = int(24 * 1024**3 * 0.9 - 16 * 1024**3)
-    assert budget.max_tokens == free // 131_072
-    assert budget.suggested_context == (free // 131_072 // 1024) * 1024
+    block = 131_072 * 16
+    assert budget.max_tokens == (free - block) // block * 16  # whole blocks, one held back
+    assert budget.suggested_context == (budget.max_tokens // 1024) * 1024
     assert budget.command() == (
         f"patcher apply {root} set-context-length --set length={budget.suggested_context}"
     )
@@ -291,27 +294,66 @@ def test_kv_budget_gqa_llama(model_checkpoint: object) -> None:
     assert split.bytes_per_token == 32 * 2 * 1 * 128 * 2  # 8 KV heads over 8 ranks
 
 
-def test_kv_budget_cli_prints_the_command(cli: Cli, kimi: Path) -> None:
+def _kimi_deployment(tmp_path: Path) -> Path:
+    """Kimi-K2.5-NVFP4 as deployed: the real config, an index with ~74 GiB per GPU at TP 8."""
+    root = tmp_path / "kimi-deploy"
+    root.mkdir()
+    shutil.copyfile(CONFIGS / "kimi-k2.5-nvfp4" / "config.json", root / "config.json")
+    index = {"metadata": {"total_size": 74 * 8 * 1024**3}, "weight_map": {}}
+    (root / "model.safetensors.index.json").write_text(json.dumps(index))
+    return root
+
+
+def test_kv_budget_reproduces_the_deployment(cli: Cli, tmp_path: Path) -> None:
+    """8x RTX PRO 6000, ~74 GiB of weights per GPU, BF16 KV (after strip-fp8-kv-cache):
+    262,144 tokens do not fit, about 170k do (the deployment saw 178k start)."""
+    root = _kimi_deployment(tmp_path)
+    api.apply(root, "strip-fp8-kv-cache")
     code, out, _ = cli(
         "kv-budget",
-        kimi,
-        "--gpu-memory",
-        "96",
-        "--weights",
-        "560",
+        root,
+        "--gpu",
+        "rtx-pro-6000",
         "--tp",
         "8",
-        "--kv-dtype",
-        "bf16",
+        "--engine",
+        "vllm==0.16.0",
+        "--json",
     )
-    assert code == 0 and "70,272 bytes" in out and "does NOT fit" in out
-    assert f"patcher apply {kimi} set-context-length --set length=" in out
-    code, out, _ = cli(
-        "kv-budget", kimi, "--gpu-memory", "96", "--weights", "560", "--tp", "8", "--json"
+    result = json.loads(out)
+    assert code == 1 and not result["fits"] and result["config_context"] == 262_144
+    assert result["bytes_per_token"] == 70_272 and result["gpu_memory_utilization"] == 0.9
+    assert 160_000 <= result["max_tokens"] <= 185_000
+    # vLLM 0.16 ignores max_position_embeddings for this YaRN config: the flag is the fix.
+    assert (
+        result["command"] == f"start the server with --max-model-len {result['suggested_context']}"
     )
-    assert json.loads(out)["bytes_per_token"] == 35_136  # auto: FP8 from the checkpoint
-    code, _, _ = cli("kv-budget", kimi, "--gpu-memory", "96")
-    assert code == 2
+    newer = kv_budget(root, gpu="rtx-pro-6000", tp=8, engine="vllm==0.33.0")
+    assert newer.utilization == 0.92 and newer.command() is not None
+    assert "set-context-length" in newer.command()
+
+
+def test_kv_budget_units_weights_from_index_and_refusals(cli: Cli, tmp_path: Path) -> None:
+    root = _kimi_deployment(tmp_path)
+    in_gb = kv_budget(root, gpu_memory_gib="102.6GB", weights_gib="592GiB", tp=8)
+    assert abs(in_gb.memory_gib - 95.55) < 0.01 and in_gb.weights_per_gpu_gib == 74.0
+    from_index = kv_budget(root, gpu_memory_gib="102.6GB", tp=8)
+    assert from_index.weights_per_gpu_gib == 74.0
+    assert from_index.weights_source.startswith("model.safetensors.index.json")
+    code, out, _ = cli("kv-budget", root, "--gpu-memory", "96GiB", "--tp", "8")
+    assert code == 0 and "fits" in out  # FP8 KV from the checkpoint: 35,136 bytes per token
+    for args, message in [
+        (["--gpu-memory", "nan"], "cannot read --gpu-memory 'nan'"),
+        (["--gpu-memory", "inf"], "cannot read --gpu-memory 'inf'"),
+        (["--gpu", "rtx-9999"], "unknown GPU 'rtx-9999'"),
+        ([], "no GPU memory given"),
+        (["--gpu", "h200", "--gpu-utilization", "nan"], "--gpu-utilization must be in (0, 1]"),
+    ]:
+        code, _, err = cli("kv-budget", root, *args)
+        assert code == 1 and message in err and "Traceback" not in err, err
+    (root / "model.safetensors.index.json").unlink()
+    code, _, err = cli("kv-budget", root, "--gpu", "h200")
+    assert code == 1 and "no weight index" in err and "--weights" in err
 
 
 # --- composition -------------------------------------------------------------------------
