@@ -54,6 +54,9 @@ REQUIRED_FIELDS = {
     "modelopt_fp4": ("NVFP4", ("group_size", "kv_cache_quant_algo", "exclude_modules")),
     "modelopt_mxfp8": ("MXFP8", ("kv_cache_quant_algo", "exclude_modules")),
 }
+# Methods a version no longer registers (config/model.py "Unknown quantization method"),
+# first seen missing in the sampled release named.
+REMOVED_METHODS = {"bitsandbytes": (0, 33, 0)}
 # get_min_capability() of each quantization config (x10: 89 means 8.9).
 MIN_CAPABILITY = {
     "fp8": 75,
@@ -380,6 +383,22 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
             errors.append(failed)
         else:
             quantization = _quantization(quant)
+            if quantization == "mxfp4" and engine.at_least(0, 33):
+                if _text_config(config).get("model_type") == "gpt_oss":
+                    quantization = "gpt_oss_mxfp4"  # GptOssMxfp4Config's override
+            removed = REMOVED_METHODS.get(quantization or "")
+            if removed is not None and engine.at_least(*removed):
+                errors.append(
+                    StartupError(
+                        f"Unknown quantization method: {quantization}. Must be one of [...]",
+                        file=source,
+                        pointer="/quantization_config/quant_method",
+                        note=f"{engine} no longer loads {quantization} checkpoints: use an "
+                        "older vLLM or another checkpoint",
+                    )
+                )
+                none = Derived(None, "the config stage failed")
+                return EngineView(engine, gpu, none, none, none, False, None, tuple(errors))
             kv = kv_cache_dtype(engine, quant, source)
             errors.extend(
                 e
