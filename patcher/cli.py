@@ -108,18 +108,25 @@ def list_command(as_json: JsonOpt = False) -> None:
 @app.command()
 def show(
     name: Annotated[str, typer.Argument(help="Transform name, or a transform file path.")],
+    engine: EngineOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Explain one transform: files, why, when to undo, evidence, engine flag, parameters."""
+    """Explain one transform: files, why, when to undo, evidence, engine flag, parameters.
+
+    With --engine, also whether its engine flag works on that version.
+    """
     with _boundary():
         from patcher import render
         from patcher.catalog import find_transform
+        from patcher.engines.target import parse_engine
+        from patcher.overrides import flags_verdict
 
         transform = find_transform(name)
+        verdict = flags_verdict(transform, parse_engine(engine)) if engine else None
         _out(
-            render.to_json(render.transform_json(transform))
+            render.to_json(render.transform_json(transform, verdict))
             if as_json
-            else render.transform_text(transform)
+            else render.transform_text(transform, verdict)
         )
 
 

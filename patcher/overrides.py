@@ -13,7 +13,7 @@ from patcher.checkpoint import open_checkpoint
 from patcher.engines.target import Engine, parse_engine
 from patcher.errors import PatcherError
 from patcher.journal import load_object, read_journal
-from patcher.transform import parse_transform, substitute
+from patcher.transform import Transform, parse_transform, substitute
 
 NOT_OVERRIDABLE = {
     "hf_quant_config.json": "read from disk by the engines (TensorRT-LLM reads it first)",
@@ -59,6 +59,16 @@ def _merge(into: dict[str, Any], extra: dict[str, Any]) -> None:
             _merge(into[key], value)
         else:
             into[key] = value
+
+
+def flags_verdict(transform: Transform, engine: Engine) -> str | None:
+    """Whether the transform's runtime flags work on ``engine``, for ``show --engine``."""
+    runtime = transform.runtime
+    if runtime is None or not runtime.flags:
+        return None
+    flags = " ".join(runtime.flags)
+    too_old = _too_old(runtime.requires, engine)
+    return f"{flags}: {too_old}" if too_old else f"{flags}: accepted by {engine}"
 
 
 def _too_old(requires: str | None, engine: Engine | None) -> str | None:

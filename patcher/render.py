@@ -50,9 +50,18 @@ def _params(params: Any) -> str:
     return " ".join(f"{k}={json.dumps(v)}" for k, v in params.items()) if params else ""
 
 
-def transform_json(t: Transform) -> dict[str, Any]:
+def transform_json(t: Transform, flags_verdict: str | None = None) -> dict[str, Any]:
     """A transform as JSON."""
     return {
+        "effects": dict(t.effects),
+        "runtime": None
+        if t.runtime is None
+        else {
+            "flags": list(t.runtime.flags),
+            "hf_overrides": dict(t.runtime.hf_overrides),
+            "requires": t.runtime.requires,
+            "on_engine": flags_verdict,
+        },
         "name": t.name,
         "summary": t.summary,
         "why": t.why,
@@ -91,7 +100,7 @@ def transform_list_text(transforms: tuple[Transform, ...]) -> str:
     return "\n".join(f"{t.name:<{width}}  {t.summary}" for t in transforms)
 
 
-def transform_text(t: Transform) -> str:
+def transform_text(t: Transform, flags_verdict: str | None = None) -> str:
     """``patcher show NAME``."""
     lines = [f"{t.name}: {t.summary}", "", "Files:"]
     for edit in t.edits:
@@ -108,6 +117,11 @@ def transform_text(t: Transform) -> str:
     lines += ["", "Why:", f"  {t.why}", "", "Undo when:", f"  {t.undo_when}"]
     if t.engine_flag:
         lines += ["", "Engine flag that does the same without editing files:", f"  {t.engine_flag}"]
+    if flags_verdict:
+        lines += [f"  {flags_verdict}"]
+    if t.effects:
+        effects = ", ".join(f"{k} = {v}" for k, v in t.effects.items())
+        lines += ["", "Declared effect (checked against the engine model):", f"  {effects}"]
     if t.params:
         lines += ["", "Parameters (--set NAME=VALUE):"]
         for p in t.params:

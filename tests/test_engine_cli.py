@@ -1,0 +1,173 @@
+"""The engine model as users meet it: check --engine/--gpu, apply --engine, show/overrides."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from patcher.engines.gpus import parse_gpu
+from patcher.engines.target import parse_engine
+from patcher.errors import TargetError
+from tests.conftest import Cli, tree_bytes
+
+ENGINE_KEYS = {
+    "name",
+    "version",
+    "gpu",
+    "max_model_len",
+    "kv_cache_dtype",
+    "quantization",
+    "mla",
+    "attention_backends",
+    "startup_errors",
+    "reasons",
+}
+
+
+def test_check_engine_json_on_sm120_names_the_fixes(cli: Cli, kimi: Path) -> None:
+    code, out, _ = cli("check", kimi, "--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", "--json")
+    engine = json.loads(out)["engine"]
+    assert code == 1 and set(engine) == ENGINE_KEYS
+    assert (engine["name"], engine["version"]) == ("vllm", "0.16.0")
+    assert engine["gpu"] == {"name": "rtx-pro-6000", "compute_capability": "12.0"}
+    assert engine["max_model_len"] == 262_144 and engine["kv_cache_dtype"] == "fp8_e4m3"
+    assert engine["quantization"] == "modelopt_fp4" and engine["mla"] is True
+    assert engine["attention_backends"] == []
+    (error,) = engine["startup_errors"]
+    assert error["message"].startswith("No valid attention backend found for cuda")
+    assert "TRITON_MLA: [kv_cache_dtype not supported]" in error["message"]
+    assert error["transform"] == "strip-fp8-kv-cache"
+    assert error["flag"] == "--kv-cache-dtype bfloat16"
+    assert (error["file"], error["pointer"]) == (
+        "config.json",
+        "/quantization_config/kv_cache_scheme",
+    )
+
+
+@pytest.mark.parametrize(
+    ("engine", "gpu", "starts"),
+    [
+        ("vllm==0.16.0", "12.0", False),
+        ("vllm==0.14.0", "rtx-5090", False),
+        ("vllm==0.17.0", "12.0", False),
+        ("vllm==0.18.0", "12.0", True),  # Triton MLA takes FP8 from 0.18
+        ("vllm==0.16.0", "h200", True),  # FlashMLA takes FP8 on SM90
+        ("vllm==0.13.0", "12.0", True),  # 'auto' not resolved from the checkpoint before 0.14
+    ],
+)
+def test_fp8_mla_finding_depends_on_engine_and_gpu(
+    cli: Cli, kimi: Path, engine: str, gpu: str, starts: bool
+) -> None:
+    code, out, _ = cli("check", kimi, "--engine", engine, "--gpu", gpu, "--json")
+    result = json.loads(out)
+    assert bool(result["engine"]["attention_backends"]) == starts
+    assert (code == 0) == starts
+
+
+def test_flag_not_offered_where_the_backend_refuses_it(cli: Cli, kimi: Path) -> None:
+    code, out, _ = cli("check", kimi, "--engine", "vllm==0.14.0", "--gpu", "12.0", "--json")
+    (error,) = json.loads(out)["engine"]["startup_errors"]
+    assert error["flag"] is None and error["transform"] == "strip-fp8-kv-cache"
+
+
+def test_check_engine_text_for_people(cli: Cli, kimi: Path) -> None:
+    code, out, _ = cli("check", kimi, "--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000")
+    assert code == 1
+    assert "vllm==0.16.0 on rtx-pro-6000 (compute capability 12.0) derives:" in out
+    assert "MLA backends    none: the server will not start" in out
+    assert f"fix: patcher apply {kimi} strip-fp8-kv-cache; or start vllm with" in out
+    code, out, _ = cli("check", kimi, "--engine", "vllm==0.16.0")
+    assert "give --gpu to check which backends accept the config" in out
+
+
+def test_after_strip_the_engine_starts_and_check_is_clean(cli: Cli, kimi: Path) -> None:
+    cli("apply", kimi, "strip-fp8-kv-cache")
+    code, out, _ = cli("check", kimi, "--engine", "vllm==0.16.0", "--gpu", "12.0", "--json")
+    engine = json.loads(out)["engine"]
+    assert code == 0 and engine["kv_cache_dtype"] == "auto"
+    assert engine["attention_backends"] == ["TRITON_MLA"] and engine["startup_errors"] == []
+
+
+def test_set_context_length_refused_where_the_engine_ignores_it(cli: Cli, kimi: Path) -> None:
+    before = tree_bytes(kimi)
+    code, _, err = cli(
+        "apply", kimi, "set-context-length", "--set", "length=131072", "--engine", "vllm==0.16.0"
+    )
+    assert code == 1 and tree_bytes(kimi) == before
+    assert "set-context-length has no effect on vllm==0.16.0: max_model_len stays 262144" in err
+    assert "next: start the server with --max-model-len 131072" in err
+    assert len(err.strip().splitlines()) == 1
+    code, out, err = cli(
+        "apply", kimi, "set-context-length", "--set", "length=131072", "--engine", "vllm==0.33.0"
+    )
+    assert code == 0 and "applied set-context-length" in out and err == ""
+
+
+def test_set_context_length_warns_without_engine(cli: Cli, kimi: Path) -> None:
+    code, out, err = cli("apply", kimi, "set-context-length", "--set", "length=131072")
+    assert code == 0 and "applied set-context-length" in out
+    assert err.startswith(
+        "warning: set-context-length has no effect on vLLM 0.10.1 to 0.20.0: max_model_len "
+        "stays 262144"
+    )
+    assert "start the server with --max-model-len 131072" in err
+    code, out, _ = cli("revert", kimi, "--all")
+    code, out, _ = cli("apply", kimi, "set-context-length", "--set", "length=131072", "--json")
+    assert json.loads(out)["warnings"][0].startswith("set-context-length has no effect")
+
+
+def test_set_context_length_no_warning_on_plain_rope(cli: Cli, model_checkpoint: object) -> None:
+    root = model_checkpoint("devstral-small-2507")  # type: ignore[operator]
+    code, _, err = cli("apply", root, "set-context-length", "--set", "length=32768")
+    assert code == 0 and err == ""
+
+
+def test_show_is_version_aware(cli: Cli) -> None:
+    code, out, _ = cli("show", "strip-fp8-kv-cache", "--engine", "vllm==0.14.0")
+    assert code == 0
+    assert "--kv-cache-dtype bfloat16: no runtime equivalent on vllm==0.14.0" in out
+    code, out, _ = cli("show", "strip-fp8-kv-cache", "--engine", "vllm==0.15.0", "--json")
+    runtime = json.loads(out)["runtime"]
+    assert runtime["on_engine"] == "--kv-cache-dtype bfloat16: accepted by vllm==0.15.0"
+    code, out, _ = cli("show", "set-context-length", "--json")
+    assert json.loads(out)["effects"] == {"max_model_len": "{{length}}"}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--engine", "vllm==0.9.2"], "older than the engine model covers"),
+        (["--engine", "tgi==1.0"], "cannot read engine 'tgi==1.0'"),
+        (["--engine", "vllm==0.16.0", "--gpu", "rtx-pro-600"], "did you mean 'rtx-pro-6000'"),
+        (["--gpu", "h200"], "--gpu needs an engine to judge against"),
+    ],
+)
+def test_check_target_refusals(cli: Cli, kimi: Path, args: list[str], message: str) -> None:
+    code, out, err = cli("check", kimi, *args)
+    assert code == 1 and message in err and out == ""
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_gpu_and_engine_parsing() -> None:
+    assert parse_gpu("12.0").capability == (12, 0)
+    assert parse_gpu("sm90").capability == (9, 0)
+    assert parse_gpu("RTX PRO 6000").name == "rtx-pro-6000"
+    assert parse_gpu("H100").memory_gib == pytest.approx(79.65)
+    assert parse_engine("vllm@0.16").version == (0, 16, 0)
+    assert parse_engine("sglang==0.5.23").name == "sglang"
+    with pytest.raises(TargetError):
+        parse_gpu("99.9")
+
+
+def test_sglang_context_follows_max_position_embeddings(cli: Cli, kimi: Path) -> None:
+    code, out, _ = cli("check", kimi, "--engine", "sglang==0.5.23", "--json")
+    engine = json.loads(out)["engine"]
+    assert engine["max_model_len"] == 262_144 and engine["kv_cache_dtype"] == "fp8_e4m3"
+    code, _, err = cli(
+        "apply", kimi, "set-context-length", "--set", "length=131072", "--engine", "sglang==0.5.23"
+    )
+    assert code == 0
+    code, out, _ = cli("check", kimi, "--engine", "sglang==0.5.23", "--json")
+    assert json.loads(out)["engine"]["max_model_len"] == 131_072
