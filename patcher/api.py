@@ -14,6 +14,10 @@ from patcher.catalog import builtin_transforms as list_transforms
 from patcher.catalog import find_transform as get_transform
 from patcher.check import CheckReport
 from patcher.check import check_checkpoint as check
+from patcher.doctor import Diagnosis
+from patcher.doctor import diagnose as doctor
+from patcher.engines.model import engine_view
+from patcher.engines.view import EngineView
 from patcher.errors import PatcherError
 from patcher.kvbudget import KvBudget, kv_budget
 from patcher.offline_diff import CheckpointDiff
@@ -30,6 +34,8 @@ __all__ = [
     "ApplyResult",
     "CheckReport",
     "CheckpointDiff",
+    "Diagnosis",
+    "EngineView",
     "KvBudget",
     "Overrides",
     "PatcherError",
@@ -39,6 +45,8 @@ __all__ = [
     "apply",
     "check",
     "diff",
+    "doctor",
+    "engine_view",
     "get_transform",
     "kv_budget",
     "list_transforms",
