@@ -35,6 +35,8 @@ def test_wheel_ships_catalog_under_patcher_only(tmp_path: Path) -> None:
         "patcher",
         wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info",
     }
+    sources = {p.relative_to(ROOT).as_posix() for p in (ROOT / "patcher").rglob("*.py")}
+    assert sources <= set(names), sources - set(names)  # every subpackage is shipped
     catalog = {Path(n).name for n in names if n.startswith("patcher/catalog/")}
     expected = {p.name for p in (ROOT / "transforms").glob("*.toml")}
     assert expected and expected <= catalog
