@@ -17,10 +17,10 @@ from patcher.document import canonical
 from patcher.engines.target import Engine, parse_engine
 from patcher.errors import DoesNotApplyError
 from patcher.files import current_hash, replace_file
-from patcher.fsio import sha256
+from patcher.fsio import file_mode, sha256
 from patcher.journal import Entry, FileRecord, Journal, read_journal, store_object
 from patcher.params import resolve_params
-from patcher.recovery import restore_original
+from patcher.recovery import roll_back
 from patcher.session import write_session
 from patcher.transform import Transform, substitute
 
@@ -61,18 +61,8 @@ def _records(plans: tuple[FilePlan, ...], befores: dict[str, str]) -> tuple[File
 
 
 def _write(checkpoint: Checkpoint, entry: Entry, plans: tuple[FilePlan, ...]) -> None:
-    written: list[FileRecord] = []
-    try:
-        for plan, record in zip(plans, entry.files, strict=True):
-            replace_file(checkpoint, plan.path, plan.after, expect=record.before)
-            written.append(record)
-    except BaseException:
-        # Put back what was already written; if even that fails, the pending entry stays
-        # and the next command settles it.
-        with contextlib.suppress(Exception):
-            for record in reversed(written):
-                restore_original(checkpoint, record, expect=record.after)
-        raise
+    for plan, record in zip(plans, entry.files, strict=True):
+        replace_file(checkpoint, plan.path, plan.after, expect=record.before)
 
 
 def _same_applied(journal: Journal, transform: Transform, params: Mapping[str, Any]) -> int | None:
@@ -167,7 +157,10 @@ def apply_transform(
                 return ApplyResult("nothing-to-do", ckpt.root, chosen, resolved.recorded, ())
         journal_dir = ckpt.journal_dir
         definition = store_object(journal_dir, chosen.text.encode("utf-8"))
-        befores = {plan.path: store_object(journal_dir, plan.before) for plan in plans}
+        befores = {
+            plan.path: store_object(journal_dir, plan.before, mode=file_mode(ckpt.path(plan.path)))
+            for plan in plans
+        }
         entry = Entry(
             id=session.journal.next_id(),
             state="pending",
@@ -183,7 +176,11 @@ def apply_transform(
         try:
             _write(ckpt, entry, plans)
         except BaseException:
-            with contextlib.suppress(Exception):
+            # Settle by hashing, not by what we think was written: a write can land and the
+            # step after it fail. Only when every file is back to its original is the entry
+            # dropped; otherwise it stays pending and the next command settles it.
+            with contextlib.suppress(BaseException):
+                roll_back(ckpt, entry)
                 session.save(session.journal.drop(entry.id))
             raise
         session.save(session.journal.put(entry.with_state("applied")))

@@ -8,9 +8,10 @@ import contextlib
 import errno
 import hashlib
 import os
+import stat
 from pathlib import Path
 
-from patcher.errors import WriteError
+from patcher.errors import UnsafePathError, WriteError
 
 
 def sha256(data: bytes) -> str:
@@ -18,8 +19,27 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+TMP_SUFFIX = ".patcher-tmp"
+
+
 def _tmp_name(target: Path) -> Path:
-    return target.with_name(f".{target.name}.{os.urandom(4).hex()}.patcher-tmp")
+    return target.with_name(f".{target.name}.{os.urandom(4).hex()}{TMP_SUFFIX}")
+
+
+def stale_temp_files(directories: list[Path]) -> list[Path]:
+    """Temp files a killed write left in ``directories`` (names only; nothing is read)."""
+    found: list[Path] = []
+    for directory in dict.fromkeys(directories):
+        try:
+            with os.scandir(directory) as entries:
+                found += [
+                    Path(e.path)
+                    for e in entries
+                    if e.name.startswith(".") and e.name.endswith(TMP_SUFFIX)
+                ]
+        except OSError:
+            continue
+    return found
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -84,10 +104,32 @@ def atomic_symlink(target: Path, link_to: str) -> None:
         raise write_error(exc, target) from exc
 
 
-def ensure_dir(directory: Path) -> None:
-    """Create ``directory`` (one level) if missing, as a refusal on failure."""
+def check_real_dir(directory: Path) -> None:
+    """Refuse a ``directory`` that is a symlink or not a directory: patcher's own folders must
+    not send its writes elsewhere."""
+    try:
+        info = os.lstat(directory)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise write_error(exc, directory) from exc
+    if not stat.S_ISDIR(info.st_mode):
+        raise UnsafePathError(
+            "is a symlink or not a folder; patcher will not write its journal through it",
+            file=directory,
+            hint=f"remove it (rm {directory}) if you did not make it, then run the command again",
+        )
+
+
+def ensure_dir(directory: Path, *, private: bool = False) -> None:
+    """Create ``directory`` (one level) if missing, as a refusal on failure; never through a
+    symlink. ``private`` makes it 0700 (it will hold copies of a private file)."""
+    check_real_dir(directory)
     try:
         directory.mkdir(exist_ok=True)
+        check_real_dir(directory)
+        if private:
+            os.chmod(directory, 0o700, follow_symlinks=False)
     except OSError as exc:
         raise write_error(exc, directory) from exc
 

@@ -6,28 +6,31 @@ Layout::
     .patcher/objects/<sha256>    original bytes of every file before it was patched
     .patcher/lock                the per-checkpoint lock
 
-Entries move ``pending`` -> ``applied`` -> ``reverting`` -> ``reverted``. A ``pending`` or
-``reverting`` entry is the write-ahead record of a change in progress; the next command
-settles it by hashing the files (see ``patcher.recovery``).
+Entries move ``pending`` -> ``applied`` -> ``reverting`` -> ``reverted``; ``reapplying`` is an
+applied entry whose files ``reapply`` is putting back. ``pending``, ``reverting`` and
+``reapplying`` are write-ahead records of a change in progress; the next command settles them
+by hashing the files (see ``patcher.recovery``).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from patcher.checkpoint import Checkpoint
-from patcher.errors import JournalError
+from patcher.errors import ConflictError, JournalError
 from patcher.fsio import atomic_write, ensure_dir, sha256
 from patcher.hfcache import RepoRef
 
 FORMAT = 1
 JOURNAL_FILE = "journal.json"
-State = Literal["pending", "applied", "reverting", "reverted"]
-STATES = ("pending", "applied", "reverting", "reverted")
+State = Literal["pending", "applied", "reverting", "reverted", "reapplying"]
+STATES = ("pending", "applied", "reverting", "reverted", "reapplying")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +61,7 @@ class Entry:
     files: tuple[FileRecord, ...]
     reverted_time: str | None = None
     targets: Mapping[str, str] = field(default_factory=dict)
+    sources: Mapping[str, str] = field(default_factory=dict)
 
     def with_state(self, state: State, **changes: Any) -> Entry:
         """A copy in another state."""
@@ -83,7 +87,7 @@ class Journal:
     @property
     def unsettled(self) -> tuple[Entry, ...]:
         """Entries a crash left half done."""
-        return tuple(e for e in self.entries if e.state in ("pending", "reverting"))
+        return tuple(e for e in self.entries if e.state in ("pending", "reverting", "reapplying"))
 
     def next_id(self) -> int:
         """The id for a new entry."""
@@ -134,7 +138,8 @@ def _entry_from(raw: Any) -> Entry:
         tool_version=str(raw["tool_version"]),
         files=tuple(_file_from(f) for f in raw["files"]),
         reverted_time=raw.get("reverted_time"),
-        targets=dict(raw.get("targets", {})),
+        targets={str(k): str(v) for k, v in dict(raw.get("targets", {})).items()},
+        sources={str(k): str(v) for k, v in dict(raw.get("sources", {})).items()},
     )
 
 
@@ -175,16 +180,33 @@ def read_journal(checkpoint: Checkpoint) -> Journal:
     """The journal for reading. If a crash left a change half done, it is settled first, under
     the lock (which is why a read-only command may write), unless the checkpoint is read-only."""
     journal = load_journal(checkpoint.journal_dir)
-    if journal.unsettled:
-        from patcher.errors import WriteError
+    if journal.unsettled or _has_temp_files(checkpoint, journal):
+        from patcher.errors import PatcherError
         from patcher.session import write_session  # rare: keep it off the status start-up path
 
         try:
             with write_session(checkpoint) as session:
                 return session.journal
-        except WriteError:
-            return journal  # read-only: report the half-done entry as it is
+        except PatcherError:
+            # Read-only, full disk, or a file changed since the crash: report the half-done
+            # entry as it is; a writing command names the problem.
+            return load_journal(checkpoint.journal_dir)
     return journal
+
+
+def _has_temp_files(checkpoint: Checkpoint, journal: Journal) -> bool:
+    if not checkpoint.journal_dir.is_dir():
+        return False
+    from patcher.fsio import stale_temp_files
+
+    return bool(stale_temp_files(temp_dirs(checkpoint, journal)))
+
+
+def temp_dirs(checkpoint: Checkpoint, journal: Journal) -> list[Path]:
+    """Where patcher's writes make temp files: its own folders and the journalled files'."""
+    journal_dir = checkpoint.journal_dir
+    files = [checkpoint.path(r.path).parent for e in journal.entries for r in e.files]
+    return [journal_dir, journal_dir / "objects", checkpoint.root, *files]
 
 
 def _entry_json(entry: Entry) -> dict[str, Any]:
@@ -192,11 +214,31 @@ def _entry_json(entry: Entry) -> dict[str, Any]:
     data["files"] = [asdict(f) for f in entry.files]
     data["params"] = dict(entry.params)
     data["targets"] = dict(entry.targets)
+    data["sources"] = dict(entry.sources)
     return data
 
 
-def save_journal(directory: Path, journal: Journal) -> None:
-    """Write the journal atomically."""
+def journal_digest(directory: Path) -> str | None:
+    """sha256 of journal.json as it is on disk (None when absent): the compare-and-swap token."""
+    try:
+        return sha256((directory / JOURNAL_FILE).read_bytes())
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _damaged(directory / JOURNAL_FILE, f"unreadable: {exc.strerror}") from None
+
+
+def save_journal(directory: Path, journal: Journal, *, expect: str | None | bool = False) -> str:
+    """Write the journal atomically and return its digest. With ``expect`` (a digest, or None
+    for "no journal yet"), refuse when the journal on disk is not that one: another process
+    wrote it although the lock should have stopped it (a lock that silently failed)."""
+    if expect is not False and journal_digest(directory) != expect:
+        raise ConflictError(
+            "journal changed by another process while patcher held the lock (does locking work "
+            "on this filesystem?); nothing more was written",
+            file=directory / JOURNAL_FILE,
+            hint=f"patcher status {directory.parent}",
+        )
     ensure_dir(directory)
     payload: dict[str, Any] = {"format": FORMAT}
     if journal.upstream is not None:
@@ -205,19 +247,28 @@ def save_journal(directory: Path, journal: Journal) -> None:
             "revision": journal.upstream.revision,
         }
     payload["entries"] = [_entry_json(e) for e in journal.entries]
-    text = json.dumps(payload, indent=1, ensure_ascii=False) + "\n"
-    atomic_write(directory / JOURNAL_FILE, text.encode("utf-8"))
+    data = (json.dumps(payload, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    atomic_write(directory / JOURNAL_FILE, data)
+    return sha256(data)
 
 
-def store_object(directory: Path, data: bytes) -> str:
-    """Keep ``data`` under its sha256 (once) and return the hash."""
+def store_object(directory: Path, data: bytes, *, mode: int | None = None) -> str:
+    """Keep ``data`` under its sha256 (once) and return the hash. An object already there is
+    trusted only when it hashes right (else it is rewritten). ``mode`` is the source file's:
+    the copy is no more readable than the original, and a private original makes the journal
+    folder private."""
     digest = sha256(data)
     objects = directory / "objects"
     target = objects / digest
-    if not target.is_file() or target.stat().st_size != len(data):
-        ensure_dir(directory)
-        ensure_dir(objects)
-        atomic_write(target, data)
+    private = mode is not None and not mode & 0o077
+    ensure_dir(directory, private=private)
+    ensure_dir(objects, private=private)
+    try:
+        good = stat.S_ISREG(os.lstat(target).st_mode) and sha256(target.read_bytes()) == digest
+    except OSError:
+        good = False
+    if not good:
+        atomic_write(target, data, mode=0o644 if mode is None else mode & 0o666)
     return digest
 
 

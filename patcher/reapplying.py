@@ -1,39 +1,75 @@
 """``reapply``: after a re-download put upstream bytes back over patched files, put the
-journal's transforms back, from the definitions and parameters the journal kept."""
+journal's transforms back, as one all-or-nothing step.
+
+The patched bytes are rebuilt from the journal alone: the original of each entry's file is in
+``objects/`` and its forward patch replays on it byte-exactly, checked against the hash the
+journal recorded. Nothing is re-compiled, so neither a changed catalog nor a deleted ``file``
+parameter (a chat template) can make it differ or half-fail. The entries stay as they are; the
+files are written under a ``reapplying`` write-ahead record that the next command finishes if
+this one is killed.
+"""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from patcher.applying import ApplyResult, apply_transform, now
-from patcher.checkpoint import open_checkpoint
+from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.errors import ConflictError
-from patcher.files import current_hash
-from patcher.journal import FileRecord, load_object
-from patcher.recovery import restore_original
+from patcher.files import current_hash, replace_file
+from patcher.fsio import sha256
+from patcher.journal import Entry, FileRecord, load_journal, load_object, store_object
+from patcher.replay import replay
 from patcher.session import write_session
 from patcher.status import file_states
-from patcher.transform import parse_transform
 
 
 @dataclass(frozen=True, slots=True)
 class ReapplyResult:
-    """The transforms applied again (empty when no file was back to its original)."""
+    """The entries whose files were patched again (empty when no file was back to its
+    original)."""
 
     checkpoint: Path
-    reapplied: tuple[ApplyResult, ...]
+    entries: tuple[Entry, ...]
+    files: tuple[str, ...]
+
+
+def patched_bytes(checkpoint: Checkpoint, record: FileRecord) -> bytes:
+    """The bytes ``record``'s entry left, rebuilt from its original and forward patch."""
+    before = load_object(checkpoint.journal_dir, record.before)
+    if record.kind == "text":
+        value = next(op["value"] for op in record.forward if op["op"] == "replace")
+        data = str(value).encode("utf-8")
+    else:
+        text = before.decode("utf-8")
+        data = replay(
+            text,
+            record.forward,
+            file=str(checkpoint.path(record.path)),
+            strict=True,
+            hint=f"patcher status {checkpoint.root}",
+        ).text.encode("utf-8")
+    if sha256(data) != record.after:
+        raise ConflictError(
+            "the journal's patch does not rebuild the recorded bytes; nothing was written",
+            file=checkpoint.path(record.path),
+            hint=f"patcher revert {checkpoint.root} --all --force, then apply again",
+        )
+    return data
 
 
 def reapply_transforms(checkpoint: Path | str) -> ReapplyResult:
-    """Re-apply every applied transform when some of their files are back to the original
-    (upstream) bytes: the others are first put back to their originals too, byte for byte."""
+    """Put every applied transform back where its files are back to the original (upstream)
+    bytes; files still as patcher left them are kept. All or nothing."""
     ckpt = open_checkpoint(checkpoint)
+    if not load_journal(ckpt.journal_dir).applied:
+        return ReapplyResult(ckpt.root, (), ())  # nothing journalled: create nothing
     with write_session(ckpt) as session:
         journal = session.journal
         states = {f.path: f.state for f in file_states(ckpt, journal)}
         if "original" not in states.values():
-            return ReapplyResult(ckpt.root, ())
+            return ReapplyResult(ckpt.root, (), ())
         for path, state in states.items():
             if state in ("changed", "missing"):
                 raise ConflictError(
@@ -42,32 +78,42 @@ def reapply_transforms(checkpoint: Path | str) -> ReapplyResult:
                     file=ckpt.path(path),
                     hint=f"patcher status {ckpt.root}",
                 )
-        applied = journal.applied
+        last: dict[str, tuple[Entry, FileRecord]] = {}
         first: dict[str, FileRecord] = {}
-        last: dict[str, FileRecord] = {}
-        for entry in applied:
+        for entry in journal.applied:
             for record in entry.files:
                 first.setdefault(record.path, record)
-                last[record.path] = record
+                last[record.path] = (entry, record)
+        todo = {p: last[p] for p in last if states.get(p) == "original"}
+        rebuilt = {p: patched_bytes(ckpt, record) for p, (_, record) in todo.items()}
+        for data in rebuilt.values():
+            store_object(ckpt.journal_dir, data)
         ahead = journal
-        for entry in applied:
-            targets = {r.path: first[r.path].before for r in entry.files}
-            ahead = ahead.put(entry.with_state("reverting", targets=targets))
-        session.save(ahead)
-        for path, record in first.items():
-            if states.get(path) == "patched":
-                restore_original(ckpt, record, expect=last[path].after)
-        done = ahead
-        for entry in applied:
-            done = done.put(entry.with_state("reverted", reverted_time=now(), targets={}))
-        session.save(done)
-        definitions = [
-            (
-                parse_transform(load_object(ckpt.journal_dir, e.definition).decode(), e.source),
-                dict(e.params),
+        for entry in journal.applied:
+            mine = [p for p, (owner, _) in todo.items() if owner.id == entry.id]
+            ahead = ahead.put(
+                entry.with_state(
+                    "reapplying",
+                    targets={p: todo[p][1].after for p in mine},
+                    sources={p: first[p].before for p in mine},
+                )
             )
-            for e in applied
-        ]
-    assert all(current_hash(ckpt, p) == r.before for p, r in first.items())
-    results = tuple(apply_transform(ckpt.root, t, params) for t, params in definitions)
-    return ReapplyResult(ckpt.root, results)
+        session.save(ahead)
+        try:
+            for path, data in rebuilt.items():
+                replace_file(ckpt, path, data, expect=first[path].before)
+        except BaseException:
+            with contextlib.suppress(BaseException):
+                for path in rebuilt:
+                    if current_hash(ckpt, path) == todo[path][1].after:
+                        data = load_object(ckpt.journal_dir, first[path].before)
+                        replace_file(ckpt, path, data, expect=todo[path][1].after)
+                if all(current_hash(ckpt, p) == first[p].before for p in rebuilt):
+                    session.save(journal)
+            raise
+        session.save(journal)
+        return ReapplyResult(
+            ckpt.root,
+            tuple(e for e in journal.applied if any(r.path in rebuilt for r in e.files)),
+            tuple(sorted(rebuilt)),
+        )

@@ -29,6 +29,7 @@ FILE_STATES: dict[str, str] = {
     "original": "back to the original (upstream) bytes, e.g. re-downloaded: run patcher reapply",
     "missing": "missing",
     "reverted": "reverted",
+    "half-done": "HALF-DONE: an interrupted change could not be settled",
 }
 
 
@@ -239,6 +240,7 @@ def status_json(s: Status) -> dict[str, Any]:
         "applied": [_entry_json(e) for e in s.applied],
         "reverted": [_entry_json(e) for e in s.reverted],
         "files": [{"path": f.path, "state": f.state, "entries": list(f.entries)} for f in s.files],
+        "unsettled": [_entry_json(e) for e in s.unsettled],
     }
 
 
@@ -251,6 +253,12 @@ def status_text(s: Status) -> str:
         lines.append("applied:")
         for e in s.applied:
             lines.append(f"  #{e.id} {e.transform} {_params(e.params)}".rstrip() + f"  ({e.time})")
+    for e in s.unsettled:
+        what = {"pending": "apply", "reverting": "revert"}.get(e.state, "reapply")
+        lines.append(
+            f"half-done: #{e.id} {e.transform} (interrupted {what}); run any patcher command "
+            f"with write access to settle it, e.g. patcher status {s.checkpoint}"
+        )
     if s.files:
         lines.append("files:")
         width = max(len(f.path) for f in s.files)
@@ -530,23 +538,17 @@ def reapply_json(r: ReapplyResult) -> dict[str, Any]:
     """A reapply result as JSON."""
     return {
         "checkpoint": str(r.checkpoint),
-        "reapplied": [
-            {"transform": a.transform.name, "entry": a.entry_id, "outcome": a.outcome}
-            for a in r.reapplied
-        ],
+        "reapplied": [{"transform": e.transform, "entry": e.id} for e in r.entries],
+        "files": list(r.files),
     }
 
 
 def reapply_text(r: ReapplyResult) -> str:
     """A reapply result for people."""
-    if not r.reapplied:
+    if not r.entries:
         return f"nothing to do: no journalled file of {r.checkpoint} is back to its original"
-    return "\n".join(
-        f"reapplied {a.transform.name} (entry {a.entry_id})"
-        if a.entry_id
-        else f"{a.transform.name}: {a.outcome}"
-        for a in r.reapplied
-    )
+    lines = [f"reapplied {e.transform} (entry {e.id})" for e in r.entries]
+    return "\n".join([*lines, "  files patched again: " + ", ".join(r.files)])
 
 
 def doctor_json(d: Diagnosis) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from patcher.applying import now
 from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.compiler import Op, get
 from patcher.errors import ConflictError, JournalError
-from patcher.files import read_current, replace_file
+from patcher.files import current_hash, read_current, replace_file
 from patcher.fsio import sha256
 from patcher.journal import Entry, FileRecord, Journal, load_journal, load_object, store_object
 from patcher.replay import first_difference, replay
@@ -268,27 +268,35 @@ def _execute(
 ) -> Journal:
     for data in objects.values():
         store_object(checkpoint.journal_dir, data)
-    targets = {f.path: sha256(f.new) for f in plan.files if f.new is not None}
-    ahead = journal.put(entry.with_state("reverting", targets=targets))
+    changes = [f for f in plan.files if f.new is not None]
+    targets = {f.path: sha256(f.new) for f in changes if f.new is not None}
+    sources = {f.path: sha256(f.current) for f in changes if f.current is not None}
+    ahead = journal.put(entry.with_state("reverting", targets=targets, sources=sources))
     for other in updates:
         ahead = ahead.put(other)
     session_save(ahead)
-    written: list[FileRevert] = []
     try:
-        for change in plan.files:
-            if change.new is None:
-                continue
-            expect = None if change.current is None else sha256(change.current)
+        for change in changes:
+            assert change.new is not None
+            expect = sources.get(change.path)
             replace_file(checkpoint, change.path, change.new, expect=expect, link=change.link)
-            written.append(change)
     except BaseException:
-        with contextlib.suppress(Exception):
-            for change in reversed(written):
-                if change.current is not None and change.new is not None:
-                    replace_file(checkpoint, change.path, change.current, expect=sha256(change.new))
-            session_save(journal)
+        # Undo by hashing what is on disk (a write may have landed before the failure); when
+        # every file is back, the journal goes back too, else the record stays for the next
+        # command to finish the revert.
+        with contextlib.suppress(BaseException):
+            for change in changes:
+                if (
+                    change.current is not None
+                    and current_hash(checkpoint, change.path) == targets[change.path]
+                ):
+                    replace_file(
+                        checkpoint, change.path, change.current, expect=targets[change.path]
+                    )
+            if all(current_hash(checkpoint, c.path) == sources.get(c.path) for c in changes):
+                session_save(journal)
         raise
-    done = ahead.put(entry.with_state("reverted", reverted_time=now(), targets={}))
+    done = ahead.put(entry.with_state("reverted", reverted_time=now(), targets={}, sources={}))
     session_save(done)
     return done
 

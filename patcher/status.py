@@ -10,7 +10,7 @@ from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.files import current_hash
 from patcher.journal import Entry, Journal, read_journal
 
-FileState = Literal["patched", "changed", "original", "missing", "reverted"]
+FileState = Literal["patched", "changed", "original", "missing", "reverted", "half-done"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +30,7 @@ class Status:
     applied: tuple[Entry, ...]
     reverted: tuple[Entry, ...]
     files: tuple[FileStatus, ...]
+    unsettled: tuple[Entry, ...] = ()
 
 
 def checkpoint_status(checkpoint: Path | str) -> Status:
@@ -37,7 +38,9 @@ def checkpoint_status(checkpoint: Path | str) -> Status:
     ckpt = open_checkpoint(checkpoint)
     journal = read_journal(ckpt)
     reverted = tuple(e for e in journal.entries if e.state == "reverted")
-    return Status(ckpt.root, journal.applied, reverted, file_states(ckpt, journal))
+    return Status(
+        ckpt.root, journal.applied, reverted, file_states(ckpt, journal), journal.unsettled
+    )
 
 
 def file_states(ckpt: Checkpoint, journal: Journal) -> tuple[FileStatus, ...]:
@@ -48,6 +51,12 @@ def file_states(ckpt: Checkpoint, journal: Journal) -> tuple[FileStatus, ...]:
         touching = [e for e in journal.applied if e.file(path)]
         current = current_hash(ckpt, path)
         state: FileState
+        interrupted = tuple(e.id for e in journal.unsettled if e.file(path))
+        if interrupted:
+            # A change a crash left half done, that could not be settled (read-only, full
+            # disk, or the file changed since): never report it as clean.
+            files.append(FileStatus(path, "half-done", interrupted))
+            continue
         if not touching:
             state = "missing" if current is None else "reverted"
             ids = tuple(e.id for e in journal.entries if e.file(path))

@@ -1,0 +1,54 @@
+"""Run a patcher command with a fault at the N-th filesystem call (for the fault sweep).
+
+    python tests/faults.py MODE N patcher-args...
+
+MODE is ``kill-before`` (SIGKILL just before the N-th call), ``kill-after`` (SIGKILL just
+after it took effect) or ``interrupt`` (KeyboardInterrupt just after it took effect, as a
+Ctrl-C between a rename and the bookkeeping). The calls counted are every write, fsync,
+rename, unlink, symlink and truncate patcher makes while the command runs (not at import).
+Exit code 99 means the command finished before the N-th call: the sweep is complete.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any
+
+CALLS = ("write", "pwrite", "fsync", "replace", "rename", "unlink", "symlink", "ftruncate")
+
+
+def main() -> None:
+    mode, target = sys.argv[1], int(sys.argv[2])
+    from patcher.cli import app
+
+    count = 0
+
+    def wrap(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def faulty(*args: Any, **kwargs: Any) -> Any:
+            nonlocal count
+            count += 1
+            if count == target and mode == "kill-before":
+                os.kill(os.getpid(), signal.SIGKILL)
+            result = real(*args, **kwargs)
+            if count == target:
+                if mode == "kill-after":
+                    os.kill(os.getpid(), signal.SIGKILL)
+                raise KeyboardInterrupt(f"fault at {name} #{target}")
+            return result
+
+        return faulty
+
+    for name in CALLS:
+        setattr(os, name, wrap(name, getattr(os, name)))
+    try:
+        code = app(sys.argv[3:], prog_name="patcher", standalone_mode=False)
+    except KeyboardInterrupt:
+        code = 130
+    sys.exit(99 if count < target else (code if isinstance(code, int) else 0))
+
+
+if __name__ == "__main__":
+    main()

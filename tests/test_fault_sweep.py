@@ -1,0 +1,107 @@
+"""Promise 3 under every fault: a kill (before or after the call) or a Ctrl-C at every write,
+fsync, rename and unlink of apply, revert under a later transform, and reapply. After the
+next command the files are wholly before or wholly after, status agrees, no temp file is left,
+an applied transform is never lost, and revert --all gives back the original bytes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from patcher import api
+from tests.conftest import ROOT, SNAPSHOTS, tree_bytes
+
+MODES = ("kill-before", "kill-after", "interrupt")
+FAULTS = ROOT / "tests" / "faults.py"
+
+
+def _run_faulty(mode: str, point: int, *args: str | Path) -> int:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run(
+        [sys.executable, str(FAULTS), mode, str(point), *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    return done.returncode
+
+
+def _temp_files(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.name.endswith(".patcher-tmp")]
+
+
+def _applied(root: Path) -> list[str]:
+    return [e.transform for e in api.status(root).applied]
+
+
+def _copy(source: Path, target: Path) -> Path:
+    shutil.copytree(source, target, symlinks=True)
+    return target
+
+
+def _kimi(tmp_path: Path) -> Path:
+    return _copy(SNAPSHOTS / "example" / "kimi-k2.5-nvfp4", tmp_path / "prepared")
+
+
+def _prepare_apply(tmp_path: Path) -> tuple[Path, list[str]]:
+    return _kimi(tmp_path), ["apply", "{root}", "strip-fp8-kv-cache"]
+
+
+def _prepare_revert_under_later(tmp_path: Path) -> tuple[Path, list[str]]:
+    root = _kimi(tmp_path)
+    api.apply(root, "strip-fp8-kv-cache")
+    api.apply(root, "set-context-length", {"length": 131072})
+    return root, ["revert", "{root}", "strip-fp8-kv-cache"]
+
+
+def _prepare_reapply(tmp_path: Path) -> tuple[Path, list[str]]:
+    root = _kimi(tmp_path)
+    pristine = tree_bytes(root)
+    api.apply(root, "strip-fp8-kv-cache")
+    for name, data in pristine.items():  # a re-download puts the upstream bytes back
+        assert isinstance(data, bytes)
+        (root / name).write_bytes(data)
+    return root, ["reapply", "{root}"]
+
+
+SCENARIOS: dict[str, Callable[[Path], tuple[Path, list[str]]]] = {
+    "apply": _prepare_apply,
+    "revert-under-later": _prepare_revert_under_later,
+    "reapply": _prepare_reapply,
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_every_fault_point_leaves_before_or_after(scenario: str, mode: str, tmp_path: Path) -> None:
+    prepared, command = SCENARIOS[scenario](tmp_path)
+    pristine = tree_bytes(SNAPSHOTS / "example" / "kimi-k2.5-nvfp4")
+    before, before_applied = tree_bytes(prepared), _applied(prepared)
+    reference = _copy(prepared, tmp_path / "reference")
+    assert _run_faulty(mode, 10**6, *[a.format(root=reference) for a in command]) == 99
+    after, after_applied = tree_bytes(reference), _applied(reference)
+    assert after != before
+    point = 0
+    while True:
+        point += 1
+        root = _copy(prepared, tmp_path / f"{mode}-{point}")
+        code = _run_faulty(mode, point, *[a.format(root=root) for a in command])
+        if code == 99:
+            break  # the command finished before this point: every point was swept
+        where = f"{scenario} {mode} at call #{point} (exit {code})"
+        applied = _applied(root)  # the next command settles what the fault left
+        state = tree_bytes(root)
+        assert state in (before, after), where
+        assert applied == (after_applied if state == after else before_applied), where
+        assert not _temp_files(root), (where, _temp_files(root))
+        api.revert(root, every=True)
+        assert tree_bytes(root) == pristine, where
+        shutil.rmtree(root)
+    assert point > 5  # the sweep really went through the command's writes
