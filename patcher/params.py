@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
+import os
+import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,11 +49,26 @@ def _fail(transform: Transform, param: Param, problem: str) -> TransformError:
     )
 
 
+MAX_FILE_PARAM = 64 * 1024 * 1024
+_INTEGER = re.compile(r"[+-]?[0-9](?:_?[0-9])*")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def _convert(transform: Transform, param: Param, raw: Any) -> Any:
     kind = param.type
+    if isinstance(raw, str):
+        try:
+            raw.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _fail(transform, param, "not valid UTF-8 text") from None
     if kind == "int":
         if isinstance(raw, bool) or not isinstance(raw, int | str):
             raise _fail(transform, param, f"expected an integer, got {raw!r}")
+        if isinstance(raw, str) and not _INTEGER.fullmatch(raw.strip()):
+            raise _fail(transform, param, f"expected an integer such as 131072, got {raw!r}")
         try:
             value: Any = int(str(raw).replace("_", ""))
         except ValueError:
@@ -59,8 +78,10 @@ def _convert(transform: Transform, param: Param, raw: Any) -> Any:
             value = float(raw) if not isinstance(raw, bool) else None
         except (TypeError, ValueError):
             value = None
-        if value is None or value != value:
-            raise _fail(transform, param, f"expected a number, got {raw!r}")
+        if isinstance(raw, str) and not raw.strip().isascii():
+            value = None
+        if value is None or not math.isfinite(value):
+            raise _fail(transform, param, f"expected a finite number such as 4.0, got {raw!r}")
     elif kind == "bool":
         if isinstance(raw, bool):
             value = raw
@@ -71,9 +92,12 @@ def _convert(transform: Transform, param: Param, raw: Any) -> Any:
     elif kind == "json":
         if isinstance(raw, str):
             try:
-                value = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise _fail(transform, param, f"expected JSON ({exc.msg})") from None
+                value = json.loads(raw, parse_constant=_reject_constant)
+            except (ValueError, RecursionError) as exc:
+                message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+                raise _fail(
+                    transform, param, f'expected JSON ({message}), e.g. [1, 2] or {{"a": 1}}'
+                ) from None
         else:
             value = raw
     else:
@@ -86,6 +110,22 @@ def _convert(transform: Transform, param: Param, raw: Any) -> Any:
         allowed = ", ".join(map(str, param.choices))
         raise _fail(transform, param, f"must be one of {allowed}, got {value!r}")
     return value
+
+
+def _read_file_param(transform: Transform, param: Param, path: str) -> str:
+    """A ``file`` parameter's content: a regular file of text, of sane size."""
+    try:
+        with Path(path).open("rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise _fail(transform, param, f"{path!r} is not a regular file")
+            if info.st_size > MAX_FILE_PARAM:
+                raise _fail(transform, param, f"{path!r} is larger than 64 MiB")
+            return handle.read(MAX_FILE_PARAM + 1).decode("utf-8")
+    except OSError as exc:
+        raise _fail(transform, param, f"cannot read file {path!r} ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise _fail(transform, param, f"{path!r} is not UTF-8 text") from None
 
 
 def resolve_params(transform: Transform, given: Mapping[str, Any]) -> ResolvedParams:
@@ -112,10 +152,7 @@ def resolve_params(transform: Transform, given: Mapping[str, Any]) -> ResolvedPa
             raise _fail(transform, param, f"missing (use --set {param.name}=...)")
         recorded[param.name] = value
         if param.type == "file" and value is not None:
-            try:
-                values[param.name] = Path(value).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise _fail(transform, param, f"cannot read file {value!r} ({exc})") from None
+            values[param.name] = _read_file_param(transform, param, str(value))
         else:
             values[param.name] = value
     return ResolvedParams(recorded, values)

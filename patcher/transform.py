@@ -6,7 +6,9 @@ format (see the README, "Transform file format").
 
 from __future__ import annotations
 
+import datetime
 import json
+import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -23,7 +25,7 @@ RFC_OPS = ("add", "remove", "replace", "move", "copy", "test")
 LENIENT_OPS = ("set", "merge", "append", "write")
 # What an engine derives that a transform can claim to set (see patcher.engines).
 EFFECTS = ("max_model_len", "kv_cache_dtype", "quantization")
-_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
+_NAME = re.compile(r"[a-z][a-z0-9-]*")
 _TEMPLATE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}")
 
 
@@ -173,6 +175,8 @@ class _Reader:
             )
         if kind != "write":
             self.pointer(raw.get("path"), f"{where}/path")
+        if kind in ("remove", "move") and raw.get("path") == "":
+            raise self.fail(f"{where}/path", f"'{kind}' cannot take the whole document ('')")
         if "value_json" in raw:
             # TOML has no null: a value may also be given as JSON text.
             if "value" in raw or not isinstance(raw["value_json"], str):
@@ -203,6 +207,16 @@ class _Reader:
         kind = raw.get("type")
         if kind not in PARAM_TYPES:
             raise self.fail(f"{where}/type", f"expected one of {', '.join(PARAM_TYPES)}")
+        for bound in ("min", "max"):
+            value = raw.get(bound)
+            if value is not None and (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+            ):
+                raise self.fail(f"{where}/{bound}", f"expected a number, got {value!r}")
+        if "default" in raw and raw["default"] is not None:
+            self.default(kind, raw["default"], f"{where}/default")
         choices = raw.get("choices")
         return Param(
             name=name,
@@ -214,6 +228,19 @@ class _Reader:
             maximum=raw.get("max"),
             choices=tuple(choices) if isinstance(choices, list) else None,
         )
+
+    def default(self, kind: str, value: Any, where: str) -> None:
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        fits = {
+            "int": number and isinstance(value, int),
+            "float": number and math.isfinite(value),
+            "bool": isinstance(value, bool),
+            "str": isinstance(value, str),
+            "file": isinstance(value, str),
+            "json": True,
+        }[kind]
+        if not fits:
+            raise self.fail(where, f"a {kind} parameter cannot default to {value!r}")
 
     def runtime(self, raw: Any) -> Runtime | None:
         if raw is None:
@@ -284,9 +311,14 @@ def parse_transform(text: str, source: str) -> Transform:
         raise TransformError(
             f"invalid TOML ({exc})", file=source, hint="fix the transform file"
         ) from None
+    stray = _first_datetime(data, "")
+    if stray is not None:
+        raise reader.fail(stray, "TOML dates and times are not JSON values; quote it as a string")
     name = reader.text(data, "name", "")
     if not _NAME.fullmatch(name):
-        raise reader.fail("/name", "a name is lower-case words joined by '-'")
+        raise reader.fail(
+            "/name", "a name is lower-case words joined by '-', starting with a letter"
+        )
     params_raw = data.get("params", {})
     if not isinstance(params_raw, dict):
         raise reader.fail("/params", "expected a table of parameters")
@@ -335,6 +367,24 @@ def parse_transform(text: str, source: str) -> Transform:
                 "/edits", f"uses '{{{{{name_used}}}}}' but declares no such parameter"
             )
     return transform
+
+
+def _first_datetime(value: Any, where: str) -> str | None:
+    """The pointer of the first TOML date/time value, if any (JSON has none)."""
+    if isinstance(value, datetime.date | datetime.time):
+        return where or "/"
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
+    for key, item in items:
+        found = _first_datetime(item, f"{where}/{key}")
+        if found is not None:
+            return found
+    return None
 
 
 def _template_names(value: Any) -> set[str]:
