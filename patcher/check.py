@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from patcher.checkpoint import Checkpoint, open_checkpoint
+from patcher.document import json_problem
 from patcher.engines.files import ConfigFiles
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.model import derive
@@ -63,11 +64,15 @@ class _Files:
             path = self.checkpoint.path(name)
             try:
                 self.cache[name] = json.loads(path.read_bytes()) if path.is_file() else None
-            except (ValueError, UnicodeDecodeError) as exc:
+            except (ValueError, UnicodeDecodeError, RecursionError) as exc:
                 raise InputFileError(
-                    f"not valid JSON ({exc})",
+                    f"not valid JSON ({json_problem(exc)})",
                     file=path,
                     hint="fix the file, then run the check again",
+                ) from None
+            except OSError as exc:
+                raise InputFileError(
+                    f"cannot read ({exc.strerror})", file=path, hint="fix the file's permissions"
                 ) from None
         return self.cache[name]
 

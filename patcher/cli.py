@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
@@ -57,7 +58,16 @@ def _target(checkpoint: str, revision: str | None) -> str:
 
 
 def _out(text: str) -> None:
-    typer.echo(text)
+    try:
+        typer.echo(text)
+        sys.stdout.flush()
+    except OSError as exc:
+        # stdout is full or closed: say so once, and keep the exit from writing to it again.
+        sys.stdout = Path(os.devnull).open("w")  # noqa: SIM115
+        raise PatcherError(
+            f"cannot write the output ({exc.strerror or exc})",
+            hint="send the output somewhere with room, e.g. > out.txt",
+        ) from None
 
 
 def _err(text: str) -> None:
@@ -419,4 +429,7 @@ def kv_budget_command(
 
 def main() -> None:
     """Entry point of the ``patcher`` command."""
+    # Valid JSON may hold integers of any length (the editor keeps their spelling); Python
+    # refuses to parse more than 4,300 digits unless told otherwise.
+    sys.set_int_max_str_digits(0)
     app()

@@ -19,8 +19,8 @@ import jsonpointer
 
 from patcher import jsontext
 from patcher.checkpoint import Checkpoint
-from patcher.document import canonical, decode_text
-from patcher.errors import DoesNotApplyError, InputFileError
+from patcher.document import canonical, decode_text, json_problem
+from patcher.errors import DoesNotApplyError, InputFileError, TransformError
 from patcher.jsontext import MISSING as _MISSING
 from patcher.jsontext import JsonText
 from patcher.params import ResolvedParams
@@ -169,8 +169,13 @@ class _Compiler:
             raise _does_not_apply(
                 self.transform, str(path), "", "file not found, and this transform needs it"
             )
-        data = path.read_bytes()
         hint = f"fix the file, then run: patcher apply {self.checkpoint.root} {self.transform.name}"
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise InputFileError(
+                f"cannot read ({exc.strerror})", file=path, hint="fix the file's permissions"
+            ) from None
         link = self.checkpoint.link_target(edit.file)
         text = decode_text(data, str(path), hint)
         if edit.is_text:
@@ -183,6 +188,8 @@ class _Compiler:
                 raise InputFileError(f"invalid JSON at {exc}", file=path, hint=hint) from None
             except jsontext.DuplicateKeyError as exc:
                 raise self.duplicate(edit.file, exc) from None
+            except (RecursionError, ValueError) as exc:
+                raise InputFileError(json_problem(exc), file=path, hint=hint) from None
             state = _FileState(edit.file, data, text, document, "json", link)
         self.states[edit.file] = state
         return state
@@ -207,6 +214,9 @@ class _Compiler:
                 self.edit_json(state, edit)
             except jsontext.DuplicateKeyError as exc:
                 raise self.duplicate(edit.file, exc) from None
+            except (RecursionError, ValueError) as exc:
+                path = self.checkpoint.path(edit.file)
+                raise InputFileError(json_problem(exc), file=path, hint="fix the file") from None
         plans = []
         for state in self.states.values():
             if not state.forward:
@@ -215,12 +225,20 @@ class _Compiler:
                 state.text = state.doc.text
                 if len(state.before) <= VERIFY_LIMIT:
                     self.verify(state)
+            try:
+                after = state.text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise TransformError(
+                    "a new value is not valid Unicode (a lone surrogate such as \\ud800)",
+                    file=self.checkpoint.path(state.path),
+                    hint=f"patcher show {self.transform.name}",
+                ) from None
             plans.append(
                 FilePlan(
                     path=state.path,
                     kind=state.kind,
                     before=state.before,
-                    after=state.text.encode("utf-8"),
+                    after=after,
                     forward=tuple(state.forward),
                     inverse=tuple(state.inverse),
                     link=state.link,

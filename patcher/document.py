@@ -20,6 +20,16 @@ def decode_text(data: bytes, file: str, hint: str) -> str:
         ) from None
 
 
+def json_problem(exc: BaseException) -> str:
+    """What a JSON parse failure means, for a one-line message."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to parse (more than about 1,000 levels)"
+    text = str(exc)
+    if "integer string conversion" in text:
+        return "an integer with more than 4,300 digits (Python's limit; patcher's CLI lifts it)"
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def canonical(value: Any) -> str:
     """A type-exact canonical form (``true`` differs from ``1``; key order is ignored)."""
     return json.dumps(value, sort_keys=True, ensure_ascii=True, allow_nan=True)

@@ -2,20 +2,42 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 from patcher.checkpoint import Checkpoint
-from patcher.errors import ConflictError
+from patcher.errors import ConflictError, InputFileError
 from patcher.fsio import atomic_symlink, atomic_write, file_mode, sha256
 
 
 def read_current(checkpoint: Checkpoint, relative: str) -> bytes | None:
-    """The current bytes of ``relative`` (through a link), or None when it is missing."""
+    """The current bytes of ``relative`` (through a link), or None when it is missing.
+    Anything but a regular file (a folder, a FIFO that would block) is refused."""
     path = checkpoint.path(relative)
     try:
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except (FileNotFoundError, NotADirectoryError):
         return None
+    except IsADirectoryError:
+        raise _not_a_file(checkpoint, path) from None
+    except OSError as exc:
+        raise InputFileError(
+            f"cannot read ({exc.strerror})", file=path, hint="fix the file's permissions"
+        ) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _not_a_file(checkpoint, path)
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
+def _not_a_file(checkpoint: Checkpoint, path: Path) -> InputFileError:
+    return InputFileError(
+        "is not a regular file (a folder, a pipe or a device?)",
+        file=path,
+        hint=f"put the file back (or move this aside), then run patcher status {checkpoint.root}",
+    )
 
 
 def current_hash(checkpoint: Checkpoint, relative: str) -> str | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from patcher.checkpoint import Checkpoint
+from patcher.document import json_problem
 from patcher.errors import ConflictError, JournalError
 from patcher.fsio import atomic_write, ensure_dir, sha256
 from patcher.hfcache import RepoRef
@@ -112,21 +114,49 @@ def _damaged(path: Path, problem: str) -> JournalError:
     )
 
 
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+def _expect(ok: bool, what: str) -> None:
+    if not ok:
+        raise ValueError(what)
+
+
+def _ops(raw: Any, what: str) -> tuple[dict[str, Any], ...]:
+    _expect(
+        isinstance(raw, list)
+        and all(isinstance(op, dict) and isinstance(op.get("path"), str) for op in raw),
+        f"{what} is not a list of operations",
+    )
+    return tuple(raw)
+
+
 def _file_from(raw: Any) -> FileRecord:
+    _expect(isinstance(raw, dict), "a file record is not an object")
+    _expect(isinstance(raw["path"], str) and raw["path"] != "", "path is not a string")
+    _expect(raw["kind"] in ("json", "text"), "kind is not json or text")
+    _expect(raw.get("link") is None or isinstance(raw.get("link"), str), "link is not a string")
+    for key in ("before", "after"):
+        _expect(isinstance(raw[key], str) and bool(_DIGEST.fullmatch(raw[key])), f"bad {key}")
     return FileRecord(
-        path=str(raw["path"]),
+        path=raw["path"],
         kind=raw["kind"],
         link=raw.get("link"),
-        before=str(raw["before"]),
-        after=str(raw["after"]),
-        forward=tuple(raw["forward"]),
-        inverse=tuple(raw["inverse"]),
+        before=raw["before"],
+        after=raw["after"],
+        forward=_ops(raw["forward"], "forward"),
+        inverse=_ops(raw["inverse"], "inverse"),
     )
 
 
 def _entry_from(raw: Any) -> Entry:
+    _expect(isinstance(raw, dict), "an entry is not an object")
     if raw["state"] not in STATES:
         raise ValueError(f"unknown state {raw['state']!r}")
+    _expect(isinstance(raw["id"], int) and not isinstance(raw["id"], bool), "id is not a number")
+    _expect(isinstance(raw["params"], dict), "params is not an object")
+    _expect(isinstance(raw["files"], list), "files is not a list")
+    _expect(bool(_DIGEST.fullmatch(str(raw["definition"]))), "bad definition")
     return Entry(
         id=int(raw["id"]),
         state=raw["state"],
@@ -151,13 +181,19 @@ def load_journal(directory: Path) -> Journal:
     except FileNotFoundError:
         return Journal()
     except OSError as exc:
-        raise _damaged(path, f"unreadable: {exc.strerror}") from None
+        raise JournalError(
+            f"cannot read the journal ({exc.strerror})",
+            file=path,
+            hint="run patcher as a user who can read the checkpoint, or fix its permissions",
+        ) from None
     try:
         raw = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
         raise _damaged(path, "not UTF-8") from None
     except json.JSONDecodeError as exc:
         raise _damaged(path, f"invalid JSON at line {exc.lineno} column {exc.colno}") from None
+    except (RecursionError, ValueError) as exc:
+        raise _damaged(path, json_problem(exc)) from None
     if not isinstance(raw, dict) or not isinstance(raw.get("format"), int):
         raise _damaged(path, "no format version")
     if raw["format"] > FORMAT:
@@ -172,7 +208,7 @@ def load_journal(directory: Path) -> Journal:
             tuple(_entry_from(e) for e in raw["entries"]),
             RepoRef(str(upstream["repo"]), str(upstream["revision"])) if upstream else None,
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise _damaged(path, f"malformed entry: {exc}") from None
 
 
@@ -247,7 +283,9 @@ def save_journal(directory: Path, journal: Journal, *, expect: str | None | bool
             "revision": journal.upstream.revision,
         }
     payload["entries"] = [_entry_json(e) for e in journal.entries]
-    data = (json.dumps(payload, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    # ASCII escapes: a removed value may hold a lone surrogate ("\ud800"), valid JSON text
+    # that UTF-8 cannot encode.
+    data = (json.dumps(payload, indent=1, ensure_ascii=True) + "\n").encode("ascii")
     atomic_write(directory / JOURNAL_FILE, data)
     return sha256(data)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import math
 import os
 import sys
 import time
@@ -23,9 +24,10 @@ DEFAULT_TIMEOUT_S = 30.0
 def lock_timeout() -> float:
     """The lock timeout in seconds, from ``PATCHER_LOCK_TIMEOUT`` (default 30)."""
     try:
-        return float(os.environ.get("PATCHER_LOCK_TIMEOUT", DEFAULT_TIMEOUT_S))
+        value = float(os.environ.get("PATCHER_LOCK_TIMEOUT", DEFAULT_TIMEOUT_S))
     except ValueError:
         return DEFAULT_TIMEOUT_S
+    return value if math.isfinite(value) and value >= 0 else DEFAULT_TIMEOUT_S
 
 
 @contextlib.contextmanager
@@ -54,8 +56,9 @@ def locked(lock_path: Path, timeout: float | None = None) -> Iterator[None]:
                     ) from None
                 time.sleep(0.02)
         info = f"pid {os.getpid()}: {' '.join(Path(a).name for a in sys.argv[:2])}"
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, info.encode(), 0)
+        with contextlib.suppress(OSError):  # who holds it is a courtesy (full disk: skip it)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, info.encode("utf-8", "replace"), 0)
         yield
     finally:
         os.close(fd)

@@ -4,6 +4,7 @@ what was applied even after the catalog changes."""
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,7 +59,7 @@ def _merge(into: dict[str, Any], extra: dict[str, Any]) -> None:
         if isinstance(value, dict) and isinstance(into.get(key), dict):
             _merge(into[key], value)
         else:
-            into[key] = value
+            into[key] = copy.deepcopy(value)  # never alias an entry's own overrides
 
 
 def flags_verdict(transform: Transform, engine: Engine) -> str | None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from patcher.checkpoint import Checkpoint
+from patcher.document import json_problem
 from patcher.errors import InputFileError
 
 ENGINE_FILES = ("config.json", "hf_quant_config.json")
@@ -28,7 +29,7 @@ def _load(checkpoint: Checkpoint, name: str) -> dict[str, Any] | None:
         value = json.loads(path.read_bytes())
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise InputFileError(
-            f"not valid JSON ({str(exc).splitlines()[0]})",
+            f"not valid JSON ({json_problem(exc)})",
             file=path,
             hint="fix the file, then run the check again",
         ) from None
