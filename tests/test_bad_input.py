@@ -103,7 +103,10 @@ ops = [{ op = "set", path = "/max_position_embeddings", value = "{{length}}" }]
     ("args", "needle"),
     [
         ((), "parameter 'length': missing (use --set length=...)"),
-        (("--set", "length=abc"), "parameter 'length': expected an integer such as 131072, got 'abc'"),
+        (
+            ("--set", "length=abc"),
+            "parameter 'length': expected an integer such as 131072, got 'abc'",
+        ),
         (("--set", "length=0"), "parameter 'length': must be at least 1, got 0"),
         (
             ("--set", "lenght=5"),

@@ -41,7 +41,11 @@ def test_show_explains_each_transform(cli: Cli, name: str) -> None:
     ("name", "params", "needle"),
     [
         ("set-context-length", {"length": "0"}, "parameter 'length': must be at least 1, got 0"),
-        ("set-context-length", {"length": "lots"}, "expected an integer such as 131072, got 'lots'"),
+        (
+            "set-context-length",
+            {"length": "lots"},
+            "expected an integer such as 131072, got 'lots'",
+        ),
         ("set-rope-scaling-yarn", {"factor": "0.5"}, "parameter 'factor': must be at least 1"),
         ("set-torch-dtype", {"dtype": "int4"}, "must be one of bfloat16, float16, float32"),
         ("fix-generation-eos-token-id", {"eos": "[1,"}, "parameter 'eos': expected JSON"),

@@ -1,0 +1,392 @@
+"""Regression tests for the hardening issue, each named after the promise it protects."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import shutil
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from patcher import api, fsio, journal, lock
+from patcher.errors import ConflictError, JournalError, UnsafePathError, WriteError
+from patcher.fsio import sha256
+from tests.conftest import CONFIGS, Cli, tree_bytes
+
+
+def _journal(root: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((root / ".patcher" / "journal.json").read_text())
+    return data
+
+
+def _write_journal(root: Path, data: dict[str, Any]) -> None:
+    (root / ".patcher" / "journal.json").write_text(json.dumps(data))
+
+
+# --- all or nothing -----------------------------------------------------------------------
+
+
+def test_all_or_nothing_when_the_step_after_a_landed_write_fails(
+    kimi: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rename of config.json lands, then the directory fsync fails (EIO): the patched
+    file must never be left behind an entry that was dropped."""
+    original = tree_bytes(kimi)
+    real = fsio._fsync_dir
+
+    def failing(directory: Path) -> None:
+        if directory == kimi:
+            raise OSError(errno.EIO, "I/O error")
+        real(directory)
+
+    monkeypatch.setattr(fsio, "_fsync_dir", failing)
+    with pytest.raises(WriteError):
+        api.apply(kimi, "strip-fp8-kv-cache")
+    states = [e["state"] for e in _journal(kimi)["entries"]]
+    # Rolled back and dropped; or, when the rollback's own fsync failed too, kept as a pending
+    # record whatever the bytes are, for the next command to settle. Never patched and dropped.
+    assert states == ["pending"] or (states == [] and tree_bytes(kimi) == original)
+    monkeypatch.setattr(fsio, "_fsync_dir", real)
+    assert api.status(kimi).applied == ()
+    assert tree_bytes(kimi) == original and _journal(kimi)["entries"] == []
+
+
+def test_all_or_nothing_reapply_needs_no_template_file(cli: Cli, tmp_path: Path) -> None:
+    root = tmp_path / "llama"
+    shutil.copytree(CONFIGS / "llama-3.1-8b-instruct-bnb8bit", root)
+    pristine = tree_bytes(root)
+    template = tmp_path / "t.jinja"
+    template.write_text("{{ messages }}")
+    code, _, _ = cli("apply", root, "set-chat-template", "--set", f"template={template}")
+    assert code == 0
+    patched = tree_bytes(root)
+    template.unlink()  # the journal holds what was applied, not the path
+    for name, data in pristine.items():
+        assert isinstance(data, bytes)
+        (root / name).write_bytes(data)
+    code, out, err = cli("reapply", root)
+    assert code == 0, err
+    assert "reapplied set-chat-template" in out and tree_bytes(root) == patched
+
+
+def test_all_or_nothing_reapply_on_unpatched_checkpoint_creates_nothing(
+    cli: Cli, kimi: Path
+) -> None:
+    code, out, _ = cli("reapply", kimi)
+    assert code == 0 and "nothing to do" in out and not (kimi / ".patcher").exists()
+
+
+# --- safe together ------------------------------------------------------------------------
+
+
+def test_safe_together_journal_is_compare_and_swapped(
+    kimi: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a lock that silently does not hold (NFS, a deleted lock file), a second writer
+    between our read and our write of the journal must not lose its entry."""
+
+    @contextlib.contextmanager
+    def no_lock(*_args: object, **_kwargs: object) -> Iterator[None]:
+        yield
+
+    import patcher.applying as applying
+    import patcher.session as session
+
+    monkeypatch.setattr(session, "locked", no_lock)
+    real_store = applying.store_object
+    raced = []
+
+    def racing_store(*args: Any, **kwargs: Any) -> str:
+        if not raced:
+            raced.append(True)
+            api.apply(kimi, "set-torch-dtype", {"dtype": "float16"})  # the other writer
+        return real_store(*args, **kwargs)
+
+    monkeypatch.setattr(applying, "store_object", racing_store)
+    with pytest.raises(ConflictError, match="journal changed by another process"):
+        api.apply(kimi, "strip-fp8-kv-cache")
+    entries = _journal(kimi)["entries"]
+    assert [(e["transform"], e["state"]) for e in entries] == [("set-torch-dtype", "applied")]
+    config = json.loads((kimi / "config.json").read_text())
+    assert "kv_cache_scheme" in config["quantization_config"]  # ours wrote nothing
+
+
+# --- hand edits survive -------------------------------------------------------------------
+
+
+def test_recovery_never_overwrites_a_hand_edit(kimi: Path) -> None:
+    """A revert killed mid-way, then a hand edit: the next command must not write over it."""
+    original = (kimi / "config.json").read_bytes()
+    api.apply(kimi, "strip-fp8-kv-cache")
+    data = _journal(kimi)
+    entry = data["entries"][0]
+    record = next(f for f in entry["files"] if f["path"] == "config.json")
+    entry["state"] = "reverting"
+    entry["targets"] = {"config.json": record["before"]}
+    entry["sources"] = {"config.json": record["after"]}
+    _write_journal(kimi, data)
+    edited = (kimi / "config.json").read_text().replace('"model_type"', '"model_type" ', 1)
+    (kimi / "config.json").write_text(edited)
+    status = api.status(kimi)  # must not settle by overwriting
+    assert (kimi / "config.json").read_text() == edited
+    assert {f.path: f.state for f in status.files}["config.json"] == "half-done"
+    assert [e.id for e in status.unsettled] == [1]
+    with pytest.raises(JournalError, match="changed since it started"):
+        api.revert(kimi, every=True)
+    assert (kimi / "config.json").read_text() == edited
+    (kimi / "config.json").write_bytes(
+        api.status(kimi).checkpoint.joinpath("config.json").read_bytes()
+    )
+    assert sha256(original) == record["before"]
+
+
+def test_status_never_reports_pristine_with_an_unsettled_entry(cli: Cli, kimi: Path) -> None:
+    api.apply(kimi, "strip-fp8-kv-cache")
+    data = _journal(kimi)
+    data["entries"][0]["state"] = "pending"
+    _write_journal(kimi, data)
+    (kimi / "config.json").write_text((kimi / "config.json").read_text() + " ")  # neither
+    code, out, _ = cli("status", kimi)
+    assert code == 0 and "half-done: #1 strip-fp8-kv-cache (interrupted apply)" in out
+    assert "applied: none" in out and "HALF-DONE" in out
+    code, out, _ = cli("status", kimi, "--json")
+    assert [e["id"] for e in json.loads(out)["unsettled"]] == [1]
+
+
+# --- stored originals ---------------------------------------------------------------------
+
+
+def test_byte_exact_revert_despite_a_planted_object(kimi: Path) -> None:
+    original = (kimi / "config.json").read_bytes()
+    objects = kimi / ".patcher" / "objects"
+    objects.mkdir(parents=True)
+    planted = objects / sha256(original)
+    planted.write_bytes(b"x" * len(original))  # right size, wrong bytes
+    api.apply(kimi, "strip-fp8-kv-cache")
+    assert planted.read_bytes() == original
+    api.revert(kimi, every=True)
+    assert (kimi / "config.json").read_bytes() == original
+
+
+def test_private_file_keeps_private_copies(kimi: Path) -> None:
+    config = kimi / "config.json"
+    config.chmod(0o600)
+    digest = sha256(config.read_bytes())
+    api.apply(kimi, "strip-fp8-kv-cache")
+    assert stat.S_IMODE((kimi / ".patcher" / "objects" / digest).stat().st_mode) == 0o600
+    assert stat.S_IMODE((kimi / ".patcher").stat().st_mode) == 0o700
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+
+
+# --- never writes through a link ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("linked", [".patcher", ".patcher/objects"])
+def test_never_writes_through_a_symlinked_journal(
+    cli: Cli, kimi: Path, tmp_path: Path, linked: str
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "journal.json").write_text("precious")
+    (outside / "lock").write_text("precious")
+    if linked == ".patcher/objects":
+        (kimi / ".patcher").mkdir()
+    (kimi / linked).symlink_to(outside, target_is_directory=True)
+    before = tree_bytes(kimi)
+    code, _, err = cli("apply", kimi, "strip-fp8-kv-cache")
+    assert code == 1 and "is a symlink or not a folder" in err and "Traceback" not in err
+    assert sorted(p.name for p in outside.iterdir()) == ["journal.json", "lock"]
+    assert (outside / "journal.json").read_text() == "precious"
+    assert (outside / "lock").read_text() == "precious"
+    assert tree_bytes(kimi) == before
+    with pytest.raises(UnsafePathError):
+        fsio.ensure_dir(kimi / linked)
+
+
+# --- clear refusals -----------------------------------------------------------------------
+
+
+def _one_line(code: int, err: str) -> None:
+    assert code == 1, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "unexpected error" not in err
+
+
+def test_clear_refusal_deep_nesting_and_huge_integers(cli: Cli, tmp_path: Path) -> None:
+    deep = tmp_path / "deep"
+    deep.mkdir()
+    (deep / "config.json").write_text(
+        '{"max_position_embeddings": 5, "x": ' + "[" * 5000 + "]" * 5000 + "}"
+    )
+    for args in (
+        ["apply", deep, "set-context-length", "--set", "length=4"],
+        ["check", deep],
+        ["kv-budget", deep, "--gpu", "h100", "--weights", "1"],
+        ["check", deep, "--engine", "vllm==0.16.0"],
+    ):
+        code, _, err = cli(*args)
+        _one_line(code, err)
+        assert "nested too deeply" in err
+    big = tmp_path / "big"
+    big.mkdir()
+    huge = "1" * 5000
+    (big / "config.json").write_text('{"a": ' + huge + ', "max_position_embeddings": 5}')
+    before = (big / "config.json").read_bytes()
+    code, _, err = cli("apply", big, "set-context-length", "--set", "length=4")
+    if code == 0:  # the CLI lifts Python's digit limit: the huge integer is kept as written
+        assert huge in (big / "config.json").read_text()
+        api.revert(big, every=True)
+        assert (big / "config.json").read_bytes() == before
+    else:
+        _one_line(code, err)
+
+
+def test_clear_refusal_lone_surrogate_in_a_removed_value(tmp_path: Path) -> None:
+    text = '{"quantization_config": {"kv_cache_scheme": "\\ud800"}}'
+    (tmp_path / "config.json").write_text(text)
+    api.apply(tmp_path, "strip-fp8-kv-cache")
+    api.revert(tmp_path, every=True)
+    assert (tmp_path / "config.json").read_text() == text
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["set-architectures", "--set", "architecture=\udcff"], "not valid UTF-8 text"),
+        (["set-rope-scaling-yarn", "--set", "factor=1e400"], "expected a finite number"),
+        (["set-rope-scaling-yarn", "--set", "factor=nan"], "expected a finite number"),
+        (["set-context-length", "--set", "length=٣٢٧٦٨"], "expected an integer such as"),
+        (
+            ["set-generation-defaults", "--set", 'values={"temperature": NaN}'],
+            "NaN is not JSON",
+        ),
+        (["set-chat-template", "--set", "template=/dev/zero"], "is not a regular file"),
+    ],
+)
+def test_clear_refusal_bad_parameters(cli: Cli, kimi: Path, args: list[str], message: str) -> None:
+    before = tree_bytes(kimi)
+    code, _, err = cli("apply", kimi, *args)
+    _one_line(code, err)
+    assert message in err and tree_bytes(kimi) == before
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("when = 1979-05-27T07:32:00Z\n", "TOML dates and times are not JSON values"),
+        ("", "'remove' cannot take the whole document"),
+        ('[params.n]\ntype = "int"\nhelp = "n"\nmin = "1"\n', "expected a number"),
+        ('[params.n]\ntype = "int"\nhelp = "n"\ndefault = "x"\n', "cannot default to 'x'"),
+    ],
+)
+def test_clear_refusal_bad_transform_files(
+    cli: Cli, kimi: Path, tmp_path: Path, body: str, message: str
+) -> None:
+    ops = '[{ op = "remove", path = "" }]' if not body else '[{ op = "remove", path = "/a" }]'
+    text = (
+        'name = "t"\nsummary = "s"\nwhy = "w"\nundo_when = "u"\n'
+        + body
+        + f'\n[[edits]]\nfile = "config.json"\nops = {ops}\n'
+    )
+    path = tmp_path / "t.toml"
+    path.write_text(text)
+    code, _, err = cli("apply", kimi, path)
+    _one_line(code, err)
+    assert message in err
+
+
+def test_clear_refusal_transform_named_like_an_entry(cli: Cli, kimi: Path, tmp_path: Path) -> None:
+    path = tmp_path / "one.toml"
+    path.write_text(
+        'name = "1"\nsummary = "s"\nwhy = "w"\nundo_when = "u"\n'
+        '[[edits]]\nfile = "config.json"\nops = [{ op = "remove", path = "/a" }]\n'
+    )
+    code, _, err = cli("apply", kimi, path)
+    _one_line(code, err)
+    assert "starting with a letter" in err
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo"])
+def test_clear_refusal_journalled_file_replaced(cli: Cli, kimi: Path, kind: str) -> None:
+    api.apply(kimi, "strip-fp8-kv-cache")
+    (kimi / "config.json").unlink()
+    if kind == "folder":
+        (kimi / "config.json").mkdir()
+    else:
+        os.mkfifo(kimi / "config.json")
+    code, _, err = cli("status", kimi)  # a FIFO must not hang it
+    _one_line(code, err)
+    assert "is not a regular file" in err
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda e: e.update(files="abc"),
+        lambda e: e["files"][0].update(forward="abc"),
+        lambda e: e.update(id="1"),
+        lambda e: e["files"][0].update(before=5),
+        lambda e: e.update(params=[1]),
+    ],
+)
+def test_clear_refusal_journal_fields_of_wrong_type(cli: Cli, kimi: Path, change: Any) -> None:
+    api.apply(kimi, "strip-fp8-kv-cache")
+    data = _journal(kimi)
+    change(data["entries"][0])
+    _write_journal(kimi, data)
+    for args in (["status", kimi], ["revert", kimi, "--all"], ["diff", kimi]):
+        code, _, err = cli(*args)
+        _one_line(code, err)
+        assert "journal is damaged" in err
+
+
+def test_clear_refusal_full_stdout(kimi: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    with Path("/dev/full").open("w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "patcher", "status", str(kimi)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+    assert done.returncode == 1 and "cannot write the output" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_lock_timeout_ignores_nonsense(monkeypatch: pytest.MonkeyPatch) -> None:
+    for value in ("nan", "inf", "-3"):
+        monkeypatch.setenv("PATCHER_LOCK_TIMEOUT", value)
+        assert lock.lock_timeout() == lock.DEFAULT_TIMEOUT_S
+
+
+def test_overrides_do_not_alias_between_entries(cli: Cli, kimi: Path) -> None:
+    cli("apply", kimi, "set-context-length", "--set", "length=131072")
+    cli("apply", kimi, "set-context-length", "--set", "length=65536")
+    code, out, _ = cli("overrides", kimi, "--json")
+    result = json.loads(out)
+    first, second = result["entries"]
+    assert first["hf_overrides"] == {"text_config": {"max_position_embeddings": 131072}}
+    assert second["hf_overrides"] == {"text_config": {"max_position_embeddings": 65536}}
+    assert result["hf_overrides"] == {"text_config": {"max_position_embeddings": 65536}}
+
+
+def test_stale_temp_files_are_removed(kimi: Path) -> None:
+    api.apply(kimi, "strip-fp8-kv-cache")
+    stale = kimi / ".config.json.deadbeef.patcher-tmp"
+    stale.write_text("half")
+    (kimi / ".patcher" / "objects" / ".x.0000.patcher-tmp").write_text("half")
+    api.status(kimi)
+    assert not stale.exists()
+    assert not list((kimi / ".patcher" / "objects").glob("*.patcher-tmp"))
+    assert journal.load_journal(kimi / ".patcher").applied
