@@ -19,7 +19,7 @@ import os
 import re
 import stat
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -204,12 +204,24 @@ def load_journal(directory: Path) -> Journal:
         )
     try:
         upstream = raw.get("upstream")
-        return Journal(
-            tuple(_entry_from(e) for e in raw["entries"]),
-            RepoRef(str(upstream["repo"]), str(upstream["revision"])) if upstream else None,
-        )
+        entries = tuple(_entry_from(e) for e in raw["entries"])
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise _damaged(path, f"malformed entry: {exc}") from None
+    _remember_lines(data, entries)
+    repo = RepoRef(str(upstream["repo"]), str(upstream["revision"])) if upstream else None
+    return Journal(entries, repo)
+
+
+def _remember_lines(data: bytes, entries: tuple[Entry, ...]) -> None:
+    """Seed the encoding cache with the lines just read (one entry per line), so that the
+    next save re-encodes only what changes."""
+    lines = data.decode("ascii", "replace").split("\n")[1:-2]
+    if len(lines) != len(entries):
+        return  # an older layout: entries are encoded on the next save
+    for entry, line in zip(entries, lines, strict=True):
+        line = line.removesuffix(",")
+        if line.startswith(f'{{"id":{entry.id},') and line.endswith("}"):
+            _ENCODED[id(entry)] = (entry, line)
 
 
 def read_journal(checkpoint: Checkpoint) -> Journal:
@@ -241,17 +253,67 @@ def _has_temp_files(checkpoint: Checkpoint, journal: Journal) -> bool:
 def temp_dirs(checkpoint: Checkpoint, journal: Journal) -> list[Path]:
     """Where patcher's writes make temp files: its own folders and the journalled files'."""
     journal_dir = checkpoint.journal_dir
-    files = [checkpoint.path(r.path).parent for e in journal.entries for r in e.files]
-    return [journal_dir, journal_dir / "objects", checkpoint.root, *files]
+    paths = {r.path for e in journal.entries for r in e.files}
+    return [journal_dir, journal_dir / "objects", checkpoint.root] + [
+        checkpoint.path(p).parent for p in sorted(paths)
+    ]
 
 
 def _entry_json(entry: Entry) -> dict[str, Any]:
-    data = asdict(entry)
-    data["files"] = [asdict(f) for f in entry.files]
-    data["params"] = dict(entry.params)
-    data["targets"] = dict(entry.targets)
-    data["sources"] = dict(entry.sources)
-    return data
+    files = [
+        {
+            "path": f.path,
+            "kind": f.kind,
+            "link": f.link,
+            "before": f.before,
+            "after": f.after,
+            "forward": list(f.forward),
+            "inverse": list(f.inverse),
+        }
+        for f in entry.files
+    ]
+    return {
+        "id": entry.id,
+        "state": entry.state,
+        "transform": entry.transform,
+        "source": entry.source,
+        "definition": entry.definition,
+        "params": dict(entry.params),
+        "time": entry.time,
+        "tool_version": entry.tool_version,
+        "files": files,
+        "reverted_time": entry.reverted_time,
+        "targets": dict(entry.targets),
+        "sources": dict(entry.sources),
+    }
+
+
+# Entry -> its JSON line. Entries are immutable and an unchanged entry is the same object from
+# save to save, so a save encodes only the entries that changed: its cost does not grow with
+# the journal's length (beyond joining the lines).
+_ENCODED: dict[int, tuple[Entry, str]] = {}
+
+
+def _entry_line(entry: Entry) -> str:
+    cached = _ENCODED.get(id(entry))
+    if cached is not None and cached[0] is entry:
+        return cached[1]
+    line = json.dumps(_entry_json(entry), ensure_ascii=True, separators=(",", ":"))
+    if len(_ENCODED) > 50_000:
+        _ENCODED.clear()
+    _ENCODED[id(entry)] = (entry, line)
+    return line
+
+
+KEEP_REVERTED = 20
+
+
+def _pruned(entries: tuple[Entry, ...]) -> tuple[Entry, ...]:
+    """All entries but the oldest settled reverted ones beyond the last ``KEEP_REVERTED``: a
+    journal of many apply/revert cycles must not grow without bound."""
+    reverted = [e.id for e in entries if e.state == "reverted"]
+    dropped = set(reverted[:-KEEP_REVERTED]) if len(reverted) > KEEP_REVERTED else set()
+    return tuple(e for e in entries if e.id not in dropped)
 
 
 def journal_digest(directory: Path) -> str | None:
@@ -282,10 +344,11 @@ def save_journal(directory: Path, journal: Journal, *, expect: str | None | bool
             "repo": journal.upstream.repo_id,
             "revision": journal.upstream.revision,
         }
-    payload["entries"] = [_entry_json(e) for e in journal.entries]
-    # ASCII escapes: a removed value may hold a lone surrogate ("\ud800"), valid JSON text
-    # that UTF-8 cannot encode.
-    data = (json.dumps(payload, indent=1, ensure_ascii=True) + "\n").encode("ascii")
+    # One entry per line, in ASCII escapes: a removed value may hold a lone surrogate
+    # ("\ud800"), valid JSON text that UTF-8 cannot encode.
+    head = json.dumps(payload, ensure_ascii=True)[:-1]
+    lines = ",\n".join(_entry_line(e) for e in _pruned(journal.entries))
+    data = f'{head}, "entries": [\n{lines}\n]}}\n'.encode("ascii")
     atomic_write(directory / JOURNAL_FILE, data)
     return sha256(data)
 

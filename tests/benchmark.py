@@ -5,6 +5,8 @@
 2. ``patcher status`` and ``patcher apply`` on a checkpoint holding 200 sparse 5 GB shards
    against the same checkpoint without shards, with an audit of every file opened.
 3. ``patcher status`` against ``python -c "import typer"``.
+4. Journal growth: the 20th and the 200th stacked ``patcher apply`` (each a whole process),
+   and ``patcher revert --all`` of 200 entries against the 200 applies.
 
 Runs are interleaved and the median is reported; peak RSS comes from ``os.wait4``.
 """
@@ -222,21 +224,57 @@ def bench_startup(work: Path, runs: int) -> list[str]:
     ]
 
 
+def bench_journal_growth(work: Path, runs: int) -> list[str]:
+    ckpt = work / "growth"
+    shutil.copytree(ROOT / "snapshots" / "configs" / "devstral-small-2507", ckpt)
+    applies: list[float] = []
+    for i in range(200):
+        applies.append(
+            timed(
+                [*PATCHER, "apply", str(ckpt), "set-context-length", "--set", f"length={1000 + i}"]
+            )[0]
+        )
+    window = max(1, runs)
+    twentieth = statistics.median(applies[20 - window // 2 : 20 + window // 2 + 1])
+    last = statistics.median(applies[-window:])
+    revert, _, _ = timed([*PATCHER, "revert", str(ckpt), "--all"])
+    journal = (ckpt / ".patcher" / "journal.json").stat().st_size
+    return [
+        "Journal growth (200 stacked applies of set-context-length, each a process):",
+        "",
+        "| measure | wall |",
+        "|---|---|",
+        f"| apply #20 (median of the {window} around it) | {twentieth * 1000:.0f} ms |",
+        f"| apply #200 (median of the last {window}) | {last * 1000:.0f} ms |",
+        f"| revert --all of 200 entries | {revert:.2f} s |",
+        f"| the 200 applies together | {sum(applies):.2f} s |",
+        "",
+        f"apply #200 / #20: {last / twentieth:.2f}x; revert --all / 200 applies: "
+        f"{revert / sum(applies):.2f}x; journal after revert --all: {journal / 1024:.0f} KiB "
+        "(settled reverted entries beyond the last 20 are pruned)",
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--make-tokenizer", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--only", choices=["large", "shards", "startup", "journal"], help="run one section"
+    )
     args = parser.parse_args()
     if args.make_tokenizer:
         make_tokenizer(args.make_tokenizer)
         return
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        sections = [
-            bench_large_file(work, args.runs),
-            bench_shards(work, args.runs),
-            bench_startup(work, args.runs * 3),
-        ]
+        chosen = {
+            "large": lambda: bench_large_file(work, args.runs),
+            "shards": lambda: bench_shards(work, args.runs),
+            "startup": lambda: bench_startup(work, args.runs * 3),
+            "journal": lambda: bench_journal_growth(work, args.runs),
+        }
+        sections = [run() for name, run in chosen.items() if args.only in (None, name)]
     where = f"installed ({SCRIPT})" if INSTALLED else "from the source tree"
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}, patcher {where}\n")
     print("\n\n".join("\n".join(s) for s in sections))
