@@ -189,7 +189,9 @@ class _Planner:
             last_record = later[-1].file(record.path)
             assert last_record is not None
             if current_sha != last_record.after and not self.force:
-                raise self.refuse_changed(entry, record, self.original(record.before), current)
+                # Compare with the file as patcher left it after the last transform.
+                expected = self.expected_after(last_record)
+                raise self.refuse_changed(entry, record, expected, current)
             if current is None or record.kind == "text":
                 raise ConflictError(
                     "cannot undo under later transforms",
@@ -217,7 +219,19 @@ class _Planner:
                 ).text.encode("utf-8")
                 self.objects[sha256(rebased)] = rebased
                 befores.append(sha256(rebased))
-            afters = [*befores[1:], sha256(new)]
+            # The last later entry now "leaves" the file as it would be without hand edits:
+            # a hand edit kept by --force stays visible as one (status: changed), never
+            # absorbed into what patcher recorded and silently dropped by a later revert.
+            expected_new = new
+            if current_sha != last_record.after:
+                expected_new = replay(
+                    self.expected_after(last_record).decode("utf-8"),
+                    record.inverse,
+                    file=record.path,
+                    strict=True,
+                    hint=hint,
+                ).text.encode("utf-8")
+            afters = [*befores[1:], sha256(expected_new)]
             for index, other in enumerate(later):
                 base = updated.get(other.id, other)
                 records = tuple(

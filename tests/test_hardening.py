@@ -390,3 +390,24 @@ def test_stale_temp_files_are_removed(kimi: Path) -> None:
     assert not stale.exists()
     assert not list((kimi / ".patcher" / "objects").glob("*.patcher-tmp"))
     assert journal.load_journal(kimi / ".patcher").applied
+
+
+def test_hand_edit_survives_a_forced_revert_and_the_next_one(cli: Cli, kimi: Path) -> None:
+    """strip + set-context-length, hand edit of the length, forced revert of strip: the
+    hand edit must stay visible, and reverting set-context-length must not drop it silently."""
+    cli("apply", kimi, "strip-fp8-kv-cache")
+    cli("apply", kimi, "set-context-length", "--set", "length=131072")
+    config = kimi / "config.json"
+    config.write_text(config.read_text().replace("131072", "100000", 1))
+    code, _, err = cli("revert", kimi, "strip-fp8-kv-cache")
+    assert code == 1
+    assert "at /text_config/max_position_embeddings (JSON pointer)" in err
+    assert '"max_position_embeddings": 131072' in err  # the "as patcher left it" side
+    code, _, err = cli("revert", kimi, "strip-fp8-kv-cache", "--force")
+    assert code == 0, err
+    assert "100000" in config.read_text() and "kv_cache_scheme" in config.read_text()
+    states = {f.path: f.state for f in api.status(kimi).files}
+    assert states["config.json"] == "changed"
+    code, _, err = cli("revert", kimi, "set-context-length")
+    assert code == 1 and "edited by hand" in err
+    assert "100000" in config.read_text()
