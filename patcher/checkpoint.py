@@ -34,6 +34,7 @@ class Checkpoint:
 
     root: Path
     link_bases: tuple[Path, ...] = ()
+    overlay_source: Path | None = None
 
     @property
     def journal_dir(self) -> Path:
@@ -42,7 +43,22 @@ class Checkpoint:
 
     def path(self, relative: str) -> Path:
         """The path of ``relative`` inside the checkpoint, refusing anything that leads out."""
-        return self.root / safe_relative(self.root, relative, self.link_bases)
+        path = self.root / safe_relative(self.root, relative, self.link_bases)
+        source = self.overlay_source
+        if source is not None and path.is_symlink():
+            resolved = path.resolve()
+            own = [b for b in self.link_bases if b != source]
+            if (
+                not any(_inside(resolved, b) for b in own)
+                and resolved != (source / relative).resolve()
+            ):
+                # An overlay links each file to the same file of its source, nothing else.
+                raise UnsafePathError(
+                    f"overlay link leads to {resolved}, not to the same file of its source",
+                    file=path,
+                    hint="recreate the overlay with 'patcher apply SOURCE NAME --overlay OUT'",
+                )
+        return path
 
     def link_target(self, relative: str) -> str | None:
         """The symlink target of ``relative`` if it is a link, else None."""
@@ -78,16 +94,22 @@ def open_checkpoint(path: Path | str) -> Checkpoint:
     if root.parent.name == "snapshots":
         bases.append((root.parent.parent / "blobs").resolve())
     overlay = root / JOURNAL_DIR / OVERLAY_FILE
+    source = None
     if overlay.is_file():
+        damaged = CheckpointError(
+            "overlay record is damaged, or its source is not a checkpoint",
+            file=overlay,
+            hint="recreate the overlay with 'patcher apply SOURCE NAME --overlay OUT'",
+        )
         try:
-            bases.append(Path(json.loads(overlay.read_text())["source"]).resolve())
+            source = Path(json.loads(overlay.read_text())["source"]).resolve()
         except (OSError, ValueError, KeyError, TypeError):
-            raise CheckpointError(
-                "overlay record is damaged",
-                file=overlay,
-                hint="recreate the overlay with 'patcher apply SOURCE NAME --overlay OUT'",
-            ) from None
-    return Checkpoint(root, tuple(bases))
+            raise damaged from None
+        # Trusted as a link target only if it really is a checkpoint folder.
+        if not source.is_dir() or not any((source / n).is_file() for n in CONFIG_FILES):
+            raise damaged
+        bases.append(source)
+    return Checkpoint(root, tuple(bases), source)
 
 
 def _inside(path: Path, base: Path) -> bool:

@@ -64,6 +64,6 @@ def replace_file(
             hint=f"patcher status {checkpoint.root}",
         )
     if link is not None:
-        atomic_symlink(path, link)
+        atomic_symlink(path, link, root=checkpoint.root)
     else:
-        atomic_write(path, data, mode=file_mode(path))
+        atomic_write(path, data, mode=file_mode(path), root=checkpoint.root)

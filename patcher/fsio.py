@@ -11,7 +11,7 @@ import os
 import stat
 from pathlib import Path
 
-from patcher.errors import UnsafePathError, WriteError
+from patcher.errors import PatcherError, UnsafePathError, WriteError
 
 
 def sha256(data: bytes) -> str:
@@ -42,14 +42,6 @@ def stale_temp_files(directories: list[Path]) -> list[Path]:
     return found
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -71,37 +63,94 @@ def write_error(exc: OSError, target: Path) -> WriteError:
     return WriteError(problem, file=target, hint=hint)
 
 
-def atomic_write(target: Path, data: bytes, *, mode: int | None = None) -> None:
-    """Write ``data`` to ``target`` atomically; a symlink there is replaced, not followed."""
-    tmp = _tmp_name(target)
+def _open_dir(root: Path | None, directory: Path) -> int:
+    """An fd of ``directory``. Under ``root`` (the checkpoint) it is reached one component at
+    a time with O_NOFOLLOW from ``root``'s own fd, so a folder swapped for a symlink after the
+    path was checked is refused, not followed (no check-then-use race)."""
+    if root is None or directory == root or root not in directory.parents:
+        return os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        for part in directory.relative_to(root).parts:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _same_owner(dir_fd: int, name: str, fd: int) -> None:
+    """As root, give the new file the owner of the one it replaces (a user's checkpoint must
+    not become root's)."""
+    if os.geteuid() != 0:
+        return
+    with contextlib.suppress(OSError):
+        old = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        os.fchown(fd, old.st_uid, old.st_gid)
+
+
+def atomic_write(
+    target: Path, data: bytes, *, mode: int | None = None, root: Path | None = None
+) -> None:
+    """Write ``data`` to ``target`` atomically; a symlink there is replaced, not followed.
+    ``root`` (the checkpoint) makes every folder below it opened without following links."""
+    tmp = _tmp_name(target).name
+    try:
+        dir_fd = _open_dir(root, target.parent)
+    except OSError as exc:
+        raise _folder_error(exc, target) from exc
+    try:
+        fd = os.open(
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd
+        )
         try:
             _write_all(fd, data)
             if mode is not None:
                 os.fchmod(fd, mode)
+            _same_owner(dir_fd, target.name, fd)
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, target)
-        _fsync_dir(target.parent)
+        os.replace(tmp, target.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        os.fsync(dir_fd)
     except OSError as exc:
         with contextlib.suppress(OSError):
-            tmp.unlink()
+            os.unlink(tmp, dir_fd=dir_fd)
         raise write_error(exc, target) from exc
+    finally:
+        os.close(dir_fd)
 
 
-def atomic_symlink(target: Path, link_to: str) -> None:
+def atomic_symlink(target: Path, link_to: str, *, root: Path | None = None) -> None:
     """Make ``target`` a symlink to ``link_to``, atomically replacing whatever is there."""
-    tmp = _tmp_name(target)
+    tmp = _tmp_name(target).name
     try:
-        os.symlink(link_to, tmp)
-        os.replace(tmp, target)
-        _fsync_dir(target.parent)
+        dir_fd = _open_dir(root, target.parent)
+    except OSError as exc:
+        raise _folder_error(exc, target) from exc
+    try:
+        os.symlink(link_to, tmp, dir_fd=dir_fd)
+        os.replace(tmp, target.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        os.fsync(dir_fd)
     except OSError as exc:
         with contextlib.suppress(OSError):
-            tmp.unlink()
+            os.unlink(tmp, dir_fd=dir_fd)
         raise write_error(exc, target) from exc
+    finally:
+        os.close(dir_fd)
+
+
+def _folder_error(exc: OSError, target: Path) -> PatcherError:
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        return UnsafePathError(
+            "a folder on the way is a symlink (or not a folder); patcher never writes through "
+            "a link",
+            file=target,
+            hint="put the real folder back, then run the command again",
+        )
+    return write_error(exc, target)
 
 
 def check_real_dir(directory: Path) -> None:

@@ -349,7 +349,7 @@ def save_journal(directory: Path, journal: Journal, *, expect: str | None | bool
     head = json.dumps(payload, ensure_ascii=True)[:-1]
     lines = ",\n".join(_entry_line(e) for e in _pruned(journal.entries))
     data = f'{head}, "entries": [\n{lines}\n]}}\n'.encode("ascii")
-    atomic_write(directory / JOURNAL_FILE, data)
+    atomic_write(directory / JOURNAL_FILE, data, root=directory.parent)
     return sha256(data)
 
 
@@ -369,7 +369,9 @@ def store_object(directory: Path, data: bytes, *, mode: int | None = None) -> st
     except OSError:
         good = False
     if not good:
-        atomic_write(target, data, mode=0o644 if mode is None else mode & 0o666)
+        atomic_write(
+            target, data, mode=0o644 if mode is None else mode & 0o666, root=directory.parent
+        )
     return digest
 
 

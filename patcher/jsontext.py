@@ -379,7 +379,12 @@ def _render(value: Any, style: _Style, text: str) -> str:
     rendered = json.dumps(
         value, ensure_ascii=ascii_only, indent=style.indent, separators=(",", style.key_sep)
     )
-    return rendered.replace("\n", "\n" + style.base)
+    return rendered.replace("\n", _newline(text) + style.base)
+
+
+def _newline(text: str) -> str:
+    """The file's line ending: a CRLF file gets CRLF in what patcher inserts."""
+    return "\r\n" if "\r\n" in text else "\n"
 
 
 def _insert(
@@ -404,7 +409,7 @@ def _insert(
         multiline = "\n" in text[_root(text) :].rstrip()
         outer = _line_indent(text, parent.open)
         member_indent = outer + _indent_unit(text)
-        sep = "\n" + member_indent
+        sep = _newline(text) + member_indent
     parent_indent = _line_indent(text, parent.open)
     unit = member_indent[len(parent_indent) :] if member_indent.startswith(parent_indent) else ""
     style = _Style(
@@ -420,7 +425,8 @@ def _insert(
     member += raw if raw is not None else _render(value, style, text)
     if not slots:
         if multiline:
-            inner = "\n" + member_indent + member + "\n" + parent_indent
+            nl = _newline(text)
+            inner = nl + member_indent + member + nl + parent_indent
         else:
             inner = member
         return text[: parent.open + 1] + inner + text[parent.close :]

@@ -38,21 +38,22 @@ def test_all_or_nothing_when_the_step_after_a_landed_write_fails(
     """The rename of config.json lands, then the directory fsync fails (EIO): the patched
     file must never be left behind an entry that was dropped."""
     original = tree_bytes(kimi)
-    real = fsio._fsync_dir
+    real = os.fsync
+    folder = kimi.stat().st_ino
 
-    def failing(directory: Path) -> None:
-        if directory == kimi:
+    def failing(fd: int) -> None:
+        if os.fstat(fd).st_ino == folder:  # the checkpoint folder, after the rename
             raise OSError(errno.EIO, "I/O error")
-        real(directory)
+        real(fd)
 
-    monkeypatch.setattr(fsio, "_fsync_dir", failing)
+    monkeypatch.setattr(os, "fsync", failing)
     with pytest.raises(WriteError):
         api.apply(kimi, "strip-fp8-kv-cache")
     states = [e["state"] for e in _journal(kimi)["entries"]]
     # Rolled back and dropped; or, when the rollback's own fsync failed too, kept as a pending
     # record whatever the bytes are, for the next command to settle. Never patched and dropped.
     assert states == ["pending"] or (states == [] and tree_bytes(kimi) == original)
-    monkeypatch.setattr(fsio, "_fsync_dir", real)
+    monkeypatch.setattr(os, "fsync", real)
     assert api.status(kimi).applied == ()
     assert tree_bytes(kimi) == original and _journal(kimi)["entries"] == []
 
@@ -411,3 +412,67 @@ def test_hand_edit_survives_a_forced_revert_and_the_next_one(cli: Cli, kimi: Pat
     code, _, err = cli("revert", kimi, "set-context-length")
     assert code == 1 and "edited by hand" in err
     assert "100000" in config.read_text()
+
+
+def test_never_writes_through_a_folder_swapped_for_a_link(kimi: Path, tmp_path: Path) -> None:
+    """The path is checked, then (race) a folder on it becomes a symlink to outside: the write
+    goes through no link."""
+    from patcher.checkpoint import open_checkpoint
+    from patcher.files import replace_file
+
+    sub = kimi / "sub"
+    sub.mkdir()
+    (sub / "config.json").write_text("{}")
+    ckpt = open_checkpoint(kimi)
+    path = ckpt.path("sub/config.json")  # checked now
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "config.json").write_text("precious")
+    shutil.rmtree(sub)
+    sub.symlink_to(outside, target_is_directory=True)  # swapped after the check
+    with pytest.raises(UnsafePathError, match="symlink"):
+        replace_file(ckpt, "sub/config.json", b"{}", expect=None)
+    assert (outside / "config.json").read_text() == "precious"
+    assert path.parent.is_symlink()
+
+
+def test_minimal_edits_crlf_file_gets_crlf_members(tmp_path: Path) -> None:
+    text = '{\r\n    "max_position_embeddings": 5,\r\n    "x": {}\r\n}\r\n'
+    (tmp_path / "config.json").write_bytes(text.encode())
+    api.apply(tmp_path, "set-rope-scaling-yarn", {"factor": 4.0, "original": 4})
+    patched = (tmp_path / "config.json").read_bytes()
+    assert b"rope_scaling" in patched and b"\n" not in patched.replace(b"\r\n", b"")
+    api.revert(tmp_path, every=True)
+    assert (tmp_path / "config.json").read_bytes() == text.encode()
+
+
+def test_forged_overlay_source_is_not_trusted(cli: Cli, kimi: Path, tmp_path: Path) -> None:
+    """A .patcher/overlay.json naming another folder must not make links into it allowed."""
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "config.json").write_text('{"secret": 1, "max_position_embeddings": 7}')
+    (private / "config.json").chmod(0o600)
+    overlay = tmp_path / "overlay"
+    code, _, err = cli("apply", kimi, "strip-fp8-kv-cache", "--overlay", overlay)
+    assert code == 0, err
+    (overlay / ".patcher" / "overlay.json").write_text(json.dumps({"source": str(private)}))
+    (overlay / "generation_config.json").symlink_to(private / "config.json")
+    code, _, err = cli("apply", overlay, "fix-generation-eos-token-id", "--set", "eos=[1]")
+    assert code == 1 and "overlay link leads to" in err and "Traceback" not in err
+    assert not any(
+        (p.read_bytes() == (private / "config.json").read_bytes())
+        for p in (overlay / ".patcher" / "objects").iterdir()
+    )
+    (overlay / ".patcher" / "overlay.json").write_text(json.dumps({"source": "/etc"}))
+    code, _, err = cli("status", overlay)
+    assert code == 1 and "its source is not a checkpoint" in err
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="changing owners needs root")
+def test_root_keeps_the_users_ownership(kimi: Path) -> None:
+    config = kimi / "config.json"
+    os.chown(config, 4321, 4321)
+    api.apply(kimi, "strip-fp8-kv-cache")
+    assert (config.stat().st_uid, config.stat().st_gid) == (4321, 4321)
+    api.revert(kimi, every=True)
+    assert (config.stat().st_uid, config.stat().st_gid) == (4321, 4321)
