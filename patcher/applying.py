@@ -17,7 +17,7 @@ from patcher.document import canonical
 from patcher.engines.target import Engine, parse_engine
 from patcher.errors import DoesNotApplyError
 from patcher.files import current_hash, replace_file
-from patcher.fsio import file_mode, sha256
+from patcher.fsio import file_mode, mtime_ns, sha256
 from patcher.journal import Entry, FileRecord, Journal, read_journal, store_object
 from patcher.params import resolve_params
 from patcher.recovery import roll_back
@@ -45,7 +45,9 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _records(plans: tuple[FilePlan, ...], befores: dict[str, str]) -> tuple[FileRecord, ...]:
+def _records(
+    checkpoint: Checkpoint, plans: tuple[FilePlan, ...], befores: dict[str, str]
+) -> tuple[FileRecord, ...]:
     return tuple(
         FileRecord(
             path=p.path,
@@ -55,6 +57,9 @@ def _records(plans: tuple[FilePlan, ...], befores: dict[str, str]) -> tuple[File
             after=sha256(p.after),
             forward=p.forward,
             inverse=p.inverse,
+            before_size=len(p.before),
+            after_size=len(p.after),
+            before_mtime_ns=mtime_ns(checkpoint.path(p.path)),
         )
         for p in plans
     )
@@ -170,7 +175,7 @@ def apply_transform(
             params=dict(resolved.recorded),
             time=now(),
             tool_version=__version__,
-            files=_records(plans, befores),
+            files=_records(ckpt, plans, befores),
         )
         session.save(session.journal.put(entry))
         try:

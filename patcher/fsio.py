@@ -189,3 +189,19 @@ def file_mode(path: Path) -> int | None:
         return os.stat(path).st_mode & 0o7777
     except FileNotFoundError:
         return None
+
+
+def mtime_ns(path: Path) -> int | None:
+    """The modification time of the file ``path`` points to (None when missing)."""
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+
+
+def set_mtime_ns(path: Path, value: int | None) -> None:
+    """Give a restored original its own modification time back (best effort, never a link)."""
+    if value is None:
+        return
+    with contextlib.suppress(OSError, NotImplementedError):
+        os.utime(path, ns=(value, value), follow_symlinks=False)

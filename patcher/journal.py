@@ -46,6 +46,11 @@ class FileRecord:
     after: str
     forward: tuple[dict[str, Any], ...]
     inverse: tuple[dict[str, Any], ...]
+    # Set on apply since journal format 1.1 (None in older journals): sizes let status tell a
+    # changed file without reading it whole; the original's mtime comes back with its bytes.
+    before_size: int | None = None
+    after_size: int | None = None
+    before_mtime_ns: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +151,17 @@ def _file_from(raw: Any) -> FileRecord:
         after=raw["after"],
         forward=_ops(raw["forward"], "forward"),
         inverse=_ops(raw["inverse"], "inverse"),
+        before_size=_optional_int(raw.get("before_size")),
+        after_size=_optional_int(raw.get("after_size")),
+        before_mtime_ns=_optional_int(raw.get("before_mtime_ns")),
     )
+
+
+def _optional_int(value: Any) -> int | None:
+    if value is None:
+        return None
+    _expect(isinstance(value, int) and not isinstance(value, bool), "a size or time is not int")
+    return int(value)
 
 
 def _entry_from(raw: Any) -> Entry:
@@ -269,6 +284,9 @@ def _entry_json(entry: Entry) -> dict[str, Any]:
             "after": f.after,
             "forward": list(f.forward),
             "inverse": list(f.inverse),
+            "before_size": f.before_size,
+            "after_size": f.after_size,
+            "before_mtime_ns": f.before_mtime_ns,
         }
         for f in entry.files
     ]

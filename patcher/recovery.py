@@ -14,6 +14,7 @@ from collections.abc import Callable
 from patcher.checkpoint import Checkpoint
 from patcher.errors import JournalError
 from patcher.files import current_hash, replace_file
+from patcher.fsio import set_mtime_ns
 from patcher.journal import Entry, FileRecord, Journal, load_object
 
 
@@ -21,6 +22,8 @@ def restore_original(checkpoint: Checkpoint, record: FileRecord, *, expect: str 
     """Put back the exact original: the symlink it was, or its original bytes."""
     data = load_object(checkpoint.journal_dir, record.before)
     replace_file(checkpoint, record.path, data, expect=expect, link=record.link)
+    if record.link is None:
+        set_mtime_ns(checkpoint.path(record.path), record.before_mtime_ns)
 
 
 def roll_back(checkpoint: Checkpoint, entry: Entry) -> None:

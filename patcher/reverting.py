@@ -17,7 +17,7 @@ from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.compiler import Op, get
 from patcher.errors import ConflictError, JournalError
 from patcher.files import current_hash, read_current, replace_file
-from patcher.fsio import sha256
+from patcher.fsio import set_mtime_ns, sha256
 from patcher.journal import Entry, FileRecord, Journal, load_journal, load_object, store_object
 from patcher.replay import first_difference, replay
 from patcher.session import write_session
@@ -36,6 +36,7 @@ class FileRevert:
     new: bytes | None
     link: str | None
     skipped: tuple[Op, ...] = ()
+    mtime_ns: int | None = None  # the original's, given back with its bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,7 +258,12 @@ class _Planner:
             return FileRevert(record.path, "already-original", current, None, None)
         if current_sha == record.after or (current is None and self.force):
             return FileRevert(
-                record.path, "original", current, self.original(record.before), record.link
+                record.path,
+                "original",
+                current,
+                self.original(record.before),
+                record.link,
+                mtime_ns=record.before_mtime_ns,
             )
         if not self.force or current is None:
             raise self.refuse_changed(entry, record, self.expected_after(record), current)
@@ -294,6 +300,8 @@ def _execute(
             assert change.new is not None
             expect = sources.get(change.path)
             replace_file(checkpoint, change.path, change.new, expect=expect, link=change.link)
+            if change.link is None:
+                set_mtime_ns(checkpoint.path(change.path), change.mtime_ns)
     except BaseException:
         # Undo by hashing what is on disk (a write may have landed before the failure); when
         # every file is back, the journal goes back too, else the record stays for the next

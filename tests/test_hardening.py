@@ -476,3 +476,27 @@ def test_root_keeps_the_users_ownership(kimi: Path) -> None:
     assert (config.stat().st_uid, config.stat().st_gid) == (4321, 4321)
     api.revert(kimi, every=True)
     assert (config.stat().st_uid, config.stat().st_gid) == (4321, 4321)
+
+
+def test_byte_exact_revert_gives_back_the_original_mtime(kimi: Path) -> None:
+    config = kimi / "config.json"
+    os.utime(config, ns=(1_600_000_000_000_000_000, 1_600_000_000_000_000_000))
+    api.apply(kimi, "strip-fp8-kv-cache")
+    assert config.stat().st_mtime_ns != 1_600_000_000_000_000_000
+    api.revert(kimi, every=True)
+    assert config.stat().st_mtime_ns == 1_600_000_000_000_000_000
+
+
+def test_status_does_not_read_a_file_whose_size_rules_it_out(
+    kimi: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api.apply(kimi, "strip-fp8-kv-cache")
+    with (kimi / "config.json").open("ab") as handle:
+        handle.truncate(64 * 1024 * 1024)  # sparse: a huge replacement
+    import patcher.status as status_module
+
+    read: list[str] = []
+    real = status_module.current_hash
+    monkeypatch.setattr(status_module, "current_hash", lambda c, p: read.append(p) or real(c, p))
+    states = {f.path: f.state for f in api.status(kimi).files}
+    assert states["config.json"] == "changed" and "config.json" not in read
