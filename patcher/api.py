@@ -19,6 +19,10 @@ from patcher.doctor import diagnose as doctor
 from patcher.engines.model import engine_view
 from patcher.engines.view import EngineView
 from patcher.errors import PatcherError
+from patcher.planning import Plan, SyncResult
+from patcher.planning import plan_checkpoint as plan
+from patcher.planning import sync_checkpoint as sync
+from patcher.targets import Target, make_target
 from patcher.kvbudget import KvBudget, kv_budget
 from patcher.offline_diff import CheckpointDiff
 from patcher.offline_diff import diff_checkpoint as diff
@@ -39,6 +43,9 @@ __all__ = [
     "KvBudget",
     "Overrides",
     "PatcherError",
+    "Plan",
+    "SyncResult",
+    "Target",
     "RevertResult",
     "Status",
     "Transform",
@@ -50,7 +57,10 @@ __all__ = [
     "get_transform",
     "kv_budget",
     "list_transforms",
+    "make_target",
     "overrides",
+    "plan",
     "revert",
     "status",
+    "sync",
 ]

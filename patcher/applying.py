@@ -124,6 +124,7 @@ def apply_transform(
     dry_run: bool = False,
     overlay: Path | str | None = None,
     engine: Engine | str | None = None,
+    target: Mapping[str, Any] | None = None,
 ) -> ApplyResult:
     """Apply ``transform`` (a built-in name, a transform file path, or a ``Transform``) to the
     checkpoint. Returns the plan; with ``dry_run`` nothing is written. With ``overlay``, the
@@ -131,8 +132,9 @@ def apply_transform(
 
     With ``engine`` (``"vllm==0.16.0"``), a transform whose declared effect that engine would
     not derive from the patched files is refused; without it, the result carries a warning
-    naming the vLLM versions that ignore the edit."""
-    target = parse_engine(engine) if isinstance(engine, str) else engine
+    naming the vLLM versions that ignore the edit. ``target`` (engine, GPU, profile) is kept
+    in the journal entry, as ``sync`` does."""
+    judge = parse_engine(engine) if isinstance(engine, str) else engine
     ckpt = open_checkpoint(checkpoint)
     if overlay is not None and not dry_run:
         from patcher.overlay import make_overlay
@@ -141,7 +143,7 @@ def apply_transform(
     chosen = transform if isinstance(transform, Transform) else find_transform(str(transform))
     resolved = resolve_params(chosen, params or {})
     plans = compile_transform(ckpt, chosen, resolved)
-    warnings = _effect_warnings(ckpt, chosen, resolved.values, plans, target)
+    warnings = _effect_warnings(ckpt, chosen, resolved.values, plans, judge)
     if dry_run:
         outcome: ApplyOutcome = "dry-run" if plans else "nothing-to-do"
         return ApplyResult(outcome, ckpt.root, chosen, resolved.recorded, plans, None, warnings)
@@ -176,6 +178,7 @@ def apply_transform(
             time=now(),
             tool_version=__version__,
             files=_records(ckpt, plans, befores),
+            target=None if target is None else dict(target),
         )
         session.save(session.journal.put(entry))
         try:

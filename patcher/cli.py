@@ -2,7 +2,7 @@
 
 Exit codes: 0 success or nothing to do; 1 refused or failed (a one-line message says why and
 what to run next); 2 usage error; 3 unexpected error (a bug; PATCHER_DEBUG=1 shows the
-traceback); 130 interrupted.
+traceback); 4 ``plan`` found changes pending; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -13,13 +13,17 @@ import sys
 from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from patcher.errors import PatcherError
 
+if TYPE_CHECKING:
+    from patcher.targets import Target
+
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_BUG, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_CHANGES = 4  # plan: the checkpoint is not in sync with the target (as terraform's 2)
 
 app = typer.Typer(
     name="patcher",
@@ -358,6 +362,76 @@ def doctor(
         _out(render.to_json(render.doctor_json(result)) if as_json else render.doctor_text(result))
     if not result.recognised:
         raise typer.Exit(EXIT_REFUSED)
+
+
+ProfileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--profile", help="A profile file (TOML): engine, gpu, tensor_parallel, [transforms]."
+    ),
+]
+TpOpt = Annotated[int | None, typer.Option("--tp", min=1, help="Tensor-parallel size.")]
+
+
+def _make_target(
+    profile: Path | None, engine: str | None, gpu: str | None, tp: int | None
+) -> Target:
+    from patcher.targets import make_target
+
+    return make_target(engine=engine, gpu=gpu, tensor_parallel=tp, profile=profile)
+
+
+@app.command()
+def plan(
+    checkpoint: CheckpointArg,
+    profile: ProfileOpt = None,
+    engine: EngineOpt = None,
+    gpu: GpuOpt = None,
+    tp: TpOpt = None,
+    revision: RevisionOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show what sync would do for a target: apply, revert or re-apply, with the reason.
+
+    Exit 0 when the checkpoint is in sync, 4 when changes are pending, 1 on an error.
+    """
+    with _boundary():
+        from patcher import render
+        from patcher.planning import plan_checkpoint
+
+        result = plan_checkpoint(
+            _target(checkpoint, revision), _make_target(profile, engine, gpu, tp)
+        )
+        _out(render.to_json(render.plan_json(result)) if as_json else render.plan_text(result))
+    if not result.in_sync:
+        raise typer.Exit(EXIT_CHANGES)
+
+
+@app.command()
+def sync(
+    checkpoint: CheckpointArg,
+    profile: ProfileOpt = None,
+    engine: EngineOpt = None,
+    gpu: GpuOpt = None,
+    tp: TpOpt = None,
+    dry_run: DryRunOpt = False,
+    revision: RevisionOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Make the checkpoint what the target needs: revert, re-apply and apply as planned.
+
+    A second sync does nothing. If a step fails, the steps already done are undone.
+    """
+    with _boundary():
+        from patcher import render
+        from patcher.planning import sync_checkpoint
+
+        result = sync_checkpoint(
+            _target(checkpoint, revision),
+            _make_target(profile, engine, gpu, tp),
+            dry_run=dry_run,
+        )
+        _out(render.to_json(render.sync_json(result)) if as_json else render.sync_text(result))
 
 
 class KvDtype(StrEnum):

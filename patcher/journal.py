@@ -69,6 +69,7 @@ class Entry:
     reverted_time: str | None = None
     targets: Mapping[str, str] = field(default_factory=dict)
     sources: Mapping[str, str] = field(default_factory=dict)
+    target: Mapping[str, Any] | None = None  # the engine/GPU/profile it was applied for
 
     def with_state(self, state: State, **changes: Any) -> Entry:
         """A copy in another state."""
@@ -185,6 +186,7 @@ def _entry_from(raw: Any) -> Entry:
         reverted_time=raw.get("reverted_time"),
         targets={str(k): str(v) for k, v in dict(raw.get("targets", {})).items()},
         sources={str(k): str(v) for k, v in dict(raw.get("sources", {})).items()},
+        target=dict(raw["target"]) if isinstance(raw.get("target"), dict) else None,
     )
 
 
@@ -303,6 +305,7 @@ def _entry_json(entry: Entry) -> dict[str, Any]:
         "reverted_time": entry.reverted_time,
         "targets": dict(entry.targets),
         "sources": dict(entry.sources),
+        "target": None if entry.target is None else dict(entry.target),
     }
 
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # only for annotations: `patcher status` must not import the 
     from patcher.kvbudget import KvBudget
     from patcher.offline_diff import CheckpointDiff
     from patcher.overrides import Overrides
+    from patcher.planning import Plan, SyncResult
     from patcher.reapplying import ReapplyResult
     from patcher.reverting import RevertResult
     from patcher.status import Status
@@ -230,6 +231,7 @@ def _entry_json(e: Entry) -> dict[str, Any]:
         "time": e.time,
         "tool_version": e.tool_version,
         "files": [f.path for f in e.files],
+        "target": None if e.target is None else dict(e.target),
     }
 
 
@@ -252,7 +254,12 @@ def status_text(s: Status) -> str:
     else:
         lines.append("applied:")
         for e in s.applied:
-            lines.append(f"  #{e.id} {e.transform} {_params(e.params)}".rstrip() + f"  ({e.time})")
+            line = f"  #{e.id} {e.transform} {_params(e.params)}".rstrip() + f"  ({e.time})"
+            if e.target:
+                line += f"  for {e.target.get('engine')} on {e.target.get('gpu')}"
+                if e.target.get("profile"):
+                    line += f" (profile {e.target['profile']})"
+            lines.append(line)
     for e in s.unsettled:
         what = {"pending": "apply", "reverting": "revert"}.get(e.state, "reapply")
         lines.append(
@@ -576,3 +583,58 @@ def doctor_text(d: Diagnosis) -> str:
         lines.append(f"  engine: vLLM {d.engine_version}")
     lines += [f"  fix ({f.kind}): {f.text}" for f in d.fixes]
     return "\n".join(lines)
+
+
+def plan_json(p: Plan) -> dict[str, Any]:
+    """A plan as JSON."""
+    return {
+        "checkpoint": str(p.checkpoint),
+        "target": p.target.record(),
+        "in_sync": p.in_sync,
+        "actions": [
+            {
+                "action": a.action,
+                "name": a.name,
+                "params": dict(a.params),
+                "reason": a.reason,
+                "entry": a.entry_id,
+            }
+            for a in p.actions
+        ],
+        "upstream_startup_errors": [e.message for e in p.upstream_errors],
+    }
+
+
+def plan_text(p: Plan) -> str:
+    """A plan for people."""
+    head = f"target: {p.target.describe()}" + (
+        f" (profile {p.target.profile})" if p.target.profile else ""
+    )
+    if p.in_sync:
+        return f"{head}\nin sync: nothing to do for {p.checkpoint}"
+    lines = [head, f"{_count(len(p.actions), 'action')} for {p.checkpoint}:"]
+    for a in p.actions:
+        entry = f" (entry #{a.entry_id})" if a.entry_id is not None else ""
+        lines.append(f"  {a.action} {a.name} {_params(a.params)}".rstrip() + entry)
+        lines.append(f"      why: {a.reason}")
+    return "\n".join(lines)
+
+
+def sync_json(r: SyncResult) -> dict[str, Any]:
+    """A sync result as JSON."""
+    return {
+        **plan_json(r.plan),
+        "dry_run": r.dry_run,
+        "applied": list(r.applied),
+        "reverted": list(r.reverted),
+    }
+
+
+def sync_text(r: SyncResult) -> str:
+    """A sync result for people."""
+    if r.plan.in_sync:
+        return plan_text(r.plan)
+    if r.dry_run:
+        return plan_text(r.plan) + "\ndry run: nothing was written"
+    done = [f"  {a.action} {a.name}: done" for a in r.plan.actions]
+    return "\n".join([f"synced {r.plan.checkpoint} to {r.plan.target.describe()}:", *done])

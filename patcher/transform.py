@@ -100,6 +100,7 @@ class Transform:
     text: str
     runtime: Runtime | None = None
     effects: Mapping[str, Any] = field(default_factory=dict)
+    needed_when: tuple[str, ...] = ()
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -264,6 +265,16 @@ class _Reader:
             requires=self.text(raw, "requires", "/runtime", required=False) or None,
         )
 
+    def needed_when(self, raw: Any) -> tuple[str, ...]:
+        if raw is None:
+            return ()
+        errors = raw.get("startup_errors") if isinstance(raw, dict) else None
+        if not isinstance(errors, list) or not all(isinstance(e, str) for e in errors):
+            raise self.fail(
+                "/needed_when", "expected startup_errors = [codes of the engine model's errors]"
+            )
+        return tuple(errors)
+
     def effects(self, raw: Any) -> dict[str, Any]:
         if raw is None:
             return {}
@@ -340,6 +351,7 @@ def parse_transform(text: str, source: str) -> Transform:
         "edits",
         "runtime",
         "effects",
+        "needed_when",
     }
     unknown = set(data) - known
     if unknown:
@@ -359,6 +371,7 @@ def parse_transform(text: str, source: str) -> Transform:
         text=text,
         runtime=reader.runtime(data.get("runtime")),
         effects=reader.effects(data.get("effects")),
+        needed_when=reader.needed_when(data.get("needed_when")),
     )
     used = [edits_raw, data.get("runtime", {}), data.get("effects", {})]
     for name_used in _template_names(used):

@@ -14,6 +14,7 @@ class StartupError:
     """An error the engine's config stage raises, in the engine's words, and its fix."""
 
     message: str
+    code: str = "startup-error"
     file: str | None = None
     pointer: str | None = None
     transform: str | None = None

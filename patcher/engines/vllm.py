@@ -306,6 +306,7 @@ def _required_fields(
     )
     return StartupError(
         f"{label} quantization requires the following fields in hf_quant_config.json: {missing}",
+        code="quant-required-fields",
         file=source,
         pointer=f"{pointer}/{missing[0]}",
         note=(
@@ -347,7 +348,8 @@ def _attention_error(engine: Engine, gpu: Gpu, kv: Derived, head_size: int) -> S
         for name, why in reasons.items()
     )
     return StartupError(
-        "No valid attention backend found for cuda with AttentionSelectorConfig("
+        code="no-attention-backend",
+        message="No valid attention backend found for cuda with AttentionSelectorConfig("
         f"head_size={head_size}, kv_cache_dtype={kv.value}, use_mla=True, ...). "
         f"Reasons: {{{listed}}}.",
         file=kv.file,

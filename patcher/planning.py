@@ -1,0 +1,184 @@
+"""``plan`` and ``sync``: which transforms a target needs, against what is applied.
+
+A catalog transform is needed when the checkpoint *as upstream shipped it* (the originals in
+the journal) fails for the target with a start-up error the transform declares it fixes
+(``[needed_when] startup_errors``, judged by the engine model). The profile's ``[transforms]``
+are wanted whatever the target. ``sync`` reverts what is no longer wanted, re-applies what has
+new parameters and applies what is missing; a second ``sync`` does nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from patcher.catalog import builtin_transforms, find_transform
+from patcher.checkpoint import Checkpoint, open_checkpoint
+from patcher.document import canonical
+from patcher.engines.files import ENGINE_FILES, ConfigFiles, read_config_files
+from patcher.engines.model import derive
+from patcher.engines.view import StartupError
+from patcher.journal import Entry, Journal, load_object, read_journal
+from patcher.params import resolve_params
+from patcher.targets import Target
+
+ActionKind = Literal["apply", "revert", "reapply"]
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One step of a plan, and why."""
+
+    action: ActionKind
+    name: str
+    params: Mapping[str, Any]
+    reason: str
+    entry_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What ``sync`` would do for ``target`` (nothing when the checkpoint is in sync)."""
+
+    checkpoint: Path
+    target: Target
+    actions: tuple[Action, ...]
+    upstream_errors: tuple[StartupError, ...]
+
+    @property
+    def in_sync(self) -> bool:
+        """Whether nothing needs doing."""
+        return not self.actions
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    """The plan, and the journal entries ``sync`` applied (empty for a dry run)."""
+
+    plan: Plan
+    applied: tuple[int, ...]
+    reverted: tuple[int, ...]
+    dry_run: bool
+
+
+def upstream_files(checkpoint: Checkpoint, journal: Journal) -> ConfigFiles:
+    """The engine's files as upstream shipped them: the journal's originals where patched."""
+    import json
+
+    current = read_config_files(checkpoint)
+    found: dict[str, Any] = {
+        "config.json": current.config,
+        "hf_quant_config.json": current.hf_quant,
+    }
+    for name in ENGINE_FILES:
+        record = next((r for e in journal.applied for r in e.files if r.path == name), None)
+        if record is not None:
+            found[name] = json.loads(load_object(checkpoint.journal_dir, record.before))
+    return ConfigFiles(found["config.json"], found["hf_quant_config.json"])
+
+
+def _short(error: StartupError) -> str:
+    return error.message if len(error.message) <= 120 else error.message[:117] + "..."
+
+
+def plan_checkpoint(checkpoint: Path | str, target: Target) -> Plan:
+    """Compare what is applied (transform and parameters) with what ``target`` needs plus the
+    profile's transforms, and return the actions with a reason for each."""
+    ckpt = open_checkpoint(checkpoint)
+    journal = read_journal(ckpt)
+    upstream = derive(target.engine, upstream_files(ckpt, journal), target.gpu)
+    wanted: dict[str, tuple[Mapping[str, Any], str]] = {}
+    for transform in builtin_transforms():
+        fixes = [e for e in upstream.startup_errors if e.code in transform.needed_when]
+        if fixes:
+            why = f"needed: {target.describe()} refuses the upstream files: {_short(fixes[0])}"
+            wanted[transform.name] = (resolve_params(transform, {}).recorded, why)
+    for name, given in target.transforms.items():
+        transform = find_transform(name)
+        recorded = resolve_params(transform, given).recorded
+        wanted[transform.name] = (recorded, f"wanted by {target.profile or 'the target'}")
+    latest: dict[str, Entry] = {}
+    for entry in journal.applied:
+        latest[entry.transform] = entry
+    actions: list[Action] = []
+    for entry in sorted(latest.values(), key=lambda e: -e.id):
+        if entry.transform not in wanted:
+            actions.append(
+                Action(
+                    "revert", entry.transform, dict(entry.params), _why_not(entry, target), entry.id
+                )
+            )
+        elif canonical(dict(entry.params)) != canonical(dict(wanted[entry.transform][0])):
+            params, _ = wanted[entry.transform]
+            actions.append(
+                Action(
+                    "reapply",
+                    entry.transform,
+                    params,
+                    f"parameters changed: {canonical(dict(entry.params))} -> "
+                    f"{canonical(dict(params))}",
+                    entry.id,
+                )
+            )
+    for name, (params, why) in wanted.items():
+        if name not in latest:
+            actions.append(Action("apply", name, params, why))
+    return Plan(ckpt.root, target, tuple(actions), upstream.startup_errors)
+
+
+def _why_not(entry: Entry, target: Target) -> str:
+    try:
+        transform = find_transform(entry.transform)
+    except Exception:  # a user's transform file that is gone: not wanted by this target
+        return f"not wanted by {target.profile or 'the target'}"
+    if transform.needed_when:
+        return f"not needed: {target.describe()} starts with the upstream files"
+    return f"not wanted by {target.profile or 'the target'}"
+
+
+def sync_checkpoint(checkpoint: Path | str, target: Target, *, dry_run: bool = False) -> SyncResult:
+    """Carry out the plan: reverts first (latest first), then applies. If a step fails, the
+    steps already done are undone in reverse, so the checkpoint ends as it began."""
+    from patcher.applying import apply_transform
+    from patcher.reverting import revert_transforms
+
+    plan = plan_checkpoint(checkpoint, target)
+    if dry_run or plan.in_sync:
+        return SyncResult(plan, (), (), dry_run)
+    root = plan.checkpoint
+    undo: list[tuple[str, Any]] = []
+    applied: list[int] = []
+    reverted: list[int] = []
+    try:
+        for action in plan.actions:
+            if action.action in ("revert", "reapply") and action.entry_id is not None:
+                old = next(
+                    e
+                    for e in read_journal(open_checkpoint(root)).applied
+                    if e.id == action.entry_id
+                )
+                revert_transforms(root, str(action.entry_id))
+                reverted.append(action.entry_id)
+                undo.append(("apply", (action.name, dict(old.params), old.target)))
+        for action in plan.actions:
+            if action.action in ("apply", "reapply"):
+                result = apply_transform(
+                    root, action.name, action.params, engine=target.engine, target=target.record()
+                )
+                if result.entry_id is not None:
+                    applied.append(result.entry_id)
+                    undo.append(("revert", result.entry_id))
+    except BaseException:
+        for kind, what in reversed(undo):
+            try:
+                if kind == "revert":
+                    revert_transforms(root, str(what))
+                else:
+                    name, params, record = what
+                    apply_transform(root, name, params, target=record)
+            except Exception:  # leave the rest to the user: status shows where it stands
+                break
+        raise
+    return SyncResult(plan, tuple(applied), tuple(reverted), False)

@@ -1,0 +1,128 @@
+"""Targets, plan and sync on the real configs in snapshots/ (the lifecycle issue)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from patcher import api
+from patcher.planning import plan_checkpoint, sync_checkpoint
+from patcher.targets import make_target
+from tests.conftest import CONFIGS, Cli, tree_bytes
+
+
+def _sync(cli: Cli, root: Path, *target: str) -> dict[str, object]:
+    code, out, err = cli("sync", root, *target, "--json")
+    assert code == 0, err
+    result: dict[str, object] = json.loads(out)
+    return result
+
+
+def _plan(cli: Cli, root: Path, *target: str) -> tuple[int, dict[str, object]]:
+    code, out, _ = cli("plan", root, *target, "--json")
+    return code, json.loads(out)
+
+
+def test_kimi_hardware_and_engine_changes(cli: Cli, kimi: Path) -> None:
+    upstream = tree_bytes(kimi)
+    sm120 = ("--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000")
+    code, plan = _plan(cli, kimi, *sm120)
+    assert code == 4
+    (action,) = plan["actions"]  # type: ignore[misc]
+    assert action["action"] == "apply" and action["name"] == "strip-fp8-kv-cache"
+    assert "No valid attention backend" in action["reason"]
+    _sync(cli, kimi, *sm120)
+    patched = tree_bytes(kimi)
+    assert patched != upstream
+    code, plan = _plan(cli, kimi, *sm120)
+    assert code == 0 and plan["actions"] == [] and plan["in_sync"] is True
+    status = json.loads(cli("status", kimi, "--json")[1])
+    assert status["applied"][0]["target"] == {"engine": "vllm==0.16.0", "gpu": "rtx-pro-6000"}
+    # Hardware change: FlashMLA takes FP8 KV on an H200.
+    code, plan = _plan(cli, kimi, "--engine", "vllm==0.16.0", "--gpu", "h200")
+    assert code == 4 and [a["action"] for a in plan["actions"]] == ["revert"]  # type: ignore[union-attr]
+    _sync(cli, kimi, "--engine", "vllm==0.16.0", "--gpu", "h200")
+    assert tree_bytes(kimi) == upstream
+    # Back to SM120 on 0.16, then an engine upgrade whose Triton MLA takes FP8 (0.18).
+    _sync(cli, kimi, *sm120)
+    assert tree_bytes(kimi) == patched
+    _sync(cli, kimi, "--engine", "vllm==0.18.0", "--gpu", "rtx-pro-6000")
+    assert tree_bytes(kimi) == upstream
+    assert _sync(cli, kimi, "--engine", "vllm==0.18.0", "--gpu", "rtx-pro-6000")["actions"] == []
+
+
+def test_profile_transforms_apply_reapply_and_revert(cli: Cli, tmp_path: Path) -> None:
+    root = tmp_path / "qwen"
+    shutil.copytree(CONFIGS / "deepseek-r1-distill-qwen-32b", root)
+    upstream = tree_bytes(root)
+    profile = tmp_path / "profile.toml"
+    base = 'engine = "vllm==0.16.0"\ngpu = "h100"\ntensor_parallel = 2\n'
+    profile.write_text(base + "[transforms]\nset-context-length = { length = 32768 }\n")
+    first = _sync(cli, root, "--profile", profile)
+    assert [(a["action"], a["name"]) for a in first["actions"]] == [  # type: ignore[union-attr]
+        ("apply", "set-context-length")
+    ]
+    assert json.loads((root / "config.json").read_text())["max_position_embeddings"] == 32768
+    assert _sync(cli, root, "--profile", profile)["actions"] == []  # idempotent
+    profile.write_text(base + "[transforms]\nset-context-length = { length = 16384 }\n")
+    code, plan = _plan(cli, root, "--profile", profile)
+    assert code == 4 and plan["actions"][0]["action"] == "reapply"  # type: ignore[index]
+    _sync(cli, root, "--profile", profile)
+    assert json.loads((root / "config.json").read_text())["max_position_embeddings"] == 16384
+    assert len(api.status(root).applied) == 1
+    profile.write_text(base)
+    _sync(cli, root, "--profile", profile)
+    assert tree_bytes(root) == upstream
+
+
+def test_sync_dry_run_writes_nothing(cli: Cli, kimi: Path) -> None:
+    before = tree_bytes(kimi)
+    code, out, _ = cli("sync", kimi, "--engine", "vllm==0.16.0", "--gpu", "12.0", "--dry-run")
+    assert code == 0 and "dry run: nothing was written" in out
+    assert tree_bytes(kimi) == before and not (kimi / ".patcher").exists()
+
+
+def test_sync_refuses_an_edit_the_engine_ignores_and_changes_nothing(
+    cli: Cli, kimi: Path, tmp_path: Path
+) -> None:
+    profile = tmp_path / "p.toml"
+    profile.write_text(
+        'engine = "vllm==0.16.0"\ngpu = "rtx-pro-6000"\n'
+        "[transforms]\nset-context-length = { length = 131072 }\n"
+    )
+    before = tree_bytes(kimi)
+    code, _, err = cli("sync", kimi, "--profile", profile)
+    assert code == 1 and "--max-model-len 131072" in err
+    assert tree_bytes(kimi) == before  # the strip it had applied first was undone
+    assert api.status(kimi).applied == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('gpu = "h100"\n', "no engine"),
+        ('engine = "vllm==0.16.0"\ngpu = "h100"\ncolour = 1\n', "unknown key"),
+        ('engine = "vllm==0.16.0"\ngpu = "h100"\ntensor_parallel = 0\n', "positive integer"),
+        ('engine = "vllm==0.16.0"\ngpu = "h100"\n[transforms]\nx = 1\n', "expected a table"),
+        ("engine = [", "invalid TOML"),
+    ],
+)
+def test_bad_profiles_are_refused(
+    cli: Cli, kimi: Path, tmp_path: Path, text: str, message: str
+) -> None:
+    profile = tmp_path / "p.toml"
+    profile.write_text(text)
+    code, _, err = cli("plan", kimi, "--profile", profile)
+    assert code == 1 and message in err and str(profile) in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_library_plan_and_sync_return_values(kimi: Path) -> None:
+    target = make_target(engine="vllm==0.16.0", gpu="rtx-pro-6000")
+    plan = plan_checkpoint(kimi, target)
+    assert [a.name for a in plan.actions] == ["strip-fp8-kv-cache"] and not plan.in_sync
+    result = sync_checkpoint(kimi, target)
+    assert result.applied and plan_checkpoint(kimi, target).in_sync
