@@ -19,19 +19,19 @@ from patcher.doctor import diagnose as doctor
 from patcher.engines.model import engine_view
 from patcher.engines.view import EngineView
 from patcher.errors import PatcherError
-from patcher.planning import Plan, SyncResult
-from patcher.planning import plan_checkpoint as plan
-from patcher.planning import sync_checkpoint as sync
-from patcher.targets import Target, make_target
 from patcher.kvbudget import KvBudget, kv_budget
 from patcher.offline_diff import CheckpointDiff
 from patcher.offline_diff import diff_checkpoint as diff
 from patcher.overrides import Overrides
 from patcher.overrides import engine_overrides as overrides
+from patcher.planning import Plan, SyncResult
+from patcher.planning import plan_checkpoint as plan
+from patcher.planning import sync_checkpoint as sync
 from patcher.reverting import RevertResult
 from patcher.reverting import revert_transforms as revert
 from patcher.status import Status
 from patcher.status import checkpoint_status as status
+from patcher.targets import Target, make_target
 from patcher.transform import Transform
 
 __all__ = [
