@@ -290,6 +290,23 @@ def reapply(
 
 
 @app.command()
+def rebase(
+    checkpoint: CheckpointArg, revision: RevisionOpt = None, as_json: JsonOpt = False
+) -> None:
+    """The journalled files hold a new upstream version: re-apply the transforms onto it.
+
+    Per transform: re-applied, no longer needed (upstream made the same change), or a conflict
+    (upstream changed a member it edits: exit 1, the three values shown, nothing changed).
+    """
+    with _boundary():
+        from patcher import render
+        from patcher.rebasing import rebase_checkpoint
+
+        result = rebase_checkpoint(_target(checkpoint, revision))
+        _out(render.to_json(render.rebase_json(result)) if as_json else render.rebase_text(result))
+
+
+@app.command()
 def check(
     checkpoint: CheckpointArg,
     engine: EngineOpt = None,

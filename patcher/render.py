@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # only for annotations: `patcher status` must not import the 
     from patcher.overrides import Overrides
     from patcher.planning import Plan, SyncResult
     from patcher.reapplying import ReapplyResult
+    from patcher.rebasing import RebaseResult
     from patcher.reverting import RevertResult
     from patcher.status import Status
     from patcher.transform import Guard, Transform
@@ -638,3 +639,30 @@ def sync_text(r: SyncResult) -> str:
         return plan_text(r.plan) + "\ndry run: nothing was written"
     done = [f"  {a.action} {a.name}: done" for a in r.plan.actions]
     return "\n".join([f"synced {r.plan.checkpoint} to {r.plan.target.describe()}:", *done])
+
+
+def rebase_json(r: RebaseResult) -> dict[str, Any]:
+    """A rebase result as JSON."""
+    return {
+        "checkpoint": str(r.checkpoint),
+        "transforms": [
+            {
+                "transform": t.transform,
+                "outcome": t.outcome,
+                "old_entry": t.old_entry,
+                "new_entry": t.new_entry,
+            }
+            for t in r.transforms
+        ],
+    }
+
+
+def rebase_text(r: RebaseResult) -> str:
+    """A rebase result for people."""
+    if not r.transforms:
+        return f"nothing to do: no transform is applied to {r.checkpoint}"
+    lines = [f"rebased {r.checkpoint} onto its new upstream files:"]
+    for t in r.transforms:
+        new = f" (entry #{t.new_entry})" if t.new_entry is not None else " (dropped)"
+        lines.append(f"  {t.transform}: {t.outcome}{new}")
+    return "\n".join(lines)

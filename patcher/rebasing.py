@@ -1,0 +1,190 @@
+"""``rebase``: the journalled files hold a new upstream version; carry the transforms onto it.
+
+``rebase`` is the user's statement that the current bytes of the journalled files are the new
+upstream. Each applied transform is then, per JSON pointer it edits:
+
+- re-applied, when upstream left that member as it was;
+- no longer needed, when upstream made the same change (the transform is dropped);
+- a conflict, when upstream changed the member to something else: nothing is written and the
+  three versions (original, patched, new upstream) are shown.
+
+The transforms are re-compiled from the definitions and parameters the journal kept, in a
+scratch copy of the journalled files, then the result is written to the checkpoint as one
+write-ahead step (the new entries are ``reapplying`` until every file is in place).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from patcher.applying import apply_transform, now
+from patcher.checkpoint import Checkpoint, open_checkpoint
+from patcher.compiler import exists, get
+from patcher.errors import ConflictError
+from patcher.files import current_hash, read_current, replace_file
+from patcher.fsio import sha256 as _sha
+from patcher.journal import Entry, load_journal, load_object, store_object
+from patcher.reapplying import patched_bytes
+from patcher.session import write_session
+from patcher.transform import parse_transform
+
+_ABSENT = object()
+
+
+@dataclass(frozen=True, slots=True)
+class RebasedTransform:
+    """What became of one applied transform."""
+
+    transform: str
+    outcome: str  # "re-applied" | "no longer needed"
+    old_entry: int
+    new_entry: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class RebaseResult:
+    """Per transform, what rebase did (empty when nothing was journalled)."""
+
+    checkpoint: Path
+    transforms: tuple[RebasedTransform, ...]
+
+
+def _value(data: bytes | None, pointer: str) -> Any:
+    if data is None:
+        return _ABSENT
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return _ABSENT
+    return get(doc, pointer) if exists(doc, pointer) else _ABSENT
+
+
+def _show(value: Any) -> str:
+    return "(absent)" if value is _ABSENT else json.dumps(value)
+
+
+def _conflicts(ckpt: Checkpoint, entry: Entry, record_new: dict[str, bytes | None]) -> None:
+    for record in entry.files:
+        if record.kind != "json":
+            continue
+        original = load_object(ckpt.journal_dir, record.before)
+        patched = patched_bytes(ckpt, record)
+        new = record_new.get(record.path)
+        for op in record.forward:
+            if op["op"] == "test":
+                continue
+            pointer = op["path"]
+            old, ours, theirs = (
+                _value(original, pointer),
+                _value(patched, pointer),
+                _value(new, pointer),
+            )
+            if theirs != old and theirs != ours:
+                raise ConflictError(
+                    f"upstream changed a member {entry.transform!r} edits: original "
+                    f"{_show(old)}, patched {_show(ours)}, new upstream {_show(theirs)}; "
+                    "nothing was changed",
+                    file=ckpt.path(record.path),
+                    pointer=pointer,
+                    hint=f"decide by hand: patcher revert {ckpt.root} {entry.transform} --force, "
+                    "or keep the new upstream value and revert it",
+                )
+
+
+def rebase_checkpoint(checkpoint: Path | str) -> RebaseResult:
+    """Adopt the current bytes of the journalled files as the new upstream and re-apply the
+    applied transforms onto them, all or nothing (see the module documentation)."""
+    ckpt = open_checkpoint(checkpoint)
+    if not load_journal(ckpt.journal_dir).applied:
+        return RebaseResult(ckpt.root, ())
+    with write_session(ckpt) as session:
+        journal = session.journal
+        applied = journal.applied
+        paths = list(dict.fromkeys(r.path for e in applied for r in e.files))
+        current = {p: read_current(ckpt, p) for p in paths}
+        upstream = dict(current)
+        for path in paths:
+            records = [r for e in applied for r in e.files if r.path == path]
+            if current_hash(ckpt, path) == records[-1].after:
+                # Still as patcher left it: its upstream is the original, not these bytes.
+                upstream[path] = load_object(ckpt.journal_dir, records[0].before)
+        for entry in applied:
+            _conflicts(ckpt, entry, upstream)
+        with tempfile.TemporaryDirectory(prefix="patcher-rebase-") as scratch:
+            work = Path(scratch)
+            for path in paths:
+                data = upstream[path]
+                if data is not None:
+                    (work / path).parent.mkdir(parents=True, exist_ok=True)
+                    (work / path).write_bytes(data)
+            for name in ("config.json",):  # a checkpoint needs a config file to open
+                if not (work / name).exists():
+                    (work / name).write_text("{}")
+            outcomes: list[tuple[Entry, Any]] = []
+            for entry in applied:
+                text = load_object(ckpt.journal_dir, entry.definition).decode("utf-8")
+                transform = parse_transform(text, entry.source)
+                result = apply_transform(work, transform, dict(entry.params), target=entry.target)
+                outcomes.append((entry, result))
+            scratch_journal = load_journal(work / ".patcher")
+            for new_entry in scratch_journal.entries:
+                for record in new_entry.files:
+                    store_object(ckpt.journal_dir, load_object(work / ".patcher", record.before))
+                store_object(ckpt.journal_dir, load_object(work / ".patcher", new_entry.definition))
+            final = {p: (work / p).read_bytes() for p in paths if (work / p).exists()}
+            for data in final.values():
+                store_object(ckpt.journal_dir, data)
+        # Write ahead: old entries settled as reverted (rebased), new ones reapplying.
+        ahead = journal
+        for entry in applied:
+            ahead = ahead.put(entry.with_state("reverted", reverted_time=now()))
+        next_id = journal.next_id()
+        created: dict[int, Entry] = {}
+        results: list[RebasedTransform] = []
+        for entry, result in outcomes:
+            if result.entry_id is None:
+                results.append(
+                    RebasedTransform(entry.transform, "no longer needed", entry.id, None)
+                )
+                continue
+            scratch_entry = next(e for e in scratch_journal.entries if e.id == result.entry_id)
+            new = replace(scratch_entry, id=next_id, time=now(), target=entry.target)
+            created[next_id] = new
+            results.append(RebasedTransform(entry.transform, "re-applied", entry.id, next_id))
+            next_id += 1
+        last_owner: dict[str, int] = {}
+        for new in created.values():
+            for record in new.files:
+                last_owner[record.path] = new.id
+        changing = {p: d for p, d in final.items() if current_hash(ckpt, p) != _sha(d)}
+        for new in created.values():
+            mine = [p for p, owner in last_owner.items() if owner == new.id and p in changing]
+            ahead = ahead.put(
+                new.with_state(
+                    "reapplying",
+                    targets={p: _sha(changing[p]) for p in mine},
+                    sources={p: _sha(current[p] or b"") for p in mine},
+                )
+            )
+        session.save(ahead)
+        try:
+            for path, data in changing.items():
+                replace_file(ckpt, path, data, expect=_sha(current[path] or b""))
+        except BaseException:
+            with contextlib.suppress(BaseException):
+                for path, data in changing.items():
+                    if current_hash(ckpt, path) == _sha(data) and current[path] is not None:
+                        replace_file(ckpt, path, current[path] or b"", expect=_sha(data))
+                if all(current_hash(ckpt, p) == _sha(current[p] or b"") for p in changing):
+                    session.save(journal)
+            raise
+        done = ahead
+        for new in created.values():
+            done = done.put(new.with_state("applied", targets={}, sources={}))
+        session.save(done)
+    return RebaseResult(ckpt.root, tuple(results))
