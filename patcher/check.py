@@ -18,6 +18,7 @@ from patcher.engines.model import derive
 from patcher.engines.target import Engine, parse_engine
 from patcher.engines.view import EngineView
 from patcher.errors import InputFileError, TargetError
+from patcher.journal import read_journal
 
 FP8_KV_POINTERS = (
     ("hf_quant_config.json", ("quantization", "kv_cache_quant_algo")),
@@ -318,7 +319,12 @@ def check_checkpoint(
             device,
         )
 
+    applied = {e.transform for e in read_journal(ckpt).applied}
+
     def apply(name: str) -> str:
+        if name in applied:
+            # Applied, yet the files show the problem again: a new upstream replaced them.
+            return f"patcher rebase {ckpt.root} ({name} is applied; new upstream files?)"
         return f"patcher apply {ckpt.root} {name}"
 
     findings = [

@@ -194,3 +194,15 @@ def test_rebase_drops_a_transform_upstream_made_itself(cli: Cli, kimi: Path) -> 
     assert (kimi / "config.json").read_bytes() == new
     hf_quant = SNAPSHOTS / "example" / "kimi-k2.5-nvfp4" / "hf_quant_config.json"
     assert (kimi / "hf_quant_config.json").read_bytes() == hf_quant.read_bytes()
+
+
+def test_check_names_rebase_instead_of_the_already_applied_dead_end(cli: Cli, kimi: Path) -> None:
+    cli("apply", kimi, "strip-fp8-kv-cache")
+    upstream = (SNAPSHOTS / "example" / "kimi-k2.5-nvfp4" / "config.json").read_text()
+    (kimi / "config.json").write_text(upstream.replace('"4.57.1"', '"4.58.0"'))
+    code, out, _ = cli("check", kimi)
+    assert code == 1 and f"fix: patcher rebase {kimi}" in out
+    assert "patcher apply" not in out.split("fp8-kv-directive")[1].splitlines()[1]
+    code, _, _ = cli("rebase", kimi)
+    code, out, _ = cli("check", kimi)
+    assert "fp8-kv-directive" not in out
