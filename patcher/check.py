@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from patcher.checkpoint import Checkpoint, open_checkpoint
-from patcher.document import json_problem
+from patcher.document import read_json_file
 from patcher.engines.files import ConfigFiles
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.model import derive
 from patcher.engines.target import Engine, parse_engine
 from patcher.engines.view import EngineView
-from patcher.errors import InputFileError, TargetError
+from patcher.errors import TargetError
 from patcher.journal import read_journal
 
 FP8_KV_POINTERS = (
@@ -62,19 +62,7 @@ class _Files:
 
     def get(self, name: str) -> Any:
         if name not in self.cache:
-            path = self.checkpoint.path(name)
-            try:
-                self.cache[name] = json.loads(path.read_bytes()) if path.is_file() else None
-            except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-                raise InputFileError(
-                    f"not valid JSON ({json_problem(exc)})",
-                    file=path,
-                    hint="fix the file, then run the check again",
-                ) from None
-            except OSError as exc:
-                raise InputFileError(
-                    f"cannot read ({exc.strerror})", file=path, hint="fix the file's permissions"
-                ) from None
+            self.cache[name] = read_json_file(self.checkpoint.path(name))
         return self.cache[name]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from patcher.errors import InputFileError
@@ -28,6 +29,24 @@ def json_problem(exc: BaseException) -> str:
     if "integer string conversion" in text:
         return "an integer with more than 4,300 digits (Python's limit; patcher's CLI lifts it)"
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def read_json_file(path: Path) -> Any:
+    """A config file parsed (None when absent), or a one-line refusal naming it."""
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_bytes())
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise InputFileError(
+            f"not valid JSON ({json_problem(exc)})",
+            file=path,
+            hint="fix the file, then run the command again",
+        ) from None
+    except OSError as exc:
+        raise InputFileError(
+            f"cannot read ({exc.strerror})", file=path, hint="fix the file's permissions"
+        ) from None
 
 
 def canonical(value: Any) -> str:

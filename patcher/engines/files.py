@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from patcher.checkpoint import Checkpoint
-from patcher.document import json_problem
+from patcher.document import read_json_file
 from patcher.errors import InputFileError
 
 ENGINE_FILES = ("config.json", "hf_quant_config.json")
@@ -23,20 +22,9 @@ class ConfigFiles:
 
 def _load(checkpoint: Checkpoint, name: str) -> dict[str, Any] | None:
     path = checkpoint.path(name)
-    if not path.is_file():
+    value = read_json_file(path)
+    if value is None:
         return None
-    try:
-        value = json.loads(path.read_bytes())
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise InputFileError(
-            f"not valid JSON ({json_problem(exc)})",
-            file=path,
-            hint="fix the file, then run the check again",
-        ) from None
-    except OSError as exc:
-        raise InputFileError(
-            f"cannot read ({exc.strerror})", file=path, hint="fix the file's permissions"
-        ) from None
     if not isinstance(value, dict):
         raise InputFileError("expected a JSON object", file=path, pointer="", hint="fix the file")
     return value
