@@ -27,6 +27,8 @@ from patcher.overrides import engine_overrides as overrides
 from patcher.planning import Plan, SyncResult
 from patcher.planning import plan_checkpoint as plan
 from patcher.planning import sync_checkpoint as sync
+from patcher.rebasing import RebaseResult
+from patcher.rebasing import rebase_checkpoint as rebase
 from patcher.reverting import RevertResult
 from patcher.reverting import revert_transforms as revert
 from patcher.status import Status
@@ -44,6 +46,7 @@ __all__ = [
     "Overrides",
     "PatcherError",
     "Plan",
+    "RebaseResult",
     "SyncResult",
     "Target",
     "RevertResult",
@@ -60,6 +63,7 @@ __all__ = [
     "make_target",
     "overrides",
     "plan",
+    "rebase",
     "revert",
     "status",
     "sync",

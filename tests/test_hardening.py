@@ -500,3 +500,30 @@ def test_status_does_not_read_a_file_whose_size_rules_it_out(
     monkeypatch.setattr(status_module, "current_hash", lambda c, p: read.append(p) or real(c, p))
     states = {f.path: f.state for f in api.status(kimi).files}
     assert states["config.json"] == "changed" and "config.json" not in read
+
+
+def test_clear_refusal_full_disk_at_the_lock(kimi: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ENOSPC while writing who holds the lock: the holder note is a courtesy, not a crash."""
+
+    def full(*_args: object) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "pwrite", full)
+    assert api.apply(kimi, "strip-fp8-kv-cache").outcome == "applied"
+
+
+def test_permission_error_on_the_journal_is_not_called_damage(
+    cli: Cli, kimi: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api.apply(kimi, "strip-fp8-kv-cache")
+    real = Path.read_bytes
+
+    def denied(self: Path) -> bytes:
+        if self.name == "journal.json":
+            raise PermissionError(errno.EACCES, "Permission denied")
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", denied)
+    code, _, err = cli("status", kimi)
+    _one_line(code, err)
+    assert "cannot read the journal (Permission denied)" in err and "damaged" not in err
