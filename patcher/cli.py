@@ -291,18 +291,30 @@ def reapply(
 
 @app.command()
 def rebase(
-    checkpoint: CheckpointArg, revision: RevisionOpt = None, as_json: JsonOpt = False
+    checkpoint: CheckpointArg,
+    to: Annotated[
+        str | None,
+        typer.Option("--to", help="With ORG/NAME: the revision to carry the journal to."),
+    ] = None,
+    revert_old: Annotated[
+        bool,
+        typer.Option("--revert-old", help="With ORG/NAME: also revert the old patched revision."),
+    ] = False,
+    revision: RevisionOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """The journalled files hold a new upstream version: re-apply the transforms onto it.
 
     Per transform: re-applied, no longer needed (upstream made the same change), or a conflict
     (upstream changed a member it edits: exit 1, the three values shown, nothing changed).
+    With ORG/NAME in the Hugging Face cache, carries the journal of the patched revision to
+    the one refs/main (or --to) names; the old revision is left as it is unless --revert-old.
     """
     with _boundary():
         from patcher import render
         from patcher.rebasing import rebase_checkpoint
 
-        result = rebase_checkpoint(_target(checkpoint, revision))
+        result = rebase_checkpoint(_target(checkpoint, revision), to=to, revert_old=revert_old)
         _out(render.to_json(render.rebase_json(result)) if as_json else render.rebase_text(result))
 
 

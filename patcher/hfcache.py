@@ -8,6 +8,8 @@ and ``blobs/``. A ``hf download --local-dir`` folder keeps per-file metadata in
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -106,3 +108,37 @@ def local_dir_commit(root: Path) -> str | None:
         if _COMMIT.fullmatch(commit):
             return commit
     return None
+
+
+def patched_siblings(root: Path) -> list[Path]:
+    """Other snapshots of the same cached repository whose journal has transforms applied,
+    most recently changed first (the revision a ``rebase`` carries the journal from)."""
+    if snapshot_repo(root) is None:
+        return []
+    found = []
+    for sibling in root.parent.iterdir():
+        journal = sibling / ".patcher" / "journal.json"
+        if sibling == root or not journal.is_file():
+            continue
+        try:
+            entries = json.loads(journal.read_bytes()).get("entries", [])
+        except (OSError, ValueError, AttributeError):
+            continue
+        if any(isinstance(e, dict) and e.get("state") == "applied" for e in entries):
+            found.append((journal.stat().st_mtime_ns, sibling))
+    return [path for _, path in sorted(found, reverse=True)]
+
+
+def git_blob_sha1(data: bytes) -> str:
+    """The Hub's etag of a small (non-LFS) file: the git blob id of its bytes."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def downloaded_etag(root: Path, relative: str) -> str | None:
+    """The etag ``hf download --local-dir`` recorded for ``relative``, if any."""
+    metadata = root / ".cache" / "huggingface" / "download" / f"{relative}.metadata"
+    try:
+        lines = metadata.read_text().splitlines()
+    except OSError:
+        return None
+    return lines[1].strip().strip('"') if len(lines) > 1 else None

@@ -68,6 +68,14 @@ def reapply_transforms(checkpoint: Path | str) -> ReapplyResult:
     with write_session(ckpt) as session:
         journal = session.journal
         states = {f.path: f.state for f in file_states(ckpt, journal)}
+        for path, state in states.items():
+            if state == "upstream":
+                raise ConflictError(
+                    "a new upstream version was downloaded here; reapply puts transforms back "
+                    "only onto the original bytes",
+                    file=ckpt.path(path),
+                    hint=f"patcher rebase {ckpt.root}",
+                )
         if "original" not in states.values():
             return ReapplyResult(ckpt.root, (), ())
         for path, state in states.items():

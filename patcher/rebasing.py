@@ -28,6 +28,7 @@ from patcher.compiler import exists, get
 from patcher.errors import ConflictError
 from patcher.files import current_hash, read_current, replace_file
 from patcher.fsio import sha256 as _sha
+from patcher.hfcache import patched_siblings
 from patcher.journal import Entry, load_journal, load_object, store_object
 from patcher.reapplying import patched_bytes
 from patcher.session import write_session
@@ -48,10 +49,13 @@ class RebasedTransform:
 
 @dataclass(frozen=True, slots=True)
 class RebaseResult:
-    """Per transform, what rebase did (empty when nothing was journalled)."""
+    """Per transform, what rebase did (empty when nothing was journalled); for a cached
+    repository, the revision the journal came from and what became of it."""
 
     checkpoint: Path
     transforms: tuple[RebasedTransform, ...]
+    carried_from: Path | None = None
+    old_reverted: bool = False
 
 
 def _value(data: bytes | None, pointer: str) -> Any:
@@ -96,11 +100,22 @@ def _conflicts(ckpt: Checkpoint, entry: Entry, record_new: dict[str, bytes | Non
                 )
 
 
-def rebase_checkpoint(checkpoint: Path | str) -> RebaseResult:
+def rebase_checkpoint(
+    checkpoint: Path | str, *, to: str | None = None, revert_old: bool = False
+) -> RebaseResult:
     """Adopt the current bytes of the journalled files as the new upstream and re-apply the
-    applied transforms onto them, all or nothing (see the module documentation)."""
+    applied transforms onto them, all or nothing (see the module documentation).
+
+    For ``ORG/NAME`` in the Hugging Face cache, when the revision ``refs/main`` (or ``to``)
+    names is not the patched one, the journal of the patched snapshot is carried to it; the
+    old snapshot is left as it is (a running server may use it) unless ``revert_old``."""
+    if to is not None:
+        checkpoint = f"{str(checkpoint).partition('@')[0]}@{to}"
     ckpt = open_checkpoint(checkpoint)
     if not load_journal(ckpt.journal_dir).applied:
+        siblings = patched_siblings(ckpt.root)
+        if siblings:
+            return _carry(open_checkpoint(siblings[0]), ckpt, revert_old)
         return RebaseResult(ckpt.root, ())
     with write_session(ckpt) as session:
         journal = session.journal
@@ -188,3 +203,37 @@ def rebase_checkpoint(checkpoint: Path | str) -> RebaseResult:
             done = done.put(new.with_state("applied", targets={}, sources={}))
         session.save(done)
     return RebaseResult(ckpt.root, tuple(results))
+
+
+def _carry(old: Checkpoint, new: Checkpoint, revert_old: bool) -> RebaseResult:
+    """Apply the old snapshot's transforms to the new snapshot, under the rebase rules."""
+    from patcher.reverting import revert_transforms
+
+    applied = load_journal(old.journal_dir).applied
+    upstream = {r.path: read_current(new, r.path) for e in applied for r in e.files}
+    for entry in applied:
+        _conflicts(old, entry, upstream)
+    results: list[RebasedTransform] = []
+    done: list[int] = []
+    try:
+        for entry in applied:
+            text = load_object(old.journal_dir, entry.definition).decode("utf-8")
+            transform = parse_transform(text, entry.source)
+            result = apply_transform(new.root, transform, dict(entry.params), target=entry.target)
+            if result.entry_id is None:
+                results.append(
+                    RebasedTransform(entry.transform, "no longer needed", entry.id, None)
+                )
+            else:
+                done.append(result.entry_id)
+                results.append(
+                    RebasedTransform(entry.transform, "re-applied", entry.id, result.entry_id)
+                )
+    except BaseException:
+        with contextlib.suppress(Exception):
+            for entry_id in reversed(done):
+                revert_transforms(new.root, str(entry_id))
+        raise
+    if revert_old:
+        revert_transforms(old.root, every=True)
+    return RebaseResult(new.root, tuple(results), old.root, revert_old)

@@ -32,6 +32,7 @@ FILE_STATES: dict[str, str] = {
     "missing": "missing",
     "reverted": "reverted",
     "half-done": "HALF-DONE: an interrupted change could not be settled",
+    "upstream": "new upstream (re-downloaded): run patcher rebase, or reapply",
 }
 
 
@@ -244,6 +245,7 @@ def status_json(s: Status) -> dict[str, Any]:
         "reverted": [_entry_json(e) for e in s.reverted],
         "files": [{"path": f.path, "state": f.state, "entries": list(f.entries)} for f in s.files],
         "unsettled": [_entry_json(e) for e in s.unsettled],
+        "notes": list(s.notes),
     }
 
 
@@ -267,6 +269,7 @@ def status_text(s: Status) -> str:
             f"half-done: #{e.id} {e.transform} (interrupted {what}); run any patcher command "
             f"with write access to settle it, e.g. patcher status {s.checkpoint}"
         )
+    lines += [f"note: {n}" for n in s.notes]
     if s.files:
         lines.append("files:")
         width = max(len(f.path) for f in s.files)
@@ -654,6 +657,8 @@ def rebase_json(r: RebaseResult) -> dict[str, Any]:
             }
             for t in r.transforms
         ],
+        "carried_from": None if r.carried_from is None else str(r.carried_from),
+        "old_reverted": r.old_reverted,
     }
 
 
@@ -662,7 +667,14 @@ def rebase_text(r: RebaseResult) -> str:
     if not r.transforms:
         return f"nothing to do: no transform is applied to {r.checkpoint}"
     lines = [f"rebased {r.checkpoint} onto its new upstream files:"]
+    if r.carried_from is not None:
+        lines[0] = f"carried the journal of {r.carried_from} to {r.checkpoint}:"
     for t in r.transforms:
         new = f" (entry #{t.new_entry})" if t.new_entry is not None else " (dropped)"
         lines.append(f"  {t.transform}: {t.outcome}{new}")
+    if r.carried_from is not None:
+        lines.append(
+            f"old revision {r.carried_from.name}: "
+            + ("reverted" if r.old_reverted else "left as it is (a running server may use it)")
+        )
     return "\n".join(lines)

@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Literal
 
 from patcher.checkpoint import Checkpoint, open_checkpoint
-from patcher.files import current_hash
+from patcher.files import current_hash, read_current
 from patcher.journal import Entry, Journal, read_journal
 
-FileState = Literal["patched", "changed", "original", "missing", "reverted", "half-done"]
+FileState = Literal[
+    "patched", "changed", "original", "missing", "reverted", "half-done", "upstream"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +34,7 @@ class Status:
     reverted: tuple[Entry, ...]
     files: tuple[FileStatus, ...]
     unsettled: tuple[Entry, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 def checkpoint_status(checkpoint: Path | str) -> Status:
@@ -39,8 +42,24 @@ def checkpoint_status(checkpoint: Path | str) -> Status:
     ckpt = open_checkpoint(checkpoint)
     journal = read_journal(ckpt)
     reverted = tuple(e for e in journal.entries if e.state == "reverted")
+    notes: list[str] = []
+    if not journal.applied:
+        from patcher.hfcache import patched_siblings, snapshot_repo
+
+        ref = snapshot_repo(ckpt.root)
+        for sibling in patched_siblings(ckpt.root)[:1]:
+            assert ref is not None
+            notes.append(
+                f"revision {sibling.name[:12]} of {ref.repo_id} has transforms applied; carry "
+                f"them to this revision: patcher rebase {ref.repo_id}"
+            )
     return Status(
-        ckpt.root, journal.applied, reverted, file_states(ckpt, journal), journal.unsettled
+        ckpt.root,
+        journal.applied,
+        reverted,
+        file_states(ckpt, journal),
+        journal.unsettled,
+        tuple(notes),
     )
 
 
@@ -58,6 +77,17 @@ def _current(ckpt: Checkpoint, path: str, journal: Journal, touching: list[Entry
         if size is not None and size not in sizes:
             return f"size:{size}"  # matches no recorded hash: changed
     return current_hash(ckpt, path)
+
+
+def _redownloaded(ckpt: Checkpoint, path: str) -> bool:
+    """Whether a ``--local-dir`` download put these exact bytes here (its etag matches)."""
+    from patcher.hfcache import downloaded_etag, git_blob_sha1
+
+    etag = downloaded_etag(ckpt.root, path)
+    if etag is None:
+        return False
+    data = read_current(ckpt, path)
+    return data is not None and git_blob_sha1(data) == etag
 
 
 def file_states(ckpt: Checkpoint, journal: Journal) -> tuple[FileStatus, ...]:
@@ -87,6 +117,8 @@ def file_states(ckpt: Checkpoint, journal: Journal) -> tuple[FileStatus, ...]:
                 state = "patched"
             elif current == first.before:
                 state = "original"
+            elif _redownloaded(ckpt, path):
+                state = "upstream"
             else:
                 state = "changed"
         files.append(FileStatus(path, state, ids))

@@ -290,3 +290,70 @@ def test_overlay_leaves_a_read_only_source_untouched(tmp_path: Path) -> None:
     assert {p.name: p.stat().st_mtime_ns for p in source.iterdir()} == stamps
     code, _, err = run("apply", EXAMPLE, "strip-fp8-kv-cache", "--overlay", out)
     refused(code, err, "already an overlay of")
+
+
+def test_rebase_a_patched_snapshot_onto_a_new_revision(
+    hub: tuple[Hub, str], tmp_path: Path
+) -> None:
+    """hf download moved refs/main to a new snapshot: status says where the transforms are,
+    rebase carries them over, the new snapshot's blobs stay untouched, the old one as chosen."""
+    server, url = hub
+    cache = tmp_path / "cache"
+    env = {"HF_HUB_CACHE": str(cache)}
+    old = fill_cache(url, cache)
+    code, _, err = run("apply", REPO, "strip-fp8-kv-cache", env=env)
+    assert code == 0, err
+    old_bytes = tree_bytes(old)
+    files = {p.name: p.read_bytes() for p in EXAMPLE.iterdir()}
+    newer = files["config.json"].replace(b'"4.57.1"', b'"4.58.0"')
+    assert newer != files["config.json"]
+    server.add_repo(REPO, {**files, "config.json": newer})  # a new commit on main
+    new = fill_cache(url, cache)
+    assert new != old
+    before_blobs = blobs(cache)
+    code, out, _ = run("status", REPO, env=env)
+    assert code == 0 and "applied: none" in out
+    assert f"has transforms applied; carry them to this revision: patcher rebase {REPO}" in out
+    code, out, err = run("rebase", REPO, env=env)
+    assert code == 0, err
+    assert "strip-fp8-kv-cache: re-applied" in out and "left as it is" in out
+    config = json.loads((new / "config.json").read_text())
+    assert config["transformers_version"] == "4.58.0"
+    assert "kv_cache_scheme" not in config["quantization_config"]
+    assert not (new / "config.json").is_symlink()  # de-linked, never written through
+    assert blobs(cache) == before_blobs  # no blob written through a link
+    assert tree_bytes(old) == old_bytes  # the old revision as the user chose: untouched
+    code, out, _ = run("status", REPO, "--json", env=env)
+    assert [e["name"] for e in json.loads(out)["applied"]] == ["strip-fp8-kv-cache"]
+    # Carrying again with --revert-old from a second new revision puts the old one back.
+    server.add_repo(REPO, {**files, "config.json": newer.replace(b'"4.58.0"', b'"4.59.0"')})
+    third = fill_cache(url, cache)
+    code, out, err = run("rebase", REPO, "--revert-old", env=env)
+    assert code == 0, err
+    assert out.splitlines()[-1] == f"old revision {new.name}: reverted"
+    assert (new / "config.json").is_symlink()  # the link restored on revert
+    code, out, _ = run("status", REPO, "--revision", new.name, "--json", env=env)
+    assert json.loads(out)["applied"] == []
+    assert (
+        "kv_cache_scheme"
+        not in json.loads((third / "config.json").read_text())["quantization_config"]
+    )
+
+
+def test_local_dir_new_upstream_is_not_a_hand_edit(hub: tuple[Hub, str], tmp_path: Path) -> None:
+    server, url = hub
+    folder = tmp_path / "kimi"
+    snapshot_download(REPO, local_dir=folder, endpoint=url, allow_patterns=["*.json"])
+    env = {"HF_ENDPOINT": url, "HF_HUB_CACHE": str(tmp_path / "cache")}
+    assert run("apply", folder, "strip-fp8-kv-cache", env=env)[0] == 0
+    files = {p.name: p.read_bytes() for p in EXAMPLE.iterdir()}
+    server.add_repo(
+        REPO, {**files, "config.json": files["config.json"].replace(b'"4.57.1"', b'"4.58.0"')}
+    )
+    hf_hub_download(REPO, "config.json", local_dir=folder, endpoint=url, force_download=True)
+    code, out, _ = run("status", folder, env=env)
+    assert "new upstream (re-downloaded): run patcher rebase" in out
+    code, _, err = run("reapply", folder, env=env)
+    refused(code, err, "new upstream version", f"patcher rebase {folder}")
+    code, out, err = run("rebase", folder, env=env)
+    assert code == 0 and "strip-fp8-kv-cache: re-applied" in out, err
