@@ -20,6 +20,7 @@ from patcher.document import canonical
 from patcher.engines.files import ENGINE_FILES, ConfigFiles, read_config_files
 from patcher.engines.model import derive
 from patcher.engines.view import StartupError
+from patcher.errors import ConflictError
 from patcher.journal import Entry, Journal, load_object, read_journal
 from patcher.params import resolve_params
 from patcher.targets import Target
@@ -87,7 +88,10 @@ def plan_checkpoint(checkpoint: Path | str, target: Target) -> Plan:
     """Compare what is applied (transform and parameters) with what ``target`` needs plus the
     profile's transforms, and return the actions with a reason for each."""
     ckpt = open_checkpoint(checkpoint)
-    journal = read_journal(ckpt)
+    return _plan(ckpt, read_journal(ckpt), target)
+
+
+def _plan(ckpt: Checkpoint, journal: Journal, target: Target) -> Plan:
     upstream = derive(target.engine, upstream_files(ckpt, journal), target.gpu)
     wanted: dict[str, tuple[Mapping[str, Any], str]] = {}
     for transform in builtin_transforms():
@@ -139,46 +143,59 @@ def _why_not(entry: Entry, target: Target) -> str:
 
 
 def sync_checkpoint(checkpoint: Path | str, target: Target, *, dry_run: bool = False) -> SyncResult:
-    """Carry out the plan: reverts first (latest first), then applies. If a step fails, the
-    steps already done are undone in reverse, so the checkpoint ends as it began."""
-    from patcher.applying import apply_transform
-    from patcher.reverting import revert_transforms
+    """Carry out the plan as one all-or-nothing step: the wanted transforms (those kept, then
+    the new ones) are applied to the upstream bytes in a scratch copy, and the checkpoint is
+    moved to the result under one write-ahead record (see ``patcher.rebuilding``). Entries
+    kept are re-recorded under new ids; the old ones are marked reverted."""
+    from patcher.rebuilding import Step, rebuild, upstream_bytes
+    from patcher.session import write_session
+    from patcher.status import file_states
+    from patcher.transform import parse_transform
 
-    plan = plan_checkpoint(checkpoint, target)
+    ckpt = open_checkpoint(checkpoint)
+    plan = plan_checkpoint(ckpt.root, target)
     if dry_run or plan.in_sync:
         return SyncResult(plan, (), (), dry_run)
-    root = plan.checkpoint
-    undo: list[tuple[str, Any]] = []
-    applied: list[int] = []
-    reverted: list[int] = []
-    try:
-        for action in plan.actions:
-            if action.action in ("revert", "reapply") and action.entry_id is not None:
-                old = next(
-                    e
-                    for e in read_journal(open_checkpoint(root)).applied
-                    if e.id == action.entry_id
+    with write_session(ckpt) as session:
+        journal = session.journal
+        plan = _plan(ckpt, journal, target)  # under the lock: the journal it acts on
+        for state in file_states(ckpt, journal):
+            if state.state not in ("patched", "reverted"):
+                raise ConflictError(
+                    f"{state.state} since patched; sync rebuilds from the upstream bytes and "
+                    "would lose that",
+                    file=ckpt.path(state.path),
+                    hint=f"patcher status {ckpt.root} (then revert --force, reapply or rebase)",
                 )
-                revert_transforms(root, str(action.entry_id))
-                reverted.append(action.entry_id)
-                undo.append(("apply", (action.name, dict(old.params), old.target)))
-        for action in plan.actions:
-            if action.action in ("apply", "reapply"):
-                result = apply_transform(
-                    root, action.name, action.params, engine=target.engine, target=target.record()
-                )
-                if result.entry_id is not None:
-                    applied.append(result.entry_id)
-                    undo.append(("revert", result.entry_id))
-    except BaseException:
-        for kind, what in reversed(undo):
-            try:
-                if kind == "revert":
-                    revert_transforms(root, str(what))
-                else:
-                    name, params, record = what
-                    apply_transform(root, name, params, target=record)
-            except Exception:  # leave the rest to the user: status shows where it stands
-                break
-        raise
-    return SyncResult(plan, tuple(applied), tuple(reverted), False)
+        changed = {a.name for a in plan.actions}
+        latest = {e.transform: e for e in journal.applied}
+        steps = [
+            Step(
+                parse_transform(
+                    load_object(ckpt.journal_dir, e.definition).decode("utf-8"), e.source
+                ),
+                dict(e.params),
+                e.target,
+            )
+            for e in journal.applied
+            if latest[e.transform] is e and e.transform not in changed
+        ]
+        new_steps = [
+            Step(find_transform(a.name), a.params, target.record())
+            for a in plan.actions
+            if a.action in ("apply", "reapply")
+        ]
+        for step in new_steps:  # refuse an edit this engine ignores before anything is written
+            _check_effect(ckpt, step, target)
+        created = rebuild(session, upstream_bytes(session), [*steps, *new_steps], journal.applied)
+    applied = tuple(e.id for e in created[len(steps) :] if e is not None)
+    reverted = tuple(a.entry_id for a in plan.actions if a.entry_id is not None)
+    return SyncResult(plan, applied, reverted, False)
+
+
+def _check_effect(ckpt: Checkpoint, step: Any, target: Target) -> None:
+    from patcher.applying import apply_transform
+
+    apply_transform(
+        ckpt.root, step.transform, dict(step.params), dry_run=True, engine=target.engine
+    )

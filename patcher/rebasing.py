@@ -17,20 +17,21 @@ from __future__ import annotations
 
 import contextlib
 import json
-import tempfile
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from patcher.applying import apply_transform, now
+from patcher.applying import apply_transform
 from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.compiler import exists, get
 from patcher.errors import ConflictError
-from patcher.files import current_hash, read_current, replace_file
+from patcher.files import read_current
 from patcher.fsio import sha256 as _sha
 from patcher.hfcache import patched_siblings
-from patcher.journal import Entry, load_journal, load_object, store_object
+from patcher.journal import Entry, load_journal, load_object
 from patcher.reapplying import patched_bytes
+from patcher.rebuilding import Step, rebuild, upstream_bytes
 from patcher.session import write_session
 from patcher.transform import parse_transform
 
@@ -72,7 +73,7 @@ def _show(value: Any) -> str:
     return "(absent)" if value is _ABSENT else json.dumps(value)
 
 
-def _conflicts(ckpt: Checkpoint, entry: Entry, record_new: dict[str, bytes | None]) -> None:
+def _conflicts(ckpt: Checkpoint, entry: Entry, record_new: Mapping[str, bytes | None]) -> None:
     for record in entry.files:
         if record.kind != "json":
             continue
@@ -118,91 +119,39 @@ def rebase_checkpoint(
             return _carry(open_checkpoint(siblings[0]), ckpt, revert_old)
         return RebaseResult(ckpt.root, ())
     with write_session(ckpt) as session:
-        journal = session.journal
-        applied = journal.applied
+        applied = session.journal.applied
         paths = list(dict.fromkeys(r.path for e in applied for r in e.files))
-        current = {p: read_current(ckpt, p) for p in paths}
-        upstream = dict(current)
+        base = upstream_bytes(session)
         for path in paths:
             records = [r for e in applied for r in e.files if r.path == path]
-            if current_hash(ckpt, path) == records[-1].after:
-                # Still as patcher left it: its upstream is the original, not these bytes.
-                upstream[path] = load_object(ckpt.journal_dir, records[0].before)
+            data = read_current(ckpt, path)
+            if data is not None and _sha(data) != records[-1].after:
+                base[path] = data  # the new upstream (still-patched files keep the original)
         for entry in applied:
-            _conflicts(ckpt, entry, upstream)
-        with tempfile.TemporaryDirectory(prefix="patcher-rebase-") as scratch:
-            work = Path(scratch)
-            for path in paths:
-                data = upstream[path]
-                if data is not None:
-                    (work / path).parent.mkdir(parents=True, exist_ok=True)
-                    (work / path).write_bytes(data)
-            for name in ("config.json",):  # a checkpoint needs a config file to open
-                if not (work / name).exists():
-                    (work / name).write_text("{}")
-            outcomes: list[tuple[Entry, Any]] = []
-            for entry in applied:
-                text = load_object(ckpt.journal_dir, entry.definition).decode("utf-8")
-                transform = parse_transform(text, entry.source)
-                result = apply_transform(work, transform, dict(entry.params), target=entry.target)
-                outcomes.append((entry, result))
-            scratch_journal = load_journal(work / ".patcher")
-            for new_entry in scratch_journal.entries:
-                for record in new_entry.files:
-                    store_object(ckpt.journal_dir, load_object(work / ".patcher", record.before))
-                store_object(ckpt.journal_dir, load_object(work / ".patcher", new_entry.definition))
-            final = {p: (work / p).read_bytes() for p in paths if (work / p).exists()}
-            for data in final.values():
-                store_object(ckpt.journal_dir, data)
-        # Write ahead: old entries settled as reverted (rebased), new ones reapplying.
-        ahead = journal
-        for entry in applied:
-            ahead = ahead.put(entry.with_state("reverted", reverted_time=now()))
-        next_id = journal.next_id()
-        created: dict[int, Entry] = {}
-        results: list[RebasedTransform] = []
-        for entry, result in outcomes:
-            if result.entry_id is None:
-                results.append(
-                    RebasedTransform(entry.transform, "no longer needed", entry.id, None)
-                )
-                continue
-            scratch_entry = next(e for e in scratch_journal.entries if e.id == result.entry_id)
-            new = replace(scratch_entry, id=next_id, time=now(), target=entry.target)
-            created[next_id] = new
-            results.append(RebasedTransform(entry.transform, "re-applied", entry.id, next_id))
-            next_id += 1
-        last_owner: dict[str, int] = {}
-        for new in created.values():
-            for record in new.files:
-                last_owner[record.path] = new.id
-        changing = {p: d for p, d in final.items() if current_hash(ckpt, p) != _sha(d)}
-        for new in created.values():
-            mine = [p for p, owner in last_owner.items() if owner == new.id and p in changing]
-            ahead = ahead.put(
-                new.with_state(
-                    "reapplying",
-                    targets={p: _sha(changing[p]) for p in mine},
-                    sources={p: _sha(current[p] or b"") for p in mine},
-                )
+            _conflicts(ckpt, entry, base)
+        steps = [
+            Step(
+                parse_transform(
+                    load_object(ckpt.journal_dir, e.definition).decode("utf-8"), e.source
+                ),
+                dict(e.params),
+                e.target,
             )
-        session.save(ahead)
-        try:
-            for path, data in changing.items():
-                replace_file(ckpt, path, data, expect=_sha(current[path] or b""))
-        except BaseException:
-            with contextlib.suppress(BaseException):
-                for path, data in changing.items():
-                    if current_hash(ckpt, path) == _sha(data) and current[path] is not None:
-                        replace_file(ckpt, path, current[path] or b"", expect=_sha(data))
-                if all(current_hash(ckpt, p) == _sha(current[p] or b"") for p in changing):
-                    session.save(journal)
-            raise
-        done = ahead
-        for new in created.values():
-            done = done.put(new.with_state("applied", targets={}, sources={}))
-        session.save(done)
-    return RebaseResult(ckpt.root, tuple(results))
+            for e in applied
+        ]
+        created = rebuild(session, base, steps, applied)
+    return RebaseResult(
+        ckpt.root,
+        tuple(
+            RebasedTransform(
+                e.transform,
+                "no longer needed" if new is None else "re-applied",
+                e.id,
+                None if new is None else new.id,
+            )
+            for e, new in zip(applied, created, strict=True)
+        ),
+    )
 
 
 def _carry(old: Checkpoint, new: Checkpoint, revert_old: bool) -> RebaseResult:

@@ -1,5 +1,5 @@
 """Promise 3 under every fault: a kill (before or after the call) or a Ctrl-C at every write,
-fsync, rename and unlink of apply, revert under a later transform, and reapply. After the
+fsync, rename and unlink of apply, revert under a later transform, reapply and sync. After the
 next command the files are wholly before or wholly after, status agrees, no temp file is left,
 an applied transform is never lost, and revert --all gives back the original bytes."""
 
@@ -71,8 +71,28 @@ def _prepare_reapply(tmp_path: Path) -> tuple[Path, list[str]]:
     return root, ["reapply", "{root}"]
 
 
+def _prepare_sync_apply(tmp_path: Path) -> tuple[Path, list[str]]:
+    root = _kimi(tmp_path)
+    api.apply(root, "set-architectures", {"architecture": "DeepseekV3ForCausalLM"})
+    profile = tmp_path / "profile.toml"
+    profile.write_text(
+        'engine = "vllm==0.16.0"\ngpu = "rtx-pro-6000"\n'
+        '[transforms]\nset-torch-dtype = { dtype = "float16" }\n'
+    )
+    # strip-fp8-kv-cache and set-torch-dtype applied, set-architectures reverted: one step.
+    return root, ["sync", "{root}", "--profile", str(profile)]
+
+
+def _prepare_sync_revert(tmp_path: Path) -> tuple[Path, list[str]]:
+    root = _kimi(tmp_path)
+    api.sync(root, api.make_target(engine="vllm==0.16.0", gpu="rtx-pro-6000"))
+    return root, ["sync", "{root}", "--engine", "vllm==0.16.0", "--gpu", "h200"]
+
+
 SCENARIOS: dict[str, Callable[[Path], tuple[Path, list[str]]]] = {
     "apply": _prepare_apply,
+    "sync-apply": _prepare_sync_apply,
+    "sync-revert": _prepare_sync_revert,
     "revert-under-later": _prepare_revert_under_later,
     "reapply": _prepare_reapply,
 }

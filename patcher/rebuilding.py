@@ -1,0 +1,144 @@
+"""Rebuild a checkpoint's patched state from its upstream bytes, as one write-ahead step.
+
+Used by ``sync`` and ``rebase``: the wanted transforms are applied in a scratch copy of the
+upstream files (compiled by the same code as ``apply``), then the checkpoint is moved to the
+result in one step. The retired entries are written ``reverting`` and the new ones
+``reapplying``, each with the hash every file has now (``sources``) and will have
+(``targets``); the files are replaced; then the entries are settled. A kill at any point is
+finished by the next command (``patcher.recovery``); an error or Ctrl-C is undone at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from patcher.applying import apply_transform, now
+from patcher.files import current_hash, read_current, replace_file
+from patcher.fsio import sha256
+from patcher.journal import Entry, load_journal, load_object, store_object
+from patcher.session import Session
+from patcher.transform import Transform
+
+SCRATCH_SUFFIXES = (".json", ".jinja")
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """A transform to apply in the rebuild, with its parameters and target record."""
+
+    transform: Transform
+    params: Mapping[str, Any]
+    target: Mapping[str, Any] | None = None
+
+
+def upstream_bytes(session: Session) -> dict[str, bytes]:
+    """The checkpoint's config files as upstream shipped them: the journal's originals where
+    a file is patched, the file as it is otherwise."""
+    ckpt = session.checkpoint
+    found: dict[str, bytes] = {}
+    for child in sorted(ckpt.root.iterdir()):
+        if child.name.endswith(SCRATCH_SUFFIXES) and child.is_file():
+            data = read_current(ckpt, child.name)
+            if data is not None:
+                found[child.name] = data
+    firsts: dict[str, Any] = {}
+    for entry in session.journal.applied:
+        for record in entry.files:
+            firsts.setdefault(record.path, record)
+    for name, first in firsts.items():
+        found[name] = load_object(ckpt.journal_dir, first.before)
+    return found
+
+
+def rebuild(
+    session: Session, base: Mapping[str, bytes], steps: list[Step], retire: tuple[Entry, ...]
+) -> list[Entry | None]:
+    """Apply ``steps`` to ``base`` in a scratch copy, then make the checkpoint that result in
+    one write-ahead step, retiring ``retire``. Returns, per step, its new entry (None when the
+    step changed nothing)."""
+    ckpt, journal = session.checkpoint, session.journal
+    with tempfile.TemporaryDirectory(prefix="patcher-rebuild-") as scratch:
+        work = Path(scratch)
+        for path, data in base.items():
+            (work / path).parent.mkdir(parents=True, exist_ok=True)
+            (work / path).write_bytes(data)
+        if not (work / "config.json").exists():
+            (work / "config.json").write_text("{}")  # a checkpoint needs a config file
+        results = [
+            apply_transform(work, s.transform, dict(s.params), target=s.target) for s in steps
+        ]
+        scratch_journal = load_journal(work / ".patcher")
+        for entry in scratch_journal.entries:
+            store_object(ckpt.journal_dir, load_object(work / ".patcher", entry.definition))
+            for record in entry.files:
+                store_object(ckpt.journal_dir, load_object(work / ".patcher", record.before))
+        touched = {r.path for e in scratch_journal.entries for r in e.files}
+        touched |= {r.path for e in retire for r in e.files}
+        final = {p: (work / p).read_bytes() for p in touched if (work / p).exists()}
+    for data in final.values():
+        store_object(ckpt.journal_dir, data)
+    next_id = journal.next_id()
+    created: list[Entry | None] = []
+    for result in results:
+        if result.entry_id is None:
+            created.append(None)
+            continue
+        entry = next(e for e in scratch_journal.entries if e.id == result.entry_id)
+        created.append(replace(entry, id=next_id, time=now()))
+        next_id += 1
+    new_entries = [e for e in created if e is not None]
+    current = {p: read_current(ckpt, p) for p in final}
+    changing = {p: d for p, d in final.items() if current[p] != d}
+    owner: dict[str, Entry] = {}
+    for entry in new_entries:
+        for record in entry.files:
+            owner[record.path] = entry
+    for entry in reversed(retire):  # a file no new entry writes goes back to its original
+        for record in entry.files:
+            if record.path not in {r.path for e in new_entries for r in e.files}:
+                owner[record.path] = entry
+    ahead = journal
+    for entry in [*retire, *new_entries]:
+        mine = [p for p in changing if owner.get(p) is entry]
+        state = "reapplying" if entry in new_entries else "reverting"
+        ahead = ahead.put(
+            entry.with_state(
+                state,  # type: ignore[arg-type]
+                targets={p: sha256(changing[p]) for p in mine},
+                sources={p: sha256(current[p] or b"") for p in mine if current[p] is not None},
+            )
+        )
+    session.save(ahead)
+    try:
+        for path, data in changing.items():
+            holder = owner[path]
+            held = holder.file(path)
+            restored = held is not None and holder in retire and sha256(data) == held.before
+            link = held.link if restored and held is not None else None
+            expect = None if current[path] is None else sha256(current[path] or b"")
+            replace_file(ckpt, path, data, expect=expect, link=link)
+    except BaseException:
+        with contextlib.suppress(BaseException):
+            for path, data in changing.items():
+                before = current[path]
+                if before is not None and current_hash(ckpt, path) == sha256(data):
+                    replace_file(ckpt, path, before, expect=sha256(data))
+            back = [
+                current_hash(ckpt, p) == (None if current[p] is None else sha256(current[p] or b""))
+                for p in changing
+            ]
+            if all(back):
+                session.save(journal)
+        raise
+    done = ahead
+    for entry in retire:
+        done = done.put(entry.with_state("reverted", reverted_time=now(), targets={}, sources={}))
+    for entry in new_entries:
+        done = done.put(entry.with_state("applied", targets={}, sources={}))
+    session.save(done)
+    return created
