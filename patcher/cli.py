@@ -28,13 +28,19 @@ EXIT_CHANGES = 4  # plan: the checkpoint is not in sync with the target (as terr
 app = typer.Typer(
     name="patcher",
     help="Named, reversible, journalled edits to the config files of a model checkpoint.",
-    no_args_is_help=True,
+    no_args_is_help=False,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
 
 CheckpointArg = Annotated[
-    str, typer.Argument(help="Checkpoint directory (the folder holding config.json).")
+    str,
+    typer.Argument(
+        metavar="CHECKPOINT",
+        help="Checkpoint folder (holding config.json), or ORG/NAME[@REV] in the HF cache.",
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 RevisionOpt = Annotated[
@@ -79,13 +85,26 @@ def _err(text: str) -> None:
 
 
 @contextlib.contextmanager
-def _boundary() -> Iterator[None]:
-    """The one exception boundary: known failures exit 1 with their message, others exit 3."""
+def _boundary(as_json: bool = False) -> Iterator[None]:
+    """The one exception boundary: known failures exit 1 with their message, others exit 3.
+    With ``--json`` a known failure is also JSON on stdout:
+    ``{"error": {"message", "file", "pointer", "hint", "exit_code"}}``."""
     try:
         yield
     except typer.Exit:
         raise
     except PatcherError as exc:
+        if as_json:
+            import json
+
+            error = {
+                "message": exc.message,
+                "file": exc.file,
+                "pointer": exc.pointer,
+                "hint": exc.hint,
+                "exit_code": EXIT_REFUSED,
+            }
+            typer.echo(json.dumps({"error": error}, indent=2))
         _err(f"error: {exc.message}")
         if exc.detail:
             _err(exc.detail.rstrip("\n"))
@@ -105,10 +124,32 @@ def _boundary() -> Iterator[None]:
         raise typer.Exit(EXIT_BUG) from None
 
 
+def _version(value: bool) -> None:
+    if value:
+        from patcher import __version__
+
+        typer.echo(f"patcher {__version__}")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _main(
+    ctx: typer.Context,
+    version: Annotated[  # noqa: ARG001 (handled by its eager callback)
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """Named, reversible, journalled edits to the config files of a model checkpoint."""
+    if ctx.invoked_subcommand is None:
+        typer.echo(ctx.get_help())  # a bare `patcher`: help on stdout, exit 0
+        raise typer.Exit(EXIT_OK)
+
+
 @app.command("list")
 def list_command(as_json: JsonOpt = False) -> None:
     """List the built-in transforms."""
-    with _boundary():
+    with _boundary(as_json):
         from patcher import render
         from patcher.catalog import builtin_transforms
 
@@ -129,7 +170,7 @@ def show(
 
     With --engine, also whether its engine flag works on that version.
     """
-    with _boundary():
+    with _boundary(as_json):
         from patcher import render
         from patcher.catalog import find_transform
         from patcher.engines.target import parse_engine
@@ -166,7 +207,7 @@ def apply(
     With --engine, a transform whose effect that engine would not see (e.g. set-context-length
     on a YaRN config under vLLM before 0.33) is refused, naming the flag that works.
     """
-    with _boundary():
+    with _boundary(as_json):
         from patcher import render
         from patcher.applying import apply_transform
         from patcher.params import parse_assignments
@@ -204,7 +245,7 @@ def revert(
     if sum([name is not None, last, every]) != 1:
         _err("usage error: say what to revert: a NAME, --last or --all")
         raise typer.Exit(EXIT_USAGE)
-    with _boundary():
+    with _boundary(as_json):
         from patcher import render
         from patcher.reverting import revert_transforms
 
@@ -221,15 +262,27 @@ def revert(
 
 @app.command()
 def status(
-    checkpoint: CheckpointArg, revision: RevisionOpt = None, as_json: JsonOpt = False
+    checkpoint: CheckpointArg,
+    check: Annotated[
+        bool,
+        typer.Option("--check", help="Exit 1 when a file drifted from what the journal says."),
+    ] = False,
+    revision: RevisionOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Show the applied transforms and the state of every journalled file."""
-    with _boundary():
+    """Show the applied transforms and the state of every journalled file.
+
+    With --check, exit 1 when a journalled file is changed, missing, a new upstream, back to
+    its original while its transform is applied, or half-done, so CI can gate on drift.
+    """
+    with _boundary(as_json):
         from patcher import render
         from patcher.status import checkpoint_status
 
         result = checkpoint_status(_target(checkpoint, revision))
         _out(render.to_json(render.status_json(result)) if as_json else render.status_text(result))
+    if check and any(f.state not in ("patched", "reverted") for f in result.files):
+        raise typer.Exit(EXIT_REFUSED)
 
 
 @app.command()
@@ -253,7 +306,7 @@ def diff(
     if repo is not None and not upstream:
         _err("usage error: a repository can only be given with --upstream")
         raise typer.Exit(EXIT_USAGE)
-    with _boundary():
+    with _boundary(as_json):
         from patcher import render
 
         if upstream:
@@ -279,7 +332,7 @@ def reapply(
     checkpoint: CheckpointArg, revision: RevisionOpt = None, as_json: JsonOpt = False
 ) -> None:
     """Put the journal's transforms back after a re-download restored upstream files."""
-    with _boundary():
+    with _boundary(as_json):
         from patcher import render
         from patcher.reapplying import reapply_transforms
 
@@ -310,7 +363,7 @@ def rebase(
     With ORG/NAME in the Hugging Face cache, carries the journal of the patched revision to
     the one refs/main (or --to) names; the old revision is left as it is unless --revert-old.
     """
-    with _boundary():
+    with _boundary(as_json):
         from patcher import render
         from patcher.rebasing import rebase_checkpoint
 
@@ -332,7 +385,7 @@ def check(
     (max_model_len, the KV-cache dtype 'auto' resolves to, quantization, MLA, the attention
     backends that accept the config) and the errors its config stage would raise.
     """
-    with _boundary():
+    with _boundary(as_json):
         from patcher import render
         from patcher.check import check_checkpoint
 
@@ -353,7 +406,7 @@ def overrides(
 
     With --engine, only flags that version accepts (--kv-cache-dtype bfloat16 needs vLLM 0.15).
     """
-    with _boundary():
+    with _boundary(as_json):
         from patcher import render
         from patcher.overrides import engine_overrides
 
@@ -378,7 +431,7 @@ def doctor(
 
     Exit 0 when the failure is recognised, 1 when it is not.
     """
-    with _boundary():
+    with _boundary(as_json):
         import sys
 
         from patcher import render
@@ -424,7 +477,7 @@ def plan(
 
     Exit 0 when the checkpoint is in sync, 4 when changes are pending, 1 on an error.
     """
-    with _boundary():
+    with _boundary(as_json):
         from patcher import render
         from patcher.planning import plan_checkpoint
 
@@ -451,7 +504,7 @@ def sync(
 
     A second sync does nothing. If a step fails, the steps already done are undone.
     """
-    with _boundary():
+    with _boundary(as_json):
         from patcher import render
         from patcher.planning import sync_checkpoint
 
@@ -506,7 +559,7 @@ def kv_budget_command(
 ) -> None:
     """Estimate KV-cache bytes per token and the longest context that fits; exit 1 when the
     config's own context does not fit."""
-    with _boundary():
+    with _boundary(as_json):
         from patcher import render
         from patcher.kvbudget import kv_budget
 

@@ -137,3 +137,29 @@ def test_revert_all_on_an_unpatched_checkpoint_writes_nothing(cli: Cli, kimi: Pa
     code, out, _ = cli("revert", kimi, "--all")
     assert code == 0 and out.startswith("nothing to do")
     assert not (kimi / ".patcher").exists()
+
+
+def test_bare_patcher_version_and_short_help(cli: Cli) -> None:
+    code, out, err = cli()
+    assert code == 0 and "Usage:" in out and "apply" in out and err == ""
+    code, out, _ = cli("--version")
+    assert code == 0 and out.startswith("patcher ")
+    code, out, _ = cli("status", "-h")
+    assert code == 0 and "CHECKPOINT" in out and "--check" in out
+
+
+def test_json_errors_are_json(cli: Cli, tmp_path: Path) -> None:
+    code, out, err = cli("status", tmp_path / "missing", "--json")
+    error = json.loads(out)["error"]
+    assert code == 1 and error["exit_code"] == 1
+    assert error["file"] == str(tmp_path / "missing") and "hint" in error
+    assert err.startswith("error: ")
+
+
+def test_status_check_gates_on_drift(cli: Cli, kimi: Path) -> None:
+    cli("apply", kimi, "strip-fp8-kv-cache")
+    assert cli("status", kimi, "--check")[0] == 0
+    config = kimi / "config.json"
+    config.write_text(config.read_text() + " ")
+    code, out, _ = cli("status", kimi, "--check")
+    assert code == 1 and "changed since patched" in out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import zipfile
@@ -74,3 +75,46 @@ def test_wheel_ships_catalog_under_patcher_only(tmp_path: Path) -> None:
     )
     where, count = probe.stdout.split()
     assert where == str(target / "patcher" / "catalog") and int(count) == len(expected)
+
+
+def test_users_program_type_checks_against_the_installed_package(tmp_path: Path) -> None:
+    """py.typed is shipped: a provisioning script passes mypy --strict against the wheel."""
+    target = tmp_path / "site"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "-q",
+            "--target",
+            str(target),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    assert (target / "patcher" / "py.typed").exists()
+    program = tmp_path / "provision.py"
+    program.write_text(
+        "from patcher import PatcherError, apply, make_target, plan, status\n"
+        "\n"
+        "def ensure(path: str) -> int:\n"
+        "    try:\n"
+        "        result = apply(path, 'strip-fp8-kv-cache')\n"
+        "    except PatcherError as error:\n"
+        "        print(error.hint)\n"
+        "        return 1\n"
+        "    pending = plan(path, make_target(engine='vllm==0.16.0', gpu='h200'))\n"
+        "    print(result.outcome, len(status(path).applied), pending.in_sync)\n"
+        "    return 0\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(program)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MYPYPATH": str(target)},
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
