@@ -69,17 +69,29 @@ class Checkpoint:
 def open_checkpoint(path: Path | str) -> Checkpoint:
     """Check that ``path`` is a checkpoint directory (or ``ORG/NAME[@REVISION]``, a repository
     in the local Hugging Face cache) and return it."""
+    from patcher.hfcache import parse_repo_ref, resolve_snapshot
+
     root = Path(path).expanduser().absolute()
     if not root.exists() and isinstance(path, str):
-        from patcher.hfcache import parse_repo_ref, resolve_snapshot
-
         ref = parse_repo_ref(path)
         if ref is not None:
             root = resolve_snapshot(ref)
     if not root.is_dir():
-        what = "is not a directory" if root.exists() else "does not exist"
+        if root.is_file():
+            raise CheckpointError(
+                "is a file; patcher takes the checkpoint folder",
+                file=root,
+                hint=f"pass its folder: {root.parent}",
+            )
+        if isinstance(path, str) and "@" in path and parse_repo_ref(path) is None:
+            raise CheckpointError(
+                "checkpoint does not exist (--revision and @REV apply to ORG/NAME repository "
+                "ids in the Hugging Face cache, not to folders)",
+                file=path.partition("@")[0],
+                hint="drop --revision for a folder",
+            )
         raise CheckpointError(
-            f"checkpoint {what}",
+            "checkpoint does not exist",
             file=root,
             hint="pass the folder that holds config.json "
             "(e.g. 'hf download ORG/NAME --local-dir DIR')",

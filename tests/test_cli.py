@@ -163,3 +163,13 @@ def test_status_check_gates_on_drift(cli: Cli, kimi: Path) -> None:
     config.write_text(config.read_text() + " ")
     code, out, _ = cli("status", kimi, "--check")
     assert code == 1 and "changed since patched" in out
+
+
+def test_messages_name_the_problem_and_the_next_command(cli: Cli, kimi: Path) -> None:
+    code, _, err = cli("check", kimi / "config.json")
+    assert code == 1 and "is a file; patcher takes the checkpoint folder" in err
+    assert f"next: pass its folder: {kimi}" in err and "hf download" not in err
+    code, _, err = cli("status", kimi, "--revision", "v2")
+    assert code == 1 and "apply to ORG/NAME repository ids" in err
+    code, _, err = cli("apply", kimi, "fix-generation-eos-token-id", "--set", "eos=1,2")
+    assert code == 1 and "e.g. [1, 2]" in err
