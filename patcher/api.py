@@ -12,18 +12,18 @@ from patcher.applying import ApplyResult
 from patcher.applying import apply_transform as apply
 from patcher.catalog import builtin_transforms as list_transforms
 from patcher.catalog import find_transform as get_transform
-from patcher.check import CheckReport
-from patcher.check import check_checkpoint as check
-from patcher.doctor import Diagnosis
-from patcher.doctor import diagnose as doctor
 from patcher.engines.model import engine_view
 from patcher.engines.view import EngineView
 from patcher.errors import PatcherError
+from patcher.file_status import Status
+from patcher.file_status import checkpoint_status as status
+from patcher.findings import CheckReport
+from patcher.findings import check_checkpoint as check
 from patcher.kvbudget import KvBudget, kv_budget
+from patcher.log_doctor import Diagnosis
+from patcher.log_doctor import diagnose as doctor
 from patcher.offline_diff import CheckpointDiff
 from patcher.offline_diff import diff_checkpoint as diff
-from patcher.overrides import Overrides
-from patcher.overrides import engine_overrides as overrides
 from patcher.planning import Plan, SyncResult
 from patcher.planning import plan_checkpoint as plan
 from patcher.planning import sync_checkpoint as sync
@@ -31,8 +31,8 @@ from patcher.rebasing import RebaseResult
 from patcher.rebasing import rebase_checkpoint as rebase
 from patcher.reverting import RevertResult
 from patcher.reverting import revert_transforms as revert
-from patcher.status import Status
-from patcher.status import checkpoint_status as status
+from patcher.runtime_overrides import Overrides
+from patcher.runtime_overrides import engine_overrides as overrides
 from patcher.targets import Target, make_target
 from patcher.transform import Transform
 

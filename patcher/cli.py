@@ -174,7 +174,7 @@ def show(
         from patcher import render
         from patcher.catalog import find_transform
         from patcher.engines.target import parse_engine
-        from patcher.overrides import flags_verdict
+        from patcher.runtime_overrides import flags_verdict
 
         transform = find_transform(name)
         verdict = flags_verdict(transform, parse_engine(engine)) if engine else None
@@ -277,7 +277,7 @@ def status(
     """
     with _boundary(as_json):
         from patcher import render
-        from patcher.status import checkpoint_status
+        from patcher.file_status import checkpoint_status
 
         result = checkpoint_status(_target(checkpoint, revision))
         _out(render.to_json(render.status_json(result)) if as_json else render.status_text(result))
@@ -387,7 +387,7 @@ def check(
     """
     with _boundary(as_json):
         from patcher import render
-        from patcher.check import check_checkpoint
+        from patcher.findings import check_checkpoint
 
         report = check_checkpoint(_target(checkpoint, revision), engine=engine, gpu=gpu)
         _out(render.to_json(render.check_json(report)) if as_json else render.check_text(report))
@@ -408,7 +408,7 @@ def overrides(
     """
     with _boundary(as_json):
         from patcher import render
-        from patcher.overrides import engine_overrides
+        from patcher.runtime_overrides import engine_overrides
 
         result = engine_overrides(_target(checkpoint, revision), engine=engine)
         _out(
@@ -435,7 +435,7 @@ def doctor(
         import sys
 
         from patcher import render
-        from patcher.doctor import diagnose, diagnose_text
+        from patcher.log_doctor import diagnose, diagnose_text
 
         if log == "-":
             result = diagnose_text(sys.stdin.read(), checkpoint=checkpoint or "CKPT")

@@ -147,10 +147,9 @@ def sync_checkpoint(checkpoint: Path | str, target: Target, *, dry_run: bool = F
     the new ones) are applied to the upstream bytes in a scratch copy, and the checkpoint is
     moved to the result under one write-ahead record (see ``patcher.rebuilding``). Entries
     kept are re-recorded under new ids; the old ones are marked reverted."""
-    from patcher.rebuilding import Step, rebuild, upstream_bytes
+    from patcher.file_status import file_states
+    from patcher.rebuilding import Step, journalled_step, rebuild, upstream_bytes
     from patcher.session import write_session
-    from patcher.status import file_states
-    from patcher.transform import parse_transform
 
     ckpt = open_checkpoint(checkpoint)
     plan = plan_checkpoint(ckpt.root, target)
@@ -170,13 +169,7 @@ def sync_checkpoint(checkpoint: Path | str, target: Target, *, dry_run: bool = F
         changed = {a.name for a in plan.actions}
         latest = {e.transform: e for e in journal.applied}
         steps = [
-            Step(
-                parse_transform(
-                    load_object(ckpt.journal_dir, e.definition).decode("utf-8"), e.source
-                ),
-                dict(e.params),
-                e.target,
-            )
+            journalled_step(ckpt, e)
             for e in journal.applied
             if latest[e.transform] is e and e.transform not in changed
         ]

@@ -17,12 +17,12 @@ from pathlib import Path
 
 from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.errors import ConflictError
+from patcher.file_status import file_states
 from patcher.files import current_hash, replace_file
 from patcher.fsio import sha256
 from patcher.journal import Entry, FileRecord, load_journal, load_object, store_object
 from patcher.replay import replay
 from patcher.session import write_session
-from patcher.status import file_states
 
 
 @dataclass(frozen=True, slots=True)

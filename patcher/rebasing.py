@@ -31,7 +31,7 @@ from patcher.fsio import sha256 as _sha
 from patcher.hfcache import patched_siblings
 from patcher.journal import Entry, load_journal, load_object
 from patcher.reapplying import patched_bytes
-from patcher.rebuilding import Step, rebuild, upstream_bytes
+from patcher.rebuilding import journalled_step, rebuild, upstream_bytes
 from patcher.session import write_session
 from patcher.transform import parse_transform
 
@@ -129,16 +129,7 @@ def rebase_checkpoint(
                 base[path] = data  # the new upstream (still-patched files keep the original)
         for entry in applied:
             _conflicts(ckpt, entry, base)
-        steps = [
-            Step(
-                parse_transform(
-                    load_object(ckpt.journal_dir, e.definition).decode("utf-8"), e.source
-                ),
-                dict(e.params),
-                e.target,
-            )
-            for e in applied
-        ]
+        steps = [journalled_step(ckpt, e) for e in applied]
         created = rebuild(session, base, steps, applied)
     return RebaseResult(
         ckpt.root,

@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from patcher.applying import apply_transform, now
+from patcher.checkpoint import Checkpoint
 from patcher.files import current_hash, read_current, replace_file
 from patcher.fsio import sha256
 from patcher.journal import Entry, load_journal, load_object, store_object
 from patcher.session import Session
-from patcher.transform import Transform
+from patcher.transform import Transform, parse_transform
 
 SCRATCH_SUFFIXES = (".json", ".jinja")
 
@@ -34,6 +35,13 @@ class Step:
     transform: Transform
     params: Mapping[str, Any]
     target: Mapping[str, Any] | None = None
+
+
+def journalled_step(checkpoint: Checkpoint, entry: Entry) -> Step:
+    """A step that applies ``entry`` again, from the definition and parameters it recorded
+    (so a changed catalog cannot change what it does)."""
+    text = load_object(checkpoint.journal_dir, entry.definition).decode("utf-8")
+    return Step(parse_transform(text, entry.source), dict(entry.params), entry.target)
 
 
 def upstream_bytes(session: Session) -> dict[str, bytes]:

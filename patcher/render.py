@@ -9,19 +9,19 @@ from patcher.textdiff import unified
 
 if TYPE_CHECKING:  # only for annotations: `patcher status` must not import the apply machinery
     from patcher.applying import ApplyResult
-    from patcher.check import CheckReport
     from patcher.compiler import Op
-    from patcher.doctor import Diagnosis
     from patcher.engines.view import EngineView
+    from patcher.file_status import Status
+    from patcher.findings import CheckReport
     from patcher.journal import Entry
     from patcher.kvbudget import KvBudget
+    from patcher.log_doctor import Diagnosis
     from patcher.offline_diff import CheckpointDiff
-    from patcher.overrides import Overrides
     from patcher.planning import Plan, SyncResult
     from patcher.reapplying import ReapplyResult
     from patcher.rebasing import RebaseResult
     from patcher.reverting import RevertResult
-    from patcher.status import Status
+    from patcher.runtime_overrides import Overrides
     from patcher.transform import Guard, Transform
     from patcher.upstream import UpstreamDiff
 

@@ -114,7 +114,7 @@ def test_unexpected_error_exits_3_without_traceback(
     def broken(*_: object, **__: object) -> None:
         raise ZeroDivisionError("boom")
 
-    monkeypatch.setattr("patcher.status.checkpoint_status", broken)
+    monkeypatch.setattr("patcher.file_status.checkpoint_status", broken)
     code, out, err = cli("status", kimi)
     assert code == 3 and "unexpected error: ZeroDivisionError: boom" in err
     assert "PATCHER_DEBUG=1" in err and "Traceback" not in out + err
@@ -124,7 +124,7 @@ def test_interrupt_exits_130(cli: Cli, kimi: Path, monkeypatch: pytest.MonkeyPat
     def interrupted(*_: object, **__: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("patcher.status.checkpoint_status", interrupted)
+    monkeypatch.setattr("patcher.file_status.checkpoint_status", interrupted)
     code, _, err = cli("status", kimi)
     assert code == 130 and "interrupted" in err
 

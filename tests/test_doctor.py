@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from patcher.doctor import diagnose_text
+from patcher.log_doctor import diagnose_text
 from tests.conftest import Cli
 
 PREFIX = "(EngineCore_DP0 pid=215) ERROR 01-20 13:03:50 [v1/engine/core.py:866] "

@@ -16,8 +16,8 @@ import pytest
 
 from patcher import api, jsontext
 from patcher.catalog import builtin_transforms
-from patcher.check import FP8_KV_POINTERS, dig, kv_label
 from patcher.errors import DoesNotApplyError
+from patcher.findings import FP8_KV_POINTERS, dig, kv_label
 from tests.conftest import CONFIGS, MODELS, SNAPSHOTS, tree_bytes
 from tests.test_jsontext import pointers, unaffected
 

@@ -493,7 +493,7 @@ def test_status_does_not_read_a_file_whose_size_rules_it_out(
     api.apply(kimi, "strip-fp8-kv-cache")
     with (kimi / "config.json").open("ab") as handle:
         handle.truncate(64 * 1024 * 1024)  # sparse: a huge replacement
-    import patcher.status as status_module
+    import patcher.file_status as status_module
 
     read: list[str] = []
     real = status_module.current_hash

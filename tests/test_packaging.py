@@ -118,3 +118,11 @@ def test_users_program_type_checks_against_the_installed_package(tmp_path: Path)
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_flat_api_names_match_patcher_api() -> None:
+    import patcher
+    from patcher import api
+
+    assert set(patcher.__all__) == set(api.__all__)
+    assert all(getattr(patcher, name) is getattr(api, name) for name in api.__all__)
