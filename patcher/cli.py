@@ -146,6 +146,44 @@ def _main(
         raise typer.Exit(EXIT_OK)
 
 
+def _complete_transforms(incomplete: str) -> list[str]:
+    """Shell completion: built-in transform names."""
+    from patcher.catalog import builtin_transforms
+
+    return [t.name for t in builtin_transforms() if t.name.startswith(incomplete)]
+
+
+def _complete_applied(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Shell completion: the transforms applied to the checkpoint typed, and their #ids."""
+    from patcher.errors import PatcherError as Refused
+    from patcher.file_status import checkpoint_status
+
+    try:
+        applied = checkpoint_status(ctx.params.get("checkpoint") or ".").applied
+    except Refused:
+        return []
+    found = [e.transform for e in applied] + [f"#{e.id}" for e in applied]
+    return [name for name in dict.fromkeys(found) if name.startswith(incomplete)]
+
+
+def _complete_params(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Shell completion: NAME= for the parameters of the transform typed."""
+    from patcher.catalog import find_transform
+    from patcher.errors import PatcherError as Refused
+
+    name = ctx.params.get("transform")
+    if not name:
+        # While an option's value is being completed, click leaves the arguments unparsed:
+        # take the transform from the words typed (`patcher apply CKPT TRANSFORM ...`).
+        words = [w for w in os.environ.get("COMP_WORDS", "").split() if not w.startswith("-")]
+        name = words[3] if len(words) > 3 and words[1] == "apply" else ""
+    try:
+        transform = find_transform(name)
+    except Refused:
+        return []
+    return [f"{p.name}=" for p in transform.params if p.name.startswith(incomplete)]
+
+
 @app.command("list")
 def list_command(as_json: JsonOpt = False) -> None:
     """List the built-in transforms."""
@@ -188,10 +226,20 @@ def show(
 @app.command()
 def apply(
     checkpoint: CheckpointArg,
-    transform: Annotated[str, typer.Argument(help="Built-in transform name, or a .toml file.")],
+    transform: Annotated[
+        str,
+        typer.Argument(
+            help="Built-in transform name, or a .toml file.", autocompletion=_complete_transforms
+        ),
+    ],
     assignments: Annotated[
         list[str] | None,
-        typer.Option("--set", metavar="KEY=VALUE", help="Set a parameter (repeatable)."),
+        typer.Option(
+            "--set",
+            metavar="KEY=VALUE",
+            help="Set a parameter (repeatable).",
+            autocompletion=_complete_params,
+        ),
     ] = None,
     dry_run: DryRunOpt = False,
     overlay: Annotated[
@@ -230,7 +278,10 @@ def apply(
 def revert(
     checkpoint: CheckpointArg,
     name: Annotated[
-        str | None, typer.Argument(help="Transform name (or entry id) to revert.")
+        str | None,
+        typer.Argument(
+            help="Transform name, or entry #N, to revert.", autocompletion=_complete_applied
+        ),
     ] = None,
     last: Annotated[bool, typer.Option("--last", help="Revert the last applied.")] = False,
     every: Annotated[bool, typer.Option("--all", help="Revert everything, latest first.")] = False,
@@ -242,8 +293,18 @@ def revert(
     as_json: JsonOpt = False,
 ) -> None:
     """Undo applied transforms: byte for byte when the files are as patcher left them."""
-    if sum([name is not None, last, every]) != 1:
-        _err("usage error: say what to revert: a NAME, --last or --all")
+    chosen = [
+        what
+        for what, given in (("NAME", name is not None), ("--last", last), ("--all", every))
+        if given
+    ]
+    if len(chosen) != 1:
+        problem = (
+            f"{' and '.join(chosen)} cannot be combined: say one of them"
+            if chosen
+            else "say what to revert: a NAME (or #N), --last or --all"
+        )
+        _err(f"usage error: {problem}")
         raise typer.Exit(EXIT_USAGE)
     with _boundary(as_json):
         from patcher import render

@@ -100,7 +100,8 @@ def _select(
     if last:
         chosen = applied[-1:]
     else:
-        chosen = [e for e in applied if e.transform == target or str(e.id) == target][-1:]
+        entry_id = (target or "").removeprefix("#")
+        chosen = [e for e in applied if e.transform == target or str(e.id) == entry_id][-1:]
     if not chosen:
         what = "nothing is applied" if last else f"{target!r} is not applied"
         raise JournalError(f"{what} to this checkpoint", file=root, hint=f"patcher status {root}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,7 @@ def test_usage_error_exits_2(cli: Cli, kimi: Path) -> None:
     code, _, _ = cli("apply", kimi)
     assert code == 2
     code, _, err = cli("revert", kimi)
-    assert code == 2 and "NAME, --last or --all" in err
+    assert code == 2 and "a NAME (or #N), --last or --all" in err
 
 
 def test_list_and_show(cli: Cli) -> None:
@@ -173,3 +174,41 @@ def test_messages_name_the_problem_and_the_next_command(cli: Cli, kimi: Path) ->
     assert code == 1 and "apply to ORG/NAME repository ids" in err
     code, _, err = cli("apply", kimi, "fix-generation-eos-token-id", "--set", "eos=1,2")
     assert code == 1 and "e.g. [1, 2]" in err
+
+
+def _complete(words: str, cword: int) -> list[str]:
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "_PATCHER_COMPLETE": "complete_bash",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(cword),
+    }
+    code = "import sys; from patcher.cli import app; app(prog_name='patcher')"
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    return done.stdout.split()
+
+
+def test_shell_completion_of_transforms_parameters_and_entries(cli: Cli, kimi: Path) -> None:
+    assert _complete(f"patcher apply {kimi} strip", 3) == [
+        "strip-ct-kv-cache-scheme",
+        "strip-fp8-kv-cache",
+    ]
+    assert _complete(f"patcher apply {kimi} set-context-length --set ", 5) == ["length="]
+    cli("apply", kimi, "strip-fp8-kv-cache")
+    assert _complete(f"patcher revert {kimi} ", 3) == ["strip-fp8-kv-cache", "#1"]
+
+
+def test_entries_are_addressed_as_hash_n(cli: Cli, kimi: Path) -> None:
+    cli("apply", kimi, "strip-fp8-kv-cache")
+    code, out, _ = cli("revert", kimi, "#1")
+    assert code == 0 and "reverted strip-fp8-kv-cache (entry 1)" in out
+    code, _, err = cli("revert", kimi, "--last", "--all")
+    assert code == 2 and "--last and --all cannot be combined" in err
