@@ -67,9 +67,28 @@ def _target(checkpoint: str, revision: str | None) -> str:
     return checkpoint if revision is None else f"{checkpoint}@{revision}"
 
 
+_colour = True  # --no-color and NO_COLOR turn it off; click strips it from pipes anyway
+
+
+def _paint(text: str) -> str:
+    """Red removals, green additions, bold headings: for a terminal only."""
+    if not _colour or os.environ.get("NO_COLOR") or not sys.stdout.isatty():
+        return text
+    lines = []
+    for line in text.split("\n"):
+        if line.startswith("+") and not line.startswith("+++"):
+            line = typer.style(line, fg="green")
+        elif line.startswith("-") and not line.startswith("---"):
+            line = typer.style(line, fg="red")
+        elif line.startswith(("applied ", "reverted ", "synced ", "rebased ", "[")):
+            line = typer.style(line, bold=True)
+        lines.append(line)
+    return "\n".join(lines)
+
+
 def _out(text: str) -> None:
     try:
-        typer.echo(text)
+        typer.echo(text if text.lstrip().startswith(("{", "[")) else _paint(text))
         sys.stdout.flush()
     except OSError as exc:
         # stdout is full or closed: say so once, and keep the exit from writing to it again.
@@ -81,7 +100,16 @@ def _out(text: str) -> None:
 
 
 def _err(text: str) -> None:
+    if _colour and not os.environ.get("NO_COLOR") and text.startswith("error:"):
+        text = typer.style("error:", fg="red", bold=True) + text[len("error:") :]
     typer.echo(text, err=True)
+
+
+def _report_wait(holder: str, waited: float) -> None:
+    """Progress on stderr while another process holds the checkpoint's lock."""
+    end = "\r" if sys.stderr.isatty() else "\n"
+    sys.stderr.write(f"waiting for the lock held by {holder} ({waited:.0f} s)...{end}")
+    sys.stderr.flush()
 
 
 @contextlib.contextmanager
@@ -139,8 +167,16 @@ def _main(
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
     ] = False,
+    no_color: Annotated[
+        bool, typer.Option("--no-color", help="No colour, even on a terminal (also NO_COLOR).")
+    ] = False,
 ) -> None:
     """Named, reversible, journalled edits to the config files of a model checkpoint."""
+    global _colour
+    _colour = not no_color
+    from patcher import lock
+
+    lock.wait_reporter = _report_wait
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help())  # a bare `patcher`: help on stdout, exit 0
         raise typer.Exit(EXIT_OK)

@@ -12,13 +12,17 @@ import math
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from patcher.errors import LockTimeoutError
 from patcher.fsio import write_error
 
 DEFAULT_TIMEOUT_S = 30.0
+# Told, about once a second, who holds the lock and for how long we have waited (the CLI shows
+# it on stderr). The library itself never prints.
+WaitReporter = Callable[[str, float], None]
+wait_reporter: WaitReporter | None = None
 
 
 def lock_timeout() -> float:
@@ -39,12 +43,19 @@ def locked(lock_path: Path, timeout: float | None = None) -> Iterator[None]:
     except OSError as exc:
         raise write_error(exc, lock_path) from exc
     try:
-        deadline = time.monotonic() + limit
+        start = time.monotonic()
+        deadline = start + limit
+        reported = 0
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                waited = time.monotonic() - start
+                if wait_reporter is not None and int(waited) > reported:
+                    reported = int(waited)
+                    holder = os.pread(fd, 512, 0).decode("utf-8", "replace").strip()
+                    wait_reporter(holder or "another patcher", waited)
                 if time.monotonic() >= deadline:
                     holder = os.pread(fd, 512, 0).decode("utf-8", "replace").strip()
                     raise LockTimeoutError(

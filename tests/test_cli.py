@@ -212,3 +212,41 @@ def test_entries_are_addressed_as_hash_n(cli: Cli, kimi: Path) -> None:
     assert code == 0 and "reverted strip-fp8-kv-cache (entry 1)" in out
     code, _, err = cli("revert", kimi, "--last", "--all")
     assert code == 2 and "--last and --all cannot be combined" in err
+
+
+def test_lock_wait_is_shown_on_stderr(kimi: Path) -> None:
+    import fcntl
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    (kimi / ".patcher").mkdir()
+    with (kimi / ".patcher" / "lock").open("w") as held:
+        held.write("pid 4242: patcher apply")
+        held.flush()
+        fcntl.flock(held, fcntl.LOCK_EX)
+        done = subprocess.run(
+            [sys.executable, "-m", "patcher", "apply", str(kimi), "strip-fp8-kv-cache", "--json"],
+            env={**os.environ, "PYTHONPATH": str(ROOT), "PATCHER_LOCK_TIMEOUT": "2.5"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 1
+    assert "waiting for the lock held by pid 4242: patcher apply (1 s)..." in done.stderr
+    assert "waiting" not in done.stdout and json.loads(done.stdout)["error"]["exit_code"] == 1
+
+
+def test_colour_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from patcher import cli as cli_module
+
+    diff = "--- a/config.json\n+++ b/config.json\n-    old\n+    new\n context"
+    monkeypatch.setattr(cli_module.sys.stdout, "isatty", lambda: False, raising=False)
+    assert cli_module._paint(diff) == diff  # a pipe: plain
+    monkeypatch.setattr(cli_module.sys.stdout, "isatty", lambda: True, raising=False)
+    painted = cli_module._paint(diff)
+    assert "\x1b[31m-    old" in painted and "\x1b[32m+    new" in painted
+    assert "--- a/config.json\n+++ b/config.json" in painted  # headers stay plain
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert cli_module._paint(diff) == diff
