@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -25,15 +25,16 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_BUG, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 EXIT_CHANGES = 4  # plan: the checkpoint is not in sync with the target (as terraform's 2)
 
-app = typer.Typer(
-    name="patcher",
-    help="Named, reversible, journalled edits to the config files of a model checkpoint.",
-    no_args_is_help=False,
-    invoke_without_command=True,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+APP_SETTINGS: dict[str, Any] = {
+    "name": "patcher",
+    "help": "Named, reversible, journalled edits to the config files of a model checkpoint.",
+    "no_args_is_help": False,
+    "invoke_without_command": True,
+    "context_settings": {"help_option_names": ["-h", "--help"]},
+    "pretty_exceptions_enable": False,
+    "rich_markup_mode": None,
+}
+app = typer.Typer(**APP_SETTINGS)
 
 CheckpointArg = Annotated[
     str,
@@ -174,9 +175,9 @@ def _main(
     """Named, reversible, journalled edits to the config files of a model checkpoint."""
     global _colour
     _colour = not no_color
-    from patcher import lock
+    from patcher import progress
 
-    lock.wait_reporter = _report_wait
+    progress.wait_reporter = _report_wait
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help())  # a bare `patcher`: help on stdout, exit 0
         raise typer.Exit(EXIT_OK)
@@ -680,9 +681,36 @@ def kv_budget_command(
         raise typer.Exit(EXIT_REFUSED)
 
 
+COMMANDS: dict[str, Any] = {
+    "list": list_command,
+    "show": show,
+    "apply": apply,
+    "revert": revert,
+    "status": status,
+    "diff": diff,
+    "reapply": reapply,
+    "rebase": rebase,
+    "check": check,
+    "overrides": overrides,
+    "doctor": doctor,
+    "plan": plan,
+    "sync": sync,
+    "kv-budget": kv_budget_command,
+}
+
+
 def main() -> None:
     """Entry point of the ``patcher`` command."""
     # Valid JSON may hold integers of any length (the editor keeps their spelling); Python
     # refuses to parse more than 4,300 digits unless told otherwise.
     sys.set_int_max_str_digits(0)
+    name = sys.argv[1] if len(sys.argv) > 1 else None
+    if name in COMMANDS and "_PATCHER_COMPLETE" not in os.environ:
+        # typer builds every command's parameters on each start: for one command, build
+        # that one only (the same function, options and help), which keeps start-up lean.
+        single = typer.Typer(**APP_SETTINGS)
+        single.callback()(_main)
+        single.command(name)(COMMANDS[name])
+        single()
+        return
     app()

@@ -8,8 +8,6 @@ and ``blobs/``. A ``hf download --local-dir`` folder keeps per-file metadata in
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -120,6 +118,8 @@ def patched_siblings(root: Path) -> list[Path]:
         journal = sibling / ".patcher" / "journal.json"
         if sibling == root or not journal.is_file():
             continue
+        import json
+
         try:
             entries = json.loads(journal.read_bytes()).get("entries", [])
         except (OSError, ValueError, AttributeError):
@@ -131,6 +131,8 @@ def patched_siblings(root: Path) -> list[Path]:
 
 def git_blob_sha1(data: bytes) -> str:
     """The Hub's etag of a small (non-LFS) file: the git blob id of its bytes."""
+    import hashlib  # only when a --local-dir file is checked: keep it off status's start-up
+
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 

@@ -12,17 +12,14 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
+from patcher import progress
 from patcher.errors import LockTimeoutError
 from patcher.fsio import write_error
 
 DEFAULT_TIMEOUT_S = 30.0
-# Told, about once a second, who holds the lock and for how long we have waited (the CLI shows
-# it on stderr). The library itself never prints.
-WaitReporter = Callable[[str, float], None]
-wait_reporter: WaitReporter | None = None
 
 
 def lock_timeout() -> float:
@@ -52,10 +49,11 @@ def locked(lock_path: Path, timeout: float | None = None) -> Iterator[None]:
                 break
             except BlockingIOError:
                 waited = time.monotonic() - start
-                if wait_reporter is not None and int(waited) > reported:
+                report = progress.wait_reporter
+                if report is not None and int(waited) > reported:
                     reported = int(waited)
                     holder = os.pread(fd, 512, 0).decode("utf-8", "replace").strip()
-                    wait_reporter(holder or "another patcher", waited)
+                    report(holder or "another patcher", waited)
                 if time.monotonic() >= deadline:
                     holder = os.pread(fd, 512, 0).decode("utf-8", "replace").strip()
                     raise LockTimeoutError(

@@ -1,0 +1,10 @@
+"""Progress hooks: how a long wait is reported. The library never prints; the CLI sets these
+(to stderr) and scripts may set their own. Kept import-free: the CLI sets it on every start."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+# Called about once a second while another process holds the checkpoint's lock, with the
+# holder ("pid 42: patcher apply") and the seconds waited so far.
+wait_reporter: Callable[[str, float], None] | None = None
