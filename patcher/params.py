@@ -42,9 +42,12 @@ def parse_assignments(assignments: list[str]) -> dict[str, str]:
 
 
 def _fail(transform: Transform, param: Param, problem: str) -> TransformError:
+    builtin = transform.source.startswith("builtin:")  # not a file the user can open
     return TransformError(
-        f"parameter {param.name!r}: {problem}",
-        file=transform.source,
+        f"{transform.name}: parameter {param.name!r}: {problem}"
+        if builtin
+        else f"parameter {param.name!r}: {problem}",
+        file=None if builtin else transform.source,
         hint=f"patcher show {transform.name}",
     )
 

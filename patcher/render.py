@@ -166,7 +166,7 @@ def apply_text(r: ApplyResult) -> str:
         return f"nothing to do: {name} is already applied to {root} (entry {r.entry_id})"
     lines: list[str] = []
     if r.outcome == "dry-run":
-        lines.append(f"dry run: {name} would change {len(r.files)} file(s) in {root}")
+        lines.append(f"dry run: {name} would change {_count(len(r.files), 'file')} in {root}")
         for f in r.files:
             lines.append(unified(f.before, f.after, f"a/{f.path}", f"b/{f.path}").rstrip("\n"))
         lines.append("RFC 6902 patch per file:")
@@ -350,7 +350,7 @@ def engine_text(v: EngineView) -> list[str]:
         lines.append("  MLA backends    (give --gpu to check which backends accept the config)")
     lines.append(
         "  starts          "
-        + ("yes" if v.starts else f"no ({len(v.startup_errors)} error(s) below)")
+        + ("yes" if v.starts else f"no ({_count(len(v.startup_errors), 'error')} below)")
     )
     return lines
 
@@ -379,7 +379,7 @@ def check_text(r: CheckReport) -> str:
     lines = engine_text(r.engine) if r.engine is not None else []
     if not r.findings:
         return "\n".join([*lines, f"no known problems in {r.checkpoint}"])
-    lines.append(f"{len(r.findings)} known problem(s) in {r.checkpoint}:")
+    lines.append(f"{_count(len(r.findings), 'known problem')} in {r.checkpoint}:")
     for f in r.findings:
         lines.append(f"  [{f.code}] {f.file} {f.pointer}: {f.message}")
         lines.append(f"      fix: {f.command}")
@@ -536,7 +536,7 @@ def upstream_text(d: UpstreamDiff) -> str:
             why = f"by {x.transform} (#{x.entry})" if x.transform else f"UNEXPLAINED: {x.reason}"
             lines.append(f"{head}  [{why}]")
     total = sum(len(f.differences) for f in d.files)
-    lines.append(f"{total} difference(s), {d.unexplained} unexplained")
+    lines.append(f"{_count(total, 'difference')}, {d.unexplained} unexplained")
     return "\n".join(lines)
 
 

@@ -174,6 +174,8 @@ def test_messages_name_the_problem_and_the_next_command(cli: Cli, kimi: Path) ->
     assert code == 1 and "apply to ORG/NAME repository ids" in err
     code, _, err = cli("apply", kimi, "fix-generation-eos-token-id", "--set", "eos=1,2")
     assert code == 1 and "e.g. [1, 2]" in err
+    code, _, err = cli("apply", kimi, "set-context-length", "--set", "length=lots")
+    assert "builtin:" not in err and err.startswith("error: set-context-length: parameter")
 
 
 def _complete(words: str, cword: int) -> list[str]:
