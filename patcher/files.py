@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 
 from patcher.checkpoint import Checkpoint
@@ -67,3 +68,16 @@ def replace_file(
         atomic_symlink(path, link, root=checkpoint.root)
     else:
         atomic_write(path, data, mode=file_mode(path), root=checkpoint.root)
+
+
+def undo_writes(checkpoint: Checkpoint, writes: Mapping[str, tuple[bytes | None, str]]) -> bool:
+    """After a multi-file write failed: every file that holds its new bytes (``writes``: path
+    -> (old bytes, new hash)) gets its old bytes back, judged by hashing what is on disk, not
+    by what we think was written. True when every file is back as it was."""
+    for path, (old, new) in writes.items():
+        if old is not None and current_hash(checkpoint, path) == new:
+            replace_file(checkpoint, path, old, expect=new)
+    return all(
+        current_hash(checkpoint, path) == (None if old is None else sha256(old))
+        for path, (old, _) in writes.items()
+    )

@@ -374,6 +374,16 @@ def save_journal(directory: Path, journal: Journal, *, expect: str | None | bool
     return sha256(data)
 
 
+def originals(checkpoint: Checkpoint, journal: Journal) -> dict[str, bytes]:
+    """The upstream bytes of every file the applied entries patched (from ``objects/``)."""
+    found: dict[str, bytes] = {}
+    for entry in journal.applied:
+        for record in entry.files:
+            if record.path not in found:
+                found[record.path] = load_object(checkpoint.journal_dir, record.before)
+    return found
+
+
 def store_object(directory: Path, data: bytes, *, mode: int | None = None) -> str:
     """Keep ``data`` under its sha256 (once) and return the hash. An object already there is
     trusted only when it hashes right (else it is rewritten). ``mode`` is the source file's:

@@ -20,8 +20,8 @@ from patcher.document import canonical
 from patcher.engines.files import ENGINE_FILES, ConfigFiles, read_config_files
 from patcher.engines.model import derive
 from patcher.engines.view import StartupError
-from patcher.errors import ConflictError
-from patcher.journal import Entry, Journal, load_object, read_journal
+from patcher.errors import ConflictError, PatcherError
+from patcher.journal import Entry, Journal, originals, read_journal
 from patcher.params import resolve_params
 from patcher.targets import Target
 
@@ -73,10 +73,9 @@ def upstream_files(checkpoint: Checkpoint, journal: Journal) -> ConfigFiles:
         "config.json": current.config,
         "hf_quant_config.json": current.hf_quant,
     }
-    for name in ENGINE_FILES:
-        record = next((r for e in journal.applied for r in e.files if r.path == name), None)
-        if record is not None:
-            found[name] = json.loads(load_object(checkpoint.journal_dir, record.before))
+    for name, data in originals(checkpoint, journal).items():
+        if name in ENGINE_FILES:
+            found[name] = json.loads(data)
     return ConfigFiles(found["config.json"], found["hf_quant_config.json"])
 
 
@@ -135,7 +134,7 @@ def _plan(ckpt: Checkpoint, journal: Journal, target: Target) -> Plan:
 def _why_not(entry: Entry, target: Target) -> str:
     try:
         transform = find_transform(entry.transform)
-    except Exception:  # a user's transform file that is gone: not wanted by this target
+    except PatcherError:  # a user's transform file that is gone: not wanted by this target
         return f"not wanted by {target.profile or 'the target'}"
     if transform.needed_when:
         return f"not needed: {target.describe()} starts with the upstream files"

@@ -18,7 +18,7 @@ from pathlib import Path
 from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.errors import ConflictError
 from patcher.file_status import file_states
-from patcher.files import current_hash, replace_file
+from patcher.files import replace_file, undo_writes
 from patcher.fsio import sha256
 from patcher.journal import Entry, FileRecord, load_journal, load_object, store_object
 from patcher.replay import replay
@@ -112,11 +112,11 @@ def reapply_transforms(checkpoint: Path | str) -> ReapplyResult:
                 replace_file(ckpt, path, data, expect=first[path].before)
         except BaseException:
             with contextlib.suppress(BaseException):
-                for path in rebuilt:
-                    if current_hash(ckpt, path) == todo[path][1].after:
-                        data = load_object(ckpt.journal_dir, first[path].before)
-                        replace_file(ckpt, path, data, expect=todo[path][1].after)
-                if all(current_hash(ckpt, p) == first[p].before for p in rebuilt):
+                writes = {
+                    p: (load_object(ckpt.journal_dir, first[p].before), todo[p][1].after)
+                    for p in rebuilt
+                }
+                if undo_writes(ckpt, writes):
                     session.save(journal)
             raise
         session.save(journal)

@@ -15,14 +15,12 @@ write-ahead step (the new entries are ``reapplying`` until every file is in plac
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from patcher.applying import apply_transform
 from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.compiler import exists, get
 from patcher.errors import ConflictError
@@ -33,7 +31,6 @@ from patcher.journal import Entry, load_journal, load_object
 from patcher.reapplying import patched_bytes
 from patcher.rebuilding import journalled_step, rebuild, upstream_bytes
 from patcher.session import write_session
-from patcher.transform import parse_transform
 
 _ABSENT = object()
 
@@ -131,49 +128,35 @@ def rebase_checkpoint(
             _conflicts(ckpt, entry, base)
         steps = [journalled_step(ckpt, e) for e in applied]
         created = rebuild(session, base, steps, applied)
-    return RebaseResult(
-        ckpt.root,
-        tuple(
-            RebasedTransform(
-                e.transform,
-                "no longer needed" if new is None else "re-applied",
-                e.id,
-                None if new is None else new.id,
-            )
-            for e, new in zip(applied, created, strict=True)
-        ),
-    )
+    return RebaseResult(ckpt.root, _outcomes(applied, created))
 
 
 def _carry(old: Checkpoint, new: Checkpoint, revert_old: bool) -> RebaseResult:
-    """Apply the old snapshot's transforms to the new snapshot, under the rebase rules."""
+    """Apply the old snapshot's transforms to the new snapshot, under the rebase rules, as one
+    write-ahead step (the same rebuild as a local rebase, from the new snapshot's bytes)."""
     from patcher.reverting import revert_transforms
 
     applied = load_journal(old.journal_dir).applied
     upstream = {r.path: read_current(new, r.path) for e in applied for r in e.files}
     for entry in applied:
         _conflicts(old, entry, upstream)
-    results: list[RebasedTransform] = []
-    done: list[int] = []
-    try:
-        for entry in applied:
-            text = load_object(old.journal_dir, entry.definition).decode("utf-8")
-            transform = parse_transform(text, entry.source)
-            result = apply_transform(new.root, transform, dict(entry.params), target=entry.target)
-            if result.entry_id is None:
-                results.append(
-                    RebasedTransform(entry.transform, "no longer needed", entry.id, None)
-                )
-            else:
-                done.append(result.entry_id)
-                results.append(
-                    RebasedTransform(entry.transform, "re-applied", entry.id, result.entry_id)
-                )
-    except BaseException:
-        with contextlib.suppress(Exception):
-            for entry_id in reversed(done):
-                revert_transforms(new.root, str(entry_id))
-        raise
+    with write_session(new) as session:
+        steps = [journalled_step(old, e) for e in applied]
+        created = rebuild(session, upstream_bytes(session), steps, ())
     if revert_old:
         revert_transforms(old.root, every=True)
-    return RebaseResult(new.root, tuple(results), old.root, revert_old)
+    return RebaseResult(new.root, _outcomes(applied, created), old.root, revert_old)
+
+
+def _outcomes(
+    applied: tuple[Entry, ...], created: list[Entry | None]
+) -> tuple[RebasedTransform, ...]:
+    return tuple(
+        RebasedTransform(
+            e.transform,
+            "no longer needed" if new is None else "re-applied",
+            e.id,
+            None if new is None else new.id,
+        )
+        for e, new in zip(applied, created, strict=True)
+    )

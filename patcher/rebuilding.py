@@ -19,9 +19,9 @@ from typing import Any
 
 from patcher.applying import apply_transform, now
 from patcher.checkpoint import Checkpoint
-from patcher.files import current_hash, read_current, replace_file
-from patcher.fsio import sha256
-from patcher.journal import Entry, load_journal, load_object, store_object
+from patcher.files import read_current, replace_file, undo_writes
+from patcher.fsio import mtime_ns, sha256
+from patcher.journal import Entry, State, load_journal, load_object, originals, store_object
 from patcher.session import Session
 from patcher.transform import Transform, parse_transform
 
@@ -54,13 +54,18 @@ def upstream_bytes(session: Session) -> dict[str, bytes]:
             data = read_current(ckpt, child.name)
             if data is not None:
                 found[child.name] = data
-    firsts: dict[str, Any] = {}
-    for entry in session.journal.applied:
-        for record in entry.files:
-            firsts.setdefault(record.path, record)
-    for name, first in firsts.items():
-        found[name] = load_object(ckpt.journal_dir, first.before)
-    return found
+    return {**found, **originals(ckpt, session.journal)}
+
+
+def _upstream_link_and_mtime(
+    checkpoint: Checkpoint, retire: tuple[Entry, ...], path: str
+) -> tuple[str | None, int | None]:
+    """The link and mtime ``path`` had upstream: from the first retired entry on it, else the
+    file as it is now."""
+    record = next((r for e in retire for r in e.files if r.path == path), None)
+    if record is not None:
+        return record.link, record.before_mtime_ns
+    return checkpoint.link_target(path), mtime_ns(checkpoint.path(path))
 
 
 def rebuild(
@@ -92,12 +97,23 @@ def rebuild(
         store_object(ckpt.journal_dir, data)
     next_id = journal.next_id()
     created: list[Entry | None] = []
+    seen: set[str] = set()
     for result in results:
         if result.entry_id is None:
             created.append(None)
             continue
         entry = next(e for e in scratch_journal.entries if e.id == result.entry_id)
-        created.append(replace(entry, id=next_id, time=now()))
+        records = []
+        for record in entry.files:
+            # The scratch files were plain: the first entry on a file records what the real one
+            # was upstream (a Hugging Face cache link, its mtime), so a revert puts that back.
+            first = record.path not in seen
+            seen.add(record.path)
+            link, mtime = (
+                _upstream_link_and_mtime(ckpt, retire, record.path) if first else (None, None)
+            )
+            records.append(replace(record, link=link, before_mtime_ns=mtime))
+        created.append(replace(entry, id=next_id, time=now(), files=tuple(records)))
         next_id += 1
     new_entries = [e for e in created if e is not None]
     current = {p: read_current(ckpt, p) for p in final}
@@ -113,10 +129,10 @@ def rebuild(
     ahead = journal
     for entry in [*retire, *new_entries]:
         mine = [p for p in changing if owner.get(p) is entry]
-        state = "reapplying" if entry in new_entries else "reverting"
+        state: State = "reapplying" if entry in new_entries else "reverting"
         ahead = ahead.put(
             entry.with_state(
-                state,  # type: ignore[arg-type]
+                state,
                 targets={p: sha256(changing[p]) for p in mine},
                 sources={p: sha256(current[p] or b"") for p in mine if current[p] is not None},
             )
@@ -132,15 +148,7 @@ def rebuild(
             replace_file(ckpt, path, data, expect=expect, link=link)
     except BaseException:
         with contextlib.suppress(BaseException):
-            for path, data in changing.items():
-                before = current[path]
-                if before is not None and current_hash(ckpt, path) == sha256(data):
-                    replace_file(ckpt, path, before, expect=sha256(data))
-            back = [
-                current_hash(ckpt, p) == (None if current[p] is None else sha256(current[p] or b""))
-                for p in changing
-            ]
-            if all(back):
+            if undo_writes(ckpt, {p: (current[p], sha256(d)) for p, d in changing.items()}):
                 session.save(journal)
         raise
     done = ahead

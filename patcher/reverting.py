@@ -16,7 +16,7 @@ from patcher.applying import now
 from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.compiler import Op, get
 from patcher.errors import ConflictError, JournalError
-from patcher.files import current_hash, read_current, replace_file
+from patcher.files import read_current, replace_file, undo_writes
 from patcher.fsio import set_mtime_ns, sha256
 from patcher.journal import Entry, FileRecord, Journal, load_journal, load_object, store_object
 from patcher.replay import first_difference, replay
@@ -308,15 +308,7 @@ def _execute(
         # every file is back, the journal goes back too, else the record stays for the next
         # command to finish the revert.
         with contextlib.suppress(BaseException):
-            for change in changes:
-                if (
-                    change.current is not None
-                    and current_hash(checkpoint, change.path) == targets[change.path]
-                ):
-                    replace_file(
-                        checkpoint, change.path, change.current, expect=targets[change.path]
-                    )
-            if all(current_hash(checkpoint, c.path) == sources.get(c.path) for c in changes):
+            if undo_writes(checkpoint, {c.path: (c.current, targets[c.path]) for c in changes}):
                 session_save(journal)
         raise
     done = ahead.put(entry.with_state("reverted", reverted_time=now(), targets={}, sources={}))

@@ -43,7 +43,7 @@ def parse_engine(text: str) -> Engine:
             f"cannot read engine {text!r}",
             hint="name it as NAME==VERSION, e.g. --engine vllm==0.16.0 or --engine sglang==0.5.23",
         )
-    name = match.group(1)
+    name: EngineName = "vllm" if match.group(1) == "vllm" else "sglang"
     version = (int(match.group(2)), int(match.group(3)), int(match.group(4) or 0))
     if version < OLDEST[name]:
         oldest = ".".join(map(str, OLDEST[name]))
@@ -52,4 +52,4 @@ def parse_engine(text: str) -> Engine:
             f"({name} {oldest} and later)",
             hint=f"check against --engine {name}=={oldest} or later",
         )
-    return Engine(name, version)  # type: ignore[arg-type]
+    return Engine(name, version)
