@@ -357,3 +357,19 @@ def test_local_dir_new_upstream_is_not_a_hand_edit(hub: tuple[Hub, str], tmp_pat
     refused(code, err, "new upstream version", f"patcher rebase {folder}")
     code, out, err = run("rebase", folder, env=env)
     assert code == 0 and "strip-fp8-kv-cache: re-applied" in out, err
+
+
+def test_sync_in_the_cache_restores_the_links(hub: tuple[Hub, str], tmp_path: Path) -> None:
+    """sync rebuilds in a scratch copy: its entries must still remember the blob links, so a
+    later sync that no longer needs the transform puts the symlinks back."""
+    _, url = hub
+    cache = tmp_path / "cache"
+    env = {"HF_HUB_CACHE": str(cache)}
+    snapshot = fill_cache(url, cache)
+    before = tree_bytes(snapshot)
+    code, _, err = run("sync", REPO, "--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", env=env)
+    assert code == 0, err
+    assert not (snapshot / "config.json").is_symlink()
+    code, _, err = run("sync", REPO, "--engine", "vllm==0.16.0", "--gpu", "h200", env=env)
+    assert code == 0, err
+    assert (snapshot / "config.json").is_symlink() and tree_bytes(snapshot) == before
