@@ -17,7 +17,7 @@ from patcher.document import canonical
 from patcher.engines.target import Engine, parse_engine
 from patcher.errors import DoesNotApplyError
 from patcher.files import current_hash, replace_file
-from patcher.fsio import file_mode, mtime_ns, sha256
+from patcher.fsio import file_mode, mtime_ns
 from patcher.journal import Entry, FileRecord, Journal, read_journal, store_object
 from patcher.params import resolve_params
 from patcher.recovery import roll_back
@@ -54,7 +54,7 @@ def _records(
             kind=p.kind,
             link=p.link,
             before=befores[p.path],
-            after=sha256(p.after),
+            after=p.after_hash,
             forward=p.forward,
             inverse=p.inverse,
             before_size=len(p.before),
@@ -158,14 +158,19 @@ def apply_transform(
             return ApplyResult(
                 "already-applied", ckpt.root, chosen, resolved.recorded, (), previous
             )
-        if any(current_hash(ckpt, p.path) != sha256(p.before) for p in plans):
+        if any(current_hash(ckpt, p.path) != p.before_hash for p in plans):
             plans = compile_transform(ckpt, chosen, resolved)  # changed while we waited
             if not plans:
                 return ApplyResult("nothing-to-do", ckpt.root, chosen, resolved.recorded, ())
         journal_dir = ckpt.journal_dir
         definition = store_object(journal_dir, chosen.text.encode("utf-8"))
         befores = {
-            plan.path: store_object(journal_dir, plan.before, mode=file_mode(ckpt.path(plan.path)))
+            plan.path: store_object(
+                journal_dir,
+                plan.before,
+                mode=file_mode(ckpt.path(plan.path)),
+                digest=plan.before_hash,
+            )
             for plan in plans
         }
         entry = Entry(

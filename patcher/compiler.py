@@ -21,16 +21,13 @@ from patcher import jsontext
 from patcher.checkpoint import Checkpoint
 from patcher.document import canonical, decode_text, json_problem
 from patcher.errors import DoesNotApplyError, InputFileError, TransformError
+from patcher.fsio import sha256
 from patcher.jsontext import MISSING as _MISSING
 from patcher.jsontext import JsonText
 from patcher.params import ResolvedParams
 from patcher.transform import Edit, Guard, Transform, substitute
 
 Op = dict[str, Any]
-# Files up to this size are checked after compiling: the RFC 6902 patch applied by jsonpatch to
-# the old document must give exactly the new text's document. Larger files (tokenizer.json)
-# rely on the editor's tests, so one edit costs one parse, not three.
-VERIFY_LIMIT = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,18 +41,26 @@ class FilePlan:
     forward: tuple[Op, ...]
     inverse: tuple[Op, ...]
     link: str | None
+    before_hash: str = field(init=False, repr=False)
+    after_hash: str = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # Each buffer is hashed once, here; everything after uses these.
+        object.__setattr__(self, "before_hash", sha256(self.before))
+        object.__setattr__(self, "after_hash", sha256(self.after))
 
 
 @dataclass(slots=True)
 class _FileState:
     path: str
     before: bytes
-    text: str
+    text: str  # a text file's current text ("" for JSON, whose bytes are in ``json``)
     json: JsonText | None
     kind: Literal["json", "text"]
     link: str | None
     forward: list[Op] = field(default_factory=list)
     inverse: list[Op] = field(default_factory=list)
+    original: JsonText | None = None  # the untouched document, with its scan, to verify against
 
     @property
     def doc(self) -> JsonText:
@@ -177,11 +182,14 @@ class _Compiler:
                 f"cannot read ({exc.strerror})", file=path, hint="fix the file's permissions"
             ) from None
         link = self.checkpoint.link_target(edit.file)
-        text = decode_text(data, str(path), hint)
         if edit.is_text:
+            text = decode_text(data, str(path), hint)
             state = _FileState(edit.file, data, text, None, "text", link)
         else:
-            document = JsonText(text)
+            bad = jsontext.check_utf8(data)
+            if bad is not None:
+                decode_text(data[: bad + 4], str(path), hint)  # raises, naming the byte
+            document = JsonText(data)
             try:
                 document.prepare(self.pointers(edit.file))
             except jsontext.JsonSyntaxError as exc:
@@ -190,7 +198,9 @@ class _Compiler:
                 raise self.duplicate(edit.file, exc) from None
             except (RecursionError, ValueError) as exc:
                 raise InputFileError(json_problem(exc), file=path, hint=hint) from None
-            state = _FileState(edit.file, data, text, document, "json", link)
+            state = _FileState(
+                edit.file, data, "", document, "json", link, original=document.fork()
+            )
         self.states[edit.file] = state
         return state
 
@@ -212,6 +222,8 @@ class _Compiler:
                 continue
             try:
                 self.edit_json(state, edit)
+            except UnicodeEncodeError:
+                raise self.not_unicode(edit.file) from None
             except jsontext.DuplicateKeyError as exc:
                 raise self.duplicate(edit.file, exc) from None
             except (RecursionError, ValueError) as exc:
@@ -222,17 +234,13 @@ class _Compiler:
             if not state.forward:
                 continue
             if state.kind == "json":
-                state.text = state.doc.text
-                if len(state.before) <= VERIFY_LIMIT:
-                    self.verify(state)
-            try:
-                after = state.text.encode("utf-8")
-            except UnicodeEncodeError:
-                raise TransformError(
-                    "a new value is not valid Unicode (a lone surrogate such as \\ud800)",
-                    file=self.checkpoint.path(state.path),
-                    hint=f"patcher show {self.transform.name}",
-                ) from None
+                after = state.doc.data
+                self.verify(state)
+            else:
+                try:
+                    after = state.text.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise self.not_unicode(state.path) from None
             plans.append(
                 FilePlan(
                     path=state.path,
@@ -245,6 +253,13 @@ class _Compiler:
                 )
             )
         return tuple(plans)
+
+    def not_unicode(self, relative: str) -> TransformError:
+        return TransformError(
+            "a new value is not valid Unicode (a lone surrogate such as \\ud800)",
+            file=self.checkpoint.path(relative),
+            hint=f"patcher show {self.transform.name}",
+        )
 
     def write_text(self, state: _FileState, edit: Edit) -> None:
         if state.kind != "text" or not edit.is_text:
@@ -388,15 +403,17 @@ class _Compiler:
         state.inverse[:0] = [{"op": "test", "path": path, "value": op["value"]}, *inverse]
 
     def verify(self, state: _FileState) -> None:
-        before = json.loads(_strip_bom(state.before.decode("utf-8")))
-        expected = jsonpatch.apply_patch(before, state.forward)
-        actual = json.loads(_strip_bom(state.text))
-        if json.dumps(expected) != json.dumps(actual):
+        """Check the text edits against the RFC 6902 patch they claim to be, at no more cost
+        than the edit: the patch applied by jsonpatch to the old document, as far as the edited
+        paths reach, must equal the new bytes rescanned along those paths, and every value
+        beside the paths must hash the same as before (the first scan validated those)."""
+        assert state.original is not None
+        paths = sorted({op[k] for op in state.forward for k in ("path", "from") if k in op})
+        expected = jsonpatch.apply_patch(state.original.sparse(paths), state.forward)
+        edited = state.doc.rescanned()
+        edited.prepare(paths)
+        if not jsontext.same_sparse(expected, edited.sparse(paths)):
             raise AssertionError(f"{state.path}: text edit and patch disagree (a patcher bug)")
-
-
-def _strip_bom(text: str) -> str:
-    return text[1:] if text.startswith("\ufeff") else text
 
 
 def compile_transform(

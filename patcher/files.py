@@ -9,12 +9,20 @@ from pathlib import Path
 
 from patcher.checkpoint import Checkpoint
 from patcher.errors import ConflictError, InputFileError
-from patcher.fsio import atomic_symlink, atomic_write, file_mode, sha256
+from patcher.fsio import atomic_symlink, atomic_write, file_mode, file_sha256, sha256
 
 
 def read_current(checkpoint: Checkpoint, relative: str) -> bytes | None:
     """The current bytes of ``relative`` (through a link), or None when it is missing.
     Anything but a regular file (a folder, a FIFO that would block) is refused."""
+    fd = _open_current(checkpoint, relative)
+    if fd is None:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
+def _open_current(checkpoint: Checkpoint, relative: str) -> int | None:
     path = checkpoint.path(relative)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -29,8 +37,7 @@ def read_current(checkpoint: Checkpoint, relative: str) -> bytes | None:
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise _not_a_file(checkpoint, path)
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read()
+    return fd
 
 
 def _not_a_file(checkpoint: Checkpoint, path: Path) -> InputFileError:
@@ -42,9 +49,14 @@ def _not_a_file(checkpoint: Checkpoint, path: Path) -> InputFileError:
 
 
 def current_hash(checkpoint: Checkpoint, relative: str) -> str | None:
-    """sha256 of the current bytes, or None when the file is missing."""
-    data = read_current(checkpoint, relative)
-    return None if data is None else sha256(data)
+    """sha256 of the current bytes, or None when the file is missing (read in pieces)."""
+    fd = _open_current(checkpoint, relative)
+    if fd is None:
+        return None
+    try:
+        return file_sha256(fd)
+    finally:
+        os.close(fd)
 
 
 def replace_file(

@@ -19,6 +19,15 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def file_sha256(path: Path | int) -> str:
+    """Hex sha256 of a file's bytes (a path or an open fd), read in pieces, never whole."""
+    if isinstance(path, int):
+        with os.fdopen(os.dup(path), "rb") as handle:
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
 TMP_SUFFIX = ".patcher-tmp"
 
 

@@ -26,7 +26,7 @@ from typing import Any, Literal
 from patcher.checkpoint import Checkpoint
 from patcher.document import json_problem
 from patcher.errors import ConflictError, JournalError
-from patcher.fsio import atomic_write, ensure_dir, sha256
+from patcher.fsio import atomic_write, ensure_dir, file_sha256, sha256
 from patcher.hfcache import RepoRef
 
 FORMAT = 1
@@ -384,19 +384,21 @@ def originals(checkpoint: Checkpoint, journal: Journal) -> dict[str, bytes]:
     return found
 
 
-def store_object(directory: Path, data: bytes, *, mode: int | None = None) -> str:
+def store_object(
+    directory: Path, data: bytes, *, mode: int | None = None, digest: str | None = None
+) -> str:
     """Keep ``data`` under its sha256 (once) and return the hash. An object already there is
     trusted only when it hashes right (else it is rewritten). ``mode`` is the source file's:
     the copy is no more readable than the original, and a private original makes the journal
-    folder private."""
-    digest = sha256(data)
+    folder private. ``digest`` is ``data``'s hash when the caller has it already."""
+    digest = sha256(data) if digest is None else digest
     objects = directory / "objects"
     target = objects / digest
     private = mode is not None and not mode & 0o077
     ensure_dir(directory, private=private)
     ensure_dir(objects, private=private)
     try:
-        good = stat.S_ISREG(os.lstat(target).st_mode) and sha256(target.read_bytes()) == digest
+        good = stat.S_ISREG(os.lstat(target).st_mode) and file_sha256(target) == digest
     except OSError:
         good = False
     if not good:

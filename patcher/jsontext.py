@@ -1,23 +1,61 @@
 """Format-preserving JSON editing: an edit changes only the bytes of the member it touches.
 
-The text is never re-serialised. A JSON pointer is followed through the text itself, with the
-standard library's C scanner skipping the values that are not on the path, so an edit of a
-15 MB ``tokenizer.json`` costs about one parse. Indentation, key order, escapes, number
-spellings and the final newline of everything else stay as they were. A new member copies the
-separator, indentation and ``": "`` style of its siblings.
+The file's bytes are never re-serialised nor decoded whole. A JSON pointer is followed through
+the bytes themselves; every value that is not on the path is validated and skipped by regular
+expressions that run in C and build no Python objects (one match skips a whole vocab or merges
+list), so locating ``/model/byte_fallback`` in a 15 MB ``tokenizer.json`` costs one pass over
+the bytes and no parse. An edit splices prefix + new value + suffix, and the scan is kept
+across edits (its offsets are shifted), so a k-op transform costs one scan. Indentation, key
+order, escapes, number spellings and the final newline of everything else stay as they were. A
+new member copies the separator, indentation and ``": "`` style of its siblings.
 """
 
 from __future__ import annotations
 
+import codecs
+import hashlib
 import json
 import re
 from dataclasses import dataclass
-from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any, Literal
 
-_WS = re.compile(r"[ \t\n\r]*")
+_WS = re.compile(rb"[ \t\n\r]*+")
 _DECODER = json.JSONDecoder()
 _INDEX = re.compile(r"0|[1-9][0-9]*")
+_OPEN = (0x7B, 0x5B)  # '{' and '['
+
+# Strict JSON (RFC 8259) as byte patterns, possessive so that a failed match never backtracks.
+_S = rb"[ \t\n\r]*+"
+_STR = rb'"[^"\\\x00-\x1f]*+(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*+)*+"'
+_NUM = rb"-?+(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?+(?:[eE][-+]?+[0-9]++)?+"
+_SCALAR = rb"(?:" + _STR + rb"|" + _NUM + rb"|true|false|null)"
+
+
+def _array_of(item: bytes) -> bytes:
+    return rb"\[" + _S + rb"(?:" + item + _S + rb"(?:," + _S + item + _S + rb")*+)?+\]"
+
+
+def _object_of(item: bytes) -> bytes:
+    member = _STR + _S + rb":" + _S + item + _S
+    return rb"\{" + _S + rb"(?:" + member + rb"(?:," + _S + member + rb")*+)?+\}"
+
+
+_FLAT = rb"(?:" + _SCALAR + rb"|" + _array_of(_SCALAR) + rb"|" + _object_of(_SCALAR) + rb")"
+# A scalar, or a container at most two levels deep (vocab, merges, added_tokens): one C match.
+_VALUE = re.compile(_FLAT + rb"|" + _array_of(_FLAT) + rb"|" + _object_of(_FLAT))
+_KEY = re.compile(_STR)
+# Deeper containers: runs of shallow members are matched in C, nested ones one at a time.
+_RUN = {
+    0x7B: re.compile(_S + rb"(?:" + _STR + _S + rb":" + _S + _FLAT + _S + rb"," + _S + rb")*+"),
+    0x5B: re.compile(_S + rb"(?:" + _FLAT + _S + rb"," + _S + rb")*+"),
+}
+_LAST = {
+    0x7B: re.compile(_STR + _S + rb":" + _S + _FLAT + _S + rb"\}"),
+    0x5B: re.compile(_FLAT + _S + rb"\]"),
+}
+_HEAD = {0x7B: re.compile(_STR + _S + rb":" + _S), 0x5B: re.compile(b"")}
+_CLOSER = {0x7B: 0x7D, 0x5B: 0x5D}
+_CHUNK = 1 << 18
 
 
 class PointerError(Exception):
@@ -35,7 +73,7 @@ class DuplicateKeyError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Slot:
-    """One object member or array element, located by offsets into the text."""
+    """One object member or array element, located by byte offsets."""
 
     key: str | None
     start: int
@@ -76,13 +114,33 @@ def join_pointer(tokens: list[str]) -> str:
 
 
 class JsonSyntaxError(Exception):
-    """The text is not valid JSON; ``line`` and ``column`` are 1-based."""
+    """The text is not valid JSON; ``line`` and ``column`` (in characters) are 1-based."""
 
-    def __init__(self, text: str, position: int, problem: str) -> None:
-        self.line = text.count("\n", 0, position) + 1
-        self.column = position - text.rfind("\n", 0, position)
+    def __init__(self, data: bytes, position: int, problem: str) -> None:
+        line_start = data.rfind(b"\n", 0, position) + 1
+        self.line = data.count(b"\n", 0, position) + 1
+        self.column = len(data[line_start:position].decode("utf-8", "replace")) + 1
         self.problem = problem
         super().__init__(f"line {self.line} column {self.column}: {problem}")
+
+
+def check_utf8(data: bytes) -> int | None:
+    """The offset of the first byte that is not UTF-8, or None. Decoded in small pieces, so
+    no text copy of a large file is ever held."""
+    if data.isascii():
+        return None
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    with memoryview(data) as view:
+        try:
+            for at in range(0, len(data), _CHUNK):
+                decoder.decode(view[at : at + _CHUNK])
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return int(exc.start)
+    return None
 
 
 Trie = dict[str, "Trie"]
@@ -105,108 +163,257 @@ def _trie(pointers: list[str]) -> Trie:
     return root
 
 
-def _skip(text: str, i: int) -> int:
-    match = _WS.match(text, i)
+def _skip(data: bytes, i: int) -> int:
+    match = _WS.match(data, i)
     assert match is not None
     return match.end()
 
 
-def _root(text: str) -> int:
-    return _skip(text, 1 if text.startswith("\ufeff") else 0)
+def _root(data: bytes) -> int:
+    return _skip(data, 3 if data.startswith(b"\xef\xbb\xbf") else 0)
 
 
-def _value_end(text: str, start: int) -> int:
+def _slow_value_end(data: bytes, start: int) -> int:
+    """Where the value at ``start`` ends, by Python's own JSON scanner: it names the problem of
+    an invalid value exactly, and it accepts what Python's json does beyond strict JSON (NaN)."""
+    text = data.decode("utf-8", "surrogateescape")
+    at = len(data[:start].decode("utf-8", "surrogateescape"))
     try:
-        _, end = _DECODER.raw_decode(text, start)
+        _, end = _DECODER.raw_decode(text, at)
     except json.JSONDecodeError as exc:
-        raise JsonSyntaxError(text, exc.pos, exc.msg) from None
-    return int(end)
+        where = len(text[: exc.pos].encode("utf-8", "surrogateescape"))
+        raise JsonSyntaxError(data, where, exc.msg) from None
+    return len(text[:end].encode("utf-8", "surrogateescape"))
 
 
-def _expect(text: str, at: int, chars: str, what: str) -> None:
-    if at >= len(text) or text[at] not in chars:
-        raise JsonSyntaxError(text, at, f"Expecting {what}")
+def _skip_container(data: bytes, start: int) -> int | None:
+    opener = data[start]
+    closer = _CLOSER[opener]
+    run, last, head = _RUN[opener], _LAST[opener], _HEAD[opener]
+    j = _skip(data, start + 1)
+    if j < len(data) and data[j] == closer:
+        return j + 1
+    while True:
+        matched = run.match(data, j)
+        assert matched is not None
+        j = matched.end()
+        closing = last.match(data, j)
+        if closing is not None:
+            return closing.end()
+        member = head.match(data, j)
+        if member is None or member.end() >= len(data) or data[member.end()] not in _OPEN:
+            return None
+        k = _skip(data, value_end(data, member.end()))
+        if k < len(data) and data[k] == 0x2C:  # ','
+            j = _skip(data, k + 1)
+            continue
+        return k + 1 if k < len(data) and data[k] == closer else None
+
+
+def value_end(data: bytes, start: int) -> int:
+    """Where the JSON value at ``start`` ends; the value is validated on the way."""
+    match = _VALUE.match(data, start)
+    if match is not None:
+        return match.end()
+    if start < len(data) and data[start] in _OPEN:
+        end = _skip_container(data, start)
+        if end is not None:
+            return end
+    return _slow_value_end(data, start)
+
+
+def _expect(data: bytes, at: int, chars: bytes, what: str) -> None:
+    if at >= len(data) or data[at] not in chars:
+        raise JsonSyntaxError(data, at, f"Expecting {what}")
+
+
+class Raw:
+    """A value off the edited path, compared by its exact bytes (used to verify an edit)."""
+
+    __slots__ = ("view",)
+
+    def __init__(self, view: memoryview) -> None:
+        self.view = view
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Raw:
+        return self
+
+    def parsed(self) -> Any:
+        return json.loads(bytes(self.view))
+
+    def same(self, other: Raw) -> bool:
+        return len(self.view) == len(other.view) and (
+            hashlib.sha256(self.view).digest() == hashlib.sha256(other.view).digest()
+        )
+
+
+def same_sparse(a: Any, b: Any) -> bool:
+    """Whether two sparse documents (``JsonText.sparse``) hold the same JSON."""
+    if isinstance(a, Raw) and isinstance(b, Raw):
+        return a.same(b)
+    a = a.parsed() if isinstance(a, Raw) else a
+    b = b.parsed() if isinstance(b, Raw) else b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_sparse(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_sparse(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict | list) or isinstance(b, dict | list):
+        return False
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True) and type(a) is type(b)
 
 
 class JsonText:
-    """A JSON document's text with the containers on the edited paths located in it.
+    """A JSON document's bytes with the containers on the edited paths located in them.
 
-    Locating a path scans each container on it once; every other value is skipped by the C
-    scanner, and the scan of the root also validates the whole document. Scans are cached
-    until the text is edited.
+    Locating a path scans each container on it once; every other value is skipped in C, and
+    the scan of the root also validates the whole document. The scan is kept across edits:
+    each splice shifts the offsets after it and drops only what it invalidated.
     """
 
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self._cache: dict[int, Container] = {}
+    def __init__(self, data: bytes | str) -> None:
+        self.data = data.encode("utf-8") if isinstance(data, str) else data
+        self._containers: dict[int, Container] = {}
+        self._ends: dict[int, int] = {}
+        self._ascii: bool | None = None
+        self._newline: bytes | None = None
+        self._indent: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The document as text."""
+        return self.data.decode("utf-8")
+
+    def fork(self) -> JsonText:
+        """A copy that shares the bytes and the scan, so that edits to one leave the other."""
+        other = JsonText(self.data)
+        other._containers = dict(self._containers)
+        other._ends = dict(self._ends)
+        other._ascii, other._newline, other._indent = self._ascii, self._newline, self._indent
+        return other
+
+    def rescanned(self) -> JsonText:
+        """The same bytes with every container to be scanned afresh; the values skipped so far
+        keep their known ends (so a check built on this compares their bytes instead)."""
+        other = JsonText(self.data)
+        other._ends = {s: e for s, e in self._ends.items() if s not in self._containers}
+        return other
 
     def prepare(self, pointers: list[str]) -> None:
         """Validate the whole document, scanning the containers on ``pointers`` on the way."""
-        start = _root(self.text)
-        if start < len(self.text) and self.text[start] in "{[":
-            self._scan(start, "", _trie(pointers))
-            end = self._cache[start].close + 1
+        data = self.data
+        start = _root(data)
+        if start < len(data) and data[start] in _OPEN:
+            end = self._scan(start, "", _trie(pointers)).close + 1
         else:
-            end = _value_end(self.text, start)
-        if _skip(self.text, end) != len(self.text):
-            raise JsonSyntaxError(self.text, _skip(self.text, end), "Extra data")
+            end = value_end(data, start)
+        if _skip(data, end) != len(data):
+            raise JsonSyntaxError(data, _skip(data, end), "Extra data")
 
     def _scan(self, at: int, pointer: str, want: Trie) -> Container:
-        cached = self._cache.get(at)
+        cached = self._containers.get(at)
         if cached is not None:
             return cached
-        text = self.text
-        if at >= len(text) or text[at] not in "{[":
+        data = self.data
+        if at >= len(data) or data[at] not in _OPEN:
             raise PointerError(pointer)
-        kind: Literal["object", "array"] = "object" if text[at] == "{" else "array"
-        closer = "}" if kind == "object" else "]"
+        kind: Literal["object", "array"] = "object" if data[at] == 0x7B else "array"
+        closer = b"}" if kind == "object" else b"]"
         slots: list[Slot] = []
         seen: set[str] = set()
-        j = _skip(text, at + 1)
-        if j < len(text) and text[j] == closer:
+        ends = self._ends
+        j = _skip(data, at + 1)
+        if j < len(data) and data[j] == closer[0]:
             container = Container(kind, at, j, ())
-            self._cache[at] = container
+            self._containers[at] = container
+            ends[at] = j + 1
             return container
         while True:
             start = j
             key: str | None = None
             if kind == "object":
-                _expect(text, j, '"', "property name enclosed in double quotes")
-                try:
-                    key, key_end = scanstring(text, j + 1)
-                except json.JSONDecodeError as exc:
-                    raise JsonSyntaxError(text, exc.pos, exc.msg) from None
+                _expect(data, j, b'"', "property name enclosed in double quotes")
+                match = _KEY.match(data, j)
+                if match is None:
+                    _slow_value_end(data, j)
+                    raise JsonSyntaxError(data, j, "Invalid string")  # pragma: no cover
+                key_end = match.end()
+                raw_key = data[j + 1 : key_end - 1]
+                key = raw_key.decode("utf-8") if b"\\" not in raw_key else json.loads(match[0])
                 assert key is not None
                 if key in seen:
                     raise DuplicateKeyError(pointer, key)
                 seen.add(key)
-                colon = _skip(text, key_end)
-                _expect(text, colon, ":", "':' delimiter")
-                value_start = _skip(text, colon + 1)
+                colon = _skip(data, key_end)
+                _expect(data, colon, b":", "':' delimiter")
+                value_start = _skip(data, colon + 1)
                 token = key
             else:
                 key_end = value_start = j
                 token = str(len(slots))
             child = want.get(token)
-            if child is not None and value_start < len(text) and text[value_start] in "{[":
-                sub = self._scan(value_start, pointer + join_pointer([token]), child)
-                value_end = sub.close + 1
+            if child is not None and value_start < len(data) and data[value_start] in _OPEN:
+                value_end_at = self._scan(value_start, pointer + join_pointer([token]), child)
+                end = value_end_at.close + 1
             else:
-                value_end = _value_end(text, value_start)
-            slots.append(Slot(key, start, key_end, value_start, value_end))
-            j = _skip(text, value_end)
-            _expect(text, j, "," + closer, f"',' delimiter or '{closer}'")
-            if text[j] == ",":
-                j = _skip(text, j + 1)
+                known = ends.get(value_start)
+                end = value_end(data, value_start) if known is None else known
+                ends[value_start] = end
+            slots.append(Slot(key, start, key_end, value_start, end))
+            j = _skip(data, end)
+            _expect(data, j, b"," + closer, f"',' delimiter or '{closer.decode()}'")
+            if data[j] == 0x2C:
+                j = _skip(data, j + 1)
                 continue
             container = Container(kind, at, j, tuple(slots))
-            self._cache[at] = container
+            self._containers[at] = container
+            ends[at] = j + 1
             return container
+
+    def _splice(self, start: int, end: int, new: bytes, parent: int | None = None) -> None:
+        """Replace bytes [start, end) with ``new``; shift the scan, dropping what it cut (and
+        ``parent``, whose members changed)."""
+        with memoryview(self.data) as view:
+            cut = view[start:end].tobytes()
+            if not (new.isascii() and cut.isascii()):
+                self._ascii = None
+            if b"\r" in new or b"\r" in cut:
+                self._newline = None
+            if b"\n" in new or b"\n" in cut:
+                self._indent = None
+            self.data = b"".join((view[:start], new, view[end:]))
+        delta = len(new) - (end - start)
+
+        def at(p: int) -> int:  # where something that starts at p is now (-1: cut)
+            return p if p < start else p + delta if p >= end else -1
+
+        def upto(p: int) -> int:  # where something that ends at p now ends
+            return p if p <= start else p + delta if p >= end else -1
+
+        ends: dict[int, int] = {}
+        for s, e in self._ends.items():
+            a, b = at(s), upto(e)
+            if a >= 0 and b >= 0:
+                ends[a] = b
+        containers: dict[int, Container] = {}
+        for c in self._containers.values():
+            opened, closed = at(c.open), at(c.close)
+            if opened < 0 or closed < 0 or c.open == parent:
+                continue
+            slots: list[Slot] = []
+            for slot in c.slots:
+                moved = (at(slot.start), upto(slot.key_end), at(slot.value_start))
+                finish = upto(slot.value_end)
+                if min(*moved, finish) < 0:
+                    break
+                slots.append(Slot(slot.key, *moved, finish))
+            else:
+                containers[opened] = Container(c.kind, opened, closed, tuple(slots))
+        self._ends, self._containers = ends, containers
 
     def container(self, tokens: list[str]) -> Container:
         """The object or array at ``tokens``."""
         want = _trie([join_pointer(tokens)])
-        container = self._scan(_root(self.text), "", want)
+        container = self._scan(_root(self.data), "", want)
         for depth, token in enumerate(tokens):
             want = want[token]
             slot = container.slots[_find(container, token, join_pointer(tokens[: depth + 1]))]
@@ -214,13 +421,13 @@ class JsonText:
         return container
 
     def span(self, pointer: str) -> tuple[int, int]:
-        """The (start, end) offsets of the value at ``pointer``."""
+        """The (start, end) byte offsets of the value at ``pointer``."""
         tokens = split_pointer(pointer)
         if not tokens:
-            start = _root(self.text)
-            if start < len(self.text) and self.text[start] in "{[":
+            start = _root(self.data)
+            if start < len(self.data) and self.data[start] in _OPEN:
                 return start, self.container([]).close + 1
-            return start, _value_end(self.text, start)
+            return start, value_end(self.data, start)
         parent = self.container(tokens[:-1])
         slot = parent.slots[_find(parent, tokens[-1], pointer)]
         return slot.value_start, slot.value_end
@@ -228,15 +435,15 @@ class JsonText:
     def raw(self, pointer: str) -> str:
         """The exact source text of the value at ``pointer``."""
         start, end = self.span(pointer)
-        return self.text[start:end]
+        return self.data[start:end].decode("utf-8")
 
     def get(self, pointer: str) -> Any:
-        """The value at ``pointer`` (parsed from its text only), or ``MISSING``."""
+        """The value at ``pointer`` (parsed from its bytes only), or ``MISSING``."""
         try:
-            raw = self.raw(pointer)
+            start, end = self.span(pointer)
         except PointerError:
             return MISSING
-        return json.loads(raw)
+        return json.loads(self.data[start:end])
 
     def kind(self, pointer: str) -> str | None:
         """'object', 'array' or 'value' for what is at ``pointer``; None when nothing is."""
@@ -244,19 +451,64 @@ class JsonText:
             start, _ = self.span(pointer)
         except PointerError:
             return None
-        return {"{": "object", "[": "array"}.get(self.text[start], "value")
+        return {0x7B: "object", 0x5B: "array"}.get(self.data[start], "value")
 
-    def _set_text(self, text: str) -> None:
-        self.text = text
-        self._cache.clear()
+    def sparse(self, pointers: list[str]) -> Any:
+        """The document as far as ``pointers`` reach: containers on the way hold their other
+        members as ``Raw`` bytes, and the values at the pointers are parsed."""
+        targets = set(pointers)
+        data = self.data
+        start, end = self.span("")
+
+        def node(start: int, end: int, pointer: str, want: Trie) -> Any:
+            if pointer in targets:
+                return json.loads(data[start:end])
+            if not want or data[start] not in _OPEN:
+                return Raw(memoryview(data)[start:end])
+            container = self._scan(start, pointer, want)
+            if container.kind == "array":
+                return [
+                    node(s.value_start, s.value_end, f"{pointer}/{i}", want.get(str(i), {}))
+                    for i, s in enumerate(container.slots)
+                ]
+            members: dict[str, Any] = {}
+            for s in container.slots:
+                assert s.key is not None
+                here = pointer + join_pointer([s.key])
+                members[s.key] = node(s.value_start, s.value_end, here, want.get(s.key, {}))
+            return members
+
+        return node(start, end, "", _trie(pointers))
+
+    def is_ascii(self) -> bool:
+        if self._ascii is None:
+            self._ascii = self.data.isascii()
+        return self._ascii
+
+    def newline(self) -> bytes:
+        """The file's line ending, as its first line ends: a CRLF file gets CRLF in what
+        patcher inserts."""
+        if self._newline is None:
+            first = self.data.find(b"\n")
+            self._newline = b"\r\n" if first > 0 and self.data[first - 1] == 0x0D else b"\n"
+        return self._newline
+
+    def indent_unit(self) -> str:
+        if self._indent is None:
+            match = re.search(rb"\n([ \t]+)\S", self.data)
+            self._indent = match.group(1).decode() if match else "  "
+        return self._indent
+
+    def encode(self, value: Any, style: _Style) -> bytes:
+        """``value`` rendered in ``style``: ASCII escapes in an ASCII file."""
+        return _render(value, style, self.is_ascii(), self.newline()).encode("utf-8")
 
     def replace(self, pointer: str, value: Any, raw: str | None = None) -> str:
         """Replace the value at ``pointer`` in place; return the old value's source text."""
         start, end = self.span(pointer)
-        old = self.text[start:end]
-        style = _style_at(self.text, start)
-        new = raw if raw is not None else _render(value, style, self.text)
-        self._set_text(self.text[:start] + new + self.text[end:])
+        old = self.data[start:end].decode("utf-8")
+        new = raw.encode("utf-8") if raw is not None else self.encode(value, self._style(start))
+        self._splice(start, end, new)
         return old
 
     def remove(self, pointer: str) -> str:
@@ -268,14 +520,14 @@ class JsonText:
         parent = self.container(tokens[:-1])
         index = _find(parent, tokens[-1], pointer)
         slots = parent.slots
-        old = self.text[slots[index].value_start : slots[index].value_end]
+        old = self.data[slots[index].value_start : slots[index].value_end].decode("utf-8")
         if len(slots) == 1:
             cut_start, cut_end = parent.open + 1, parent.close
         elif index > 0:
             cut_start, cut_end = slots[index - 1].value_end, slots[index].value_end
         else:
             cut_start, cut_end = slots[0].start, slots[1].start
-        self._set_text(self.text[:cut_start] + self.text[cut_end:])
+        self._splice(cut_start, cut_end, b"", parent=parent.open)
         return old
 
     def add(self, pointer: str, value: Any, raw: str | None = None) -> None:
@@ -300,7 +552,17 @@ class JsonText:
             position = int(token)
         else:
             raise PointerError(pointer)
-        self._set_text(_insert(self.text, parent, position, token, value, raw))
+        start, end, new = _insert(self, parent, position, token, value, raw)
+        self._splice(start, end, new, parent=parent.open)
+
+    def _style(self, at: int) -> _Style:
+        multiline = self.data.find(b"\n", at) != -1
+        return _Style(
+            indent=self.indent_unit() if multiline else None,
+            base=_line_indent(self.data, at),
+            key_sep=": ",
+            item_sep=", ",
+        )
 
 
 def _find(container: Container, token: str, pointer: str) -> int:
@@ -348,30 +610,14 @@ class _Style:
     item_sep: str
 
 
-def _indent_unit(text: str) -> str:
-    match = re.search(r"\n([ \t]+)\S", text)
-    return match.group(1) if match else "  "
-
-
-def _line_indent(text: str, at: int) -> str:
-    line_start = text.rfind("\n", 0, at) + 1
-    match = _WS.match(text, line_start)
+def _line_indent(data: bytes, at: int) -> str:
+    line_start = data.rfind(b"\n", 0, at) + 1
+    match = _WS.match(data, line_start)
     assert match is not None
-    return match.group(0).replace("\n", "").replace("\r", "")
+    return match.group(0).replace(b"\n", b"").replace(b"\r", b"").decode()
 
 
-def _style_at(text: str, at: int) -> _Style:
-    multiline = text.find("\n", at) != -1
-    return _Style(
-        indent=_indent_unit(text) if multiline else None,
-        base=_line_indent(text, at),
-        key_sep=": ",
-        item_sep=", ",
-    )
-
-
-def _render(value: Any, style: _Style, text: str) -> str:
-    ascii_only = text.isascii()
+def _render(value: Any, style: _Style, ascii_only: bool, newline: bytes) -> str:
     if style.indent is None or not isinstance(value, dict | list) or not value:
         return json.dumps(
             value, ensure_ascii=ascii_only, separators=(style.item_sep, style.key_sep)
@@ -379,59 +625,52 @@ def _render(value: Any, style: _Style, text: str) -> str:
     rendered = json.dumps(
         value, ensure_ascii=ascii_only, indent=style.indent, separators=(",", style.key_sep)
     )
-    return rendered.replace("\n", _newline(text) + style.base)
-
-
-def _newline(text: str) -> str:
-    """The file's line ending: a CRLF file gets CRLF in what patcher inserts."""
-    return "\r\n" if "\r\n" in text else "\n"
+    return rendered.replace("\n", newline.decode() + style.base)
 
 
 def _insert(
-    text: str, parent: Container, position: int, token: str, value: Any, raw: str | None
-) -> str:
+    doc: JsonText, parent: Container, position: int, token: str, value: Any, raw: str | None
+) -> tuple[int, int, bytes]:
+    """Where and what to splice to insert a member at ``position`` of ``parent``."""
+    data = doc.data
     slots = parent.slots
     is_object = parent.kind == "object"
+    newline = doc.newline().decode()
     if slots:
         last = slots[-1]
-        key_sep = text[last.key_end : last.value_start] if is_object else ": "
+        key_sep = data[last.key_end : last.value_start].decode() if is_object else ": "
         if len(slots) >= 2:
-            comma = _skip(text, slots[-2].value_end)
-            sep = text[comma + 1 : last.start]
+            comma = _skip(data, slots[-2].value_end)
+            sep = data[comma + 1 : last.start].decode()
         else:
-            sep = text[parent.open + 1 : slots[0].start]
+            sep = data[parent.open + 1 : slots[0].start].decode()
             if "\n" not in sep and sep == "":
                 sep = " " if key_sep.endswith(" ") or not is_object else ""
         multiline = "\n" in sep
         member_indent = sep[sep.rfind("\n") + 1 :] if multiline else ""
     else:
         key_sep = ": "
-        multiline = "\n" in text[_root(text) :].rstrip()
-        outer = _line_indent(text, parent.open)
-        member_indent = outer + _indent_unit(text)
-        sep = _newline(text) + member_indent
-    parent_indent = _line_indent(text, parent.open)
+        content_end = len(data)
+        while content_end > 0 and data[content_end - 1] in b" \t\n\r":
+            content_end -= 1
+        multiline = data.find(b"\n", _root(data), content_end) != -1
+        outer = _line_indent(data, parent.open)
+        member_indent = outer + doc.indent_unit()
+        sep = newline + member_indent
+    parent_indent = _line_indent(data, parent.open)
     unit = member_indent[len(parent_indent) :] if member_indent.startswith(parent_indent) else ""
     style = _Style(
-        indent=(unit or _indent_unit(text)) if multiline else None,
+        indent=(unit or doc.indent_unit()) if multiline else None,
         base=member_indent,
         key_sep=key_sep if key_sep in (":", ": ") else ": ",
         item_sep="," if multiline else "," + sep,
     )
-    if is_object:
-        member = json.dumps(token, ensure_ascii=text.isascii()) + key_sep
-    else:
-        member = ""
-    member += raw if raw is not None else _render(value, style, text)
+    member = json.dumps(token, ensure_ascii=doc.is_ascii()) + key_sep if is_object else ""
+    member += raw if raw is not None else _render(value, style, doc.is_ascii(), doc.newline())
     if not slots:
-        if multiline:
-            nl = _newline(text)
-            inner = nl + member_indent + member + nl + parent_indent
-        else:
-            inner = member
-        return text[: parent.open + 1] + inner + text[parent.close :]
+        inner = newline + member_indent + member + newline + parent_indent if multiline else member
+        return parent.open + 1, parent.close, inner.encode("utf-8")
     if position == len(slots):
-        at = slots[-1].value_end
-        return text[:at] + "," + sep + member + text[at:]
+        return slots[-1].value_end, slots[-1].value_end, ("," + sep + member).encode("utf-8")
     at = slots[position].start
-    return text[:at] + member + "," + sep + text[at:]
+    return at, at, (member + "," + sep).encode("utf-8")

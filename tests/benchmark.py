@@ -1,7 +1,8 @@
 """Speed and memory of patcher, as whole processes: ``python tests/benchmark.py [--runs N]``.
 
-1. One edit of a 15 MB tokenizer.json-sized file: ``patcher apply`` and ``patcher revert``
-   against ``jq`` making the same edit and writing the file.
+1. One edit of a tokenizer.json-shaped file at 1 to 150 MB: ``patcher apply`` and ``patcher
+   revert`` against ``jq`` making the same edit and writing the file, with peak memory.
+   Then a 3-op transform against a 1-op one, and ``.patcher/`` after 10 stacked applies.
 2. ``patcher status`` and ``patcher apply`` on a checkpoint holding 200 sparse 5 GB shards
    against the same checkpoint without shards, with an audit of every file opened.
 3. ``patcher status`` against ``python -c "import typer"``.
@@ -54,16 +55,18 @@ def timed(command: list[str]) -> tuple[float, int, subprocess.CompletedProcess[b
     return elapsed, usage.ru_maxrss, done
 
 
-def make_tokenizer(path: Path) -> None:
-    """A tokenizer.json-sized file (~15 MB): a BPE vocab and merges, 2-space indent."""
+def make_tokenizer(path: Path, megabytes: float = 15.0) -> None:
+    """A tokenizer.json-shaped file of about ``megabytes`` MB: a BPE vocab and merges, 2-space
+    indent (300,000 tokens make about 15 MB)."""
     rng = random.Random(0)
     letters = "abcdefghijklmnopqrstuvwxyzĠĊ"
+    count = max(1000, round(300_000 * megabytes / 15.0))
     vocab: dict[str, int] = {}
-    while len(vocab) < 300_000:
+    while len(vocab) < count:
         token = "".join(rng.choice(letters) for _ in range(rng.randint(2, 10)))
         vocab.setdefault(token, len(vocab))
     tokens = list(vocab)
-    merges = [f"{rng.choice(tokens)} {rng.choice(tokens)}" for _ in range(300_000)]
+    merges = [f"{rng.choice(tokens)} {rng.choice(tokens)}" for _ in range(count)]
     data = {
         "version": "1.0",
         "truncation": None,
@@ -98,54 +101,129 @@ def median_runs(
     return {name: (statistics.median(times[name]), rss[name]) for name in times}
 
 
-def bench_large_file(work: Path, runs: int) -> list[str]:
-    ckpt = work / "tok"
+SIZES_MB = (1.0, 8.2, 15.0, 33.0, 60.0, 150.0)
+ONE_OP = 'ops = [{ op = "replace", path = "/model/byte_fallback", value = true }]\n'
+THREE_OPS = (
+    "ops = [\n"
+    '  { op = "replace", path = "/model/byte_fallback", value = true },\n'
+    '  { op = "replace", path = "/model/unk_token", value = "<unk>" },\n'
+    '  { op = "add", path = "/model/fuse_unk", value = true },\n'
+    "]\n"
+)
+
+
+def _transform(work: Path, name: str, ops: str) -> Path:
+    path = work / f"{name}.toml"
+    path.write_text(
+        f'name = "{name}"\nsummary = "s"\nwhy = "w"\nundo_when = "u"\n'
+        f'[[edits]]\nfile = "tokenizer.json"\n{ops}'
+    )
+    return path
+
+
+def _tokenizer_checkpoint(work: Path, megabytes: float) -> tuple[Path, int]:
+    ckpt = work / f"tok-{megabytes:g}"
     ckpt.mkdir()
     shutil.copy(KIMI / "config.json", ckpt / "config.json")
     # Made in a child process so that this process stays small: a forked child starts with
     # its parent's pages, which would show in every later peak-RSS reading.
     subprocess.run(
-        [sys.executable, __file__, "--make-tokenizer", str(ckpt / "tokenizer.json")], check=True
+        [
+            sys.executable,
+            __file__,
+            "--make-tokenizer",
+            str(ckpt / "tokenizer.json"),
+            "--megabytes",
+            str(megabytes),
+        ],
+        check=True,
     )
-    size_mb = (ckpt / "tokenizer.json").stat().st_size / 1e6
-    transform = work / "byte-fallback.toml"
-    transform.write_text(
-        'name = "byte-fallback"\nsummary = "s"\nwhy = "w"\nundo_when = "u"\n'
-        '[[edits]]\nfile = "tokenizer.json"\n'
-        'ops = [{ op = "replace", path = "/model/byte_fallback", value = true }]\n'
-    )
-    jq_file = work / "jq-tokenizer.json"
-    shutil.copy(ckpt / "tokenizer.json", jq_file)
+    return ckpt, (ckpt / "tokenizer.json").stat().st_size
+
+
+def bench_large_file(work: Path, runs: int, sizes: tuple[float, ...]) -> list[str]:
+    one_op = _transform(work, "byte-fallback", ONE_OP)
     jq = shutil.which("jq")
-
-    def apply() -> tuple[float, int]:
-        return timed([*PATCHER, "apply", str(ckpt), str(transform)])[:2]
-
-    def revert() -> tuple[float, int]:
-        return timed([*PATCHER, "revert", str(ckpt), "--last"])[:2]
-
-    def jq_edit() -> tuple[float, int]:
-        script = (
-            f"jq '.model.byte_fallback = true' {jq_file} > {jq_file}.tmp && "
-            f"mv {jq_file}.tmp {jq_file}"
-        )
-        return timed(["sh", "-c", script])[:2]
-
-    steps = [("patcher apply", apply), ("patcher revert", revert)]
-    if jq:
-        steps.append(("jq edit + write", jq_edit))
-    result = median_runs(runs, steps)
     lines = [
-        f"One edit of a {size_mb:.1f} MB tokenizer.json (median of {runs} interleaved runs):",
+        f"One edit of a tokenizer.json-shaped file (median of {runs} interleaved runs; peak RSS "
+        "is the largest of the runs):",
         "",
-        "| process | median wall | peak RSS |",
-        "|---|---|---|",
+        "| file | patcher apply | patcher revert | jq edit + write | apply / jq | revert / jq "
+        "| peak RSS apply / revert / jq | apply RSS / file |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for name, (seconds, peak) in result.items():
-        lines.append(f"| {name} | {seconds * 1000:.0f} ms | {peak / 1024:.0f} MiB |")
+    for megabytes in sizes:
+        ckpt, size = _tokenizer_checkpoint(work, megabytes)
+        jq_file = work / f"jq-{megabytes:g}.json"
+        shutil.copy(ckpt / "tokenizer.json", jq_file)
+
+        def apply(ckpt: Path = ckpt) -> tuple[float, int]:
+            return timed([*PATCHER, "apply", str(ckpt), str(one_op)])[:2]
+
+        def revert(ckpt: Path = ckpt) -> tuple[float, int]:
+            return timed([*PATCHER, "revert", str(ckpt), "--last"])[:2]
+
+        def jq_edit(jq_file: Path = jq_file) -> tuple[float, int]:
+            script = (
+                f"jq '.model.byte_fallback = true' {jq_file} > {jq_file}.tmp && "
+                f"mv {jq_file}.tmp {jq_file}"
+            )
+            return timed(["sh", "-c", script])[:2]
+
+        steps = [("apply", apply), ("revert", revert)]
+        if jq:
+            steps.append(("jq", jq_edit))
+        result = median_runs(runs, steps)
+        (a, a_rss), (r, r_rss) = result["apply"], result["revert"]
+        j, j_rss = result.get("jq", (float("nan"), 0))
+        lines.append(
+            f"| {size / 1e6:.1f} MB | {a * 1000:.0f} ms | {r * 1000:.0f} ms | {j * 1000:.0f} ms "
+            f"| {a / j:.2f}x | {r / j:.2f}x | {a_rss / 1024:.0f} / {r_rss / 1024:.0f} / "
+            f"{j_rss / 1024:.0f} MiB | {a_rss * 1024 / size:.2f}x |"
+        )
+        shutil.rmtree(ckpt)
+        jq_file.unlink()
     if not jq:
-        lines.append("| jq | not installed | |")
+        lines.append("(jq is not installed: its columns are nan)")
     return lines
+
+
+def bench_ops_and_storage(work: Path, runs: int) -> list[str]:
+    """A 3-op transform against a 1-op one, and ``.patcher/`` after 10 stacked applies."""
+    ckpt, size = _tokenizer_checkpoint(work, 15.0)
+    one_op = _transform(work, "one-op", ONE_OP)
+    three_ops = _transform(work, "three-ops", THREE_OPS)
+
+    def cycle(transform: Path) -> Callable[[], tuple[float, int]]:
+        def step() -> tuple[float, int]:
+            result = timed([*PATCHER, "apply", str(ckpt), str(transform)])[:2]
+            timed([*PATCHER, "revert", str(ckpt), "--last"])
+            return result
+
+        return step
+
+    result = median_runs(runs, [("1 op", cycle(one_op)), ("3 ops", cycle(three_ops))])
+    one, three = result["1 op"][0], result["3 ops"][0]
+    timed([*PATCHER, "revert", str(ckpt), "--all"])
+    shutil.rmtree(ckpt / ".patcher", ignore_errors=True)
+    for index in range(10):
+        stacked = _transform(
+            work,
+            f"stacked-{index}",
+            f'ops = [{{ op = "set", path = "/model/dropout", value = {index + 1} }}]\n',
+        )
+        timed([*PATCHER, "apply", str(ckpt), str(stacked)])
+    store = sum(p.stat().st_size for p in (ckpt / ".patcher").rglob("*") if p.is_file())
+    return [
+        f"Ops and storage on a {size / 1e6:.1f} MB tokenizer.json (median of {runs} runs):",
+        "",
+        "| measure | value |",
+        "|---|---|",
+        f"| apply, 1-op transform | {one * 1000:.0f} ms |",
+        f"| apply, 3-op transform | {three * 1000:.0f} ms ({three / one:.2f}x) |",
+        f"| .patcher/ after 10 stacked applies | {store / 1e6:.1f} MB "
+        f"({store / size:.2f}x the file) |",
+    ]
 
 
 def bench_shards(work: Path, runs: int) -> list[str]:
@@ -259,17 +337,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--make-tokenizer", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--megabytes", type=float, default=15.0, help=argparse.SUPPRESS)
     parser.add_argument(
-        "--only", choices=["large", "shards", "startup", "journal"], help="run one section"
+        "--only",
+        choices=["large", "ops", "shards", "startup", "journal"],
+        help="run one section",
+    )
+    parser.add_argument(
+        "--sizes",
+        default=",".join(f"{s:g}" for s in SIZES_MB),
+        help="file sizes in MB for the large-file rows (default: %(default)s)",
     )
     args = parser.parse_args()
     if args.make_tokenizer:
-        make_tokenizer(args.make_tokenizer)
+        make_tokenizer(args.make_tokenizer, args.megabytes)
         return
+    sizes = tuple(float(s) for s in args.sizes.split(","))
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         chosen = {
-            "large": lambda: bench_large_file(work, args.runs),
+            "large": lambda: bench_large_file(work, args.runs, sizes),
+            "ops": lambda: bench_ops_and_storage(work, args.runs),
             "shards": lambda: bench_shards(work, args.runs),
             "startup": lambda: bench_startup(work, args.runs * 3),
             "journal": lambda: bench_journal_growth(work, args.runs),

@@ -135,3 +135,83 @@ def test_pointer_escapes() -> None:
     text = '{"a/b": {"~": 1}}'
     assert jsontext.raw_value(text, "/a~1b/~0") == "1"
     assert jsontext.split_pointer("/a~1b/~0") == ["a/b", "~"]
+
+
+def _python_end(text: str) -> int | None:
+    """Where Python's own JSON scanner ends the first value (None: it refuses it)."""
+    try:
+        _, end = json.JSONDecoder().raw_decode(text)
+    except json.JSONDecodeError:
+        return None
+    return len(text[:end].encode("utf-8"))
+
+
+@SETTINGS
+@given(st.data())
+def test_the_fast_skipper_agrees_with_pythons_json(data: st.DataObject) -> None:
+    """Values off the edited path are skipped by byte patterns, never parsed; on valid JSON
+    they must end exactly where Python's scanner ends, and on every mangled text they must
+    refuse what Python refuses (and accept what it accepts, NaN included)."""
+    text = document_texts(data)
+    if data.draw(st.booleans()):
+        at = data.draw(st.integers(0, len(text)))
+        junk = data.draw(
+            st.sampled_from(["", ",", "]", "}", "\x01", "NaN", '"', "\\", "1.", "-", "[", "{"])
+        )
+        cut = data.draw(st.integers(0, 3))
+        text = text[:at] + junk + text[at + cut :]
+    raw = text.encode("utf-8", "surrogatepass")
+    expected = _python_end(text) if text.encode("utf-8", "surrogatepass") == raw else None
+    try:
+        end = jsontext.value_end(raw, 0)
+    except jsontext.JsonSyntaxError:
+        end = None
+    assert end == expected
+
+
+def test_syntax_errors_name_the_line_and_character_column() -> None:
+    text = '{\n  "é": [1, 2,, 3]\n}'
+    with pytest.raises(jsontext.JsonSyntaxError) as caught:
+        jsontext.JsonText(text).prepare([])
+    with pytest.raises(json.JSONDecodeError) as python:
+        json.loads(text)
+    assert (caught.value.line, caught.value.column) == (python.value.lineno, python.value.colno)
+    assert (caught.value.line, caught.value.column, caught.value.problem) == (
+        2,
+        14,
+        "Expecting value",
+    )
+
+
+def test_nan_is_accepted_as_pythons_json_accepts_it() -> None:
+    text = '{"a": NaN, "b": [Infinity, {"c": -Infinity}], "k": 1}'
+    assert jsontext.replace(text, "/k", 2) == text.replace('"k": 1', '"k": 2')
+
+
+def test_check_utf8_names_the_first_bad_byte() -> None:
+    good = ("Ġ" * 300_000).encode()
+    assert jsontext.check_utf8(good) is None
+    assert jsontext.check_utf8(good[:-1]) == len(good) - 2
+    assert jsontext.check_utf8(good[:400_001] + b"\xff" + good[400_001:]) == 400_000
+
+
+def test_a_scan_is_kept_across_edits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large value beside the edited paths is skipped once, however many edits follow."""
+    vocab = {f"t{i}": i for i in range(20_000)}
+    doc = jsontext.JsonText(json.dumps({"model": {"vocab": vocab, "a": 1, "b": [1]}}, indent=2))
+    calls: list[int] = []
+    real = jsontext.value_end
+
+    def counting(data: bytes, start: int) -> int:
+        calls.append(real(data, start) - start)
+        return calls[-1] + start
+
+    monkeypatch.setattr(jsontext, "value_end", counting)
+    doc.prepare(["/model/a", "/model/b", "/model/c"])
+    doc.replace("/model/a", 2)
+    doc.add("/model/b/-", 3)
+    doc.add("/model/c", {"x": 1})
+    doc.remove("/model/a")
+    large = [n for n in calls if n > 100_000]
+    assert len(large) == 1
+    assert json.loads(doc.text)["model"] == {"vocab": vocab, "b": [1, 3], "c": {"x": 1}}
