@@ -18,7 +18,7 @@ from patcher.engines.target import Engine, parse_engine
 from patcher.errors import DoesNotApplyError
 from patcher.files import current_hash, replace_file
 from patcher.fsio import file_mode, mtime_ns
-from patcher.journal import Entry, FileRecord, Journal, read_journal, store_object
+from patcher.journal import Entry, FileRecord, Journal, must_keep, read_journal, store_object
 from patcher.params import resolve_params
 from patcher.recovery import roll_back
 from patcher.session import write_session
@@ -165,11 +165,15 @@ def apply_transform(
         journal_dir = ckpt.journal_dir
         definition = store_object(journal_dir, chosen.text.encode("utf-8"))
         befores = {
-            plan.path: store_object(
-                journal_dir,
-                plan.before,
-                mode=file_mode(ckpt.path(plan.path)),
-                digest=plan.before_hash,
+            plan.path: (
+                store_object(
+                    journal_dir,
+                    plan.before,
+                    mode=file_mode(ckpt.path(plan.path)),
+                    digest=plan.before_hash,
+                )
+                if must_keep(journal_dir, session.journal, plan.before_hash, plan.kind, __version__)
+                else plan.before_hash
             )
             for plan in plans
         }

@@ -3,7 +3,9 @@
 Layout::
 
     .patcher/journal.json        {"format": 1, "entries": [...]}, rewritten atomically
-    .patcher/objects/<sha256>    original bytes of every file before it was patched
+    .patcher/objects/<sha256>    the bytes a file had before it was patched: the upstream
+                                 original always; an entry stacked on another is rebuilt
+                                 from the one below it (one copy kept every KEYFRAME)
     .patcher/lock                the per-checkpoint lock
 
 Entries move ``pending`` -> ``applied`` -> ``reverting`` -> ``reverted``; ``reapplying`` is an
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from patcher import jsontext
 from patcher.checkpoint import Checkpoint
 from patcher.document import json_problem
 from patcher.errors import ConflictError, JournalError
@@ -30,6 +33,9 @@ from patcher.fsio import atomic_write, ensure_dir, file_sha256, sha256
 from patcher.hfcache import RepoRef
 
 FORMAT = 1
+# A stacked entry's starting bytes are rebuilt by replaying the entries below it; every this
+# many in a row, a full copy is kept so that no rebuild replays more.
+KEYFRAME = 8
 JOURNAL_FILE = "journal.json"
 State = Literal["pending", "applied", "reverting", "reverted", "reapplying"]
 STATES = ("pending", "applied", "reverting", "reverted", "reapplying")
@@ -409,16 +415,15 @@ def store_object(
 
 
 def load_object(directory: Path, digest: str) -> bytes:
-    """The bytes stored under ``digest``, checked against it."""
+    """The bytes stored under ``digest``, checked against it; bytes that were not kept (the
+    start of a stacked entry) are rebuilt from the journal (see ``rebuild_object``)."""
     path = directory / "objects" / digest
     try:
         data = path.read_bytes()
+    except FileNotFoundError:
+        return rebuild_object(directory, digest)
     except OSError:
-        raise JournalError(
-            "original bytes are missing from the journal",
-            file=path,
-            hint="use 'patcher revert --force' to undo with the inverse patch instead",
-        ) from None
+        raise _missing(path) from None
     if sha256(data) != digest:
         raise JournalError(
             "original bytes in the journal are corrupted",
@@ -426,3 +431,96 @@ def load_object(directory: Path, digest: str) -> bytes:
             hint="use 'patcher revert --force' to undo with the inverse patch instead",
         )
     return data
+
+
+def _missing(path: Path) -> JournalError:
+    return JournalError(
+        "original bytes are missing from the journal",
+        file=path,
+        hint="use 'patcher revert --force' to undo with the inverse patch instead",
+    )
+
+
+def _kept(directory: Path, digest: str) -> bool:
+    return (directory / "objects" / digest).is_file()
+
+
+def _leading(entries: tuple[Entry, ...] | list[Entry]) -> dict[str, list[FileRecord]]:
+    """The JSON file records of ``entries`` by the hash each leaves."""
+    found: dict[str, list[FileRecord]] = {}
+    for entry in entries:
+        for record in entry.files:
+            if record.kind == "json":
+                found.setdefault(record.after, []).append(record)
+    return found
+
+
+def _chain(
+    directory: Path, leading: dict[str, list[FileRecord]], digest: str, limit: int
+) -> list[FileRecord] | None:
+    """The shortest run of records (last first) from kept bytes to ``digest``, at most
+    ``limit`` long; None when there is none."""
+    paths: dict[str, list[FileRecord]] = {digest: []}
+    frontier = [digest]
+    while frontier:
+        following: list[str] = []
+        for current in frontier:
+            if _kept(directory, current):
+                return paths[current]
+            if len(paths[current]) >= limit:
+                continue
+            for record in leading.get(current, []):
+                if record.before not in paths:
+                    paths[record.before] = [*paths[current], record]
+                    following.append(record.before)
+        frontier = following
+    return None
+
+
+def rebuild_object(directory: Path, digest: str) -> bytes:
+    """Bytes that were not kept: replayed forward from the nearest kept bytes through the
+    forward patches of the entries that led to them, each step checked against its hash."""
+    path = directory / "objects" / digest
+    try:
+        entries = load_journal(directory).entries
+    except JournalError:
+        raise _missing(path) from None
+    steps = _chain(directory, _leading(entries), digest, len(entries))
+    if steps is None:
+        raise _missing(path)
+    data = load_object(directory, steps[-1].before if steps else digest)
+    for record in reversed(steps):
+        data = jsontext.apply_ops(data, record.forward)
+        if sha256(data) != record.after:
+            raise JournalError(
+                "the bytes before this entry cannot be rebuilt from the journal exactly",
+                file=path,
+                hint="use 'patcher revert --force' to undo with the inverse patch instead",
+            )
+    return data
+
+
+def must_keep(directory: Path, journal: Journal, before: str, kind: str, version: str) -> bool:
+    """Whether the bytes ``before`` must be kept in ``objects/``: always, unless applied
+    entries of this patcher version lead there from kept bytes in fewer than KEYFRAME steps.
+    Bytes already kept are stored again (store_object checks them, and mends them if bad)."""
+    if kind != "json" or _kept(directory, before):
+        return True
+    mine = [e for e in journal.applied if e.tool_version == version]
+    return _chain(directory, _leading(mine), before, KEYFRAME - 1) is None
+    leading = {
+        record.after: record
+        for entry in journal.applied
+        if entry.tool_version == version
+        for record in entry.files
+        if record.kind == "json"
+    }
+    current = before
+    for depth in range(KEYFRAME):
+        if _kept(directory, current):
+            return depth == 0  # already kept: store_object checks it (and mends it if bad)
+        record = leading.get(current)
+        if record is None:
+            return True
+        current = record.before
+    return True

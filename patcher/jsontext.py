@@ -576,6 +576,22 @@ def _find(container: Container, token: str, pointer: str) -> int:
     raise PointerError(pointer)
 
 
+def apply_ops(data: bytes, ops: tuple[dict[str, Any], ...] | list[dict[str, Any]]) -> bytes:
+    """Replay recorded RFC 6902 ops on ``data`` exactly as the compiler made them (``x-raw``
+    puts back a value's source text). No guards: callers check the result against its hash."""
+    doc = JsonText(data)
+    doc.prepare([op["path"] for op in ops])
+    for op in ops:
+        kind, pointer, raw = op["op"], op["path"], op.get("x-raw")
+        if kind == "remove":
+            doc.remove(pointer)
+        elif kind == "replace":
+            doc.replace(pointer, op["value"], raw)
+        elif kind == "add":
+            doc.add(pointer, op["value"], raw)
+    return doc.data
+
+
 def raw_value(text: str, pointer: str) -> str:
     """Return the exact source text of the value at ``pointer``."""
     return JsonText(text).raw(pointer)

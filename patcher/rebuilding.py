@@ -89,7 +89,8 @@ def rebuild(
         for entry in scratch_journal.entries:
             store_object(ckpt.journal_dir, load_object(work / ".patcher", entry.definition))
             for record in entry.files:
-                store_object(ckpt.journal_dir, load_object(work / ".patcher", record.before))
+                if (work / ".patcher" / "objects" / record.before).is_file():
+                    store_object(ckpt.journal_dir, load_object(work / ".patcher", record.before))
         touched = {r.path for e in scratch_journal.entries for r in e.files}
         touched |= {r.path for e in retire for r in e.files}
         final = {p: (work / p).read_bytes() for p in touched if (work / p).exists()}

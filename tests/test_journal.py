@@ -1,0 +1,99 @@
+"""The journal keeps the upstream original once; stacked entries start from rebuilt bytes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from patcher import api, journal
+from patcher.reapplying import reapply_transforms
+
+SET = """name = "set-{name}"
+summary = "s"
+why = "w"
+undo_when = "u"
+[[edits]]
+file = "tokenizer.json"
+ops = [{{ op = "set", path = "{path}", value = {value} }}]
+"""
+DOC = {
+    "version": "1.0",
+    "model": {"dropout": None, "vocab": {f"tok{i}": i for i in range(3000)}, "merges": []},
+    "added_tokens": [{"id": 0, "content": "<s>"}],
+}
+POINTERS = ["/model/dropout", "/model/fuse_unk", "/version", "/added_tokens/0/id", "/extra"]
+
+
+def _checkpoint(root: Path) -> Path:
+    root.mkdir()
+    (root / "config.json").write_text('{"model_type": "llama"}\n')
+    (root / "tokenizer.json").write_text(json.dumps(DOC, indent=2))
+    return root
+
+
+def _objects(ckpt: Path) -> int:
+    objects = ckpt / ".patcher" / "objects"
+    return sum(p.stat().st_size for p in objects.iterdir()) if objects.exists() else 0
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    edits=st.lists(
+        st.tuples(st.sampled_from(POINTERS), st.integers(-5, 10**6)), min_size=1, max_size=12
+    )
+)
+def test_stacked_applies_keep_the_original_once_and_revert_exactly(
+    tmp_path_factory: object, edits: list[tuple[str, int]]
+) -> None:
+    """10 stacked edits of a file used to store 10 copies of it; now the original and one
+    copy every KEYFRAME entries, and every revert still gives back the exact bytes."""
+    base = Path(tmp_path_factory.mktemp("stack"))  # type: ignore[attr-defined]
+    ckpt = _checkpoint(base / "ckpt")
+    states = [(ckpt / "tokenizer.json").read_bytes()]
+    for index, (pointer, value) in enumerate(edits):
+        transform = base / f"t{index}.toml"
+        transform.write_text(SET.format(name=index, path=pointer, value=value))
+        if api.apply(ckpt, transform).outcome == "applied":
+            states.append((ckpt / "tokenizer.json").read_bytes())
+    size = len(states[0])
+    kept = 1 + (len(states) - 2) // journal.KEYFRAME
+    assert _objects(ckpt) <= kept * size + 300 * len(edits)  # + the transform definitions
+    while len(states) > 1:
+        api.revert(ckpt, last=True)
+        states.pop()
+        assert (ckpt / "tokenizer.json").read_bytes() == states[-1]
+
+
+def test_a_stack_reapplies_after_a_re_download(tmp_path: Path) -> None:
+    ckpt = _checkpoint(tmp_path / "ckpt")
+    original = (ckpt / "tokenizer.json").read_bytes()
+    for index, value in enumerate([1, 2, 3]):
+        transform = tmp_path / f"t{index}.toml"
+        transform.write_text(SET.format(name=index, path="/model/dropout", value=value))
+        api.apply(ckpt, transform)
+    patched = (ckpt / "tokenizer.json").read_bytes()
+    (ckpt / "tokenizer.json").write_bytes(original)  # what a fresh download leaves
+    reapply_transforms(ckpt)
+    assert (ckpt / "tokenizer.json").read_bytes() == patched
+
+
+def test_entries_of_another_patcher_version_are_not_relied_on(tmp_path: Path) -> None:
+    """A newer patcher may render values differently, so it keeps its own copy rather than
+    rebuild from an older version's patches."""
+    ckpt = _checkpoint(tmp_path / "ckpt")
+    first = tmp_path / "a.toml"
+    first.write_text(SET.format(name="a", path="/model/dropout", value=1))
+    api.apply(ckpt, first)
+    raw = json.loads((ckpt / ".patcher" / "journal.json").read_text())
+    raw["entries"][0]["tool_version"] = "0.0.1"
+    (ckpt / ".patcher" / "journal.json").write_text(json.dumps(raw))
+    second = tmp_path / "b.toml"
+    second.write_text(SET.format(name="b", path="/model/dropout", value=2))
+    one = _objects(ckpt)
+    api.apply(ckpt, second)
+    assert _objects(ckpt) > one + len(json.dumps(DOC, indent=2)) - 100
