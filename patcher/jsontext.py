@@ -13,6 +13,7 @@ new member copies the separator, indentation and ``": "`` style of its siblings.
 from __future__ import annotations
 
 import codecs
+import functools
 import hashlib
 import json
 import re
@@ -41,20 +42,38 @@ def _object_of(item: bytes) -> bytes:
 
 
 _FLAT = rb"(?:" + _SCALAR + rb"|" + _array_of(_SCALAR) + rb"|" + _object_of(_SCALAR) + rb")"
-# A scalar, or a container at most two levels deep (vocab, merges, added_tokens): one C match.
-_VALUE = re.compile(_FLAT + rb"|" + _array_of(_FLAT) + rb"|" + _object_of(_FLAT))
+# A scalar, or a container holding only scalars (a vocab, a merges list): one C match.
+_VALUE = re.compile(_FLAT)
 _KEY = re.compile(_STR)
-# Deeper containers: runs of shallow members are matched in C, nested ones one at a time.
-_RUN = {
-    0x7B: re.compile(_S + rb"(?:" + _STR + _S + rb":" + _S + _FLAT + _S + rb"," + _S + rb")*+"),
-    0x5B: re.compile(_S + rb"(?:" + _FLAT + _S + rb"," + _S + rb")*+"),
-}
-_LAST = {
-    0x7B: re.compile(_STR + _S + rb":" + _S + _FLAT + _S + rb"\}"),
-    0x5B: re.compile(_FLAT + _S + rb"\]"),
-}
-_HEAD = {0x7B: re.compile(_STR + _S + rb":" + _S), 0x5B: re.compile(b"")}
 _CLOSER = {0x7B: 0x7D, 0x5B: 0x5D}
+
+
+@functools.cache
+def _members(opener: int) -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
+    """For a deeper container: a pattern that runs over its members holding scalars or
+    containers of scalars (and its closing bracket, when no deeper member follows), in C; and
+    the pattern of a member's head (``"key": ``) before a deeper value."""
+    if opener == 0x7B:
+        member = _STR + _S + rb":" + _S + _FLAT + _S
+        head = _STR + _S + rb":" + _S
+    else:
+        member, head = _FLAT + _S, b""
+    closer = re.escape(bytes([_CLOSER[opener]]))
+    run = (
+        _S
+        + rb"(?:"
+        + member
+        + rb","
+        + _S
+        + rb")*+(?:"
+        + member
+        + rb"(?P<close>"
+        + closer
+        + rb"))?+"
+    )
+    return re.compile(run), re.compile(head)
+
+
 _CHUNK = 1 << 18
 
 
@@ -189,18 +208,16 @@ def _slow_value_end(data: bytes, start: int) -> int:
 def _skip_container(data: bytes, start: int) -> int | None:
     opener = data[start]
     closer = _CLOSER[opener]
-    run, last, head = _RUN[opener], _LAST[opener], _HEAD[opener]
+    run, head = _members(opener)
     j = _skip(data, start + 1)
     if j < len(data) and data[j] == closer:
         return j + 1
     while True:
         matched = run.match(data, j)
         assert matched is not None
-        j = matched.end()
-        closing = last.match(data, j)
-        if closing is not None:
-            return closing.end()
-        member = head.match(data, j)
+        if matched["close"] is not None:
+            return matched.end()
+        member = head.match(data, matched.end())
         if member is None or member.end() >= len(data) or data[member.end()] not in _OPEN:
             return None
         k = _skip(data, value_end(data, member.end()))
