@@ -131,7 +131,7 @@ def _boundary(as_json: bool = False) -> Iterator[None]:
                 "file": exc.file,
                 "pointer": exc.pointer,
                 "hint": exc.hint,
-                "exit_code": EXIT_REFUSED,
+                "exit_code": exc.exit_code,
             }
             typer.echo(json.dumps({"error": error}, indent=2))
         _err(f"error: {exc.message}")
@@ -596,6 +596,14 @@ def sync(
     tp: TpOpt = None,
     dry_run: DryRunOpt = False,
     revision: RevisionOpt = None,
+    overlay: Annotated[
+        Path | None,
+        typer.Option(
+            "--overlay",
+            help="Leave CHECKPOINT untouched (a read-only model store): sync an overlay "
+            "folder of links and patched copies instead, made if needed.",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Make the checkpoint what the target needs: revert, re-apply and apply as planned.
@@ -610,6 +618,7 @@ def sync(
             _target(checkpoint, revision),
             _make_target(profile, engine, gpu, tp),
             dry_run=dry_run,
+            overlay=overlay,
         )
         _out(render.to_json(render.sync_json(result)) if as_json else render.sync_text(result))
 

@@ -7,10 +7,13 @@ command to run. The CLI maps these to exit code 1; anything else is a bug (exit 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 
 class PatcherError(Exception):
     """Base of every failure the patcher expects and explains."""
+
+    exit_code: ClassVar[int] = 1  # what the CLI exits with (the README's "Exit codes")
 
     def __init__(
         self,

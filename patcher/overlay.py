@@ -12,6 +12,16 @@ from patcher.errors import CheckpointError
 from patcher.fsio import atomic_write, ensure_dir, write_error
 
 
+def existing_overlay(source: Path, out: Path | str) -> Path | None:
+    """``out`` when it is already an overlay of ``source``, else None."""
+    target = Path(out).expanduser().absolute()
+    record = target / JOURNAL_DIR / OVERLAY_FILE
+    if not record.is_file():
+        return None
+    recorded = json.loads(record.read_text()).get("source")
+    return target if Path(recorded).resolve() == source.resolve() else None
+
+
 def make_overlay(source: Path | str, out: Path | str) -> Path:
     """Create (or reuse) the overlay ``out`` of ``source``; returns its absolute path."""
     ckpt = open_checkpoint(source)

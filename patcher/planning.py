@@ -55,13 +55,29 @@ class Plan:
 
 
 @dataclass(frozen=True, slots=True)
+class FileChange:
+    """A config file ``sync`` changed (or, for a dry run, would change): its bytes before and
+    after (None: absent)."""
+
+    path: str
+    before: bytes | None
+    after: bytes | None
+
+    def __repr__(self) -> str:
+        sizes = [None if b is None else len(b) for b in (self.before, self.after)]
+        return f"FileChange({self.path!r}, {sizes[0]} -> {sizes[1]} bytes)"
+
+
+@dataclass(frozen=True, slots=True)
 class SyncResult:
-    """The plan, and the journal entries ``sync`` applied (empty for a dry run)."""
+    """The plan, the journal entries ``sync`` applied and reverted (empty for a dry run), and
+    the files it changed (for a dry run: would change)."""
 
     plan: Plan
     applied: tuple[int, ...]
     reverted: tuple[int, ...]
     dry_run: bool
+    files: tuple[FileChange, ...] = ()
 
 
 def upstream_files(checkpoint: Checkpoint, journal: Journal) -> ConfigFiles:
@@ -141,19 +157,95 @@ def _why_not(entry: Entry, target: Target) -> str:
     return f"not wanted by {target.profile or 'the target'}"
 
 
-def sync_checkpoint(checkpoint: Path | str, target: Target, *, dry_run: bool = False) -> SyncResult:
+def _config_bytes(ckpt: Checkpoint) -> dict[str, bytes | None]:
+    """The checkpoint's config files as they are now (through links; weights never read)."""
+    from patcher.files import read_current
+    from patcher.rebuilding import SCRATCH_SUFFIXES
+
+    return {
+        child.name: read_current(ckpt, child.name)
+        for child in sorted(ckpt.root.iterdir())
+        if child.name.endswith(SCRATCH_SUFFIXES)
+    }
+
+
+def _changes(
+    before: Mapping[str, bytes | None], after: Mapping[str, bytes | None]
+) -> tuple[FileChange, ...]:
+    return tuple(
+        FileChange(path, before.get(path), after.get(path))
+        for path in sorted({*before, *after})
+        if before.get(path) != after.get(path)
+    )
+
+
+def _predict(ckpt: Checkpoint, target: Target) -> tuple[FileChange, ...]:
+    """What a real sync would change, found by running one on a scratch copy of the config
+    files and the journal (the checkpoint is not written, nor locked)."""
+    import shutil
+    import tempfile
+
+    before = _config_bytes(ckpt)
+    kept = originals(ckpt, read_journal(ckpt))
+    with tempfile.TemporaryDirectory(prefix="patcher-sync-") as scratch:
+        copy = Path(scratch) / "checkpoint"
+        copy.mkdir()
+        for name, data in before.items():
+            if data is not None:
+                (copy / name).write_bytes(data)
+        journal = ckpt.journal_dir / "journal.json"
+        if journal.is_file():
+            (copy / ".patcher").mkdir()
+            shutil.copyfile(journal, copy / ".patcher" / "journal.json")
+            if (ckpt.journal_dir / "objects").is_dir():
+                shutil.copytree(ckpt.journal_dir / "objects", copy / ".patcher" / "objects")
+        sync_checkpoint(copy, target)
+        after: dict[str, bytes | None] = {}
+        for name in {*before, *(p.name for p in copy.iterdir())}:
+            path = copy / name
+            # A file put back as its Hugging Face cache link holds its original bytes.
+            after[name] = (
+                kept.get(name)
+                if path.is_symlink()
+                else (path.read_bytes() if path.is_file() else None)
+            )
+        after.pop(".patcher", None)
+    return _changes(before, after)
+
+
+def sync_checkpoint(
+    checkpoint: Path | str,
+    target: Target,
+    *,
+    dry_run: bool = False,
+    overlay: Path | str | None = None,
+) -> SyncResult:
     """Carry out the plan as one all-or-nothing step: the wanted transforms (those kept, then
     the new ones) are applied to the upstream bytes in a scratch copy, and the checkpoint is
     moved to the result under one write-ahead record (see ``patcher.rebuilding``). Entries
-    kept are re-recorded under new ids; the old ones are marked reverted."""
+    kept are re-recorded under new ids; the old ones are marked reverted.
+
+    With ``overlay``, the checkpoint (a read-only model store) is left untouched: the overlay
+    folder (made if needed) gets links to its files and the patched copies. A dry run writes
+    nothing and returns the files a real run would change, with their new bytes."""
     from patcher.file_status import file_states
     from patcher.rebuilding import Step, journalled_step, rebuild, upstream_bytes
     from patcher.session import write_session
 
     ckpt = open_checkpoint(checkpoint)
+    if overlay is not None:
+        from patcher.overlay import existing_overlay, make_overlay
+
+        if not dry_run:
+            ckpt = open_checkpoint(make_overlay(ckpt.root, overlay))
+        elif existing_overlay(ckpt.root, overlay) is not None:
+            ckpt = open_checkpoint(overlay)
     plan = plan_checkpoint(ckpt.root, target)
-    if dry_run or plan.in_sync:
+    if plan.in_sync:
         return SyncResult(plan, (), (), dry_run)
+    if dry_run:
+        return SyncResult(plan, (), (), True, _predict(ckpt, target))
+    before = _config_bytes(ckpt)
     with write_session(ckpt) as session:
         journal = session.journal
         plan = _plan(ckpt, journal, target)  # under the lock: the journal it acts on
@@ -182,7 +274,7 @@ def sync_checkpoint(checkpoint: Path | str, target: Target, *, dry_run: bool = F
         created = rebuild(session, upstream_bytes(session), [*steps, *new_steps], journal.applied)
     applied = tuple(e.id for e in created[len(steps) :] if e is not None)
     reverted = tuple(a.entry_id for a in plan.actions if a.entry_id is not None)
-    return SyncResult(plan, applied, reverted, False)
+    return SyncResult(plan, applied, reverted, False, _changes(before, _config_bytes(ckpt)))
 
 
 def _check_effect(ckpt: Checkpoint, step: Any, target: Target) -> None:

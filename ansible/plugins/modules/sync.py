@@ -1,0 +1,178 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Apache-2.0 (see the patcher repository's pyproject.toml)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: sync
+short_description: Converge a model checkpoint to what its engine and GPU need
+description:
+  - Does what C(patcher sync) does, through the patcher library on the managed host. The
+    transforms the target needs (judged against the upstream files by patcher's engine
+    model) and the ones asked for are applied, the ones no longer wanted are reverted, and
+    the ones with new parameters are re-applied, all in one all-or-nothing step.
+  - The target comes from a profile file on the host, or from O(engine) and O(gpu) (these
+    override a profile's).
+  - Idempotent; a second run reports C(changed=false).
+version_added: "0.1.0"
+options:
+  path:
+    description: The checkpoint folder. One of O(path) or O(repo_id) is required.
+    type: path
+  repo_id:
+    description: An C(ORG/NAME) repository in the host's Hugging Face cache.
+    type: str
+  revision:
+    description: The revision of O(repo_id) (default is the one C(refs/main) names).
+    type: str
+  profile:
+    description:
+      - The path of a profile (TOML) on the host; see the patcher README, 'Targets and profiles'.
+    type: path
+  engine:
+    description: The serving engine and version, such as C(vllm==0.16.0).
+    type: str
+  gpu:
+    description: The GPU, such as C(rtx-pro-6000) or C(h100).
+    type: str
+  tensor_parallel:
+    description: The tensor-parallel size the checkpoint is served with.
+    type: int
+  transforms:
+    description: Transforms wanted whatever the target, name to parameters.
+    type: dict
+  overlay:
+    description:
+      - Leave the checkpoint untouched (a read-only model store) and converge this overlay
+        folder of links and patched copies instead; it is made when missing.
+    type: path
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+author:
+  - patcher contributors
+"""
+
+EXAMPLES = r"""
+- name: Patch the checkpoint for this node's GPU
+  patcher.patcher.sync:
+    path: /models/Kimi-K2.5-NVFP4
+    engine: vllm==0.16.0
+    gpu: "{{ patcher_gpu }}"
+    tensor_parallel: 8
+  notify: restart vllm
+
+- name: From a profile shipped to the host
+  patcher.patcher.sync:
+    repo_id: nvidia/Kimi-K2.5-NVFP4
+    profile: /etc/patcher/profile.toml
+"""
+
+RETURN = r"""
+actions:
+  description: The plan's steps (apply, revert, reapply) with the reason for each.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"action": "apply", "name": "strip-fp8-kv-cache", "params": {}, "reason": "needed: ..."}]
+applied:
+  description: The transforms applied to the checkpoint after the task, oldest first.
+  returned: always
+  type: list
+  elements: str
+entries:
+  description: The journal entries the task created (C(applied)) and retired (C(reverted)).
+  returned: always
+  type: dict
+files:
+  description: The config files the task changed (in check mode, would change).
+  returned: always
+  type: list
+  elements: str
+checkpoint:
+  description: The folder synced (the overlay when O(overlay) is given).
+  returned: always
+  type: str
+target:
+  description: The target, as C(vllm==0.16.0 on rtx-pro-6000 (12.0)).
+  returned: always
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.patcher.patcher.plugins.module_utils.common import (
+    CHECKPOINT_ARGS,
+    CHECKPOINT_RULES,
+    checkpoint_of,
+    fail,
+    file_diff,
+    require_patcher,
+)
+
+
+def run(module, api):
+    p = module.params
+    target = api.make_target(
+        engine=p["engine"],
+        gpu=p["gpu"],
+        tensor_parallel=p["tensor_parallel"],
+        transforms=p["transforms"],
+        profile=p["profile"],
+    )
+    result = api.sync(checkpoint_of(p), target, dry_run=module.check_mode, overlay=p["overlay"])
+    plan = result.plan
+    actions = [
+        dict(action=a.action, name=a.name, params=dict(a.params), reason=a.reason)
+        for a in plan.actions
+    ]
+    applied = [e.transform for e in api.status(plan.checkpoint).applied]
+    if module.check_mode:
+        dropped = {a.name for a in plan.actions if a.action == "revert"}
+        added = [a.name for a in plan.actions if a.action == "apply"]
+        applied = [n for n in applied if n not in dropped] + added
+    output = dict(
+        changed=not plan.in_sync,
+        actions=actions,
+        applied=applied,
+        entries=dict(applied=list(result.applied), reverted=list(result.reverted)),
+        files=[f.path for f in result.files],
+        checkpoint=str(plan.checkpoint),
+        target=target.describe(),
+    )
+    return output, [file_diff(f.path, f.before, f.after) for f in result.files]
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            **CHECKPOINT_ARGS,
+            profile=dict(type="path"),
+            engine=dict(type="str"),
+            gpu=dict(type="str"),
+            tensor_parallel=dict(type="int"),
+            transforms=dict(type="dict"),
+            overlay=dict(type="path"),
+        ),
+        supports_check_mode=True,
+        required_one_of=CHECKPOINT_RULES["required_one_of"] + [("profile", "engine")],
+        mutually_exclusive=CHECKPOINT_RULES["mutually_exclusive"],
+        required_by=CHECKPOINT_RULES["required_by"],
+    )
+    require_patcher(module)
+    import patcher as api
+
+    try:
+        result, diff = run(module, api)
+    except api.PatcherError as error:
+        fail(module, error, changed=False)
+    if module._diff:
+        result["diff"] = diff
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
