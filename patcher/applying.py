@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from patcher import __version__
 from patcher.catalog import find_transform
@@ -21,15 +21,18 @@ from patcher.fsio import file_mode, mtime_ns
 from patcher.journal import Entry, FileRecord, Journal, must_keep, read_journal, store_object
 from patcher.params import resolve_params
 from patcher.recovery import roll_back
+from patcher.results import JsonResult
 from patcher.session import write_session
 from patcher.transform import Transform, substitute
 
 ApplyOutcome = Literal["applied", "dry-run", "nothing-to-do", "already-applied"]
 
 
-@dataclass(frozen=True, slots=True)
-class ApplyResult:
+@dataclass(frozen=True, slots=True, repr=False)
+class ApplyResult(JsonResult):
     """What ``apply`` did (or, for a dry run, would do)."""
+
+    json_renderer: ClassVar[str] = "apply_json"
 
     outcome: ApplyOutcome
     checkpoint: Path
@@ -125,6 +128,7 @@ def apply_transform(
     overlay: Path | str | None = None,
     engine: Engine | str | None = None,
     target: Mapping[str, Any] | None = None,
+    revision: str | None = None,
 ) -> ApplyResult:
     """Apply ``transform`` (a built-in name, a transform file path, or a ``Transform``) to the
     checkpoint. Returns the plan; with ``dry_run`` nothing is written. With ``overlay``, the
@@ -135,7 +139,7 @@ def apply_transform(
     naming the vLLM versions that ignore the edit. ``target`` (engine, GPU, profile) is kept
     in the journal entry, as ``sync`` does."""
     judge = parse_engine(engine) if isinstance(engine, str) else engine
-    ckpt = open_checkpoint(checkpoint)
+    ckpt = open_checkpoint(checkpoint, revision)
     if overlay is not None and not dry_run:
         from patcher.overlay import make_overlay
 

@@ -30,13 +30,20 @@ def builtin_transforms() -> tuple[Transform, ...]:
 
 def find_transform(reference: str) -> Transform:
     """A built-in transform by name, or a user's transform file by path."""
+    path = Path(reference)
+    if reference.endswith(".toml") or "/" in reference:  # never a name ([a-z][a-z0-9-]*)
+        if not path.is_file():
+            raise TransformError("transform file not found", file=reference, hint="patcher list")
+        return load_transform_file(path)
+    own = catalog_dir() / f"{reference}.toml"
+    if own.is_file():  # each built-in lives in NAME.toml: parse that one only
+        transform = parse_transform(own.read_text(encoding="utf-8"), f"builtin:{own.name}")
+        if transform.name == reference:
+            return transform
     for transform in builtin_transforms():
         if transform.name == reference:
             return transform
-    path = Path(reference)
-    if reference.endswith(".toml") or "/" in reference or path.is_file():
-        if not path.is_file():
-            raise TransformError("transform file not found", file=reference, hint="patcher list")
+    if path.is_file():
         return load_transform_file(path)
     names = [t.name for t in builtin_transforms()]
     close = difflib.get_close_matches(reference, names, n=1, cutoff=0.5)

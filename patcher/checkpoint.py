@@ -35,6 +35,15 @@ class Checkpoint:
     root: Path
     link_bases: tuple[Path, ...] = ()
     overlay_source: Path | None = None
+    named: str | None = None  # how the user named it (a relative path, ORG/NAME@REV)
+
+    @property
+    def arg(self) -> str:
+        """The checkpoint as the user typed it, quoted for a shell: what suggested commands
+        echo (``nvidia/Kimi-K2.5-NVFP4``, not the snapshot path it resolves to)."""
+        import shlex
+
+        return shlex.quote(self.named or str(self.root))
 
     @property
     def journal_dir(self) -> Path:
@@ -66,9 +75,11 @@ class Checkpoint:
         return str(path.readlink()) if path.is_symlink() else None
 
 
-def open_checkpoint(path: Path | str) -> Checkpoint:
+def open_checkpoint(path: Path | str, revision: str | None = None) -> Checkpoint:
     """Check that ``path`` is a checkpoint directory (or ``ORG/NAME[@REVISION]``, a repository
-    in the local Hugging Face cache) and return it."""
+    in the local Hugging Face cache; ``revision`` is the same as ``@REVISION``) and return it."""
+    if revision is not None:
+        path = f"{path}@{revision}"
     from patcher.hfcache import parse_repo_ref, resolve_snapshot
 
     root = Path(path).expanduser().absolute()
@@ -121,7 +132,7 @@ def open_checkpoint(path: Path | str) -> Checkpoint:
         if not source.is_dir() or not any((source / n).is_file() for n in CONFIG_FILES):
             raise damaged
         bases.append(source)
-    return Checkpoint(root, tuple(bases), source)
+    return Checkpoint(root, tuple(bases), source, str(path))
 
 
 def _inside(path: Path, base: Path) -> bool:

@@ -113,6 +113,13 @@ def _report_wait(holder: str, waited: float) -> None:
     sys.stderr.flush()
 
 
+def _report_wait_done() -> None:
+    """Keep the last wait line on a terminal: what follows starts on a line of its own."""
+    if sys.stderr.isatty():
+        sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
 @contextlib.contextmanager
 def _boundary(as_json: bool = False) -> Iterator[None]:
     """The one exception boundary: known failures exit 1 with their message, others exit 3.
@@ -178,6 +185,7 @@ def _main(
     from patcher import progress
 
     progress.wait_reporter = _report_wait
+    progress.wait_done = _report_wait_done
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help())  # a bare `patcher`: help on stdout, exit 0
         raise typer.Exit(EXIT_OK)
@@ -305,7 +313,11 @@ def apply(
             overlay=overlay,
             engine=engine,
         )
-        _out(render.to_json(render.apply_json(result)) if as_json else render.apply_text(result))
+        _out(
+            render.to_json(render.apply_json(result))
+            if as_json
+            else render.apply_text(result, _target(checkpoint, revision))
+        )
         if not as_json:
             for warning in result.warnings:
                 _err(f"warning: {warning}")

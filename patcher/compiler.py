@@ -25,13 +25,14 @@ from patcher.fsio import sha256
 from patcher.jsontext import MISSING as _MISSING
 from patcher.jsontext import JsonText
 from patcher.params import ResolvedParams
+from patcher.results import ShortRepr
 from patcher.transform import Edit, Guard, Transform, substitute
 
 Op = dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class FilePlan:
+@dataclass(frozen=True, slots=True, repr=False)
+class FilePlan(ShortRepr):
     """What applying a transform does to one file."""
 
     path: str
@@ -174,7 +175,7 @@ class _Compiler:
             raise _does_not_apply(
                 self.transform, str(path), "", "file not found, and this transform needs it"
             )
-        hint = f"fix the file, then run: patcher apply {self.checkpoint.root} {self.transform.name}"
+        hint = f"fix the file, then run: patcher apply {self.checkpoint.arg} {self.transform.name}"
         try:
             data = path.read_bytes()
         except OSError as exc:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.files import current_hash, read_current
 from patcher.journal import Entry, Journal, read_journal
+from patcher.results import JsonResult
 
 FileState = Literal[
     "patched", "changed", "original", "missing", "reverted", "half-done", "upstream"
@@ -25,9 +26,11 @@ class FileStatus:
     entries: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Status:
+@dataclass(frozen=True, slots=True, repr=False)
+class Status(JsonResult):
     """The applied transforms (oldest first) and every journalled file."""
+
+    json_renderer: ClassVar[str] = "status_json"
 
     checkpoint: Path
     applied: tuple[Entry, ...]
@@ -37,9 +40,9 @@ class Status:
     notes: tuple[str, ...] = ()
 
 
-def checkpoint_status(checkpoint: Path | str) -> Status:
+def checkpoint_status(checkpoint: Path | str, *, revision: str | None = None) -> Status:
     """Classify every journalled file of the checkpoint; reads only the journalled files."""
-    ckpt = open_checkpoint(checkpoint)
+    ckpt = open_checkpoint(checkpoint, revision)
     journal = read_journal(ckpt)
     reverted = tuple(e for e in journal.entries if e.state == "reverted")
     notes: list[str] = []

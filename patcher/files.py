@@ -44,7 +44,7 @@ def _not_a_file(checkpoint: Checkpoint, path: Path) -> InputFileError:
     return InputFileError(
         "is not a regular file (a folder, a pipe or a device?)",
         file=path,
-        hint=f"put the file back (or move this aside), then run patcher status {checkpoint.root}",
+        hint=f"put the file back (or move this aside), then run patcher status {checkpoint.arg}",
     )
 
 
@@ -74,7 +74,7 @@ def replace_file(
         raise ConflictError(
             "changed by another process while patcher was working; nothing more was written",
             file=path,
-            hint=f"patcher status {checkpoint.root}",
+            hint=f"patcher status {checkpoint.arg}",
         )
     if link is not None:
         atomic_symlink(path, link, root=checkpoint.root)

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.document import read_json_file
@@ -19,6 +19,7 @@ from patcher.engines.target import Engine, parse_engine
 from patcher.engines.view import EngineView
 from patcher.errors import TargetError
 from patcher.journal import read_journal
+from patcher.results import JsonResult
 
 FP8_KV_POINTERS = (
     ("hf_quant_config.json", ("quantization", "kv_cache_quant_algo")),
@@ -43,10 +44,12 @@ class Finding:
     command: str
 
 
-@dataclass(frozen=True, slots=True)
-class CheckReport:
+@dataclass(frozen=True, slots=True, repr=False)
+class CheckReport(JsonResult):
     """Everything ``check`` found (empty when the checkpoint looks fine), and with an engine,
     what that engine derives from the files."""
+
+    json_renderer: ClassVar[str] = "check_json"
 
     checkpoint: Path
     findings: tuple[Finding, ...]
@@ -283,7 +286,11 @@ def _engine_findings(view: EngineView, apply: Callable[[str], str]) -> Iterator[
 
 
 def check_checkpoint(
-    checkpoint: Path | str, *, engine: Engine | str | None = None, gpu: Gpu | str | None = None
+    checkpoint: Path | str,
+    *,
+    engine: Engine | str | None = None,
+    gpu: Gpu | str | None = None,
+    revision: str | None = None,
 ) -> CheckReport:
     """Report known problems in the checkpoint's config files.
 
@@ -291,7 +298,7 @@ def check_checkpoint(
     ``"12.0"``), the report also holds what that engine derives from the files, and the
     engine's start-up errors become findings; the generic FP8 KV finding is then left to the
     engine model, which knows whether that engine runs FP8 KV on that GPU."""
-    ckpt = open_checkpoint(checkpoint)
+    ckpt = open_checkpoint(checkpoint, revision)
     files = _Files(ckpt)
     target = parse_engine(engine) if isinstance(engine, str) else engine
     device = parse_gpu(gpu) if isinstance(gpu, str) else gpu
@@ -312,13 +319,13 @@ def check_checkpoint(
     def apply(name: str) -> str:
         if name in applied:
             # Applied, yet the files show the problem again: a new upstream replaced them.
-            return f"patcher rebase {ckpt.root} ({name} is applied; new upstream files?)"
-        return f"patcher apply {ckpt.root} {name}"
+            return f"patcher rebase {ckpt.arg} ({name} is applied; new upstream files?)"
+        return f"patcher apply {ckpt.arg} {name}"
 
     findings = [
         *(_engine_findings(view, apply) if view is not None else _fp8_kv(files, apply)),
         *_kv_disagreement(files, apply),
-        *_rope_downgrade(files, f"patcher diff {ckpt.root}"),
+        *_rope_downgrade(files, f"patcher diff {ckpt.arg}"),
         *_eos_mismatch(files, apply),
         *_sliding_window(files, apply),
         *_missing_mtp(files, apply),

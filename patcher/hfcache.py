@@ -61,8 +61,10 @@ def resolve_snapshot(ref: RepoRef) -> Path:
         "" if ref.revision == "main" else f" --revision {ref.revision}"
     )
     if not folder.is_dir():
+        near = _nearest_cached(ref.repo_id, cache)
         raise CheckpointError(
-            f"{ref.repo_id} is not in the Hugging Face cache ({cache})",
+            f"{ref.repo_id} is not in the Hugging Face cache ({cache})"
+            + (f"; did you mean {near}?" if near else ""),
             file=folder,
             hint=f"download it: {download} (or pass a folder path)",
         )
@@ -85,6 +87,25 @@ def resolve_snapshot(ref: RepoRef) -> Path:
             hint=f"download it: {download}",
         )
     return snapshot
+
+
+def _nearest_cached(repo_id: str, cache: Path) -> str | None:
+    """The cached repository whose id is closest to ``repo_id`` (a typo, another case)."""
+    import difflib
+
+    try:
+        cached = [
+            p.name[len("models--") :].replace("--", "/", 1)
+            for p in cache.iterdir()
+            if p.name.startswith("models--")
+        ]
+    except OSError:
+        return None
+    lowered = {c.lower(): c for c in cached}
+    if repo_id.lower() in lowered:
+        return lowered[repo_id.lower()]
+    found = difflib.get_close_matches(repo_id.lower(), list(lowered), n=1, cutoff=0.75)
+    return lowered[found[0]] if found else None
 
 
 def snapshot_repo(root: Path) -> RepoRef | None:

@@ -24,7 +24,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.engines.files import ConfigFiles, read_config_files
@@ -32,6 +32,7 @@ from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.model import derive
 from patcher.engines.target import Engine, parse_engine
 from patcher.errors import DoesNotApplyError, InputFileError, TargetError
+from patcher.results import JsonResult
 
 KvDtype = Literal["auto", "fp8", "bf16"]
 GIB = 1024**3
@@ -52,9 +53,11 @@ _UNITS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class KvBudget:
+@dataclass(frozen=True, slots=True, repr=False)
+class KvBudget(JsonResult):
     """The estimate and the numbers it came from."""
+
+    json_renderer: ClassVar[str] = "kv_budget_json"
 
     checkpoint: Path
     attention: Literal["MLA", "GQA"]
@@ -184,6 +187,7 @@ def kv_budget(
     utilization: float | None = None,
     engine: Engine | str | None = None,
     allowance_gib: float | str = ALLOWANCE_GIB,
+    revision: str | None = None,
 ) -> KvBudget:
     """Estimate KV-cache bytes per token and the longest context that fits on each GPU.
 
@@ -191,7 +195,7 @@ def kv_budget(
     (all GPUs together) or the weight index. With ``engine``, the KV dtype, the default
     ``gpu_memory_utilization`` (0.9 before vLLM 0.20, 0.92 from it) and the context are that
     version's."""
-    ckpt = open_checkpoint(checkpoint)
+    ckpt = open_checkpoint(checkpoint, revision)
     device = parse_gpu(gpu) if isinstance(gpu, str) else gpu
     target = parse_engine(engine) if isinstance(engine, str) else engine
     if gpu_memory_gib is not None:

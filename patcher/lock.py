@@ -64,6 +64,8 @@ def locked(lock_path: Path, timeout: float | None = None) -> Iterator[None]:
                         "PATCHER_LOCK_TIMEOUT",
                     ) from None
                 time.sleep(0.02)
+        if reported and progress.wait_done is not None:
+            progress.wait_done()
         info = f"pid {os.getpid()}: {' '.join(Path(a).name for a in sys.argv[:2])}"
         with contextlib.suppress(OSError):  # who holds it is a courtesy (full disk: skip it)
             os.ftruncate(fd, 0)

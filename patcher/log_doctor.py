@@ -11,8 +11,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from patcher.errors import InputFileError
+from patcher.results import JsonResult
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _PREFIX = re.compile(
@@ -35,9 +37,11 @@ class Fix:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class Diagnosis:
+@dataclass(frozen=True, slots=True, repr=False)
+class Diagnosis(JsonResult):
     """The root error found in a log, what it means, and what to run."""
+
+    json_renderer: ClassVar[str] = "doctor_json"
 
     log: str
     code: str | None

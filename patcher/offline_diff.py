@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from patcher.checkpoint import open_checkpoint
 from patcher.files import read_current
 from patcher.journal import load_object, read_journal
+from patcher.results import JsonResult
 from patcher.structdiff import Change, compare
 from patcher.textdiff import unified
 
@@ -22,17 +24,21 @@ class FileDiff:
     changes: tuple[Change, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class CheckpointDiff:
+@dataclass(frozen=True, slots=True, repr=False)
+class CheckpointDiff(JsonResult):
     """All journalled files that differ from their originals."""
+
+    json_renderer: ClassVar[str] = "diff_json"
 
     checkpoint: Path
     files: tuple[FileDiff, ...]
 
 
-def diff_checkpoint(checkpoint: Path | str, *, structural: bool = True) -> CheckpointDiff:
+def diff_checkpoint(
+    checkpoint: Path | str, *, structural: bool = True, revision: str | None = None
+) -> CheckpointDiff:
     """Compare every file touched by an applied transform with its original bytes."""
-    ckpt = open_checkpoint(checkpoint)
+    ckpt = open_checkpoint(checkpoint, revision)
     journal = read_journal(ckpt)
     results = []
     paths = dict.fromkeys(r.path for e in journal.applied for r in e.files)

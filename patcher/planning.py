@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from patcher.catalog import builtin_transforms, find_transform
 from patcher.checkpoint import Checkpoint, open_checkpoint
@@ -23,6 +23,7 @@ from patcher.engines.view import StartupError
 from patcher.errors import ConflictError, PatcherError
 from patcher.journal import Entry, Journal, originals, read_journal
 from patcher.params import resolve_params
+from patcher.results import JsonResult
 from patcher.targets import Target
 
 ActionKind = Literal["apply", "revert", "reapply"]
@@ -39,9 +40,11 @@ class Action:
     entry_id: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
+@dataclass(frozen=True, slots=True, repr=False)
+class Plan(JsonResult):
     """What ``sync`` would do for ``target`` (nothing when the checkpoint is in sync)."""
+
+    json_renderer: ClassVar[str] = "plan_json"
 
     checkpoint: Path
     target: Target
@@ -68,10 +71,12 @@ class FileChange:
         return f"FileChange({self.path!r}, {sizes[0]} -> {sizes[1]} bytes)"
 
 
-@dataclass(frozen=True, slots=True)
-class SyncResult:
+@dataclass(frozen=True, slots=True, repr=False)
+class SyncResult(JsonResult):
     """The plan, the journal entries ``sync`` applied and reverted (empty for a dry run), and
     the files it changed (for a dry run: would change)."""
+
+    json_renderer: ClassVar[str] = "sync_json"
 
     plan: Plan
     applied: tuple[int, ...]
@@ -99,10 +104,10 @@ def _short(error: StartupError) -> str:
     return error.message if len(error.message) <= 120 else error.message[:117] + "..."
 
 
-def plan_checkpoint(checkpoint: Path | str, target: Target) -> Plan:
+def plan_checkpoint(checkpoint: Path | str, target: Target, *, revision: str | None = None) -> Plan:
     """Compare what is applied (transform and parameters) with what ``target`` needs plus the
     profile's transforms, and return the actions with a reason for each."""
-    ckpt = open_checkpoint(checkpoint)
+    ckpt = open_checkpoint(checkpoint, revision)
     return _plan(ckpt, read_journal(ckpt), target)
 
 
@@ -219,6 +224,7 @@ def sync_checkpoint(
     *,
     dry_run: bool = False,
     overlay: Path | str | None = None,
+    revision: str | None = None,
 ) -> SyncResult:
     """Carry out the plan as one all-or-nothing step: the wanted transforms (those kept, then
     the new ones) are applied to the upstream bytes in a scratch copy, and the checkpoint is
@@ -232,7 +238,7 @@ def sync_checkpoint(
     from patcher.rebuilding import Step, journalled_step, rebuild, upstream_bytes
     from patcher.session import write_session
 
-    ckpt = open_checkpoint(checkpoint)
+    ckpt = open_checkpoint(checkpoint, revision)
     if overlay is not None:
         from patcher.overlay import existing_overlay, make_overlay
 
@@ -255,7 +261,7 @@ def sync_checkpoint(
                     f"{state.state} since patched; sync rebuilds from the upstream bytes and "
                     "would lose that",
                     file=ckpt.path(state.path),
-                    hint=f"patcher status {ckpt.root} (then revert --force, reapply or rebase)",
+                    hint=f"patcher status {ckpt.arg} (then revert --force, reapply or rebase)",
                 )
         changed = {a.name for a in plan.actions}
         latest = {e.transform: e for e in journal.applied}

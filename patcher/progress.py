@@ -8,3 +8,5 @@ from collections.abc import Callable
 # Called about once a second while another process holds the checkpoint's lock, with the
 # holder ("pid 42: patcher apply") and the seconds waited so far.
 wait_reporter: Callable[[str, float], None] | None = None
+# Called once when a reported wait ends (the lock was acquired).
+wait_done: Callable[[], None] | None = None

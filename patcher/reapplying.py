@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.errors import ConflictError
@@ -22,13 +23,16 @@ from patcher.files import replace_file, undo_writes
 from patcher.fsio import sha256
 from patcher.journal import Entry, FileRecord, load_journal, load_object, store_object
 from patcher.replay import replay
+from patcher.results import JsonResult
 from patcher.session import write_session
 
 
-@dataclass(frozen=True, slots=True)
-class ReapplyResult:
+@dataclass(frozen=True, slots=True, repr=False)
+class ReapplyResult(JsonResult):
     """The entries whose files were patched again (empty when no file was back to its
     original)."""
+
+    json_renderer: ClassVar[str] = "reapply_json"
 
     checkpoint: Path
     entries: tuple[Entry, ...]
@@ -48,21 +52,21 @@ def patched_bytes(checkpoint: Checkpoint, record: FileRecord) -> bytes:
             record.forward,
             file=str(checkpoint.path(record.path)),
             strict=True,
-            hint=f"patcher status {checkpoint.root}",
+            hint=f"patcher status {checkpoint.arg}",
         ).text.encode("utf-8")
     if sha256(data) != record.after:
         raise ConflictError(
             "the journal's patch does not rebuild the recorded bytes; nothing was written",
             file=checkpoint.path(record.path),
-            hint=f"patcher revert {checkpoint.root} --all --force, then apply again",
+            hint=f"patcher revert {checkpoint.arg} --all --force, then apply again",
         )
     return data
 
 
-def reapply_transforms(checkpoint: Path | str) -> ReapplyResult:
+def reapply_transforms(checkpoint: Path | str, *, revision: str | None = None) -> ReapplyResult:
     """Put every applied transform back where its files are back to the original (upstream)
     bytes; files still as patcher left them are kept. All or nothing."""
-    ckpt = open_checkpoint(checkpoint)
+    ckpt = open_checkpoint(checkpoint, revision)
     if not load_journal(ckpt.journal_dir).applied:
         return ReapplyResult(ckpt.root, (), ())  # nothing journalled: create nothing
     with write_session(ckpt) as session:
@@ -74,7 +78,7 @@ def reapply_transforms(checkpoint: Path | str) -> ReapplyResult:
                     "a new upstream version was downloaded here; reapply puts transforms back "
                     "only onto the original bytes",
                     file=ckpt.path(path),
-                    hint=f"patcher rebase {ckpt.root}",
+                    hint=f"patcher rebase {ckpt.arg}",
                 )
         if "original" not in states.values():
             return ReapplyResult(ckpt.root, (), ())
@@ -84,7 +88,7 @@ def reapply_transforms(checkpoint: Path | str) -> ReapplyResult:
                     f"{state} since patched; reapply only puts back files that are as patcher "
                     "left them or back to their originals",
                     file=ckpt.path(path),
-                    hint=f"patcher status {ckpt.root}",
+                    hint=f"patcher status {ckpt.arg}",
                 )
         last: dict[str, tuple[Entry, FileRecord]] = {}
         first: dict[str, FileRecord] = {}

@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.compiler import exists, get
@@ -30,6 +30,7 @@ from patcher.hfcache import patched_siblings
 from patcher.journal import Entry, load_journal, load_object
 from patcher.reapplying import patched_bytes
 from patcher.rebuilding import journalled_step, rebuild, upstream_bytes
+from patcher.results import JsonResult
 from patcher.session import write_session
 
 _ABSENT = object()
@@ -45,10 +46,12 @@ class RebasedTransform:
     new_entry: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class RebaseResult:
+@dataclass(frozen=True, slots=True, repr=False)
+class RebaseResult(JsonResult):
     """Per transform, what rebase did (empty when nothing was journalled); for a cached
     repository, the revision the journal came from and what became of it."""
+
+    json_renderer: ClassVar[str] = "rebase_json"
 
     checkpoint: Path
     transforms: tuple[RebasedTransform, ...]
@@ -93,13 +96,17 @@ def _conflicts(ckpt: Checkpoint, entry: Entry, record_new: Mapping[str, bytes | 
                     "nothing was changed",
                     file=ckpt.path(record.path),
                     pointer=pointer,
-                    hint=f"decide by hand: patcher revert {ckpt.root} {entry.transform} --force, "
+                    hint=f"decide by hand: patcher revert {ckpt.arg} {entry.transform} --force, "
                     "or keep the new upstream value and revert it",
                 )
 
 
 def rebase_checkpoint(
-    checkpoint: Path | str, *, to: str | None = None, revert_old: bool = False
+    checkpoint: Path | str,
+    *,
+    to: str | None = None,
+    revert_old: bool = False,
+    revision: str | None = None,
 ) -> RebaseResult:
     """Adopt the current bytes of the journalled files as the new upstream and re-apply the
     applied transforms onto them, all or nothing (see the module documentation).
@@ -109,7 +116,7 @@ def rebase_checkpoint(
     old snapshot is left as it is (a running server may use it) unless ``revert_old``."""
     if to is not None:
         checkpoint = f"{str(checkpoint).partition('@')[0]}@{to}"
-    ckpt = open_checkpoint(checkpoint)
+    ckpt = open_checkpoint(checkpoint, revision)
     if not load_journal(ckpt.journal_dir).applied:
         siblings = patched_siblings(ckpt.root)
         if siblings:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from typing import TYPE_CHECKING, Any
 
 from patcher.textdiff import unified
@@ -157,8 +158,9 @@ def apply_json(r: ApplyResult) -> dict[str, Any]:
     }
 
 
-def apply_text(r: ApplyResult) -> str:
-    """An apply result for people."""
+def apply_text(r: ApplyResult, named: str | None = None) -> str:
+    """An apply result for people (``named``: the checkpoint as the user typed it, which the
+    suggested undo command echoes)."""
     name, root = r.transform.name, r.checkpoint
     if r.outcome == "nothing-to-do":
         return f"nothing to do: {name} changes nothing in {root}"
@@ -178,7 +180,7 @@ def apply_text(r: ApplyResult) -> str:
         for op in f.forward:
             if op["op"] != "test":
                 lines.append(f"  {f.path}: {_op_line(op)}")
-    lines.append(f"undo with: patcher revert {root} {name}")
+    lines.append(f"undo with: patcher revert {shlex.quote(named or str(root))} {name}")
     return "\n".join(lines)
 
 
@@ -219,6 +221,9 @@ def revert_text(r: RevertResult) -> str:
         for f in e.files:
             lines.append(f"  {f.path}: {_HOW[f.how]}")
             lines += [f"    not restored: {_op_line(op)}" for op in f.skipped]
+            if r.outcome == "dry-run" and f.new is not None and f.new != f.current:
+                diff = unified(f.current or b"", f.new, f"a/{f.path}", f"b/{f.path}")
+                lines.append(diff.rstrip("\n"))
     if r.outcome == "dry-run":
         lines.append("nothing was written")
     return "\n".join(lines)
@@ -267,7 +272,7 @@ def status_text(s: Status) -> str:
         what = {"pending": "apply", "reverting": "revert"}.get(e.state, "reapply")
         lines.append(
             f"half-done: #{e.id} {e.transform} (interrupted {what}); run any patcher command "
-            f"with write access to settle it, e.g. patcher status {s.checkpoint}"
+            f"with write access to settle it, e.g. patcher status {shlex.quote(str(s.checkpoint))}"
         )
     lines += [f"note: {n}" for n in s.notes]
     if s.files:

@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from patcher import jsontext
 from patcher.applying import now
@@ -20,14 +20,15 @@ from patcher.files import read_current, replace_file, undo_writes
 from patcher.fsio import set_mtime_ns, sha256
 from patcher.journal import Entry, FileRecord, Journal, load_journal, load_object, store_object
 from patcher.replay import first_difference, replay
+from patcher.results import JsonResult, ShortRepr
 from patcher.session import write_session
 from patcher.textdiff import unified
 
 How = Literal["original", "inverse", "forced", "already-original"]
 
 
-@dataclass(frozen=True, slots=True)
-class FileRevert:
+@dataclass(frozen=True, slots=True, repr=False)
+class FileRevert(ShortRepr):
     """What reverting does to one file."""
 
     path: str
@@ -39,8 +40,8 @@ class FileRevert:
     mtime_ns: int | None = None  # the original's, given back with its bytes
 
 
-@dataclass(frozen=True, slots=True)
-class EntryRevert:
+@dataclass(frozen=True, slots=True, repr=False)
+class EntryRevert(ShortRepr):
     """One entry reverted (or, for a dry run, to be reverted)."""
 
     entry_id: int
@@ -48,9 +49,11 @@ class EntryRevert:
     files: tuple[FileRevert, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class RevertResult:
+@dataclass(frozen=True, slots=True, repr=False)
+class RevertResult(JsonResult):
     """What ``revert`` did."""
+
+    json_renderer: ClassVar[str] = "revert_json"
 
     outcome: Literal["reverted", "dry-run", "nothing-to-do"]
     checkpoint: Path
@@ -92,7 +95,7 @@ def _edits(record: FileRecord) -> list[Op]:
 
 
 def _select(
-    journal: Journal, target: str | None, last: bool, every: bool, root: Path
+    journal: Journal, target: str | None, last: bool, every: bool, ckpt: Checkpoint
 ) -> list[Entry]:
     applied = list(journal.applied)
     if every:
@@ -104,7 +107,9 @@ def _select(
         chosen = [e for e in applied if e.transform == target or str(e.id) == entry_id][-1:]
     if not chosen:
         what = "nothing is applied" if last else f"{target!r} is not applied"
-        raise JournalError(f"{what} to this checkpoint", file=root, hint=f"patcher status {root}")
+        raise JournalError(
+            f"{what} to this checkpoint", file=ckpt.root, hint=f"patcher status {ckpt.arg}"
+        )
     return chosen
 
 
@@ -138,7 +143,7 @@ class _Planner:
                 f"file is missing since {entry.transform!r} was applied",
                 file=path,
                 hint="restore it, or run: patcher revert "
-                f"{self.checkpoint.root} {entry.transform} --force",
+                f"{self.checkpoint.arg} {entry.transform} --force",
             )
         detail = unified(
             expected, current, f"{record.path} (as patcher left it)", f"{record.path} (now)"
@@ -150,7 +155,7 @@ class _Planner:
             f"edited by hand since {entry.transform!r} was applied; not reverting",
             file=path,
             pointer=pointer,
-            hint=f"patcher revert {self.checkpoint.root} {entry.transform} --force "
+            hint=f"patcher revert {self.checkpoint.arg} {entry.transform} --force "
             "(undoes only what still matches)",
         )
         error.detail = detail
@@ -186,7 +191,7 @@ class _Planner:
                                 file=self.checkpoint.path(record.path),
                                 pointer=mine["path"],
                                 hint=f"revert {other.transform!r} first: patcher revert "
-                                f"{self.checkpoint.root} {other.transform}",
+                                f"{self.checkpoint.arg} {other.transform}",
                             )
             last_record = later[-1].file(record.path)
             assert last_record is not None
@@ -200,8 +205,9 @@ class _Planner:
                     file=record.path,
                     hint="revert the later transforms first",
                 )
-            root = self.checkpoint.root
-            hint = f"revert the later transforms first, or: patcher revert {root} --all"
+            hint = (
+                f"revert the later transforms first, or: patcher revert {self.checkpoint.arg} --all"
+            )
             result = replay(
                 current.decode("utf-8"),
                 record.inverse,
@@ -324,10 +330,11 @@ def revert_transforms(
     every: bool = False,
     force: bool = False,
     dry_run: bool = False,
+    revision: str | None = None,
 ) -> RevertResult:
     """Revert the applied transform ``target`` (name or entry id), the last one, or all of
     them (latest first). With ``dry_run`` nothing is written; the result says what would be."""
-    ckpt = open_checkpoint(checkpoint)
+    ckpt = open_checkpoint(checkpoint, revision)
     if dry_run:
         journal = load_journal(ckpt.journal_dir)
         contents: dict[str, bytes | None] = {}
@@ -336,7 +343,7 @@ def revert_transforms(
             return contents[path] if path in contents else read_current(ckpt, path)
 
         planned = []
-        for entry in _select(journal, target, last, every, ckpt.root):
+        for entry in _select(journal, target, last, every, ckpt):
             planner = _Planner(ckpt, journal, force, read)
             plan, updates = planner.plan(entry)
             planned.append(plan)
@@ -349,11 +356,11 @@ def revert_transforms(
         return RevertResult("dry-run" if planned else "nothing-to-do", ckpt.root, tuple(planned))
     existing = load_journal(ckpt.journal_dir)
     if not existing.applied and not existing.unsettled:
-        _select(existing, target, last, every, ckpt.root)  # refuses a named or --last revert
+        _select(existing, target, last, every, ckpt)  # refuses a named or --last revert
         return RevertResult("nothing-to-do", ckpt.root, ())  # and writes nothing
     with write_session(ckpt) as session:
         done = []
-        for entry in _select(session.journal, target, last, every, ckpt.root):
+        for entry in _select(session.journal, target, last, every, ckpt):
             planner = _Planner(ckpt, session.journal, force, lambda p: read_current(ckpt, p))
             plan, updates = planner.plan(entry)
             _execute(session.save, ckpt, session.journal, entry, plan, updates, planner.objects)

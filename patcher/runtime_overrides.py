@@ -8,12 +8,13 @@ import copy
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from patcher.checkpoint import open_checkpoint
 from patcher.engines.target import Engine, parse_engine
 from patcher.errors import PatcherError
 from patcher.journal import load_object, read_journal
+from patcher.results import JsonResult
 from patcher.transform import Transform, parse_transform, substitute
 
 NOT_OVERRIDABLE = {
@@ -36,9 +37,11 @@ class EntryOverride:
     note: str
 
 
-@dataclass(frozen=True, slots=True)
-class Overrides:
+@dataclass(frozen=True, slots=True, repr=False)
+class Overrides(JsonResult):
     """The merged ``--hf-overrides`` JSON and flags for every applied transform."""
+
+    json_renderer: ClassVar[str] = "overrides_json"
 
     checkpoint: Path
     entries: tuple[EntryOverride, ...]
@@ -85,11 +88,13 @@ def _too_old(requires: str | None, engine: Engine | None) -> str | None:
     )
 
 
-def engine_overrides(checkpoint: Path | str, *, engine: Engine | str | None = None) -> Overrides:
+def engine_overrides(
+    checkpoint: Path | str, *, engine: Engine | str | None = None, revision: str | None = None
+) -> Overrides:
     """The runtime equivalents of the transforms applied to the checkpoint; with ``engine``,
     only the flags that engine version accepts."""
     target = parse_engine(engine) if isinstance(engine, str) else engine
-    ckpt = open_checkpoint(checkpoint)
+    ckpt = open_checkpoint(checkpoint, revision)
     journal = read_journal(ckpt)
     config_path = ckpt.path("config.json")
     try:

@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from patcher import jsontext
 from patcher.checkpoint import JOURNAL_DIR, Checkpoint, open_checkpoint
@@ -25,6 +25,7 @@ from patcher.errors import UpstreamError
 from patcher.hfcache import RepoRef, local_dir_commit, parse_repo_ref, snapshot_repo
 from patcher.journal import Entry, Journal, load_object, read_journal
 from patcher.jsontext import MISSING
+from patcher.results import JsonResult
 from patcher.structdiff import compare
 
 COMPARED_SUFFIXES = (".json", ".jinja")
@@ -52,9 +53,11 @@ class UpstreamFileDiff:
     differences: tuple[UpstreamDifference, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class UpstreamDiff:
+@dataclass(frozen=True, slots=True, repr=False)
+class UpstreamDiff(JsonResult):
     """The checkpoint against ``repo`` at ``commit``."""
+
+    json_renderer: ClassVar[str] = "upstream_json"
 
     checkpoint: Path
     repo: RepoRef
@@ -90,7 +93,7 @@ def _repo_ref(ckpt: Checkpoint, journal: Journal, given: str | None) -> RepoRef:
             raise UpstreamError(
                 f"{given!r} is not a repository id",
                 file=ckpt.root,
-                hint=f"patcher diff {ckpt.root} --upstream ORG/NAME[@REVISION]",
+                hint=f"patcher diff {ckpt.arg} --upstream ORG/NAME[@REVISION]",
             )
         if "@" not in given:
             commit = (inferred.revision if inferred else None) or local_dir_commit(ckpt.root)
@@ -104,7 +107,7 @@ def _repo_ref(ckpt: Checkpoint, journal: Journal, given: str | None) -> RepoRef:
     raise UpstreamError(
         "the upstream repository is not known for this folder",
         file=ckpt.root,
-        hint=f"patcher diff {ckpt.root} --upstream ORG/NAME[@REVISION] (it is then remembered)",
+        hint=f"patcher diff {ckpt.arg} --upstream ORG/NAME[@REVISION] (it is then remembered)",
     )
 
 
@@ -354,10 +357,12 @@ def _file_diff(
     return UpstreamFileDiff(path, tuple(differences)) if differences else None
 
 
-def diff_upstream(checkpoint: Path | str, upstream: str | None = None) -> UpstreamDiff:
+def diff_upstream(
+    checkpoint: Path | str, upstream: str | None = None, *, revision: str | None = None
+) -> UpstreamDiff:
     """Compare the checkpoint's JSON and template files with ``upstream`` (``ORG/NAME[@REV]``;
     inferred for cache snapshots and remembered ``--local-dir`` folders)."""
-    ckpt = open_checkpoint(checkpoint)
+    ckpt = open_checkpoint(checkpoint, revision)
     journal = read_journal(ckpt)
     ref = _repo_ref(ckpt, journal, upstream)
     paths = _compared_files(ckpt.root)

@@ -399,3 +399,12 @@ def test_every_transform_then_revert_in_random_order(model: str, rng: object) ->
                 progressed = True
             assert progressed, pending
         assert tree_bytes(root) == original
+
+
+def test_each_builtin_lives_in_a_file_named_after_it() -> None:
+    """apply NAME parses only NAME.toml (not the whole catalog), so the names must match."""
+    from patcher.catalog import builtin_transforms, catalog_dir, find_transform
+
+    for transform in builtin_transforms():
+        assert (catalog_dir() / f"{transform.name}.toml").is_file()
+        assert find_transform(transform.name) == transform

@@ -252,3 +252,48 @@ def test_colour_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "--- a/config.json\n+++ b/config.json" in painted  # headers stay plain
     monkeypatch.setenv("NO_COLOR", "1")
     assert cli_module._paint(diff) == diff
+
+
+def test_on_a_terminal_the_last_wait_line_stays_and_the_result_starts_a_new_line(
+    kimi: Path,
+) -> None:
+    """The wait line is redrawn in place; when the lock comes, the output must not be drawn
+    over its tail ("applied ... (2 s)...")."""
+    import fcntl
+    import pty
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from tests.conftest import ROOT
+
+    (kimi / ".patcher").mkdir()
+    held = (kimi / ".patcher" / "lock").open("w")
+    held.write("pid 4242: patcher sync")
+    held.flush()
+    fcntl.flock(held, fcntl.LOCK_EX)
+    threading.Timer(1.6, held.close).start()  # closing releases the lock
+    controller, terminal = pty.openpty()
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "patcher", "apply", str(kimi), "strip-fp8-kv-cache"],
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
+    )
+    os.close(terminal)
+    output = b""
+    while True:
+        try:
+            chunk = os.read(controller, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        output += chunk
+    assert proc.wait(timeout=60) == 0 and time.monotonic() - started > 1.5
+    text = output.decode().replace("\r", "")  # carriage returns: redraws of the wait line
+    assert "waiting for the lock held by pid 4242: patcher sync (1 s)...\n" in text
+    assert "\napplied strip-fp8-kv-cache (entry 1) to " in text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -126,3 +127,51 @@ def test_flat_api_names_match_patcher_api() -> None:
 
     assert set(patcher.__all__) == set(api.__all__)
     assert all(getattr(patcher, name) is getattr(api, name) for name in api.__all__)
+
+
+def _readme_example() -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index("```python\n", text.index("<!-- example: use-from-python -->")) + 10
+    return text[start : text.index("```\n", start)]
+
+
+def test_the_readme_python_example_runs_unchanged_on_the_installed_package(
+    tmp_path: Path,
+) -> None:
+    """The README's "Use from Python" block, against the package pip installs (not the
+    source tree), from a clone's folder, and type-checked as a user's program would be."""
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", target, ROOT],
+        check=True,
+        capture_output=True,
+    )
+    program = tmp_path / "provision.py"
+    program.write_text(_readme_example())
+    clone = tmp_path / "clone"
+    shutil.copytree(ROOT / "snapshots" / "example", clone / "snapshots" / "example")
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            "-c",
+            f"import sys; sys.path.insert(0, {str(target)!r}); "
+            f"import runpy; runpy.run_path({str(program)!r}, run_name='__main__')",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=clone,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "apply strip-fp8-kv-cache -- needed" in done.stdout
+    assert "applied\nalready-applied\n" in done.stdout
+    assert "next: patcher show strip-fp8-kv-cache" in done.stdout
+    typed = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(program)],
+        capture_output=True,
+        text=True,
+        env={**env, "MYPYPATH": str(target)},
+        cwd=tmp_path,
+    )
+    assert typed.returncode == 0, typed.stdout + typed.stderr

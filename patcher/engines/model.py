@@ -19,6 +19,8 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None = None) -> Engine
     return vllm.derive(engine, files, gpu)
 
 
-def engine_view(checkpoint: Path | str, engine: Engine, gpu: Gpu | None = None) -> EngineView:
+def engine_view(
+    checkpoint: Path | str, engine: Engine, gpu: Gpu | None = None, *, revision: str | None = None
+) -> EngineView:
     """:func:`derive` on a checkpoint's files as they are now."""
-    return derive(engine, read_config_files(open_checkpoint(checkpoint)), gpu)
+    return derive(engine, read_config_files(open_checkpoint(checkpoint, revision)), gpu)

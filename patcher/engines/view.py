@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from patcher.engines.gpus import Gpu
 from patcher.engines.target import Engine
+from patcher.results import JsonResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,9 +33,11 @@ class Derived:
     pointer: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class EngineView:
+@dataclass(frozen=True, slots=True, repr=False)
+class EngineView(JsonResult):
     """What one engine version derives from the checkpoint's files, on one GPU if given."""
+
+    json_renderer: ClassVar[str] = "engine_json"
 
     engine: Engine
     gpu: Gpu | None
