@@ -113,6 +113,20 @@ def _report_wait(holder: str, waited: float) -> None:
     sys.stderr.flush()
 
 
+def _report_fetch(repo: str, path: str, index: int, total: int) -> None:
+    """Progress on stderr while upstream files are fetched; on a terminal only (one line,
+    redrawn, then erased)."""
+    if not sys.stderr.isatty():
+        return
+    if total == 0:
+        sys.stderr.write("\r\x1b[K")
+    elif index == 0:
+        sys.stderr.write(f"\r\x1b[Kresolving {repo} ({path})...")
+    else:
+        sys.stderr.write(f"\r\x1b[Kfetching {path} from {repo} ({index}/{total})...")
+    sys.stderr.flush()
+
+
 def _report_wait_done() -> None:
     """Keep the last wait line on a terminal: what follows starts on a line of its own."""
     if sys.stderr.isatty():
@@ -186,6 +200,7 @@ def _main(
 
     progress.wait_reporter = _report_wait
     progress.wait_done = _report_wait_done
+    progress.fetch_reporter = _report_fetch
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help())  # a bare `patcher`: help on stdout, exit 0
         raise typer.Exit(EXIT_OK)

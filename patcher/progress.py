@@ -10,3 +10,6 @@ from collections.abc import Callable
 wait_reporter: Callable[[str, float], None] | None = None
 # Called once when a reported wait ends (the lock was acquired).
 wait_done: Callable[[], None] | None = None
+# Called before each upstream file is fetched, with the repository, the file and its place
+# ("nvidia/Kimi-K2.5-NVFP4", "config.json", 1, 5); with total 0 once all are fetched.
+fetch_reporter: Callable[[str, str, int, int], None] | None = None

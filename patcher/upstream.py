@@ -369,13 +369,22 @@ def diff_upstream(
     with tempfile.TemporaryDirectory(prefix="patcher-upstream-") as workdir:
         fetcher = _Fetcher(ckpt, journal, ref, workdir)
         first = "config.json" if "config.json" in paths else (paths[0] if paths else "config.json")
+        from patcher import progress
+
+        report = progress.fetch_reporter
+        if report is not None:
+            report(ref.repo_id, first, 0, len(paths))
         fetcher.probe(first)
         files = []
-        for path in paths:
+        for index, path in enumerate(paths, start=1):
+            if report is not None:
+                report(ref.repo_id, path, index, len(paths))
             current = (ckpt.root / path).read_bytes()
             found = _file_diff(path, fetcher.fetch(path), current, ckpt, journal.applied)
             if found is not None:
                 files.append(found)
+        if report is not None:
+            report(ref.repo_id, "", 0, 0)
     if upstream:
         _remember(ckpt, RepoRef(ref.repo_id, ref.revision))
     return UpstreamDiff(ckpt.root, ref, fetcher.commit, fetcher.offline, tuple(files))

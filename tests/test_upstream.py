@@ -373,3 +373,53 @@ def test_sync_in_the_cache_restores_the_links(hub: tuple[Hub, str], tmp_path: Pa
     code, _, err = run("sync", REPO, "--engine", "vllm==0.16.0", "--gpu", "h200", env=env)
     assert code == 0, err
     assert (snapshot / "config.json").is_symlink() and tree_bytes(snapshot) == before
+
+
+def test_upstream_fetches_report_progress(
+    hub: tuple[Hub, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The library reports each fetch through a hook (never prints); the CLI draws it as one
+    line on a terminal's stderr and erases it, and draws nothing into a pipe or --json."""
+    import io
+
+    from patcher import cli
+
+    _, url = hub
+    cache = tmp_path / "cache"
+    snapshot = fill_cache(url, cache)
+    script = (
+        "import json\nfrom patcher import api, progress\nseen = []\n"
+        "progress.fetch_reporter = lambda *a: seen.append(a)\n"
+        f"api.diff_upstream({REPO!r})\nprint(json.dumps(seen))\n"
+    )
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "PATCHER_"))}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env={
+            **environment,
+            "PYTHONPATH": str(ROOT),
+            "HF_HUB_CACHE": str(cache),
+            "HF_ENDPOINT": url,
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    seen = [tuple(s) for s in json.loads(done.stdout)]
+    names = sorted(p.name for p in snapshot.iterdir() if p.name.endswith((".json", ".jinja")))
+    assert seen[0][2] == 0 and seen[-1] == (REPO, "", 0, 0)
+    assert sorted(s[1] for s in seen[1:-1]) == names
+    assert [s[2:] for s in seen[1:-1]] == [(i, len(names)) for i in range(1, len(names) + 1)]
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for stream, drawn in ((Terminal(), True), (io.StringIO(), False)):
+        monkeypatch.setattr(sys, "stderr", stream)
+        cli._report_fetch(REPO, "config.json", 1, 3)
+        cli._report_fetch(REPO, "", 0, 0)
+        text = stream.getvalue()
+        assert (f"fetching config.json from {REPO} (1/3)..." in text) is drawn
+        assert text.endswith("\r\x1b[K") is drawn
