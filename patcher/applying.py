@@ -17,7 +17,7 @@ from patcher.document import canonical
 from patcher.engines.target import Engine, parse_engine
 from patcher.errors import DoesNotApplyError
 from patcher.files import current_hash, replace_file
-from patcher.fsio import file_mode, mtime_ns
+from patcher.fsio import check_real_dir, file_mode, mtime_ns
 from patcher.journal import Entry, FileRecord, Journal, must_keep, read_journal, store_object
 from patcher.params import resolve_params
 from patcher.recovery import roll_back
@@ -41,6 +41,7 @@ class ApplyResult(JsonResult):
     files: tuple[FilePlan, ...]
     entry_id: int | None = None
     warnings: tuple[str, ...] = ()
+    replaced: int | None = None  # the entry of the same transform this one replaced
 
 
 def now() -> str:
@@ -78,6 +79,14 @@ def _same_applied(journal: Journal, transform: Transform, params: Mapping[str, A
         if entry.transform == transform.name and canonical(entry.params) == canonical(params):
             return entry.id
     return None
+
+
+def _applied_with_other_params(
+    checkpoint: Checkpoint, transform: Transform, params: Mapping[str, Any]
+) -> bool:
+    check_real_dir(checkpoint.journal_dir)  # a linked journal is refused, not read
+    applied = [e for e in read_journal(checkpoint).applied if e.transform == transform.name]
+    return bool(applied) and canonical(applied[-1].params) != canonical(params)
 
 
 def _effect_warnings(
@@ -128,6 +137,7 @@ def apply_transform(
     overlay: Path | str | None = None,
     engine: Engine | str | None = None,
     target: Mapping[str, Any] | None = None,
+    stack: bool = False,
     revision: str | None = None,
 ) -> ApplyResult:
     """Apply ``transform`` (a built-in name, a transform file path, or a ``Transform``) to the
@@ -137,7 +147,11 @@ def apply_transform(
     With ``engine`` (``"vllm==0.16.0"``), a transform whose declared effect that engine would
     not derive from the patched files is refused; without it, the result carries a warning
     naming the vLLM versions that ignore the edit. ``target`` (engine, GPU, profile) is kept
-    in the journal entry, as ``sync`` does."""
+    in the journal entry, as ``sync`` does.
+
+    Applied already with other parameters, the transform's entry is replaced (one entry per
+    transform; the old one stays in the history as reverted); ``stack`` adds a second entry
+    on top instead."""
     judge = parse_engine(engine) if isinstance(engine, str) else engine
     ckpt = open_checkpoint(checkpoint, revision)
     if overlay is not None and not dry_run:
@@ -146,6 +160,19 @@ def apply_transform(
         ckpt = open_checkpoint(make_overlay(ckpt.root, overlay))
     chosen = transform if isinstance(transform, Transform) else find_transform(str(transform))
     resolved = resolve_params(chosen, params or {})
+    if not stack and _applied_with_other_params(ckpt, chosen, resolved.recorded):
+        from dataclasses import replace
+
+        from patcher.replacing import replace_entry
+
+        warnings: tuple[str, ...] = ()
+        if chosen.effects or dry_run:  # judged on the predicted bytes, before any write
+            preview = replace_entry(ckpt, chosen, resolved, dry_run=True, target=target)
+            warnings = _effect_warnings(ckpt, chosen, resolved.values, preview.files, judge)
+            if dry_run:
+                return replace(preview, warnings=warnings)
+        done = replace_entry(ckpt, chosen, resolved, dry_run=False, target=target)
+        return replace(done, warnings=warnings)
     plans = compile_transform(ckpt, chosen, resolved)
     warnings = _effect_warnings(ckpt, chosen, resolved.values, plans, judge)
     if dry_run:

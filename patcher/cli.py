@@ -308,6 +308,14 @@ def apply(
     ] = None,
     revision: RevisionOpt = None,
     engine: EngineOpt = None,
+    stack: Annotated[
+        bool,
+        typer.Option(
+            "--stack",
+            help="Applied already with other parameters: add a second entry on top instead of "
+            "replacing the first.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Apply a transform and record it in the checkpoint's journal.
@@ -327,6 +335,7 @@ def apply(
             dry_run=dry_run,
             overlay=overlay,
             engine=engine,
+            stack=stack,
         )
         _out(
             render.to_json(render.apply_json(result))

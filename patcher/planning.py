@@ -162,18 +162,6 @@ def _why_not(entry: Entry, target: Target) -> str:
     return f"not wanted by {target.profile or 'the target'}"
 
 
-def _config_bytes(ckpt: Checkpoint) -> dict[str, bytes | None]:
-    """The checkpoint's config files as they are now (through links; weights never read)."""
-    from patcher.files import read_current
-    from patcher.rebuilding import SCRATCH_SUFFIXES
-
-    return {
-        child.name: read_current(ckpt, child.name)
-        for child in sorted(ckpt.root.iterdir())
-        if child.name.endswith(SCRATCH_SUFFIXES)
-    }
-
-
 def _changes(
     before: Mapping[str, bytes | None], after: Mapping[str, bytes | None]
 ) -> tuple[FileChange, ...]:
@@ -187,35 +175,12 @@ def _changes(
 def _predict(ckpt: Checkpoint, target: Target) -> tuple[FileChange, ...]:
     """What a real sync would change, found by running one on a scratch copy of the config
     files and the journal (the checkpoint is not written, nor locked)."""
-    import shutil
-    import tempfile
+    from patcher.scratch import config_bytes, copy_bytes, scratch_copy
 
-    before = _config_bytes(ckpt)
-    kept = originals(ckpt, read_journal(ckpt))
-    with tempfile.TemporaryDirectory(prefix="patcher-sync-") as scratch:
-        copy = Path(scratch) / "checkpoint"
-        copy.mkdir()
-        for name, data in before.items():
-            if data is not None:
-                (copy / name).write_bytes(data)
-        journal = ckpt.journal_dir / "journal.json"
-        if journal.is_file():
-            (copy / ".patcher").mkdir()
-            shutil.copyfile(journal, copy / ".patcher" / "journal.json")
-            if (ckpt.journal_dir / "objects").is_dir():
-                shutil.copytree(ckpt.journal_dir / "objects", copy / ".patcher" / "objects")
+    before = config_bytes(ckpt)
+    with scratch_copy(ckpt) as copy:
         sync_checkpoint(copy, target)
-        after: dict[str, bytes | None] = {}
-        for name in {*before, *(p.name for p in copy.iterdir())}:
-            path = copy / name
-            # A file put back as its Hugging Face cache link holds its original bytes.
-            after[name] = (
-                kept.get(name)
-                if path.is_symlink()
-                else (path.read_bytes() if path.is_file() else None)
-            )
-        after.pop(".patcher", None)
-    return _changes(before, after)
+        return _changes(before, copy_bytes(ckpt, copy, before))
 
 
 def sync_checkpoint(
@@ -236,6 +201,7 @@ def sync_checkpoint(
     nothing and returns the files a real run would change, with their new bytes."""
     from patcher.file_status import file_states
     from patcher.rebuilding import Step, journalled_step, rebuild, upstream_bytes
+    from patcher.scratch import config_bytes
     from patcher.session import write_session
 
     ckpt = open_checkpoint(checkpoint, revision)
@@ -251,7 +217,7 @@ def sync_checkpoint(
         return SyncResult(plan, (), (), dry_run)
     if dry_run:
         return SyncResult(plan, (), (), True, _predict(ckpt, target))
-    before = _config_bytes(ckpt)
+    before = config_bytes(ckpt)
     with write_session(ckpt) as session:
         journal = session.journal
         plan = _plan(ckpt, journal, target)  # under the lock: the journal it acts on
@@ -280,7 +246,7 @@ def sync_checkpoint(
         created = rebuild(session, upstream_bytes(session), [*steps, *new_steps], journal.applied)
     applied = tuple(e.id for e in created[len(steps) :] if e is not None)
     reverted = tuple(a.entry_id for a in plan.actions if a.entry_id is not None)
-    return SyncResult(plan, applied, reverted, False, _changes(before, _config_bytes(ckpt)))
+    return SyncResult(plan, applied, reverted, False, _changes(before, config_bytes(ckpt)))
 
 
 def _check_effect(ckpt: Checkpoint, step: Any, target: Target) -> None:

@@ -22,10 +22,9 @@ from patcher.checkpoint import Checkpoint
 from patcher.files import read_current, replace_file, undo_writes
 from patcher.fsio import mtime_ns, sha256
 from patcher.journal import Entry, State, load_journal, load_object, originals, store_object
+from patcher.scratch import SCRATCH_SUFFIXES
 from patcher.session import Session
 from patcher.transform import Transform, parse_transform
-
-SCRATCH_SUFFIXES = (".json", ".jinja")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +82,8 @@ def rebuild(
         if not (work / "config.json").exists():
             (work / "config.json").write_text("{}")  # a checkpoint needs a config file
         results = [
-            apply_transform(work, s.transform, dict(s.params), target=s.target) for s in steps
+            apply_transform(work, s.transform, dict(s.params), target=s.target, stack=True)
+            for s in steps
         ]
         scratch_journal = load_journal(work / ".patcher")
         for entry in scratch_journal.entries:

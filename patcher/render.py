@@ -145,6 +145,7 @@ def apply_json(r: ApplyResult) -> dict[str, Any]:
         "transform": r.transform.name,
         "params": dict(r.params),
         "entry": r.entry_id,
+        "replaced": r.replaced,
         "warnings": list(r.warnings),
         "files": [
             {
@@ -168,14 +169,21 @@ def apply_text(r: ApplyResult, named: str | None = None) -> str:
         return f"nothing to do: {name} is already applied to {root} (entry {r.entry_id})"
     lines: list[str] = []
     if r.outcome == "dry-run":
-        lines.append(f"dry run: {name} would change {_count(len(r.files), 'file')} in {root}")
+        replacing = "" if r.replaced is None else f" (replacing entry {r.replaced})"
+        lines.append(
+            f"dry run: {name}{replacing} would change {_count(len(r.files), 'file')} in {root}"
+        )
         for f in r.files:
             lines.append(unified(f.before, f.after, f"a/{f.path}", f"b/{f.path}").rstrip("\n"))
         lines.append("RFC 6902 patch per file:")
         lines.append(to_json({f.path: list(f.forward) for f in r.files}))
         lines.append("nothing was written")
         return "\n".join(lines)
-    lines.append(f"applied {name} (entry {r.entry_id}) to {root}")
+    if r.replaced is not None:
+        new = "nothing left to patch" if r.entry_id is None else f"entry {r.entry_id}"
+        lines.append(f"applied {name} ({new}, replacing entry {r.replaced}) to {root}")
+    else:
+        lines.append(f"applied {name} (entry {r.entry_id}) to {root}")
     for f in r.files:
         for op in f.forward:
             if op["op"] != "test":

@@ -186,12 +186,13 @@ class _Planner:
                     for theirs in _edits(other_record):
                         if _overlap(mine, theirs, current_doc):
                             raise ConflictError(
-                                f"{entry.transform!r} and the later {other.transform!r} both edit "
+                                f"#{entry.id} {entry.transform} and the later #{other.id} "
+                                f"{other.transform} both edit "
                                 f"{theirs['path'] or 'the whole file'}",
                                 file=self.checkpoint.path(record.path),
                                 pointer=mine["path"],
-                                hint=f"revert {other.transform!r} first: patcher revert "
-                                f"{self.checkpoint.arg} {other.transform}",
+                                hint=f"revert #{other.id} first: patcher revert "
+                                f"{self.checkpoint.arg} '#{other.id}'",
                             )
             last_record = later[-1].file(record.path)
             assert last_record is not None

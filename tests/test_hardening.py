@@ -373,7 +373,7 @@ def test_lock_timeout_ignores_nonsense(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_overrides_do_not_alias_between_entries(cli: Cli, kimi: Path) -> None:
     cli("apply", kimi, "set-context-length", "--set", "length=131072")
-    cli("apply", kimi, "set-context-length", "--set", "length=65536")
+    cli("apply", kimi, "set-context-length", "--set", "length=65536", "--stack")
     code, out, _ = cli("overrides", kimi, "--json")
     result = json.loads(out)
     first, second = result["entries"]

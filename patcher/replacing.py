@@ -1,0 +1,103 @@
+"""Applying a transform again with new parameters replaces its entry: one entry per
+transform, the old one kept in the history as reverted.
+
+It is done as ``sync`` does a re-apply, in one all-or-nothing step: the journal's other
+transforms and then this one, with its new parameters, are applied to the upstream bytes in a
+scratch copy, and the checkpoint is moved to the result under one write-ahead record
+(``patcher.rebuilding``). The entries kept are re-recorded under new ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from patcher.applying import ApplyResult
+from patcher.checkpoint import Checkpoint, open_checkpoint
+from patcher.compiler import FilePlan
+from patcher.errors import ConflictError
+from patcher.journal import Entry
+from patcher.params import ResolvedParams
+from patcher.transform import Transform
+
+
+def _plans(
+    new: Entry | None, before: Mapping[str, bytes | None], after: Mapping[str, bytes | None]
+) -> tuple[FilePlan, ...]:
+    records = {} if new is None else {r.path: r for r in new.files}
+    plans = []
+    for path in sorted(p for p in {*before, *after} if before.get(p) != after.get(p)):
+        record = records.get(path)
+        plans.append(
+            FilePlan(
+                path=path,
+                kind="json" if record is None else record.kind,
+                before=before.get(path) or b"",
+                after=after.get(path) or b"",
+                forward=() if record is None else record.forward,
+                inverse=() if record is None else record.inverse,
+                link=None if record is None else record.link,
+            )
+        )
+    return tuple(plans)
+
+
+def replace_entry(
+    ckpt: Checkpoint,
+    transform: Transform,
+    params: ResolvedParams,
+    *,
+    dry_run: bool,
+    target: Mapping[str, Any] | None,
+) -> ApplyResult:
+    """Replace the applied entry of ``transform`` with one for ``params`` (see the module)."""
+    from patcher.file_status import file_states
+    from patcher.rebuilding import Step, journalled_step, rebuild, upstream_bytes
+    from patcher.scratch import config_bytes, copy_bytes, scratch_copy
+    from patcher.session import write_session
+
+    if dry_run:
+        before = config_bytes(ckpt)
+        with scratch_copy(ckpt) as copy:
+            done = replace_entry(
+                open_checkpoint(copy), transform, params, dry_run=False, target=target
+            )
+            after = copy_bytes(ckpt, copy, before)
+        return ApplyResult(
+            "dry-run",
+            ckpt.root,
+            transform,
+            params.recorded,
+            _plans(None, before, after),
+            None,
+            done.warnings,
+            replaced=done.replaced,
+        )
+    before = config_bytes(ckpt)
+    with write_session(ckpt) as session:
+        journal = session.journal
+        mine = [e for e in journal.applied if e.transform == transform.name]
+        if not mine:
+            raise ConflictError(
+                f"{transform.name} was reverted by another process meanwhile",
+                file=ckpt.root,
+                hint=f"run the command again (patcher status {ckpt.arg})",
+            )
+        for state in file_states(ckpt, journal):
+            if state.state not in ("patched", "reverted"):
+                raise ConflictError(
+                    f"{state.state} since patched; replacing {transform.name}'s entry rebuilds "
+                    "from the upstream bytes and would lose that",
+                    file=ckpt.path(state.path),
+                    hint=f"patcher status {ckpt.arg} (or apply with --stack to add an entry)",
+                )
+        old = mine[-1]
+        steps = [journalled_step(ckpt, e) for e in journal.applied if e.transform != transform.name]
+        steps.append(Step(transform, dict(params.recorded), target))
+        created = rebuild(session, upstream_bytes(session), steps, journal.applied)
+    new = created[-1]
+    plans = _plans(new, before, config_bytes(ckpt))
+    entry_id = None if new is None else new.id
+    return ApplyResult(
+        "applied", ckpt.root, transform, params.recorded, plans, entry_id, replaced=old.id
+    )
