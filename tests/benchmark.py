@@ -334,7 +334,15 @@ def bench_journal_growth(work: Path, runs: int) -> list[str]:
     for i in range(200):
         applies.append(
             timed(
-                [*PATCHER, "apply", str(ckpt), "set-context-length", "--set", f"length={1000 + i}"]
+                [
+                    *PATCHER,
+                    "apply",
+                    str(ckpt),
+                    "set-context-length",
+                    "--set",
+                    f"length={1000 + i}",
+                    "--stack",
+                ]
             )[0]
         )
     window = max(1, runs)

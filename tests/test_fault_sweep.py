@@ -89,8 +89,17 @@ def _prepare_sync_revert(tmp_path: Path) -> tuple[Path, list[str]]:
     return root, ["sync", "{root}", "--engine", "vllm==0.16.0", "--gpu", "h200"]
 
 
+def _prepare_replace(tmp_path: Path) -> tuple[Path, list[str]]:
+    root = _kimi(tmp_path)
+    api.apply(root, "strip-fp8-kv-cache")
+    api.apply(root, "set-context-length", {"length": 131072})
+    # New parameters: the set-context-length entry is replaced (a rebuild), in one step.
+    return root, ["apply", "{root}", "set-context-length", "--set", "length=65536"]
+
+
 SCENARIOS: dict[str, Callable[[Path], tuple[Path, list[str]]]] = {
     "apply": _prepare_apply,
+    "apply-replacing": _prepare_replace,
     "sync-apply": _prepare_sync_apply,
     "sync-revert": _prepare_sync_revert,
     "revert-under-later": _prepare_revert_under_later,
