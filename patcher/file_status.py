@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import ClassVar, Literal
 
 from patcher.checkpoint import Checkpoint, open_checkpoint
+from patcher.errors import ConflictError
 from patcher.files import current_hash, read_current
 from patcher.journal import Entry, Journal, read_journal
 from patcher.results import JsonResult
@@ -126,3 +127,16 @@ def file_states(ckpt: Checkpoint, journal: Journal) -> tuple[FileStatus, ...]:
                 state = "changed"
         files.append(FileStatus(path, state, ids))
     return tuple(files)
+
+
+def refuse_unsettled_files(ckpt: Checkpoint, journal: Journal, doing: str, hint: str) -> None:
+    """Before a rebuild from the upstream bytes (``sync``, replacing an entry): refuse when a
+    journalled file is anything but as patcher left it, since the rebuild would lose that."""
+    for state in file_states(ckpt, journal):
+        if state.state not in ("patched", "reverted"):
+            raise ConflictError(
+                f"{state.state} since patched; {doing} rebuilds from the upstream bytes and "
+                "would lose that",
+                file=ckpt.path(state.path),
+                hint=hint,
+            )

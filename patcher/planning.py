@@ -20,7 +20,7 @@ from patcher.document import canonical
 from patcher.engines.files import ENGINE_FILES, ConfigFiles, read_config_files
 from patcher.engines.model import derive
 from patcher.engines.view import StartupError
-from patcher.errors import ConflictError, PatcherError
+from patcher.errors import PatcherError
 from patcher.journal import Entry, Journal, originals, read_journal
 from patcher.params import resolve_params
 from patcher.results import JsonResult
@@ -199,7 +199,7 @@ def sync_checkpoint(
     With ``overlay``, the checkpoint (a read-only model store) is left untouched: the overlay
     folder (made if needed) gets links to its files and the patched copies. A dry run writes
     nothing and returns the files a real run would change, with their new bytes."""
-    from patcher.file_status import file_states
+    from patcher.file_status import refuse_unsettled_files
     from patcher.rebuilding import Step, journalled_step, rebuild, upstream_bytes
     from patcher.scratch import config_bytes
     from patcher.session import write_session
@@ -221,14 +221,12 @@ def sync_checkpoint(
     with write_session(ckpt) as session:
         journal = session.journal
         plan = _plan(ckpt, journal, target)  # under the lock: the journal it acts on
-        for state in file_states(ckpt, journal):
-            if state.state not in ("patched", "reverted"):
-                raise ConflictError(
-                    f"{state.state} since patched; sync rebuilds from the upstream bytes and "
-                    "would lose that",
-                    file=ckpt.path(state.path),
-                    hint=f"patcher status {ckpt.arg} (then revert --force, reapply or rebase)",
-                )
+        refuse_unsettled_files(
+            ckpt,
+            journal,
+            "sync",
+            f"patcher status {ckpt.arg} (then revert --force, reapply or rebase)",
+        )
         changed = {a.name for a in plan.actions}
         latest = {e.transform: e for e in journal.applied}
         steps = [

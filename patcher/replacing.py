@@ -51,7 +51,7 @@ def replace_entry(
     target: Mapping[str, Any] | None,
 ) -> ApplyResult:
     """Replace the applied entry of ``transform`` with one for ``params`` (see the module)."""
-    from patcher.file_status import file_states
+    from patcher.file_status import refuse_unsettled_files
     from patcher.rebuilding import Step, journalled_step, rebuild, upstream_bytes
     from patcher.scratch import config_bytes, copy_bytes, scratch_copy
     from patcher.session import write_session
@@ -83,14 +83,12 @@ def replace_entry(
                 file=ckpt.root,
                 hint=f"run the command again (patcher status {ckpt.arg})",
             )
-        for state in file_states(ckpt, journal):
-            if state.state not in ("patched", "reverted"):
-                raise ConflictError(
-                    f"{state.state} since patched; replacing {transform.name}'s entry rebuilds "
-                    "from the upstream bytes and would lose that",
-                    file=ckpt.path(state.path),
-                    hint=f"patcher status {ckpt.arg} (or apply with --stack to add an entry)",
-                )
+        refuse_unsettled_files(
+            ckpt,
+            journal,
+            f"replacing {transform.name}'s entry",
+            f"patcher status {ckpt.arg} (or apply with --stack to add an entry)",
+        )
         old = mine[-1]
         steps = [journalled_step(ckpt, e) for e in journal.applied if e.transform != transform.name]
         steps.append(Step(transform, dict(params.recorded), target))

@@ -18,15 +18,6 @@ description:
   - Idempotent; a second run reports C(changed=false).
 version_added: "0.1.0"
 options:
-  path:
-    description: The checkpoint folder. One of O(path) or O(repo_id) is required.
-    type: path
-  repo_id:
-    description: An C(ORG/NAME) repository in the host's Hugging Face cache.
-    type: str
-  revision:
-    description: The revision of O(repo_id) (default is the one C(refs/main) names).
-    type: str
   profile:
     description:
       - The path of a profile (TOML) on the host; see the patcher README, 'Targets and profiles'.
@@ -48,11 +39,8 @@ options:
       - Leave the checkpoint untouched (a read-only model store) and converge this overlay
         folder of links and patched copies instead; it is made when missing.
     type: path
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
+extends_documentation_fragment:
+  - patcher.patcher.checkpoint
 author:
   - patcher contributors
 """

@@ -16,15 +16,6 @@ description:
   - Idempotent; a second run reports C(changed=false).
 version_added: "0.1.0"
 options:
-  path:
-    description: The checkpoint folder. One of O(path) or O(repo_id) is required.
-    type: path
-  repo_id:
-    description: An C(ORG/NAME) repository in the host's Hugging Face cache.
-    type: str
-  revision:
-    description: The revision of O(repo_id) (default is the one C(refs/main) names).
-    type: str
   name:
     description: The transform, a built-in name (C(patcher list)) or the path of a transform file.
     type: str
@@ -44,11 +35,8 @@ options:
     description: With V(absent), undo what still matches even when the files were edited by hand.
     type: bool
     default: false
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
+extends_documentation_fragment:
+  - patcher.patcher.checkpoint
 author:
   - patcher contributors
 """
