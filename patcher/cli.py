@@ -260,7 +260,9 @@ def list_command(as_json: JsonOpt = False) -> None:
 
 @app.command()
 def show(
-    name: Annotated[str, typer.Argument(help="Transform name, or a transform file path.")],
+    name: Annotated[
+        str, typer.Argument(metavar="NAME", help="Transform name, or a transform file path.")
+    ],
     engine: EngineOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -289,7 +291,9 @@ def apply(
     transform: Annotated[
         str,
         typer.Argument(
-            help="Built-in transform name, or a .toml file.", autocompletion=_complete_transforms
+            metavar="TRANSFORM",
+            help="Built-in transform name, or a .toml file.",
+            autocompletion=_complete_transforms,
         ),
     ],
     assignments: Annotated[
@@ -353,7 +357,9 @@ def revert(
     name: Annotated[
         str | None,
         typer.Argument(
-            help="Transform name, or entry #N, to revert.", autocompletion=_complete_applied
+            metavar="NAME_OR_#N",
+            help="Transform name, or entry #N, to revert.",
+            autocompletion=_complete_applied,
         ),
     ] = None,
     last: Annotated[bool, typer.Option("--last", help="Revert the last applied.")] = False,
@@ -424,7 +430,9 @@ def diff(
     checkpoint: CheckpointArg,
     repo: Annotated[
         str | None,
-        typer.Argument(help="With --upstream: ORG/NAME[@REVISION] (inferred when it can be)."),
+        typer.Argument(
+            metavar="REPO", help="With --upstream: ORG/NAME[@REVISION] (inferred when it can be)."
+        ),
     ] = None,
     upstream: Annotated[
         bool, typer.Option("--upstream", help="Compare with the repository on the Hub.")
@@ -554,7 +562,10 @@ def overrides(
 
 @app.command()
 def doctor(
-    log: Annotated[str, typer.Argument(help="A failed vLLM or SGLang start-up log ('-': stdin).")],
+    log: Annotated[
+        str,
+        typer.Argument(metavar="LOG", help="A failed vLLM or SGLang start-up log ('-': stdin)."),
+    ],
     checkpoint: Annotated[
         str | None,
         typer.Option("--checkpoint", help="The checkpoint, to fill in the suggested commands."),
