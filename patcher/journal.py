@@ -25,7 +25,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from patcher import jsontext
 from patcher.checkpoint import Checkpoint
 from patcher.document import json_problem
 from patcher.errors import ConflictError, JournalError
@@ -488,6 +487,8 @@ def rebuild_object(directory: Path, digest: str) -> bytes:
     steps = _chain(directory, _leading(entries), digest, len(entries))
     if steps is None:
         raise _missing(path)
+    from patcher import jsontext  # rare (a revert of a stacked entry): off the start-up path
+
     data = load_object(directory, steps[-1].before if steps else digest)
     for record in reversed(steps):
         data = jsontext.apply_ops(data, record.forward)
