@@ -19,7 +19,7 @@ import jsonpointer
 
 from patcher import jsontext
 from patcher.checkpoint import Checkpoint
-from patcher.document import canonical, decode_text, json_problem
+from patcher.document import canonical, decode_text, json_problem, not_utf8
 from patcher.errors import DoesNotApplyError, InputFileError, TransformError
 from patcher.fsio import sha256
 from patcher.jsontext import MISSING as _MISSING
@@ -189,7 +189,7 @@ class _Compiler:
         else:
             bad = jsontext.check_utf8(data)
             if bad is not None:
-                decode_text(data[: bad + 4], str(path), hint)  # raises, naming the byte
+                raise not_utf8(data, bad, str(path), hint)
             document = JsonText(data)
             try:
                 document.prepare(self.pointers(edit.file))

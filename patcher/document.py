@@ -14,11 +14,14 @@ def decode_text(data: bytes, file: str, hint: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputFileError(
-            f"not UTF-8 (byte {exc.start}: {data[exc.start : exc.start + 1]!r})",
-            file=file,
-            hint=hint,
-        ) from None
+        raise not_utf8(data, exc.start, file, hint) from None
+
+
+def not_utf8(data: bytes, offset: int, file: str, hint: str) -> InputFileError:
+    """The refusal of a file that is not UTF-8, naming the first bad byte."""
+    return InputFileError(
+        f"not UTF-8 (byte {offset}: {data[offset : offset + 1]!r})", file=file, hint=hint
+    )
 
 
 def json_problem(exc: BaseException) -> str:

@@ -485,11 +485,11 @@ def rebuild_object(directory: Path, digest: str) -> bytes:
     except JournalError:
         raise _missing(path) from None
     steps = _chain(directory, _leading(entries), digest, len(entries))
-    if steps is None:
+    if not steps:  # no way back to kept bytes (an empty chain: the object vanished meanwhile)
         raise _missing(path)
     from patcher import jsontext  # rare (a revert of a stacked entry): off the start-up path
 
-    data = load_object(directory, steps[-1].before if steps else digest)
+    data = load_object(directory, steps[-1].before)
     for record in reversed(steps):
         data = jsontext.apply_ops(data, record.forward)
         if sha256(data) != record.after:
@@ -509,19 +509,3 @@ def must_keep(directory: Path, journal: Journal, before: str, kind: str, version
         return True
     mine = [e for e in journal.applied if e.tool_version == version]
     return _chain(directory, _leading(mine), before, KEYFRAME - 1) is None
-    leading = {
-        record.after: record
-        for entry in journal.applied
-        if entry.tool_version == version
-        for record in entry.files
-        if record.kind == "json"
-    }
-    current = before
-    for depth in range(KEYFRAME):
-        if _kept(directory, current):
-            return depth == 0  # already kept: store_object checks it (and mends it if bad)
-        record = leading.get(current)
-        if record is None:
-            return True
-        current = record.before
-    return True

@@ -20,7 +20,6 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-_WS = re.compile(rb"[ \t\n\r]*+")
 _DECODER = json.JSONDecoder()
 _INDEX = re.compile(r"0|[1-9][0-9]*")
 _OPEN = (0x7B, 0x5B)  # '{' and '['
@@ -29,6 +28,7 @@ _OPEN = (0x7B, 0x5B)  # '{' and '['
 _S = rb"[ \t\n\r]*+"
 _STR = rb'"[^"\\\x00-\x1f]*+(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*+)*+"'
 _NUM = rb"-?+(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?+(?:[eE][-+]?+[0-9]++)?+"
+_WS = re.compile(_S)
 _SCALAR = rb"(?:" + _STR + rb"|" + _NUM + rb"|true|false|null)"
 
 
@@ -572,6 +572,17 @@ class JsonText:
         start, end, new = _insert(self, parent, position, token, value, raw)
         self._splice(start, end, new, parent=parent.open)
 
+    def apply_op(self, op: dict[str, Any]) -> None:
+        """One recorded RFC 6902 op, as the compiler made it (``x-raw`` puts back a value's
+        source text); a ``test`` is the caller's to check."""
+        kind, pointer, raw = op["op"], op["path"], op.get("x-raw")
+        if kind == "remove":
+            self.remove(pointer)
+        elif kind == "replace":
+            self.replace(pointer, op["value"], raw)
+        elif kind == "add":
+            self.add(pointer, op["value"], raw)
+
     def _style(self, at: int) -> _Style:
         multiline = self.data.find(b"\n", at) != -1
         return _Style(
@@ -599,13 +610,7 @@ def apply_ops(data: bytes, ops: tuple[dict[str, Any], ...] | list[dict[str, Any]
     doc = JsonText(data)
     doc.prepare([op["path"] for op in ops])
     for op in ops:
-        kind, pointer, raw = op["op"], op["path"], op.get("x-raw")
-        if kind == "remove":
-            doc.remove(pointer)
-        elif kind == "replace":
-            doc.replace(pointer, op["value"], raw)
-        elif kind == "add":
-            doc.add(pointer, op["value"], raw)
+        doc.apply_op(op)
     return doc.data
 
 

@@ -12,30 +12,34 @@ from patcher.errors import CheckpointError
 from patcher.fsio import atomic_write, ensure_dir, write_error
 
 
+def _recorded_source(target: Path) -> str | None:
+    """The source an overlay folder records, or None when it is not (readably) an overlay."""
+    try:
+        recorded = json.loads((target / JOURNAL_DIR / OVERLAY_FILE).read_text()).get("source")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return recorded if isinstance(recorded, str) else None
+
+
 def existing_overlay(source: Path, out: Path | str) -> Path | None:
     """``out`` when it is already an overlay of ``source``, else None."""
     target = Path(out).expanduser().absolute()
-    record = target / JOURNAL_DIR / OVERLAY_FILE
-    if not record.is_file():
-        return None
-    recorded = json.loads(record.read_text()).get("source")
-    return target if Path(recorded).resolve() == source.resolve() else None
+    recorded = _recorded_source(target)
+    return target if recorded is not None and Path(recorded).resolve() == source.resolve() else None
 
 
 def make_overlay(source: Path | str, out: Path | str) -> Path:
     """Create (or reuse) the overlay ``out`` of ``source``; returns its absolute path."""
     ckpt = open_checkpoint(source)
     target = Path(out).expanduser().absolute()
-    record = target / JOURNAL_DIR / OVERLAY_FILE
-    if record.is_file():
-        recorded = json.loads(record.read_text()).get("source")
-        if Path(recorded).resolve() != ckpt.root.resolve():
-            raise CheckpointError(
-                f"already an overlay of {recorded}",
-                file=target,
-                hint="choose another --overlay folder",
-            )
+    if existing_overlay(ckpt.root, target) is not None:
         return target
+    recorded = _recorded_source(target)
+    if recorded is not None:
+        raise CheckpointError(
+            f"already an overlay of {recorded}", file=target, hint="choose another --overlay folder"
+        )
+    record = target / JOURNAL_DIR / OVERLAY_FILE
     if ckpt.root.resolve() == target.resolve() or ckpt.root.resolve() in target.resolve().parents:
         raise CheckpointError(
             "the overlay cannot be inside its source",

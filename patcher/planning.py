@@ -162,9 +162,10 @@ def _why_not(entry: Entry, target: Target) -> str:
     return f"not wanted by {target.profile or 'the target'}"
 
 
-def _changes(
+def file_changes(
     before: Mapping[str, bytes | None], after: Mapping[str, bytes | None]
 ) -> tuple[FileChange, ...]:
+    """The files whose bytes differ between two snapshots (path -> bytes, None: absent)."""
     return tuple(
         FileChange(path, before.get(path), after.get(path))
         for path in sorted({*before, *after})
@@ -180,7 +181,7 @@ def _predict(ckpt: Checkpoint, target: Target) -> tuple[FileChange, ...]:
     before = config_bytes(ckpt)
     with scratch_copy(ckpt) as copy:
         sync_checkpoint(copy, target)
-        return _changes(before, copy_bytes(ckpt, copy, before))
+        return file_changes(before, copy_bytes(ckpt, copy, before))
 
 
 def sync_checkpoint(
@@ -244,7 +245,7 @@ def sync_checkpoint(
         created = rebuild(session, upstream_bytes(session), [*steps, *new_steps], journal.applied)
     applied = tuple(e.id for e in created[len(steps) :] if e is not None)
     reverted = tuple(a.entry_id for a in plan.actions if a.entry_id is not None)
-    return SyncResult(plan, applied, reverted, False, _changes(before, config_bytes(ckpt)))
+    return SyncResult(plan, applied, reverted, False, file_changes(before, config_bytes(ckpt)))
 
 
 def _check_effect(ckpt: Checkpoint, step: Any, target: Target) -> None:

@@ -24,16 +24,18 @@ from patcher.transform import Transform
 def _plans(
     new: Entry | None, before: Mapping[str, bytes | None], after: Mapping[str, bytes | None]
 ) -> tuple[FilePlan, ...]:
+    from patcher.planning import file_changes
+
     records = {} if new is None else {r.path: r for r in new.files}
     plans = []
-    for path in sorted(p for p in {*before, *after} if before.get(p) != after.get(p)):
-        record = records.get(path)
+    for change in file_changes(before, after):
+        record = records.get(change.path)
         plans.append(
             FilePlan(
-                path=path,
+                path=change.path,
                 kind="json" if record is None else record.kind,
-                before=before.get(path) or b"",
-                after=after.get(path) or b"",
+                before=change.before or b"",
+                after=change.after or b"",
                 forward=() if record is None else record.forward,
                 inverse=() if record is None else record.inverse,
                 link=None if record is None else record.link,

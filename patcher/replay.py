@@ -66,6 +66,7 @@ def replay(text: str, ops: Sequence[Op], *, file: str, strict: bool, hint: str) 
     """Apply ``ops`` to the JSON ``text`` with minimal edits. Strict: a failed guard raises a
     ConflictError; otherwise that step is skipped and reported."""
     doc = json.loads(text[1:] if text.startswith("\ufeff") else text)
+    edited = jsontext.JsonText(text)  # one scan, kept across the ops
     skipped: list[Op] = []
     for group in _groups(ops):
         problem = _problem(doc, group)
@@ -83,15 +84,9 @@ def replay(text: str, ops: Sequence[Op], *, file: str, strict: bool, hint: str) 
         if op["op"] == "test":
             continue
         clean = {k: v for k, v in op.items() if not k.startswith("x-")}
-        raw = op.get("x-raw")
-        if op["op"] == "remove":
-            text = jsontext.remove(text, op["path"])
-        elif op["op"] == "replace":
-            text = jsontext.replace(text, op["path"], op["value"], raw)
-        else:
-            text = jsontext.add(text, op["path"], op["value"], raw)
+        edited.apply_op(op)
         doc = jsonpatch.JsonPatch([clean]).apply(doc, in_place=True)
-    return Replayed(text, tuple(skipped))
+    return Replayed(edited.text, tuple(skipped))
 
 
 def first_difference(expected: Any, actual: Any, pointer: str = "") -> str | None:

@@ -12,6 +12,16 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 
+def _install(source: Path, target: Path) -> Path:
+    """``pip install --no-deps --target`` of a wheel or of this repository; the folder."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", target, source],
+        check=True,
+        capture_output=True,
+    )
+    return target
+
+
 def test_wheel_ships_catalog_under_patcher_only(tmp_path: Path) -> None:
     subprocess.run(
         [
@@ -43,22 +53,7 @@ def test_wheel_ships_catalog_under_patcher_only(tmp_path: Path) -> None:
     expected = {p.name for p in (ROOT / "transforms").glob("*.toml")}
     assert expected and expected <= catalog
 
-    target = tmp_path / "site"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--no-deps",
-            "-q",
-            "--target",
-            str(target),
-            str(wheel),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    target = _install(wheel, tmp_path / "site")
     assert not (target / "transforms").exists()
     probe = subprocess.run(
         [
@@ -80,22 +75,7 @@ def test_wheel_ships_catalog_under_patcher_only(tmp_path: Path) -> None:
 
 def test_users_program_type_checks_against_the_installed_package(tmp_path: Path) -> None:
     """py.typed is shipped: a provisioning script passes mypy --strict against the wheel."""
-    target = tmp_path / "site"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--no-deps",
-            "-q",
-            "--target",
-            str(target),
-            str(ROOT),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    target = _install(ROOT, tmp_path / "site")
     assert (target / "patcher" / "py.typed").exists()
     program = tmp_path / "provision.py"
     program.write_text(
@@ -140,12 +120,7 @@ def test_the_readme_python_example_runs_unchanged_on_the_installed_package(
 ) -> None:
     """The README's "Use from Python" block, against the package pip installs (not the
     source tree), from a clone's folder, and type-checked as a user's program would be."""
-    target = tmp_path / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", target, ROOT],
-        check=True,
-        capture_output=True,
-    )
+    target = _install(ROOT, tmp_path / "site")
     program = tmp_path / "provision.py"
     program.write_text(_readme_example())
     clone = tmp_path / "clone"
