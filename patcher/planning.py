@@ -202,7 +202,6 @@ def sync_checkpoint(
     nothing and returns the files a real run would change, with their new bytes."""
     from patcher.file_status import refuse_unsettled_files
     from patcher.rebuilding import Step, journalled_step, rebuild, upstream_bytes
-    from patcher.scratch import config_bytes
     from patcher.session import write_session
 
     ckpt = open_checkpoint(checkpoint, revision)
@@ -218,7 +217,6 @@ def sync_checkpoint(
         return SyncResult(plan, (), (), dry_run)
     if dry_run:
         return SyncResult(plan, (), (), True, _predict(ckpt, target))
-    before = config_bytes(ckpt)
     with write_session(ckpt) as session:
         journal = session.journal
         plan = _plan(ckpt, journal, target)  # under the lock: the journal it acts on
@@ -242,10 +240,12 @@ def sync_checkpoint(
         ]
         for step in new_steps:  # refuse an edit this engine ignores before anything is written
             _check_effect(ckpt, step, target)
-        created = rebuild(session, upstream_bytes(session), [*steps, *new_steps], journal.applied)
+        rebuilt = rebuild(session, upstream_bytes(session), [*steps, *new_steps], journal.applied)
+    created = rebuilt.entries
     applied = tuple(e.id for e in created[len(steps) :] if e is not None)
     reverted = tuple(a.entry_id for a in plan.actions if a.entry_id is not None)
-    return SyncResult(plan, applied, reverted, False, file_changes(before, config_bytes(ckpt)))
+    changes = tuple(FileChange(p, old, new) for p, (old, new) in sorted(rebuilt.files.items()))
+    return SyncResult(plan, applied, reverted, False, changes)
 
 
 def _check_effect(ckpt: Checkpoint, step: Any, target: Target) -> None:

@@ -134,7 +134,7 @@ def rebase_checkpoint(
         for entry in applied:
             _conflicts(ckpt, entry, base)
         steps = [journalled_step(ckpt, e) for e in applied]
-        created = rebuild(session, base, steps, applied)
+        created = rebuild(session, base, steps, applied).entries
     return RebaseResult(ckpt.root, _outcomes(applied, created))
 
 
@@ -149,7 +149,7 @@ def _carry(old: Checkpoint, new: Checkpoint, revert_old: bool) -> RebaseResult:
         _conflicts(old, entry, upstream)
     with write_session(new) as session:
         steps = [journalled_step(old, e) for e in applied]
-        created = rebuild(session, upstream_bytes(session), steps, ())
+        created = rebuild(session, upstream_bytes(session), steps, ()).entries
     if revert_old:
         revert_transforms(old.root, every=True)
     return RebaseResult(new.root, _outcomes(applied, created), old.root, revert_old)

@@ -67,12 +67,20 @@ def _upstream_link_and_mtime(
     return checkpoint.link_target(path), mtime_ns(checkpoint.path(path))
 
 
+@dataclass(frozen=True, slots=True)
+class Rebuilt:
+    """Per step, its new entry (None when the step changed nothing); and each file the
+    rebuild changed, with its bytes before (None: absent) and after."""
+
+    entries: list[Entry | None]
+    files: dict[str, tuple[bytes | None, bytes]]
+
+
 def rebuild(
     session: Session, base: Mapping[str, bytes], steps: list[Step], retire: tuple[Entry, ...]
-) -> list[Entry | None]:
+) -> Rebuilt:
     """Apply ``steps`` to ``base`` in a scratch copy, then make the checkpoint that result in
-    one write-ahead step, retiring ``retire``. Returns, per step, its new entry (None when the
-    step changed nothing)."""
+    one write-ahead step, retiring ``retire`` (see ``Rebuilt``)."""
     ckpt, journal = session.checkpoint, session.journal
     with tempfile.TemporaryDirectory(prefix="patcher-rebuild-") as scratch:
         work = Path(scratch)
@@ -158,4 +166,4 @@ def rebuild(
     for entry in new_entries:
         done = done.put(entry.with_state("applied", targets={}, sources={}))
     session.save(done)
-    return created
+    return Rebuilt(created, {p: (current[p], d) for p, d in changing.items()})

@@ -75,7 +75,6 @@ def replace_entry(
             done.warnings,
             replaced=done.replaced,
         )
-    before = config_bytes(ckpt)
     with write_session(ckpt) as session:
         journal = session.journal
         mine = [e for e in journal.applied if e.transform == transform.name]
@@ -94,9 +93,13 @@ def replace_entry(
         old = mine[-1]
         steps = [journalled_step(ckpt, e) for e in journal.applied if e.transform != transform.name]
         steps.append(Step(transform, dict(params.recorded), target))
-        created = rebuild(session, upstream_bytes(session), steps, journal.applied)
-    new = created[-1]
-    plans = _plans(new, before, config_bytes(ckpt))
+        rebuilt = rebuild(session, upstream_bytes(session), steps, journal.applied)
+    new = rebuilt.entries[-1]
+    plans = _plans(
+        new,
+        {p: old for p, (old, _) in rebuilt.files.items()},
+        {p: data for p, (_, data) in rebuilt.files.items()},
+    )
     entry_id = None if new is None else new.id
     return ApplyResult(
         "applied", ckpt.root, transform, params.recorded, plans, entry_id, replaced=old.id

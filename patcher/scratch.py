@@ -49,11 +49,12 @@ def copy_bytes(
 ) -> dict[str, bytes | None]:
     """The bytes of ``names`` (and any new config file) in the scratch ``copy``; a file put
     back there as its Hugging Face cache link holds its original bytes."""
-    kept = originals(ckpt, read_journal(ckpt))
     found: dict[str, bytes | None] = {}
+    kept: dict[str, bytes] | None = None  # the journal's originals, read only if needed
     for name in {*names, *(p.name for p in copy.iterdir() if p.name.endswith(SCRATCH_SUFFIXES))}:
         path = copy / name
         if path.is_symlink():
+            kept = originals(ckpt, read_journal(ckpt)) if kept is None else kept
             found[name] = kept.get(name)
         else:
             found[name] = path.read_bytes() if path.is_file() else None
