@@ -5,25 +5,34 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from patcher import __version__
 from patcher.catalog import find_transform
 from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.compiler import FilePlan, compile_transform
 from patcher.document import canonical
-from patcher.engines.target import Engine, parse_engine
 from patcher.errors import DoesNotApplyError
-from patcher.files import current_hash, replace_file
+from patcher.files import holds_bytes, replace_file
 from patcher.fsio import check_real_dir, file_mode, mtime_ns
-from patcher.journal import Entry, FileRecord, Journal, must_keep, read_journal, store_object
+from patcher.journal import (
+    Entry,
+    FileRecord,
+    Journal,
+    must_keep,
+    now,
+    read_journal,
+    store_object,
+)
 from patcher.params import resolve_params
 from patcher.recovery import roll_back
 from patcher.results import JsonResult
 from patcher.session import write_session
 from patcher.transform import Transform, substitute
+
+if TYPE_CHECKING:
+    from patcher.engines.target import Engine
 
 ApplyOutcome = Literal["applied", "dry-run", "nothing-to-do", "already-applied"]
 
@@ -42,11 +51,6 @@ class ApplyResult(JsonResult):
     entry_id: int | None = None
     warnings: tuple[str, ...] = ()
     replaced: int | None = None  # the entry of the same transform this one replaced
-
-
-def now() -> str:
-    """The current UTC time, ISO 8601."""
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _records(
@@ -69,9 +73,9 @@ def _records(
     )
 
 
-def _write(checkpoint: Checkpoint, entry: Entry, plans: tuple[FilePlan, ...]) -> None:
-    for plan, record in zip(plans, entry.files, strict=True):
-        replace_file(checkpoint, plan.path, plan.after, expect=record.before)
+def _write(checkpoint: Checkpoint, plans: tuple[FilePlan, ...]) -> None:
+    for plan in plans:
+        replace_file(checkpoint, plan.path, plan.after, expect=plan.before)
 
 
 def _same_applied(journal: Journal, transform: Transform, params: Mapping[str, Any]) -> int | None:
@@ -152,7 +156,11 @@ def apply_transform(
     Applied already with other parameters, the transform's entry is replaced (one entry per
     transform; the old one stays in the history as reverted); ``stack`` adds a second entry
     on top instead."""
-    judge = parse_engine(engine) if isinstance(engine, str) else engine
+    if isinstance(engine, str):
+        from patcher.engines.target import parse_engine
+
+        engine = parse_engine(engine)
+    judge = engine
     ckpt = open_checkpoint(checkpoint, revision)
     if overlay is not None and not dry_run:
         from patcher.overlay import make_overlay
@@ -189,7 +197,7 @@ def apply_transform(
             return ApplyResult(
                 "already-applied", ckpt.root, chosen, resolved.recorded, (), previous
             )
-        if any(current_hash(ckpt, p.path) != p.before_hash for p in plans):
+        if not all(holds_bytes(ckpt, p.path, p.before) for p in plans):
             plans = compile_transform(ckpt, chosen, resolved)  # changed while we waited
             if not plans:
                 return ApplyResult("nothing-to-do", ckpt.root, chosen, resolved.recorded, ())
@@ -222,7 +230,7 @@ def apply_transform(
         )
         session.save(session.journal.put(entry))
         try:
-            _write(ckpt, entry, plans)
+            _write(ckpt, plans)
         except BaseException:
             # Settle by hashing, not by what we think was written: a write can land and the
             # step after it fail. Only when every file is back to its original is the entry

@@ -11,24 +11,21 @@ unknown members are ignored), so a forced revert can put back ``1e30`` rather th
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any, Literal
 
 import jsonpatch
-import jsonpointer
 
 from patcher import jsontext
 from patcher.checkpoint import Checkpoint
-from patcher.document import canonical, decode_text, json_problem, not_utf8
+from patcher.document import MISSING as _MISSING
+from patcher.document import Op, canonical, decode_text, json_problem, not_utf8
 from patcher.errors import DoesNotApplyError, InputFileError, TransformError
-from patcher.fsio import sha256
-from patcher.jsontext import MISSING as _MISSING
+from patcher.fsio import Digest, sha256
 from patcher.jsontext import JsonText
 from patcher.params import ResolvedParams
 from patcher.results import ShortRepr
 from patcher.transform import Edit, Guard, Transform, substitute
-
-Op = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -44,10 +41,12 @@ class FilePlan(ShortRepr):
     link: str | None
     before_hash: str = field(init=False, repr=False)
     after_hash: str = field(init=False, repr=False)
+    before_digest: InitVar[Digest | None] = None  # ``before``'s, when already being hashed
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, before_digest: Digest | None) -> None:
         # Each buffer is hashed once, here; everything after uses these.
-        object.__setattr__(self, "before_hash", sha256(self.before))
+        before_hash = sha256(self.before) if before_digest is None else before_digest.result()
+        object.__setattr__(self, "before_hash", before_hash)
         object.__setattr__(self, "after_hash", sha256(self.after))
 
 
@@ -62,24 +61,12 @@ class _FileState:
     forward: list[Op] = field(default_factory=list)
     inverse: list[Op] = field(default_factory=list)
     original: JsonText | None = None  # the untouched document, with its scan, to verify against
+    digest: Digest | None = None  # of ``before``, started as soon as it is read
 
     @property
     def doc(self) -> JsonText:
         assert self.json is not None
         return self.json
-
-
-def get(doc: Any, pointer: str) -> Any:
-    """The value at ``pointer`` of a parsed document, or ``MISSING``."""
-    try:
-        return jsonpointer.resolve_pointer(doc, pointer, _MISSING)
-    except jsonpointer.JsonPointerException:
-        return _MISSING
-
-
-def exists(doc: Any, pointer: str) -> bool:
-    """Whether ``pointer`` leads to a value in ``doc``."""
-    return get(doc, pointer) is not _MISSING
 
 
 def _type_name(value: Any) -> str:
@@ -183,6 +170,7 @@ class _Compiler:
                 f"cannot read ({exc.strerror})", file=path, hint="fix the file's permissions"
             ) from None
         link = self.checkpoint.link_target(edit.file)
+        digest = Digest(data)  # hashed while the file is validated
         if edit.is_text:
             text = decode_text(data, str(path), hint)
             state = _FileState(edit.file, data, text, None, "text", link)
@@ -202,6 +190,7 @@ class _Compiler:
             state = _FileState(
                 edit.file, data, "", document, "json", link, original=document.fork()
             )
+        state.digest = digest
         self.states[edit.file] = state
         return state
 
@@ -251,6 +240,7 @@ class _Compiler:
                     forward=tuple(state.forward),
                     inverse=tuple(state.inverse),
                     link=state.link,
+                    before_digest=state.digest,
                 )
             )
         return tuple(plans)

@@ -8,6 +8,31 @@ from typing import Any
 
 from patcher.errors import InputFileError
 
+Op = dict[str, Any]  # one RFC 6902 operation
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()  # what ``get`` returns where a pointer leads nowhere
+
+
+def get(doc: Any, pointer: str) -> Any:
+    """The value at ``pointer`` of a parsed document, or ``MISSING``."""
+    import jsonpointer
+
+    try:
+        return jsonpointer.resolve_pointer(doc, pointer, MISSING)
+    except jsonpointer.JsonPointerException:
+        return MISSING
+
+
+def exists(doc: Any, pointer: str) -> bool:
+    """Whether ``pointer`` leads to a value in ``doc``."""
+    return get(doc, pointer) is not MISSING
+
 
 def decode_text(data: bytes, file: str, hint: str) -> str:
     """Decode ``data`` as strict UTF-8, refusing anything else with the byte offset."""

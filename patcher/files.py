@@ -9,7 +9,7 @@ from pathlib import Path
 
 from patcher.checkpoint import Checkpoint
 from patcher.errors import ConflictError, InputFileError
-from patcher.fsio import atomic_symlink, atomic_write, file_mode, file_sha256, sha256
+from patcher.fsio import atomic_symlink, atomic_write, file_mode, file_sha256, holds, sha256
 
 
 def read_current(checkpoint: Checkpoint, relative: str) -> bytes | None:
@@ -48,6 +48,18 @@ def _not_a_file(checkpoint: Checkpoint, path: Path) -> InputFileError:
     )
 
 
+def holds_bytes(checkpoint: Checkpoint, relative: str, data: bytes | None) -> bool:
+    """Whether ``relative`` holds exactly ``data`` (None: whether it is missing); compared in
+    place, which is cheaper than hashing it."""
+    fd = _open_current(checkpoint, relative)
+    if fd is None:
+        return data is None
+    try:
+        return data is not None and holds(fd, data)
+    finally:
+        os.close(fd)
+
+
 def current_hash(checkpoint: Checkpoint, relative: str) -> str | None:
     """sha256 of the current bytes, or None when the file is missing (read in pieces)."""
     fd = _open_current(checkpoint, relative)
@@ -64,13 +76,18 @@ def replace_file(
     relative: str,
     data: bytes,
     *,
-    expect: str | None,
+    expect: str | bytes | None,
     link: str | None = None,
 ) -> None:
     """Replace ``relative`` with ``data`` (or with a symlink to ``link``) if it still hashes to
-    ``expect``: a compare-and-swap, so a lock that silently failed loses nothing."""
+    ``expect`` (or, given bytes, still holds them): a compare-and-swap, so a lock that silently
+    failed loses nothing."""
     path: Path = checkpoint.path(relative)
-    if expect is not None and current_hash(checkpoint, relative) != expect:
+    if isinstance(expect, bytes):
+        unchanged = holds_bytes(checkpoint, relative, expect)
+    else:
+        unchanged = expect is None or current_hash(checkpoint, relative) == expect
+    if not unchanged:
         raise ConflictError(
             "changed by another process while patcher was working; nothing more was written",
             file=path,

@@ -19,6 +19,35 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+class Digest:
+    """The sha256 of a buffer, computed beside other work: a large buffer is hashed on a
+    thread (hashlib lets go of the GIL while it hashes), so hashing a file overlaps with
+    validating it."""
+
+    _THREADED = 1 << 20  # below this a thread costs more than it saves
+
+    def __init__(self, data: bytes) -> None:
+        self._hex: str | None = None
+        self._thread = None
+        if len(data) < self._THREADED:
+            self._hex = sha256(data)
+            return
+        import threading
+
+        self._thread = threading.Thread(target=self._run, args=(data,), daemon=True)
+        self._thread.start()
+
+    def _run(self, data: bytes) -> None:
+        self._hex = sha256(data)
+
+    def result(self) -> str:
+        """The hex digest (waits for the thread)."""
+        if self._thread is not None:
+            self._thread.join()
+        assert self._hex is not None
+        return self._hex
+
+
 def file_sha256(path: Path | int) -> str:
     """Hex sha256 of a file's bytes (a path or an open fd), read in pieces, never whole."""
     if isinstance(path, int):
@@ -26,6 +55,27 @@ def file_sha256(path: Path | int) -> str:
             return hashlib.file_digest(handle, "sha256").hexdigest()
     with path.open("rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+_PIECE = 1 << 20
+
+
+def holds(fd: int, data: bytes) -> bool:
+    """Whether the open file ``fd`` holds exactly ``data``. Compared in place, 1 MiB at a
+    time (``startswith`` is a memcmp), so it costs a read and no hash, and no second copy of a
+    large file is held."""
+    if os.fstat(fd).st_size != len(data):
+        return False
+    piece = bytearray(min(_PIECE, max(len(data), 1)))
+    at = 0
+    with memoryview(piece) as view:
+        while True:
+            count = os.preadv(fd, [view], at) if at < len(data) else 0
+            if count == 0:
+                return at == len(data)
+            if not data.startswith(view[:count], at):
+                return False
+            at += count
 
 
 TMP_SUFFIX = ".patcher-tmp"

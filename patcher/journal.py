@@ -22,13 +22,14 @@ import re
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from patcher.checkpoint import Checkpoint
 from patcher.document import json_problem
 from patcher.errors import ConflictError, JournalError
-from patcher.fsio import atomic_write, ensure_dir, file_sha256, sha256
+from patcher.fsio import atomic_write, ensure_dir, holds, sha256
 from patcher.hfcache import RepoRef
 
 FORMAT = 1
@@ -38,6 +39,11 @@ KEYFRAME = 8
 JOURNAL_FILE = "journal.json"
 State = Literal["pending", "applied", "reverting", "reverted", "reapplying"]
 STATES = ("pending", "applied", "reverting", "reverted", "reapplying")
+
+
+def now() -> str:
+    """The current UTC time, ISO 8601 (the journal's timestamps)."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 @dataclass(frozen=True, slots=True)
@@ -393,9 +399,9 @@ def store_object(
     directory: Path, data: bytes, *, mode: int | None = None, digest: str | None = None
 ) -> str:
     """Keep ``data`` under its sha256 (once) and return the hash. An object already there is
-    trusted only when it hashes right (else it is rewritten). ``mode`` is the source file's:
-    the copy is no more readable than the original, and a private original makes the journal
-    folder private. ``digest`` is ``data``'s hash when the caller has it already."""
+    trusted only when it holds exactly ``data`` (else it is rewritten). ``mode`` is the source
+    file's: the copy is no more readable than the original, and a private original makes the
+    journal folder private. ``digest`` is ``data``'s hash when the caller has it already."""
     digest = sha256(data) if digest is None else digest
     objects = directory / "objects"
     target = objects / digest
@@ -403,9 +409,14 @@ def store_object(
     ensure_dir(directory, private=private)
     ensure_dir(objects, private=private)
     try:
-        good = stat.S_ISREG(os.lstat(target).st_mode) and file_sha256(target) == digest
+        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         good = False
+    else:
+        try:
+            good = stat.S_ISREG(os.fstat(fd).st_mode) and holds(fd, data)
+        finally:
+            os.close(fd)
     if not good:
         atomic_write(
             target, data, mode=0o644 if mode is None else mode & 0o666, root=directory.parent

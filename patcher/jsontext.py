@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import codecs
 import functools
-import hashlib
 import json
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from patcher.document import MISSING
 
 _DECODER = json.JSONDecoder()
 _INDEX = re.compile(r"0|[1-9][0-9]*")
@@ -42,8 +43,15 @@ def _object_of(item: bytes) -> bytes:
 
 
 _FLAT = rb"(?:" + _SCALAR + rb"|" + _array_of(_SCALAR) + rb"|" + _object_of(_SCALAR) + rb")"
-# A scalar, or a container holding only scalars (a vocab, a merges list): one C match.
-_VALUE = re.compile(_FLAT)
+
+
+@functools.cache
+def _flat_value() -> re.Pattern[bytes]:
+    """A scalar, or a container holding only scalars (a vocab, a merges list): one C match.
+    Compiled on first use, off the start-up of commands that never scan."""
+    return re.compile(_FLAT)
+
+
 _KEY = re.compile(_STR)
 _CLOSER = {0x7B: 0x7D, 0x5B: 0x5D}
 
@@ -165,14 +173,6 @@ def check_utf8(data: bytes) -> int | None:
 Trie = dict[str, "Trie"]
 
 
-class _Missing:
-    def __repr__(self) -> str:
-        return "MISSING"
-
-
-MISSING: Any = _Missing()  # what ``get`` returns where a pointer leads nowhere
-
-
 def _trie(pointers: list[str]) -> Trie:
     root: Trie = {}
     for pointer in pointers:
@@ -229,7 +229,7 @@ def _skip_container(data: bytes, start: int) -> int | None:
 
 def value_end(data: bytes, start: int) -> int:
     """Where the JSON value at ``start`` ends; the value is validated on the way."""
-    match = _VALUE.match(data, start)
+    match = _flat_value().match(data, start)
     if match is not None:
         return match.end()
     if start < len(data) and data[start] in _OPEN:
@@ -247,21 +247,23 @@ def _expect(data: bytes, at: int, chars: bytes, what: str) -> None:
 class Raw:
     """A value off the edited path, compared by its exact bytes (used to verify an edit)."""
 
-    __slots__ = ("view",)
+    __slots__ = ("data", "start", "end")
 
-    def __init__(self, view: memoryview) -> None:
-        self.view = view
+    def __init__(self, data: bytes, start: int, end: int) -> None:
+        self.data, self.start, self.end = data, start, end
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Raw:
         return self
 
     def parsed(self) -> Any:
-        return json.loads(bytes(self.view))
+        return json.loads(self.data[self.start : self.end])
 
     def same(self, other: Raw) -> bool:
-        return len(self.view) == len(other.view) and (
-            hashlib.sha256(self.view).digest() == hashlib.sha256(other.view).digest()
-        )
+        if self.end - self.start != other.end - other.start:
+            return False
+        # ``startswith`` compares in place with memcmp: no copy, no hash.
+        with memoryview(other.data) as view:
+            return self.data.startswith(view[other.start : other.end], self.start)
 
 
 def same_sparse(a: Any, b: Any) -> bool:
@@ -481,7 +483,7 @@ class JsonText:
             if pointer in targets:
                 return json.loads(data[start:end])
             if not want or data[start] not in _OPEN:
-                return Raw(memoryview(data)[start:end])
+                return Raw(data, start, end)
             container = self._scan(start, pointer, want)
             if container.kind == "array":
                 return [

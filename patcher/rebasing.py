@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from patcher.checkpoint import Checkpoint, open_checkpoint
-from patcher.compiler import exists, get
+from patcher.document import exists, get
 from patcher.errors import ConflictError
 from patcher.files import read_current
 from patcher.fsio import sha256 as _sha

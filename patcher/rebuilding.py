@@ -17,11 +17,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from patcher.applying import apply_transform, now
+from patcher.applying import apply_transform
 from patcher.checkpoint import Checkpoint
 from patcher.files import read_current, replace_file, undo_writes
 from patcher.fsio import mtime_ns, sha256
-from patcher.journal import Entry, State, load_journal, load_object, originals, store_object
+from patcher.journal import Entry, State, load_journal, load_object, now, originals, store_object
 from patcher.scratch import SCRATCH_SUFFIXES
 from patcher.session import Session
 from patcher.transform import Transform, parse_transform

@@ -10,7 +10,7 @@ from patcher.textdiff import unified
 
 if TYPE_CHECKING:  # only for annotations: `patcher status` must not import the apply machinery
     from patcher.applying import ApplyResult
-    from patcher.compiler import Op
+    from patcher.document import Op
     from patcher.engines.view import EngineView
     from patcher.file_status import Status
     from patcher.findings import CheckReport

@@ -13,11 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import jsonpatch
-
 from patcher import jsontext
-from patcher.compiler import Op, exists, get
-from patcher.document import canonical
+from patcher.document import Op, canonical, exists, get
 from patcher.errors import ConflictError
 
 
@@ -65,6 +62,8 @@ def _problem(doc: Any, group: list[Op]) -> str | None:
 def replay(text: str, ops: Sequence[Op], *, file: str, strict: bool, hint: str) -> Replayed:
     """Apply ``ops`` to the JSON ``text`` with minimal edits. Strict: a failed guard raises a
     ConflictError; otherwise that step is skipped and reported."""
+    import jsonpatch  # off the start-up of a revert that puts back the original bytes
+
     doc = json.loads(text[1:] if text.startswith("\ufeff") else text)
     edited = jsontext.JsonText(text)  # one scan, kept across the ops
     skipped: list[Op] = []

@@ -12,13 +12,20 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from patcher import jsontext
-from patcher.applying import now
 from patcher.checkpoint import Checkpoint, open_checkpoint
-from patcher.compiler import Op, get
+from patcher.document import Op, get
 from patcher.errors import ConflictError, JournalError
 from patcher.files import read_current, replace_file, undo_writes
 from patcher.fsio import set_mtime_ns, sha256
-from patcher.journal import Entry, FileRecord, Journal, load_journal, load_object, store_object
+from patcher.journal import (
+    Entry,
+    FileRecord,
+    Journal,
+    load_journal,
+    load_object,
+    now,
+    store_object,
+)
 from patcher.replay import first_difference, replay
 from patcher.results import JsonResult, ShortRepr
 from patcher.session import write_session
@@ -38,6 +45,8 @@ class FileRevert(ShortRepr):
     link: str | None
     skipped: tuple[Op, ...] = ()
     mtime_ns: int | None = None  # the original's, given back with its bytes
+    current_sha: str | None = None  # the hashes of ``current`` and ``new``, where known
+    new_sha: str | None = None
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -217,7 +226,8 @@ class _Planner:
                 hint=hint,
             )
             new = result.text.encode("utf-8")
-            self.objects[sha256(new)] = new
+            new_sha = sha256(new)
+            self.objects[new_sha] = new
             befores = [record.before]
             for other in later[1:]:
                 other_record = other.file(record.path)
@@ -256,7 +266,11 @@ class _Planner:
                 )
                 updated[other.id] = replace(base, files=records)
             how: How = "inverse" if current_sha == last_record.after else "forced"
-            files.append(FileRevert(record.path, how, current, new, None, result.skipped))
+            files.append(
+                FileRevert(
+                    record.path, how, current, new, None, result.skipped, None, current_sha, new_sha
+                )
+            )
         return EntryRevert(entry.id, entry.transform, tuple(files)), list(updated.values())
 
     def plan_alone(
@@ -269,9 +283,11 @@ class _Planner:
                 record.path,
                 "original",
                 current,
-                self.original(record.before),
+                self.original(record.before),  # checked against record.before
                 record.link,
                 mtime_ns=record.before_mtime_ns,
+                current_sha=current_sha,
+                new_sha=record.before,
             )
         if not self.force or current is None:
             raise self.refuse_changed(entry, record, self.expected_after(record), current)
@@ -294,11 +310,11 @@ def _execute(
     updates: list[Entry],
     objects: dict[str, bytes],
 ) -> Journal:
-    for data in objects.values():
-        store_object(checkpoint.journal_dir, data)
+    for digest, data in objects.items():
+        store_object(checkpoint.journal_dir, data, digest=digest)
     changes = [f for f in plan.files if f.new is not None]
-    targets = {f.path: sha256(f.new) for f in changes if f.new is not None}
-    sources = {f.path: sha256(f.current) for f in changes if f.current is not None}
+    targets = {f.path: f.new_sha or sha256(f.new) for f in changes if f.new is not None}
+    sources = {f.path: f.current_sha or sha256(f.current) for f in changes if f.current is not None}
     ahead = journal.put(entry.with_state("reverting", targets=targets, sources=sources))
     for other in updates:
         ahead = ahead.put(other)
@@ -306,8 +322,9 @@ def _execute(
     try:
         for change in changes:
             assert change.new is not None
-            expect = sources.get(change.path)
-            replace_file(checkpoint, change.path, change.new, expect=expect, link=change.link)
+            replace_file(
+                checkpoint, change.path, change.new, expect=change.current, link=change.link
+            )
             if change.link is None:
                 set_mtime_ns(checkpoint.path(change.path), change.mtime_ns)
     except BaseException:

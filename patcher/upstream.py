@@ -19,12 +19,10 @@ from typing import Any, ClassVar
 
 from patcher import jsontext
 from patcher.checkpoint import JOURNAL_DIR, Checkpoint, open_checkpoint
-from patcher.compiler import Op, get
-from patcher.document import canonical
+from patcher.document import MISSING, Op, canonical, get
 from patcher.errors import UpstreamError
 from patcher.hfcache import RepoRef, local_dir_commit, parse_repo_ref, snapshot_repo
 from patcher.journal import Entry, Journal, load_object, read_journal
-from patcher.jsontext import MISSING
 from patcher.results import JsonResult
 from patcher.structdiff import compare
 

@@ -118,6 +118,83 @@ def test_safe_together_journal_is_compare_and_swapped(
     assert "kv_cache_scheme" in config["quantization_config"]  # ours wrote nothing
 
 
+def _same_size_edit(path: Path) -> bytes:
+    """Another writer's edit that keeps the file's size (only bytes can tell it apart)."""
+    text = path.read_text().replace('"version": "0.41.0"', '"version": "0.41.9"', 1)
+    path.write_text(text)
+    return text.encode()
+
+
+def test_safe_together_file_write_is_compare_and_swapped(
+    kimi: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer that changes a file between our check and our write (a lock that does not
+    hold) keeps its bytes: ours are refused, not written over them."""
+    import patcher.applying as applying
+
+    quant = kimi / "hf_quant_config.json"
+    real_store = applying.store_object
+    theirs: list[bytes] = []
+
+    def racing_store(*args: Any, **kwargs: Any) -> str:
+        if not theirs:
+            theirs.append(_same_size_edit(quant))
+        return real_store(*args, **kwargs)
+
+    monkeypatch.setattr(applying, "store_object", racing_store)
+    with pytest.raises(ConflictError, match="changed by another process while patcher"):
+        api.apply(kimi, "strip-fp8-kv-cache")
+    assert quant.read_bytes() == theirs[0]
+    assert api.status(kimi).applied == ()
+
+
+def test_apply_recompiles_a_file_changed_while_it_waited_for_the_lock(
+    kimi: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hand edit made while apply waited for the lock is kept, and becomes what revert
+    gives back."""
+    import patcher.applying as applying
+
+    quant = kimi / "hf_quant_config.json"
+    real_session = applying.write_session
+    edited: list[bytes] = []
+
+    @contextlib.contextmanager
+    def late_session(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        edited.append(_same_size_edit(quant))
+        with real_session(*args, **kwargs) as session:
+            yield session
+
+    monkeypatch.setattr(applying, "write_session", late_session)
+    api.apply(kimi, "strip-fp8-kv-cache")
+    now = json.loads(quant.read_text())
+    assert now["producer"]["version"] == "0.41.9"
+    assert now["quantization"]["kv_cache_quant_algo"] is None  # the transform's edit
+    api.revert(kimi, every=True)
+    assert quant.read_bytes() == edited[0]
+
+
+def test_safe_together_revert_write_is_compare_and_swapped(
+    kimi: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import patcher.reverting as reverting
+
+    api.apply(kimi, "strip-fp8-kv-cache")
+    quant = kimi / "hf_quant_config.json"
+    real_replace = reverting.replace_file
+    theirs: list[bytes] = []
+
+    def racing_replace(checkpoint: Any, relative: str, *args: Any, **kwargs: Any) -> None:
+        if relative == "hf_quant_config.json" and not theirs:
+            theirs.append(_same_size_edit(quant))
+        real_replace(checkpoint, relative, *args, **kwargs)
+
+    monkeypatch.setattr(reverting, "replace_file", racing_replace)
+    with pytest.raises(ConflictError, match="changed by another process while patcher"):
+        api.revert(kimi, every=True)
+    assert quant.read_bytes() == theirs[0]
+
+
 # --- hand edits survive -------------------------------------------------------------------
 
 
