@@ -424,14 +424,20 @@ def store_object(
     return digest
 
 
-def load_object(directory: Path, digest: str) -> bytes:
+def load_object(
+    directory: Path,
+    digest: str,
+    journal: Journal | None = None,
+    rebuilt: Rebuilt | None = None,
+) -> bytes:
     """The bytes stored under ``digest``, checked against it; bytes that were not kept (the
-    start of a stacked entry) are rebuilt from the journal (see ``rebuild_object``)."""
+    start of a stacked entry) are rebuilt from ``journal`` (read from ``directory`` when not
+    given; see ``rebuild_object``)."""
     path = directory / "objects" / digest
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        return rebuild_object(directory, digest)
+        return rebuild_object(directory, digest, journal, rebuilt)
     except OSError:
         raise _missing(path) from None
     if sha256(data) != digest:
@@ -455,6 +461,28 @@ def _kept(directory: Path, digest: str) -> bool:
     return (directory / "objects" / digest).is_file()
 
 
+class Rebuilt:
+    """Bytes rebuilt during one command, by their sha256 (so never stale), the latest first
+    kept up to ``limit`` bytes: reverting a stack rebuilds each entry's start from the steps
+    already replayed for the entry above it, instead of replaying from the kept copy again."""
+
+    def __init__(self, limit: int = 64 << 20) -> None:
+        self._bytes: dict[str, bytes] = {}
+        self._limit = limit
+
+    def get(self, digest: str) -> bytes | None:
+        """The bytes that hash to ``digest``, if rebuilt and still held."""
+        return self._bytes.get(digest)
+
+    def keep(self, digest: str, data: bytes) -> None:
+        """Hold ``data`` (which hashes to ``digest``), dropping the oldest beyond the limit."""
+        self._bytes.pop(digest, None)
+        self._bytes[digest] = data
+        total = sum(len(held) for held in self._bytes.values())
+        while total > self._limit and len(self._bytes) > 1:
+            total -= len(self._bytes.pop(next(iter(self._bytes))))
+
+
 def _leading(entries: tuple[Entry, ...] | list[Entry]) -> dict[str, list[FileRecord]]:
     """The JSON file records of ``entries`` by the hash each leaves."""
     found: dict[str, list[FileRecord]] = {}
@@ -466,16 +494,22 @@ def _leading(entries: tuple[Entry, ...] | list[Entry]) -> dict[str, list[FileRec
 
 
 def _chain(
-    directory: Path, leading: dict[str, list[FileRecord]], digest: str, limit: int
+    directory: Path,
+    leading: dict[str, list[FileRecord]],
+    digest: str,
+    limit: int,
+    *,
+    rebuilt: Rebuilt | None = None,
 ) -> list[FileRecord] | None:
-    """The shortest run of records (last first) from kept bytes to ``digest``, at most
-    ``limit`` long; None when there is none."""
+    """The shortest run of records (last first) from kept bytes (or bytes held in
+    ``rebuilt``) to ``digest``, at most ``limit`` long; None when there is none."""
     paths: dict[str, list[FileRecord]] = {digest: []}
     frontier = [digest]
     while frontier:
         following: list[str] = []
         for current in frontier:
-            if _kept(directory, current):
+            held = rebuilt is not None and rebuilt.get(current) is not None
+            if held or _kept(directory, current):
                 return paths[current]
             if len(paths[current]) >= limit:
                 continue
@@ -487,20 +521,31 @@ def _chain(
     return None
 
 
-def rebuild_object(directory: Path, digest: str) -> bytes:
+def rebuild_object(
+    directory: Path,
+    digest: str,
+    journal: Journal | None = None,
+    rebuilt: Rebuilt | None = None,
+) -> bytes:
     """Bytes that were not kept: replayed forward from the nearest kept bytes through the
-    forward patches of the entries that led to them, each step checked against its hash."""
+    forward patches of the entries that led to them, each step checked against its hash.
+    ``journal`` is the one in hand (else it is read from ``directory``); ``rebuilt`` holds
+    what earlier rebuilds of the same command replayed, and gets what this one replays."""
+    held = None if rebuilt is None else rebuilt.get(digest)
+    if held is not None:
+        return held
     path = directory / "objects" / digest
     try:
-        entries = load_journal(directory).entries
+        entries = (load_journal(directory) if journal is None else journal).entries
     except JournalError:
         raise _missing(path) from None
-    steps = _chain(directory, _leading(entries), digest, len(entries))
+    steps = _chain(directory, _leading(entries), digest, len(entries), rebuilt=rebuilt)
     if not steps:  # no way back to kept bytes (an empty chain: the object vanished meanwhile)
         raise _missing(path)
     from patcher import jsontext  # rare (a revert of a stacked entry): off the start-up path
 
-    data = load_object(directory, steps[-1].before)
+    start = None if rebuilt is None else rebuilt.get(steps[-1].before)
+    data = load_object(directory, steps[-1].before) if start is None else start
     for record in reversed(steps):
         data = jsontext.apply_ops(data, record.forward)
         if sha256(data) != record.after:
@@ -509,6 +554,8 @@ def rebuild_object(directory: Path, digest: str) -> bytes:
                 file=path,
                 hint="use 'patcher revert --force' to undo with the inverse patch instead",
             )
+        if rebuilt is not None:
+            rebuilt.keep(record.after, data)
     return data
 
 

@@ -21,6 +21,7 @@ from patcher.journal import (
     Entry,
     FileRecord,
     Journal,
+    Rebuilt,
     load_journal,
     load_object,
     now,
@@ -131,17 +132,19 @@ class _Planner:
         journal: Journal,
         force: bool,
         read: Callable[[str], bytes | None],
+        rebuilt: Rebuilt,
     ) -> None:
         self.checkpoint = checkpoint
         self.journal = journal
         self.force = force
         self.read = read
         self.objects: dict[str, bytes] = {}
+        self.rebuilt = rebuilt  # shared by the entries of one revert
 
     def original(self, digest: str) -> bytes:
         if digest in self.objects:
             return self.objects[digest]
-        return load_object(self.checkpoint.journal_dir, digest)
+        return load_object(self.checkpoint.journal_dir, digest, self.journal, self.rebuilt)
 
     def refuse_changed(
         self, entry: Entry, record: FileRecord, expected: bytes, current: bytes | None
@@ -353,6 +356,7 @@ def revert_transforms(
     """Revert the applied transform ``target`` (name or entry id), the last one, or all of
     them (latest first). With ``dry_run`` nothing is written; the result says what would be."""
     ckpt = open_checkpoint(checkpoint, revision)
+    rebuilt = Rebuilt()
     if dry_run:
         journal = load_journal(ckpt.journal_dir)
         contents: dict[str, bytes | None] = {}
@@ -362,7 +366,7 @@ def revert_transforms(
 
         planned = []
         for entry in _select(journal, target, last, every, ckpt):
-            planner = _Planner(ckpt, journal, force, read)
+            planner = _Planner(ckpt, journal, force, read, rebuilt)
             plan, updates = planner.plan(entry)
             planned.append(plan)
             for change in plan.files:
@@ -379,7 +383,9 @@ def revert_transforms(
     with write_session(ckpt) as session:
         done = []
         for entry in _select(session.journal, target, last, every, ckpt):
-            planner = _Planner(ckpt, session.journal, force, lambda p: read_current(ckpt, p))
+            planner = _Planner(
+                ckpt, session.journal, force, lambda p: read_current(ckpt, p), rebuilt
+            )
             plan, updates = planner.plan(entry)
             _execute(session.save, ckpt, session.journal, entry, plan, updates, planner.objects)
             done.append(plan)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from patcher import api, journal
+from patcher import api, journal, jsontext
 from patcher.reapplying import reapply_transforms
 
 SET = """name = "set-{name}"
@@ -97,3 +99,27 @@ def test_entries_of_another_patcher_version_are_not_relied_on(tmp_path: Path) ->
     one = _objects(ckpt)
     api.apply(ckpt, second)
     assert _objects(ckpt) > one + len(json.dumps(DOC, indent=2)) - 100
+
+
+def test_reverting_a_whole_stack_replays_each_step_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """revert --all of a stack rebuilds each entry's start from what the entry above it
+    replayed (it used to replay from the kept copy for every entry, and re-read the journal)."""
+    ckpt = _checkpoint(tmp_path / "ckpt")
+    original = (ckpt / "tokenizer.json").read_bytes()
+    for index in range(24):
+        transform = tmp_path / f"t{index}.toml"
+        transform.write_text(SET.format(name=index, path="/model/dropout", value=index))
+        api.apply(ckpt, transform)
+    replays = []
+    real = jsontext.apply_ops
+
+    def counted(data: bytes, ops: Any) -> bytes:
+        replays.append(ops)
+        return real(data, ops)
+
+    monkeypatch.setattr(jsontext, "apply_ops", counted)
+    api.revert(ckpt, every=True)
+    assert (ckpt / "tokenizer.json").read_bytes() == original
+    assert len(replays) <= 24  # one replay per stacked step at most (was about 3.5 each)
