@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -127,3 +128,13 @@ def test_suggested_commands_echo_what_the_user_typed(
     monkeypatch.chdir(kimi.parent)
     code, out, _ = cli("apply", kimi.name, "set-context-length", "--set", "length=32768")
     assert code == 0 and f"undo with: patcher revert {kimi.name} set-context-length" in out
+
+
+def test_the_library_leaves_the_garbage_collector_alone(kimi: Path) -> None:
+    """Only the ``patcher`` command pauses and freezes the collector (start-up); a program
+    that calls the library keeps its own settings."""
+    frozen = gc.get_freeze_count()
+    patcher.apply(kimi, "strip-fp8-kv-cache")
+    patcher.status(kimi)
+    patcher.revert(kimi, every=True)
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
