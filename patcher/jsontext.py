@@ -59,27 +59,16 @@ _CLOSER = {0x7B: 0x7D, 0x5B: 0x5D}
 @functools.cache
 def _members(opener: int) -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
     """For a deeper container: a pattern that runs over its members holding scalars or
-    containers of scalars (and its closing bracket, when no deeper member follows), in C; and
-    the pattern of a member's head (``"key": ``) before a deeper value."""
+    containers of scalars, each followed by a comma, in C; and the pattern of a member's head
+    (``"key": ``). The member after the run (the last one, or a deeper one) is taken one at a
+    time, which keeps the pattern to one copy of a member: compiling it is part of a command's
+    start."""
     if opener == 0x7B:
         member = _STR + _S + rb":" + _S + _FLAT + _S
         head = _STR + _S + rb":" + _S
     else:
         member, head = _FLAT + _S, b""
-    closer = re.escape(bytes([_CLOSER[opener]]))
-    run = (
-        _S
-        + rb"(?:"
-        + member
-        + rb","
-        + _S
-        + rb")*+(?:"
-        + member
-        + rb"(?P<close>"
-        + closer
-        + rb"))?+"
-    )
-    return re.compile(run), re.compile(head)
+    return re.compile(_S + rb"(?:" + member + rb"," + _S + rb")*+"), re.compile(head)
 
 
 _CHUNK = 1 << 18
@@ -215,12 +204,17 @@ def _skip_container(data: bytes, start: int) -> int | None:
     while True:
         matched = run.match(data, j)
         assert matched is not None
-        if matched["close"] is not None:
-            return matched.end()
         member = head.match(data, matched.end())
-        if member is None or member.end() >= len(data) or data[member.end()] not in _OPEN:
+        if member is None or member.end() >= len(data):
             return None
-        k = _skip(data, value_end(data, member.end()))
+        if data[member.end()] in _OPEN:
+            end = value_end(data, member.end())
+        else:  # the last member, a scalar; anything else is named by Python's scanner
+            flat = _flat_value().match(data, member.end())
+            if flat is None:
+                return None
+            end = flat.end()
+        k = _skip(data, end)
         if k < len(data) and data[k] == 0x2C:  # ','
             j = _skip(data, k + 1)
             continue
