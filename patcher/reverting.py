@@ -16,7 +16,7 @@ from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.document import Op, get
 from patcher.errors import ConflictError, JournalError
 from patcher.files import read_current, replace_file, undo_writes
-from patcher.fsio import set_mtime_ns, sha256
+from patcher.fsio import Digest, set_mtime_ns, sha256
 from patcher.journal import (
     Entry,
     FileRecord,
@@ -138,13 +138,23 @@ class _Planner:
         self.journal = journal
         self.force = force
         self.read = read
-        self.objects: dict[str, bytes] = {}
+        self.objects: dict[str, bytes] = {}  # new bytes, to store
+        self.loaded: dict[str, bytes] = {}  # kept originals read ahead
         self.rebuilt = rebuilt  # shared by the entries of one revert
 
     def original(self, digest: str) -> bytes:
         if digest in self.objects:
             return self.objects[digest]
+        if digest in self.loaded:
+            return self.loaded[digest]
         return load_object(self.checkpoint.journal_dir, digest, self.journal, self.rebuilt)
+
+    def read_ahead(self, digest: str) -> None:
+        """Read and check a kept original before it is known to be needed (it nearly always
+        is: it is what a revert writes back), while the current bytes hash on a thread."""
+        if (self.checkpoint.journal_dir / "objects" / digest).is_file():
+            with contextlib.suppress(JournalError):  # raised again where it is needed
+                self.loaded[digest] = load_object(self.checkpoint.journal_dir, digest)
 
     def refuse_changed(
         self, entry: Entry, record: FileRecord, expected: bytes, current: bytes | None
@@ -186,7 +196,10 @@ class _Planner:
         for record in entry.files:
             later = [e for e in self.journal.applied if e.id > entry.id and e.file(record.path)]
             current = self.read(record.path)
-            current_sha = None if current is None else sha256(current)
+            hashing = None if current is None else Digest(current)
+            if not later and hashing is not None:
+                self.read_ahead(record.before)
+            current_sha = None if hashing is None else hashing.result()
             if not later:
                 files.append(self.plan_alone(entry, record, current, current_sha))
                 continue
