@@ -101,7 +101,7 @@ def median_runs(
     return {name: (statistics.median(times[name]), rss[name]) for name in times}
 
 
-SIZES_MB = (1.0, 8.2, 15.0, 33.0, 60.0, 150.0)
+SIZES_MB = (1.0, 5.0, 8.2, 15.0, 33.0, 60.0, 150.0)
 ONE_OP = 'ops = [{ op = "replace", path = "/model/byte_fallback", value = true }]\n'
 THREE_OPS = (
     "ops = [\n"
