@@ -70,9 +70,11 @@ def holds(fd: int, data: bytes) -> bool:
     at = 0
     with memoryview(piece) as view:
         while True:
-            count = os.preadv(fd, [view], at) if at < len(data) else 0
+            if at == len(data):
+                return os.pread(fd, 1, at) == b""  # and nothing was added since the stat
+            count = os.preadv(fd, [view], at)
             if count == 0:
-                return at == len(data)
+                return False
             if not data.startswith(view[:count], at):
                 return False
             at += count
