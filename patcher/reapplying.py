@@ -46,14 +46,13 @@ def patched_bytes(checkpoint: Checkpoint, record: FileRecord) -> bytes:
         value = next(op["value"] for op in record.forward if op["op"] == "replace")
         data = str(value).encode("utf-8")
     else:
-        text = before.decode("utf-8")
         data = replay(
-            text,
+            before,
             record.forward,
             file=str(checkpoint.path(record.path)),
             strict=True,
             hint=f"patcher status {checkpoint.arg}",
-        ).text.encode("utf-8")
+        ).data
     if sha256(data) != record.after:
         raise ConflictError(
             "the journal's patch does not rebuild the recorded bytes; nothing was written",

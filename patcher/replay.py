@@ -14,15 +14,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from patcher import jsontext
-from patcher.document import Op, canonical, exists, get
-from patcher.errors import ConflictError
+from patcher.document import MISSING, Op, canonical, json_problem, not_utf8
+from patcher.errors import ConflictError, InputFileError
 
 
 @dataclass(frozen=True, slots=True)
 class Replayed:
-    """The new text, and the steps whose guards no longer held (skipped)."""
+    """The new bytes, and the steps whose guards no longer held (skipped)."""
 
-    text: str
+    data: bytes
     skipped: tuple[Op, ...]
 
 
@@ -39,53 +39,78 @@ def _groups(ops: Sequence[Op]) -> list[list[Op]]:
     return groups
 
 
-def _problem(doc: Any, group: list[Op]) -> str | None:
+def _problem(doc: jsontext.JsonText, group: list[Op]) -> str | None:
+    """Why ``group`` cannot run on ``doc`` (its guards, read from the bytes at their paths
+    only), or None."""
     for op in group:
         path = op["path"]
-        value = get(doc, path)
         if op["op"] == "test":
-            if not exists(doc, path) or canonical(value) != canonical(op["value"]):
+            value = doc.get(path)
+            if value is MISSING or canonical(value) != canonical(op["value"]):
                 return f"expected {json.dumps(op['value'])[:60]} at {path or '/'}"
-        elif op["op"] in ("remove", "replace") and not exists(doc, path):
+        elif op["op"] in ("remove", "replace") and doc.kind(path) is None:
             return f"nothing at {path}"
         elif op["op"] == "add":
             tokens = jsontext.split_pointer(path)
-            parent = get(doc, jsontext.join_pointer(tokens[:-1]))
+            parent = doc.kind(jsontext.join_pointer(tokens[:-1]))
             guarded = any(t["op"] == "test" and t["path"] == path for t in group[:-1])
-            if isinstance(parent, dict) and tokens[-1] in parent and not guarded:
+            if parent == "object" and doc.kind(path) is not None and not guarded:
                 return f"{path} is already present"
-            if not isinstance(parent, dict | list):
+            if parent not in ("object", "array"):
                 return f"no object at {jsontext.join_pointer(tokens[:-1]) or '/'}"
     return None
 
 
-def replay(text: str, ops: Sequence[Op], *, file: str, strict: bool, hint: str) -> Replayed:
-    """Apply ``ops`` to the JSON ``text`` with minimal edits. Strict: a failed guard raises a
-    ConflictError; otherwise that step is skipped and reported."""
-    import jsonpatch  # off the start-up of a revert that puts back the original bytes
+_FIX = "fix the file by hand, then run the command again"
 
-    doc = json.loads(text[1:] if text.startswith("\ufeff") else text)
-    edited = jsontext.JsonText(text)  # one scan, kept across the ops
+
+def replay(
+    data: bytes | jsontext.JsonText,
+    ops: Sequence[Op],
+    *,
+    file: str,
+    strict: bool,
+    hint: str,
+) -> Replayed:
+    """Apply ``ops`` to the JSON ``data`` with minimal edits, on its bytes: nothing but the
+    values at the ops' paths is parsed. Strict: a failed guard raises a ConflictError;
+    otherwise that step is skipped and reported. A file that is not JSON (or holds a key twice
+    on a path) is refused."""
+    # One scan, kept across the ops (a JsonText given is forked, and keeps its scan too).
+    edited = data.fork() if isinstance(data, jsontext.JsonText) else jsontext.JsonText(data)
     skipped: list[Op] = []
-    for group in _groups(ops):
-        problem = _problem(doc, group)
-        if problem is not None:
-            if strict:
-                raise ConflictError(
-                    f"cannot undo safely: {problem}",
-                    file=file,
-                    pointer=group[-1]["path"],
-                    hint=hint,
-                )
-            skipped.extend(op for op in group if op["op"] != "test")
-            continue
-        op = group[-1]
-        if op["op"] == "test":
-            continue
-        clean = {k: v for k, v in op.items() if not k.startswith("x-")}
-        edited.apply_op(op)
-        doc = jsonpatch.JsonPatch([clean]).apply(doc, in_place=True)
-    return Replayed(edited.text, tuple(skipped))
+    bad = jsontext.check_utf8(edited.data)
+    if bad is not None:
+        raise not_utf8(edited.data, bad, file, _FIX)
+    try:
+        # The whole file is validated once, scanning the containers on the ops' paths.
+        edited.prepare([op[key] for op in ops for key in ("path", "from") if key in op])
+        for group in _groups(ops):
+            problem = _problem(edited, group)
+            if problem is not None:
+                if strict:
+                    raise ConflictError(
+                        f"cannot undo safely: {problem}",
+                        file=file,
+                        pointer=group[-1]["path"],
+                        hint=hint,
+                    )
+                skipped.extend(op for op in group if op["op"] != "test")
+                continue
+            if group[-1]["op"] != "test":
+                edited.apply_op(group[-1])
+    except jsontext.JsonSyntaxError as exc:
+        raise InputFileError(f"invalid JSON at {exc}", file=file, hint=_FIX) from None
+    except jsontext.DuplicateKeyError as exc:
+        raise InputFileError(
+            f"duplicate key {exc.key!r} in this object; the edit would be ambiguous",
+            file=file,
+            pointer=exc.pointer,
+            hint="remove the duplicate by hand, then run the command again",
+        ) from None
+    except (RecursionError, ValueError) as exc:
+        raise InputFileError(json_problem(exc), file=file, hint=_FIX) from None
+    return Replayed(edited.data, tuple(skipped))
 
 
 def first_difference(expected: Any, actual: Any, pointer: str = "") -> str | None:

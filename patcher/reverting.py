@@ -9,11 +9,11 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from patcher import jsontext
 from patcher.checkpoint import Checkpoint, open_checkpoint
-from patcher.document import Op, get
+from patcher.document import Op
 from patcher.errors import ConflictError, JournalError
 from patcher.files import read_current, replace_file, undo_writes
 from patcher.fsio import Digest, set_mtime_ns, sha256
@@ -78,25 +78,25 @@ def _is_index(token: str) -> bool:
     return token == "-" or token.isdigit()
 
 
-def _overlap(a: Op, b: Op, doc: Any) -> bool:
-    """Whether two edits touch the same value, or one shifts the array the other indexes."""
+def _overlap(a: Op, b: Op, doc: jsontext.JsonText) -> bool:
+    """Whether two edits touch the same value, or one shifts the array the other indexes
+    (anything but an object there counts: a file that is not JSON overlaps everything)."""
     if jsontext.related(a["path"], b["path"]):
         return True
     ta, tb = _tokens(a), _tokens(b)
     for x, tx, ty in ((a, ta, tb), (b, tb, ta)):
         if x["op"] not in ("add", "remove") or not tx or not _is_index(tx[-1]):
             continue
-        if ty[: len(tx) - 1] == tx[:-1] and not isinstance(
-            get(doc, jsontext.join_pointer(tx[:-1])), dict
-        ):
+        if ty[: len(tx) - 1] == tx[:-1] and _kind(doc, jsontext.join_pointer(tx[:-1])) != "object":
             return True
     return False
 
 
-def _parse(data: bytes | None) -> Any:
+def _kind(doc: jsontext.JsonText, pointer: str) -> str | None:
+    """What is at ``pointer`` (located in the bytes); None when nothing, or not JSON."""
     try:
-        return json.loads(data or b"null")
-    except ValueError:
+        return doc.kind(pointer)
+    except (jsontext.JsonSyntaxError, jsontext.DuplicateKeyError, RecursionError, ValueError):
         return None
 
 
@@ -187,8 +187,8 @@ class _Planner:
         original = self.original(record.before)
         if record.kind == "text":
             return str(record.forward[-1]["value"]).encode("utf-8")
-        text = original.decode("utf-8")
-        return replay(text, record.forward, file=record.path, strict=False, hint="").text.encode()
+        path = str(self.checkpoint.path(record.path))
+        return replay(original, record.forward, file=path, strict=False, hint="").data
 
     def plan(self, entry: Entry) -> tuple[EntryRevert, list[Entry]]:
         updated: dict[int, Entry] = {}
@@ -203,7 +203,7 @@ class _Planner:
             if not later:
                 files.append(self.plan_alone(entry, record, current, current_sha))
                 continue
-            current_doc = _parse(current)
+            current_doc = jsontext.JsonText(current or b"null")  # scanned only where asked
             for other in later:
                 other_record = other.file(record.path)
                 assert other_record is not None
@@ -234,24 +234,19 @@ class _Planner:
             hint = (
                 f"revert the later transforms first, or: patcher revert {self.checkpoint.arg} --all"
             )
+            path = str(self.checkpoint.path(record.path))
             result = replay(
-                current.decode("utf-8"),
-                record.inverse,
-                file=record.path,
-                strict=not self.force,
-                hint=hint,
+                current_doc, record.inverse, file=path, strict=not self.force, hint=hint
             )
-            new = result.text.encode("utf-8")
+            new = result.data
             new_sha = sha256(new)
             self.objects[new_sha] = new
             befores = [record.before]
             for other in later[1:]:
                 other_record = other.file(record.path)
                 assert other_record is not None
-                original = self.original(other_record.before).decode("utf-8")
-                rebased = replay(
-                    original, record.inverse, file=record.path, strict=True, hint=hint
-                ).text.encode("utf-8")
+                original = self.original(other_record.before)
+                rebased = replay(original, record.inverse, file=path, strict=True, hint=hint).data
                 self.objects[sha256(rebased)] = rebased
                 befores.append(sha256(rebased))
             # The last later entry now "leaves" the file as it would be without hand edits:
@@ -260,12 +255,12 @@ class _Planner:
             expected_new = new
             if current_sha != last_record.after:
                 expected_new = replay(
-                    self.expected_after(last_record).decode("utf-8"),
+                    self.expected_after(last_record),
                     record.inverse,
-                    file=record.path,
+                    file=path,
                     strict=True,
                     hint=hint,
-                ).text.encode("utf-8")
+                ).data
             afters = [*befores[1:], sha256(expected_new)]
             for index, other in enumerate(later):
                 base = updated.get(other.id, other)
@@ -309,10 +304,9 @@ class _Planner:
             raise self.refuse_changed(entry, record, self.expected_after(record), current)
         if record.kind == "text":
             return FileRevert(record.path, "forced", current, self.original(record.before), None)
-        result = replay(
-            current.decode("utf-8"), record.inverse, file=record.path, strict=False, hint=""
-        )
-        new = result.text.encode("utf-8")
+        path = str(self.checkpoint.path(record.path))
+        result = replay(current, record.inverse, file=path, strict=False, hint="")
+        new = result.data
         self.objects[sha256(new)] = new
         return FileRevert(record.path, "forced", current, new, None, result.skipped)
 

@@ -307,3 +307,27 @@ def test_journal_entry_pointing_outside_is_refused(cli: Cli, kimi: Path, tmp_pat
     message = refused(cli, kimi, "revert", kimi, "--all")
     assert "../victim.json" in message and "'..' is not allowed" in message
     assert (tmp_path / "victim.json").read_text() == "{}"
+
+
+@pytest.mark.parametrize("later", [False, True])
+@pytest.mark.parametrize(
+    ("damage", "problem"),
+    [
+        (lambda t: t.replace('"model_type"', '"model_type" oops', 1), "invalid JSON at line"),
+        (lambda t: t + "\n{}", "invalid JSON at line"),  # a second document after the first
+        (lambda t: t.replace('"model_type"', '"model_\udcfftype"', 1), "not UTF-8"),
+    ],
+)
+def test_forced_revert_of_a_file_that_is_no_longer_json(
+    cli: Cli, kimi: Path, later: bool, damage: Any, problem: str
+) -> None:
+    """--force undoes by patch what still matches, which needs the file to be JSON: a file
+    broken by hand is refused in one line (it used to be an unexpected error, exit 3)."""
+    cli("apply", kimi, "strip-fp8-kv-cache")
+    if later:
+        cli("apply", kimi, "set-torch-dtype", "--set", "dtype=float16")
+    config = kimi / "config.json"
+    config.write_bytes(damage(config.read_text()).encode("utf-8", "surrogateescape"))
+    message = refused(cli, kimi, "revert", kimi, "strip-fp8-kv-cache", "--force")
+    assert message.startswith(f"error: {config}: {problem}")
+    assert "fix the file by hand" in message
