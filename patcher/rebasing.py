@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from patcher.checkpoint import Checkpoint, open_checkpoint
-from patcher.document import exists, get
+from patcher.document import MISSING
 from patcher.errors import ConflictError
 from patcher.files import read_current
 from patcher.fsio import sha256 as _sha
 from patcher.hfcache import patched_siblings
 from patcher.journal import Entry, load_journal, load_object
+from patcher.jsontext import DuplicateKeyError, JsonSyntaxError, JsonText
 from patcher.reapplying import patched_bytes
 from patcher.rebuilding import journalled_step, rebuild, upstream_bytes
 from patcher.results import JsonResult
@@ -59,14 +60,15 @@ class RebaseResult(JsonResult):
     old_reverted: bool = False
 
 
-def _value(data: bytes | None, pointer: str) -> Any:
-    if data is None:
+def _value(doc: JsonText | None, pointer: str) -> Any:
+    """The value at ``pointer``, parsed from its bytes only (``_ABSENT``: none, or not JSON)."""
+    if doc is None:
         return _ABSENT
     try:
-        doc = json.loads(data)
-    except ValueError:
+        value = doc.get(pointer)
+    except (JsonSyntaxError, DuplicateKeyError, RecursionError, ValueError):
         return _ABSENT
-    return get(doc, pointer) if exists(doc, pointer) else _ABSENT
+    return _ABSENT if value is MISSING else value
 
 
 def _show(value: Any) -> str:
@@ -77,9 +79,11 @@ def _conflicts(ckpt: Checkpoint, entry: Entry, record_new: Mapping[str, bytes | 
     for record in entry.files:
         if record.kind != "json":
             continue
-        original = load_object(ckpt.journal_dir, record.before)
-        patched = patched_bytes(ckpt, record)
         new = record_new.get(record.path)
+        # Each version is scanned once, across the ops; only the values at their paths parse.
+        original = JsonText(load_object(ckpt.journal_dir, record.before))
+        patched = JsonText(patched_bytes(ckpt, record))
+        theirs_doc = None if new is None else JsonText(new)
         for op in record.forward:
             if op["op"] == "test":
                 continue
@@ -87,7 +91,7 @@ def _conflicts(ckpt: Checkpoint, entry: Entry, record_new: Mapping[str, bytes | 
             old, ours, theirs = (
                 _value(original, pointer),
                 _value(patched, pointer),
-                _value(new, pointer),
+                _value(theirs_doc, pointer),
             )
             if theirs != old and theirs != ours:
                 raise ConflictError(
