@@ -214,7 +214,9 @@ def bench_large_file(work: Path, runs: int, sizes: tuple[float, ...]) -> list[st
 
 
 def bench_ops_and_storage(work: Path, runs: int) -> list[str]:
-    """A 3-op transform against a 1-op one, and ``.patcher/`` after 10 stacked applies."""
+    """A 3-op transform against a 1-op one, reverting an entry under a later one (the inverse
+    patch replayed on the bytes) against reverting the last, and ``.patcher/`` after 10
+    stacked applies."""
     ckpt, size = _tokenizer_checkpoint(work, 15.0)
     one_op = _transform(work, "one-op", ONE_OP)
     three_ops = _transform(work, "three-ops", THREE_OPS)
@@ -229,6 +231,23 @@ def bench_ops_and_storage(work: Path, runs: int) -> list[str]:
 
     result = median_runs(runs, [("1 op", cycle(one_op)), ("3 ops", cycle(three_ops))])
     one, three = result["1 op"][0], result["3 ops"][0]
+    later = _transform(
+        work, "later", 'ops = [{ op = "replace", path = "/version", value = "2.0" }]\n'
+    )
+
+    def revert_under_later() -> tuple[float, int]:
+        timed([*PATCHER, "apply", str(ckpt), str(one_op)])
+        timed([*PATCHER, "apply", str(ckpt), str(later)])
+        result = timed([*PATCHER, "revert", str(ckpt), "one-op"])[:2]
+        timed([*PATCHER, "revert", str(ckpt), "--last"])
+        return result
+
+    def revert_last() -> tuple[float, int]:
+        timed([*PATCHER, "apply", str(ckpt), str(one_op)])
+        return timed([*PATCHER, "revert", str(ckpt), "--last"])[:2]
+
+    reverts = median_runs(runs, [("under", revert_under_later), ("last", revert_last)])
+    (under, under_rss), (last, last_rss) = reverts["under"], reverts["last"]
     timed([*PATCHER, "revert", str(ckpt), "--all"])
     shutil.rmtree(ckpt / ".patcher", ignore_errors=True)
     for index in range(10):
@@ -246,6 +265,9 @@ def bench_ops_and_storage(work: Path, runs: int) -> list[str]:
         "|---|---|",
         f"| apply, 1-op transform | {one * 1000:.0f} ms |",
         f"| apply, 3-op transform | {three * 1000:.0f} ms ({three / one:.2f}x) |",
+        f"| revert the last entry | {last * 1000:.0f} ms, {last_rss / 1024:.0f} MiB |",
+        f"| revert an entry under a later one | {under * 1000:.0f} ms, "
+        f"{under_rss / 1024:.0f} MiB ({under_rss * 1024 / size:.2f}x the file) |",
         f"| .patcher/ after 10 stacked applies | {store / 1e6:.1f} MB "
         f"({store / size:.2f}x the file) |",
     ]
