@@ -156,11 +156,13 @@ def apply_transform(
     Applied already with other parameters, the transform's entry is replaced (one entry per
     transform; the old one stays in the history as reverted); ``stack`` adds a second entry
     on top instead."""
+    judge: Engine | None
     if isinstance(engine, str):
         from patcher.engines.target import parse_engine
 
-        engine = parse_engine(engine)
-    judge = engine
+        judge = parse_engine(engine)
+    else:
+        judge = engine
     ckpt = open_checkpoint(checkpoint, revision)
     if overlay is not None and not dry_run:
         from patcher.overlay import make_overlay

@@ -184,7 +184,7 @@ class _Compiler:
             except jsontext.JsonSyntaxError as exc:
                 raise InputFileError(f"invalid JSON at {exc}", file=path, hint=hint) from None
             except jsontext.DuplicateKeyError as exc:
-                raise self.duplicate(edit.file, exc) from None
+                raise exc.refusal(self.checkpoint.root / edit.file) from None
             except (RecursionError, ValueError) as exc:
                 raise InputFileError(json_problem(exc), file=path, hint=hint) from None
             state = _FileState(
@@ -193,14 +193,6 @@ class _Compiler:
         state.digest = digest
         self.states[edit.file] = state
         return state
-
-    def duplicate(self, relative: str, exc: jsontext.DuplicateKeyError) -> InputFileError:
-        return InputFileError(
-            f"duplicate key {exc.key!r} in this object; the edit would be ambiguous",
-            file=self.checkpoint.root / relative,
-            pointer=exc.pointer,
-            hint="remove the duplicate by hand, then run the command again",
-        )
 
     def run(self) -> tuple[FilePlan, ...]:
         for edit in self.transform.edits:
@@ -215,7 +207,7 @@ class _Compiler:
             except UnicodeEncodeError:
                 raise self.not_unicode(edit.file) from None
             except jsontext.DuplicateKeyError as exc:
-                raise self.duplicate(edit.file, exc) from None
+                raise exc.refusal(self.checkpoint.root / edit.file) from None
             except (RecursionError, ValueError) as exc:
                 path = self.checkpoint.path(edit.file)
                 raise InputFileError(json_problem(exc), file=path, hint="fix the file") from None

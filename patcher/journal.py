@@ -428,7 +428,7 @@ def load_object(
     directory: Path,
     digest: str,
     journal: Journal | None = None,
-    rebuilt: Rebuilt | None = None,
+    rebuilt: RebuiltBytes | None = None,
 ) -> bytes:
     """The bytes stored under ``digest``, checked against it; bytes that were not kept (the
     start of a stacked entry) are rebuilt from ``journal`` (read from ``directory`` when not
@@ -461,7 +461,7 @@ def _kept(directory: Path, digest: str) -> bool:
     return (directory / "objects" / digest).is_file()
 
 
-class Rebuilt:
+class RebuiltBytes:
     """Bytes rebuilt during one command, by their sha256 (so never stale), the latest first
     kept up to ``limit`` bytes: reverting a stack rebuilds each entry's start from the steps
     already replayed for the entry above it, instead of replaying from the kept copy again."""
@@ -499,7 +499,7 @@ def _chain(
     digest: str,
     limit: int,
     *,
-    rebuilt: Rebuilt | None = None,
+    rebuilt: RebuiltBytes | None = None,
 ) -> list[FileRecord] | None:
     """The shortest run of records (last first) from kept bytes (or bytes held in
     ``rebuilt``) to ``digest``, at most ``limit`` long; None when there is none."""
@@ -525,7 +525,7 @@ def rebuild_object(
     directory: Path,
     digest: str,
     journal: Journal | None = None,
-    rebuilt: Rebuilt | None = None,
+    rebuilt: RebuiltBytes | None = None,
 ) -> bytes:
     """Bytes that were not kept: replayed forward from the nearest kept bytes through the
     forward patches of the entries that led to them, each step checked against its hash.

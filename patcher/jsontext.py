@@ -17,9 +17,11 @@ import functools
 import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from patcher.document import MISSING
+from patcher.errors import InputFileError
 
 _DECODER = json.JSONDecoder()
 _INDEX = re.compile(r"0|[1-9][0-9]*")
@@ -85,6 +87,15 @@ class DuplicateKeyError(Exception):
         super().__init__(pointer, key)
         self.pointer = pointer
         self.key = key
+
+    def refusal(self, file: str | Path) -> InputFileError:
+        """The one-line refusal of an edit through ``file``'s duplicate key."""
+        return InputFileError(
+            f"duplicate key {self.key!r} in this object; the edit would be ambiguous",
+            file=file,
+            pointer=self.pointer,
+            hint="remove the duplicate by hand, then run the command again",
+        )
 
 
 @dataclass(frozen=True, slots=True)

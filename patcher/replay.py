@@ -102,12 +102,7 @@ def replay(
     except jsontext.JsonSyntaxError as exc:
         raise InputFileError(f"invalid JSON at {exc}", file=file, hint=_FIX) from None
     except jsontext.DuplicateKeyError as exc:
-        raise InputFileError(
-            f"duplicate key {exc.key!r} in this object; the edit would be ambiguous",
-            file=file,
-            pointer=exc.pointer,
-            hint="remove the duplicate by hand, then run the command again",
-        ) from None
+        raise exc.refusal(file) from None
     except (RecursionError, ValueError) as exc:
         raise InputFileError(json_problem(exc), file=file, hint=_FIX) from None
     return Replayed(edited.data, tuple(skipped))

@@ -21,7 +21,7 @@ from patcher.journal import (
     Entry,
     FileRecord,
     Journal,
-    Rebuilt,
+    RebuiltBytes,
     load_journal,
     load_object,
     now,
@@ -132,7 +132,7 @@ class _Planner:
         journal: Journal,
         force: bool,
         read: Callable[[str], bytes | None],
-        rebuilt: Rebuilt,
+        rebuilt: RebuiltBytes,
     ) -> None:
         self.checkpoint = checkpoint
         self.journal = journal
@@ -363,7 +363,7 @@ def revert_transforms(
     """Revert the applied transform ``target`` (name or entry id), the last one, or all of
     them (latest first). With ``dry_run`` nothing is written; the result says what would be."""
     ckpt = open_checkpoint(checkpoint, revision)
-    rebuilt = Rebuilt()
+    rebuilt = RebuiltBytes()
     if dry_run:
         journal = load_journal(ckpt.journal_dir)
         contents: dict[str, bytes | None] = {}

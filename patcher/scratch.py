@@ -5,6 +5,7 @@ locked). Weights are never read: only the config files are copied."""
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -40,8 +41,22 @@ def scratch_copy(ckpt: Checkpoint) -> Iterator[Path]:
             (copy / ".patcher").mkdir()
             shutil.copyfile(journal, copy / ".patcher" / "journal.json")
             if (ckpt.journal_dir / "objects").is_dir():
-                shutil.copytree(ckpt.journal_dir / "objects", copy / ".patcher" / "objects")
+                shutil.copytree(
+                    ckpt.journal_dir / "objects",
+                    copy / ".patcher" / "objects",
+                    copy_function=_link_or_copy,
+                )
         yield copy
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    """A hard link where the filesystem allows one, else a copy: objects are never written in
+    place (a store replaces a file by renaming over it), so the scratch run cannot change the
+    checkpoint's own through a link."""
+    try:
+        os.link(source, target, follow_symlinks=False)
+    except OSError:
+        shutil.copy2(source, target, follow_symlinks=False)
 
 
 def copy_bytes(
