@@ -59,21 +59,22 @@ _CLOSER = {0x7B: 0x7D, 0x5B: 0x5D}
 
 
 @functools.cache
-def _members(opener: int) -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
-    """For a deeper container: a pattern that runs over its members holding scalars or
-    containers of scalars, each followed by a comma, in C; and the pattern of a member's head
-    (``"key": ``). The member after the run (the last one, or a deeper one) is taken one at a
-    time, which keeps the pattern to one copy of a member: compiling it is part of a command's
-    start."""
-    if opener == 0x7B:
-        member = _STR + _S + rb":" + _S + _FLAT + _S
-        head = _STR + _S + rb":" + _S
-    else:
-        member, head = _FLAT + _S, b""
-    return re.compile(_S + rb"(?:" + member + rb"," + _S + rb")*+"), re.compile(head)
+def _run(opener: int) -> re.Pattern[bytes]:
+    """For a long deeper container: a pattern that runs over its members holding scalars or
+    containers of scalars, each followed by a comma, in C. It holds one copy of a member (the
+    member after the run, the last one or a deeper one, is taken on its own), as compiling it
+    is part of a command's start; and only a container longer than ``_RUN_AFTER`` needs it."""
+    head = _STR + _S + rb":" + _S if opener == 0x7B else b""
+    return re.compile(_S + rb"(?:" + head + _FLAT + _S + rb"," + _S + rb")*+")
+
+
+_RUN_AFTER = 1024  # members taken one at a time (a few µs each) before the run is compiled
 
 
 _CHUNK = 1 << 18
+# Up to this size an ASCII document's values are skipped by Python's own scanner: parsing a
+# config.json costs far less than compiling the byte patterns above (about 8 ms a process).
+_SMALL = 1 << 18
 
 
 class PointerError(Exception):
@@ -208,20 +209,28 @@ def _slow_value_end(data: bytes, start: int) -> int:
 def _skip_container(data: bytes, start: int) -> int | None:
     opener = data[start]
     closer = _CLOSER[opener]
-    run, head = _members(opener)
     j = _skip(data, start + 1)
     if j < len(data) and data[j] == closer:
         return j + 1
+    taken = 0
     while True:
-        matched = run.match(data, j)
-        assert matched is not None
-        member = head.match(data, matched.end())
-        if member is None or member.end() >= len(data):
+        taken += 1
+        if taken >= _RUN_AFTER:
+            matched = _run(opener).match(data, j)
+            assert matched is not None
+            j = matched.end()
+        if opener == 0x7B:
+            key = _KEY.match(data, j)
+            colon = _skip(data, key.end()) if key is not None else len(data)
+            if colon >= len(data) or data[colon] != 0x3A:  # ':'
+                return None
+            j = _skip(data, colon + 1)
+        if j >= len(data):
             return None
-        if data[member.end()] in _OPEN:
-            end = value_end(data, member.end())
-        else:  # the last member, a scalar; anything else is named by Python's scanner
-            flat = _flat_value().match(data, member.end())
+        if data[j] in _OPEN:
+            end = value_end(data, j)
+        else:  # a scalar; anything else is named by Python's scanner
+            flat = _flat_value().match(data, j)
             if flat is None:
                 return None
             end = flat.end()
@@ -301,6 +310,7 @@ class JsonText:
         self._ascii: bool | None = None
         self._newline: bytes | None = None
         self._indent: str | None = None
+        self._small: str | None = None  # a small ASCII document's text (see _SMALL)
 
     @property
     def text(self) -> str:
@@ -313,6 +323,7 @@ class JsonText:
         other._containers = dict(self._containers)
         other._ends = dict(self._ends)
         other._ascii, other._newline, other._indent = self._ascii, self._newline, self._indent
+        other._small = self._small
         return other
 
     def rescanned(self) -> JsonText:
@@ -320,6 +331,7 @@ class JsonText:
         keep their known ends (so a check built on this compares their bytes instead)."""
         other = JsonText(self.data)
         other._ends = {s: e for s, e in self._ends.items() if s not in self._containers}
+        other._small = self._small
         return other
 
     def prepare(self, pointers: list[str]) -> None:
@@ -380,7 +392,7 @@ class JsonText:
                 end = value_end_at.close + 1
             else:
                 known = ends.get(value_start)
-                end = value_end(data, value_start) if known is None else known
+                end = self._value_end(value_start) if known is None else known
                 ends[value_start] = end
             slots.append(Slot(key, start, key_end, value_start, end))
             j = _skip(data, end)
@@ -392,6 +404,20 @@ class JsonText:
             self._containers[at] = container
             ends[at] = j + 1
             return container
+
+    def _value_end(self, start: int) -> int:
+        """Where the value at ``start`` ends, validated: by Python's scanner in a small ASCII
+        document (where character and byte offsets agree), else by the byte patterns."""
+        if self._small is None and len(self.data) <= _SMALL and self.is_ascii():
+            self._small = self.data.decode("ascii")
+        if self._small is not None:
+            try:
+                return int(_DECODER.raw_decode(self._small, start)[1])
+            except json.JSONDecodeError as exc:
+                raise JsonSyntaxError(self.data, exc.pos, exc.msg) from None
+            except ValueError:  # an integer past Python's digit limit is still valid JSON
+                pass
+        return value_end(self.data, start)
 
     def _splice(self, start: int, end: int, new: bytes, parent: int | None = None) -> None:
         """Replace bytes [start, end) with ``new``; shift the scan, dropping what it cut (and
@@ -405,6 +431,7 @@ class JsonText:
             if b"\n" in new or b"\n" in cut:
                 self._indent = None
             self.data = b"".join((view[:start], new, view[end:]))
+        self._small = None
         delta = len(new) - (end - start)
 
         def at(p: int) -> int:  # where something that starts at p is now (-1: cut)

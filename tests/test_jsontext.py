@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import jsonpatch
@@ -11,7 +12,25 @@ from hypothesis import strategies as st
 from patcher import jsontext
 from tests.strategies import document_texts, plain, trees
 
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# The one function-scoped fixture here (skipper) holds a setting for all of a test's examples.
+SETTINGS = settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+
+
+@pytest.fixture(params=["python-scanner", "byte-patterns"])
+def skipper(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Run a test with the values off the path skipped both ways: a small ASCII document by
+    Python's scanner, and every other document by the byte patterns (forced here)."""
+    saved = jsontext._SMALL
+    if request.param == "byte-patterns":
+        jsontext._SMALL = -1
+    try:
+        yield
+    finally:
+        jsontext._SMALL = saved
 
 
 def pointers(value: Any, prefix: str = "") -> list[tuple[str, str]]:
@@ -52,6 +71,7 @@ def check_minimal(before: str, after: str, edited: str, kind: str) -> None:
             assert jsontext.raw_value(after, pointer) == jsontext.raw_value(before, pointer)
 
 
+@pytest.mark.usefixtures("skipper")
 @SETTINGS
 @given(st.data())
 def test_remove_changes_only_the_member(data: st.DataObject) -> None:
@@ -65,6 +85,7 @@ def test_remove_changes_only_the_member(data: st.DataObject) -> None:
     assert after.endswith(text[len(text.rstrip()) :])
 
 
+@pytest.mark.usefixtures("skipper")
 @SETTINGS
 @given(st.data())
 def test_replace_changes_only_the_value(data: st.DataObject) -> None:
@@ -78,6 +99,7 @@ def test_replace_changes_only_the_value(data: st.DataObject) -> None:
     check_minimal(text, after, pointer, "object")
 
 
+@pytest.mark.usefixtures("skipper")
 @SETTINGS
 @given(st.data())
 def test_add_member_or_element(data: st.DataObject) -> None:
@@ -148,10 +170,15 @@ def _python_end(text: str) -> int | None:
 
 @SETTINGS
 @given(st.data())
-def test_the_fast_skipper_agrees_with_pythons_json(data: st.DataObject) -> None:
+@pytest.mark.parametrize("run_after", [1, jsontext._RUN_AFTER])
+def test_the_fast_skipper_agrees_with_pythons_json(
+    monkeypatch: pytest.MonkeyPatch, run_after: int, data: st.DataObject
+) -> None:
     """Values off the edited path are skipped by byte patterns, never parsed; on valid JSON
     they must end exactly where Python's scanner ends, and on every mangled text they must
-    refuse what Python refuses (and accept what it accepts, NaN included)."""
+    refuse what Python refuses (and accept what it accepts, NaN included). The members of a
+    deeper container go one at a time, then (past ``run_after``) in runs."""
+    monkeypatch.setattr(jsontext, "_RUN_AFTER", run_after)
     text = document_texts(data)
     if data.draw(st.booleans()):
         at = data.draw(st.integers(0, len(text)))
@@ -167,6 +194,50 @@ def test_the_fast_skipper_agrees_with_pythons_json(data: st.DataObject) -> None:
     except jsontext.JsonSyntaxError:
         end = None
     assert end == expected
+
+
+@SETTINGS
+@given(st.data())
+def test_small_documents_are_judged_as_large_ones(data: st.DataObject) -> None:
+    """A small ASCII document's values are skipped by Python's scanner, a larger one's by the
+    byte patterns: the same text must be accepted or refused alike, at the same place."""
+    text = document_texts(data)
+    at = data.draw(st.integers(0, len(text)))
+    junk = data.draw(st.sampled_from(["", ",", "]", "}", "\x01", "NaN", '"', "1.", "-", "[", "{"]))
+    text = text[:at] + junk + text[at + data.draw(st.integers(0, 3)) :]
+    pointer = data.draw(st.sampled_from(["", "/a", "/0", "/a/b"]))
+
+    def outcome() -> tuple[int, int, str] | None:
+        try:
+            jsontext.JsonText(text.encode("utf-8", "surrogatepass")).prepare([pointer])
+        except jsontext.JsonSyntaxError as exc:
+            return exc.line, exc.column, exc.problem
+        except (jsontext.DuplicateKeyError, RecursionError):
+            return (0, 0, "refused")
+        return None
+
+    small = outcome()
+    saved, jsontext._SMALL = jsontext._SMALL, -1
+    try:
+        assert outcome() == small
+    finally:
+        jsontext._SMALL = saved
+
+
+def test_a_config_edit_compiles_no_byte_pattern() -> None:
+    """Editing a config.json-sized file costs no compile of the strict byte patterns (about
+    8 ms of a command's start), yet still refuses a broken value off the edited path."""
+    config = {"architectures": ["X"], "quantization_config": {"kv_cache_scheme": {"bits": 8}}}
+    text = json.dumps({**config, "layers": [{"a": [1, 2]}] * 50, "k": 1}, indent=2)
+    jsontext._flat_value.cache_clear()
+    jsontext._run.cache_clear()
+    after = jsontext.remove(text, "/quantization_config/kv_cache_scheme")
+    assert "kv_cache_scheme" not in after
+    assert jsontext._flat_value.cache_info().currsize == 0
+    assert jsontext._run.cache_info().currsize == 0
+    broken = text.replace("1,", "1 ", 1)  # in layers/0/a, off the edited path
+    with pytest.raises(jsontext.JsonSyntaxError, match="Expecting ',' delimiter"):
+        jsontext.remove(broken, "/quantization_config/kv_cache_scheme")
 
 
 def test_syntax_errors_name_the_line_and_character_column() -> None:
