@@ -8,6 +8,9 @@
 3. ``patcher status`` against ``python -c "import typer"``.
 4. Journal growth: the 20th and the 200th stacked ``patcher apply`` (each a whole process),
    and ``patcher revert --all`` of 200 entries against the 200 applies.
+5. Where a small edit's time goes (``--only floor``, sizes below 8 MB): ``python -c pass``,
+   ``import typer``, the library's apply and revert in a process without typer, the
+   ``patcher`` command, and ``jq``.
 
 Runs are interleaved and the median is reported; peak RSS comes from ``os.wait4``.
 """
@@ -43,7 +46,8 @@ def timed(command: list[str]) -> tuple[float, int, subprocess.CompletedProcess[b
     """Wall seconds and peak RSS (KiB, from ``os.wait4``) of one process and its children."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        proc = subprocess.Popen(command, stdout=out, stderr=err, env=ENV)
+        # Run outside the source tree, or a ``python -c`` would import patcher from it.
+        proc = subprocess.Popen(command, stdout=out, stderr=err, env=ENV, cwd=tempfile.gettempdir())
         _, status, usage = os.wait4(proc.pid, 0)
         elapsed = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -349,6 +353,70 @@ def bench_startup(work: Path, runs: int) -> list[str]:
     ]
 
 
+# The same library calls as ``patcher apply`` and ``patcher revert --last``, in a process that
+# imports only what they need and not typer, with the collector kept out as the script does.
+LEAN_APPLY = (
+    "import gc; gc.disable(); import sys; sys.set_int_max_str_digits(0); "
+    "from patcher.applying import apply_transform; gc.freeze(); gc.enable(); "
+    "apply_transform(sys.argv[1], sys.argv[2]); gc.freeze()"
+)
+LEAN_REVERT = (
+    "import gc; gc.disable(); import sys; sys.set_int_max_str_digits(0); "
+    "from patcher.reverting import revert_transforms; gc.freeze(); gc.enable(); "
+    "revert_transforms(sys.argv[1], last=True); gc.freeze()"
+)
+
+
+def _step(command: list[str]) -> Callable[[], tuple[float, int]]:
+    return lambda: timed(command)[:2]
+
+
+def bench_floor(work: Path, runs: int, sizes: tuple[float, ...]) -> list[str]:
+    """What part of a small edit is start-up: Python alone, ``import typer``, the edit in a
+    process without typer, the ``patcher`` command, and ``jq``."""
+    one_op = _transform(work, "byte-fallback-floor", ONE_OP)
+    lines = [
+        f"Where a small edit's time goes (median of {runs} interleaved runs; 'no typer' is the "
+        "same library call in a `python -c` process that imports only it):",
+        "",
+        "| file | python -c pass | import typer | apply, no typer / jq | patcher apply / jq "
+        "| revert, no typer / jq | patcher revert / jq |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for megabytes in sizes:
+        ckpt, size = _tokenizer_checkpoint(work, megabytes)
+        jq_file = work / f"jq-floor-{megabytes:g}.json"
+        shutil.copy(ckpt / "tokenizer.json", jq_file)
+        script = (
+            f"jq '.model.byte_fallback = true' {jq_file} > {jq_file}.tmp && "
+            f"mv {jq_file}.tmp {jq_file}"
+        )
+        commands = {
+            "pass": [sys.executable, "-c", "pass"],
+            "typer": [sys.executable, "-c", "import typer"],
+            "lean apply": [sys.executable, "-c", LEAN_APPLY, str(ckpt), str(one_op)],
+            "lean revert": [sys.executable, "-c", LEAN_REVERT, str(ckpt)],
+            "apply": [*PATCHER, "apply", str(ckpt), str(one_op)],
+            "revert": [*PATCHER, "revert", str(ckpt), "--last"],
+            "jq": ["sh", "-c", script],
+        }
+        steps = [(name, _step(command)) for name, command in commands.items()]
+        result = {name: seconds for name, (seconds, _) in median_runs(runs, steps).items()}
+        jq = result["jq"]
+
+        def cell(name: str, jq: float = jq, result: dict[str, float] = result) -> str:
+            return f"{result[name] * 1000:.0f} ms ({result[name] / jq:.2f}x)"
+
+        lines.append(
+            f"| {size / 1e6:.1f} MB | {result['pass'] * 1000:.0f} ms "
+            f"| {result['typer'] * 1000:.0f} ms | {cell('lean apply')} | {cell('apply')} "
+            f"| {cell('lean revert')} | {cell('revert')} |"
+        )
+        shutil.rmtree(ckpt)
+        jq_file.unlink()
+    return lines
+
+
 def bench_journal_growth(work: Path, runs: int) -> list[str]:
     ckpt = work / "growth"
     shutil.copytree(ROOT / "snapshots" / "configs" / "devstral-small-2507", ckpt)
@@ -395,7 +463,7 @@ def main() -> None:
     parser.add_argument("--megabytes", type=float, default=15.0, help=argparse.SUPPRESS)
     parser.add_argument(
         "--only",
-        choices=["large", "ops", "shards", "startup", "journal"],
+        choices=["large", "ops", "shards", "startup", "journal", "floor"],
         help="run one section",
     )
     parser.add_argument(
@@ -416,6 +484,7 @@ def main() -> None:
             "shards": lambda: bench_shards(work, args.runs),
             "startup": lambda: bench_startup(work, args.runs * 3),
             "journal": lambda: bench_journal_growth(work, args.runs),
+            "floor": lambda: bench_floor(work, args.runs, tuple(x for x in sizes if x < 8)),
         }
         sections = [run() for name, run in chosen.items() if args.only in (None, name)]
     where = f"installed ({SCRIPT})" if INSTALLED else "from the source tree"
