@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -192,8 +193,11 @@ def _eos_mismatch(files: _Files, apply: Callable[[str], str]) -> Iterator[Findin
             "may not stop at the end of a turn",
             "fix-generation-eos-token-id",
             apply("fix-generation-eos-token-id")
-            + " --set eos="
-            + json.dumps(sorted(_as_set(ids_config) | _as_set(ids_generation))).replace(" ", ""),
+            + " --set "
+            # quoted: zsh (and bash with failglob) refuse an unquoted [..] that matches no file
+            + shlex.quote(
+                "eos=" + json.dumps(sorted(_as_set(ids_config) | _as_set(ids_generation)))
+            ),
         )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -227,6 +228,34 @@ def test_check_findings(
     build_tree(tmp_path, files)
     report = api.check(tmp_path)
     assert [(f.code, f.transform) for f in report.findings if f.code == code] == [(code, transform)]
+
+
+def test_a_suggested_fix_runs_as_pasted_into_a_shell(cli: Cli, tmp_path: Path) -> None:
+    """The eos fix carries a JSON list: pasted into zsh (or bash with failglob) an unquoted
+    [..] matching no file stops the command before it starts, so it must come quoted."""
+    build_tree(
+        tmp_path,
+        {
+            "config.json": '{"eos_token_id": [128001, 128009]}',
+            "generation_config.json": '{"eos_token_id": 128001}',
+        },
+    )
+    (finding,) = [f for f in api.check(tmp_path).findings if f.code == "eos-mismatch"]
+    shell = subprocess.run(
+        ["bash", "-O", "failglob", "-c", "printf '%s\\n' " + finding.command],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert shell.returncode == 0, shell.stderr
+    words = shell.stdout.splitlines()
+    assert words[:3] == ["patcher", "apply", str(tmp_path)]
+    code, _, err = cli(*words[1:])
+    assert code == 0, err
+    assert json.loads((tmp_path / "generation_config.json").read_text())["eos_token_id"] == [
+        128001,
+        128009,
+    ]
 
 
 # --- overrides ---------------------------------------------------------------------------
