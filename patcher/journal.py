@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -367,7 +368,7 @@ def save_journal(directory: Path, journal: Journal, *, expect: str | None | bool
             "journal changed by another process while patcher held the lock (does locking work "
             "on this filesystem?); nothing more was written",
             file=directory / JOURNAL_FILE,
-            hint=f"patcher status {directory.parent}",
+            hint=f"patcher status {shlex.quote(str(directory.parent))}",
         )
     ensure_dir(directory)
     payload: dict[str, Any] = {"format": FORMAT}

@@ -22,6 +22,7 @@ import copy
 import json
 import math
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -92,7 +93,7 @@ class KvBudget(JsonResult):
         if self.flag_only:
             return f"start the server with --max-model-len {self.suggested_context}"
         return (
-            f"patcher apply {self.checkpoint} set-context-length "
+            f"patcher apply {shlex.quote(str(self.checkpoint))} set-context-length "
             f"--set length={self.suggested_context}"
         )
 

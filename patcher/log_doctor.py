@@ -8,6 +8,7 @@ the log the earliest one (the root cause of a chained traceback) wins over the w
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -363,7 +364,7 @@ def diagnose_text(text: str, *, checkpoint: str = "CKPT", source: str = "-") -> 
     version_match = _VERSION.search("\n".join(lines))
     version_text = version_match.group(1) if version_match else None
     version = tuple(int(p) for p in version_text.split(".")) if version_text else None
-    ctx = _Context(checkpoint, version)
+    ctx = _Context(shlex.quote(checkpoint), version)  # the commands are pasted into a shell
     best: tuple[int, str, re.Match[str], Rule] | None = None
     for index, line in enumerate(lines):
         if any(line.lstrip().startswith(w) or f": {w}" in line for w in _WRAPPERS):

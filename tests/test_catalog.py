@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -325,6 +326,19 @@ def test_kv_budget_gqa_llama(model_checkpoint: object) -> None:
     )
     split = kv_budget(root, gpu_memory_gib=24, weights_gib=16, tp=8, kv_dtype="bf16")
     assert split.bytes_per_token == 32 * 2 * 1 * 128 * 2  # 8 KV heads over 8 ranks
+
+
+def test_kv_budget_command_quotes_a_path_with_a_space(tmp_path: Path) -> None:
+    root = tmp_path / "my models" / "llama"
+    shutil.copytree(CONFIGS / "llama-3.1-8b-instruct-bnb8bit", root)
+    budget = kv_budget(root, gpu_memory_gib=24, weights_gib=16, tp=1, kv_dtype="bf16")
+    command = budget.command()
+    assert command is not None and shlex.split(command)[:4] == [
+        "patcher",
+        "apply",
+        str(root),
+        "set-context-length",
+    ]
 
 
 def _kimi_deployment(tmp_path: Path) -> Path:

@@ -7,6 +7,7 @@ case (vLLM wheel files at the version given, sglang 0.5.23; see shared research 
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -185,6 +186,19 @@ def test_doctor_recognises(error: str, code: str, fix: str) -> None:
     assert found.error is not None and "\x1b" not in found.error and "pid=" not in found.error
     assert any(fix in f.text for f in found.fixes), [f.text for f in found.fixes]
     assert found.engine_version == "0.16.0"
+
+
+def test_fix_commands_quote_a_checkpoint_path_with_a_space() -> None:
+    """A fix is pasted into a shell: a checkpoint path with a space stays one word."""
+    commands = [
+        f.text
+        for error, _, _ in CASES
+        for f in diagnose_text(_log(error), checkpoint="/m/my models/kimi").fixes
+        if f.text.startswith("patcher ")
+    ]
+    assert len(commands) > 5
+    for command in commands:
+        assert shlex.split(command)[2] == "/m/my models/kimi", command
 
 
 def test_sparse_mla_is_not_blamed_on_the_kv_cache() -> None:
