@@ -167,6 +167,14 @@ def in_process(ckpt: Path, transform: Path, runs: int) -> tuple[float, float]:
     return statistics.median(applies), statistics.median(reverts)
 
 
+def _jq_edit(jq_file: Path) -> list[str]:
+    """``jq`` making the benchmark's edit and writing the file, as a user would."""
+    script = (
+        f"jq '.model.byte_fallback = true' {jq_file} > {jq_file}.tmp && mv {jq_file}.tmp {jq_file}"
+    )
+    return ["sh", "-c", script]
+
+
 def bench_large_file(work: Path, runs: int, sizes: tuple[float, ...]) -> list[str]:
     one_op = _transform(work, "byte-fallback", ONE_OP)
     jq = shutil.which("jq")
@@ -191,11 +199,7 @@ def bench_large_file(work: Path, runs: int, sizes: tuple[float, ...]) -> list[st
             return timed([*PATCHER, "revert", str(ckpt), "--last"])[:2]
 
         def jq_edit(jq_file: Path = jq_file) -> tuple[float, int]:
-            script = (
-                f"jq '.model.byte_fallback = true' {jq_file} > {jq_file}.tmp && "
-                f"mv {jq_file}.tmp {jq_file}"
-            )
-            return timed(["sh", "-c", script])[:2]
+            return timed(_jq_edit(jq_file))[:2]
 
         steps = [("apply", apply), ("revert", revert)]
         if jq:
@@ -387,10 +391,6 @@ def bench_floor(work: Path, runs: int, sizes: tuple[float, ...]) -> list[str]:
         ckpt, size = _tokenizer_checkpoint(work, megabytes)
         jq_file = work / f"jq-floor-{megabytes:g}.json"
         shutil.copy(ckpt / "tokenizer.json", jq_file)
-        script = (
-            f"jq '.model.byte_fallback = true' {jq_file} > {jq_file}.tmp && "
-            f"mv {jq_file}.tmp {jq_file}"
-        )
         commands = {
             "pass": [sys.executable, "-c", "pass"],
             "typer": [sys.executable, "-c", "import typer"],
@@ -398,7 +398,7 @@ def bench_floor(work: Path, runs: int, sizes: tuple[float, ...]) -> list[str]:
             "lean revert": [sys.executable, "-c", LEAN_REVERT, str(ckpt)],
             "apply": [*PATCHER, "apply", str(ckpt), str(one_op)],
             "revert": [*PATCHER, "revert", str(ckpt), "--last"],
-            "jq": ["sh", "-c", script],
+            "jq": _jq_edit(jq_file),
         }
         steps = [(name, _step(command)) for name, command in commands.items()]
         result = {name: seconds for name, (seconds, _) in median_runs(runs, steps).items()}
