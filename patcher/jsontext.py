@@ -5,10 +5,11 @@ the bytes themselves; every value that is not on the path is validated and skipp
 expressions that run in C and build no Python objects (one match skips a whole vocab or merges
 list), so locating ``/model/byte_fallback`` in a 15 MB ``tokenizer.json`` costs one pass over
 the bytes and no parse. A small ASCII file (a ``config.json``) is skipped through by Python's
-own scanner instead, which costs less than compiling those patterns. An edit splices prefix + new value + suffix, and the scan is kept
-across edits (its offsets are shifted), so a k-op transform costs one scan. Indentation, key
-order, escapes, number spellings and the final newline of everything else stay as they were. A
-new member copies the separator, indentation and ``": "`` style of its siblings.
+own scanner instead, which costs less than compiling those patterns. An edit splices prefix +
+new value + suffix, and the scan is kept across edits (its offsets are shifted), so a k-op
+transform costs one scan. Indentation, key order, escapes, number spellings and the final
+newline of everything else stay as they were. A new member copies the separator, indentation
+and ``": "`` style of its siblings.
 """
 
 from __future__ import annotations
