@@ -541,8 +541,10 @@ def rebuild_object(
     except JournalError:
         raise _missing(path) from None
     steps = _chain(directory, _leading(entries), digest, len(entries), rebuilt=rebuilt)
-    if not steps:  # no way back to kept bytes (an empty chain: the object vanished meanwhile)
+    if steps is None:  # no way back to kept bytes
         raise _missing(path)
+    if not steps:  # kept after all: another process stored it since it was looked for
+        return load_object(directory, digest)
     from patcher import jsontext  # rare (a revert of a stacked entry): off the start-up path
 
     start = None if rebuilt is None else rebuilt.get(steps[-1].before)

@@ -123,3 +123,12 @@ def test_reverting_a_whole_stack_replays_each_step_once(
     api.revert(ckpt, every=True)
     assert (ckpt / "tokenizer.json").read_bytes() == original
     assert len(replays) <= 24  # one replay per stacked step at most (was about 3.5 each)
+
+
+def test_an_object_stored_meanwhile_is_read_not_refused(tmp_path: Path) -> None:
+    """load_object found no file and went to rebuild it; another process stored it meanwhile:
+    the rebuild reads the stored bytes instead of calling them missing."""
+    directory = tmp_path / ".patcher"
+    data = b'{"a": 1}\n'
+    digest = journal.store_object(directory, data)
+    assert journal.rebuild_object(directory, digest) == data
