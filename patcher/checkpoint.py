@@ -19,6 +19,21 @@ CONFIG_FILES = (
     "tokenizer_config.json",
 )
 JOURNAL_DIR = ".patcher"
+# Weight files by their suffix: patcher never opens one, whoever names it (promise 6).
+WEIGHT_SUFFIXES = (
+    ".safetensors",
+    ".bin",
+    ".pt",
+    ".pth",
+    ".ckpt",
+    ".gguf",
+    ".h5",
+    ".msgpack",
+    ".onnx",
+    ".npy",
+    ".npz",
+    ".pkl",
+)
 
 
 OVERLAY_FILE = "overlay.json"
@@ -139,23 +154,36 @@ def _inside(path: Path, base: Path) -> bool:
     return path == base or base in path.parents
 
 
+def name_problem(relative: str) -> tuple[str, str] | None:
+    """What makes ``relative`` unfit to name a file patcher may open, on its face (the problem
+    and the next step), or None: an absolute path, '..', or a weight file."""
+    rel = PurePosixPath(relative)
+    if rel.is_absolute() or relative.startswith("\\") or relative[1:2] == ":":
+        return (
+            "absolute path outside the checkpoint",
+            "name files relative to the checkpoint, e.g. 'config.json'",
+        )
+    if not rel.parts or any(part in ("..", ".", "") for part in rel.parts):
+        return (
+            "path leads outside the checkpoint ('..' is not allowed)",
+            "name files relative to the checkpoint",
+        )
+    if rel.name.lower().endswith(WEIGHT_SUFFIXES):
+        return (
+            "is a weight file; patcher never opens weights",
+            "name a config file such as 'config.json'",
+        )
+    return None
+
+
 def safe_relative(root: Path, relative: str, link_bases: tuple[Path, ...] = ()) -> PurePosixPath:
     """Validate a checkpoint-relative path: no absolute paths, no '..', no symlinked folders,
     and a symlinked file must lead inside one of ``link_bases`` (by default the checkpoint).
     """
+    problem = name_problem(relative)
+    if problem is not None:
+        raise UnsafePathError(problem[0], file=relative, hint=problem[1])
     rel = PurePosixPath(relative)
-    if rel.is_absolute() or relative.startswith("\\") or relative[1:2] == ":":
-        raise UnsafePathError(
-            "absolute path outside the checkpoint",
-            file=relative,
-            hint="name files relative to the checkpoint, e.g. 'config.json'",
-        )
-    if not rel.parts or any(part in ("..", ".", "") for part in rel.parts):
-        raise UnsafePathError(
-            "path leads outside the checkpoint ('..' is not allowed)",
-            file=relative,
-            hint="name files relative to the checkpoint",
-        )
     current = root
     for part in rel.parts[:-1]:
         current = current / part

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from patcher.checkpoint import name_problem
 from patcher.errors import TransformError
 
 ParamType = Literal["int", "float", "bool", "str", "file", "json"]
@@ -291,6 +292,9 @@ class _Reader:
         if not isinstance(raw, dict):
             raise self.fail(where, "an edit is a table with 'file' and 'ops'")
         file = self.text(raw, "file", where)
+        problem = name_problem(file)
+        if problem is not None:
+            raise self.fail(f"{where}/file", f"{file}: {problem[0]}")
         ops_raw = raw.get("ops")
         if not isinstance(ops_raw, list) or not ops_raw:
             raise self.fail(f"{where}/ops", "expected a non-empty list of operations")

@@ -159,6 +159,27 @@ def test_transform_naming_a_path_outside(
     assert needle in refused(cli, kimi, "apply", kimi, fix)
 
 
+@pytest.mark.parametrize(
+    "weights", ["model-00001-of-00002.safetensors", "sub/pytorch_model.bin", "Model.GGUF"]
+)
+def test_transform_naming_a_weight_file(cli: Cli, kimi: Path, tmp_path: Path, weights: str) -> None:
+    fix = user_transform(
+        tmp_path, f'[[edits]]\nfile = "{weights}"\nops = [{{ op = "remove", path = "/a" }}]\n'
+    )
+    message = refused(cli, kimi, "apply", kimi, fix)
+    assert f"{fix} at /edits/0/file (JSON pointer): {weights}: is a weight file" in message
+
+
+def test_journal_entry_naming_a_weight_file_is_refused(cli: Cli, kimi: Path) -> None:
+    cli("apply", kimi, "strip-fp8-kv-cache")
+    journal = kimi / ".patcher" / "journal.json"
+    data = json.loads(journal.read_text())
+    data["entries"][0]["files"][0]["path"] = "model-00001-of-00001.safetensors"
+    journal.write_text(json.dumps(data))
+    message = refused(cli, kimi, "revert", kimi, "--all")
+    assert "model-00001-of-00001.safetensors: is a weight file" in message
+
+
 def test_symlink_leading_outside(cli: Cli, kimi: Path, tmp_path: Path) -> None:
     outside = tmp_path / "elsewhere"
     build_tree(outside, {"gen.json": '{"a": 1}'})

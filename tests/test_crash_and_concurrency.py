@@ -160,3 +160,21 @@ def test_weight_shards_are_never_opened(kimi: Path) -> None:
         )
         assert "SHARDS-OPENED:0 CONFIGS-OPENED:" in done.stderr, (command, done.stderr)
         assert "CONFIGS-OPENED:0" not in done.stderr  # the hook does see the files it reads
+
+
+def test_a_transform_naming_a_shard_does_not_open_it(kimi: Path, tmp_path: Path) -> None:
+    shard = kimi / "model-00001-of-00001.safetensors"
+    fix = tmp_path / "fix.toml"
+    fix.write_text(
+        'name = "my-fix"\nsummary = "s"\nwhy = "w"\nundo_when = "u"\n[[edits]]\n'
+        f'file = "{shard.name}"\nops = [{{ op = "remove", path = "/a" }}]\n'
+    )
+    done = subprocess.run(
+        [sys.executable, str(AUDIT), "apply", str(kimi), str(fix)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert done.returncode == 1 and "is a weight file" in done.stderr, done.stderr
+    assert "SHARDS-OPENED:0 " in done.stderr
