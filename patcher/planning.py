@@ -22,6 +22,7 @@ from patcher.engines.model import derive
 from patcher.engines.view import StartupError
 from patcher.errors import PatcherError
 from patcher.journal import Entry, Journal, originals, read_journal
+from patcher.jsontext import join_pointer
 from patcher.params import resolve_params
 from patcher.results import JsonResult
 from patcher.targets import Target
@@ -120,8 +121,19 @@ def _plan(ckpt: Checkpoint, journal: Journal, target: Target) -> Plan:
             why = f"needed: {target.describe()} refuses the upstream files: {_short(fixes[0])}"
             wanted[transform.name] = (resolve_params(transform, {}).recorded, why)
     for name, given in target.transforms.items():
-        transform = find_transform(name)
-        recorded = resolve_params(transform, given).recorded
+        try:
+            transform = find_transform(name)
+            recorded = resolve_params(transform, given).recorded
+        except PatcherError as exc:
+            if target.profile is None:
+                raise
+            # Name the profile line that asked for it: the message alone does not say where.
+            raise type(exc)(
+                exc.problem,
+                file=target.profile,
+                pointer=join_pointer(["transforms", name]),
+                hint=exc.hint,
+            ) from None
         wanted[transform.name] = (recorded, f"wanted by {target.profile or 'the target'}")
     latest: dict[str, Entry] = {}
     for entry in journal.applied:

@@ -19,6 +19,7 @@ from typing import Any
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.target import Engine, parse_engine
 from patcher.errors import TargetError
+from patcher.transform import first_datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +81,9 @@ def make_target(
         unknown = set(data) - {"engine", "gpu", "tensor_parallel", "transforms"}
         if unknown:
             raise _fail(source, f"/{sorted(unknown)[0]}", "unknown key")
+        stray = first_datetime(data, "")
+        if stray is not None:
+            raise _fail(source, stray, "TOML dates and times are not JSON values; quote it")
     engine = engine or data.get("engine")
     gpu = gpu or data.get("gpu")
     if engine is None or gpu is None:

@@ -326,7 +326,7 @@ def parse_transform(text: str, source: str) -> Transform:
         raise TransformError(
             f"invalid TOML ({exc})", file=source, hint="fix the transform file"
         ) from None
-    stray = _first_datetime(data, "")
+    stray = first_datetime(data, "")
     if stray is not None:
         raise reader.fail(stray, "TOML dates and times are not JSON values; quote it as a string")
     name = reader.text(data, "name", "")
@@ -386,7 +386,7 @@ def parse_transform(text: str, source: str) -> Transform:
     return transform
 
 
-def _first_datetime(value: Any, where: str) -> str | None:
+def first_datetime(value: Any, where: str) -> str | None:
     """The pointer of the first TOML date/time value, if any (JSON has none)."""
     if isinstance(value, datetime.date | datetime.time):
         return where or "/"
@@ -398,7 +398,7 @@ def _first_datetime(value: Any, where: str) -> str | None:
         else ()
     )
     for key, item in items:
-        found = _first_datetime(item, f"{where}/{key}")
+        found = first_datetime(item, f"{where}/{key}")
         if found is not None:
             return found
     return None

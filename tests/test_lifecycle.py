@@ -109,6 +109,21 @@ def test_sync_refuses_an_edit_the_engine_ignores_and_changes_nothing(
         ('engine = "vllm==0.16.0"\ngpu = "h100"\ntensor_parallel = 0\n', "positive integer"),
         ('engine = "vllm==0.16.0"\ngpu = "h100"\n[transforms]\nx = 1\n', "expected a table"),
         ("engine = [", "invalid TOML"),
+        (
+            'engine = "vllm==0.16.0"\ngpu = "h100"\n[transforms]\nnope = {}\n',
+            "at /transforms/nope (JSON pointer): unknown transform 'nope'; next: patcher list",
+        ),
+        (
+            'engine = "vllm==0.16.0"\ngpu = "h100"\n[transforms]\n'
+            'set-context-length = { length = "x" }\n',
+            "at /transforms/set-context-length (JSON pointer): set-context-length: parameter "
+            "'length': expected an integer",
+        ),
+        (
+            'engine = "vllm==0.16.0"\ngpu = "h100"\n[transforms]\n'
+            "set-context-length = { length = 1979-05-27 }\n",
+            "at /transforms/set-context-length/length (JSON pointer): TOML dates",
+        ),
     ],
 )
 def test_bad_profiles_are_refused(
