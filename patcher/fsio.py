@@ -152,6 +152,22 @@ def _same_owner(dir_fd: int, name: str, fd: int) -> None:
         os.fchown(fd, old.st_uid, old.st_gid)
 
 
+# A folder on CIFS, Ceph or a FUSE mount (gcsfuse, s3fs) may have no fsync at all: Linux then
+# says EINVAL or ENOTSUP, never for a failed write-back (that is EIO or ENOSPC). The rename has
+# happened and is as durable as that filesystem makes it; refusing would fail every command
+# there after changing the file. Borg, MongoDB and Syncthing skip it the same way.
+_NO_FOLDER_SYNC = frozenset({errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP})
+
+
+def _sync_folder(dir_fd: int) -> None:
+    """fsync a folder, so that a rename in it survives a power cut, where the filesystem can."""
+    try:
+        os.fsync(dir_fd)
+    except OSError as exc:
+        if exc.errno not in _NO_FOLDER_SYNC:
+            raise
+
+
 def atomic_write(
     target: Path, data: bytes, *, mode: int | None = None, root: Path | None = None
 ) -> None:
@@ -175,7 +191,7 @@ def atomic_write(
         finally:
             os.close(fd)
         os.replace(tmp, target.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        os.fsync(dir_fd)
+        _sync_folder(dir_fd)
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=dir_fd)
@@ -194,7 +210,7 @@ def atomic_symlink(target: Path, link_to: str, *, root: Path | None = None) -> N
     try:
         os.symlink(link_to, tmp, dir_fd=dir_fd)
         os.replace(tmp, target.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        os.fsync(dir_fd)
+        _sync_folder(dir_fd)
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=dir_fd)

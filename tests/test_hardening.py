@@ -58,6 +58,31 @@ def test_all_or_nothing_when_the_step_after_a_landed_write_fails(
     assert tree_bytes(kimi) == original and _journal(kimi)["entries"] == []
 
 
+@pytest.mark.parametrize("code", [errno.EINVAL, errno.ENOTSUP])
+def test_a_filesystem_without_folder_fsync_still_applies_and_reverts(
+    cli: Cli, kimi: Path, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    """CIFS, Ceph and FUSE mounts such as gcsfuse answer a folder's fsync with EINVAL or
+    ENOTSUP: patcher must work there (it used to fail every command after the rename)."""
+    original = tree_bytes(kimi)
+    real = os.fsync
+    refused: list[int] = []
+
+    def no_folder_sync(fd: int) -> None:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            refused.append(fd)
+            raise OSError(code, os.strerror(code))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", no_folder_sync)
+    code_apply, out, err = cli("apply", kimi, "strip-fp8-kv-cache")
+    assert code_apply == 0, err
+    assert "kv_cache_scheme" not in (kimi / "config.json").read_text()
+    assert cli("revert", kimi, "strip-fp8-kv-cache")[0] == 0
+    assert refused and tree_bytes(kimi) == original
+    assert [e["state"] for e in _journal(kimi)["entries"]] == ["reverted"]
+
+
 def test_all_or_nothing_reapply_needs_no_template_file(cli: Cli, tmp_path: Path) -> None:
     root = tmp_path / "llama"
     shutil.copytree(CONFIGS / "llama-3.1-8b-instruct-bnb8bit", root)
