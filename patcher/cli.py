@@ -113,6 +113,14 @@ def _report_wait(holder: str, waited: float) -> None:
     sys.stderr.flush()
 
 
+def _report_unlocked(lock_file: str, reason: str) -> None:
+    """Say on stderr that the command goes on without the checkpoint's lock."""
+    _err(
+        f"warning: {lock_file}: the filesystem refuses file locks ({reason}); going on "
+        "without one: every write still checks the bytes it expects"
+    )
+
+
 def _report_fetch(repo: str, path: str, index: int, total: int) -> None:
     """Progress on stderr while upstream files are fetched; on a terminal only (one line,
     redrawn, then erased)."""
@@ -201,6 +209,7 @@ def _main(
     progress.wait_reporter = _report_wait
     progress.wait_done = _report_wait_done
     progress.fetch_reporter = _report_fetch
+    progress.unlocked_reporter = _report_unlocked
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help())  # a bare `patcher`: help on stdout, exit 0
         raise typer.Exit(EXIT_OK)

@@ -7,6 +7,7 @@ also checks the hash it expects.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import math
 import os
@@ -20,6 +21,9 @@ from patcher.errors import LockTimeoutError
 from patcher.fsio import write_error
 
 DEFAULT_TIMEOUT_S = 30.0
+# What flock says on a filesystem without locks: NFS with no lock service (ENOLCK), some FUSE
+# and network filesystems (EOPNOTSUPP, EINVAL).
+_NO_LOCKS = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL})
 
 
 def lock_timeout() -> float:
@@ -64,6 +68,14 @@ def locked(lock_path: Path, timeout: float | None = None) -> Iterator[None]:
                         "PATCHER_LOCK_TIMEOUT",
                     ) from None
                 time.sleep(0.02)
+            except OSError as exc:
+                if exc.errno not in _NO_LOCKS:
+                    raise write_error(exc, lock_path) from exc
+                # As on an NFS mount whose locks are local only: every write still checks the
+                # bytes it expects, so going on unlocked loses nothing but the waiting.
+                if progress.unlocked_reporter is not None:
+                    progress.unlocked_reporter(str(lock_path), os.strerror(exc.errno))
+                break
         if reported and progress.wait_done is not None:
             progress.wait_done()
         info = f"pid {os.getpid()}: {' '.join(Path(a).name for a in sys.argv[:2])}"

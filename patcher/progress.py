@@ -13,3 +13,6 @@ wait_done: Callable[[], None] | None = None
 # Called before each upstream file is fetched, with the repository, the file and its place
 # ("nvidia/Kimi-K2.5-NVFP4", "config.json", 1, 5); with total 0 once all are fetched.
 fetch_reporter: Callable[[str, str, int, int], None] | None = None
+# Called when the filesystem refuses file locks (NFS without its lock service says ENOLCK)
+# and the command goes on without one, with the lock file and the reason.
+unlocked_reporter: Callable[[str, str], None] | None = None

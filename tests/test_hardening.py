@@ -111,6 +111,42 @@ def test_all_or_nothing_reapply_on_unpatched_checkpoint_creates_nothing(
 # --- safe together ------------------------------------------------------------------------
 
 
+def test_safe_together_on_a_filesystem_without_locks(
+    cli: Cli, kimi: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NFS without its lock service answers flock with ENOLCK: the command goes on unlocked
+    (every write still compares), says so on stderr, and reverts byte for byte."""
+    original = tree_bytes(kimi)
+
+    def no_locks(*_: int) -> None:
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(lock.fcntl, "flock", no_locks)
+    code, _, err = cli("apply", kimi, "strip-fp8-kv-cache")
+    assert code == 0, err
+    lock_file = kimi / ".patcher" / "lock"
+    assert err.startswith(
+        f"warning: {lock_file}: the filesystem refuses file locks (No locks available); going on"
+    )
+    assert cli("revert", kimi, "--all")[0] == 0
+    assert tree_bytes(kimi) == original
+
+
+def test_clear_refusal_when_locking_fails_otherwise(
+    cli: Cli, kimi: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = tree_bytes(kimi)
+
+    def broken(*_: int) -> None:
+        raise OSError(errno.EDEADLK, os.strerror(errno.EDEADLK))
+
+    monkeypatch.setattr(lock.fcntl, "flock", broken)
+    code, out, err = cli("apply", kimi, "strip-fp8-kv-cache")
+    assert code == 1 and "Traceback" not in out + err
+    assert err.startswith(f"error: {kimi / '.patcher' / 'lock'}: write failed (Resource deadlock")
+    assert tree_bytes(kimi) == original
+
+
 def test_safe_together_journal_is_compare_and_swapped(
     kimi: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
