@@ -59,6 +59,18 @@ def json_problem(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def shown(value: Any, limit: int = 40) -> str:
+    """A JSON value as a one-line message shows it: its JSON text, cut to ``limit``
+    characters; an integer past 64 bits by its number of digits."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        try:
+            return f"an integer of {len(str(abs(value)))} digits"
+        except ValueError:  # past Python's digit limit, which only the CLI lifts
+            return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def read_json_file(path: Path) -> Any:
     """A config file parsed (None when absent), or a one-line refusal naming it."""
     if not path.is_file():

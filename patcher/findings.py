@@ -314,7 +314,11 @@ def check_checkpoint(
     if target is not None:
         view = derive(
             target,
-            ConfigFiles(files.get("config.json"), files.get("hf_quant_config.json")),
+            ConfigFiles(
+                files.get("config.json"),
+                files.get("hf_quant_config.json"),
+                str(ckpt.path("config.json")),
+            ),
             device,
         )
 

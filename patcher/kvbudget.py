@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from patcher.checkpoint import Checkpoint, open_checkpoint
+from patcher.document import shown
 from patcher.engines.files import ConfigFiles, read_config_files
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.model import derive
@@ -115,13 +116,14 @@ def parse_size_gib(text: str | float, what: str) -> float:
     return value
 
 
-def _need(model: dict[str, Any], key: str, file: Path) -> int:
+def _need(model: dict[str, Any], key: str, file: Path, within: str) -> int:
+    """A positive integer of the model config (``within``: its pointer, '' or /text_config)."""
     value = model.get(key)
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise DoesNotApplyError(
-            f"expected a positive integer, found {json.dumps(value)}",
+            f"expected a positive integer, found {shown(value)}",
             file=file,
-            pointer=f"/{key}",
+            pointer=f"{within}/{key}",
             hint="kv-budget needs a decoder config (num_hidden_layers and attention sizes)",
         )
     return value
@@ -136,9 +138,12 @@ def _index_weights(ckpt: Checkpoint) -> float:
         total = json.loads(path.read_bytes()).get("metadata", {}).get("total_size")
     except (ValueError, AttributeError, RecursionError):
         total = None
-    if not isinstance(total, int) or isinstance(total, bool) or total <= 0:
+    if not isinstance(total, int) or isinstance(total, bool) or not 0 < total <= 2**60:
         raise InputFileError(
-            "no positive metadata.total_size", file=path, pointer="/metadata/total_size", hint=hint
+            f"expected a positive number of bytes (up to an exbibyte), found {shown(total)}",
+            file=path,
+            pointer="/metadata/total_size",
+            hint=hint,
         )
     return total / GIB
 
@@ -174,7 +179,10 @@ def _edit_takes_effect(engine: Engine, files: ConfigFiles) -> bool:
     model = text if isinstance(text, dict) else config
     probe = 12_345
     model["max_position_embeddings"] = probe
-    return bool(derive(engine, ConfigFiles(config, files.hf_quant)).max_model_len.value == probe)
+    return bool(
+        derive(engine, ConfigFiles(config, files.hf_quant, files.source)).max_model_len.value
+        == probe
+    )
 
 
 def kv_budget(
@@ -233,16 +241,28 @@ def kv_budget(
         weights_source = f"model.safetensors.index.json total_size {weights:.2f} GiB"
     text = config.get("text_config")
     model: dict[str, Any] = text if isinstance(text, dict) else config
-    layers = _need(model, "num_hidden_layers", path)
+    within = "/text_config" if isinstance(text, dict) else ""
+
+    def need(key: str) -> int:
+        return _need(model, key, path, within)
+
+    layers = need("num_hidden_layers")
     if "kv_lora_rank" in model:
         attention: Literal["MLA", "GQA"] = "MLA"
-        per_layer = _need(model, "kv_lora_rank", path) + _need(model, "qk_rope_head_dim", path)
+        per_layer = need("kv_lora_rank") + need("qk_rope_head_dim")
         per_rank = per_layer
     else:
         attention = "GQA"
-        heads = _need(model, "num_attention_heads", path)
-        kv_heads = model.get("num_key_value_heads") or heads
-        head_dim = model.get("head_dim") or _need(model, "hidden_size", path) // heads
+        heads = need("num_attention_heads")
+        kv_heads = need("num_key_value_heads") if model.get("num_key_value_heads") else heads
+        head_dim = need("head_dim") if model.get("head_dim") else need("hidden_size") // heads
+        if head_dim == 0:
+            raise DoesNotApplyError(
+                f"hidden_size {model['hidden_size']} is smaller than num_attention_heads {heads}",
+                file=path,
+                pointer=f"{within}/hidden_size",
+                hint="kv-budget needs a decoder config (num_hidden_layers and attention sizes)",
+            )
         per_layer = 2 * kv_heads * head_dim
         per_rank = 2 * max(1, kv_heads // tp) * head_dim
     judge = target or Engine("vllm", (0, 16, 0))

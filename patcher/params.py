@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from patcher.document import shown
 from patcher.errors import TransformError
 from patcher.transform import Param, Transform
 
@@ -58,6 +59,11 @@ _INTEGER = re.compile(r"[+-]?[0-9](?:_?[0-9])*")
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
+
+
+def _bound(limit: float) -> str:
+    """A parameter's min or max as a message shows it: 2,147,483,647, 1, 0.5."""
+    return f"{int(limit):,}" if float(limit).is_integer() else f"{limit:g}"
 
 
 def _convert(transform: Transform, param: Param, raw: Any) -> Any:
@@ -106,9 +112,13 @@ def _convert(transform: Transform, param: Param, raw: Any) -> Any:
     else:
         value = str(raw)
     if param.minimum is not None and isinstance(value, int | float) and value < param.minimum:
-        raise _fail(transform, param, f"must be at least {param.minimum:g}, got {value!r}")
+        raise _fail(
+            transform, param, f"must be at least {_bound(param.minimum)}, got {shown(value)}"
+        )
     if param.maximum is not None and isinstance(value, int | float) and value > param.maximum:
-        raise _fail(transform, param, f"must be at most {param.maximum:g}, got {value!r}")
+        raise _fail(
+            transform, param, f"must be at most {_bound(param.maximum)}, got {shown(value)}"
+        )
     if param.choices is not None and value not in param.choices:
         allowed = ", ".join(map(str, param.choices))
         raise _fail(transform, param, f"must be one of {allowed}, got {value!r}")

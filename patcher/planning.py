@@ -95,10 +95,13 @@ def upstream_files(checkpoint: Checkpoint, journal: Journal) -> ConfigFiles:
         "config.json": current.config,
         "hf_quant_config.json": current.hf_quant,
     }
+    source = current.source
     for name, data in originals(checkpoint, journal).items():
         if name in ENGINE_FILES:
             found[name] = json.loads(data)
-    return ConfigFiles(found["config.json"], found["hf_quant_config.json"])
+            if name == "config.json":
+                source = f"{source} (as upstream shipped it)"
+    return ConfigFiles(found["config.json"], found["hf_quant_config.json"], source)
 
 
 def _short(error: StartupError) -> str:

@@ -7,7 +7,7 @@ import errno
 import fcntl
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -352,3 +352,66 @@ def test_forced_revert_of_a_file_that_is_no_longer_json(
     message = refused(cli, kimi, "revert", kimi, "strip-fp8-kv-cache", "--force")
     assert message.startswith(f"error: {config}: {problem}")
     assert "fix the file by hand" in message
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["check", "{ckpt}", "--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000"],
+        ["plan", "{ckpt}", "--engine", "vllm==0.16.0", "--gpu", "h100"],
+        ["kv-budget", "{ckpt}", "--gpu", "h100", "--engine", "sglang==0.5.23"],
+        ["apply", "{ckpt}", "set-context-length", "--set", "length=100000"],
+    ],
+)
+def test_a_number_the_engine_model_cannot_use(cli: Cli, kimi: Path, command: list[str]) -> None:
+    """A RoPE factor of "x" used to crash the engine model (exit 3, 'a bug in patcher')."""
+    config = kimi / "config.json"
+    config.write_text(config.read_text().replace('"factor": 64.0', '"factor": "x"', 1))
+    message = refused(cli, kimi, *[part.format(ckpt=kimi) for part in command])
+    # apply judges the file as the transform would leave it, and says so
+    where = f"{config} (as the transform would leave it)" if command[0] == "apply" else config
+    assert message.startswith(
+        f"error: {where} at /text_config/rope_scaling/factor (JSON pointer): expected a number "
+        'from 0 to 1,048,576, found "x"; next: fix the file'
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "problem"),
+    [
+        ("num_key_value_heads", '"x"', 'expected a positive integer, found "x"'),
+        ("head_dim", "[1]", "expected a positive integer, found [1]"),
+        ("hidden_size", "3", "hidden_size 3 is smaller than num_attention_heads 40"),
+    ],
+)
+def test_kv_budget_names_a_size_it_cannot_use(
+    cli: Cli, model_checkpoint: Callable[[str], Path], key: str, value: str, problem: str
+) -> None:
+    ckpt = model_checkpoint("deepseek-r1-distill-qwen-32b")
+    config = ckpt / "config.json"
+    data = json.loads(config.read_text())
+    data[key] = json.loads(value)
+    config.write_text(json.dumps(data, indent=2))
+    message = refused(cli, ckpt, "kv-budget", ckpt, "--gpu", "h100")
+    pointer = "/hidden_size" if key == "hidden_size" else f"/{key}"
+    assert message.startswith(f"error: {config} at {pointer} (JSON pointer): {problem}")
+
+
+def test_kv_budget_names_a_weight_total_past_any_disk(
+    cli: Cli, model_checkpoint: Callable[[str], Path]
+) -> None:
+    ckpt = model_checkpoint("deepseek-r1-distill-qwen-32b")
+    index = ckpt / "model.safetensors.index.json"
+    text = index.read_text()
+    total = json.loads(text)["metadata"]["total_size"]
+    index.write_text(text.replace(str(total), "9" * 400, 1))
+    message = refused(cli, ckpt, "kv-budget", ckpt, "--gpu", "h100")
+    assert "at /metadata/total_size (JSON pointer): expected a positive number of bytes" in message
+    assert "found an integer of 400 digits" in message
+
+
+def test_a_context_length_past_any_engine(cli: Cli, kimi: Path) -> None:
+    message = refused(
+        cli, kimi, "apply", kimi, "set-context-length", "--set", "length=" + "9" * 400
+    )
+    assert "must be at most 2,147,483,647, got an integer of 400 digits" in message

@@ -55,7 +55,9 @@ def patched_files(before: ConfigFiles, changed: Mapping[str, bytes]) -> ConfigFi
         return json.loads(changed[name]) if name in changed else old
 
     return ConfigFiles(
-        pick("config.json", before.config), pick("hf_quant_config.json", before.hf_quant)
+        pick("config.json", before.config),
+        pick("hf_quant_config.json", before.hf_quant),
+        f"{before.source} (as the transform would leave it)",
     )
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from patcher.checkpoint import open_checkpoint
 from patcher.engines import sglang, vllm
-from patcher.engines.files import ConfigFiles, read_config_files
+from patcher.engines.files import ConfigFiles, check_numbers, read_config_files
 from patcher.engines.gpus import Gpu
 from patcher.engines.target import Engine
 from patcher.engines.view import EngineView
@@ -14,6 +14,7 @@ from patcher.engines.view import EngineView
 
 def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None = None) -> EngineView:
     """What ``engine`` derives from ``files`` (and, with ``gpu``, whether it can start there)."""
+    check_numbers(files)
     if engine.name == "sglang":
         return sglang.derive(engine, files, gpu)
     return vllm.derive(engine, files, gpu)
