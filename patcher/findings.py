@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from patcher.checkpoint import Checkpoint, open_checkpoint
-from patcher.document import read_json_file
+from patcher.document import read_json_file, shown
 from patcher.engines.files import ConfigFiles
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.model import derive
@@ -176,11 +176,42 @@ def _as_set(value: Any) -> set[Any]:
     return set(value) if isinstance(value, list) else {value}
 
 
+def _token_ids(value: Any) -> bool:
+    """Whether ``value`` is a token id or a non-empty list of them."""
+    items = value if isinstance(value, list) else [value]
+    return bool(items) and all(
+        isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in items
+    )
+
+
 def _eos_mismatch(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:
     generation = files.get("generation_config.json")
-    model, _ = _language_model(files.get("config.json"))
+    config = files.get("config.json")
+    model, base = _language_model(config)
     ids_generation = dig(generation, ("eos_token_id",))
-    ids_config = dig(model, ("eos_token_id",)) or dig(files.get("config.json"), ("eos_token_id",))
+    at = base if dig(model, ("eos_token_id",)) else ()
+    ids_config = dig(model, ("eos_token_id",)) or dig(config, ("eos_token_id",))
+    for name, pointer, ids in (
+        ("generation_config.json", "/eos_token_id", ids_generation),
+        ("config.json", _pointer((*at, "eos_token_id")), ids_config),
+    ):
+        if ids is not None and not _token_ids(ids):
+            fix = name == "generation_config.json" and ids_config is not None
+            fix = fix and _token_ids(ids_config)
+            yield Finding(
+                "eos-invalid",
+                name,
+                pointer,
+                f"eos_token_id {shown(ids)} is not a token id or a list of them: an engine "
+                "cannot stop on it",
+                "fix-generation-eos-token-id" if fix else None,
+                apply("fix-generation-eos-token-id")
+                + " --set "
+                + shlex.quote("eos=" + json.dumps(sorted(_as_set(ids_config))))
+                if fix
+                else f"edit {name}: eos_token_id is an integer or a list of integers",
+            )
+            return
     if ids_generation is None or ids_config is None:
         return
     if not _as_set(ids_config) <= _as_set(ids_generation):

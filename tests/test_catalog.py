@@ -202,6 +202,22 @@ def test_check_reports_fp8_directive_and_exits_1(cli: Cli, kimi: Path) -> None:
         ),
         (
             {
+                "config.json": '{"eos_token_id": 128009}',
+                "generation_config.json": '{"eos_token_id": {"a": 1}}',
+            },
+            "eos-invalid",
+            "fix-generation-eos-token-id",
+        ),
+        (
+            {
+                "config.json": '{"text_config": {"eos_token_id": ["x"]}}',
+                "generation_config.json": '{"eos_token_id": 1}',
+            },
+            "eos-invalid",
+            None,
+        ),
+        (
+            {
                 "config.json": '{"use_sliding_window": true, "max_window_layers": 28, '
                 '"num_hidden_layers": 64}'
             },
@@ -257,6 +273,26 @@ def test_a_suggested_fix_runs_as_pasted_into_a_shell(cli: Cli, tmp_path: Path) -
         128001,
         128009,
     ]
+
+
+@pytest.mark.parametrize("eos", ['"x"', "[1, null]", "{}", "[]", "-3"])
+def test_a_malformed_eos_is_reported_and_its_fix_runs(cli: Cli, tmp_path: Path, eos: str) -> None:
+    """A malformed eos_token_id used to stop check with exit 3 ('a bug in patcher')."""
+    build_tree(
+        tmp_path,
+        {
+            "config.json": '{"eos_token_id": 2}',
+            "generation_config.json": f'{{"eos_token_id": {eos}}}',
+        },
+    )
+    code, out, err = cli("check", tmp_path)
+    assert code == 1 and "Traceback" not in out + err
+    assert "[eos-invalid] generation_config.json /eos_token_id: eos_token_id " in out
+    assert "is not a token id or a list of them" in out
+    command = [line for line in out.splitlines() if "fix:" in line][0].split("fix: ", 1)[1]
+    code, _, err = cli(*shlex.split(command)[1:])
+    assert code == 0, err
+    assert cli("check", tmp_path)[0] == 0
 
 
 # --- overrides ---------------------------------------------------------------------------
