@@ -25,8 +25,15 @@ ROPE = [
     for rope in ("rope_scaling", "rope_parameters", "rope_parameters/full_attention")
     for key in ("factor", "original_max_position_embeddings")
 ]
+NAME = -1  # a place that takes a name: any string
 PLACES = (
-    [(f"/{key}", MAX_COUNT) for key in NUMBER_KEYS]
+    [
+        (f"{base}/{rope}/{key}", NAME)
+        for base in ("", "/text_config")
+        for rope in ("rope_scaling", "rope_parameters")
+        for key in ("rope_type", "type")
+    ]
+    + [(f"/{key}", MAX_COUNT) for key in NUMBER_KEYS]
     + [(f"/text_config/{key}", MAX_COUNT) for key in NUMBER_KEYS]
     + [
         (f"{base}/{rope}/{key}", MAX_FACTOR if key == "factor" else MAX_COUNT)
@@ -41,6 +48,7 @@ values = st.one_of(
     st.sampled_from([0, 1, 2**20, 2**20 + 1, 4096, 64, 10**30, int(1e30), 2**100, 2**100 + 1]),
     st.floats(allow_nan=True, allow_infinity=True),
     st.text(max_size=4),
+    st.sampled_from(["yarn", "default", "llama3", "longrope", "su", "dynamic"]),
     st.lists(st.integers(), max_size=2),
     st.dictionaries(st.text(max_size=2), st.integers(), max_size=2),
 )
@@ -57,6 +65,8 @@ def _put(config: dict[str, Any], pointer: str, value: Any) -> None:
 
 
 def _usable(value: Any, limit: int, pointer: str) -> bool:
+    if limit == NAME:
+        return isinstance(value, str)
     if value is None:
         return "/rope_" not in pointer  # a length key may be null; a RoPE number may not
     if isinstance(value, bool) or not isinstance(value, int | float):

@@ -64,7 +64,8 @@ def read_config_files(checkpoint: Checkpoint) -> ConfigFiles:
 
 
 def check_numbers(files: ConfigFiles) -> None:
-    """Refuse a number in config.json that the engine model cannot compute with."""
+    """Refuse a number in config.json that the engine model cannot compute with (or a RoPE
+    type that is not a name)."""
     found = _number_problem(files.config or {})
     if found is not None:
         pointer, problem = found
@@ -91,6 +92,10 @@ def _number_problem(config: Mapping[str, Any]) -> tuple[str, str] | None:
                 continue
             tables = [("", rope)] + [(f"/{k}", v) for k, v in rope.items() if isinstance(v, dict)]
             for inner, table in tables:
+                for key in ("rope_type", "type"):
+                    if key in table and not isinstance(table[key], str):
+                        problem = f'expected a name such as "yarn", found {shown(table[key])}'
+                        return f"{prefix}/{rope_key}{inner}/{key}", problem
                 for key, limit in _ROPE_NUMBERS.items():
                     # Present, a RoPE number is computed with: null fails as a string would.
                     problem = _unusable(table[key], limit, null=False) if key in table else None
