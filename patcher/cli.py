@@ -270,7 +270,12 @@ def list_command(as_json: JsonOpt = False) -> None:
 @app.command()
 def show(
     name: Annotated[
-        str, typer.Argument(metavar="NAME", help="Transform name, or a transform file path.")
+        str,
+        typer.Argument(
+            metavar="NAME",
+            help="Transform name, or a transform file path.",
+            autocompletion=_complete_transforms,
+        ),
     ],
     engine: EngineOpt = None,
     as_json: JsonOpt = False,
