@@ -141,7 +141,7 @@ def open_checkpoint(path: Path | str, revision: str | None = None) -> Checkpoint
         )
         try:
             source = Path(json.loads(overlay.read_text())["source"]).resolve()
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
             raise damaged from None
         # Trusted as a link target only if it really is a checkpoint folder.
         if not source.is_dir() or not any((source / n).is_file() for n in CONFIG_FILES):

@@ -143,7 +143,7 @@ def patched_siblings(root: Path) -> list[Path]:
 
         try:
             entries = json.loads(journal.read_bytes()).get("entries", [])
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError, AttributeError, RecursionError):
             continue
         if any(isinstance(e, dict) and e.get("state") == "applied" for e in entries):
             found.append((journal.stat().st_mtime_ns, sibling))

@@ -55,7 +55,7 @@ def diff_checkpoint(
         if structural and first.kind == "json":
             try:
                 changes = compare(json.loads(old_text), json.loads(new_text))
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # not JSON, or nested past Python's limit
                 changes = ()
         results.append(FileDiff(path, text, changes))
     return CheckpointDiff(ckpt.root, tuple(results))

@@ -16,7 +16,7 @@ def _recorded_source(target: Path) -> str | None:
     """The source an overlay folder records, or None when it is not (readably) an overlay."""
     try:
         recorded = json.loads((target / JOURNAL_DIR / OVERLAY_FILE).read_text()).get("source")
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return None
     return recorded if isinstance(recorded, str) else None
 

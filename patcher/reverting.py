@@ -171,7 +171,7 @@ class _Planner:
             expected, current, f"{record.path} (as patcher left it)", f"{record.path} (now)"
         )
         pointer = None
-        with contextlib.suppress(ValueError):
+        with contextlib.suppress(ValueError, RecursionError):
             pointer = first_difference(json.loads(expected), json.loads(current))
         error = ConflictError(
             f"edited by hand since {entry.transform!r} was applied; not reverting",

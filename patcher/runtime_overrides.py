@@ -99,7 +99,7 @@ def engine_overrides(
     config_path = ckpt.path("config.json")
     try:
         config = json.loads(config_path.read_bytes()) if config_path.is_file() else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         config = {}
     nested = isinstance(config, dict) and isinstance(config.get("text_config"), dict)
     merged: dict[str, Any] = {}

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from patcher.document import json_problem
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.target import Engine, parse_engine
 from patcher.errors import TargetError
@@ -76,8 +77,9 @@ def make_target(
             raise TargetError(
                 f"cannot read the profile ({exc.strerror})", file=source, hint="check the path"
             ) from None
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise _fail(source, "", f"invalid TOML ({exc})") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
+            problem = json_problem(exc) if isinstance(exc, RecursionError) else str(exc)
+            raise _fail(source, "", f"invalid TOML ({problem})") from None
         unknown = set(data) - {"engine", "gpu", "tensor_parallel", "transforms"}
         if unknown:
             raise _fail(source, f"/{sorted(unknown)[0]}", "unknown key")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from patcher.checkpoint import name_problem
+from patcher.document import json_problem
 from patcher.errors import TransformError
 
 ParamType = Literal["int", "float", "bool", "str", "file", "json"]
@@ -188,8 +189,9 @@ class _Reader:
                     **{k: v for k, v in raw.items() if k != "value_json"},
                     "value": json.loads(raw["value_json"]),
                 }
-            except json.JSONDecodeError as exc:
-                raise self.fail(f"{where}/value_json", f"invalid JSON ({exc.msg})") from None
+            except (ValueError, RecursionError) as exc:
+                problem = exc.msg if isinstance(exc, json.JSONDecodeError) else json_problem(exc)
+                raise self.fail(f"{where}/value_json", f"invalid JSON ({problem})") from None
         if kind in ("add", "replace", "test", "set", "merge", "append", "write") and (
             "value" not in raw
         ):
@@ -322,9 +324,10 @@ def parse_transform(text: str, source: str) -> Transform:
     reader = _Reader(source)
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        problem = json_problem(exc) if isinstance(exc, RecursionError) else str(exc)
         raise TransformError(
-            f"invalid TOML ({exc})", file=source, hint="fix the transform file"
+            f"invalid TOML ({problem})", file=source, hint="fix the transform file"
         ) from None
     stray = first_datetime(data, "")
     if stray is not None:

@@ -335,14 +335,13 @@ def _file_diff(
         )
     try:
         old, new = json.loads(upstream), json.loads(current)
-    except ValueError:
+    except (ValueError, RecursionError) as exc:
+        why = (
+            "nested too deeply to compare" if isinstance(exc, RecursionError) else "not valid JSON"
+        )
         return UpstreamFileDiff(
             path,
-            (
-                UpstreamDifference(
-                    "", "changed", None, None, None, None, "not valid JSON on one side"
-                ),
-            ),
+            (UpstreamDifference("", "changed", None, None, None, None, f"{why} on one side"),),
         )
     differences = []
     for change in compare(old, new):

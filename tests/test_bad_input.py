@@ -415,3 +415,46 @@ def test_a_context_length_past_any_engine(cli: Cli, kimi: Path) -> None:
         cli, kimi, "apply", kimi, "set-context-length", "--set", "length=" + "9" * 400
     )
     assert "must be at most 2,147,483,647, got an integer of 400 digits" in message
+
+
+DEEP = "[" * 100_000 + "]" * 100_000  # past Python's recursion limit, for TOML and JSON alike
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        (f"x = {DEEP}\n", "invalid TOML (nested too deeply to parse"),
+        (
+            '[[edits]]\nfile = "config.json"\n'
+            f'ops = [{{ op = "add", path = "/x", value_json = "{DEEP}" }}]\n',
+            "at /edits/0/ops/0/value_json (JSON pointer): invalid JSON (nested too deeply",
+        ),
+    ],
+    ids=["toml", "value_json"],
+)
+def test_a_transform_nested_too_deeply(
+    cli: Cli, kimi: Path, tmp_path: Path, body: str, needle: str
+) -> None:
+    """Both used to stop with exit 3 ('a bug in patcher') on a RecursionError."""
+    fix = user_transform(tmp_path, body)
+    assert needle in refused(cli, kimi, "apply", kimi, fix)
+
+
+def test_a_profile_nested_too_deeply(cli: Cli, kimi: Path, tmp_path: Path) -> None:
+    profile = tmp_path / "p.toml"
+    profile.write_text(f'engine = "vllm==0.16.0"\ngpu = "h100"\nx = {DEEP}\n')
+    message = refused(cli, kimi, "plan", kimi, "--profile", profile)
+    assert "invalid TOML (nested too deeply to parse" in message
+
+
+def test_diff_of_a_file_nested_past_the_limit(cli: Cli, kimi: Path) -> None:
+    """A hand edit that nests deeper than Python parses is shown as text, not a crash."""
+    cli("apply", kimi, "strip-fp8-kv-cache")
+    (kimi / "config.json").write_text('{"a": ' + "[" * 5000 + "]" * 5000 + "}")
+    code, out, err = cli("diff", kimi)
+    assert code == 0 and "Traceback" not in out + err
+    assert '+{"a": [[[[' in out
+    code, out, err = cli("diff", kimi, "--json")
+    assert code == 0 and "Traceback" not in out + err
+    (config,) = [f for f in json.loads(out)["files"] if f["path"] == "config.json"]
+    assert config["changes"] == []  # shown as text only: too deep to compare

@@ -36,6 +36,7 @@ def hub() -> Iterator[tuple[Hub, str]]:
     server.add_repo(REPO, older, ref="v1")
     server.add_repo("org/no-config", {"generation_config.json": b"{}"})
     server.add_repo("org/gated", {"config.json": b'{"a": 1}\n'}, gated=True)
+    server.add_repo("org/deep", {"config.json": b"[" * 100_000 + b"]" * 100_000})
     with serve(server) as url:
         yield server, url
 
@@ -423,3 +424,14 @@ def test_upstream_fetches_report_progress(
         text = stream.getvalue()
         assert (f"fetching config.json from {REPO} (1/3)..." in text) is drawn
         assert text.endswith("\r\x1b[K") is drawn
+
+
+def test_an_upstream_file_nested_too_deeply(hub: tuple[Hub, str], tmp_path: Path) -> None:
+    """It used to stop diff with exit 3 ('a bug in patcher') on a RecursionError."""
+    _, url = hub
+    folder = tmp_path / "kimi"
+    shutil.copytree(EXAMPLE, folder)
+    env = {"HF_ENDPOINT": url, "HF_HUB_CACHE": str(tmp_path / "cache")}
+    code, out, err = run("diff", folder, "--upstream", "org/deep", env=env)
+    assert code == 1 and "Traceback" not in out + err
+    assert "[UNEXPLAINED: nested too deeply to compare on one side]" in out
