@@ -5,9 +5,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
-import os
 import re
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +13,7 @@ from typing import Any
 
 from patcher.document import shown
 from patcher.errors import TransformError
+from patcher.fsio import NotRegularFileError, read_regular
 from patcher.transform import Param, Transform
 
 _TRUE = {"true", "1", "yes", "on"}
@@ -128,13 +127,9 @@ def _convert(transform: Transform, param: Param, raw: Any) -> Any:
 def _read_file_param(transform: Transform, param: Param, path: str) -> str:
     """A ``file`` parameter's content: a regular file of text, of sane size."""
     try:
-        with Path(path).open("rb") as handle:
-            info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise _fail(transform, param, f"{path!r} is not a regular file")
-            if info.st_size > MAX_FILE_PARAM:
-                raise _fail(transform, param, f"{path!r} is larger than 64 MiB")
-            return handle.read(MAX_FILE_PARAM + 1).decode("utf-8")
+        return read_regular(Path(path), MAX_FILE_PARAM).decode("utf-8")
+    except NotRegularFileError as exc:
+        raise _fail(transform, param, f"{path!r} is {exc.strerror}") from None
     except OSError as exc:
         raise _fail(transform, param, f"cannot read file {path!r} ({exc.strerror})") from None
     except UnicodeDecodeError:

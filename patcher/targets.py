@@ -20,6 +20,7 @@ from patcher.document import json_problem
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.target import Engine, parse_engine
 from patcher.errors import TargetError
+from patcher.fsio import read_regular
 from patcher.transform import first_datetime
 
 
@@ -47,6 +48,9 @@ class Target:
         return f"{self.engine} on {self.gpu.name} ({self.gpu.capability_text})"
 
 
+MAX_PROFILE = 2**20  # a profile is a few lines
+
+
 def _fail(file: str | None, pointer: str, problem: str) -> TargetError:
     return TargetError(
         problem,
@@ -72,7 +76,7 @@ def make_target(
     if profile is not None:
         source = str(profile)
         try:
-            data = tomllib.loads(Path(profile).read_text(encoding="utf-8"))
+            data = tomllib.loads(read_regular(Path(profile), MAX_PROFILE).decode("utf-8"))
         except OSError as exc:
             raise TargetError(
                 f"cannot read the profile ({exc.strerror})", file=source, hint="check the path"

@@ -7,6 +7,8 @@ import errno
 import fcntl
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,7 @@ from typing import Any
 import pytest
 
 from patcher import fsio
-from tests.conftest import Cli, build_tree, tree_bytes
+from tests.conftest import ROOT, Cli, build_tree, tree_bytes
 
 
 def everything(root: Path) -> dict[str, bytes | str]:
@@ -458,3 +460,32 @@ def test_diff_of_a_file_nested_past_the_limit(cli: Cli, kimi: Path) -> None:
     assert code == 0 and "Traceback" not in out + err
     (config,) = [f for f in json.loads(out)["files"] if f["path"] == "config.json"]
     assert config["changes"] == []  # shown as text only: too deep to compare
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (
+            ["apply", "{ckpt}", "set-chat-template", "--set", "template={fifo}"],
+            "is not a regular file",
+        ),
+        (["plan", "{ckpt}", "--profile", "{fifo}"], "cannot read the profile (not a regular file)"),
+    ],
+    ids=["file-parameter", "profile"],
+)
+def test_a_pipe_is_refused_not_waited_on(
+    kimi: Path, tmp_path: Path, args: list[str], needle: str
+) -> None:
+    """A named pipe with no writer used to hang the command for ever."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    before = everything(kimi)
+    done = subprocess.run(
+        [sys.executable, "-m", "patcher", *[a.format(ckpt=kimi, fifo=fifo) for a in args]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 1 and needle in done.stderr, done.stderr
+    assert everything(kimi) == before
