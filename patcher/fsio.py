@@ -288,17 +288,17 @@ class NotRegularFileError(OSError):
     """What :func:`read_regular` raises for a folder, a pipe or a device."""
 
 
-def read_regular(path: Path, limit: int) -> bytes:
-    """The bytes of a regular file of at most ``limit`` bytes. A pipe is refused, not waited
+def read_regular(path: Path, limit: int | None = None) -> bytes:
+    """The bytes of a regular file (of at most ``limit`` bytes). A pipe is refused, not waited
     on: it is opened without blocking and checked before anything is read."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise NotRegularFileError(errno.EINVAL, "not a regular file")
-        if info.st_size > limit:
+        if limit is not None and info.st_size > limit:
             raise NotRegularFileError(errno.EFBIG, f"larger than {limit // 2**20} MiB")
         with os.fdopen(os.dup(fd), "rb") as handle:
-            return handle.read(limit + 1)
+            return handle.read() if limit is None else handle.read(limit + 1)
     finally:
         os.close(fd)

@@ -30,7 +30,14 @@ from typing import Any, Literal
 from patcher.checkpoint import Checkpoint
 from patcher.document import json_problem
 from patcher.errors import ConflictError, JournalError
-from patcher.fsio import atomic_write, ensure_dir, holds, sha256
+from patcher.fsio import (
+    NotRegularFileError,
+    atomic_write,
+    ensure_dir,
+    holds,
+    read_regular,
+    sha256,
+)
 from patcher.hfcache import RepoRef
 
 FORMAT = 1
@@ -206,9 +213,11 @@ def load_journal(directory: Path) -> Journal:
     """Read the journal in ``directory``; an absent journal is empty."""
     path = directory / JOURNAL_FILE
     try:
-        data = path.read_bytes()
+        data = read_regular(path)
     except FileNotFoundError:
         return Journal()
+    except NotRegularFileError:
+        raise _damaged(path, "not a regular file") from None
     except OSError as exc:
         raise JournalError(
             f"cannot read the journal ({exc.strerror})",
@@ -352,7 +361,7 @@ def _pruned(entries: tuple[Entry, ...]) -> tuple[Entry, ...]:
 def journal_digest(directory: Path) -> str | None:
     """sha256 of journal.json as it is on disk (None when absent): the compare-and-swap token."""
     try:
-        return sha256((directory / JOURNAL_FILE).read_bytes())
+        return sha256(read_regular(directory / JOURNAL_FILE))
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -410,7 +419,7 @@ def store_object(
     ensure_dir(directory, private=private)
     ensure_dir(objects, private=private)
     try:
-        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         good = False
     else:
@@ -436,7 +445,7 @@ def load_object(
     given; see ``rebuild_object``)."""
     path = directory / "objects" / digest
     try:
-        data = path.read_bytes()
+        data = read_regular(path)
     except FileNotFoundError:
         return rebuild_object(directory, digest, journal, rebuilt)
     except OSError:

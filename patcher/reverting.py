@@ -290,11 +290,19 @@ class _Planner:
         if current_sha == record.before:
             return FileRevert(record.path, "already-original", current, None, None)
         if current_sha == record.after or (current is None and self.force):
+            try:
+                original = self.original(record.before)  # checked against record.before
+            except JournalError:
+                # The stored original is gone or damaged: --force undoes with the inverse
+                # patch, as the refusal without it says (a JSON file as patcher left it).
+                if not self.force or current is None or record.kind == "text":
+                    raise
+                return self.replayed(record, current)
             return FileRevert(
                 record.path,
                 "original",
                 current,
-                self.original(record.before),  # checked against record.before
+                original,
                 record.link,
                 mtime_ns=record.before_mtime_ns,
                 current_sha=current_sha,
@@ -304,6 +312,10 @@ class _Planner:
             raise self.refuse_changed(entry, record, self.expected_after(record), current)
         if record.kind == "text":
             return FileRevert(record.path, "forced", current, self.original(record.before), None)
+        return self.replayed(record, current)
+
+    def replayed(self, record: FileRecord, current: bytes) -> FileRevert:
+        """A forced revert of a JSON file: its inverse patch, where it still matches."""
         path = str(self.checkpoint.path(record.path))
         result = replay(current, record.inverse, file=path, strict=False, hint="")
         new = result.data

@@ -8,6 +8,8 @@ import json
 import os
 import shutil
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ import pytest
 from patcher import api, fsio, journal, lock
 from patcher.errors import ConflictError, JournalError, UnsafePathError, WriteError
 from patcher.fsio import sha256
-from tests.conftest import CONFIGS, Cli, tree_bytes
+from tests.conftest import CONFIGS, ROOT, Cli, tree_bytes
 
 
 def _journal(root: Path) -> dict[str, Any]:
@@ -665,3 +667,61 @@ def test_permission_error_on_the_journal_is_not_called_damage(
     code, _, err = cli("status", kimi)
     _one_line(code, err)
     assert "cannot read the journal (Permission denied)" in err and "damaged" not in err
+
+
+def _patcher(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """The CLI in a child process, so that a hang fails the test instead of stopping the run."""
+    return subprocess.run(
+        [sys.executable, "-m", "patcher", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+def test_clear_refusal_a_journal_that_is_a_pipe(kimi: Path) -> None:
+    """A named pipe as journal.json, or as a stored original, used to hang every command."""
+    (kimi / ".patcher").mkdir()
+    os.mkfifo(kimi / ".patcher" / "journal.json")
+    done = _patcher("status", kimi)
+    assert done.returncode == 1
+    assert "journal.json: journal is damaged (not a regular file)" in done.stderr
+
+
+@pytest.mark.parametrize("damage", ["deleted", "pipe"])
+def test_a_lost_original_is_undone_with_the_inverse_patch_under_force(
+    kimi: Path, damage: str
+) -> None:
+    """With the stored originals gone (or named pipes, which used to hang the command), revert
+    refuses and names --force; --force then undoes with the inverse patches. It used to refuse
+    again with the same advice."""
+    original = tree_bytes(kimi)
+    assert _patcher("apply", kimi, "strip-fp8-kv-cache").returncode == 0
+    patched = tree_bytes(kimi)
+    for stored in (kimi / ".patcher" / "objects").iterdir():
+        stored.unlink()
+        if damage == "pipe":
+            os.mkfifo(stored)
+    done = _patcher("revert", kimi, "--all")
+    assert done.returncode == 1 and "original bytes are missing" in done.stderr
+    assert "'patcher revert --force'" in done.stderr and tree_bytes(kimi) == patched
+    done = _patcher("revert", kimi, "--all", "--force")
+    assert done.returncode == 0, done.stderr
+    assert "inverse patch applied where it still matched (--force)" in done.stdout
+    now = tree_bytes(kimi)
+    for name in ("config.json", "hf_quant_config.json"):
+        assert json.loads(now[name]) == json.loads(original[name]), name
+    assert _patcher("status", kimi).stdout.splitlines()[1] == "applied: none"
+
+
+def test_byte_exact_revert_despite_planted_pipes(kimi: Path) -> None:
+    """Pipes planted where the originals will be stored are replaced, not waited on."""
+    original = tree_bytes(kimi)
+    objects = kimi / ".patcher" / "objects"
+    objects.mkdir(parents=True)
+    for name in ("config.json", "hf_quant_config.json"):
+        os.mkfifo(objects / fsio.sha256((kimi / name).read_bytes()))
+    assert _patcher("apply", kimi, "strip-fp8-kv-cache").returncode == 0
+    assert _patcher("revert", kimi, "--all").returncode == 0
+    assert tree_bytes(kimi) == original
