@@ -1,4 +1,4 @@
-"""The numbers the engine model computes with (patcher.engines.files): whatever JSON value sits
+"""The numbers the engine model computes with (patcher.engines.numbers): whatever JSON value sits
 in their place, the model derives a view or refuses in one line naming it; it never crashes."""
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from patcher.engines.files import MAX_COUNT, MAX_FACTOR, NUMBER_KEYS, ConfigFiles
+from patcher.engines.files import ConfigFiles
 from patcher.engines.gpus import parse_gpu
 from patcher.engines.model import derive
+from patcher.engines.numbers import MAX_COUNT, MAX_FACTOR, NUMBER_KEYS
 from patcher.engines.target import parse_engine
 from patcher.errors import InputFileError
 from tests.conftest import CONFIGS, SNAPSHOTS
