@@ -656,14 +656,14 @@ def test_permission_error_on_the_journal_is_not_called_damage(
     cli: Cli, kimi: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     api.apply(kimi, "strip-fp8-kv-cache")
-    real = Path.read_bytes
+    real = fsio.read_regular
 
-    def denied(self: Path) -> bytes:
-        if self.name == "journal.json":
+    def denied(path: Path, limit: int | None = None) -> bytes:
+        if path.name == "journal.json":
             raise PermissionError(errno.EACCES, "Permission denied")
-        return real(self)
+        return real(path, limit)
 
-    monkeypatch.setattr(Path, "read_bytes", denied)
+    monkeypatch.setattr(journal, "read_regular", denied)
     code, _, err = cli("status", kimi)
     _one_line(code, err)
     assert "cannot read the journal (Permission denied)" in err and "damaged" not in err
