@@ -168,6 +168,15 @@ def _fail(exc: BaseException, ref: RepoRef, file: str) -> UpstreamError:
             file=ref.repo_id,
             hint=f"check the network and retry, {offline_hint}",
         )
+    if isinstance(exc, errors.LocalEntryNotFoundError):
+        # Online, this means the answer lacked the Hub's headers: a proxy, a captive portal
+        # or an HF_ENDPOINT that is not a Hub answered instead.
+        return UpstreamError(
+            f"{endpoint} did not answer {file} of {ref} as a Hugging Face Hub does (no "
+            "X-Repo-Commit header), and the local cache does not have it",
+            file=ref.repo_id,
+            hint=f"check HF_ENDPOINT and any proxy, then retry, {offline_hint}",
+        )
     return UpstreamError(
         f"could not fetch {file} of {ref} ({type(exc).__name__}: {exc})",
         file=ref.repo_id,
@@ -221,7 +230,7 @@ class _Fetcher:
             return located.read_bytes()
         except errors.RemoteEntryNotFoundError:
             return None
-        except errors.LocalEntryNotFoundError:
+        except errors.LocalEntryNotFoundError as exc:
             if self.offline:
                 raise UpstreamError(
                     f"{path} of {self.ref} is not in the local cache and HF_HUB_OFFLINE=1",
@@ -229,7 +238,7 @@ class _Fetcher:
                     hint=f"unset HF_HUB_OFFLINE, or fetch it: hf download {self.ref.repo_id} "
                     f"--revision {self.ref.revision} --include '*.json'",
                 ) from None
-            raise
+            raise _fail(exc, self.ref, path) from None
         except UpstreamError:
             raise
         except Exception as exc:

@@ -13,7 +13,9 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -435,3 +437,39 @@ def test_an_upstream_file_nested_too_deeply(hub: tuple[Hub, str], tmp_path: Path
     code, out, err = run("diff", folder, "--upstream", "org/deep", env=env)
     assert code == 1 and "Traceback" not in out + err
     assert "[UNEXPLAINED: nested too deeply to compare on one side]" in out
+
+
+class _NotAHub(BaseHTTPRequestHandler):
+    """What a captive portal or a proxy login page answers: 200 and a page, no Hub headers."""
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+    def _page(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.end_headers()
+        if self.command == "GET":
+            self.wfile.write(b"<html>sign in to the network</html>")
+
+    do_GET = _page
+    do_HEAD = _page
+
+
+def test_an_endpoint_that_is_not_a_hub(tmp_path: Path) -> None:
+    """It used to stop diff with exit 3 ('a bug in patcher') on LocalEntryNotFoundError."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _NotAHub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        folder = tmp_path / "kimi"
+        shutil.copytree(EXAMPLE, folder)
+        url = f"http://127.0.0.1:{server.server_port}"
+        env = {"HF_ENDPOINT": url, "HF_HUB_CACHE": str(tmp_path / "cache")}
+        code, out, err = run("diff", folder, "--upstream", "org/x", env=env)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert code == 1 and "Traceback" not in out + err and len(err.splitlines()) == 1
+    assert err.startswith(f"error: org/x: {url} did not answer config.json of org/x@main as a ")
+    assert "next: check HF_ENDPOINT and any proxy" in err
