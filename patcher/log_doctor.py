@@ -141,7 +141,7 @@ def _no_memory(_m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
 
 
 def _too_long(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
-    derived = int(float(m.group(3)))
+    derived = int(m.group(3))  # vLLM prints a float (262144.0); the whole part
     return (
         f"--max-model-len {m.group(1)} is above the {derived} vLLM derives from {m.group(2)}",
         [
@@ -286,7 +286,7 @@ RULES: tuple[Rule, ...] = (
         "max-model-len-too-long",
         re.compile(
             r"User-specified max_model_len \((\d+)\) is greater than the derived max_model_len "
-            r"\((\w+)=([\d.]+)"
+            r"\((\w+)=(\d+)(?:\.\d*)?"
         ),
         _too_long,
     ),

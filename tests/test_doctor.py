@@ -87,6 +87,26 @@ CASES = [
         "max-model-len-too-long",
         "--max-model-len 262144",
     ),
+    # the same, as vLLM prints a float length; and mangled numbers it never prints
+    (
+        "ValueError: User-specified max_model_len (300000) is greater than the derived "
+        "max_model_len (max_position_embeddings=262144.0 or model_max_length=None in model's "
+        "config.json).",
+        "max-model-len-too-long",
+        "--max-model-len 262144",
+    ),
+    (
+        "ValueError: User-specified max_model_len (5) is greater than the derived "
+        "max_model_len (max_position_embeddings=131072.5.5 or model_max_length=None",
+        "max-model-len-too-long",
+        "--max-model-len 131072",
+    ),
+    (
+        "ValueError: User-specified max_model_len (5) is greater than the derived "
+        "max_model_len (max_position_embeddings=" + "9" * 400 + ".0 or",
+        "max-model-len-too-long",
+        "--max-model-len " + "9" * 400,
+    ),
     # quantization/modelopt.py @ v0.16.0 L1080
     (
         "ValueError: NVFP4 quantization requires the following fields in hf_quant_config.json: "
