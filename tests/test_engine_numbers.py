@@ -69,7 +69,8 @@ def _usable(value: Any, limit: int, pointer: str) -> bool:
     if limit == NAME:
         return isinstance(value, str)
     if value is None:
-        return "/rope_" not in pointer  # a length key may be null; a RoPE number may not
+        # a length key may be null; a RoPE number (and the one vLLM copies into RoPE) may not
+        return "/rope_" not in pointer and not pointer.endswith("original_max_position_embeddings")
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
     return value == value and 0 <= value <= limit  # NaN is not equal to itself

@@ -52,7 +52,11 @@ def _number_problem(config: Mapping[str, Any]) -> tuple[str, str] | None:
         if not isinstance(section, dict):
             continue
         for key in NUMBER_KEYS:
-            problem = _unusable(section.get(key), MAX_COUNT)
+            if key not in section:
+                continue
+            # vLLM copies this one into the RoPE parameters, where null fails as it does there
+            null = key != "original_max_position_embeddings"
+            problem = _unusable(section[key], MAX_COUNT, null=null)
             if problem is not None:
                 return f"{prefix}/{key}", problem
         for rope_key in ("rope_scaling", "rope_parameters"):
