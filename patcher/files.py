@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 
 from patcher.checkpoint import Checkpoint
 from patcher.errors import ConflictError, InputFileError
-from patcher.fsio import atomic_symlink, atomic_write, file_mode, file_sha256, holds, sha256
+from patcher.fsio import (
+    NotRegularFileError,
+    atomic_symlink,
+    atomic_write,
+    file_mode,
+    file_sha256,
+    holds,
+    open_regular,
+    sha256,
+)
 
 
 def read_current(checkpoint: Checkpoint, relative: str) -> bytes | None:
@@ -25,19 +33,15 @@ def read_current(checkpoint: Checkpoint, relative: str) -> bytes | None:
 def _open_current(checkpoint: Checkpoint, relative: str) -> int | None:
     path = checkpoint.path(relative)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        return open_regular(path)
     except (FileNotFoundError, NotADirectoryError):
         return None
-    except IsADirectoryError:
+    except (IsADirectoryError, NotRegularFileError):
         raise _not_a_file(checkpoint, path) from None
     except OSError as exc:
         raise InputFileError(
             f"cannot read ({exc.strerror})", file=path, hint="fix the file's permissions"
         ) from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise _not_a_file(checkpoint, path)
-    return fd
 
 
 def _not_a_file(checkpoint: Checkpoint, path: Path) -> InputFileError:

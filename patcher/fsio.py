@@ -285,20 +285,24 @@ def set_mtime_ns(path: Path, value: int | None) -> None:
 
 
 class NotRegularFileError(OSError):
-    """What :func:`read_regular` raises for a folder, a pipe or a device."""
+    """What :func:`open_regular` raises for a folder, a pipe or a device."""
+
+
+def open_regular(path: Path) -> int:
+    """A read-only fd of the regular file at ``path``. A pipe is refused, not waited on: it is
+    opened without blocking and checked before anything is read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise NotRegularFileError(errno.EINVAL, "not a regular file")
+    return fd
 
 
 def read_regular(path: Path, limit: int | None = None) -> bytes:
-    """The bytes of a regular file (of at most ``limit`` bytes). A pipe is refused, not waited
-    on: it is opened without blocking and checked before anything is read."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise NotRegularFileError(errno.EINVAL, "not a regular file")
-        if limit is not None and info.st_size > limit:
+    """The bytes of a regular file (of at most ``limit`` bytes); see :func:`open_regular`."""
+    with os.fdopen(open_regular(path), "rb") as handle:
+        if limit is None:
+            return handle.read()
+        if os.fstat(handle.fileno()).st_size > limit:
             raise NotRegularFileError(errno.EFBIG, f"larger than {limit // 2**20} MiB")
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            return handle.read() if limit is None else handle.read(limit + 1)
-    finally:
-        os.close(fd)
+        return handle.read(limit + 1)
