@@ -50,7 +50,7 @@ def not_utf8(data: bytes, offset: int, file: str, hint: str) -> InputFileError:
 
 
 def json_problem(exc: BaseException) -> str:
-    """What a JSON parse failure means, for a one-line message."""
+    """What a JSON (or TOML) parse failure means, for a one-line message."""
     if isinstance(exc, RecursionError):
         return "nested too deeply to parse (more than about 1,000 levels)"
     text = str(exc)

@@ -196,8 +196,7 @@ def _eos_mismatch(files: _Files, apply: Callable[[str], str]) -> Iterator[Findin
         ("config.json", _pointer((*at, "eos_token_id")), ids_config),
     ):
         if ids is not None and not _token_ids(ids):
-            fix = name == "generation_config.json" and ids_config is not None
-            fix = fix and _token_ids(ids_config)
+            fix = name == "generation_config.json" and _token_ids(ids_config)
             yield Finding(
                 "eos-invalid",
                 name,

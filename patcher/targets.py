@@ -82,8 +82,7 @@ def make_target(
                 f"cannot read the profile ({exc.strerror})", file=source, hint="check the path"
             ) from None
         except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
-            problem = json_problem(exc) if isinstance(exc, RecursionError) else str(exc)
-            raise _fail(source, "", f"invalid TOML ({problem})") from None
+            raise _fail(source, "", f"invalid TOML ({json_problem(exc)})") from None
         unknown = set(data) - {"engine", "gpu", "tensor_parallel", "transforms"}
         if unknown:
             raise _fail(source, f"/{sorted(unknown)[0]}", "unknown key")

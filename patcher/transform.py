@@ -325,9 +325,8 @@ def parse_transform(text: str, source: str) -> Transform:
     try:
         data = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, RecursionError) as exc:
-        problem = json_problem(exc) if isinstance(exc, RecursionError) else str(exc)
         raise TransformError(
-            f"invalid TOML ({problem})", file=source, hint="fix the transform file"
+            f"invalid TOML ({json_problem(exc)})", file=source, hint="fix the transform file"
         ) from None
     stray = first_datetime(data, "")
     if stray is not None:
