@@ -167,6 +167,14 @@ def in_process(ckpt: Path, transform: Path, runs: int) -> tuple[float, float]:
     return statistics.median(applies), statistics.median(reverts)
 
 
+def _tokenizer_and_jq_copy(work: Path, megabytes: float, tag: str) -> tuple[Path, int, Path]:
+    """A tokenizer checkpoint of ``megabytes``, its size, and a copy of the file for jq."""
+    ckpt, size = _tokenizer_checkpoint(work, megabytes)
+    jq_file = work / f"{tag}-{megabytes:g}.json"
+    shutil.copy(ckpt / "tokenizer.json", jq_file)
+    return ckpt, size, jq_file
+
+
 def _jq_edit(jq_file: Path) -> list[str]:
     """``jq`` making the benchmark's edit and writing the file, as a user would."""
     script = (
@@ -188,9 +196,7 @@ def bench_large_file(work: Path, runs: int, sizes: tuple[float, ...]) -> list[st
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for megabytes in sizes:
-        ckpt, size = _tokenizer_checkpoint(work, megabytes)
-        jq_file = work / f"jq-{megabytes:g}.json"
-        shutil.copy(ckpt / "tokenizer.json", jq_file)
+        ckpt, size, jq_file = _tokenizer_and_jq_copy(work, megabytes, "jq")
 
         def apply(ckpt: Path = ckpt) -> tuple[float, int]:
             return timed([*PATCHER, "apply", str(ckpt), str(one_op)])[:2]
@@ -388,9 +394,7 @@ def bench_floor(work: Path, runs: int, sizes: tuple[float, ...]) -> list[str]:
         "|---|---|---|---|---|---|---|",
     ]
     for megabytes in sizes:
-        ckpt, size = _tokenizer_checkpoint(work, megabytes)
-        jq_file = work / f"jq-floor-{megabytes:g}.json"
-        shutil.copy(ckpt / "tokenizer.json", jq_file)
+        ckpt, size, jq_file = _tokenizer_and_jq_copy(work, megabytes, "jq-floor")
         commands = {
             "pass": [sys.executable, "-c", "pass"],
             "typer": [sys.executable, "-c", "import typer"],
