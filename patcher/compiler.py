@@ -21,6 +21,7 @@ from patcher.checkpoint import Checkpoint
 from patcher.document import MISSING as _MISSING
 from patcher.document import Op, canonical, decode_text, json_problem, not_utf8
 from patcher.errors import DoesNotApplyError, InputFileError, TransformError
+from patcher.files import read_current
 from patcher.fsio import Digest, sha256
 from patcher.jsontext import JsonText
 from patcher.params import ResolvedParams
@@ -156,19 +157,15 @@ class _Compiler:
         if edit.file in self.states:
             return self.states[edit.file]
         path = self.checkpoint.path(edit.file)
-        if not path.is_file():
+        # A folder or a pipe in the file's place is refused, not skipped as a missing file.
+        data = read_current(self.checkpoint, edit.file)
+        if data is None:
             if edit.optional:
                 return None
             raise _does_not_apply(
                 self.transform, str(path), "", "file not found, and this transform needs it"
             )
         hint = f"fix the file, then run: patcher apply {self.checkpoint.arg} {self.transform.name}"
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise InputFileError(
-                f"cannot read ({exc.strerror})", file=path, hint="fix the file's permissions"
-            ) from None
         link = self.checkpoint.link_target(edit.file)
         digest = Digest(data)  # hashed while the file is validated
         if edit.is_text:

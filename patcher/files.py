@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from patcher.checkpoint import Checkpoint
+from patcher.document import not_a_file
 from patcher.errors import ConflictError, InputFileError
 from patcher.fsio import (
     NotRegularFileError,
@@ -37,19 +38,11 @@ def _open_current(checkpoint: Checkpoint, relative: str) -> int | None:
     except (FileNotFoundError, NotADirectoryError):
         return None
     except (IsADirectoryError, NotRegularFileError):
-        raise _not_a_file(checkpoint, path) from None
+        raise not_a_file(path, f"then run patcher status {checkpoint.arg}") from None
     except OSError as exc:
         raise InputFileError(
             f"cannot read ({exc.strerror})", file=path, hint="fix the file's permissions"
         ) from None
-
-
-def _not_a_file(checkpoint: Checkpoint, path: Path) -> InputFileError:
-    return InputFileError(
-        "is not a regular file (a folder, a pipe or a device?)",
-        file=path,
-        hint=f"put the file back (or move this aside), then run patcher status {checkpoint.arg}",
-    )
 
 
 def holds_bytes(checkpoint: Checkpoint, relative: str, data: bytes | None) -> bool:

@@ -21,6 +21,7 @@ from patcher import jsontext
 from patcher.checkpoint import JOURNAL_DIR, Checkpoint, open_checkpoint
 from patcher.document import MISSING, Op, canonical, get
 from patcher.errors import UpstreamError
+from patcher.files import read_current
 from patcher.hfcache import RepoRef, local_dir_commit, parse_repo_ref, snapshot_repo
 from patcher.journal import Entry, Journal, load_object, read_journal
 from patcher.results import JsonResult
@@ -385,7 +386,9 @@ def diff_upstream(
         for index, path in enumerate(paths, start=1):
             if report is not None:
                 report(ref.repo_id, path, index, len(paths))
-            current = (ckpt.root / path).read_bytes()
+            current = read_current(ckpt, path)  # a pipe is refused, not waited on
+            if current is None:
+                continue
             found = _file_diff(path, fetcher.fetch(path), current, ckpt, journal.applied)
             if found is not None:
                 files.append(found)

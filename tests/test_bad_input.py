@@ -462,6 +462,44 @@ def test_diff_of_a_file_nested_past_the_limit(cli: Cli, kimi: Path) -> None:
     assert config["changes"] == []  # shown as text only: too deep to compare
 
 
+@pytest.mark.parametrize("kind", ["folder", "pipe"])
+@pytest.mark.parametrize(
+    ("args", "then"),
+    [
+        (["apply", "{ckpt}", "strip-fp8-kv-cache"], "then run patcher status {ckpt}"),
+        (["check", "{ckpt}"], "then run the command again"),
+        (["check", "{ckpt}", "--engine", "vllm==0.16"], "then run the command again"),
+    ],
+    ids=["apply", "check", "check-engine"],
+)
+def test_a_folder_or_pipe_in_place_of_a_config_file_is_refused(
+    kimi: Path, args: list[str], then: str, kind: str
+) -> None:
+    """strip-fp8-kv-cache's edit of hf_quant_config.json is optional: a folder or a pipe in its
+    place was taken for a missing file, so apply said "applied" with the FP8 KV-cache directive
+    left unread, and check said "no known problems"."""
+    config = kimi / "hf_quant_config.json"
+    config.unlink()
+    if kind == "folder":
+        config.mkdir()
+    else:
+        os.mkfifo(config)
+    before = everything(kimi)
+    done = subprocess.run(
+        [sys.executable, "-m", "patcher", *[a.format(ckpt=kimi) for a in args]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().count("\n") == 0, done.stderr
+    assert f"{config}: is not a regular file" in done.stderr
+    assert then.format(ckpt=kimi) in done.stderr
+    assert everything(kimi) == before
+    assert not (kimi / ".patcher").exists()
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [

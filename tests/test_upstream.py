@@ -473,3 +473,16 @@ def test_an_endpoint_that_is_not_a_hub(tmp_path: Path) -> None:
     assert code == 1 and "Traceback" not in out + err and len(err.splitlines()) == 1
     assert err.startswith(f"error: org/x: {url} did not answer config.json of org/x@main as a ")
     assert "next: check HF_ENDPOINT and any proxy" in err
+
+
+def test_a_pipe_among_the_compared_files_is_refused_not_waited_on(
+    hub: tuple[Hub, str], tmp_path: Path
+) -> None:
+    """A named pipe called ``generation_config.json`` used to hang diff --upstream for ever."""
+    _, url = hub
+    folder = tmp_path / "kimi"
+    shutil.copytree(EXAMPLE, folder)
+    os.mkfifo(folder / "generation_config.json")
+    env = {"HF_ENDPOINT": url, "HF_HUB_CACHE": str(tmp_path / "cache")}
+    code, _, err = run("diff", folder, "--upstream", REPO, env=env)
+    refused(code, err, "generation_config.json: is not a regular file", f"patcher status {folder}")
