@@ -19,6 +19,7 @@ from typing import Any, Literal
 from patcher.checkpoint import name_problem
 from patcher.document import json_problem
 from patcher.errors import TransformError
+from patcher.fsio import read_regular
 
 ParamType = Literal["int", "float", "bool", "str", "file", "json"]
 PARAM_TYPES: tuple[str, ...] = ("int", "float", "bool", "str", "file", "json")
@@ -433,7 +434,7 @@ def substitute(value: Any, params: Mapping[str, Any]) -> Any:
 def load_transform_file(path: Path) -> Transform:
     """Load a user's transform file."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise TransformError(
             f"cannot read transform file ({exc})", file=path, hint="check the path"

@@ -508,8 +508,12 @@ def test_a_folder_or_pipe_in_place_of_a_config_file_is_refused(
             "is not a regular file",
         ),
         (["plan", "{ckpt}", "--profile", "{fifo}"], "cannot read the profile (not a regular file)"),
+        (
+            ["apply", "{ckpt}", "{fifo}"],
+            "transform file is not a regular file (a folder or a pipe?); next: save the transform",
+        ),
     ],
-    ids=["file-parameter", "profile"],
+    ids=["file-parameter", "profile", "transform-file"],
 )
 def test_a_pipe_is_refused_not_waited_on(
     kimi: Path, tmp_path: Path, args: list[str], needle: str
