@@ -591,13 +591,15 @@ def doctor(
     Exit 0 when the failure is recognised, 1 when it is not.
     """
     with _boundary(as_json):
+        import io
         import sys
 
         from patcher import render
-        from patcher.log_doctor import diagnose, diagnose_text
+        from patcher.log_doctor import diagnose, diagnose_lines
 
         if log == "-":
-            result = diagnose_text(sys.stdin.read(), checkpoint=checkpoint or "CKPT")
+            stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+            result = diagnose_lines(stdin, checkpoint=checkpoint or "CKPT")
         else:
             result = diagnose(log, checkpoint=checkpoint)
         _out(render.to_json(render.doctor_json(result)) if as_json else render.doctor_text(result))

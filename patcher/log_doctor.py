@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -353,34 +353,52 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def clean_lines(text: str) -> list[str]:
-    """The log's lines without colours and process/level prefixes."""
-    return [_PREFIX.sub("", _ANSI.sub("", line)).rstrip() for line in text.splitlines()]
+def _clean(line: str) -> str:
+    """A log line without colours and process/level prefixes."""
+    return _PREFIX.sub("", _ANSI.sub("", line)).rstrip()
+
+
+def _first_rule(line: str) -> tuple[re.Match[str], Rule] | None:
+    if any(line.lstrip().startswith(w) or f": {w}" in line for w in _WRAPPERS):
+        if "Worker failed with error '" not in line:
+            return None
+    for rule in RULES:
+        found = rule[1].search(line)
+        if found:
+            return found, rule
+    return None
+
+
+def diagnose_lines(
+    lines: Iterable[str], *, checkpoint: str = "CKPT", source: str = "-"
+) -> Diagnosis:
+    """Find the root failure in a log read line by line (see :func:`diagnose`): the first
+    line a rule knows, and the engine version the log names first. Reading stops once both
+    are found, and a log of any size costs one line of memory."""
+    version_text: str | None = None
+    best: tuple[str, re.Match[str], Rule] | None = None
+    for raw in lines:
+        line = _clean(raw)
+        if version_text is None:
+            version_match = _VERSION.search(line)
+            version_text = version_match.group(1) if version_match else None
+        if best is None:
+            matched = _first_rule(line)
+            best = (line, *matched) if matched is not None else None
+        if best is not None and version_text is not None:
+            break
+    if best is None:
+        return Diagnosis(source, None, None, "no failure the doctor knows", (), version_text)
+    version = tuple(int(p) for p in version_text.split(".")) if version_text else None
+    ctx = _Context(shlex.quote(checkpoint), version)  # the commands are pasted into a shell
+    line, found, (code, _, explain) = best
+    cause, fixes = explain(found, ctx)
+    return Diagnosis(source, code, line.strip(), cause, tuple(fixes), version_text)
 
 
 def diagnose_text(text: str, *, checkpoint: str = "CKPT", source: str = "-") -> Diagnosis:
     """Find the root failure in a log's text (see :func:`diagnose`)."""
-    lines = clean_lines(text)
-    version_match = _VERSION.search("\n".join(lines))
-    version_text = version_match.group(1) if version_match else None
-    version = tuple(int(p) for p in version_text.split(".")) if version_text else None
-    ctx = _Context(shlex.quote(checkpoint), version)  # the commands are pasted into a shell
-    best: tuple[int, str, re.Match[str], Rule] | None = None
-    for index, line in enumerate(lines):
-        if any(line.lstrip().startswith(w) or f": {w}" in line for w in _WRAPPERS):
-            if "Worker failed with error '" not in line:
-                continue
-        for rule in RULES:
-            found = rule[1].search(line)
-            if found and (best is None or index < best[0]):
-                best = (index, line, found, rule)
-                break
-    if best is None:
-        return Diagnosis(source, None, None, "no failure the doctor knows", (), version_text)
-    _, line, found, (code, _, explain) = best
-    cause, fixes = explain(found, ctx)
-    error = line.strip()
-    return Diagnosis(source, code, error, cause, tuple(fixes), version_text)
+    return diagnose_lines(text.splitlines(), checkpoint=checkpoint, source=source)
 
 
 def diagnose(log: Path | str, *, checkpoint: Path | str | None = None) -> Diagnosis:
@@ -388,13 +406,14 @@ def diagnose(log: Path | str, *, checkpoint: Path | str | None = None) -> Diagno
     map its root error to the cause and the fix; ``checkpoint`` fills in the commands."""
     path = Path(log)
     try:
-        data = path.read_bytes()
+        # Line by line: a multi-GB debug log (or ``<(docker logs x)``) is never held whole.
+        with path.open(encoding="utf-8", errors="replace") as lines:
+            return diagnose_lines(
+                lines,
+                checkpoint=str(checkpoint) if checkpoint is not None else "CKPT",
+                source=str(path),
+            )
     except OSError as exc:
         raise InputFileError(
             f"cannot read the log ({exc.strerror})", file=path, hint="give the path of the log"
         ) from None
-    return diagnose_text(
-        data.decode("utf-8", errors="replace"),
-        checkpoint=str(checkpoint) if checkpoint is not None else "CKPT",
-        source=str(path),
-    )

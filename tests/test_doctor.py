@@ -7,13 +7,20 @@ case (vLLM wheel files at the version given, sglang 0.5.23; see shared research 
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import subprocess
+import sys
+import tempfile
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from patcher.log_doctor import diagnose_text
-from tests.conftest import Cli
+from tests.conftest import ROOT, Cli
 
 PREFIX = "(EngineCore_DP0 pid=215) ERROR 01-20 13:03:50 [v1/engine/core.py:866] "
 WORKER = "(Worker_TP0 pid=215) ERROR 01-20 13:03:50 [v1/executor/multiproc_executor.py:749] "
@@ -268,3 +275,69 @@ def test_doctor_cli_exit_codes_and_json(cli: Cli, tmp_path: Path) -> None:
     assert code == 1 and "no known failure" in out
     code, _, err = cli("doctor", tmp_path / "missing.log")
     assert code == 1 and "cannot read the log" in err and "Traceback" not in err
+
+
+def _doctor(*args: str, stdin: Any = None) -> tuple[int, str, str, int]:
+    """Run ``patcher doctor`` as a process: exit code, stdout, stderr and peak RSS in KiB."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "patcher", "doctor", *args],
+            stdin=stdin,
+            stdout=out,
+            stderr=err,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        deadline = time.monotonic() + 120
+        while (reaped := os.wait4(proc.pid, os.WNOHANG))[0] == 0:
+            if time.monotonic() > deadline:
+                proc.kill()
+                proc.wait()
+                pytest.fail("patcher doctor did not answer within 120 s")
+            time.sleep(0.05)
+        _, status, usage = reaped
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return proc.returncode, out.read().decode(), err.read().decode(), usage.ru_maxrss
+
+
+def test_a_large_log_on_stdin_is_read_line_by_line(tmp_path: Path) -> None:
+    """A 64 MB debug log with the root error at its end, not UTF-8 in places: it used to be
+    read whole (its bytes, its text and a list of its lines: about 4x its size in memory)."""
+    log = tmp_path / "debug.log"
+    noise = ("DEBUG 01-20 13:02:00 [core.py:1] step \xff" + "x" * 100 + "\n").encode("latin-1")
+    with log.open("wb") as handle:
+        handle.write(_log("").split("\n")[0].encode() + b"\n")
+        for _ in range(64):
+            handle.write(noise * (2**20 // len(noise)))
+        handle.write(_log(CASES[2][0]).encode())
+    with log.open("rb") as stdin:
+        code, out, err, peak_kib = _doctor("-", "--checkpoint", "/m/kimi", stdin=stdin)
+    assert code == 0, err
+    assert "--max-model-len 179200" in out
+    assert peak_kib < 100 * 1024, f"peak RSS {peak_kib // 1024} MiB for a 64 MB log"
+
+
+def test_a_live_log_is_diagnosed_without_waiting_for_its_end(tmp_path: Path) -> None:
+    """``patcher doctor <(docker logs -f x)``: the writer never closes the pipe, and the
+    doctor answers once it has the engine version and the root error."""
+    fifo = tmp_path / "live.log"
+    os.mkfifo(fifo)
+    release = threading.Event()
+
+    def follow() -> None:
+        with fifo.open("w") as writer:
+            writer.write(_log(CASES[2][0]) + "\n")
+            writer.flush()
+            release.wait(120)  # holds the pipe open, as `docker logs -f` does
+
+    thread = threading.Thread(target=follow)
+    thread.start()
+    try:
+        code, out, err, _ = _doctor(str(fifo), "--json")
+    finally:
+        release.set()
+        thread.join()
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["code"] == "kv-cache-memory" and result["engine_version"] == "0.16.0"
