@@ -373,27 +373,23 @@ def diagnose_lines(
     lines: Iterable[str], *, checkpoint: str = "CKPT", source: str = "-"
 ) -> Diagnosis:
     """Find the root failure in a log read line by line (see :func:`diagnose`): the first
-    line a rule knows, and the engine version the log names first. Reading stops once both
-    are found, and a log of any size costs one line of memory."""
+    line a rule knows, and the engine version the log names before it (the engine prints it
+    as it starts). Reading stops at the root error, and a log of any size costs one line of
+    memory."""
     version_text: str | None = None
-    best: tuple[str, re.Match[str], Rule] | None = None
     for raw in lines:
         line = _clean(raw)
         if version_text is None:
             version_match = _VERSION.search(line)
             version_text = version_match.group(1) if version_match else None
-        if best is None:
-            matched = _first_rule(line)
-            best = (line, *matched) if matched is not None else None
-        if best is not None and version_text is not None:
-            break
-    if best is None:
-        return Diagnosis(source, None, None, "no failure the doctor knows", (), version_text)
-    version = tuple(int(p) for p in version_text.split(".")) if version_text else None
-    ctx = _Context(shlex.quote(checkpoint), version)  # the commands are pasted into a shell
-    line, found, (code, _, explain) = best
-    cause, fixes = explain(found, ctx)
-    return Diagnosis(source, code, line.strip(), cause, tuple(fixes), version_text)
+        matched = _first_rule(line)
+        if matched is not None:
+            found, (code, _, explain) = matched
+            version = tuple(int(p) for p in version_text.split(".")) if version_text else None
+            ctx = _Context(shlex.quote(checkpoint), version)  # commands are pasted into a shell
+            cause, fixes = explain(found, ctx)
+            return Diagnosis(source, code, line.strip(), cause, tuple(fixes), version_text)
+    return Diagnosis(source, None, None, "no failure the doctor knows", (), version_text)
 
 
 def diagnose_text(text: str, *, checkpoint: str = "CKPT", source: str = "-") -> Diagnosis:

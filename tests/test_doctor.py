@@ -318,26 +318,40 @@ def test_a_large_log_on_stdin_is_read_line_by_line(tmp_path: Path) -> None:
     assert peak_kib < 100 * 1024, f"peak RSS {peak_kib // 1024} MiB for a 64 MB log"
 
 
-def test_a_live_log_is_diagnosed_without_waiting_for_its_end(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("log", "code", "version"),
+    [
+        (_log(CASES[2][0]), "kv-cache-memory", "0.16.0"),
+        (
+            f"[2026-01-20 13:03:50] Scheduler hit an exception: {CASES[-2][0]}",
+            "sglang-memory",
+            None,
+        ),
+    ],
+    ids=["vllm", "sglang"],
+)
+def test_a_live_log_is_diagnosed_without_waiting_for_its_end(
+    tmp_path: Path, log: str, code: str, version: str | None
+) -> None:
     """``patcher doctor <(docker logs -f x)``: the writer never closes the pipe, and the
-    doctor answers once it has the engine version and the root error."""
+    doctor answers at the root error (with the version the log named before it)."""
     fifo = tmp_path / "live.log"
     os.mkfifo(fifo)
     release = threading.Event()
 
     def follow() -> None:
         with fifo.open("w") as writer:
-            writer.write(_log(CASES[2][0]) + "\n")
+            writer.write(log + "\n")
             writer.flush()
             release.wait(120)  # holds the pipe open, as `docker logs -f` does
 
     thread = threading.Thread(target=follow)
     thread.start()
     try:
-        code, out, err, _ = _doctor(str(fifo), "--json")
+        exit_code, out, err, _ = _doctor(str(fifo), "--json")
     finally:
         release.set()
         thread.join()
-    assert code == 0, err
+    assert exit_code == 0, err
     result = json.loads(out)
-    assert result["code"] == "kv-cache-memory" and result["engine_version"] == "0.16.0"
+    assert result["code"] == code and result["engine_version"] == version
