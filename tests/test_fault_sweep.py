@@ -1,7 +1,9 @@
 """Promise 3 under every fault: a kill (before or after the call) or a Ctrl-C at every write,
-fsync, rename and unlink of apply, revert under a later transform, reapply and sync. After the
-next command the files are wholly before or wholly after, status agrees, no temp file is left,
-an applied transform is never lost, and revert --all gives back the original bytes."""
+fsync, rename and unlink of apply, revert under a later transform, reapply, sync and rebase, in
+a folder and in a Hugging Face cache snapshot (links into shared blobs). After the next command
+the files are wholly before or wholly after, status agrees, no temp file is left, an applied
+transform is never lost, the cache's blobs are never written, and revert --all gives back the
+original bytes (or links)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from patcher import api
+from patcher import api, fsio
 from tests.conftest import ROOT, SNAPSHOTS, tree_bytes
 
 MODES = ("kill-before", "kill-after", "interrupt")
@@ -97,6 +99,47 @@ def _prepare_replace(tmp_path: Path) -> tuple[Path, list[str]]:
     return root, ["apply", "{root}", "set-context-length", "--set", "length=65536"]
 
 
+def _prepare_rebase(tmp_path: Path) -> tuple[Path, list[str]]:
+    root = _kimi(tmp_path)
+    api.apply(root, "strip-fp8-kv-cache")
+    api.apply(root, "set-context-length", {"length": 131072})
+    config = root / "config.json"  # a new upstream revision lands over the patched file
+    config.write_bytes(NEW_UPSTREAM)
+    return root, ["rebase", "{root}"]
+
+
+# The example's config.json as a new upstream revision would have it.
+NEW_UPSTREAM = (
+    (SNAPSHOTS / "example" / "kimi-k2.5-nvfp4" / "config.json")
+    .read_bytes()
+    .replace(b'"transformers_version": "4.57.1"', b'"transformers_version": "4.58.0"')
+)
+
+
+def _cache_snapshot(tmp_path: Path) -> Path:
+    """The example checkpoint as the Hugging Face cache holds it: links into ``blobs/``."""
+    folder = tmp_path / "prepared" / "models--nvidia--Kimi-K2.5-NVFP4"
+    snapshot = folder / "snapshots" / ("c" * 40)
+    (folder / "blobs").mkdir(parents=True)
+    snapshot.mkdir(parents=True)
+    for path in sorted((SNAPSHOTS / "example" / "kimi-k2.5-nvfp4").iterdir()):
+        blob = folder / "blobs" / fsio.sha256(path.read_bytes())
+        blob.write_bytes(path.read_bytes())
+        (snapshot / path.name).symlink_to(Path("..", "..", "blobs", blob.name))
+    return snapshot
+
+
+def _prepare_apply_in_cache(tmp_path: Path) -> tuple[Path, list[str]]:
+    return _cache_snapshot(tmp_path), ["apply", "{root}", "strip-fp8-kv-cache"]
+
+
+def _prepare_revert_in_cache(tmp_path: Path) -> tuple[Path, list[str]]:
+    root = _cache_snapshot(tmp_path)
+    api.apply(root, "strip-fp8-kv-cache")
+    api.apply(root, "set-context-length", {"length": 131072})
+    return root, ["revert", "{root}", "strip-fp8-kv-cache"]
+
+
 SCENARIOS: dict[str, Callable[[Path], tuple[Path, list[str]]]] = {
     "apply": _prepare_apply,
     "apply-replacing": _prepare_replace,
@@ -104,23 +147,50 @@ SCENARIOS: dict[str, Callable[[Path], tuple[Path, list[str]]]] = {
     "sync-revert": _prepare_sync_revert,
     "revert-under-later": _prepare_revert_under_later,
     "reapply": _prepare_reapply,
+    "rebase": _prepare_rebase,
+    "apply-in-cache": _prepare_apply_in_cache,
+    "revert-in-cache": _prepare_revert_in_cache,
 }
+
+
+def _sandbox(prepared: Path) -> Path:
+    """The folder copied for each run: the checkpoint, or for a cache snapshot its whole
+    repository folder (the links lead into its blobs)."""
+    return prepared.parents[2] if prepared.parent.name == "snapshots" else prepared
+
+
+def _run_copy(prepared: Path, target: Path) -> Path:
+    """A copy of the prepared checkpoint (with its cache around it); its checkpoint folder."""
+    sandbox = _sandbox(prepared)
+    _copy(sandbox, target)
+    return target / prepared.relative_to(sandbox)
+
+
+def _end_state(prepared: Path, scenario: str) -> dict[str, bytes | str]:
+    """What ``revert --all`` must give back: the upstream bytes (or cache links) the files
+    held before any transform; for rebase, the new upstream."""
+    if prepared.parent.name == "snapshots":
+        fresh = _cache_snapshot(prepared.parents[3] / "fresh")
+        return tree_bytes(fresh)
+    pristine = tree_bytes(SNAPSHOTS / "example" / "kimi-k2.5-nvfp4")
+    return {**pristine, "config.json": NEW_UPSTREAM} if scenario == "rebase" else pristine
 
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_every_fault_point_leaves_before_or_after(scenario: str, mode: str, tmp_path: Path) -> None:
     prepared, command = SCENARIOS[scenario](tmp_path)
-    pristine = tree_bytes(SNAPSHOTS / "example" / "kimi-k2.5-nvfp4")
+    end = _end_state(prepared, scenario)
+    blobs = tree_bytes(_sandbox(prepared) / "blobs") if prepared.parent.name == "snapshots" else {}
     before, before_applied = tree_bytes(prepared), _applied(prepared)
-    reference = _copy(prepared, tmp_path / "reference")
+    reference = _run_copy(prepared, tmp_path / "reference")
     assert _run_faulty(mode, 10**6, *[a.format(root=reference) for a in command]) == 99
     after, after_applied = tree_bytes(reference), _applied(reference)
     assert after != before
     point = 0
     while True:
         point += 1
-        root = _copy(prepared, tmp_path / f"{mode}-{point}")
+        root = _run_copy(prepared, tmp_path / f"{mode}-{point}")
         code = _run_faulty(mode, point, *[a.format(root=root) for a in command])
         if code == 99:
             break  # the command finished before this point: every point was swept
@@ -129,8 +199,12 @@ def test_every_fault_point_leaves_before_or_after(scenario: str, mode: str, tmp_
         state = tree_bytes(root)
         assert state in (before, after), where
         assert applied == (after_applied if state == after else before_applied), where
-        assert not _temp_files(root), (where, _temp_files(root))
+        assert not _temp_files(_sandbox(root)), (where, _temp_files(_sandbox(root)))
+        if blobs:  # the cache's blobs are shared with other revisions: never written
+            assert tree_bytes(_sandbox(root) / "blobs") == blobs, where
+        if scenario == "rebase" and state == before:
+            api.rebase(root)  # the interrupted rebase can be run again
         api.revert(root, every=True)
-        assert tree_bytes(root) == pristine, where
-        shutil.rmtree(root)
+        assert tree_bytes(root) == end, where
+        shutil.rmtree(_sandbox(root))
     assert point > 5  # the sweep really went through the command's writes
