@@ -358,7 +358,8 @@ def apply(
         _out(
             render.to_json(render.apply_json(result))
             if as_json
-            else render.apply_text(result, _target(checkpoint, revision))
+            # The undo names the overlay when there is one: CKPT itself has no journal.
+            else render.apply_text(result, None if overlay else _target(checkpoint, revision))
         )
         if not as_json:
             for warning in result.warnings:

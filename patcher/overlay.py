@@ -9,7 +9,7 @@ from pathlib import Path
 
 from patcher.checkpoint import JOURNAL_DIR, OVERLAY_FILE, open_checkpoint
 from patcher.errors import CheckpointError
-from patcher.fsio import atomic_write, ensure_dir, write_error
+from patcher.fsio import atomic_write, ensure_dir, stale_temp_files, write_error
 
 
 def _recorded_source(target: Path) -> str | None:
@@ -26,6 +26,19 @@ def existing_overlay(source: Path, out: Path | str) -> Path | None:
     target = Path(out).expanduser().absolute()
     recorded = _recorded_source(target)
     return target if recorded is not None and Path(recorded).resolve() == source.resolve() else None
+
+
+def _interrupted_creation(source: Path, target: Path) -> bool:
+    """Whether ``target`` is what a killed :func:`make_overlay` of ``source`` leaves: links to
+    the source's entries under their own names, and at most an empty ``.patcher`` (or one
+    holding a temp file). Anything else in it is the user's, and is not touched."""
+    for entry in target.iterdir():
+        if entry.name == JOURNAL_DIR and not entry.is_symlink() and entry.is_dir():
+            if set(entry.iterdir()) - set(stale_temp_files([entry])):
+                return False
+        elif not entry.is_symlink() or entry.resolve() != (source / entry.name).resolve():
+            return False
+    return True
 
 
 def make_overlay(source: Path | str, out: Path | str) -> Path:
@@ -46,15 +59,18 @@ def make_overlay(source: Path | str, out: Path | str) -> Path:
             file=target,
             hint="choose a folder outside the checkpoint",
         )
-    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+    resumed = target.is_dir() and _interrupted_creation(ckpt.root, target)
+    if target.exists() and not resumed and (not target.is_dir() or any(target.iterdir())):
         raise CheckpointError(
             "exists and is not an empty folder", file=target, hint="choose a new --overlay folder"
         )
     try:
         target.mkdir(parents=True, exist_ok=True)
         for entry in sorted(ckpt.root.iterdir()):
-            if entry.name != JOURNAL_DIR:
+            if entry.name != JOURNAL_DIR and not (target / entry.name).is_symlink():
                 (target / entry.name).symlink_to(entry)
+        for temp in stale_temp_files([target / JOURNAL_DIR]) if resumed else []:
+            temp.unlink()
     except OSError as exc:
         raise write_error(exc, target) from exc
     ensure_dir(target / JOURNAL_DIR)

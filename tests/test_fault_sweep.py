@@ -208,3 +208,37 @@ def test_every_fault_point_leaves_before_or_after(scenario: str, mode: str, tmp_
         assert tree_bytes(root) == end, where
         shutil.rmtree(_sandbox(root))
     assert point > 5  # the sweep really went through the command's writes
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_interrupted_overlay_is_completed_by_the_next_run(mode: str, tmp_path: Path) -> None:
+    """A Kubernetes init container killed while it builds the overlay in an emptyDir that
+    survives the restart: the overlay folder held some links and no record, and every later
+    run refused it ("exists and is not an empty folder"), so the pod never started."""
+    source = _kimi(tmp_path)
+    for path in [*source.iterdir(), source]:  # a read-only model store
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    store = tree_bytes(source)
+    command = ["apply", str(source), "strip-fp8-kv-cache", "--overlay"]
+    reference = tmp_path / "reference"
+    assert _run_faulty(mode, 10**6, *command, reference) == 99
+    point = 0
+    while True:
+        point += 1
+        out = tmp_path / f"{mode}-{point}"
+        if _run_faulty(mode, point, *command, out) == 99:
+            break
+        where = f"apply --overlay {mode} at call #{point}"
+        done = subprocess.run(
+            [sys.executable, "-m", "patcher", *command, str(out)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            timeout=120,
+        )
+        assert done.returncode == 0, (where, done.stderr)
+        assert tree_bytes(out) == tree_bytes(reference), where
+        assert _applied(out) == ["strip-fp8-kv-cache"], where
+        assert not _temp_files(out), where
+        assert tree_bytes(source) == store, where
+    assert point > 5

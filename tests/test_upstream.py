@@ -275,6 +275,7 @@ def test_overlay_leaves_a_read_only_source_untouched(tmp_path: Path) -> None:
     code, stdout, err = run("apply", source, "strip-fp8-kv-cache", "--overlay", out)
     assert code == 0, err
     assert f"to {out}" in stdout
+    assert f"undo with: patcher revert {out} strip-fp8-kv-cache" in stdout  # not the source
     assert (
         not (out / "config.json").is_symlink()
         and "kv_cache_scheme" not in (out / "config.json").read_text()
