@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,7 +11,8 @@ from typing import ClassVar, Literal
 from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.errors import ConflictError
 from patcher.files import current_hash, read_current
-from patcher.journal import Entry, Journal, read_journal
+from patcher.fsio import file_sha256, open_regular
+from patcher.journal import Entry, FileRecord, Journal, read_journal
 from patcher.results import JsonResult
 
 FileState = Literal[
@@ -94,6 +96,25 @@ def _redownloaded(ckpt: Checkpoint, path: str) -> bool:
     return data is not None and git_blob_sha1(data) == etag
 
 
+def _new_in_source(ckpt: Checkpoint, path: str, first: FileRecord) -> bool:
+    """Whether an overlay's source now holds other bytes than the ones this patched copy was
+    made from (a new upstream revision landed in the read-only store): the copy is stale."""
+    source = ckpt.overlay_source
+    if source is None or first.link is None:
+        return False
+    try:
+        fd = open_regular(source / path)
+    except OSError:
+        return False  # gone from the source, or not a file: nothing newer to rebase onto
+    try:
+        size = os.fstat(fd).st_size
+        if first.before_size is not None and size != first.before_size:
+            return True
+        return file_sha256(fd) != first.before
+    finally:
+        os.close(fd)
+
+
 def file_states(ckpt: Checkpoint, journal: Journal) -> tuple[FileStatus, ...]:
     """The state of every file the journal names."""
     files: list[FileStatus] = []
@@ -118,7 +139,7 @@ def file_states(ckpt: Checkpoint, journal: Journal) -> tuple[FileStatus, ...]:
             if current is None:
                 state = "missing"
             elif current == last.after:
-                state = "patched"
+                state = "upstream" if _new_in_source(ckpt, path, first) else "patched"
             elif current == first.before:
                 state = "original"
             elif _redownloaded(ckpt, path):
@@ -131,12 +152,15 @@ def file_states(ckpt: Checkpoint, journal: Journal) -> tuple[FileStatus, ...]:
 
 def refuse_unsettled_files(ckpt: Checkpoint, journal: Journal, doing: str, hint: str) -> None:
     """Before a rebuild from the upstream bytes (``sync``, replacing an entry): refuse when a
-    journalled file is anything but as patcher left it, since the rebuild would lose that."""
+    journalled file is anything but as patcher left it (or back to those upstream bytes),
+    since the rebuild would lose that."""
     for state in file_states(ckpt, journal):
-        if state.state not in ("patched", "reverted"):
+        if state.state not in ("patched", "reverted", "original"):
+            upstream = state.state == "upstream"
             raise ConflictError(
-                f"{state.state} since patched; {doing} rebuilds from the upstream bytes and "
-                "would lose that",
+                f"{'a new upstream version' if upstream else state.state} since patched; "
+                f"{doing} rebuilds from the upstream bytes it was patched from and would lose "
+                "that",
                 file=ckpt.path(state.path),
-                hint=hint,
+                hint=f"patcher rebase {ckpt.arg}, then run it again" if upstream else hint,
             )

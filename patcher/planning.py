@@ -21,13 +21,14 @@ from patcher.engines.files import ENGINE_FILES, ConfigFiles, read_config_files
 from patcher.engines.model import derive
 from patcher.engines.view import StartupError
 from patcher.errors import PatcherError
+from patcher.file_status import FileStatus, file_states
 from patcher.journal import Entry, Journal, originals, read_journal
 from patcher.jsontext import join_pointer
 from patcher.params import resolve_params
 from patcher.results import JsonResult
 from patcher.targets import Target
 
-ActionKind = Literal["apply", "revert", "reapply"]
+ActionKind = Literal["apply", "revert", "reapply", "restore"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,11 +52,14 @@ class Plan(JsonResult):
     target: Target
     actions: tuple[Action, ...]
     upstream_errors: tuple[StartupError, ...]
+    # Patched files that are not as patcher left them (a hand edit, a new upstream download,
+    # missing, half-done): sync refuses until they are settled, as its rebuild would lose them.
+    drift: tuple[FileStatus, ...] = ()
 
     @property
     def in_sync(self) -> bool:
-        """Whether nothing needs doing."""
-        return not self.actions
+        """Whether nothing needs doing: no action, and every patched file as patcher left it."""
+        return not self.actions and not self.drift
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +168,36 @@ def _plan(ckpt: Checkpoint, journal: Journal, target: Target) -> Plan:
     for name, (params, why) in wanted.items():
         if name not in latest:
             actions.append(Action("apply", name, params, why))
-    return Plan(ckpt.root, target, tuple(actions), upstream.startup_errors)
+    restore, drift = _file_drift(ckpt, journal, {a.name for a in actions}, latest)
+    actions += restore
+    return Plan(ckpt.root, target, tuple(actions), upstream.startup_errors, drift)
+
+
+def _file_drift(
+    ckpt: Checkpoint, journal: Journal, acted_on: set[str], latest: Mapping[str, Entry]
+) -> tuple[list[Action], tuple[FileStatus, ...]]:
+    """What the files say beyond the journal: a kept transform whose files a re-download put
+    back to the upstream bytes is restored (as recorded); any other patched file that is not
+    as patcher left it is drift, which sync refuses to rebuild over."""
+    applied = {r.path for e in journal.applied for r in e.files}
+    restore: dict[str, Action] = {}
+    drift: list[FileStatus] = []
+    for state in file_states(ckpt, journal):
+        if state.path not in applied or state.state in ("patched", "reverted"):
+            continue
+        if state.state != "original":
+            drift.append(state)
+            continue
+        for entry in latest.values():
+            if entry.transform not in acted_on and entry.file(state.path):
+                restore[entry.transform] = Action(
+                    "restore",
+                    entry.transform,
+                    dict(entry.params),
+                    f"{state.path} is back to the upstream bytes (re-downloaded?)",
+                    entry.id,
+                )
+    return list(restore.values()), tuple(drift)
 
 
 def _why_not(entry: Entry, target: Target) -> str:
@@ -241,7 +274,8 @@ def sync_checkpoint(
             "sync",
             f"patcher status {ckpt.arg} (then revert --force, reapply or rebase)",
         )
-        changed = {a.name for a in plan.actions}
+        # A restored transform is re-applied as recorded, with the others kept.
+        changed = {a.name for a in plan.actions if a.action != "restore"}
         latest = {e.transform: e for e in journal.applied}
         steps = [
             journalled_step(ckpt, e)

@@ -1,7 +1,8 @@
 """``rebase``: the journalled files hold a new upstream version; carry the transforms onto it.
 
 ``rebase`` is the user's statement that the current bytes of the journalled files are the new
-upstream. Each applied transform is then, per JSON pointer it edits:
+upstream (in an overlay, the bytes its source holds now under a patched copy). Each applied
+transform is then, per JSON pointer it edits:
 
 - re-applied, when upstream left that member as it was;
 - no longer needed, when upstream made the same change (the transform is dropped);
@@ -130,11 +131,17 @@ def rebase_checkpoint(
         applied = session.journal.applied
         paths = list(dict.fromkeys(r.path for e in applied for r in e.files))
         base = upstream_bytes(session)
+        source = open_checkpoint(ckpt.overlay_source) if ckpt.overlay_source else None
         for path in paths:
             records = [r for e in applied for r in e.files if r.path == path]
             data = read_current(ckpt, path)
             if data is not None and _sha(data) != records[-1].after:
                 base[path] = data  # the new upstream (still-patched files keep the original)
+            elif source is not None and records[0].link is not None:
+                # An overlay's patched copy: the new upstream is what its source holds now.
+                fresh = read_current(source, path)
+                if fresh is not None and _sha(fresh) != records[0].before:
+                    base[path] = fresh
         for entry in applied:
             _conflicts(ckpt, entry, base)
         steps = [journalled_step(ckpt, e) for e in applied]

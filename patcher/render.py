@@ -33,7 +33,8 @@ FILE_STATES: dict[str, str] = {
     "missing": "missing",
     "reverted": "reverted",
     "half-done": "HALF-DONE: an interrupted change could not be settled",
-    "upstream": "new upstream (re-downloaded): run patcher rebase, or reapply",
+    "upstream": "new upstream version (re-downloaded, or in an overlay's source): "
+    "run patcher rebase",
 }
 
 
@@ -619,6 +620,7 @@ def plan_json(p: Plan) -> dict[str, Any]:
             for a in p.actions
         ],
         "upstream_startup_errors": [e.message for e in p.upstream_errors],
+        "drift": [{"path": f.path, "state": f.state} for f in p.drift],
     }
 
 
@@ -629,11 +631,18 @@ def plan_text(p: Plan) -> str:
     )
     if p.in_sync:
         return f"{head}\nin sync: nothing to do for {p.checkpoint}"
-    lines = [head, f"{_count(len(p.actions), 'action')} for {p.checkpoint}:"]
+    lines = [head]
+    if p.actions:
+        lines.append(f"{_count(len(p.actions), 'action')} for {p.checkpoint}:")
     for a in p.actions:
         entry = f" (entry #{a.entry_id})" if a.entry_id is not None else ""
         lines.append(f"  {a.action} {a.name} {_params(a.params)}".rstrip() + entry)
         lines.append(f"      why: {a.reason}")
+    if p.drift:
+        lines.append(
+            f"not as patcher left them in {p.checkpoint} (sync refuses until they are settled):"
+        )
+        lines += [f"  {f.path}: {FILE_STATES[f.state]}" for f in p.drift]
     return "\n".join(lines)
 
 

@@ -191,6 +191,32 @@ def test_sync_for_the_gpu_applies_strip_fp8_kv_cache_to_kimi(
     assert tree_bytes(kimi_copy) == before
 
 
+def test_sync_puts_back_what_a_re_download_undid(
+    collections: Path, tmp_path: Path, kimi_copy: Path
+) -> None:
+    """A provisioning run re-downloaded config.json (upstream bytes, FP8 KV-cache directive
+    back) before the sync task, which then reported "ok" and the server failed again."""
+    upstream = tree_bytes(kimi_copy)
+    task = {
+        "patcher.patcher.sync": {
+            "path": str(kimi_copy),
+            "engine": "vllm==0.16.0",
+            "gpu": "rtx-pro-6000",
+        }
+    }
+    playbook(collections, tmp_path, task)
+    patched = tree_bytes(kimi_copy)
+    (kimi_copy / "config.json").write_bytes(upstream["config.json"])  # type: ignore[arg-type]
+    _, predicted = playbook(collections, tmp_path, task, "--check")
+    assert predicted["changed"] is True and predicted["files"] == ["config.json"]
+    assert [(a["action"], a["name"]) for a in predicted["actions"]] == [
+        ("restore", "strip-fp8-kv-cache")
+    ]
+    _, real = playbook(collections, tmp_path, task)
+    assert real["changed"] is True and real["applied"] == ["strip-fp8-kv-cache"]
+    assert tree_bytes(kimi_copy) == patched
+
+
 def test_sync_from_a_profile_fails_in_one_line_on_a_bad_profile(
     collections: Path, tmp_path: Path, kimi_copy: Path
 ) -> None:

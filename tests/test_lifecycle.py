@@ -221,3 +221,66 @@ def test_check_names_rebase_instead_of_the_already_applied_dead_end(cli: Cli, ki
     code, _, _ = cli("rebase", kimi)
     code, out, _ = cli("check", kimi)
     assert "fp8-kv-directive" not in out
+
+
+SM120 = ("--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000")
+
+
+def test_sync_restores_a_transform_a_re_download_undid(cli: Cli, kimi: Path) -> None:
+    """A re-download put config.json's upstream bytes (and the FP8 KV-cache directive) back.
+    plan and sync said "in sync: nothing to do", and the server failed on its GPU again."""
+    upstream = tree_bytes(kimi)
+    _sync(cli, kimi, *SM120)
+    patched = tree_bytes(kimi)
+    (kimi / "config.json").write_bytes(upstream["config.json"])  # type: ignore[arg-type]
+    code, plan = _plan(cli, kimi, *SM120)
+    assert code == 4 and plan["in_sync"] is False
+    (action,) = plan["actions"]  # type: ignore[misc]
+    assert action["action"] == "restore" and action["name"] == "strip-fp8-kv-cache"
+    assert action["reason"] == "config.json is back to the upstream bytes (re-downloaded?)"
+    code, out, err = cli("sync", kimi, *SM120)
+    assert code == 0 and "restore strip-fp8-kv-cache: done" in out, err
+    assert tree_bytes(kimi) == patched
+    assert _plan(cli, kimi, *SM120)[0] == 0
+    api.revert(kimi, every=True)
+    assert tree_bytes(kimi) == upstream
+
+
+def test_plan_shows_a_hand_edit_and_sync_refuses_it(cli: Cli, kimi: Path) -> None:
+    _sync(cli, kimi, *SM120)
+    config = kimi / "config.json"
+    config.write_text(config.read_text().replace('"4.57.1"', '"4.57.2"'))
+    before = tree_bytes(kimi)
+    code, out, _ = cli("plan", kimi, *SM120)
+    assert code == 4
+    assert "config.json: changed since patched (hand edit?)" in out
+    code, plan = _plan(cli, kimi, *SM120)
+    assert plan["actions"] == [] and plan["drift"] == [{"path": "config.json", "state": "changed"}]
+    code, _, err = cli("sync", kimi, *SM120)
+    assert code == 1 and len(err.strip().splitlines()) == 1
+    assert f"{config}: changed since patched; sync rebuilds" in err
+    assert tree_bytes(kimi) == before
+
+
+def test_an_overlay_whose_source_has_a_new_upstream(cli: Cli, kimi: Path, tmp_path: Path) -> None:
+    """The read-only store got a new revision of config.json under the overlay's patched copy:
+    status said "patched as recorded" and sync "in sync", serving the old revision's config."""
+    out = tmp_path / "overlay"
+    code, _, err = cli("sync", kimi, *SM120, "--overlay", out)
+    assert code == 0, err
+    config = kimi / "config.json"
+    config.write_text(config.read_text().replace('"4.57.1"', '"4.58.0"'))
+    new_upstream = config.read_bytes()
+    code, text, _ = cli("status", out, "--check")
+    assert code == 1 and "config.json           new upstream version" in text
+    code, _, err = cli("sync", kimi, *SM120, "--overlay", out)
+    assert code == 1 and f"next: patcher rebase {out}, then run it again" in err
+    code, text, err = cli("rebase", out)
+    assert code == 0 and "strip-fp8-kv-cache: re-applied" in text, err
+    patched = json.loads((out / "config.json").read_text())
+    assert patched["transformers_version"] == "4.58.0"
+    assert "kv_cache_scheme" not in patched["quantization_config"]
+    code, text, _ = cli("sync", kimi, *SM120, "--overlay", out)
+    assert code == 0 and "in sync" in text
+    assert cli("revert", out, "--all")[0] == 0
+    assert (out / "config.json").is_symlink() and (out / "config.json").read_bytes() == new_upstream

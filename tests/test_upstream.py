@@ -356,7 +356,9 @@ def test_local_dir_new_upstream_is_not_a_hand_edit(hub: tuple[Hub, str], tmp_pat
     )
     hf_hub_download(REPO, "config.json", local_dir=folder, endpoint=url, force_download=True)
     code, out, _ = run("status", folder, env=env)
-    assert "new upstream (re-downloaded): run patcher rebase" in out
+    assert (
+        "new upstream version (re-downloaded, or in an overlay's source): run patcher rebase" in out
+    )
     code, _, err = run("reapply", folder, env=env)
     refused(code, err, "new upstream version", f"patcher rebase {folder}")
     code, out, err = run("rebase", folder, env=env)

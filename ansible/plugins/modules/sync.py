@@ -62,7 +62,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 actions:
-  description: The plan's steps (apply, revert, reapply) with the reason for each.
+  description:
+    - The plan's steps (apply, revert, reapply, restore) with the reason for each.
+    - C(restore) puts back a transform whose files a re-download returned to the upstream bytes.
   returned: always
   type: list
   elements: dict
