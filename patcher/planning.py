@@ -268,6 +268,8 @@ def sync_checkpoint(
     with write_session(ckpt) as session:
         journal = session.journal
         plan = _plan(ckpt, journal, target)  # under the lock: the journal it acts on
+        if plan.in_sync:  # another process synced it, or recovery settled a half-done entry
+            return SyncResult(plan, (), (), False)
         refuse_unsettled_files(
             ckpt,
             journal,
