@@ -52,15 +52,22 @@ def _kimi(tmp_path: Path) -> Path:
     return _copy(SNAPSHOTS / "example" / "kimi-k2.5-nvfp4", tmp_path / "prepared")
 
 
+APPLY = ["apply", "{root}", "strip-fp8-kv-cache"]
+
+
+def _two_applied(root: Path) -> Path:
+    """``root`` with strip-fp8-kv-cache applied, and set-context-length on top of it."""
+    api.apply(root, "strip-fp8-kv-cache")
+    api.apply(root, "set-context-length", {"length": 131072})
+    return root
+
+
 def _prepare_apply(tmp_path: Path) -> tuple[Path, list[str]]:
-    return _kimi(tmp_path), ["apply", "{root}", "strip-fp8-kv-cache"]
+    return _kimi(tmp_path), APPLY
 
 
 def _prepare_revert_under_later(tmp_path: Path) -> tuple[Path, list[str]]:
-    root = _kimi(tmp_path)
-    api.apply(root, "strip-fp8-kv-cache")
-    api.apply(root, "set-context-length", {"length": 131072})
-    return root, ["revert", "{root}", "strip-fp8-kv-cache"]
+    return _two_applied(_kimi(tmp_path)), ["revert", "{root}", "strip-fp8-kv-cache"]
 
 
 def _prepare_reapply(tmp_path: Path) -> tuple[Path, list[str]]:
@@ -92,17 +99,13 @@ def _prepare_sync_revert(tmp_path: Path) -> tuple[Path, list[str]]:
 
 
 def _prepare_replace(tmp_path: Path) -> tuple[Path, list[str]]:
-    root = _kimi(tmp_path)
-    api.apply(root, "strip-fp8-kv-cache")
-    api.apply(root, "set-context-length", {"length": 131072})
+    root = _two_applied(_kimi(tmp_path))
     # New parameters: the set-context-length entry is replaced (a rebuild), in one step.
     return root, ["apply", "{root}", "set-context-length", "--set", "length=65536"]
 
 
 def _prepare_rebase(tmp_path: Path) -> tuple[Path, list[str]]:
-    root = _kimi(tmp_path)
-    api.apply(root, "strip-fp8-kv-cache")
-    api.apply(root, "set-context-length", {"length": 131072})
+    root = _two_applied(_kimi(tmp_path))
     config = root / "config.json"  # a new upstream revision lands over the patched file
     config.write_bytes(NEW_UPSTREAM)
     return root, ["rebase", "{root}"]
@@ -130,14 +133,11 @@ def _cache_snapshot(tmp_path: Path) -> Path:
 
 
 def _prepare_apply_in_cache(tmp_path: Path) -> tuple[Path, list[str]]:
-    return _cache_snapshot(tmp_path), ["apply", "{root}", "strip-fp8-kv-cache"]
+    return _cache_snapshot(tmp_path), APPLY
 
 
 def _prepare_revert_in_cache(tmp_path: Path) -> tuple[Path, list[str]]:
-    root = _cache_snapshot(tmp_path)
-    api.apply(root, "strip-fp8-kv-cache")
-    api.apply(root, "set-context-length", {"length": 131072})
-    return root, ["revert", "{root}", "strip-fp8-kv-cache"]
+    return _two_applied(_cache_snapshot(tmp_path)), ["revert", "{root}", "strip-fp8-kv-cache"]
 
 
 SCENARIOS: dict[str, Callable[[Path], tuple[Path, list[str]]]] = {
