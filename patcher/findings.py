@@ -8,6 +8,7 @@ import re
 import shlex
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -352,13 +353,25 @@ def check_checkpoint(
             device,
         )
 
-    applied = {e.transform for e in read_journal(ckpt).applied}
+    journal = read_journal(ckpt)
+    applied = {e.transform for e in journal.applied}
+
+    @cache
+    def back_to_upstream() -> frozenset[str]:
+        """The journalled files a re-download put back to the upstream bytes."""
+        from patcher.file_status import file_states
+
+        return frozenset(f.path for f in file_states(ckpt, journal) if f.state == "original")
 
     def apply(name: str) -> str:
-        if name in applied:
-            # Applied, yet the files show the problem again: a new upstream replaced them.
-            return f"patcher rebase {ckpt.arg} ({name} is applied; new upstream files?)"
-        return f"patcher apply {ckpt.arg} {name}"
+        if name not in applied:
+            return f"patcher apply {ckpt.arg} {name}"
+        # Applied, yet the files show the problem again: a re-download put the upstream bytes
+        # back (reapply), or a new upstream replaced them (rebase).
+        touched = {r.path for e in journal.applied if e.transform == name for r in e.files}
+        if touched & back_to_upstream():
+            return f"patcher reapply {ckpt.arg} ({name} is applied; re-downloaded files?)"
+        return f"patcher rebase {ckpt.arg} ({name} is applied; new upstream files?)"
 
     findings = [
         *(_engine_findings(view, apply) if view is not None else _fp8_kv(files, apply)),

@@ -223,6 +223,18 @@ def test_check_names_rebase_instead_of_the_already_applied_dead_end(cli: Cli, ki
     assert "fp8-kv-directive" not in out
 
 
+def test_check_names_reapply_when_a_re_download_undid_the_transform(cli: Cli, kimi: Path) -> None:
+    """The upstream bytes came back (not a new upstream): check named rebase and "new upstream
+    files?"; the command for that is reapply."""
+    cli("apply", kimi, "strip-fp8-kv-cache")
+    shutil.copy(SNAPSHOTS / "example" / "kimi-k2.5-nvfp4" / "config.json", kimi / "config.json")
+    code, out, _ = cli("check", kimi)
+    fix = f"fix: patcher reapply {kimi} (strip-fp8-kv-cache is applied; re-downloaded files?)"
+    assert code == 1 and fix in out and "rebase" not in out
+    assert cli("reapply", kimi)[0] == 0
+    assert cli("check", kimi)[0] == 0
+
+
 SM120 = ("--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000")
 
 
