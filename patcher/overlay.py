@@ -4,6 +4,7 @@ revert), so the source is never written."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -41,11 +42,30 @@ def _interrupted_creation(source: Path, target: Path) -> bool:
     return True
 
 
+def _follow_source(source: Path, target: Path) -> None:
+    """Keep an existing overlay's links in step with its source: a link to each entry the
+    source gained since (a new generation_config.json in the store), and none left dangling
+    for an entry it lost. Patched files and anything not linked to the source stay."""
+    try:
+        for entry in sorted(source.iterdir()):
+            link = target / entry.name
+            if entry.name != JOURNAL_DIR and not link.is_symlink() and not link.exists():
+                with contextlib.suppress(FileExistsError):  # another run made it meanwhile
+                    link.symlink_to(entry)
+        for link in sorted(target.iterdir()):
+            if link.is_symlink() and not link.exists() and link.readlink() == source / link.name:
+                with contextlib.suppress(FileNotFoundError):
+                    link.unlink()
+    except OSError as exc:
+        raise write_error(exc, target) from exc
+
+
 def make_overlay(source: Path | str, out: Path | str) -> Path:
     """Create (or reuse) the overlay ``out`` of ``source``; returns its absolute path."""
     ckpt = open_checkpoint(source)
     target = Path(out).expanduser().absolute()
     if existing_overlay(ckpt.root, target) is not None:
+        _follow_source(ckpt.root, target)
         return target
     recorded = _recorded_source(target)
     if recorded is not None:

@@ -344,6 +344,24 @@ def test_rebase_a_patched_snapshot_onto_a_new_revision(
     )
 
 
+def test_an_overlay_follows_entries_its_source_gains_or_loses(tmp_path: Path) -> None:
+    """A pod restarted with its overlay surviving, after the store gained a
+    generation_config.json: the overlay had no link to it, so the engine never saw it."""
+    source = tmp_path / "store" / "kimi"
+    shutil.copytree(EXAMPLE, source)
+    out = tmp_path / "overlay"
+    target = ("--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", "--overlay", out)
+    assert run("sync", source, *target)[0] == 0
+    (source / "generation_config.json").write_text('{"eos_token_id": 163586}\n')
+    (source / "model.safetensors.index.json").unlink()
+    code, stdout, err = run("sync", source, *target)
+    assert code == 0 and "in sync" in stdout, err
+    assert (out / "generation_config.json").resolve() == source / "generation_config.json"
+    assert not (out / "model.safetensors.index.json").is_symlink()
+    assert not (out / "config.json").is_symlink()  # the patched copy stays
+    assert run("status", out, "--check")[0] == 0
+
+
 def test_local_dir_new_upstream_is_not_a_hand_edit(hub: tuple[Hub, str], tmp_path: Path) -> None:
     server, url = hub
     folder = tmp_path / "kimi"
