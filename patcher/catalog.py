@@ -32,13 +32,13 @@ def find_transform(reference: str) -> Transform:
     """A built-in transform by name, or a user's transform file by path."""
     path = Path(reference)
     if reference.endswith(".toml") or "/" in reference:  # never a name ([a-z][a-z0-9-]*)
-        if path.exists() and not path.is_file():  # a pipe is refused, not waited on
-            raise TransformError(
-                "transform file is not a regular file (a folder or a pipe?)",
-                file=reference,
-                hint="save the transform to a file and pass its path",
-            )
         if not path.is_file():
+            if path.exists():  # a pipe is refused, not waited on
+                raise TransformError(
+                    "transform file is not a regular file (a folder or a pipe?)",
+                    file=reference,
+                    hint="save the transform to a file and pass its path",
+                )
             raise TransformError("transform file not found", file=reference, hint="patcher list")
         return load_transform_file(path)
     own = catalog_dir() / f"{reference}.toml"

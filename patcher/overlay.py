@@ -43,9 +43,10 @@ def _interrupted_creation(source: Path, target: Path) -> bool:
 
 
 def _follow_source(source: Path, target: Path) -> None:
-    """Keep an existing overlay's links in step with its source: a link to each entry the
-    source gained since (a new generation_config.json in the store), and none left dangling
-    for an entry it lost. Patched files and anything not linked to the source stay."""
+    """Give ``target`` a link to each entry of ``source`` it lacks (all of them in a new
+    overlay; in an existing one, those the store gained since, such as a new
+    generation_config.json) and none left dangling for an entry the source lost. Patched
+    files and anything not linked to the source stay."""
     try:
         for entry in sorted(source.iterdir()):
             link = target / entry.name
@@ -79,20 +80,19 @@ def make_overlay(source: Path | str, out: Path | str) -> Path:
             file=target,
             hint="choose a folder outside the checkpoint",
         )
+    # An empty folder, or what a killed creation left, is (re)used; anything else is refused.
     resumed = target.is_dir() and _interrupted_creation(ckpt.root, target)
-    if target.exists() and not resumed and (not target.is_dir() or any(target.iterdir())):
+    if target.exists() and not resumed:
         raise CheckpointError(
             "exists and is not an empty folder", file=target, hint="choose a new --overlay folder"
         )
     try:
         target.mkdir(parents=True, exist_ok=True)
-        for entry in sorted(ckpt.root.iterdir()):
-            if entry.name != JOURNAL_DIR and not (target / entry.name).is_symlink():
-                (target / entry.name).symlink_to(entry)
-        for temp in stale_temp_files([target / JOURNAL_DIR]) if resumed else []:
+        for temp in stale_temp_files([target / JOURNAL_DIR]):
             temp.unlink()
     except OSError as exc:
         raise write_error(exc, target) from exc
+    _follow_source(ckpt.root, target)  # a link to every entry of the source
     ensure_dir(target / JOURNAL_DIR)
     atomic_write(record, (json.dumps({"source": str(ckpt.root)}, indent=1) + "\n").encode())
     return target
