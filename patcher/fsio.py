@@ -8,6 +8,7 @@ import contextlib
 import errno
 import hashlib
 import os
+import shlex
 import stat
 from pathlib import Path
 
@@ -110,11 +111,40 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
+def _user_name(uid: int) -> str:
+    import pwd  # only on this refusal path
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def _owned_by_another(target: Path) -> Path | None:
+    """The first of ``target`` and its folder that exists and belongs to another user."""
+    for path in (target, target.parent):
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        return path if info.st_uid != os.geteuid() else None
+    return None
+
+
 def write_error(exc: OSError, target: Path) -> WriteError:
     """Turn an OSError from a write into a one-line refusal."""
+    foreign = _owned_by_another(target) if exc.errno in (errno.EACCES, errno.EPERM) else None
     if exc.errno == errno.ENOSPC:
         problem = "no space left on the device"
         hint = "free some space, then run the same command again (nothing was changed)"
+    elif foreign is not None:
+        owner = _user_name(os.lstat(foreign).st_uid)
+        folder = foreign if foreign.is_dir() else foreign.parent
+        problem = f"cannot write here ({exc.strerror}; {foreign} belongs to {owner})"
+        hint = (
+            f"run the command as {owner}, or take the folder over: "
+            f"sudo chown -R {_user_name(os.geteuid())} {shlex.quote(str(folder))}"
+        )
     elif exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
         problem = f"cannot write here ({os.strerror(exc.errno)})"
         hint = "make the checkpoint writable, or use 'patcher apply CKPT NAME --overlay OUT'"
@@ -143,13 +173,27 @@ def _open_dir(root: Path | None, directory: Path) -> int:
 
 
 def _same_owner(dir_fd: int, name: str, fd: int) -> None:
-    """As root, give the new file the owner of the one it replaces (a user's checkpoint must
-    not become root's)."""
+    """As root, give the new file the owner of the one it replaces, or of its folder when there
+    is none: a user's checkpoint, and the journal in it, must not become root's."""
     if os.geteuid() != 0:
         return
     with contextlib.suppress(OSError):
-        old = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-        os.fchown(fd, old.st_uid, old.st_gid)
+        try:
+            old = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            old = os.fstat(dir_fd)
+        if (old.st_uid, old.st_gid) != (os.fstat(fd).st_uid, os.fstat(fd).st_gid):
+            os.fchown(fd, old.st_uid, old.st_gid)
+
+
+def give_folder_owner(fd: int, folder: Path) -> None:
+    """As root, give the open file ``fd`` the owner of ``folder``, the one it was made in."""
+    if os.geteuid() != 0:
+        return
+    with contextlib.suppress(OSError):
+        mine, theirs = os.fstat(fd), os.stat(folder)
+        if (mine.st_uid, mine.st_gid) != (theirs.st_uid, theirs.st_gid):
+            os.fchown(fd, theirs.st_uid, theirs.st_gid)
 
 
 # A folder on CIFS, Ceph or a FUSE mount (gcsfuse, s3fs) may have no fsync at all: Linux then
@@ -247,12 +291,29 @@ def check_real_dir(directory: Path) -> None:
         )
 
 
+def _adopt_parent_owner(directory: Path) -> None:
+    """As root, give a folder just made the owner of the folder it was made in."""
+    if os.geteuid() != 0:
+        return
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            give_folder_owner(fd, directory.parent)
+        finally:
+            os.close(fd)
+
+
 def ensure_dir(directory: Path, *, private: bool = False) -> None:
     """Create ``directory`` (one level) if missing, as a refusal on failure; never through a
     symlink. ``private`` makes it 0700 (it will hold copies of a private file)."""
     check_real_dir(directory)
     try:
-        directory.mkdir(exist_ok=True)
+        try:
+            directory.mkdir()
+        except FileExistsError:
+            pass
+        else:
+            _adopt_parent_owner(directory)
         check_real_dir(directory)
         if private:
             os.chmod(directory, 0o700, follow_symlinks=False)

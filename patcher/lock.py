@@ -18,7 +18,7 @@ from pathlib import Path
 
 from patcher import progress
 from patcher.errors import LockTimeoutError
-from patcher.fsio import write_error
+from patcher.fsio import give_folder_owner, write_error
 
 DEFAULT_TIMEOUT_S = 30.0
 # What flock says on a filesystem without locks: NFS with no lock service (ENOLCK), some FUSE
@@ -43,6 +43,7 @@ def locked(lock_path: Path, timeout: float | None = None) -> Iterator[None]:
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     except OSError as exc:
         raise write_error(exc, lock_path) from exc
+    give_folder_owner(fd, lock_path.parent)
     try:
         start = time.monotonic()
         deadline = start + limit

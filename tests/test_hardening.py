@@ -618,6 +618,85 @@ def test_root_keeps_the_users_ownership(kimi: Path) -> None:
     assert (config.stat().st_uid, config.stat().st_gid) == (4321, 4321)
 
 
+def _as_user(uid: int, cli: Cli, *args: str | Path) -> tuple[int, str]:
+    """Run the CLI in a forked child that has dropped root for ``uid``: exit code, stderr."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.close(read_end)
+        code, err = 99, "child failed"
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            code, _, err = cli(*args)
+        finally:
+            os.write(write_end, json.dumps([code, err]).encode())
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        code, err = json.loads(pipe.read())
+    os.waitpid(pid, 0)
+    return code, err
+
+
+@pytest.fixture
+def users_checkpoint() -> Iterator[Path]:
+    """The example checkpoint owned by uid 4321, in a folder that uid can reach (pytest's own
+    temp root is private to root)."""
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="patcher-owner-"))
+    base.chmod(0o755)
+    ckpt = base / "kimi"
+    shutil.copytree(ROOT / "snapshots" / "example" / "kimi-k2.5-nvfp4", ckpt)
+    for path in [ckpt, *ckpt.iterdir()]:
+        os.chown(path, 4321, 4321)
+    yield ckpt
+    shutil.rmtree(base)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="changing owners needs root")
+def test_a_journal_made_by_root_belongs_to_the_checkpoints_owner(
+    users_checkpoint: Path, cli: Cli
+) -> None:
+    """Provisioned as root (Ansible's become), served as the owner: the owner can still undo."""
+    ckpt = users_checkpoint
+    before = tree_bytes(ckpt)
+    assert cli("apply", ckpt, "strip-fp8-kv-cache")[0] == 0
+    made = [ckpt / ".patcher", *(ckpt / ".patcher").rglob("*")]
+    assert len(made) >= 4  # the folder, journal.json, lock, objects/ and its files
+    assert {(p.lstat().st_uid, p.lstat().st_gid) for p in made} == {(4321, 4321)}
+    cli("revert", ckpt, "--all", "--dry-run")  # loads what revert needs while root can read it
+    code, err = _as_user(4321, cli, "revert", ckpt, "--all")
+    assert code == 0, err
+    assert tree_bytes(ckpt) == before
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="changing owners needs root")
+def test_a_journal_another_user_owns_is_refused_with_the_chown_to_run(
+    users_checkpoint: Path, cli: Cli
+) -> None:
+    """A .patcher/ left root's (an older patcher run as root): one line naming the owner and
+    the command that hands it over, nothing changed."""
+    ckpt = users_checkpoint
+    assert cli("apply", ckpt, "strip-fp8-kv-cache")[0] == 0
+    for path in [ckpt / ".patcher", *(ckpt / ".patcher").rglob("*")]:
+        os.chown(path, 0, 0)
+    before = tree_bytes(ckpt)
+    cli("revert", ckpt, "--all", "--dry-run")
+    code, err = _as_user(4321, cli, "revert", ckpt, "--all")
+    assert code == 1 and "Traceback" not in err
+    message = err.splitlines()[0]
+    assert message.startswith(f"error: {ckpt}/.patcher/lock: cannot write here (Permission denied;")
+    assert "belongs to root" in message
+    assert message.endswith(
+        f"next: run the command as root, or take the folder over: "
+        f"sudo chown -R 4321 {ckpt}/.patcher"
+    )
+    assert tree_bytes(ckpt) == before
+
+
 def test_byte_exact_revert_gives_back_the_original_mtime(kimi: Path) -> None:
     config = kimi / "config.json"
     os.utime(config, ns=(1_600_000_000_000_000_000, 1_600_000_000_000_000_000))
