@@ -322,6 +322,7 @@ def engine_json(v: EngineView) -> dict[str, Any]:
     return {
         "name": v.engine.name,
         "version": v.engine.version_text,
+        "note": v.engine.beyond_read,
         "gpu": None
         if v.gpu is None
         else {"name": v.gpu.name, "compute_capability": v.gpu.capability_text},
@@ -366,6 +367,8 @@ def engine_text(v: EngineView) -> list[str]:
         "  starts          "
         + ("yes" if v.starts else f"no ({_count(len(v.startup_errors), 'error')} below)")
     )
+    if v.engine.beyond_read:
+        lines.append(f"  note            {v.engine.beyond_read}")
     return lines
 
 
@@ -608,6 +611,7 @@ def plan_json(p: Plan) -> dict[str, Any]:
     return {
         "checkpoint": str(p.checkpoint),
         "target": p.target.record(),
+        "engine_note": p.target.engine.beyond_read,
         "in_sync": p.in_sync,
         "actions": [
             {
@@ -629,6 +633,8 @@ def plan_text(p: Plan) -> str:
     head = f"target: {p.target.describe()}" + (
         f" (profile {p.target.profile})" if p.target.profile else ""
     )
+    if p.target.engine.beyond_read:
+        head += f"\nnote: {p.target.engine.beyond_read}"
     if p.in_sync:
         return f"{head}\nin sync: nothing to do for {p.checkpoint}"
     lines = [head]

@@ -10,11 +10,12 @@ import pytest
 from patcher.engines.gpus import parse_gpu
 from patcher.engines.target import parse_engine
 from patcher.errors import TargetError
-from tests.conftest import Cli, tree_bytes
+from tests.conftest import ROOT, Cli, tree_bytes
 
 ENGINE_KEYS = {
     "name",
     "version",
+    "note",
     "gpu",
     "max_model_len",
     "kv_cache_dtype",
@@ -171,3 +172,40 @@ def test_sglang_context_follows_max_position_embeddings(cli: Cli, kimi: Path) ->
     assert code == 0
     code, out, _ = cli("check", kimi, "--engine", "sglang==0.5.23", "--json")
     assert json.loads(out)["engine"]["max_model_len"] == 131_072
+
+
+def test_a_version_newer_than_any_read_is_answered_with_a_note(cli: Cli, kimi: Path) -> None:
+    """vllm==1.2 gets the newest read release's rules, and says so; a read one has no note."""
+    code, out, _ = cli("check", kimi, "--engine", "vllm==1.2")
+    assert code == 0
+    assert (
+        "  note            vllm 1.2.0 is newer than the releases read (up to 0.33.0); "
+        "0.33.0's rules are assumed"
+    ) in out.splitlines()
+    engine = json.loads(cli("check", kimi, "--engine", "vllm==1.2", "--json")[1])["engine"]
+    assert engine["note"].startswith("vllm 1.2.0 is newer than the releases read (up to 0.33.0)")
+    for read in ("vllm==0.33.0", "vllm==0.16", "sglang==0.5.23"):
+        assert "note" not in cli("check", kimi, "--engine", read)[1]
+        assert (
+            json.loads(cli("check", kimi, "--engine", read, "--json")[1])["engine"]["note"] is None
+        )
+    plan = cli("plan", kimi, "--engine", "vllm==0.40", "--gpu", "h200")[1].splitlines()
+    assert plan[1] == (
+        "note: vllm 0.40.0 is newer than the releases read (up to 0.33.0); "
+        "0.33.0's rules are assumed"
+    )
+    plan_json = json.loads(
+        cli("plan", kimi, "--engine", "vllm==0.40", "--gpu", "h200", "--json")[1]
+    )
+    assert plan_json["engine_note"].startswith("vllm 0.40.0 is newer")
+
+
+def test_the_newest_release_read_is_the_newest_recorded() -> None:
+    """Recording a newer vLLM (tests/record_engines.py --version X) must move the note's bound."""
+    from patcher.engines.target import NEWEST_READ
+
+    recorded = [
+        tuple(int(part) for part in path.stem.removeprefix("vllm-").split("."))
+        for path in (ROOT / "snapshots" / "engines").glob("vllm-*.json")
+    ]
+    assert NEWEST_READ["vllm"] == max(recorded)

@@ -12,6 +12,9 @@ EngineName = Literal["vllm", "sglang"]
 Version = tuple[int, int, int]
 # The oldest release each engine model covers.
 OLDEST: dict[str, Version] = {"vllm": (0, 10, 0), "sglang": (0, 4, 0)}
+# The newest release each engine model was read at (vLLM: recorded in snapshots/engines/). A
+# later version gets that release's rules, and the answer says so.
+NEWEST_READ: dict[str, Version] = {"vllm": (0, 33, 0), "sglang": (0, 5, 23)}
 _SPEC = re.compile(r"\s*(vllm|sglang)\s*(?:==|@|=|\s)\s*v?(\d+)\.(\d+)(?:\.(\d+))?\S*\s*")
 
 
@@ -29,6 +32,19 @@ class Engine:
 
     def __str__(self) -> str:
         return f"{self.name}=={self.version_text}"
+
+    @property
+    def beyond_read(self) -> str | None:
+        """When this release is newer than any the model was read at, a note saying whose
+        rules it is given; else None."""
+        newest = NEWEST_READ[self.name]
+        if self.version <= newest:
+            return None
+        text = ".".join(map(str, newest))
+        return (
+            f"{self.name} {self.version_text} is newer than the releases read (up to {text}); "
+            f"{text}'s rules are assumed"
+        )
 
     def at_least(self, *version: int) -> bool:
         """Whether this release is ``version`` or later."""
