@@ -48,15 +48,41 @@ RevisionOpt = Annotated[
     str | None,
     typer.Option("--revision", help="With an ORG/NAME checkpoint: branch, tag or commit."),
 ]
+
+
+def _complete_engines(incomplete: str) -> list[str]:
+    """Shell completion: each engine release line the engine model covers, newest first."""
+    from patcher.engines.target import NEWEST_READ, OLDEST
+
+    newest, oldest = NEWEST_READ["vllm"], OLDEST["vllm"]
+    found = [f"vllm==0.{minor}.0" for minor in range(newest[1], oldest[1] - 1, -1)]
+    found.append("sglang==" + ".".join(map(str, NEWEST_READ["sglang"])))
+    return [spec for spec in found if spec.startswith(incomplete)]
+
+
+def _complete_gpus(incomplete: str) -> list[str]:
+    """Shell completion: the GPU names patcher knows."""
+    from patcher.engines.gpus import GPUS
+
+    return [name for name in GPUS if name.startswith(incomplete.lower())]
+
+
 EngineOpt = Annotated[
     str | None,
     typer.Option(
-        "--engine", metavar="NAME==VERSION", help="Judge against this engine, e.g. vllm==0.16.0."
+        "--engine",
+        metavar="NAME==VERSION",
+        help="Judge against this engine, e.g. vllm==0.16.0.",
+        autocompletion=_complete_engines,
     ),
 ]
 GpuOpt = Annotated[
     str | None,
-    typer.Option("--gpu", help="GPU name (rtx-pro-6000, h200, ...) or compute capability (12.0)."),
+    typer.Option(
+        "--gpu",
+        help="GPU name (rtx-pro-6000, h200, ...) or compute capability (12.0).",
+        autocompletion=_complete_gpus,
+    ),
 ]
 DryRunOpt = Annotated[
     bool, typer.Option("--dry-run", help="Show what would change; write nothing.")

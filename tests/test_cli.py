@@ -209,6 +209,17 @@ def test_shell_completion_of_transforms_parameters_and_entries(cli: Cli, kimi: P
     assert _complete(f"patcher revert {kimi} ", 3) == ["strip-fp8-kv-cache", "#1"]
 
 
+def test_shell_completion_of_gpus_and_engines(kimi: Path) -> None:
+    assert _complete(f"patcher check {kimi} --gpu h", 4) == ["h200", "h100", "h20"]
+    assert _complete(f"patcher kv-budget {kimi} --gpu rtx-p", 4) == ["rtx-pro-6000"]
+    engines = _complete(f"patcher plan {kimi} --engine ", 4)
+    assert engines[0] == "vllm==0.33.0" and "vllm==0.16.0" in engines
+    assert engines[-2:] == ["vllm==0.10.0", "sglang==0.5.23"]
+    assert _complete(f"patcher check {kimi} --engine vllm==0.1", 4) == [
+        f"vllm==0.{minor}.0" for minor in range(19, 9, -1)
+    ]
+
+
 def test_entries_are_addressed_as_hash_n(cli: Cli, kimi: Path) -> None:
     cli("apply", kimi, "strip-fp8-kv-cache")
     code, out, _ = cli("revert", kimi, "#1")
