@@ -53,7 +53,7 @@ def not_utf8(data: bytes, offset: int, file: str, hint: str) -> InputFileError:
 def json_problem(exc: BaseException) -> str:
     """What a JSON (or TOML) parse failure means, for a one-line message."""
     if isinstance(exc, RecursionError):
-        return "nested too deeply to parse (more than about 1,000 levels)"
+        return "nested too deeply to parse (past Python's recursion limit)"
     text = str(exc)
     if "integer string conversion" in text:
         return "an integer with more than 4,300 digits (Python's limit; patcher's CLI lifts it)"

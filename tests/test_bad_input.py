@@ -452,7 +452,7 @@ def test_a_profile_nested_too_deeply(cli: Cli, kimi: Path, tmp_path: Path) -> No
 def test_diff_of_a_file_nested_past_the_limit(cli: Cli, kimi: Path) -> None:
     """A hand edit that nests deeper than Python parses is shown as text, not a crash."""
     cli("apply", kimi, "strip-fp8-kv-cache")
-    (kimi / "config.json").write_text('{"a": ' + "[" * 5000 + "]" * 5000 + "}")
+    (kimi / "config.json").write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}")
     code, out, err = cli("diff", kimi)
     assert code == 0 and "Traceback" not in out + err
     assert '+{"a": [[[[' in out

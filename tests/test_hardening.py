@@ -363,7 +363,7 @@ def test_clear_refusal_deep_nesting_and_huge_integers(cli: Cli, tmp_path: Path) 
     deep = tmp_path / "deep"
     deep.mkdir()
     (deep / "config.json").write_text(
-        '{"max_position_embeddings": 5, "x": ' + "[" * 5000 + "]" * 5000 + "}"
+        '{"max_position_embeddings": 5, "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
     )
     for args in (
         ["apply", deep, "set-context-length", "--set", "length=4"],
