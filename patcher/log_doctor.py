@@ -7,6 +7,7 @@ the log the earliest one (the root cause of a chained traceback) wins over the w
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from collections.abc import Callable, Iterable
@@ -353,9 +354,35 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def _clean(line: str) -> str:
-    """A log line without colours and process/level prefixes."""
-    return _PREFIX.sub("", _ANSI.sub("", line)).rstrip()
+# A line can only meet a rule if it holds one of these words (each is plain text of a rule's
+# pattern, one per alternative), so every other line of a debug log is passed over after one
+# C search and is never cleaned nor tried against each rule.
+_MARKERS = (
+    "attention backend found",
+    "is not valid for this configuration",
+    "max seq len",
+    "memory for the cache blocks",
+    "max_model_len",
+    "quantization requires",
+    "quant algo",
+    "quantization method",
+    "Model architectures",
+    "trust_remote_code",
+    "custom code",
+    "Bfloat16",
+    "Missing required keys",
+    "Not enough memory",
+    "context_length",
+)
+
+
+@functools.cache
+def _marked() -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(marker) for marker in _MARKERS))
+
+
+def _uncoloured(line: str) -> str:
+    return _ANSI.sub("", line) if "\x1b" in line else line
 
 
 def _first_rule(line: str) -> tuple[re.Match[str], Rule] | None:
@@ -377,11 +404,15 @@ def diagnose_lines(
     as it starts). Reading stops at the root error, and a log of any size costs one line of
     memory."""
     version_text: str | None = None
+    marked = _marked()
     for raw in lines:
-        line = _clean(raw)
+        line = _uncoloured(raw)
         if version_text is None:
             version_match = _VERSION.search(line)
             version_text = version_match.group(1) if version_match else None
+        if marked.search(line) is None:
+            continue
+        line = _PREFIX.sub("", line).rstrip()
         matched = _first_rule(line)
         if matched is not None:
             found, (code, _, explain) = matched

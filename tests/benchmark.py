@@ -11,6 +11,7 @@
 5. Where a small edit's time goes (``--only floor``, sizes below 8 MB): ``python -c pass``,
    ``import typer``, the library's apply and revert in a process without typer, the
    ``patcher`` command, and ``jq``.
+6. ``patcher doctor`` on a 64 MB debug log whose root error is its last line (``--only doctor``).
 
 Runs are interleaved and the median is reported; peak RSS comes from ``os.wait4``.
 """
@@ -460,6 +461,49 @@ def bench_journal_growth(work: Path, runs: int) -> list[str]:
     ]
 
 
+DOCTOR_NOISE = (
+    "INFO 01-20 13:02:00 [core.py:100] Loading weights took 12.3 seconds\n",
+    "(EngineCore_DP0 pid=123) DEBUG 01-20 13:02:00 [gpu_model_runner.py:2000] step 1234 "
+    "scheduled 17 requests, 4096 tokens\n",
+    "\x1b[1;36m(APIServer pid=1)\x1b[0;0m INFO 01-20 13:02:00 [loggers.py:123] Engine 000: "
+    "Avg prompt throughput: 0.0 tokens/s\n",
+)
+DOCTOR_ERROR = (
+    "(EngineCore_DP0 pid=123) ERROR 01-20 13:03:50 [core.py:866] ValueError: To serve at least "
+    "one request with the models's max seq len (262144), (17.00 GiB KV cache is needed, which "
+    "is larger than the available KV cache memory (11.60 GiB). Based on the available memory, "
+    "the estimated maximum model length is 179296. Try increasing `gpu_memory_utilization` or "
+    "decreasing `max_model_len` when initializing the engine.\n"
+)
+
+
+def bench_doctor(work: Path, runs: int, megabytes: float = 64.0) -> list[str]:
+    """``patcher doctor`` on a debug log of ``megabytes`` MB whose root error is its last
+    line: every line before it is read and tried."""
+    log = work / "server.log"
+    rng = random.Random(0)
+    with log.open("w", encoding="utf-8") as handle:
+        handle.write("INFO 01-20 13:01:00 [api_server.py:1] vLLM API server version 0.16.0\n")
+        size, lines = 0, 2
+        while size < megabytes * 1e6:
+            line = rng.choice(DOCTOR_NOISE)
+            handle.write(line)
+            size += len(line)
+            lines += 1
+        handle.write(DOCTOR_ERROR)
+    result = median_runs(runs, [("doctor", _step([*PATCHER, "doctor", str(log)]))])
+    seconds, peak = result["doctor"]
+    return [
+        f"doctor (median of {runs} runs; a {log.stat().st_size / 1e6:.0f} MB log of "
+        f"{lines:,} lines, the root error on the last):",
+        "",
+        "| measure | value |",
+        "|---|---|",
+        f"| wall | {seconds * 1000:.0f} ms ({log.stat().st_size / 1e6 / seconds:.0f} MB/s) |",
+        f"| peak RSS | {peak // 1024} MiB |",
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
@@ -467,7 +511,7 @@ def main() -> None:
     parser.add_argument("--megabytes", type=float, default=15.0, help=argparse.SUPPRESS)
     parser.add_argument(
         "--only",
-        choices=["large", "ops", "shards", "startup", "journal", "floor"],
+        choices=["large", "ops", "shards", "startup", "journal", "floor", "doctor"],
         help="run one section",
     )
     parser.add_argument(
@@ -489,6 +533,7 @@ def main() -> None:
             "startup": lambda: bench_startup(work, args.runs * 3),
             "journal": lambda: bench_journal_growth(work, args.runs),
             "floor": lambda: bench_floor(work, args.runs, tuple(x for x in sizes if x < 8)),
+            "doctor": lambda: bench_doctor(work, args.runs),
         }
         sections = [run() for name, run in chosen.items() if args.only in (None, name)]
     where = f"installed ({SCRIPT})" if INSTALLED else "from the source tree"

@@ -83,6 +83,13 @@ CASES = [
         "no-kv-cache-memory",
         "--gpu-memory-utilization",
     ),
+    # v1/core/kv_cache_planning.py @ v0.33.0 L1337-L1410 (--max-model-len auto)
+    (
+        "ValueError: Cannot auto-fit max_model_len: not enough GPU memory available to serve "
+        "even a single token. Try increasing `gpu_memory_utilization`.",
+        "no-kv-cache-memory",
+        "--gpu-memory-utilization",
+    ),
     # config/model.py @ v0.33.0 L2662-L2688
     (
         "ValueError: User-specified max_model_len (300000) is greater than the derived "
@@ -211,6 +218,24 @@ def test_doctor_recognises(error: str, code: str, fix: str) -> None:
     assert found.error is not None and "\x1b" not in found.error and "pid=" not in found.error
     assert any(fix in f.text for f in found.fixes), [f.text for f in found.fixes]
     assert found.engine_version == "0.16.0"
+
+
+def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> None:
+    """Lines without a marker word skip the rules, so each rule must need one: on every case
+    a rule's pattern meets, blanking the markers out makes the pattern miss it."""
+    from patcher.log_doctor import _MARKERS, RULES, _marked
+
+    for code, pattern, _ in RULES:
+        hits = [error for error, _, _ in CASES if pattern.search(error)]
+        assert hits, f"no case for a {code} pattern"
+        for error in hits:
+            assert _marked().search(error), error
+            blanked = error
+            for marker in _MARKERS:
+                blanked = blanked.replace(marker, "#" * len(marker))
+            assert not pattern.search(blanked), f"{code} matches without a marker: {error}"
+    assert all(any(m in rule[1].pattern for rule in RULES) for m in _MARKERS)  # none stale
+    assert _marked().search("INFO 01-20 13:02:00 [core.py:100] Loading weights took 1 s") is None
 
 
 def test_fix_commands_quote_a_checkpoint_path_with_a_space() -> None:
