@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from patcher.checkpoint import open_checkpoint
+from patcher.document import read_json_file
 from patcher.engines.target import Engine, parse_engine
 from patcher.errors import PatcherError
 from patcher.journal import load_object, read_journal
@@ -96,11 +97,9 @@ def engine_overrides(
     target = parse_engine(engine) if isinstance(engine, str) else engine
     ckpt = open_checkpoint(checkpoint, revision)
     journal = read_journal(ckpt)
-    config_path = ckpt.path("config.json")
-    try:
-        config = json.loads(config_path.read_bytes()) if config_path.is_file() else {}
-    except (ValueError, RecursionError):
-        config = {}
+    # Whether the flags nest under text_config follows the file the engine will read: one it
+    # cannot read is refused, not taken for a flat config.
+    config = read_json_file(ckpt.path("config.json"))
     nested = isinstance(config, dict) and isinstance(config.get("text_config"), dict)
     merged: dict[str, Any] = {}
     flags: list[str] = []

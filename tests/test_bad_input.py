@@ -67,6 +67,16 @@ def test_invalid_json_gives_line_and_column(cli: Cli, tmp_path: Path) -> None:
     assert "config.json" in message and "line 3 column 7" in message
 
 
+def test_overrides_of_a_config_it_cannot_read_is_refused(cli: Cli, kimi: Path) -> None:
+    """Whether the flags nest under text_config follows config.json: a broken one used to be
+    taken for a flat config, printing --hf-overrides the multimodal engine would not apply."""
+    cli("apply", kimi, "set-context-length", "--set", "length=131072")
+    (kimi / "config.json").write_text('{"text_config": {"max_position_embeddings": 1,}}')
+    message = refused(cli, kimi, "overrides", kimi)
+    assert message.startswith(f"error: {kimi}/config.json: not valid JSON (")
+    assert message.endswith("next: fix the file, then run the command again")
+
+
 def test_not_utf8(cli: Cli, tmp_path: Path) -> None:
     build_tree(tmp_path, {"config.json": b'{"a": "\xff"}'})
     message = refused(cli, tmp_path, "apply", tmp_path, "strip-fp8-kv-cache")
