@@ -50,11 +50,13 @@ def diff_checkpoint(
         if current == original:
             continue
         text = unified(original, current, f"a/{path} (original)", f"b/{path}")
-        old_text, new_text = original.decode("utf-8", "replace"), current.decode("utf-8", "replace")
         changes: tuple[Change, ...] = ()
         if structural and first.kind == "json":
             try:
-                changes = compare(json.loads(old_text), json.loads(new_text))
+                changes = compare(
+                    json.loads(original.decode("utf-8", "replace")),
+                    json.loads(current.decode("utf-8", "replace")),
+                )
             except (ValueError, RecursionError):  # not JSON, or nested past Python's limit
                 changes = ()
         results.append(FileDiff(path, text, changes))

@@ -12,6 +12,8 @@
    ``import typer``, the library's apply and revert in a process without typer, the
    ``patcher`` command, and ``jq``.
 6. ``patcher doctor`` on a 64 MB debug log whose root error is its last line (``--only doctor``).
+7. ``patcher apply --dry-run``, ``diff`` and ``diff --json`` of one edit of a 15 MB
+   tokenizer.json (``--only diff``).
 
 Runs are interleaved and the median is reported; peak RSS comes from ``os.wait4``.
 """
@@ -461,6 +463,31 @@ def bench_journal_growth(work: Path, runs: int) -> list[str]:
     ]
 
 
+def bench_diff(work: Path, runs: int, megabytes: float = 15.0) -> list[str]:
+    """Showing one edit of a large file: ``apply --dry-run``, ``diff`` and ``diff --json``."""
+    one_op = _transform(work, "byte-fallback-diff", ONE_OP)
+    fresh, size = _tokenizer_checkpoint(work, megabytes)
+    applied = work / "tok-diff-applied"
+    shutil.copytree(fresh, applied)
+    timed([*PATCHER, "apply", str(applied), str(one_op)])
+    steps = [
+        ("apply --dry-run", _step([*PATCHER, "apply", str(fresh), str(one_op), "--dry-run"])),
+        ("diff", _step([*PATCHER, "diff", str(applied)])),
+        ("diff --json", _step([*PATCHER, "diff", str(applied), "--json"])),
+    ]
+    result = median_runs(runs, steps)
+    lines = [
+        f"Showing one edit of a {size / 1e6:.1f} MB tokenizer.json (median of {runs} "
+        "interleaved runs):",
+        "",
+        "| command | wall | peak RSS |",
+        "|---|---|---|",
+    ]
+    for name, (seconds, peak) in result.items():
+        lines.append(f"| patcher {name} | {seconds * 1000:.0f} ms | {peak // 1024} MiB |")
+    return lines
+
+
 DOCTOR_NOISE = (
     "INFO 01-20 13:02:00 [core.py:100] Loading weights took 12.3 seconds\n",
     "(EngineCore_DP0 pid=123) DEBUG 01-20 13:02:00 [gpu_model_runner.py:2000] step 1234 "
@@ -511,7 +538,7 @@ def main() -> None:
     parser.add_argument("--megabytes", type=float, default=15.0, help=argparse.SUPPRESS)
     parser.add_argument(
         "--only",
-        choices=["large", "ops", "shards", "startup", "journal", "floor", "doctor"],
+        choices=["large", "ops", "shards", "startup", "journal", "floor", "doctor", "diff"],
         help="run one section",
     )
     parser.add_argument(
@@ -534,6 +561,7 @@ def main() -> None:
             "journal": lambda: bench_journal_growth(work, args.runs),
             "floor": lambda: bench_floor(work, args.runs, tuple(x for x in sizes if x < 8)),
             "doctor": lambda: bench_doctor(work, args.runs),
+            "diff": lambda: bench_diff(work, args.runs),
         }
         sections = [run() for name, run in chosen.items() if args.only in (None, name)]
     where = f"installed ({SCRIPT})" if INSTALLED else "from the source tree"

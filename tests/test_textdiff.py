@@ -1,0 +1,135 @@
+"""Unified diffs: valid (they patch the old text into the new one), ``diff -u``-shaped, and
+computed on the differing lines only."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from patcher import textdiff
+from patcher.textdiff import unified
+
+_HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@\n")
+_NO_NEWLINE = "\\ No newline at end of file\n"
+
+
+def patched(old: str, diff: str) -> str:
+    """``old`` with the unified ``diff`` applied, checking every context and removed line."""
+    lines = diff.splitlines(keepends=True)
+    assert lines[:2] == ["--- a\n", "+++ b\n"]
+    body = lines[2:]
+    source = old.splitlines(keepends=True)
+    out: list[str] = []
+    at = 0  # next line of ``source`` not yet copied
+    i = 0
+    while i < len(body):
+        header = _HUNK.fullmatch(body[i])
+        assert header, body[i]
+        start, length = int(header[1]), int(header[2] or 1)
+        first = start - 1 if length else start
+        out += source[at:first]
+        at = first
+        i += 1
+        while i < len(body) and not body[i].startswith("@@"):
+            kind, text = body[i][0], body[i][1:]
+            if i + 1 < len(body) and body[i + 1] == _NO_NEWLINE:
+                text, i = text[:-1], i + 1
+            if kind in " -":
+                assert source[at] == text, (at, source[at], text)
+                at += 1
+            if kind in " +":
+                out.append(text)
+            i += 1
+    return "".join(out + source[at:])
+
+
+# Lines that are prefixes of one another, and an empty one, so that a change can start or end
+# at a newline.
+LINES = st.sampled_from(
+    ["{\n", "}\n", '  "a": 1,\n', '  "a": 1\n', "    2\n", "  ]\n", "\n", "x\n", "xx\n", "x}\n"]
+)
+
+
+@st.composite
+def edited(draw: Any) -> tuple[str, str]:
+    old = draw(st.lists(LINES, max_size=40))
+    new = list(old)
+    for _ in range(draw(st.integers(0, 5))):
+        at = draw(st.integers(0, len(new)))
+        action = draw(st.sampled_from(["insert", "delete", "replace"]))
+        if action == "insert":
+            new.insert(at, draw(LINES))
+        elif new:
+            at = min(at, len(new) - 1)
+            if action == "delete":
+                del new[at]
+            else:
+                new[at] = draw(LINES)
+    old_text, new_text = "".join(old), "".join(new)
+    if draw(st.booleans()):
+        old_text = old_text.rstrip("\n")
+    if draw(st.booleans()):
+        new_text = new_text.rstrip("\n")
+    return old_text, new_text
+
+
+@settings(max_examples=1000, deadline=None)
+@given(edited())
+def test_the_diff_patches_the_old_text_into_the_new(pair: tuple[str, str]) -> None:
+    old, new = pair
+    diff = unified(old.encode(), new.encode(), "a", "b")
+    assert (diff == "") == (old == new)
+    if diff:
+        assert patched(old, diff) == new
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('{\n  "a": 1,\n  "b": 2\n}\n', '{\n  "a": 1,\n  "b": 3\n}\n'),
+        ('{"a": 1}', '{"a": 2}'),  # no final newline on either side
+        ('{"a": 1}', '{"a": 1}\n'),
+        ("".join(f"line {i}\n" for i in range(30)), "".join(f"line {i}\n" for i in range(29))),
+        ("", "a\n"),
+        ("a\n", ""),
+    ],
+)
+def test_a_single_change_reads_as_diff_u(old: str, new: str) -> None:
+    expected = "".join(
+        line if line.endswith("\n") else line + "\n" + _NO_NEWLINE
+        for line in difflib.unified_diff(
+            old.splitlines(keepends=True), new.splitlines(keepends=True), "a", "b"
+        )
+    )
+    assert unified(old.encode(), new.encode(), "a", "b") == expected
+
+
+def test_difflib_sees_only_the_changed_lines_and_their_context(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A one-line edit in the middle of a 200,000-line file: the matcher gets 7 lines a side."""
+    seen: list[tuple[int, int]] = []
+    real = difflib.SequenceMatcher
+
+    class Recording(real):  # type: ignore[misc,valid-type]
+        def __init__(self, isjunk: Any, a: Any, b: Any) -> None:
+            seen.append((len(a), len(b)))
+            super().__init__(isjunk, a, b)
+
+    monkeypatch.setattr(difflib, "SequenceMatcher", Recording)
+    old = "".join(f'    "token{i}": {i},\n' for i in range(200_000))
+    new = old.replace('"token100000": 100000,', '"token100000": 7,')
+    diff = unified(old.encode(), new.encode(), "a", "b")
+    assert seen == [(2 * textdiff.CONTEXT + 1, 2 * textdiff.CONTEXT + 1)]
+    assert diff.splitlines()[2:5] == [
+        "@@ -99998,7 +99998,7 @@",
+        '     "token99997": 99997,',
+        '     "token99998": 99998,',
+    ]
+    assert '-    "token100000": 100000,' in diff and '+    "token100000": 7,' in diff
+    assert patched(old, diff) == new
