@@ -50,8 +50,9 @@ class RebasedTransform:
 
 @dataclass(frozen=True, slots=True, repr=False)
 class RebaseResult(JsonResult):
-    """Per transform, what rebase did (empty when nothing was journalled); for a cached
-    repository, the revision the journal came from and what became of it."""
+    """Per transform, what rebase did (empty when nothing was journalled, or ``up_to_date``:
+    every journalled file is as patched, so there is no new upstream to rebase onto); for a
+    cached repository, the revision the journal came from and what became of it."""
 
     json_renderer: ClassVar[str] = "rebase_json"
 
@@ -59,6 +60,7 @@ class RebaseResult(JsonResult):
     transforms: tuple[RebasedTransform, ...]
     carried_from: Path | None = None
     old_reverted: bool = False
+    up_to_date: bool = False
 
 
 def _value(doc: JsonText | None, pointer: str) -> Any:
@@ -132,16 +134,22 @@ def rebase_checkpoint(
         paths = list(dict.fromkeys(r.path for e in applied for r in e.files))
         base = upstream_bytes(session)
         source = open_checkpoint(ckpt.overlay_source) if ckpt.overlay_source else None
+        fresh_paths = []
         for path in paths:
             records = [r for e in applied for r in e.files if r.path == path]
             data = read_current(ckpt, path)
             if data is not None and _sha(data) != records[-1].after:
                 base[path] = data  # the new upstream (still-patched files keep the original)
+                fresh_paths.append(path)
             elif source is not None and records[0].link is not None:
                 # An overlay's patched copy: the new upstream is what its source holds now.
                 fresh = read_current(source, path)
                 if fresh is not None and _sha(fresh) != records[0].before:
                     base[path] = fresh
+                    fresh_paths.append(path)
+        if not fresh_paths:
+            # Every file is as patched: re-applying would only churn the journal.
+            return RebaseResult(ckpt.root, (), up_to_date=True)
         for entry in applied:
             _conflicts(ckpt, entry, base)
         steps = [journalled_step(ckpt, e) for e in applied]

@@ -687,11 +687,17 @@ def rebase_json(r: RebaseResult) -> dict[str, Any]:
         ],
         "carried_from": None if r.carried_from is None else str(r.carried_from),
         "old_reverted": r.old_reverted,
+        "up_to_date": r.up_to_date,
     }
 
 
 def rebase_text(r: RebaseResult) -> str:
     """A rebase result for people."""
+    if r.up_to_date:
+        return (
+            f"nothing to do: every journalled file of {r.checkpoint} is as patched (no new "
+            "upstream version to rebase onto)"
+        )
     if not r.transforms:
         return f"nothing to do: no transform is applied to {r.checkpoint}"
     lines = [f"rebased {r.checkpoint} onto its new upstream files:"]

@@ -173,6 +173,23 @@ def test_rebase_onto_an_unrelated_upstream_change(cli: Cli, kimi: Path) -> None:
     assert code == 0 and (kimi / "config.json").read_bytes() == new
 
 
+def test_rebase_with_no_new_upstream_changes_nothing(cli: Cli, kimi: Path) -> None:
+    """Every file as patched: rebase used to revert and re-apply every entry all the same,
+    saying it had rebased onto 'new upstream files'."""
+    cli("apply", kimi, "strip-fp8-kv-cache")
+    before = tree_bytes(kimi)
+    journal = (kimi / ".patcher" / "journal.json").read_bytes()
+    code, out, err = cli("rebase", kimi)
+    assert code == 0, err
+    assert out.strip() == (
+        f"nothing to do: every journalled file of {kimi} is as patched (no new upstream "
+        "version to rebase onto)"
+    )
+    assert tree_bytes(kimi) == before
+    assert (kimi / ".patcher" / "journal.json").read_bytes() == journal
+    assert json.loads(cli("rebase", kimi, "--json")[1])["up_to_date"] is True
+
+
 def test_rebase_conflict_shows_three_values_and_changes_nothing(cli: Cli, kimi: Path) -> None:
     cli("apply", kimi, "set-architectures", "--set", "architecture=DeepseekV3ForCausalLM")
     _new_upstream(
