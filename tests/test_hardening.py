@@ -619,7 +619,16 @@ def test_root_keeps_the_users_ownership(kimi: Path) -> None:
 
 
 def _as_user(uid: int, cli: Cli, *args: str | Path) -> tuple[int, str]:
-    """Run the CLI in a forked child that has dropped root for ``uid``: exit code, stderr."""
+    """Run the CLI in a forked child that has dropped root for ``uid``: exit code, stderr.
+    Every patcher module is imported first: the child may not be allowed to read the source
+    tree (CI clones into a private temp folder)."""
+    import importlib
+    import pkgutil
+
+    import patcher
+
+    for module in pkgutil.walk_packages(patcher.__path__, "patcher."):
+        importlib.import_module(module.name)
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
