@@ -328,15 +328,21 @@ def bench_shards(work: Path, runs: int) -> list[str]:
             ("status, 200 x 5 GB shards", status(sharded)),
         ],
     )
-    lines = [
+    return _wall_and_rss(
         f"Shards next to the configs ({apparent:.2f} TiB apparent, sparse), strip-fp8-kv-cache "
         f"on the example checkpoint; every run audited: 0 shard files opened:",
-        "",
-        "| process | median wall | peak RSS |",
-        "|---|---|---|",
-    ]
+        "process",
+        result,
+    )
+
+
+def _wall_and_rss(
+    title: str, column: str, result: dict[str, tuple[float, int]], prefix: str = ""
+) -> list[str]:
+    """A markdown table of median wall time and peak RSS per step."""
+    lines = [title, "", f"| {column} | median wall | peak RSS |", "|---|---|---|"]
     for name, (seconds, peak) in result.items():
-        lines.append(f"| {name} | {seconds * 1000:.0f} ms | {peak / 1024:.0f} MiB |")
+        lines.append(f"| {prefix}{name} | {seconds * 1000:.0f} ms | {peak / 1024:.0f} MiB |")
     return lines
 
 
@@ -475,17 +481,13 @@ def bench_diff(work: Path, runs: int, megabytes: float = 15.0) -> list[str]:
         ("diff", _step([*PATCHER, "diff", str(applied)])),
         ("diff --json", _step([*PATCHER, "diff", str(applied), "--json"])),
     ]
-    result = median_runs(runs, steps)
-    lines = [
+    return _wall_and_rss(
         f"Showing one edit of a {size / 1e6:.1f} MB tokenizer.json (median of {runs} "
         "interleaved runs):",
-        "",
-        "| command | wall | peak RSS |",
-        "|---|---|---|",
-    ]
-    for name, (seconds, peak) in result.items():
-        lines.append(f"| patcher {name} | {seconds * 1000:.0f} ms | {peak // 1024} MiB |")
-    return lines
+        "command",
+        median_runs(runs, steps),
+        prefix="patcher ",
+    )
 
 
 DOCTOR_NOISE = (

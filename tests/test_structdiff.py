@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from patcher import jsontext
+from patcher import jsontext, structdiff
 from patcher.structdiff import Change, compare, same
 from tests.strategies import documents, plain, trees
 
@@ -18,19 +18,12 @@ def whole_deepdiff(old: Any, new: Any) -> tuple[Change, ...]:
     """What ``compare`` returned before the walk: one deepdiff of the whole documents."""
     from deepdiff import DeepDiff
 
-    kinds = {
-        "dictionary_item_added": "added",
-        "iterable_item_added": "added",
-        "dictionary_item_removed": "removed",
-        "iterable_item_removed": "removed",
-        "values_changed": "changed",
-        "type_changes": "changed",
-    }
+    kinds = structdiff._KINDS
     tree = DeepDiff(old, new, threshold_to_diff_deeper=0, view="tree", verbose_level=2)
     found = [
         Change(
             jsontext.join_pointer([str(t) for t in level.path(output_format="list")]),
-            kinds[report],  # type: ignore[arg-type]
+            kinds[report],
             None if kinds[report] == "added" else level.t1,
             None if kinds[report] == "removed" else level.t2,
         )
