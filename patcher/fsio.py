@@ -121,13 +121,12 @@ def _user_name(uid: int) -> str:
 
 
 def _owned_by_another(target: Path) -> Path | None:
-    """The first of ``target`` and its folder that exists and belongs to another user."""
-    for path in (target, target.parent):
-        try:
-            info = os.lstat(path)
-        except OSError:
-            continue
-        return path if info.st_uid != os.geteuid() else None
+    """``target``'s folder (where the temp file is made), else ``target``, when it belongs to
+    another user."""
+    for path in (target.parent, target):
+        with contextlib.suppress(OSError):
+            if os.lstat(path).st_uid != os.geteuid():
+                return path
     return None
 
 

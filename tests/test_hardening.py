@@ -697,11 +697,16 @@ def test_a_journal_another_user_owns_is_refused_with_the_chown_to_run(
     code, err = _as_user(4321, cli, "revert", ckpt, "--all")
     assert code == 1 and "Traceback" not in err
     message = err.splitlines()[0]
-    assert message.startswith(f"error: {ckpt}/.patcher/lock: cannot write here (Permission denied;")
-    assert "belongs to root" in message
-    assert message.endswith(
-        f"next: run the command as root, or take the folder over: "
-        f"sudo chown -R 4321 {ckpt}/.patcher"
+    hint = f"next: run the command as root, or take the folder over: sudo chown -R 4321 {ckpt}/.patcher"
+    assert message == (
+        f"error: {ckpt}/.patcher/lock: cannot write here (Permission denied; {ckpt}/.patcher "
+        f"belongs to root); {hint}"
+    )
+    os.chown(ckpt / ".patcher", 4321, 4321)  # the folder handed over, the lock still root's
+    message = _as_user(4321, cli, "revert", ckpt, "--all")[1].splitlines()[0]
+    assert message == (
+        f"error: {ckpt}/.patcher/lock: cannot write here (Permission denied; {ckpt}/.patcher/lock "
+        f"belongs to root); {hint}"
     )
     assert tree_bytes(ckpt) == before
 
