@@ -697,7 +697,9 @@ def test_a_journal_another_user_owns_is_refused_with_the_chown_to_run(
     code, err = _as_user(4321, cli, "revert", ckpt, "--all")
     assert code == 1 and "Traceback" not in err
     message = err.splitlines()[0]
-    hint = f"next: run the command as root, or take the folder over: sudo chown -R 4321 {ckpt}/.patcher"
+    hint = "next: run the command as root, or take the folder over: " + (
+        f"sudo chown -R 4321 {ckpt}/.patcher"
+    )
     assert message == (
         f"error: {ckpt}/.patcher/lock: cannot write here (Permission denied; {ckpt}/.patcher "
         f"belongs to root); {hint}"
