@@ -63,6 +63,17 @@ def _forward_lines(data: bytes, end: int, count: int) -> int:
     return end
 
 
+def _lines(data: bytes) -> list[str]:
+    """Lines as ``patch`` counts them: split at newlines only. (``str.splitlines`` also splits
+    at U+0085, U+2028 and U+2029, which a JSON string may hold raw, as a tokenizer's vocab
+    can: hunks would then count lines that are not there.)"""
+    parts = data.decode("utf-8", "replace").split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
 def _range(start: int, stop: int) -> str:
     """A hunk range as ``diff -u`` writes it (difflib's ``_format_range_unified``)."""
     beginning, length = start + 1, stop - start
@@ -90,8 +101,7 @@ def _hunks(old: bytes, new: bytes) -> list[str]:
     old_stop = _forward_lines(old, old_end, CONTEXT)
     new_stop = new_end + (old_stop - old_end)
     offset = old.count(b"\n", 0, start)
-    a = old[start:old_stop].decode("utf-8", "replace").splitlines(keepends=True)
-    b = new[start:new_stop].decode("utf-8", "replace").splitlines(keepends=True)
+    a, b = _lines(old[start:old_stop]), _lines(new[start:new_stop])
     lines: list[str] = []
     matcher = difflib.SequenceMatcher(None, a, b)
     for group in matcher.get_grouped_opcodes(CONTEXT):

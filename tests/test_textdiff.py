@@ -18,12 +18,17 @@ _HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@\n")
 _NO_NEWLINE = "\\ No newline at end of file\n"
 
 
+def _patch_lines(text: str) -> list[str]:
+    """Lines as patch reads them: ended by a newline only."""
+    return re.findall(r"[^\n]*\n|[^\n]+\Z", text)
+
+
 def patched(old: str, diff: str) -> str:
     """``old`` with the unified ``diff`` applied, checking every context and removed line."""
-    lines = diff.splitlines(keepends=True)
+    lines = _patch_lines(diff)
     assert lines[:2] == ["--- a\n", "+++ b\n"]
     body = lines[2:]
-    source = old.splitlines(keepends=True)
+    source = _patch_lines(old)
     out: list[str] = []
     at = 0  # next line of ``source`` not yet copied
     i = 0
@@ -49,9 +54,10 @@ def patched(old: str, diff: str) -> str:
 
 
 # Lines that are prefixes of one another, and an empty one, so that a change can start or end
-# at a newline.
+# at a newline; and characters str.splitlines takes for line ends, which patch does not.
 LINES = st.sampled_from(
-    ["{\n", "}\n", '  "a": 1,\n', '  "a": 1\n', "    2\n", "  ]\n", "\n", "x\n", "xx\n", "x}\n"]
+    ['  "\u2028": 1,\n', '  "a\x85b": 2,\n', "\u2029\n"]
+    + ["{\n", "}\n", '  "a": 1,\n', '  "a": 1\n', "    2\n", "  ]\n", "\n", "x\n", "xx\n", "x}\n"]
 )
 
 
