@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from patcher import textdiff
@@ -24,7 +24,9 @@ def _patch_lines(text: str) -> list[str]:
 
 
 def patched(old: str, diff: str) -> str:
-    """``old`` with the unified ``diff`` applied, checking every context and removed line."""
+    """``old`` with the unified ``diff`` applied, as ``patch`` would, checking each hunk's
+    context and removed lines, its line counts, that its new-side start follows from the
+    hunks before it, and that only a file's last line is marked as lacking a newline."""
     lines = _patch_lines(diff)
     assert lines[:2] == ["--- a\n", "+++ b\n"]
     body = lines[2:]
@@ -36,9 +38,12 @@ def patched(old: str, diff: str) -> str:
         header = _HUNK.fullmatch(body[i])
         assert header, body[i]
         start, length = int(header[1]), int(header[2] or 1)
+        new_start, new_length = int(header[3]), int(header[4] or 1)
         first = start - 1 if length else start
         out += source[at:first]
         at = first
+        assert (new_start - 1 if new_length else new_start) == len(out), body[i]
+        removed = added = 0
         i += 1
         while i < len(body) and not body[i].startswith("@@"):
             kind, text = body[i][0], body[i][1:]
@@ -46,11 +51,17 @@ def patched(old: str, diff: str) -> str:
                 text, i = text[:-1], i + 1
             if kind in " -":
                 assert source[at] == text, (at, source[at], text)
+                assert text.endswith("\n") or at == len(source) - 1
                 at += 1
+                removed += 1
             if kind in " +":
                 out.append(text)
+                added += 1
             i += 1
-    return "".join(out + source[at:])
+        assert (removed, added) == (length, new_length)
+    result = out + source[at:]
+    assert all(line.endswith("\n") for line in result[:-1])
+    return "".join(result)
 
 
 # Lines that are prefixes of one another, and an empty one, so that a change can start or end
@@ -92,6 +103,26 @@ def test_the_diff_patches_the_old_text_into_the_new(pair: tuple[str, str]) -> No
     assert (diff == "") == (old == new)
     if diff:
         assert patched(old, diff) == new
+
+
+@settings(max_examples=1000, deadline=None)
+@given(edited())
+@example(("A\nx\nB\n", "C\nxx\nD\n"))  # "x\n" once in each, but inside a line on the new side
+def test_split_at_anchor_lines_the_diff_still_patches(pair: tuple[str, str]) -> None:
+    """With every middle split at its anchor lines (as only a large file's is), down to
+    one-byte lines, with and without context (without, no two parts are joined again): the
+    diff is still a valid patch."""
+    old, new = pair
+    saved = textdiff._SPLIT_OVER, textdiff._MIN_ANCHOR, textdiff.CONTEXT
+    try:
+        for context in (0, textdiff.CONTEXT):
+            textdiff._SPLIT_OVER, textdiff._MIN_ANCHOR, textdiff.CONTEXT = 0, 1, context
+            diff = unified(old.encode(), new.encode(), "a", "b")
+            assert (diff == "") == (old == new)
+            if diff:
+                assert patched(old, diff) == new
+    finally:
+        textdiff._SPLIT_OVER, textdiff._MIN_ANCHOR, textdiff.CONTEXT = saved
 
 
 @pytest.mark.parametrize(
@@ -138,4 +169,29 @@ def test_difflib_sees_only_the_changed_lines_and_their_context(
         '     "token99998": 99998,',
     ]
     assert '-    "token100000": 100000,' in diff and '+    "token100000": 7,' in diff
+    assert patched(old, diff) == new
+
+
+def test_edits_far_apart_are_diffed_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Edits at both ends of a 200,000-line file (a tokenizer's version and a member after its
+    merges): the middle is split at a line both sides hold once, and difflib sees each edit
+    with its context only."""
+    seen: list[tuple[int, int]] = []
+    real = difflib.SequenceMatcher
+
+    class Recording(real):  # type: ignore[misc,valid-type]
+        def __init__(self, isjunk: Any, a: Any, b: Any) -> None:
+            seen.append((len(a), len(b)))
+            super().__init__(isjunk, a, b)
+
+    monkeypatch.setattr(difflib, "SequenceMatcher", Recording)
+    body = "".join(f'    "token{i}": {i},\n' for i in range(200_000))
+    old = '{\n  "version": "1.0",\n' + body + '  "end": 1\n}\n'
+    new = '{\n  "version": "2.0",\n' + body + '  "end": 1,\n  "zzz": 1\n}\n'
+    diff = unified(old.encode(), new.encode(), "a", "b")
+    assert all(a + b < 20 for a, b in seen) and len(seen) == 2
+    assert [line for line in diff.splitlines() if line.startswith("@@")] == [
+        "@@ -1,5 +1,5 @@",
+        "@@ -200000,5 +200000,6 @@",
+    ]
     assert patched(old, diff) == new
