@@ -146,19 +146,25 @@ def test_a_single_change_reads_as_diff_u(old: str, new: str) -> None:
     assert unified(old.encode(), new.encode(), "a", "b") == expected
 
 
-def test_difflib_sees_only_the_changed_lines_and_their_context(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A one-line edit in the middle of a 200,000-line file: the matcher gets 7 lines a side."""
-    seen: list[tuple[int, int]] = []
+@pytest.fixture
+def seen(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """The lengths of the two line lists of every difflib matcher made while the test runs."""
+    lengths: list[tuple[int, int]] = []
     real = difflib.SequenceMatcher
 
     class Recording(real):  # type: ignore[misc,valid-type]
         def __init__(self, isjunk: Any, a: Any, b: Any) -> None:
-            seen.append((len(a), len(b)))
+            lengths.append((len(a), len(b)))
             super().__init__(isjunk, a, b)
 
     monkeypatch.setattr(difflib, "SequenceMatcher", Recording)
+    return lengths
+
+
+def test_difflib_sees_only_the_changed_lines_and_their_context(
+    seen: list[tuple[int, int]],
+) -> None:
+    """A one-line edit in the middle of a 200,000-line file: the matcher gets 7 lines a side."""
     old = "".join(f'    "token{i}": {i},\n' for i in range(200_000))
     new = old.replace('"token100000": 100000,', '"token100000": 7,')
     diff = unified(old.encode(), new.encode(), "a", "b")
@@ -172,19 +178,10 @@ def test_difflib_sees_only_the_changed_lines_and_their_context(
     assert patched(old, diff) == new
 
 
-def test_edits_far_apart_are_diffed_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_edits_far_apart_are_diffed_apart(seen: list[tuple[int, int]]) -> None:
     """Edits at both ends of a 200,000-line file (a tokenizer's version and a member after its
     merges): the middle is split at a line both sides hold once, and difflib sees each edit
     with its context only."""
-    seen: list[tuple[int, int]] = []
-    real = difflib.SequenceMatcher
-
-    class Recording(real):  # type: ignore[misc,valid-type]
-        def __init__(self, isjunk: Any, a: Any, b: Any) -> None:
-            seen.append((len(a), len(b)))
-            super().__init__(isjunk, a, b)
-
-    monkeypatch.setattr(difflib, "SequenceMatcher", Recording)
     body = "".join(f'    "token{i}": {i},\n' for i in range(200_000))
     old = '{\n  "version": "1.0",\n' + body + '  "end": 1\n}\n'
     new = '{\n  "version": "2.0",\n' + body + '  "end": 1,\n  "zzz": 1\n}\n'
