@@ -345,6 +345,7 @@ def _file_diff(
         )
     try:
         old, new = json.loads(upstream), json.loads(current)
+        changes = compare(old, new)  # deepdiff recurses too: a deep file can stop it
     except (ValueError, RecursionError) as exc:
         why = (
             "nested too deeply to compare" if isinstance(exc, RecursionError) else "not valid JSON"
@@ -354,7 +355,7 @@ def _file_diff(
             (UpstreamDifference("", "changed", None, None, None, None, f"{why} on one side"),),
         )
     differences = []
-    for change in compare(old, new):
+    for change in changes:
         transform, entry, reason = _attribute(change.pointer, path, old, new, applied)
         differences.append(
             UpstreamDifference(

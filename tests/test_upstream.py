@@ -39,6 +39,8 @@ def hub() -> Iterator[tuple[Hub, str]]:
     server.add_repo("org/no-config", {"generation_config.json": b"{}"})
     server.add_repo("org/gated", {"config.json": b'{"a": 1}\n'}, gated=True)
     server.add_repo("org/deep", {"config.json": b"[" * 100_000 + b"]" * 100_000})
+    # Parsed by Python 3.13's json, then too deep for the comparison's own recursion.
+    server.add_repo("org/deep5k", {"config.json": b'{"a": ' + b"[" * 5000 + b"]" * 5000 + b"}"})
     with serve(server) as url:
         yield server, url
 
@@ -456,6 +458,12 @@ def test_an_upstream_file_nested_too_deeply(hub: tuple[Hub, str], tmp_path: Path
     shutil.copytree(EXAMPLE, folder)
     env = {"HF_ENDPOINT": url, "HF_HUB_CACHE": str(tmp_path / "cache")}
     code, out, err = run("diff", folder, "--upstream", "org/deep", env=env)
+    assert code == 1 and "Traceback" not in out + err
+    assert "[UNEXPLAINED: nested too deeply to compare on one side]" in out
+    # 5,000 levels on both sides, differing at the bottom: Python 3.13 parses them, and the
+    # comparison's own recursion is what stops (it used to be a traceback there).
+    (folder / "config.json").write_bytes(b'{"a": ' + b"[" * 5000 + b"1" + b"]" * 5000 + b"}")
+    code, out, err = run("diff", folder, "--upstream", "org/deep5k", env=env)
     assert code == 1 and "Traceback" not in out + err
     assert "[UNEXPLAINED: nested too deeply to compare on one side]" in out
 
