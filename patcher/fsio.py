@@ -171,6 +171,13 @@ def _open_dir(root: Path | None, directory: Path) -> int:
     return fd
 
 
+def _take_owner(fd: int, like: os.stat_result) -> None:
+    """Give the open file ``fd`` the owner of ``like`` if it differs (called as root only)."""
+    mine = os.fstat(fd)
+    if (mine.st_uid, mine.st_gid) != (like.st_uid, like.st_gid):
+        os.fchown(fd, like.st_uid, like.st_gid)
+
+
 def _same_owner(dir_fd: int, name: str, fd: int) -> None:
     """As root, give the new file the owner of the one it replaces, or of its folder when there
     is none: a user's checkpoint, and the journal in it, must not become root's."""
@@ -178,11 +185,10 @@ def _same_owner(dir_fd: int, name: str, fd: int) -> None:
         return
     with contextlib.suppress(OSError):
         try:
-            old = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            like = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except FileNotFoundError:
-            old = os.fstat(dir_fd)
-        if (old.st_uid, old.st_gid) != (os.fstat(fd).st_uid, os.fstat(fd).st_gid):
-            os.fchown(fd, old.st_uid, old.st_gid)
+            like = os.fstat(dir_fd)
+        _take_owner(fd, like)
 
 
 def give_folder_owner(fd: int, folder: Path) -> None:
@@ -190,9 +196,7 @@ def give_folder_owner(fd: int, folder: Path) -> None:
     if os.geteuid() != 0:
         return
     with contextlib.suppress(OSError):
-        mine, theirs = os.fstat(fd), os.stat(folder)
-        if (mine.st_uid, mine.st_gid) != (theirs.st_uid, theirs.st_gid):
-            os.fchown(fd, theirs.st_uid, theirs.st_gid)
+        _take_owner(fd, os.stat(folder))
 
 
 # A folder on CIFS, Ceph or a FUSE mount (gcsfuse, s3fs) may have no fsync at all: Linux then

@@ -155,13 +155,15 @@ def _range(start: int, stop: int) -> str:
     return f"{beginning},{length}"
 
 
-def _region_hunks(old: bytes, new: bytes, region: Region, before: tuple[int, int]) -> list[str]:
-    """The hunks of one region: difflib on its lines and their context. ``before`` is how many
-    lines precede that context, old side and new side."""
+def _region_hunks(
+    old: bytes, new: bytes, region: Region, start: int, before: tuple[int, int]
+) -> list[str]:
+    """The hunks of one region: difflib on its lines and their context, which begins at the
+    offset ``start`` of ``old``. ``before`` is how many lines precede that context, old side
+    and new side."""
     import difflib  # only the commands that show diffs pay for it
 
     a0, a1, b0, b1 = region
-    start = _back_lines(old, a0, CONTEXT)
     old_stop = _forward_lines(old, a1, CONTEXT)
     a = _lines(old[start:old_stop])
     b = _lines(new[b0 - (a0 - start) : b1 + (old_stop - a1)])
@@ -193,7 +195,7 @@ def _hunks(old: bytes, new: bytes) -> list[str]:
         start = _back_lines(old, a0, CONTEXT)
         old_before += old.count(b"\n", counted, start)
         counted = start
-        lines += _region_hunks(old, new, region, (old_before, old_before + shift))
+        lines += _region_hunks(old, new, region, start, (old_before, old_before + shift))
         # Regions end at line starts (or the end), so counting newlines counts their lines.
         shift += new.count(b"\n", b0, b1) - old.count(b"\n", a0, a1)
     return lines
