@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.document import read_json_file, shown
-from patcher.engines.files import ConfigFiles
+from patcher.engines.files import ConfigFiles, has_safetensors
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.model import derive
 from patcher.engines.target import Engine, parse_engine
@@ -285,19 +285,23 @@ def _generation_cap(files: _Files, apply: Callable[[str], str]) -> Iterator[Find
         )
 
 
-def _null_dtype(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:
-    config = files.get("config.json")
-    if (
-        isinstance(config, dict)
-        and "torch_dtype" in config
-        and config["torch_dtype"] is None
-        and config.get("dtype") is None
-    ):
+def _null_dtype(
+    files: _Files, apply: Callable[[str], str], engine: str | None
+) -> Iterator[Finding]:
+    """A null torch_dtype in the config section the engines read the dtype from. Recorded: vLLM
+    (0.16.0, 0.33.0) serves bfloat16 (float16 below compute capability 8.0); SGLang 0.5.23
+    reads it as float32 and serves float16, which can overflow for a model trained in bfloat16.
+    So the finding is for SGLang, and left out when judging a vLLM version."""
+    model, base = _language_model(files.get("config.json"))
+    if engine == "vllm" or not isinstance(model, dict):
+        return
+    if "torch_dtype" in model and model["torch_dtype"] is None and model.get("dtype") is None:
         yield Finding(
             "null-dtype",
             "config.json",
-            "/torch_dtype",
-            "torch_dtype is null: vLLM falls back to float32 and may run out of memory",
+            _pointer((*base, "torch_dtype")),
+            "torch_dtype is null: SGLang's --dtype auto reads it as float32 and serves float16, "
+            "which can overflow for a model trained in bfloat16 (vLLM serves bfloat16)",
             "set-torch-dtype",
             apply("set-torch-dtype") + " --set dtype=bfloat16",
         )
@@ -349,6 +353,7 @@ def check_checkpoint(
                 files.get("config.json"),
                 files.get("hf_quant_config.json"),
                 str(ckpt.path("config.json")),
+                has_safetensors(ckpt),
             ),
             device,
         )
@@ -381,6 +386,6 @@ def check_checkpoint(
         *_sliding_window(files, apply),
         *_missing_mtp(files, apply),
         *_generation_cap(files, apply),
-        *_null_dtype(files, apply),
+        *_null_dtype(files, apply, None if target is None else target.name),
     ]
     return CheckReport(ckpt.root, tuple(findings), view)

@@ -148,27 +148,22 @@ def _index_weights(ckpt: Checkpoint) -> float:
     return total / GIB
 
 
-def _auto_bytes(model: dict[str, Any], config: dict[str, Any]) -> tuple[str, int]:
-    dtype = (
-        model.get("torch_dtype")
-        or model.get("dtype")
-        or config.get("torch_dtype")
-        or config.get("dtype")
-        or "bfloat16"
-    )
-    return str(dtype), DTYPE_BYTES.get(str(dtype), 2)
-
-
 def _element_bytes(
-    kv_dtype: KvDtype, ckpt: Checkpoint, engine: Engine, model: dict[str, Any], config: Any
+    kv_dtype: KvDtype, files: ConfigFiles, engine: Engine, gpu: Gpu | None
 ) -> tuple[str, int]:
     if kv_dtype != "auto":
         return kv_dtype, DTYPE_BYTES[kv_dtype]
-    resolved = derive(engine, read_config_files(ckpt)).kv_cache_dtype
-    if str(resolved.value).startswith("fp8"):
-        return f"auto -> {resolved.value} ({resolved.reason})", 1
-    dtype, size = _auto_bytes(model, config)
-    return f"auto -> {dtype} (the model dtype)", size
+    view = derive(engine, files, gpu)
+    if str(view.kv_cache_dtype.value).startswith("fp8"):
+        return f"auto -> {view.kv_cache_dtype.value} ({view.kv_cache_dtype.reason})", 1
+    # --dtype auto never serves float32 on a GPU that has float16: a float32 (or null) config
+    # is downcast, so the model dtype is the engine's, not the config's.
+    dtype = view.dtype
+    if dtype.value is None:
+        return f"auto -> the model dtype ({dtype.reason}; 2 bytes assumed)", 2
+    return f"auto -> {dtype.value} (the model dtype: {dtype.reason})", DTYPE_BYTES.get(
+        str(dtype.value), 2
+    )
 
 
 def _edit_takes_effect(engine: Engine, files: ConfigFiles) -> bool:
@@ -180,7 +175,9 @@ def _edit_takes_effect(engine: Engine, files: ConfigFiles) -> bool:
     probe = 12_345
     model["max_position_embeddings"] = probe
     return bool(
-        derive(engine, ConfigFiles(config, files.hf_quant, files.source)).max_model_len.value
+        derive(
+            engine, ConfigFiles(config, files.hf_quant, files.source, files.weights)
+        ).max_model_len.value
         == probe
     )
 
@@ -266,7 +263,7 @@ def kv_budget(
         per_layer = 2 * kv_heads * head_dim
         per_rank = 2 * max(1, kv_heads // tp) * head_dim
     judge = target or Engine("vllm", (0, 16, 0))
-    label, element = _element_bytes(kv_dtype, ckpt, judge, model, config)
+    label, element = _element_bytes(kv_dtype, files, judge, device)
     bytes_per_token = layers * per_rank * element
     free = int(memory * GIB * utilization - weights * GIB / tp - allowance * GIB)
     block = bytes_per_token * BLOCK_SIZE

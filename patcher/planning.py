@@ -105,7 +105,7 @@ def upstream_files(checkpoint: Checkpoint, journal: Journal) -> ConfigFiles:
             found[name] = json.loads(data)
             if name == "config.json":
                 source = f"{source} (as upstream shipped it)"
-    return ConfigFiles(found["config.json"], found["hf_quant_config.json"], source)
+    return ConfigFiles(found["config.json"], found["hf_quant_config.json"], source, current.weights)
 
 
 def _short(error: StartupError) -> str:

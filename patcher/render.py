@@ -328,6 +328,7 @@ def engine_json(v: EngineView) -> dict[str, Any]:
         else {"name": v.gpu.name, "compute_capability": v.gpu.capability_text},
         "max_model_len": v.max_model_len.value,
         "kv_cache_dtype": v.kv_cache_dtype.value,
+        "dtype": v.dtype.value,
         "quantization": v.quantization.value,
         "mla": v.mla,
         "attention_backends": None if v.attention_backends is None else list(v.attention_backends),
@@ -345,6 +346,7 @@ def engine_json(v: EngineView) -> dict[str, Any]:
         "reasons": {
             "max_model_len": v.max_model_len.reason,
             "kv_cache_dtype": v.kv_cache_dtype.reason,
+            "dtype": v.dtype.reason,
             "quantization": v.quantization.reason,
         },
     }
@@ -356,6 +358,8 @@ def engine_text(v: EngineView) -> list[str]:
     lines = [f"{v.engine}{on} derives:"]
     lines.append(f"  max_model_len   {v.max_model_len.value}  ({v.max_model_len.reason})")
     lines.append(f"  kv_cache_dtype  {v.kv_cache_dtype.value}  ({v.kv_cache_dtype.reason})")
+    dtype = "unknown" if v.dtype.value is None else v.dtype.value
+    lines.append(f"  dtype           {dtype}  ({v.dtype.reason})")
     lines.append(f"  quantization    {v.quantization.value}  ({v.quantization.reason})")
     lines.append(f"  MLA             {'yes' if v.mla else 'no'}")
     if v.attention_backends is not None:

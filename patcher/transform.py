@@ -27,7 +27,7 @@ Scope = Literal["root", "language-model"]
 RFC_OPS = ("add", "remove", "replace", "move", "copy", "test")
 LENIENT_OPS = ("set", "merge", "append", "write")
 # What an engine derives that a transform can claim to set (see patcher.engines).
-EFFECTS = ("max_model_len", "kv_cache_dtype", "quantization")
+EFFECTS = ("max_model_len", "kv_cache_dtype", "quantization", "dtype")
 _NAME = re.compile(r"[a-z][a-z0-9-]*")
 _TEMPLATE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}")
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 CAPABILITIES = ("8.0", "8.6", "8.9", "9.0", "10.0", "12.0", "12.1")
+DTYPE_CAPABILITIES = ("7.0", "8.0")  # a V100 (no bfloat16) and an A100
 MLA_BACKENDS = ("FLASH_ATTN_MLA", "FLASHMLA", "FLASHINFER_MLA", "CUTLASS_MLA", "TRITON_MLA")
 
 
@@ -77,6 +78,48 @@ def backend_table() -> dict[str, Any]:
     return table
 
 
+def _dtype_on(mc: Any, path: str, capability: str) -> str:
+    """The model dtype ``--dtype auto`` resolves to on a CUDA GPU of ``capability``: vLLM's own
+    ``_get_and_verify_dtype``, with its platform swapped for a CUDA one reporting that
+    capability (the supported-dtype list is CUDA's own property)."""
+    import inspect
+
+    import vllm.config.model as model_module
+    import vllm.platforms as platforms
+    from vllm.platforms.interface import DeviceCapability
+
+    _cuda_priorities()  # makes vllm.platforms.cuda importable on a machine without CUDA
+    cuda = sys.modules["vllm.platforms.cuda"]
+    major, minor = (int(p) for p in capability.split("."))
+
+    class ProbeGpu(cuda.CudaPlatformBase):  # type: ignore[name-defined, misc]
+        @classmethod
+        def get_device_capability(cls, device_id: int = 0) -> Any:  # noqa: ARG003 (overrides)
+            return DeviceCapability(major, minor)
+
+        @classmethod
+        def get_device_name(cls, device_id: int = 0) -> str:  # noqa: ARG003 (overrides)
+            return f"probe {capability}"
+
+    # Swapped where each version looks it up: the module global, and (0.16) the package's.
+    saved = model_module.__dict__.get("current_platform"), platforms._current_platform
+    gpu = ProbeGpu()
+    if saved[0] is not None:
+        model_module.current_platform = gpu
+    platforms._current_platform = gpu
+    try:
+        verify = model_module._get_and_verify_dtype
+        wanted = inspect.signature(verify).parameters
+        extra = {k: v for k, v in (("is_pooling_model", False), ("revision", None)) if k in wanted}
+        return str(verify(path, mc.hf_config, "auto", **extra)).removeprefix("torch.")
+    except Exception as exc:
+        return _error(exc)
+    finally:
+        if saved[0] is not None:
+            model_module.current_platform = saved[0]
+        platforms._current_platform = saved[1]
+
+
 def probe(path: str, table: dict[str, Any]) -> dict[str, Any]:
     """What vLLM's config stage derives for one checkpoint directory."""
     from vllm.config import LoadConfig, ModelConfig
@@ -88,6 +131,9 @@ def probe(path: str, table: dict[str, Any]) -> dict[str, Any]:
         found["startup_errors"].append(_error(exc))
         return found
     found["max_model_len"] = mc.max_model_len
+    # --dtype auto on this CPU platform (bfloat16 first in its list, as on CUDA 8.0 and later)
+    found["dtype"] = str(mc.dtype).removeprefix("torch.")
+    found["dtype_on_gpu"] = {cap: _dtype_on(mc, path, cap) for cap in DTYPE_CAPABILITIES}
     found["quantization"] = mc.quantization
     found["mla"] = bool(getattr(mc, "use_mla", getattr(mc, "is_deepseek_mla", False)))
     try:

@@ -51,6 +51,13 @@ def build_cases(work: Path) -> dict[str, str]:
     quant = json.loads((removed / "hf_quant_config.json").read_text())
     del quant["quantization"]["kv_cache_quant_algo"]
     (removed / "hf_quant_config.json").write_text(json.dumps(quant, indent=4))
+    # A config with a null dtype, and one declaring float32: what --dtype auto makes of them.
+    for suffix, dtype in (("dtype-null", None), ("dtype-float32", "float32")):
+        case = work / f"deepseek-r1-distill-qwen-32b~{suffix}"
+        make(case.name, [SNAPSHOTS / "configs" / "deepseek-r1-distill-qwen-32b"])
+        config = json.loads((case / "config.json").read_text())
+        config["torch_dtype"] = dtype
+        (case / "config.json").write_text(json.dumps(config, indent=2))
     return cases
 
 

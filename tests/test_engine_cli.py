@@ -19,6 +19,7 @@ ENGINE_KEYS = {
     "gpu",
     "max_model_len",
     "kv_cache_dtype",
+    "dtype",
     "quantization",
     "mla",
     "attention_backends",
@@ -209,3 +210,78 @@ def test_the_newest_release_read_is_the_newest_recorded() -> None:
         for path in (ROOT / "snapshots" / "engines").glob("vllm-*.json")
     ]
     assert NEWEST_READ["vllm"] == max(recorded)
+
+
+def _null_dtype(model_checkpoint: object) -> Path:
+    root: Path = model_checkpoint("deepseek-r1-distill-qwen-32b")  # type: ignore[operator]
+    config = json.loads((root / "config.json").read_text())
+    config["torch_dtype"] = None
+    (root / "config.json").write_text(json.dumps(config, indent=2))
+    return root
+
+
+def test_a_null_dtype_is_judged_per_engine(cli: Cli, model_checkpoint: object) -> None:
+    """A null torch_dtype: SGLang serves float16 (a finding, fixed by set-torch-dtype); vLLM
+    serves bfloat16, or float16 on a V100 (no finding), as the recorded engines do."""
+    root = _null_dtype(model_checkpoint)
+    code, out, _ = cli("check", root)
+    assert code == 1
+    assert (
+        "[null-dtype] config.json /torch_dtype: torch_dtype is null: SGLang's --dtype auto reads "
+        "it as float32 and serves float16" in out
+    )
+    code, out, _ = cli("check", root, "--engine", "vllm==0.33.0", "--gpu", "v100")
+    assert code == 0 and "null-dtype" not in out
+    assert (
+        "  dtype           float16  (no dtype in config.json: float32, downcast to float16)" in out
+    )
+    code, out, _ = cli("check", root, "--engine", "vllm==0.16.0", "--json")
+    engine = json.loads(out)["engine"]
+    assert engine["dtype"] == "bfloat16" and "compute capability 8.0" in engine["reasons"]["dtype"]
+    code, out, _ = cli("check", root, "--engine", "sglang==0.5.23", "--json")
+    report = json.loads(out)
+    assert report["engine"]["dtype"] == "float16"
+    (finding,) = [f for f in report["findings"] if f["code"] == "null-dtype"]
+    code, _, err = cli(*finding["command"].split()[1:])
+    assert code == 0, err
+    code, out, _ = cli("check", root, "--engine", "sglang==0.5.23", "--json")
+    report = json.loads(out)
+    assert report["engine"]["dtype"] == "bfloat16" and not report["findings"]
+
+
+def test_kv_budget_counts_the_dtype_the_engine_serves(model_checkpoint: object) -> None:
+    """A float32 config's KV cache is 2 bytes an element under --dtype auto (vLLM downcasts
+    the model), not the 4 the config's dtype suggests."""
+    from patcher.kvbudget import kv_budget
+
+    root: Path = model_checkpoint("llama-3.1-8b-instruct-bnb8bit")  # type: ignore[operator]
+    config = json.loads((root / "config.json").read_text())
+    config["torch_dtype"] = "float32"
+    (root / "config.json").write_text(json.dumps(config, indent=2))
+    on_h100 = kv_budget(root, gpu="h100", weights_gib=16)
+    assert on_h100.element_bytes == 2 and on_h100.kv_dtype.startswith("auto -> bfloat16")
+    on_v100 = kv_budget(root, gpu="v100", weights_gib=16)
+    assert on_v100.element_bytes == 2 and on_v100.kv_dtype.startswith("auto -> float16")
+
+
+def test_writing_float32_is_refused_where_auto_downcasts_it(
+    cli: Cli, model_checkpoint: object
+) -> None:
+    """set-torch-dtype declares its effect: float32 in the config is not what --dtype auto
+    serves (recorded: bfloat16), so --engine refuses it naming the flag; float16 holds."""
+    root: Path = model_checkpoint("deepseek-r1-distill-qwen-32b")  # type: ignore[operator]
+    before = tree_bytes(root)
+    code, _, err = cli(
+        "apply", root, "set-torch-dtype", "--set", "dtype=float32", "--engine", "vllm==0.16.0"
+    )
+    assert code == 1 and tree_bytes(root) == before
+    assert (
+        "set-torch-dtype has no effect on vllm==0.16.0: dtype stays bfloat16 there (config.json "
+        "/torch_dtype float32, downcast to bfloat16, on a GPU of compute capability 8.0 or newer), "
+        "not float32; nothing changed; next: start the server with --dtype float32" in err
+    )
+    code, _, err = cli(
+        "apply", root, "set-torch-dtype", "--set", "dtype=float16", "--engine", "vllm==0.33.0"
+    )
+    assert code == 0, err
+    assert json.loads((root / "config.json").read_text())["torch_dtype"] == "float16"

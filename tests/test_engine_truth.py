@@ -16,7 +16,7 @@ import pytest
 
 from patcher import api
 from patcher.checkpoint import open_checkpoint
-from patcher.engines.files import read_config_files
+from patcher.engines.files import ConfigFiles, read_config_files
 from patcher.engines.gpus import parse_gpu
 from patcher.engines.model import derive
 from patcher.engines.target import parse_engine
@@ -70,6 +70,9 @@ def test_engine_model_matches_real_vllm(version: str, case: str, cases: dict[str
     assert view.kv_cache_dtype.value == truth["kv_cache_dtype"]
     assert view.quantization.value == truth["quantization"]
     assert view.mla == truth["mla"]
+    assert view.dtype.value == truth["dtype"]
+    for capability, dtype in truth["dtype_on_gpu"].items():
+        assert derive(engine, files, parse_gpu(capability)).dtype.value == dtype, capability
     importable = {
         name
         for name, row in TRUTH[version]["backend_table"]["backends"].items()
@@ -128,3 +131,22 @@ def test_nested_nvfp4_strip_leaves_a_config_vllm_accepts(tmp_path: Path) -> None
     for version in TRUTH:
         view = derive(parse_engine(f"vllm=={version}"), read_config_files(open_checkpoint(root)))
         assert view.starts and view.kv_cache_dtype.value == "auto"
+
+
+def test_null_dtype_is_not_served_in_float32() -> None:
+    """A null torch_dtype: real vLLM serves bfloat16 (float16 on a V100), never float32; with
+    the weights beside it, 0.33 reads their dtype, which patcher (never reading weights) does
+    not claim to know."""
+    for version, record in TRUTH.items():
+        for case in ("deepseek-r1-distill-qwen-32b~dtype-null", "deepseek-r1-distill-qwen-32b"):
+            truth = record["cases"][case]
+            assert truth["dtype"] == "bfloat16", version
+            assert truth["dtype_on_gpu"] == {"7.0": "float16", "8.0": "bfloat16"}, version
+    config = json.loads(
+        (SNAPSHOTS / "configs" / "deepseek-r1-distill-qwen-32b" / "config.json").read_text()
+    )
+    config["torch_dtype"] = None
+    listed = ConfigFiles(config, None, "config.json", weights=True)
+    assert derive(parse_engine("vllm==0.16.0"), listed).dtype.value == "bfloat16"
+    unread = derive(parse_engine("vllm==0.33.0"), listed).dtype
+    assert unread.value is None and "safetensors headers" in unread.reason

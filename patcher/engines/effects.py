@@ -58,6 +58,7 @@ def patched_files(before: ConfigFiles, changed: Mapping[str, bytes]) -> ConfigFi
         pick("config.json", before.config),
         pick("hf_quant_config.json", before.hf_quant),
         f"{before.source} (as the transform would leave it)",
+        before.weights,
     )
 
 

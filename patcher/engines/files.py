@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ class ConfigFiles:
     config: dict[str, Any] | None
     hf_quant: dict[str, Any] | None
     source: str = "config.json"  # where config came from, for messages
+    weights: bool = False  # whether *.safetensors files sit beside them (listed, never read)
 
 
 def _load(checkpoint: Checkpoint, name: str) -> dict[str, Any] | None:
@@ -31,10 +33,20 @@ def _load(checkpoint: Checkpoint, name: str) -> dict[str, Any] | None:
     return value
 
 
+def has_safetensors(checkpoint: Checkpoint) -> bool:
+    """Whether the checkpoint folder lists a ``*.safetensors`` file (names only: never opened)."""
+    try:
+        with os.scandir(checkpoint.root) as entries:
+            return any(entry.name.endswith(".safetensors") for entry in entries)
+    except OSError:
+        return False
+
+
 def read_config_files(checkpoint: Checkpoint) -> ConfigFiles:
     """The files the engine model reads, from the checkpoint as it is now."""
     return ConfigFiles(
         _load(checkpoint, "config.json"),
         _load(checkpoint, "hf_quant_config.json"),
         str(checkpoint.path("config.json")),
+        has_safetensors(checkpoint),
     )

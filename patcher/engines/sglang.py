@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from patcher.engines import vllm
 from patcher.engines.files import ConfigFiles
 from patcher.engines.gpus import Gpu
 from patcher.engines.target import Engine
@@ -41,6 +42,26 @@ def context_length(text: Mapping[str, Any]) -> Derived:
             note = f" x factor {factor:g}" if factor != 1 else ""
             return Derived(int(factor * value), f"{key} {value}{note}")
     return Derived(2048, "no length key: 2048")
+
+
+def model_dtype(text: Mapping[str, Any], base: str) -> Derived:
+    """What ``--dtype auto`` resolves to (srt/configs/model_config.py _get_and_verify_dtype, on
+    the text config): float32 or no dtype becomes float16 (bfloat16 for Gemma), whatever the
+    weights were trained in; any other dtype is kept."""
+    declared, pointer = None, None
+    for key in ("dtype", "torch_dtype"):
+        if text.get(key) is not None:
+            declared, pointer = text[key], f"{base}/{key}"
+            break
+    at = f"config.json {pointer}"
+    name = vllm.DTYPE_NAMES.get(declared) if isinstance(declared, str) else None
+    if declared is not None and name is None:
+        return Derived(declared, f"{at}, a dtype patcher does not model", "config.json", pointer)
+    if name not in (None, "float32"):
+        return Derived(name, at, "config.json", pointer)
+    to = "bfloat16" if str(text.get("model_type", "")).startswith("gemma") else "float16"
+    was = f"{at} float32" if name else "no dtype in config.json: float32"
+    return Derived(to, f"{was}, downcast to {to}", "config.json", pointer)
 
 
 def _kv_algo(quant: Mapping[str, Any]) -> tuple[Any, str]:
@@ -79,5 +100,13 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
             kv = Derived("fp8_e4m3", f"{source.rstrip()}{pointer}")
     mla = text.get("kv_lora_rank") is not None
     return EngineView(
-        engine, gpu, context_length(text), kv, Derived(method, "as declared"), mla, None, ()
+        engine,
+        gpu,
+        context_length(text),
+        kv,
+        Derived(method, "as declared"),
+        mla,
+        None,
+        (),
+        model_dtype(text, "/text_config" if isinstance(nested, dict) else ""),
     )

@@ -47,6 +47,7 @@ class EngineView(JsonResult):
     mla: bool
     attention_backends: tuple[str, ...] | None
     startup_errors: tuple[StartupError, ...]
+    dtype: Derived = Derived(None, "the config stage failed")  # what --dtype auto resolves to
 
     @property
     def starts(self) -> bool:

@@ -70,6 +70,22 @@ MIN_CAPABILITY = {
 }
 
 
+# config/model.py _FLOAT16_NOT_SUPPORTED_MODELS (0.16.0 and 0.33.0): --dtype auto skips float16.
+FLOAT16_UNSUPPORTED = ("gemma2", "gemma3", "gemma3_text", "glm4")
+# model_arch_config_convertor.py get_torch_dtype: a config without a dtype takes the weights'
+# dtype from their safetensors headers; for a local folder only since PR #36218 (March 2026;
+# 0.16.0 asks the Hub with the folder's path, fails and falls back to float32).
+LOCAL_WEIGHTS_DTYPE = (0, 33, 0)
+# transformers maps a config's dtype string with getattr(torch, name).
+DTYPE_NAMES = {
+    "bfloat16": "bfloat16",
+    "float16": "float16",
+    "half": "float16",
+    "float32": "float32",
+    "float": "float32",
+}
+
+
 def backend_table(engine: Engine) -> dict[str, tuple[tuple[int, ...], tuple[str, ...]]]:
     """Dense MLA backends: compute-capability majors and KV dtypes (v1/attention/backends/mla)."""
     triton: tuple[str, ...]
@@ -138,6 +154,57 @@ def _rope_parameters(text: Mapping[str, Any]) -> list[dict[str, Any]]:
             rp["original_max_position_embeddings"] = text["original_max_position_embeddings"]
         found.append(rp)
     return found
+
+
+def declared_dtype(config: Mapping[str, Any]) -> tuple[Any, str | None]:
+    """The config's dtype as transformers reads it (``dtype``, else ``torch_dtype``) and its
+    pointer: the root, else the text, vision or encoder config (get_torch_dtype's order)."""
+    sections: list[tuple[str, Any]] = [("", config)]
+    if isinstance(config.get("text_config"), dict):
+        sections.append(("/text_config", config["text_config"]))
+    sections += [(f"/{k}", config.get(k)) for k in ("vision_config", "encoder_config")]
+    for prefix, section in sections:
+        if not isinstance(section, dict):
+            continue
+        for key in ("dtype", "torch_dtype"):
+            if section.get(key) is not None:
+                return section[key], f"{prefix}/{key}"
+    return None, None
+
+
+def model_dtype(
+    engine: Engine, config: Mapping[str, Any], gpu: Gpu | None, *, weights: bool
+) -> Derived:
+    """What ``--dtype auto`` resolves to (config/model.py _get_and_verify_dtype and
+    _resolve_auto_dtype, the same at 0.16.0 and 0.33.0): the config's dtype, float32 when it
+    has none, then float32 downcast to the GPU's first supported dtype (bfloat16 from compute
+    capability 8.0, else float16; float16 never for the FLOAT16_UNSUPPORTED model types)."""
+    declared, pointer = declared_dtype(config)
+    if declared is None and weights and engine.at_least(*LOCAL_WEIGHTS_DTYPE):
+        return Derived(
+            None,
+            "no dtype in config.json: vLLM takes the weights' dtype from their safetensors "
+            "headers, which patcher does not read",
+        )
+    at = f"config.json {pointer}"
+    name = DTYPE_NAMES.get(declared) if isinstance(declared, str) else None
+    if declared is not None and name is None:
+        return Derived(declared, f"{at}, a dtype patcher does not model", "config.json", pointer)
+    capability = (8, 0) if gpu is None else gpu.capability
+    supported = ["bfloat16", "float16", "float32"]
+    if capability < (8, 0):
+        supported.remove("bfloat16")
+    if config.get("model_type") in FLOAT16_UNSUPPORTED:
+        supported.remove("float16")
+    first = supported[0]
+    where = "" if gpu is not None else ", on a GPU of compute capability 8.0 or newer"
+    if name is None:
+        return Derived(first, f"no dtype in config.json: float32, downcast to {first}{where}")
+    if name == "float32":
+        return Derived(first, f"{at} float32, downcast to {first}{where}", "config.json", pointer)
+    if name in supported:
+        return Derived(name, at, "config.json", pointer)
+    return Derived(first, f"{at} {name}, not supported there: {first}", "config.json", pointer)
 
 
 def max_model_len(engine: Engine, config: Mapping[str, Any]) -> Derived:
@@ -443,4 +510,5 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
         mla,
         backends,
         tuple(errors),
+        model_dtype(engine, config, gpu, weights=files.weights),
     )
