@@ -1,7 +1,7 @@
 """Record what real engines derive from every snapshot config: the engine truth.
 
-    python tests/record_engines.py                    # vLLM 0.16.0 and 0.33.0
-    python tests/record_engines.py --version 0.18.0   # add a version
+    python tests/record_engines.py                    # vLLM 0.16.0 and 0.33.0, SGLang 0.5.23
+    python tests/record_engines.py --version 0.18.0   # add a vLLM version
 
 For each version this makes a venv under ``--venvs`` (default ~/.cache/patcher-engines) with
 ``pip install vllm==X`` (about 6 minutes and 10 GB each, CPU only), then runs
@@ -9,6 +9,8 @@ For each version this makes a venv under ``--venvs`` (default ~/.cache/patcher-e
 the same model after each transform (``snapshots/expected/<transform>/<model>``), and the
 example checkpoint. The result goes to ``snapshots/engines/vllm-X.json``, which
 ``tests/test_engine_truth.py`` compares with patcher's engine model (no vLLM needed there).
+SGLang's venv (``pip install sglang==X``) runs ``tests/sglang_probe.py`` on the same cases
+into ``snapshots/engines/sglang-X.json``: its dtype and context length.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOTS = ROOT / "snapshots"
 DEFAULT_VERSIONS = ("0.16.0", "0.33.0")
+SGLANG_VERSIONS = ("0.5.23",)
 
 
 def build_cases(work: Path) -> dict[str, str]:
@@ -61,13 +64,13 @@ def build_cases(work: Path) -> dict[str, str]:
     return cases
 
 
-def venv_python(venvs: Path, version: str) -> Path:
-    """The Python of a venv with ``vllm==version``, made on first use."""
-    venv = venvs / f"vllm-{version}"
+def venv_python(venvs: Path, version: str, package: str = "vllm") -> Path:
+    """The Python of a venv with ``package==version``, made on first use."""
+    venv = venvs / f"{package}-{version}"
     python = venv / "bin" / "python"
     if not (venv / ".installed").exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", f"vllm=={version}"], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", f"{package}=={version}"], check=True)
         (venv / ".installed").write_text(version)
     return python
 
@@ -82,11 +85,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cases_file = Path(tmp) / "cases.json"
         cases_file.write_text(json.dumps(build_cases(Path(tmp) / "cases")))
-        for version in args.version or DEFAULT_VERSIONS:
-            python = venv_python(args.venvs, version)
-            out = out_dir / f"vllm-{version}.json"
+        runs = [("vllm", v, "engine_probe.py") for v in args.version or DEFAULT_VERSIONS]
+        if not args.version:
+            runs += [("sglang", v, "sglang_probe.py") for v in SGLANG_VERSIONS]
+        for package, version, probe in runs:
+            python = venv_python(args.venvs, version, package)
+            out = out_dir / f"{package}-{version}.json"
             subprocess.run(
-                [str(python), str(ROOT / "tests" / "engine_probe.py"), str(cases_file), str(out)],
+                [str(python), str(ROOT / "tests" / probe), str(cases_file), str(out)],
                 check=True,
                 env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "VLLM_LOGGING_LEVEL": "ERROR"},
             )

@@ -25,6 +25,10 @@ from tests.record_engines import build_cases
 
 RECORDINGS = sorted((SNAPSHOTS / "engines").glob("vllm-*.json"))
 TRUTH = {path.stem.removeprefix("vllm-"): json.loads(path.read_text()) for path in RECORDINGS}
+SGLANG = {
+    path.stem.removeprefix("sglang-"): json.loads(path.read_text())
+    for path in sorted((SNAPSHOTS / "engines").glob("sglang-*.json"))
+}
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +54,31 @@ def test_versions_recorded() -> None:
 
 
 def test_every_case_recorded(cases: dict[str, str]) -> None:
-    for record in TRUTH.values():
+    for record in [*TRUTH.values(), *SGLANG.values()]:
         assert set(record["cases"]) == set(cases)
+
+
+def _sglang_params() -> list[Any]:
+    return [
+        pytest.param(version, case, id=f"sglang-{version}-{case}")
+        for version, record in SGLANG.items()
+        for case, found in sorted(record["cases"].items())
+        if "error" not in found  # remote code, or a method only SGLang's CUDA build registers
+    ]
+
+
+def test_sglang_recorded_where_it_configures_on_cpu() -> None:
+    assert set(SGLANG) == {"0.5.23"} and len(_sglang_params()) >= 35
+
+
+@pytest.mark.parametrize(("version", "case"), _sglang_params())
+def test_engine_model_matches_real_sglang(version: str, case: str, cases: dict[str, str]) -> None:
+    """SGLang's own ModelConfig: the dtype --dtype auto serves and the context length."""
+    truth = SGLANG[version]["cases"][case]
+    files = read_config_files(open_checkpoint(cases[case]))
+    view = derive(parse_engine(f"sglang=={version}"), files)
+    assert view.dtype.value == truth["dtype"]
+    assert view.max_model_len.value == truth["context_len"]
 
 
 @pytest.mark.parametrize(("version", "case"), _params())
@@ -134,14 +161,17 @@ def test_nested_nvfp4_strip_leaves_a_config_vllm_accepts(tmp_path: Path) -> None
 
 
 def test_null_dtype_is_not_served_in_float32() -> None:
-    """A null torch_dtype: real vLLM serves bfloat16 (float16 on a V100), never float32; with
-    the weights beside it, 0.33 reads their dtype, which patcher (never reading weights) does
-    not claim to know."""
+    """A null torch_dtype: real vLLM serves bfloat16 (float16 on a V100), never float32, and
+    SGLang float16 (the null-dtype finding); with the weights beside it, vLLM 0.33 reads their
+    dtype, which patcher (never reading weights) does not claim to know."""
     for version, record in TRUTH.items():
         for case in ("deepseek-r1-distill-qwen-32b~dtype-null", "deepseek-r1-distill-qwen-32b"):
             truth = record["cases"][case]
             assert truth["dtype"] == "bfloat16", version
             assert truth["dtype_on_gpu"] == {"7.0": "float16", "8.0": "bfloat16"}, version
+    assert (
+        SGLANG["0.5.23"]["cases"]["deepseek-r1-distill-qwen-32b~dtype-null"]["dtype"] == "float16"
+    )
     config = json.loads(
         (SNAPSHOTS / "configs" / "deepseek-r1-distill-qwen-32b" / "config.json").read_text()
     )

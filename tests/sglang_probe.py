@@ -1,0 +1,45 @@
+"""Runs inside a venv that has a real SGLang installed (never in patcher's own venv).
+
+Usage: SGLANG_VENV/bin/python tests/sglang_probe.py CASES.json OUT.json
+
+For each case (``{"case name": "/path/to/checkpoint/dir"}``) this builds SGLang's own
+``ModelConfig(model_path=DIR)`` on CPU and records the model dtype ``--dtype auto`` resolves
+to and the context length. A case SGLang cannot configure on a machine without a GPU (remote
+code, a quantization method only its CUDA build registers) is recorded with its error and not
+compared. It imports nothing from patcher (tests/test_engine_truth.py compares).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def probe(path: str) -> dict[str, Any]:
+    """What SGLang's config stage derives for one checkpoint directory."""
+    from sglang.srt.configs.model_config import ModelConfig
+
+    try:
+        config = ModelConfig(model_path=path)
+    except Exception as exc:
+        return {"error": " ".join(f"{type(exc).__name__}: {exc}".split())[:300]}
+    return {"dtype": str(config.dtype).removeprefix("torch."), "context_len": config.context_len}
+
+
+def main() -> None:
+    cases_file, out_file = sys.argv[1], sys.argv[2]
+    cases: dict[str, str] = json.loads(Path(cases_file).read_text(encoding="utf-8"))
+    import sglang
+
+    record = {
+        "engine": "sglang",
+        "version": sglang.__version__,
+        "cases": {name: probe(path) for name, path in sorted(cases.items())},
+    }
+    Path(out_file).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
