@@ -244,7 +244,10 @@ class _Compiler:
     def write_text(self, state: _FileState, edit: Edit) -> None:
         if state.kind != "text" or not edit.is_text:
             raise self.fail(edit.file, "", "one transform cannot both edit and replace a file")
-        new = substitute(edit.ops[0]["value"], self.params.values)
+        if edit.ops[0]["op"] == "strip-bom":
+            new = state.text.removeprefix("\ufeff")
+        else:
+            new = substitute(edit.ops[0]["value"], self.params.values)
         if not isinstance(new, str):
             raise self.fail(edit.file, "", "'write' needs a string value")
         if new == state.text:

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.document import read_json_file, shown
-from patcher.engines.files import ConfigFiles, has_safetensors
+from patcher.engines.files import ENGINE_FILES, ConfigFiles, has_safetensors, starts_with_bom
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.model import derive
 from patcher.engines.target import Engine, parse_engine
@@ -307,6 +307,33 @@ def _null_dtype(
         )
 
 
+# What a leading byte-order mark does where the engines read the file (recorded: vLLM 0.16.0 and
+# 0.33.0; SGLang 0.5.23 for the first two).
+BOM_EFFECTS = {
+    "config.json": 'transformers refuses it, so vLLM and SGLang do not start ("It looks like '
+    "the config file at '...' is not a valid JSON file.\")",
+    "hf_quant_config.json": 'vLLM and SGLang refuse it ("Unexpected UTF-8 BOM") when '
+    "config.json has no quantization_config",
+    "generation_config.json": "transformers refuses it and vLLM takes that for a missing file: "
+    "its sampling defaults are silently not used, and eos_token_id is config.json's",
+}
+
+
+def _bom(files: _Files, apply: Callable[[str], str], engine: str | None) -> Iterator[Finding]:
+    for name, effect in BOM_EFFECTS.items():
+        if engine == "vllm" and name in ENGINE_FILES:
+            continue  # the engine model reports these as start-up errors, where they are ones
+        if starts_with_bom(files.checkpoint, name):
+            yield Finding(
+                "bom",
+                name,
+                "",
+                f"starts with a UTF-8 byte-order mark: {effect}",
+                "strip-bom",
+                apply("strip-bom"),
+            )
+
+
 def _engine_findings(view: EngineView, apply: Callable[[str], str]) -> Iterator[Finding]:
     for error in view.startup_errors:
         fixes = [apply(error.transform)] if error.transform else []
@@ -354,6 +381,7 @@ def check_checkpoint(
                 files.get("hf_quant_config.json"),
                 str(ckpt.path("config.json")),
                 has_safetensors(ckpt),
+                frozenset(name for name in ENGINE_FILES if starts_with_bom(ckpt, name)),
             ),
             device,
         )
@@ -387,5 +415,6 @@ def check_checkpoint(
         *_missing_mtp(files, apply),
         *_generation_cap(files, apply),
         *_null_dtype(files, apply, None if target is None else target.name),
+        *_bom(files, apply, None if target is None else target.name),
     ]
     return CheckReport(ckpt.root, tuple(findings), view)

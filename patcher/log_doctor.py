@@ -225,6 +225,18 @@ def _bf16(_m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
     )
 
 
+def _bom(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    fixes = [ctx.apply("strip-bom")]
+    if m.group(1) is None:
+        cause = "a JSON config file (hf_quant_config.json, read as text) starts with a UTF-8 BOM"
+        return cause, fixes
+    fixes.append(Fix("advice", "if patcher check finds no byte-order mark: fix the JSON syntax"))
+    return (
+        f"{m.group(1)} cannot be parsed; a UTF-8 byte-order mark at its start is the usual cause",
+        fixes,
+    )
+
+
 def _rope_keys(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
     fixes = [ctx.apply("set-rope-scaling-yarn", " --set factor=F")]
     if "rope_theta" in m.group(3):
@@ -327,6 +339,15 @@ RULES: tuple[Rule, ...] = (
         _remote_code,
     ),
     (
+        # transformers' wrapper of config.json's JSONDecodeError; json's own BOM refusal
+        "unreadable-json",
+        re.compile(
+            r"It looks like the config file at '(?:[^']*/)?([^'/]+)' is not a valid JSON file"
+            r"|Unexpected UTF-8 BOM \(decode using utf-8-sig\)()"
+        ),
+        _bom,
+    ),
+    (
         "bfloat16-gpu",
         re.compile(r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0"),
         _bf16,
@@ -370,6 +391,8 @@ _MARKERS = (
     "trust_remote_code",
     "custom code",
     "Bfloat16",
+    "is not a valid JSON file",
+    "Unexpected UTF-8 BOM",
     "Missing required keys",
     "Not enough memory",
     "context_length",

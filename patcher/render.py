@@ -402,7 +402,8 @@ def check_text(r: CheckReport) -> str:
         return "\n".join([*lines, f"no known problems in {r.checkpoint}"])
     lines.append(f"{_count(len(r.findings), 'known problem')} in {r.checkpoint}:")
     for f in r.findings:
-        lines.append(f"  [{f.code}] {f.file} {f.pointer}: {f.message}")
+        where = f"{f.file} {f.pointer}" if f.pointer else f.file
+        lines.append(f"  [{f.code}] {where}: {f.message}")
         lines.append(f"      fix: {f.command}")
     return "\n".join(lines)
 

@@ -25,7 +25,9 @@ ParamType = Literal["int", "float", "bool", "str", "file", "json"]
 PARAM_TYPES: tuple[str, ...] = ("int", "float", "bool", "str", "file", "json")
 Scope = Literal["root", "language-model"]
 RFC_OPS = ("add", "remove", "replace", "move", "copy", "test")
-LENIENT_OPS = ("set", "merge", "append", "write")
+LENIENT_OPS = ("set", "merge", "append", "write", "strip-bom")
+# Ops on the file's text as a whole (a template, or a JSON file's leading byte-order mark).
+TEXT_OPS = ("write", "strip-bom")
 # What an engine derives that a transform can claim to set (see patcher.engines).
 EFFECTS = ("max_model_len", "kv_cache_dtype", "quantization", "dtype")
 _NAME = re.compile(r"[a-z][a-z0-9-]*")
@@ -72,7 +74,7 @@ class Edit:
     @property
     def is_text(self) -> bool:
         """Whether this edit replaces the whole file (non-JSON files such as templates)."""
-        return any(op["op"] == "write" for op in self.ops)
+        return any(op["op"] in TEXT_OPS for op in self.ops)
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +179,7 @@ class _Reader:
                 f"{where}/op",
                 f"unknown op {kind!r} (use one of {', '.join(RFC_OPS + LENIENT_OPS)})",
             )
-        if kind != "write":
+        if kind not in TEXT_OPS:
             self.pointer(raw.get("path"), f"{where}/path")
         if kind in ("remove", "move") and raw.get("path") == "":
             raise self.fail(f"{where}/path", f"'{kind}' cannot take the whole document ('')")
@@ -302,8 +304,11 @@ class _Reader:
         if not isinstance(ops_raw, list) or not ops_raw:
             raise self.fail(f"{where}/ops", "expected a non-empty list of operations")
         ops = tuple(self.op(op, f"{where}/ops/{i}") for i, op in enumerate(ops_raw))
-        if any(op["op"] == "write" for op in ops) and len(ops) != 1:
-            raise self.fail(f"{where}/ops", "'write' replaces the whole file and must stand alone")
+        text_op = next((op["op"] for op in ops if op["op"] in TEXT_OPS), None)
+        if text_op is not None and len(ops) != 1:
+            raise self.fail(
+                f"{where}/ops", f"'{text_op}' edits the whole file and must stand alone"
+            )
         scope = raw.get("scope", "root")
         if scope not in ("root", "language-model"):
             raise self.fail(f"{where}/scope", "expected 'root' or 'language-model'")

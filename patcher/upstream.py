@@ -257,9 +257,10 @@ class _Fetcher:
 
 
 def _steps(entry: Entry, path: str) -> Iterator[tuple[Op, Any]]:
-    """Each edit of ``path`` in ``entry`` with the value it found (MISSING for a new member)."""
+    """Each edit of ``path`` in ``entry`` with the value it found (MISSING for a new member).
+    A whole-text edit of a JSON file (strip-bom) changes no value: it explains none."""
     record = entry.file(path)
-    if record is None:
+    if record is None or record.kind == "text":
         return
     found: dict[str, Any] = {}
     for op in record.forward:

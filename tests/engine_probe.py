@@ -134,6 +134,12 @@ def probe(path: str, table: dict[str, Any]) -> dict[str, Any]:
     # --dtype auto on this CPU platform (bfloat16 first in its list, as on CUDA 8.0 and later)
     found["dtype"] = str(mc.dtype).removeprefix("torch.")
     found["dtype_on_gpu"] = {cap: _dtype_on(mc, path, cap) for cap in DTYPE_CAPABILITIES}
+    # The request defaults vLLM takes from generation_config.json (--generation-config auto).
+    try:
+        found["sampling_defaults"] = mc.get_diff_sampling_param()
+        found["generation_eos_token_id"] = mc.try_get_generation_config().get("eos_token_id")
+    except Exception as exc:
+        found["startup_errors"].append(_error(exc))
     found["quantization"] = mc.quantization
     found["mla"] = bool(getattr(mc, "use_mla", getattr(mc, "is_deepseek_mla", False)))
     try:

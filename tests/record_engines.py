@@ -61,6 +61,15 @@ def build_cases(work: Path) -> dict[str, str]:
         config = json.loads((case / "config.json").read_text())
         config["torch_dtype"] = dtype
         (case / "config.json").write_text(json.dumps(config, indent=2))
+    # A UTF-8 byte-order mark at the start of each file vLLM reads as JSON text.
+    for model, name in (
+        ("devstral-small-2507", "config.json"),
+        ("qwen3-30b-a3b-nvfp4", "hf_quant_config.json"),
+        ("deepseek-r1-distill-qwen-32b", "generation_config.json"),
+    ):
+        case = work / f"{model}~bom-{name.removesuffix('.json').replace('_', '-')}"
+        make(case.name, [SNAPSHOTS / "configs" / model])
+        (case / name).write_bytes(b"\xef\xbb\xbf" + (case / name).read_bytes())
     return cases
 
 

@@ -200,11 +200,16 @@ def _complete(words: str, cword: int) -> list[str]:
 
 def test_shell_completion_of_transforms_parameters_and_entries(cli: Cli, kimi: Path) -> None:
     assert _complete(f"patcher apply {kimi} strip", 3) == [
+        "strip-bom",
         "strip-ct-kv-cache-scheme",
         "strip-fp8-kv-cache",
     ]
     assert _complete(f"patcher apply {kimi} set-context-length --set ", 5) == ["length="]
-    assert _complete("patcher show strip", 2) == ["strip-ct-kv-cache-scheme", "strip-fp8-kv-cache"]
+    assert _complete("patcher show strip", 2) == [
+        "strip-bom",
+        "strip-ct-kv-cache-scheme",
+        "strip-fp8-kv-cache",
+    ]
     cli("apply", kimi, "strip-fp8-kv-cache")
     assert _complete(f"patcher revert {kimi} ", 3) == ["strip-fp8-kv-cache", "#1"]
 

@@ -169,6 +169,19 @@ CASES = [
         "bfloat16-gpu",
         "--dtype half",
     ),
+    # vLLM 0.16.0 and 0.33.0 on a config.json with a BOM (snapshots/engines, ~bom-config)
+    (
+        "OSError: It looks like the config file at '/m/kimi/config.json' is not a valid JSON file.",
+        "unreadable-json",
+        "patcher apply /m/kimi strip-bom",
+    ),
+    # ... and on hf_quant_config.json with one (~bom-hf-quant-config)
+    (
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n  Value "
+        "error, Unexpected UTF-8 BOM (decode using utf-8-sig): line 1 column 1 (char 0)",
+        "unreadable-json",
+        "patcher apply /m/kimi strip-bom",
+    ),
     # transformers 5.24.0 modeling_rope_utils.py L1153
     (
         "KeyError: \"Missing required keys in `rope_parameters` for 'rope_type'='yarn': "

@@ -41,6 +41,8 @@ def hub() -> Iterator[tuple[Hub, str]]:
     server.add_repo("org/deep", {"config.json": b"[" * 100_000 + b"]" * 100_000})
     # Parsed by Python 3.13's json, then too deep for the comparison's own recursion.
     server.add_repo("org/deep5k", {"config.json": b'{"a": ' + b"[" * 5000 + b"]" * 5000 + b"}"})
+    marked = dict(files, **{"config.json": b"\xef\xbb\xbf" + files["config.json"]})
+    server.add_repo("org/marked", marked)
     with serve(server) as url:
         yield server, url
 
@@ -515,3 +517,27 @@ def test_a_pipe_among_the_compared_files_is_refused_not_waited_on(
     env = {"HF_ENDPOINT": url, "HF_HUB_CACHE": str(tmp_path / "cache")}
     code, _, err = run("diff", folder, "--upstream", REPO, env=env)
     refused(code, err, "generation_config.json: is not a regular file", f"patcher status {folder}")
+
+
+def test_a_stripped_mark_under_a_later_edit_is_explained(
+    hub: tuple[Hub, str], tmp_path: Path
+) -> None:
+    """strip-bom changes no value; strip-fp8-kv-cache on top of it still explains its edit (the
+    whole-text record used to be taken for the last edit of every pointer)."""
+    _, url = hub
+    cache = tmp_path / "cache"
+    snapshot = Path(
+        snapshot_download("org/marked", cache_dir=cache, endpoint=url, allow_patterns=["*.json"])
+    )
+    env = {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": url}
+    for name in ("strip-bom", "strip-fp8-kv-cache"):
+        code, _, err = run("apply", "org/marked", name, env=env)
+        assert code == 0, err
+    assert not (snapshot / "config.json").read_bytes().startswith(b"\xef\xbb\xbf")
+    code, out, err = run("diff", "org/marked", "--upstream", "--json", env=env)
+    assert code == 0, out + err
+    result = json.loads(out)
+    assert result["unexplained"] == 0
+    assert ("config.json", "/quantization_config/kv_cache_scheme", "strip-fp8-kv-cache") in {
+        (f["path"], d["pointer"], d["transform"]) for f in result["files"] for d in f["differences"]
+    }

@@ -9,8 +9,10 @@ from typing import Any
 from patcher.checkpoint import Checkpoint
 from patcher.document import read_json_file
 from patcher.errors import InputFileError
+from patcher.fsio import open_regular
 
 ENGINE_FILES = ("config.json", "hf_quant_config.json")
+BOM = b"\xef\xbb\xbf"  # UTF-8 byte-order mark: json.loads refuses the text it decodes to
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +23,7 @@ class ConfigFiles:
     hf_quant: dict[str, Any] | None
     source: str = "config.json"  # where config came from, for messages
     weights: bool = False  # whether *.safetensors files sit beside them (listed, never read)
+    bom: frozenset[str] = frozenset()  # the files among them that start with a BOM
 
 
 def _load(checkpoint: Checkpoint, name: str) -> dict[str, Any] | None:
@@ -42,6 +45,16 @@ def has_safetensors(checkpoint: Checkpoint) -> bool:
         return False
 
 
+def starts_with_bom(checkpoint: Checkpoint, name: str) -> bool:
+    """Whether the file starts with a UTF-8 byte-order mark (False when it cannot be read:
+    reading it for its values reports why)."""
+    try:
+        with os.fdopen(open_regular(checkpoint.path(name)), "rb") as handle:
+            return handle.read(len(BOM)) == BOM
+    except (OSError, ValueError):
+        return False
+
+
 def read_config_files(checkpoint: Checkpoint) -> ConfigFiles:
     """The files the engine model reads, from the checkpoint as it is now."""
     return ConfigFiles(
@@ -49,4 +62,5 @@ def read_config_files(checkpoint: Checkpoint) -> ConfigFiles:
         _load(checkpoint, "hf_quant_config.json"),
         str(checkpoint.path("config.json")),
         has_safetensors(checkpoint),
+        frozenset(name for name in ENGINE_FILES if starts_with_bom(checkpoint, name)),
     )

@@ -430,6 +430,22 @@ def _attention_error(engine: Engine, gpu: Gpu, kv: Derived, head_size: int) -> S
     )
 
 
+def _bom_error(files: ConfigFiles, quant_source: str | None) -> StartupError | None:
+    """A byte-order mark where vLLM reads JSON as text: transformers wraps json.loads's refusal
+    of config.json in an OSError; hf_quant_config.json (read when config.json has no
+    quantization_config) fails json.load itself. Both recorded at 0.16.0 and 0.33.0."""
+    if "config.json" in files.bom:
+        path = files.source.split(" (")[0]
+        message = f"It looks like the config file at '{path}' is not a valid JSON file."
+        name = "config.json"
+    elif quant_source == "hf_quant_config.json" and quant_source in files.bom:
+        message = "Unexpected UTF-8 BOM (decode using utf-8-sig): line 1 column 1 (char 0)"
+        name = quant_source
+    else:
+        return None
+    return StartupError(message, code="bom", file=name, pointer="", transform="strip-bom")
+
+
 def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
     """Everything vLLM's config stage derives from these files."""
     errors: list[StartupError] = []
@@ -442,8 +458,13 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
         )
         none = Derived(None, "no config.json")
         return EngineView(engine, gpu, none, none, none, False, None, (missing,))
-    length = max_model_len(engine, config)
     quant, source = _quant_config(files)
+    # vLLM stops at the mark; the rest is still derived (patcher reads the values past it), so
+    # that one plan names every fix.
+    unreadable = _bom_error(files, source)
+    if unreadable is not None:
+        errors.append(unreadable)
+    length = max_model_len(engine, config)
     quantization: str | None = None
     kv = Derived("auto", "no quantization config: the model dtype")
     if quant is not None and source is not None:
