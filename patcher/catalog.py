@@ -28,6 +28,19 @@ def builtin_transforms() -> tuple[Transform, ...]:
     return tuple(sorted(found, key=lambda t: t.name))
 
 
+def _nearest(reference: str, names: list[str]) -> list[str]:
+    """The built-in name closest to ``reference``, whole or by its start: a typo in the start
+    of a long name ("strip-fp9") is nearer to it than to a short name of equal length."""
+
+    def score(name: str) -> float:
+        whole = difflib.SequenceMatcher(None, reference, name).ratio()
+        start = difflib.SequenceMatcher(None, reference, name[: len(reference)]).ratio()
+        return max(whole, start)
+
+    best = max(names, key=score, default=None)
+    return [best] if best is not None and score(best) >= 0.5 else []
+
+
 def find_transform(reference: str) -> Transform:
     """A built-in transform by name, or a user's transform file by path."""
     path = Path(reference)
@@ -51,8 +64,7 @@ def find_transform(reference: str) -> Transform:
             return transform
     if path.is_file():
         return load_transform_file(path)
-    names = [t.name for t in builtin_transforms()]
-    close = difflib.get_close_matches(reference, names, n=1, cutoff=0.5)
+    close = _nearest(reference, [t.name for t in builtin_transforms()])
     suggestion = f"; did you mean {close[0]!r}?" if close else ""
     raise TransformError(
         f"unknown transform {reference!r}{suggestion}",

@@ -97,6 +97,14 @@ def test_unknown_transform_suggests_closest(cli: Cli, kimi: Path) -> None:
     message = refused(cli, kimi, "apply", kimi, "strip-fp8-kv-cach")
     assert "did you mean 'strip-fp8-kv-cache'" in message
     assert "next: patcher show strip-fp8-kv-cache" in message
+    # A typo at the start of a long name is nearer to it than to a short name of that length
+    # (whole-name closeness alone offered strip-bom for strip-fp9).
+    for typed, meant in (
+        ("strip-fp9", "strip-fp8-kv-cache"),
+        ("strip-bmo", "strip-bom"),
+        ("context-length", "set-context-length"),
+    ):
+        assert f"did you mean {meant!r}" in refused(cli, kimi, "apply", kimi, typed)
 
 
 PARAM_BODY = """
