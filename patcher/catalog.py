@@ -35,10 +35,11 @@ def _nearest(reference: str, names: list[str]) -> list[str]:
     def score(name: str) -> float:
         whole = difflib.SequenceMatcher(None, reference, name).ratio()
         start = difflib.SequenceMatcher(None, reference, name[: len(reference)]).ratio()
-        return max(whole, start)
+        # The start must be nearly all there: two letters of "drop" in "nope" are no match.
+        return max(whole if whole >= 0.5 else 0.0, start if start >= 0.8 else 0.0)
 
     best = max(names, key=score, default=None)
-    return [best] if best is not None and score(best) >= 0.5 else []
+    return [best] if best is not None and score(best) > 0 else []
 
 
 def find_transform(reference: str) -> Transform:
