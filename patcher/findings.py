@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.document import read_json_file, shown
-from patcher.engines.files import ENGINE_FILES, ConfigFiles, has_safetensors, starts_with_bom
+from patcher.engines.files import ENGINE_FILES, config_files, starts_with_bom
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.model import derive
 from patcher.engines.target import Engine, parse_engine
@@ -374,18 +374,10 @@ def check_checkpoint(
         )
     view = None
     if target is not None:
-        view = derive(
-            target,
-            ConfigFiles(
-                files.get("config.json"),
-                files.get("hf_quant_config.json"),
-                str(ckpt.path("config.json")),
-                has_safetensors(ckpt),
-                frozenset(name for name in ENGINE_FILES if starts_with_bom(ckpt, name)),
-            ),
-            device,
-        )
+        parsed = config_files(ckpt, files.get("config.json"), files.get("hf_quant_config.json"))
+        view = derive(target, parsed, device)
 
+    engine_name = None if target is None else target.name
     journal = read_journal(ckpt)
     applied = {e.transform for e in journal.applied}
 
@@ -414,7 +406,7 @@ def check_checkpoint(
         *_sliding_window(files, apply),
         *_missing_mtp(files, apply),
         *_generation_cap(files, apply),
-        *_null_dtype(files, apply, None if target is None else target.name),
-        *_bom(files, apply, None if target is None else target.name),
+        *_null_dtype(files, apply, engine_name),
+        *_bom(files, apply, engine_name),
     ]
     return CheckReport(ckpt.root, tuple(findings), view)

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 from patcher.catalog import builtin_transforms, find_transform
 from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.document import canonical
-from patcher.engines.files import BOM, ENGINE_FILES, ConfigFiles, read_config_files
+from patcher.engines.files import ENGINE_FILES, ConfigFiles, bom_after, read_config_files
 from patcher.engines.model import derive
 from patcher.engines.view import StartupError
 from patcher.errors import PatcherError
@@ -100,15 +100,17 @@ def upstream_files(checkpoint: Checkpoint, journal: Journal) -> ConfigFiles:
         "hf_quant_config.json": current.hf_quant,
     }
     source = current.source
-    bom = set(current.bom)
-    for name, data in originals(checkpoint, journal).items():
-        if name in ENGINE_FILES:
-            found[name] = json.loads(data)
-            (bom.add if data.startswith(BOM) else bom.discard)(name)
-            if name == "config.json":
-                source = f"{source} (as upstream shipped it)"
+    upstream = {n: d for n, d in originals(checkpoint, journal).items() if n in ENGINE_FILES}
+    for name, data in upstream.items():
+        found[name] = json.loads(data)
+        if name == "config.json":
+            source = f"{source} (as upstream shipped it)"
     return ConfigFiles(
-        found["config.json"], found["hf_quant_config.json"], source, current.weights, frozenset(bom)
+        found["config.json"],
+        found["hf_quant_config.json"],
+        source,
+        current.weights,
+        bom_after(current.bom, upstream),
     )
 
 

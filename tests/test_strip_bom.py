@@ -137,3 +137,10 @@ def test_strip_bom_round_trips_any_document(document: object, data: st.DataObjec
         assert (root / "config.json").read_bytes() == text
         api.revert(root, "strip-bom")
         assert (root / "config.json").read_bytes() == BOM + text
+
+
+def test_the_engine_error_names_a_folder_with_parentheses_whole(cli: Cli, kimi: Path) -> None:
+    root = kimi.rename(kimi.with_name("Kimi (copy)"))
+    _with_bom(root, "config.json")
+    code, out, _ = cli("check", root, "--engine", "vllm==0.33.0")
+    assert code == 1 and f"the config file at '{root}/config.json' is not a valid JSON" in out

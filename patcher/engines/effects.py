@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from patcher.engines.files import BOM, ENGINE_FILES, ConfigFiles
+from patcher.engines.files import ConfigFiles, bom_after
 from patcher.engines.model import derive
 from patcher.engines.target import Engine
 from patcher.engines.view import Derived
@@ -59,11 +59,7 @@ def patched_files(before: ConfigFiles, changed: Mapping[str, bytes]) -> ConfigFi
         pick("hf_quant_config.json", before.hf_quant),
         f"{before.source} (as the transform would leave it)",
         before.weights,
-        frozenset(
-            name
-            for name in ENGINE_FILES
-            if (changed[name].startswith(BOM) if name in changed else name in before.bom)
-        ),
+        bom_after(before.bom, changed),
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,16 +52,34 @@ def starts_with_bom(checkpoint: Checkpoint, name: str) -> bool:
     try:
         with os.fdopen(open_regular(checkpoint.path(name)), "rb") as handle:
             return handle.read(len(BOM)) == BOM
-    except (OSError, ValueError):
+    except OSError:
         return False
+
+
+def bom_after(before: frozenset[str], replaced: Mapping[str, bytes]) -> frozenset[str]:
+    """The engine files with a byte-order mark once ``replaced`` (name -> bytes) are put in."""
+    return frozenset(
+        name
+        for name in ENGINE_FILES
+        if (replaced[name].startswith(BOM) if name in replaced else name in before)
+    )
+
+
+def config_files(
+    checkpoint: Checkpoint, config: dict[str, Any] | None, hf_quant: dict[str, Any] | None
+) -> ConfigFiles:
+    """The engine model's view of the checkpoint's files, given them parsed."""
+    return ConfigFiles(
+        config,
+        hf_quant,
+        str(checkpoint.path("config.json")),
+        has_safetensors(checkpoint),
+        frozenset(name for name in ENGINE_FILES if starts_with_bom(checkpoint, name)),
+    )
 
 
 def read_config_files(checkpoint: Checkpoint) -> ConfigFiles:
     """The files the engine model reads, from the checkpoint as it is now."""
-    return ConfigFiles(
-        _load(checkpoint, "config.json"),
-        _load(checkpoint, "hf_quant_config.json"),
-        str(checkpoint.path("config.json")),
-        has_safetensors(checkpoint),
-        frozenset(name for name in ENGINE_FILES if starts_with_bom(checkpoint, name)),
+    return config_files(
+        checkpoint, _load(checkpoint, "config.json"), _load(checkpoint, "hf_quant_config.json")
     )

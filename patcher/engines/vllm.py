@@ -8,6 +8,7 @@ derives from every snapshot config; ``tests/test_engine_truth.py`` holds this mo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -435,7 +436,7 @@ def _bom_error(files: ConfigFiles, quant_source: str | None) -> StartupError | N
     of config.json in an OSError; hf_quant_config.json (read when config.json has no
     quantization_config) fails json.load itself. Both recorded at 0.16.0 and 0.33.0."""
     if "config.json" in files.bom:
-        path = files.source.split(" (")[0]
+        path = re.sub(r" \([^()/]*\)$", "", files.source)  # without "(as upstream ...)"
         message = f"It looks like the config file at '{path}' is not a valid JSON file."
         name = "config.json"
     elif quant_source == "hf_quant_config.json" and quant_source in files.bom:
