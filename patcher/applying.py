@@ -100,36 +100,57 @@ def _effect_warnings(
     plans: tuple[FilePlan, ...],
     engine: Engine | None,
 ) -> tuple[str, ...]:
-    """Refuse when ``engine`` ignores the edit; without one, warn about the versions that do."""
-    if not transform.effects or not plans:
+    """Refuse when ``engine`` ignores the edit or would no longer start after it; without one,
+    warn about the sampled versions where that happens (for transforms declaring effects)."""
+    if not plans or (engine is None and not transform.effects):
         return ()
-    from patcher.engines.effects import SAMPLED_VLLM, missed_effects, patched_files, version_ranges
+    from patcher.engines.effects import (
+        SAMPLED_VLLM,
+        missed_effects,
+        new_refusals,
+        patched_files,
+        version_ranges,
+    )
     from patcher.engines.files import read_config_files
 
-    after = patched_files(
-        read_config_files(checkpoint), {p.path: p.after for p in plans if p.kind == "json"}
-    )
-    missed = missed_effects(transform, values, after, [engine] if engine else SAMPLED_VLLM)
-    if not missed:
-        return ()
-    first = missed[0]
-    flags = transform.runtime.flags if transform.runtime else ()
-    flag = " ".join(substitute(f, values) for f in flags) or None
-    what = (
-        f"{first.effect} stays {first.derived.value} there ({first.derived.reason}), "
-        f"not {first.claimed}"
-    )
-    if engine is not None:
-        raise DoesNotApplyError(
-            f"{transform.name} has no effect on {engine}: {what}; nothing changed",
-            file=checkpoint.root,
-            hint=f"start the server with {flag}" if flag else "see patcher show " + transform.name,
+    before = read_config_files(checkpoint)
+    after = patched_files(before, {p.path: p.after for p in plans if p.kind == "json"})
+    engines = [engine] if engine else SAMPLED_VLLM
+    missed = missed_effects(transform, values, after, engines)
+    refused = new_refusals(before, after, engines)
+    warnings: list[str] = []
+    if missed:
+        first = missed[0]
+        flags = transform.runtime.flags if transform.runtime else ()
+        flag = " ".join(substitute(f, values) for f in flags) or None
+        what = (
+            f"{first.effect} stays {first.derived.value} there ({first.derived.reason}), "
+            f"not {first.claimed}"
         )
-    versions = version_ranges(m.engine for m in missed)
-    return (
-        f"{transform.name} has no effect on {versions}: {what}"
-        + (f"; there, start the server with {flag}" if flag else ""),
-    )
+        if engine is not None:
+            raise DoesNotApplyError(
+                f"{transform.name} has no effect on {engine}: {what}; nothing changed",
+                file=checkpoint.root,
+                hint=f"start the server with {flag}"
+                if flag
+                else "see patcher show " + transform.name,
+            )
+        warnings.append(
+            f"{transform.name} has no effect on {version_ranges(m.engine for m in missed)}: {what}"
+            + (f"; there, start the server with {flag}" if flag else "")
+        )
+    if refused:
+        error = refused[0].error
+        if engine is not None:
+            raise DoesNotApplyError(
+                f"{transform.name} would stop {engine} from starting: {error.message}; "
+                "nothing changed",
+                file=checkpoint.root,
+                hint=error.note or f"patcher check {checkpoint.arg} --engine {engine}",
+            )
+        versions = version_ranges(r.engine for r in refused if r.error.code == error.code)
+        warnings.append(f"{transform.name} makes {versions} refuse to start: {error.message}")
+    return tuple(warnings)
 
 
 def apply_transform(

@@ -14,11 +14,12 @@ from typing import Any, ClassVar
 
 from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.document import read_json_file, shown
-from patcher.engines.files import ENGINE_FILES, config_files, starts_with_bom
+from patcher.engines.files import ENGINE_FILES, READ_FILES, config_files, starts_with_bom
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.model import derive
 from patcher.engines.target import Engine, parse_engine
 from patcher.engines.view import EngineView
+from patcher.engines.vllm import partial_sliding_window as vllm_partial_sliding_window
 from patcher.errors import TargetError
 from patcher.journal import read_journal
 from patcher.results import JsonResult
@@ -232,19 +233,23 @@ def _eos_mismatch(files: _Files, apply: Callable[[str], str]) -> Iterator[Findin
         )
 
 
-def _sliding_window(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:
-    model, base = _language_model(files.get("config.json"))
-    if dig(model, ("use_sliding_window",)) is not True:
+def _sliding_window(
+    files: _Files, apply: Callable[[str], str], engine: str | None
+) -> Iterator[Finding]:
+    """Sliding window on only some layers of a model vLLM builds on its Qwen2Model, which
+    refuses it when the model is built (recorded with vLLM 0.16.0 and 0.33.0). Judged against
+    vLLM it is the engine model's start-up error instead; SGLang is not claimed."""
+    config = files.get("config.json")
+    if engine is not None or not isinstance(config, dict):
         return
-    window_layers = dig(model, ("max_window_layers",))
-    layers = dig(model, ("num_hidden_layers",))
-    if isinstance(window_layers, int) and isinstance(layers, int) and window_layers < layers:
+    refused = vllm_partial_sliding_window(config)
+    if refused is not None:
         yield Finding(
             "partial-sliding-window",
             "config.json",
-            _pointer((*base, "use_sliding_window")),
-            f"use_sliding_window is true with max_window_layers {window_layers} < "
-            f"num_hidden_layers {layers}: older vLLM refuses sliding window on only some layers",
+            refused.pointer or "",
+            'sliding window on only some layers: vLLM does not build the model ("Sliding '
+            'window for some but all layers is not supported"; 0.8.4 to 0.33.0 at least)',
             "disable-sliding-window",
             apply("disable-sliding-window"),
         )
@@ -272,17 +277,36 @@ def _missing_mtp(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding
             )
 
 
-def _generation_cap(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:
+def _generation_cap(
+    files: _Files, apply: Callable[[str], str], view: EngineView | None
+) -> Iterator[Finding]:
+    """max_new_tokens in generation_config.json. Recorded: vLLM 0.16.0 cuts every response at
+    it, whatever max_tokens the request asks; 0.33.0 takes it only as the default of requests
+    that set none (PR #34063, first in 0.17.0), and SGLang 0.5.23 does not take it. So judged
+    against an engine, it is a finding only where that engine caps responses."""
     value = dig(files.get("generation_config.json"), ("max_new_tokens",))
-    if isinstance(value, int):
-        yield Finding(
-            "generation-max-new-tokens",
-            "generation_config.json",
-            "/max_new_tokens",
-            f"max_new_tokens {value}: vLLM before PR #34063 caps every response at it",
-            "drop-generation-max-new-tokens",
-            apply("drop-generation-max-new-tokens"),
+    if not isinstance(value, int):
+        return
+    if view is None:
+        message = (
+            f"max_new_tokens {value}: vLLM before 0.17 cuts every response at it, whatever "
+            "max_tokens the request asks (PR #34063); later versions take it as a default only"
         )
+    elif view.max_tokens_cap.value is not None:
+        message = (
+            f"max_new_tokens {value}: {view.engine} cuts every response at "
+            f"{view.max_tokens_cap.value} tokens, whatever max_tokens the request asks"
+        )
+    else:
+        return
+    yield Finding(
+        "generation-max-new-tokens",
+        "generation_config.json",
+        "/max_new_tokens",
+        message,
+        "drop-generation-max-new-tokens",
+        apply("drop-generation-max-new-tokens"),
+    )
 
 
 def _null_dtype(
@@ -374,7 +398,7 @@ def check_checkpoint(
         )
     view = None
     if target is not None:
-        parsed = config_files(ckpt, files.get("config.json"), files.get("hf_quant_config.json"))
+        parsed = config_files(ckpt, *(files.get(name) for name in READ_FILES))
         view = derive(target, parsed, device)
 
     engine_name = None if target is None else target.name
@@ -403,9 +427,9 @@ def check_checkpoint(
         *_kv_disagreement(files, apply),
         *_rope_downgrade(files, f"patcher diff {ckpt.arg}"),
         *_eos_mismatch(files, apply),
-        *_sliding_window(files, apply),
+        *_sliding_window(files, apply, engine_name),
         *_missing_mtp(files, apply),
-        *_generation_cap(files, apply),
+        *_generation_cap(files, apply, view),
         *_null_dtype(files, apply, engine_name),
         *_bom(files, apply, engine_name),
     ]

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 from patcher.catalog import builtin_transforms, find_transform
 from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.document import canonical
-from patcher.engines.files import ENGINE_FILES, ConfigFiles, bom_after, read_config_files
+from patcher.engines.files import READ_FILES, ConfigFiles, bom_after, read_config_files
 from patcher.engines.model import derive
 from patcher.engines.view import StartupError
 from patcher.errors import PatcherError
@@ -98,9 +98,10 @@ def upstream_files(checkpoint: Checkpoint, journal: Journal) -> ConfigFiles:
     found: dict[str, Any] = {
         "config.json": current.config,
         "hf_quant_config.json": current.hf_quant,
+        "generation_config.json": current.generation,
     }
     source = current.source
-    upstream = {n: d for n, d in originals(checkpoint, journal).items() if n in ENGINE_FILES}
+    upstream = {n: d for n, d in originals(checkpoint, journal).items() if n in READ_FILES}
     for name, data in upstream.items():
         found[name] = json.loads(data)
         if name == "config.json":
@@ -111,6 +112,7 @@ def upstream_files(checkpoint: Checkpoint, journal: Journal) -> ConfigFiles:
         source,
         current.weights,
         bom_after(current.bom, upstream),
+        found["generation_config.json"],
     )
 
 

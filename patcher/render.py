@@ -121,8 +121,13 @@ def transform_text(t: Transform, flags_verdict: str | None = None) -> str:
     if t.symptom:
         lines += ["", "Fixes:", f"  {t.symptom}"]
     lines += ["", "Why:", f"  {t.why}", "", "Undo when:", f"  {t.undo_when}"]
+    flags = " ".join(t.runtime.flags) if t.runtime else ""
+    note = [f"  {t.runtime.note}"] if t.runtime and t.runtime.note else []
     if t.engine_flag:
         lines += ["", "Engine flag that does the same without editing files:", f"  {t.engine_flag}"]
+        lines += note
+    elif flags or note:
+        lines += ["", "Engine flags:", *([f"  {flags}"] if flags else []), *note]
     if flags_verdict:
         lines += [f"  {flags_verdict}"]
     if t.effects:
@@ -329,6 +334,8 @@ def engine_json(v: EngineView) -> dict[str, Any]:
         "max_model_len": v.max_model_len.value,
         "kv_cache_dtype": v.kv_cache_dtype.value,
         "dtype": v.dtype.value,
+        "sampling_defaults": v.sampling_defaults.value,
+        "max_tokens_cap": v.max_tokens_cap.value,
         "quantization": v.quantization.value,
         "mla": v.mla,
         "attention_backends": None if v.attention_backends is None else list(v.attention_backends),
@@ -347,6 +354,8 @@ def engine_json(v: EngineView) -> dict[str, Any]:
             "max_model_len": v.max_model_len.reason,
             "kv_cache_dtype": v.kv_cache_dtype.reason,
             "dtype": v.dtype.reason,
+            "sampling_defaults": v.sampling_defaults.reason,
+            "max_tokens_cap": v.max_tokens_cap.reason,
             "quantization": v.quantization.reason,
         },
     }
@@ -360,6 +369,15 @@ def engine_text(v: EngineView) -> list[str]:
     lines.append(f"  kv_cache_dtype  {v.kv_cache_dtype.value}  ({v.kv_cache_dtype.reason})")
     dtype = "unknown" if v.dtype.value is None else v.dtype.value
     lines.append(f"  dtype           {dtype}  ({v.dtype.reason})")
+    defaults = v.sampling_defaults.value
+    shown = (
+        "unknown"
+        if defaults is None
+        else ", ".join(f"{k}={json.dumps(x)}" for k, x in sorted(defaults.items())) or "none"
+    )
+    lines.append(f"  sampling        {shown}  ({v.sampling_defaults.reason})")
+    cap = "none" if v.max_tokens_cap.value is None else v.max_tokens_cap.value
+    lines.append(f"  max_tokens cap  {cap}  ({v.max_tokens_cap.reason})")
     lines.append(f"  quantization    {v.quantization.value}  ({v.quantization.reason})")
     lines.append(f"  MLA             {'yes' if v.mla else 'no'}")
     if v.attention_backends is not None:

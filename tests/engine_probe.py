@@ -3,7 +3,8 @@
 Usage: ENGINE_VENV/bin/python tests/engine_probe.py CASES.json OUT.json
 
 CASES.json is ``{"case name": "/path/to/checkpoint/dir", ...}``. For each case this runs vLLM's
-own config code on CPU and records what it derives; OUT.json gets one object per case plus the
+own config code on CPU and records what it derives, then builds the model class it picks on the
+meta device (no weights) and records the first error; OUT.json gets one object per case plus the
 version's attention-backend table. It imports nothing from patcher: it is the ground truth that
 patcher's engine model is compared against (tests/test_engine_truth.py).
 """
@@ -44,6 +45,43 @@ def _cuda_priorities() -> Any:
             sys.modules[name] = types.ModuleType(name)
             sys.modules.pop("vllm.platforms.cuda", None)
     raise ImportError("vllm.platforms.cuda")
+
+
+QUANT_METHODS = (
+    "mxfp4",
+    "gpt_oss_mxfp4",
+    "modelopt",
+    "modelopt_fp4",
+    "modelopt_mxfp8",
+    "modelopt_mixed",
+    "fp8",
+    "bitsandbytes",
+    "compressed-tensors",
+    "awq",
+    "gptq",
+)
+
+
+def act_dtypes() -> dict[str, Any]:
+    """Each quantization method's get_supported_act_dtypes(), which VllmConfig holds the model
+    dtype to (or why it has none here)."""
+    from vllm.model_executor.layers.quantization import (
+        QUANTIZATION_METHODS,
+        get_quantization_config,
+    )
+
+    table: dict[str, Any] = {}
+    for method in QUANT_METHODS:
+        if method not in QUANTIZATION_METHODS:
+            table[method] = "not registered"
+            continue
+        config_class = get_quantization_config(method)
+        try:
+            dtypes = config_class.get_supported_act_dtypes()
+        except TypeError:  # an instance method that reads nothing of the instance
+            dtypes = config_class.get_supported_act_dtypes(None)
+        table[method] = [str(d).removeprefix("torch.") for d in dtypes]
+    return table
 
 
 def backend_table() -> dict[str, Any]:
@@ -120,6 +158,63 @@ def _dtype_on(mc: Any, path: str, capability: str) -> str:
         platforms._current_platform = saved[1]
 
 
+PROMPT_TOKENS = 16
+
+
+def _max_tokens(max_model_len: int, defaults: dict[str, Any]) -> dict[str, int]:
+    """The entry points' own get_max_tokens for a prompt of PROMPT_TOKENS: a request asking
+    for the whole rest of the context, and one that sets no max_tokens."""
+    try:
+        from vllm.entrypoints.serve.utils.api_utils import get_max_tokens
+    except ImportError:
+        from vllm.entrypoints.utils import get_max_tokens
+    rest = max_model_len - PROMPT_TOKENS
+    return {
+        "asked_rest": get_max_tokens(max_model_len, rest, PROMPT_TOKENS, defaults),
+        "unset": get_max_tokens(max_model_len, None, PROMPT_TOKENS, defaults),
+    }
+
+
+_DISTRIBUTED: list[bool] = []
+SLIDING_OFF = {"use_sliding_window": False}
+
+
+def _build(mc: Any) -> str:
+    """Build the model class vLLM picks for these files on the meta device (no weights, no
+    memory) and return the first error, in vLLM's words. On a machine without a GPU the build
+    of a model that passes every check of its own ends at the attention backend ("Invalid
+    attention backend for None"): that is as far as the files can take it here."""
+    import socket
+
+    import torch
+    from vllm.config import DeviceConfig, VllmConfig, set_current_vllm_config
+    from vllm.distributed import init_distributed_environment, initialize_model_parallel
+    from vllm.model_executor.model_loader.utils import get_model_architecture
+
+    try:
+        vllm_config = VllmConfig(model_config=mc, device_config=DeviceConfig(device="cpu"))
+        model_class, _ = get_model_architecture(mc)
+        with set_current_vllm_config(vllm_config):
+            if not _DISTRIBUTED:
+                with socket.socket() as free:
+                    free.bind(("127.0.0.1", 0))
+                    port = free.getsockname()[1]
+                init_distributed_environment(
+                    world_size=1,
+                    rank=0,
+                    distributed_init_method=f"tcp://127.0.0.1:{port}",
+                    local_rank=0,
+                    backend="gloo",
+                )
+                initialize_model_parallel(1, 1)
+                _DISTRIBUTED.append(True)
+            with torch.device("meta"):
+                model_class(vllm_config=vllm_config, prefix="")
+    except Exception as exc:
+        return _error(exc)
+    return "built"
+
+
 def probe(path: str, table: dict[str, Any]) -> dict[str, Any]:
     """What vLLM's config stage derives for one checkpoint directory."""
     from vllm.config import LoadConfig, ModelConfig
@@ -138,8 +233,25 @@ def probe(path: str, table: dict[str, Any]) -> dict[str, Any]:
     try:
         found["sampling_defaults"] = mc.get_diff_sampling_param()
         found["generation_eos_token_id"] = mc.try_get_generation_config().get("eos_token_id")
+        # The most tokens a response gets: asking for all the context, and asking for none.
+        found["max_tokens"] = _max_tokens(mc.max_model_len, found["sampling_defaults"])
     except Exception as exc:
         found["startup_errors"].append(_error(exc))
+    found["sliding_window"] = mc.get_sliding_window()
+    found["model_build"] = _build(mc)
+    text = mc.hf_text_config
+    if getattr(text, "use_sliding_window", None) is not None or found["sliding_window"]:
+        # What the engine's own switches make of the same files, instead of an edit.
+        found["sliding_window_switches"] = {}
+        for switch, kwargs in (
+            ("--disable-sliding-window", {"disable_sliding_window": True}),
+            ("--hf-overrides use_sliding_window=false", {"hf_overrides": SLIDING_OFF}),
+        ):
+            switched = ModelConfig(model=path, tokenizer=path, skip_tokenizer_init=True, **kwargs)
+            found["sliding_window_switches"][switch] = {
+                "max_model_len": switched.max_model_len,
+                "model_build": _build(switched),
+            }
     found["quantization"] = mc.quantization
     found["mla"] = bool(getattr(mc, "use_mla", getattr(mc, "is_deepseek_mla", False)))
     try:
@@ -181,6 +293,7 @@ def main() -> None:
         "engine": "vllm",
         "version": vllm.__version__,
         "backend_table": table,
+        "act_dtypes": act_dtypes(),
         "cases": results,
     }
     Path(out_file).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")

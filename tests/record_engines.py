@@ -61,6 +61,30 @@ def build_cases(work: Path) -> dict[str, str]:
         config = json.loads((case / "config.json").read_text())
         config["torch_dtype"] = dtype
         (case / "config.json").write_text(json.dumps(config, indent=2))
+    # generation_config.json: a max_new_tokens (Qwen3-1.7B-Base's 2048, vLLM #34005), and
+    # values equal to transformers' own defaults next to it.
+    for suffix, extra in (
+        ("max-new-tokens", {"max_new_tokens": 2048}),
+        (
+            "generation-neutral-values",
+            {"temperature": 1.0, "top_k": 50, "top_p": 1.0, "repetition_penalty": 1.0},
+        ),
+    ):
+        case = work / f"deepseek-r1-distill-qwen-32b~{suffix}"
+        make(case.name, [SNAPSHOTS / "configs" / "deepseek-r1-distill-qwen-32b"])
+        generation = json.loads((case / "generation_config.json").read_text())
+        (case / "generation_config.json").write_text(json.dumps({**generation, **extra}, indent=2))
+    # Sliding window on only some layers (use_sliding_window with max_window_layers below
+    # num_hidden_layers), which vLLM's Qwen2Model refuses when it builds the model.
+    case = work / "deepseek-r1-distill-qwen-32b~partial-sliding-window"
+    make(case.name, [SNAPSHOTS / "configs" / "deepseek-r1-distill-qwen-32b"])
+    config = json.loads((case / "config.json").read_text())
+    config.update(use_sliding_window=True, max_window_layers=28, sliding_window=4096)
+    (case / "config.json").write_text(json.dumps(config, indent=2))
+    # ... and after disable-sliding-window (its edit: use_sliding_window false).
+    fixed = work / f"{case.name}+disable-sliding-window"
+    make(fixed.name, [case])
+    (fixed / "config.json").write_text(json.dumps({**config, "use_sliding_window": False}))
     # A UTF-8 byte-order mark at the start of each file vLLM reads as JSON text.
     for model, name in (
         ("devstral-small-2507", "config.json"),

@@ -4,9 +4,10 @@ Usage: SGLANG_VENV/bin/python tests/sglang_probe.py CASES.json OUT.json
 
 For each case (``{"case name": "/path/to/checkpoint/dir"}``) this builds SGLang's own
 ``ModelConfig(model_path=DIR)`` on CPU and records the model dtype ``--dtype auto`` resolves
-to and the context length. A case SGLang cannot configure on a machine without a GPU (remote
-code, a quantization method only its CUDA build registers) is recorded with its error and not
-compared. It imports nothing from patcher (tests/test_engine_truth.py compares).
+to, the context length, and the request defaults it takes from generation_config.json. A case
+SGLang cannot configure on a machine without a GPU (remote code, a quantization method only its
+CUDA build registers) is recorded with its error and not compared. It imports nothing from
+patcher (tests/test_engine_truth.py compares).
 """
 
 from __future__ import annotations
@@ -22,10 +23,16 @@ def probe(path: str) -> dict[str, Any]:
     from sglang.srt.configs.model_config import ModelConfig
 
     try:
-        config = ModelConfig(model_path=path)
+        # sampling_defaults="model" is the server's default (ModelConfig's own is "openai").
+        config = ModelConfig(model_path=path, sampling_defaults="model")
     except Exception as exc:
         return {"error": " ".join(f"{type(exc).__name__}: {exc}".split())[:300]}
-    return {"dtype": str(config.dtype).removeprefix("torch."), "context_len": config.context_len}
+    return {
+        "dtype": str(config.dtype).removeprefix("torch."),
+        "context_len": config.context_len,
+        # What its OpenAI server takes from generation_config.json as request defaults.
+        "sampling_defaults": config.get_default_sampling_params(),
+    }
 
 
 def main() -> None:

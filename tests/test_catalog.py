@@ -218,8 +218,8 @@ def test_check_reports_fp8_directive_and_exits_1(cli: Cli, kimi: Path) -> None:
         ),
         (
             {
-                "config.json": '{"use_sliding_window": true, "max_window_layers": 28, '
-                '"num_hidden_layers": 64}'
+                "config.json": '{"architectures": ["Qwen2ForCausalLM"], "use_sliding_window": '
+                'true, "sliding_window": 4096, "max_window_layers": 28, "num_hidden_layers": 64}'
             },
             "partial-sliding-window",
             "disable-sliding-window",

@@ -20,6 +20,8 @@ ENGINE_KEYS = {
     "max_model_len",
     "kv_cache_dtype",
     "dtype",
+    "sampling_defaults",
+    "max_tokens_cap",
     "quantization",
     "mla",
     "attention_backends",
@@ -285,3 +287,130 @@ def test_writing_float32_is_refused_where_auto_downcasts_it(
     )
     assert code == 0, err
     assert json.loads((root / "config.json").read_text())["torch_dtype"] == "float16"
+
+
+def _edited(model_checkpoint: object, name: str, **values: object) -> Path:
+    root: Path = model_checkpoint("deepseek-r1-distill-qwen-32b")  # type: ignore[operator]
+    doc = json.loads((root / name).read_text())
+    (root / name).write_text(json.dumps({**doc, **values}, indent=2))
+    return root
+
+
+def test_max_new_tokens_is_a_finding_only_where_it_caps(cli: Cli, model_checkpoint: object) -> None:
+    """vLLM 0.16 cuts every response at max_new_tokens (recorded); from 0.17 it is only the
+    default of requests that set none, and SGLang does not read it: no finding there."""
+    root = _edited(model_checkpoint, "generation_config.json", max_new_tokens=2048)
+    code, out, _ = cli("check", root)
+    assert code == 1
+    assert "max_new_tokens 2048: vLLM before 0.17 cuts every response at it" in out
+    code, out, _ = cli("check", root, "--engine", "vllm==0.16.0")
+    assert code == 1
+    assert "vllm==0.16.0 cuts every response at 2048 tokens" in out
+    assert "  max_tokens cap  2048  (generation_config.json /max_new_tokens 2048: " in out
+    assert "  sampling        max_tokens=2048, temperature=0.6, top_p=0.95  (" in out
+    for engine in ("vllm==0.17.0", "vllm==0.33.0", "sglang==0.5.23"):
+        code, out, _ = cli("check", root, "--engine", engine, "--json")
+        report = json.loads(out)
+        assert code == 0 and report["findings"] == [], engine
+        assert report["engine"]["max_tokens_cap"] is None, engine
+    defaults = json.loads(cli("check", root, "--engine", "vllm==0.33.0", "--json")[1])["engine"]
+    assert defaults["sampling_defaults"] == {"max_tokens": 2048, "temperature": 0.6, "top_p": 0.95}
+    assert "only the default" in defaults["reasons"]["max_tokens_cap"]
+    code, out, _ = cli("apply", root, "drop-generation-max-new-tokens")
+    assert code == 0
+    code, out, _ = cli("check", root, "--engine", "vllm==0.16.0")
+    assert code == 0 and "  max_tokens cap  none  (" in out
+
+
+def test_neutral_generation_values_count_after_transformers_5(model_checkpoint: object) -> None:
+    """top_k 50 in generation_config.json: dropped by vLLM up to 0.19 (transformers 4 takes it
+    for its own default), a request default from 0.20 (transformers 5), as recorded."""
+    from patcher import api
+
+    root = _edited(model_checkpoint, "generation_config.json", top_k=50, temperature=1.0)
+    old = api.check(root, engine="vllm==0.19.0").engine
+    new = api.check(root, engine="vllm==0.24.0").engine
+    assert old is not None and new is not None
+    assert old.sampling_defaults.value == {"top_p": 0.95}
+    assert "top_k 50" in old.sampling_defaults.reason
+    assert new.sampling_defaults.value == {"temperature": 1.0, "top_k": 50, "top_p": 0.95}
+
+
+def test_partial_sliding_window_is_a_start_up_error_fixed_by_the_edit(
+    cli: Cli, model_checkpoint: object
+) -> None:
+    """vLLM 0.16 and 0.33 do not build a Qwen2 model with sliding window on some layers only
+    (recorded); plan names disable-sliding-window, and after it the engine model starts."""
+    root = _edited(
+        model_checkpoint,
+        "config.json",
+        use_sliding_window=True,
+        max_window_layers=28,
+        sliding_window=4096,
+    )
+    code, out, _ = cli("check", root)
+    assert code == 1
+    assert (
+        "[partial-sliding-window] config.json /use_sliding_window: sliding window on only some "
+        "layers: vLLM does not build the model" in out
+    )
+    for engine in ("vllm==0.16.0", "vllm==0.33.0"):
+        code, out, _ = cli("check", root, "--engine", engine, "--json")
+        report = json.loads(out)
+        assert code == 1, engine
+        (error,) = report["engine"]["startup_errors"]
+        assert error["message"].startswith("Sliding window for some but all layers")
+        assert "`max_window_layers` = 28 is less than `num_hidden_layers` = 64" in error["message"]
+        assert (error["transform"], error["flag"]) == ("disable-sliding-window", None)
+        assert "--disable-sliding-window does not avoid it" in error["note"]
+        assert [f["code"] for f in report["findings"]] == ["engine-startup-error"]
+    target = ("--engine", "vllm==0.16.0", "--gpu", "h100")
+    code, out, _ = cli("plan", root, *target, "--json")
+    (action,) = json.loads(out)["actions"]
+    assert code == 4 and (action["action"], action["name"]) == ("apply", "disable-sliding-window")
+    code, _, err = cli("sync", root, *target)
+    assert code == 0, err
+    code, out, _ = cli("check", root, "--engine", "vllm==0.16.0")
+    assert code == 0 and "starts          yes" in out
+    code, out, _ = cli("check", root, "--engine", "sglang==0.5.23")
+    assert "partial-sliding-window" not in out
+
+
+def test_the_sliding_window_flag_is_not_offered_as_the_same(
+    cli: Cli, model_checkpoint: object
+) -> None:
+    """--disable-sliding-window neither builds such a model nor keeps the context (recorded):
+    show and overrides say there is no flag that does the same."""
+    code, out, _ = cli("show", "disable-sliding-window")
+    assert code == 0 and "Engine flags:\n  No engine flag does the same" in out
+    assert "Engine flag that does the same" not in out
+    root = _edited(model_checkpoint, "config.json", use_sliding_window=True, max_window_layers=28)
+    assert cli("apply", root, "disable-sliding-window")[0] == 0
+    code, out, _ = cli("overrides", root, "--json")
+    (entry,) = json.loads(out)["entries"]
+    assert entry["flags"] == [] and "No engine flag does the same" in entry["note"]
+    assert "--disable-sliding-window" not in json.loads(out)["command"]
+
+
+def test_an_edit_the_engine_would_refuse_is_not_applied(cli: Cli, model_checkpoint: object) -> None:
+    """gpt-oss's mxfp4 runs in bfloat16 only: vLLM 0.16.0 and 0.33.0 refuse float16 when they
+    configure the engine (recorded), so set-torch-dtype float16 is refused under --engine and
+    warned about without; check --engine names the refusal and the flag."""
+    root: Path = model_checkpoint("gpt-oss-120b")  # type: ignore[operator]
+    before = tree_bytes(root)
+    code, _, err = cli(
+        "apply", root, "set-torch-dtype", "--set", "dtype=float16", "--engine", "vllm==0.33.0"
+    )
+    assert code == 1 and tree_bytes(root) == before
+    assert (
+        "set-torch-dtype would stop vllm==0.33.0 from starting: torch.float16 is not supported "
+        "for quantization method gpt_oss_mxfp4. Supported dtypes: [torch.bfloat16]; nothing "
+        "changed; next: gpt_oss_mxfp4 runs in bfloat16 only" in err
+    )
+    code, _, err = cli("apply", root, "set-torch-dtype", "--set", "dtype=float16")
+    assert code == 0 and "set-torch-dtype makes vLLM 0.10.1 to 0.33.0 refuse to start" in err
+    code, out, _ = cli("check", root, "--engine", "vllm==0.16.0", "--json")
+    (error,) = json.loads(out)["engine"]["startup_errors"]
+    assert code == 1 and error["flag"] == "--dtype bfloat16" and error["pointer"] == "/torch_dtype"
+    assert cli("apply", root, "set-torch-dtype", "--set", "dtype=bfloat16", "--stack")[0] == 0
+    assert cli("check", root, "--engine", "vllm==0.16.0")[0] == 0

@@ -45,6 +45,14 @@ def _params() -> list[Any]:
     ]
 
 
+BUILD_ERRORS = ("quant-dtype", "partial-sliding-window")  # VllmConfig's, then the model's
+PROMPT_TOKENS = 16  # the prompt the probe asks get_max_tokens about
+BUILD_MARKS = {
+    "is not supported for quantization method": "quant-dtype",
+    "Sliding window for some but all layers": "partial-sliding-window",
+}
+
+
 def _same_error(modelled: str, recorded: str) -> bool:
     """vLLM's message, up to its first variable part (a long list), with quoted paths (the
     recording's temporary folder, the test's) read as '...'."""
@@ -71,7 +79,7 @@ def _sglang_params() -> list[Any]:
 
 
 def test_sglang_recorded_where_it_configures_on_cpu() -> None:
-    assert set(SGLANG) == {"0.5.23"} and len(_sglang_params()) >= 35
+    assert set(SGLANG) == {"0.5.23"} and len(_sglang_params()) >= 42
 
 
 @pytest.mark.parametrize(("version", "case"), _sglang_params())
@@ -82,6 +90,7 @@ def test_engine_model_matches_real_sglang(version: str, case: str, cases: dict[s
     view = derive(parse_engine(f"sglang=={version}"), files)
     assert view.dtype.value == truth["dtype"]
     assert view.max_model_len.value == truth["context_len"]
+    assert view.sampling_defaults.value == truth["sampling_defaults"]
 
 
 @pytest.mark.parametrize(("version", "case"), _params())
@@ -91,11 +100,26 @@ def test_engine_model_matches_real_vllm(version: str, case: str, cases: dict[str
     files = read_config_files(open_checkpoint(cases[case]))
     view = derive(engine, files)
     recorded_errors = truth["startup_errors"]
-    assert len(view.startup_errors) == len(recorded_errors), recorded_errors
-    for modelled, recorded in zip(view.startup_errors, recorded_errors, strict=True):
+    # The config stage's errors, then the one the model build raises (recorded apart).
+    config_stage = [e for e in view.startup_errors if e.code not in BUILD_ERRORS]
+    build = [e for e in view.startup_errors if e.code in BUILD_ERRORS]
+    assert len(config_stage) == len(recorded_errors), recorded_errors
+    for modelled, recorded in zip(config_stage, recorded_errors, strict=True):
         assert _same_error(modelled.message, recorded), (modelled.message, recorded)
     if "max_model_len" not in truth:
         return  # the config stage failed before deriving anything
+    # The build's first error: one the model names, else as far as a machine without a GPU
+    # gets (the attention backend, a kernel, a CPU limit), where the model names none.
+    recorded_build = truth["model_build"]
+    modelled_build = [e for e in BUILD_MARKS if e in recorded_build]
+    assert [e.code for e in build[:1]] == [BUILD_MARKS[m] for m in modelled_build]
+    if build:
+        assert _same_error(build[0].message, recorded_build.split("Value error, ")[-1]), build
+    assert view.sampling_defaults.value == truth["sampling_defaults"]
+    rest = truth["max_model_len"] - PROMPT_TOKENS
+    asked, unset = truth["max_tokens"]["asked_rest"], truth["max_tokens"]["unset"]
+    assert view.max_tokens_cap.value == (asked if asked < rest else None)
+    assert unset == min(rest, view.sampling_defaults.value.get("max_tokens", rest))
     assert view.max_model_len.value == truth["max_model_len"]
     assert view.kv_cache_dtype.value == truth["kv_cache_dtype"]
     assert view.quantization.value == truth["quantization"]
@@ -117,6 +141,17 @@ def test_engine_model_matches_real_vllm(version: str, case: str, cases: dict[str
             assert probed == tuple(truth["attention_backends"][capability]), capability
         else:
             assert accepted is None
+
+
+@pytest.mark.parametrize("version", sorted(TRUTH))
+def test_act_dtypes_match_real_vllm(version: str) -> None:
+    """Each modelled quantization method's dtypes, as the real vLLM lists them."""
+    from patcher.engines import vllm
+
+    recorded = TRUTH[version]["act_dtypes"]
+    for method, dtypes in vllm.ACT_DTYPES.items():
+        if recorded[method] != "not registered":
+            assert tuple(recorded[method]) == dtypes, method
 
 
 @pytest.mark.parametrize("version", sorted(TRUTH))
@@ -198,3 +233,48 @@ def test_a_marked_generation_config_is_silently_ignored() -> None:
             (SNAPSHOTS / "configs" / "deepseek-r1-distill-qwen-32b" / "config.json").read_text()
         )
         assert marked["generation_eos_token_id"] == config["eos_token_id"], version
+
+
+def test_max_new_tokens_caps_every_response_only_before_0_17() -> None:
+    """vLLM 0.16.0 cuts a request asking for the whole context at generation_config.json's
+    max_new_tokens; 0.33.0 takes it as the default of requests that set none (PR #34063);
+    SGLang's request defaults leave it out."""
+    case = "deepseek-r1-distill-qwen-32b~max-new-tokens"
+    old, new = TRUTH["0.16.0"]["cases"][case], TRUTH["0.33.0"]["cases"][case]
+    rest = old["max_model_len"] - PROMPT_TOKENS
+    assert old["max_tokens"] == {"asked_rest": 2048, "unset": 2048}
+    assert new["max_tokens"] == {"asked_rest": rest, "unset": 2048}
+    assert "max_tokens" not in SGLANG["0.5.23"]["cases"][case]["sampling_defaults"]
+
+
+def test_values_equal_to_transformers_defaults_count_only_under_transformers_5() -> None:
+    """temperature 1.0, top_k 50, top_p 1.0 and repetition_penalty 1.0 in generation_config.json:
+    dropped by vLLM 0.16.0 (transformers 4 sees its own defaults), request defaults in 0.33.0
+    (transformers 5); so an explicit top_k 50 samples differently after the upgrade."""
+    case = "deepseek-r1-distill-qwen-32b~generation-neutral-values"
+    assert TRUTH["0.16.0"]["cases"][case]["sampling_defaults"] == {}
+    assert TRUTH["0.33.0"]["cases"][case]["sampling_defaults"] == {
+        "repetition_penalty": 1.0,
+        "temperature": 1.0,
+        "top_k": 50,
+        "top_p": 1.0,
+    }
+
+
+def test_partial_sliding_window_is_not_built_and_no_switch_helps() -> None:
+    """vLLM 0.16.0 and 0.33.0 refuse to build a Qwen2 model with a sliding window on only some
+    layers; --disable-sliding-window does not help and caps the context at the window, nor do
+    the overrides; disable-sliding-window's edit does (the build goes on to the attention
+    backend, as far as a machine without a GPU goes)."""
+    case = "deepseek-r1-distill-qwen-32b~partial-sliding-window"
+    for version, record in TRUTH.items():
+        found = record["cases"][case]
+        assert not found["startup_errors"], version  # the config stage passes
+        assert "Sliding window for some but all layers" in found["model_build"], version
+        switches = found["sliding_window_switches"]
+        assert switches["--disable-sliding-window"]["max_model_len"] == 4096, version
+        for switch in switches.values():
+            assert "Sliding window for some but all layers" in switch["model_build"], version
+        fixed = record["cases"][f"{case}+disable-sliding-window"]
+        assert fixed["model_build"] == "ValueError: Invalid attention backend for None", version
+        assert fixed["max_model_len"] == found["max_model_len"], version

@@ -14,7 +14,7 @@ from typing import Any
 from patcher.engines.files import ConfigFiles, bom_after
 from patcher.engines.model import derive
 from patcher.engines.target import Engine
-from patcher.engines.view import Derived
+from patcher.engines.view import Derived, StartupError
 from patcher.transform import Transform, substitute
 
 # The vLLM releases whose config code was read (see patcher/engines/vllm.py); warnings name
@@ -60,6 +60,7 @@ def patched_files(before: ConfigFiles, changed: Mapping[str, bytes]) -> ConfigFi
         f"{before.source} (as the transform would leave it)",
         before.weights,
         bom_after(before.bom, changed),
+        pick("generation_config.json", before.generation),
     )
 
 
@@ -79,6 +80,29 @@ def missed_effects(
             if derived.value is not None and derived.value != claimed:
                 missed.append(MissedEffect(engine, effect, claimed, derived))
     return tuple(missed)
+
+
+@dataclass(frozen=True, slots=True)
+class NewRefusal:
+    """A start-up error ``engine`` raises on the patched files and not on the files before."""
+
+    engine: Engine
+    error: StartupError
+
+
+def new_refusals(
+    before: ConfigFiles, after: ConfigFiles, engines: Iterable[Engine]
+) -> tuple[NewRefusal, ...]:
+    """The start-up errors an edit brings, per engine."""
+    found: list[NewRefusal] = []
+    for engine in engines:
+        old = {e.message for e in derive(engine, before).startup_errors}
+        found += [
+            NewRefusal(engine, e)
+            for e in derive(engine, after).startup_errors
+            if e.message not in old
+        ]
+    return tuple(found)
 
 
 def version_ranges(engines: Iterable[Engine]) -> str:

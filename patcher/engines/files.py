@@ -13,18 +13,22 @@ from patcher.errors import InputFileError
 from patcher.fsio import open_regular
 
 ENGINE_FILES = ("config.json", "hf_quant_config.json")
+GENERATION_FILE = "generation_config.json"  # read for request defaults; the engine starts without
+READ_FILES = (*ENGINE_FILES, GENERATION_FILE)
 BOM = b"\xef\xbb\xbf"  # UTF-8 byte-order mark: json.loads refuses the text it decodes to
 
 
 @dataclass(frozen=True, slots=True)
 class ConfigFiles:
-    """``config.json`` and ``hf_quant_config.json`` as parsed JSON (None when absent)."""
+    """``config.json``, ``hf_quant_config.json`` and ``generation_config.json`` as parsed JSON
+    (None when absent)."""
 
     config: dict[str, Any] | None
     hf_quant: dict[str, Any] | None
     source: str = "config.json"  # where config came from, for messages
     weights: bool = False  # whether *.safetensors files sit beside them (listed, never read)
     bom: frozenset[str] = frozenset()  # the files among them that start with a BOM
+    generation: dict[str, Any] | None = None
 
 
 def _load(checkpoint: Checkpoint, name: str) -> dict[str, Any] | None:
@@ -57,16 +61,19 @@ def starts_with_bom(checkpoint: Checkpoint, name: str) -> bool:
 
 
 def bom_after(before: frozenset[str], replaced: Mapping[str, bytes]) -> frozenset[str]:
-    """The engine files with a byte-order mark once ``replaced`` (name -> bytes) are put in."""
+    """The files read with a byte-order mark once ``replaced`` (name -> bytes) are put in."""
     return frozenset(
         name
-        for name in ENGINE_FILES
+        for name in READ_FILES
         if (replaced[name].startswith(BOM) if name in replaced else name in before)
     )
 
 
 def config_files(
-    checkpoint: Checkpoint, config: dict[str, Any] | None, hf_quant: dict[str, Any] | None
+    checkpoint: Checkpoint,
+    config: dict[str, Any] | None,
+    hf_quant: dict[str, Any] | None,
+    generation: dict[str, Any] | None,
 ) -> ConfigFiles:
     """The engine model's view of the checkpoint's files, given them parsed."""
     return ConfigFiles(
@@ -74,12 +81,11 @@ def config_files(
         hf_quant,
         str(checkpoint.path("config.json")),
         has_safetensors(checkpoint),
-        frozenset(name for name in ENGINE_FILES if starts_with_bom(checkpoint, name)),
+        frozenset(name for name in READ_FILES if starts_with_bom(checkpoint, name)),
+        generation,
     )
 
 
 def read_config_files(checkpoint: Checkpoint) -> ConfigFiles:
     """The files the engine model reads, from the checkpoint as it is now."""
-    return config_files(
-        checkpoint, _load(checkpoint, "config.json"), _load(checkpoint, "hf_quant_config.json")
-    )
+    return config_files(checkpoint, *(_load(checkpoint, name) for name in READ_FILES))

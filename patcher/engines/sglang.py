@@ -64,6 +64,27 @@ def model_dtype(text: Mapping[str, Any], base: str) -> Derived:
     return Derived(to, f"{was}, downcast to {to}", "config.json", pointer)
 
 
+# srt/configs/model_config.py get_default_sampling_params, with the server's default
+# --sampling-defaults model: these generation_config.json values (max_new_tokens is not one).
+SAMPLING_KEYS = ("repetition_penalty", "temperature", "top_k", "top_p", "min_p")
+
+
+def sampling_defaults(files: ConfigFiles) -> Derived:
+    """The request defaults SGLang takes from generation_config.json (through transformers 5's
+    GenerationConfig, which has no defaults of its own to fill in)."""
+    name = "generation_config.json"
+    generation = files.generation
+    if name in files.bom:
+        return Derived({}, f"{name} starts with a byte-order mark, which transformers refuses")
+    if not isinstance(generation, dict):
+        return Derived({}, f"no {name}")
+    found = {k: generation[k] for k in SAMPLING_KEYS if generation.get(k) is not None}
+    return Derived(found, f"from {name}", name)
+
+
+NO_CAP = Derived(None, "SGLang does not read max_new_tokens from generation_config.json")
+
+
 def _kv_algo(quant: Mapping[str, Any]) -> tuple[Any, str]:
     inner = quant.get("quantization")
     if isinstance(inner, dict):
@@ -109,4 +130,6 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
         None,
         (),
         model_dtype(text, "/text_config" if isinstance(nested, dict) else ""),
+        sampling_defaults(files),
+        NO_CAP,
     )

@@ -48,6 +48,10 @@ class EngineView(JsonResult):
     attention_backends: tuple[str, ...] | None
     startup_errors: tuple[StartupError, ...]
     dtype: Derived = Derived(None, "the config stage failed")  # what --dtype auto resolves to
+    # the request defaults taken from generation_config.json (a dict), and the ceiling it puts
+    # on every response whatever the request asks (None: no such ceiling)
+    sampling_defaults: Derived = Derived(None, "the config stage failed")
+    max_tokens_cap: Derived = Derived(None, "the config stage failed")
 
     @property
     def starts(self) -> bool:

@@ -77,6 +77,51 @@ FLOAT16_UNSUPPORTED = ("gemma2", "gemma3", "gemma3_text", "glm4")
 # dtype from their safetensors headers; for a local folder only since PR #36218 (March 2026;
 # 0.16.0 asks the Hub with the folder's path, fails and falls back to float32).
 LOCAL_WEIGHTS_DTYPE = (0, 33, 0)
+# config/model.py get_diff_sampling_param: the generation_config.json values that become request
+# defaults (max_new_tokens as max_tokens), with the keys each release added (read in the
+# releases 0.10.1 to 0.33.0: the penalties first in 0.31.0, skip_special_tokens in 0.33.0).
+SAMPLING_KEYS = ("repetition_penalty", "temperature", "top_k", "top_p", "min_p", "max_new_tokens")
+SAMPLING_KEYS_FROM = {
+    "presence_penalty": (0, 31, 0),
+    "frequency_penalty": (0, 31, 0),
+    "skip_special_tokens": (0, 33, 0),
+}
+# It reads them through transformers' GenerationConfig.to_diff_dict, which under transformers 4
+# drops a value equal to GenerationConfig's own default; transformers 5 has no such defaults.
+# vLLM pins transformers<5 up to 0.19, allows both from 0.20 (a fresh install takes 5) and
+# requires 5 from 0.24 (the METADATA of each release).
+TRANSFORMERS_4_DEFAULTS = {"temperature": 1.0, "top_k": 50, "top_p": 1.0, "repetition_penalty": 1.0}
+TRANSFORMERS_5 = (0, 20, 0)
+# entrypoints get_max_tokens: from PR #12242 (0.7.1) the generation config's max_tokens is in
+# the min() with the request's own, a ceiling on every response; PR #34063 made it a fallback
+# for requests that set none (first in 0.17.0; 0.10.1 to 0.16.0 read with the ceiling).
+MAX_NEW_TOKENS_ONLY_DEFAULT = (0, 17, 0)
+# models/qwen2.py Qwen2Model.__init__ asserts that a model with both sliding-window and full
+# attention layers has max_window_layers == num_hidden_layers (0.8.4 to 0.33.0, read and, at
+# 0.16.0 and 0.33.0, recorded by building the model). These architectures build on Qwen2Model
+# (qwen2.py, qwen3.py, qwen2_rm.py, mimo.py).
+QWEN2_MODEL_ARCHITECTURES = (
+    "Qwen2ForCausalLM",
+    "Qwen3ForCausalLM",
+    "Qwen2ForRewardModel",
+    "Qwen2ForProcessRewardModel",
+    "MiMoForCausalLM",
+)
+MAX_WINDOW_LAYERS_DEFAULT = 28  # transformers' Qwen2Config and Qwen3Config
+# config/vllm.py _get_quantization_config: the model dtype must be one of the method's
+# get_supported_act_dtypes() (recorded at 0.16.0 and 0.33.0, alike for these methods; awq and
+# gptq are left out: on a GPU vLLM converts them to Marlin kernels with lists of their own).
+ACT_DTYPES = {
+    "mxfp4": ("bfloat16",),
+    "gpt_oss_mxfp4": ("bfloat16",),
+    "modelopt": ("bfloat16", "float16"),
+    "modelopt_fp4": ("bfloat16", "float16", "float8_e4m3fn"),
+    "modelopt_mxfp8": ("bfloat16",),
+    "modelopt_mixed": ("bfloat16", "float16"),
+    "fp8": ("bfloat16", "float16"),
+    "bitsandbytes": ("float32", "float16", "bfloat16"),
+    "compressed-tensors": ("float32", "float16", "bfloat16"),
+}
 # transformers maps a config's dtype string with getattr(torch, name).
 DTYPE_NAMES = {
     "bfloat16": "bfloat16",
@@ -206,6 +251,69 @@ def model_dtype(
     if name in supported:
         return Derived(name, at, "config.json", pointer)
     return Derived(first, f"{at} {name}, not supported there: {first}", "config.json", pointer)
+
+
+def sampling_defaults(engine: Engine, files: ConfigFiles) -> Derived:
+    """The request defaults ``--generation-config auto`` takes from generation_config.json
+    (config/model.py get_diff_sampling_param): its sampling values, ``max_new_tokens`` as
+    ``max_tokens``; under transformers 4 not the ones equal to transformers' own defaults."""
+    generation = files.generation
+    name = "generation_config.json"
+    if name in files.bom:
+        return Derived(
+            {},
+            f"{name} starts with a byte-order mark: transformers refuses it, so vLLM goes on "
+            "without it",
+        )
+    if not isinstance(generation, dict):
+        config = files.config or {}
+        if any(key in config for key in SAMPLING_KEYS):
+            return Derived(
+                None,
+                f"no {name}: transformers builds one from config.json's values, which patcher "
+                "does not model",
+            )
+        return Derived({}, f"no {name}")
+    keys = [*SAMPLING_KEYS, *(k for k, v in SAMPLING_KEYS_FROM.items() if engine.at_least(*v))]
+    dropped = {} if engine.at_least(*TRANSFORMERS_5) else TRANSFORMERS_4_DEFAULTS
+    found: dict[str, Any] = {}
+    skipped: list[str] = []
+    for key in keys:
+        value = generation.get(key)
+        if value is None:
+            continue
+        if key in dropped and value == dropped[key]:
+            skipped.append(f"{key} {value}")
+            continue
+        found["max_tokens" if key == "max_new_tokens" else key] = value
+    reason = f"from {name}" if found else f"{name} sets no sampling value"
+    if skipped:
+        reason += f"; {', '.join(skipped)} dropped as transformers 4's own defaults"
+    elif engine.at_least(*TRANSFORMERS_5) and not engine.at_least(0, 24):
+        reason += " (with transformers 5, which a fresh install takes)"
+    return Derived(found, reason, name)
+
+
+def max_tokens_cap(engine: Engine, defaults: Derived) -> Derived:
+    """The most tokens any response gets from the files, whatever ``max_tokens`` a request asks,
+    besides the context length (entrypoints get_max_tokens); None when there is no such cap."""
+    limit = defaults.value.get("max_tokens") if isinstance(defaults.value, dict) else None
+    if limit is None:
+        return Derived(None, "generation_config.json has no max_new_tokens")
+    where = f"generation_config.json /max_new_tokens {limit}"
+    if engine.at_least(*MAX_NEW_TOKENS_ONLY_DEFAULT):
+        return Derived(
+            None,
+            f"{where} is only the default of requests that set no max_tokens, from 0.17 "
+            "(PR #34063)",
+        )
+    return Derived(
+        limit,
+        f"{where}: before 0.17 vLLM cuts every response at it, whatever max_tokens the request "
+        "asks (PR #34063)",
+        "generation_config.json",
+        "/max_new_tokens",
+    )
 
 
 def max_model_len(engine: Engine, config: Mapping[str, Any]) -> Derived:
@@ -447,6 +555,69 @@ def _bom_error(files: ConfigFiles, quant_source: str | None) -> StartupError | N
     return StartupError(message, code="bom", file=name, pointer="", transform="strip-bom")
 
 
+def layer_kinds(text: Mapping[str, Any]) -> set[str]:
+    """The attention kinds of the layers as transformers lays out a Qwen2/Qwen3 config: its own
+    ``layer_types``, else sliding from ``max_window_layers`` on when ``use_sliding_window`` is
+    true and there is a window (transformers drops the window otherwise)."""
+    explicit = text.get("layer_types")
+    if isinstance(explicit, list) and explicit:
+        return {str(kind) for kind in explicit}
+    layers = text.get("num_hidden_layers")
+    if not isinstance(layers, int) or layers <= 0:
+        return set()
+    if text.get("use_sliding_window") is not True or text.get("sliding_window") is None:
+        return {"full_attention"}
+    start = text.get("max_window_layers", MAX_WINDOW_LAYERS_DEFAULT)
+    if not isinstance(start, int):
+        return set()
+    kinds = {"sliding_attention"} if start < layers else set()
+    return kinds | ({"full_attention"} if start > 0 else set())
+
+
+def partial_sliding_window(config: Mapping[str, Any]) -> StartupError | None:
+    """Qwen2Model's assertion, raised when vLLM builds the model (after the config stage)."""
+    architectures = config.get("architectures")
+    if not isinstance(architectures, list) or not set(architectures) & set(
+        QWEN2_MODEL_ARCHITECTURES
+    ):
+        return None
+    text = _text_config(config)
+    window_layers = text.get("max_window_layers", MAX_WINDOW_LAYERS_DEFAULT)
+    layers = text.get("num_hidden_layers")
+    if len(layer_kinds(text)) < 2 or window_layers == layers:
+        return None
+    base = "/text_config" if text is not config else ""
+    return StartupError(
+        "Sliding window for some but all layers is not supported. This model uses sliding "
+        f"window but `max_window_layers` = {window_layers} is less than `num_hidden_layers` = "
+        f"{layers}. Please open an issue to discuss this feature.",
+        code="partial-sliding-window",
+        file="config.json",
+        pointer=f"{base}/use_sliding_window" if "use_sliding_window" in text else f"{base}",
+        transform="disable-sliding-window",
+        note="raised when vLLM builds the model; --disable-sliding-window does not avoid it "
+        "(it keeps the layer kinds, and caps the context at the window)",
+    )
+
+
+def _act_dtype_error(quantization: str | None, dtype: Derived) -> StartupError | None:
+    """VllmConfig's check of the model dtype against the quantization method's list."""
+    supported = ACT_DTYPES.get(quantization or "")
+    if supported is None or dtype.value is None or dtype.value in supported:
+        return None
+    listed = ", ".join(f"torch.{name}" for name in supported)
+    return StartupError(
+        f"torch.{dtype.value} is not supported for quantization method {quantization}. "
+        f"Supported dtypes: [{listed}]",
+        code="quant-dtype",
+        file=dtype.file,
+        pointer=dtype.pointer,
+        flag=f"--dtype {supported[0]}",
+        note=f"{quantization} runs in {' or '.join(supported)} only: "
+        f"set-torch-dtype --set dtype={supported[0]}, or start with --dtype {supported[0]}",
+    )
+
+
 def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
     """Everything vLLM's config stage derives from these files."""
     errors: list[StartupError] = []
@@ -500,6 +671,7 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
                 if e is not None
             )
     text = _text_config(config)
+    defaults = sampling_defaults(engine, files)
     mla_types = MLA_MODEL_TYPES_033 if engine.at_least(0, 33) else MLA_MODEL_TYPES
     mla = text.get("model_type") in mla_types and text.get("kv_lora_rank") is not None
     backends: tuple[str, ...] | None = None
@@ -523,6 +695,13 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
             if not backends:
                 head = int(text.get("kv_lora_rank") or 0) + int(text.get("qk_rope_head_dim") or 0)
                 errors.append(_attention_error(engine, gpu, kv, head))
+    dtype = model_dtype(engine, config, gpu, weights=files.weights)
+    # VllmConfig's checks, then the model build: after the config stage.
+    errors.extend(
+        e
+        for e in (_act_dtype_error(quantization, dtype), partial_sliding_window(config))
+        if e is not None
+    )
     return EngineView(
         engine,
         gpu,
@@ -532,5 +711,7 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
         mla,
         backends,
         tuple(errors),
-        model_dtype(engine, config, gpu, weights=files.weights),
+        dtype,
+        defaults,
+        max_tokens_cap(engine, defaults),
     )
