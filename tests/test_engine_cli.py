@@ -414,3 +414,17 @@ def test_an_edit_the_engine_would_refuse_is_not_applied(cli: Cli, model_checkpoi
     assert code == 1 and error["flag"] == "--dtype bfloat16" and error["pointer"] == "/torch_dtype"
     assert cli("apply", root, "set-torch-dtype", "--set", "dtype=bfloat16", "--stack")[0] == 0
     assert cli("check", root, "--engine", "vllm==0.16.0")[0] == 0
+
+
+def test_sampling_values_in_config_json_alone_are_not_guessed(cli: Cli, tmp_path: Path) -> None:
+    """With no generation_config.json transformers builds one from config.json's own values;
+    patcher does not model that, so it says unknown rather than 'none'."""
+    (tmp_path / "config.json").write_text(
+        '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "temperature": 0.3}'
+    )
+    code, out, _ = cli("check", tmp_path, "--engine", "vllm==0.16.0")
+    assert code == 0
+    assert "  sampling        unknown  (no generation_config.json; transformers builds one" in out
+    (tmp_path / "config.json").write_text('{"model_type": "llama"}')
+    code, out, _ = cli("check", tmp_path, "--engine", "vllm==0.16.0")
+    assert "  sampling        none  (no generation_config.json)" in out

@@ -92,6 +92,7 @@ SAMPLING_KEYS_FROM = {
 # requires 5 from 0.24 (the METADATA of each release).
 TRANSFORMERS_4_DEFAULTS = {"temperature": 1.0, "top_k": 50, "top_p": 1.0, "repetition_penalty": 1.0}
 TRANSFORMERS_5 = (0, 20, 0)
+TRANSFORMERS_5_ONLY = (0, 24, 0)
 # entrypoints get_max_tokens: from PR #12242 (0.7.1) the generation config's max_tokens is in
 # the min() with the request's own, a ceiling on every response; PR #34063 made it a fallback
 # for requests that set none (first in 0.17.0; 0.10.1 to 0.16.0 read with the ceiling).
@@ -259,21 +260,20 @@ def sampling_defaults(engine: Engine, files: ConfigFiles) -> Derived:
     ``max_tokens``; under transformers 4 not the ones equal to transformers' own defaults."""
     generation = files.generation
     name = "generation_config.json"
-    if name in files.bom:
-        return Derived(
-            {},
+    if name in files.bom or not isinstance(generation, dict):
+        why = (
             f"{name} starts with a byte-order mark: transformers refuses it, so vLLM goes on "
-            "without it",
+            "without it"
+            if name in files.bom
+            else f"no {name}"
         )
-    if not isinstance(generation, dict):
-        config = files.config or {}
-        if any(key in config for key in SAMPLING_KEYS):
+        if any(key in (files.config or {}) for key in SAMPLING_KEYS):
             return Derived(
                 None,
-                f"no {name}: transformers builds one from config.json's values, which patcher "
-                "does not model",
+                f"{why}; transformers builds one from config.json's values, which patcher does "
+                "not model",
             )
-        return Derived({}, f"no {name}")
+        return Derived({}, why)
     keys = [*SAMPLING_KEYS, *(k for k, v in SAMPLING_KEYS_FROM.items() if engine.at_least(*v))]
     dropped = {} if engine.at_least(*TRANSFORMERS_5) else TRANSFORMERS_4_DEFAULTS
     found: dict[str, Any] = {}
@@ -289,7 +289,7 @@ def sampling_defaults(engine: Engine, files: ConfigFiles) -> Derived:
     reason = f"from {name}" if found else f"{name} sets no sampling value"
     if skipped:
         reason += f"; {', '.join(skipped)} dropped as transformers 4's own defaults"
-    elif engine.at_least(*TRANSFORMERS_5) and not engine.at_least(0, 24):
+    elif engine.at_least(*TRANSFORMERS_5) and not engine.at_least(*TRANSFORMERS_5_ONLY):
         reason += " (with transformers 5, which a fresh install takes)"
     return Derived(found, reason, name)
 
