@@ -191,6 +191,14 @@ def apply_text(r: ApplyResult, named: str | None = None) -> str:
     else:
         lines.append(f"applied {name} (entry {r.entry_id}) to {root}")
     for f in r.files:
+        if f.kind == "text":  # one whole-text replacement: say what it did, not the new text
+            what = (
+                "byte-order mark removed (3 bytes)"
+                if f.before == b"\xef\xbb\xbf" + f.after
+                else f"whole file replaced ({len(f.before):,} -> {len(f.after):,} bytes)"
+            )
+            lines.append(f"  {f.path}: {what}")
+            continue
         for op in f.forward:
             if op["op"] != "test":
                 lines.append(f"  {f.path}: {_op_line(op)}")

@@ -111,13 +111,16 @@ def test_drop_generation_max_new_tokens(tmp_path: Path) -> None:
     assert (tmp_path / "generation_config.json").read_text() == text
 
 
-def test_chat_template_file_is_replaced_whole_and_restored(tmp_path: Path) -> None:
+def test_chat_template_file_is_replaced_whole_and_restored(cli: Cli, tmp_path: Path) -> None:
     original = b"{% for m in messages %}{{ m.content }}{% endfor %}\r\n\xc3\xa9 no final newline"
     build_tree(tmp_path / "ckpt", {"config.json": "{}", "chat_template.jinja": original})
     template = tmp_path / "mine.jinja"
     template.write_text("{%- set enable_thinking = false %}\n")
-    result = api.apply(tmp_path / "ckpt", "set-chat-template", {"template": str(template)})
-    assert result.params == {"template": str(template)}
+    code, out, _ = cli(
+        "apply", tmp_path / "ckpt", "set-chat-template", "--set", f"template={template}"
+    )
+    sizes = f"({len(original)} -> {len(template.read_bytes())} bytes)"
+    assert code == 0 and f"  chat_template.jinja: whole file replaced {sizes}\n" in out
     assert (tmp_path / "ckpt" / "chat_template.jinja").read_text() == template.read_text()
     api.revert(tmp_path / "ckpt", "set-chat-template")
     assert (tmp_path / "ckpt" / "chat_template.jinja").read_bytes() == original

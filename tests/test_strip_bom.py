@@ -41,6 +41,8 @@ def test_check_finds_each_mark_and_strip_bom_removes_only_those_bytes(
     assert out.count(f"fix: patcher apply {root} strip-bom") == 2
     code, out, err = cli("apply", root, "strip-bom")
     assert code == 0, err
+    assert "  config.json: byte-order mark removed (3 bytes)\n" in out
+    assert "  generation_config.json: byte-order mark removed (3 bytes)\n" in out
     after = tree_bytes(root)
     for name in ("config.json", "generation_config.json"):
         assert BOM + after[name] == before[name]  # type: ignore[operator]
