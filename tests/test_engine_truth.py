@@ -278,3 +278,19 @@ def test_partial_sliding_window_is_not_built_and_no_switch_helps() -> None:
         fixed = record["cases"][f"{case}+disable-sliding-window"]
         assert fixed["model_build"] == "ValueError: Invalid attention backend for None", version
         assert fixed["max_model_len"] == found["max_model_len"], version
+
+
+def test_llama3_rope_without_its_own_theta_starts() -> None:
+    """add-rope-theta-to-rope-parameters' note: Llama 3.1's rope_scaling has no rope_theta of
+    its own, and vLLM 0.16.0 and 0.33.0 (transformers 5.20.2) start and build it as it is."""
+    config = json.loads(
+        (SNAPSHOTS / "configs" / "llama-3.1-8b-instruct-bnb8bit" / "config.json").read_text()
+    )
+    assert (
+        config["rope_scaling"]["rope_type"] == "llama3"
+        and "rope_theta" not in config["rope_scaling"]
+    )
+    for version, record in TRUTH.items():
+        found = record["cases"]["llama-3.1-8b-instruct-bnb8bit+remove-quantization-config"]
+        assert not found["startup_errors"], version
+        assert found["model_build"] == "ValueError: Invalid attention backend for None", version
