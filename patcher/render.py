@@ -344,6 +344,7 @@ def engine_json(v: EngineView) -> dict[str, Any]:
         "dtype": v.dtype.value,
         "sampling_defaults": v.sampling_defaults.value,
         "max_tokens_cap": v.max_tokens_cap.value,
+        "eos_token_id": v.eos_token_id.value,
         "quantization": v.quantization.value,
         "mla": v.mla,
         "attention_backends": None if v.attention_backends is None else list(v.attention_backends),
@@ -364,6 +365,7 @@ def engine_json(v: EngineView) -> dict[str, Any]:
             "dtype": v.dtype.reason,
             "sampling_defaults": v.sampling_defaults.reason,
             "max_tokens_cap": v.max_tokens_cap.reason,
+            "eos_token_id": v.eos_token_id.reason,
             "quantization": v.quantization.reason,
         },
     }
@@ -386,6 +388,8 @@ def engine_text(v: EngineView) -> list[str]:
     lines.append(f"  sampling        {shown}  ({v.sampling_defaults.reason})")
     cap = "none" if v.max_tokens_cap.value is None else v.max_tokens_cap.value
     lines.append(f"  max_tokens cap  {cap}  ({v.max_tokens_cap.reason})")
+    eos = "unknown" if v.eos_token_id.value is None else json.dumps(v.eos_token_id.value)
+    lines.append(f"  eos_token_id    {eos}  ({v.eos_token_id.reason})")
     lines.append(f"  quantization    {v.quantization.value}  ({v.quantization.reason})")
     lines.append(f"  MLA             {'yes' if v.mla else 'no'}")
     if v.attention_backends is not None:

@@ -29,7 +29,7 @@ LENIENT_OPS = ("set", "merge", "append", "write", "strip-bom")
 # Ops on the file's text as a whole (a template, or a JSON file's leading byte-order mark).
 TEXT_OPS = ("write", "strip-bom")
 # What an engine derives that a transform can claim to set (see patcher.engines).
-EFFECTS = ("max_model_len", "kv_cache_dtype", "quantization", "dtype")
+EFFECTS = ("max_model_len", "kv_cache_dtype", "quantization", "dtype", "eos_token_id")
 _NAME = re.compile(r"[a-z][a-z0-9-]*")
 _TEMPLATE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}")
 

@@ -22,6 +22,7 @@ ENGINE_KEYS = {
     "dtype",
     "sampling_defaults",
     "max_tokens_cap",
+    "eos_token_id",
     "quantization",
     "mla",
     "attention_backends",

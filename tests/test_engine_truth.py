@@ -116,6 +116,7 @@ def test_engine_model_matches_real_vllm(version: str, case: str, cases: dict[str
     if build:
         assert _same_error(build[0].message, recorded_build.split("Value error, ")[-1]), build
     assert view.sampling_defaults.value == truth["sampling_defaults"]
+    assert view.eos_token_id.value == truth["generation_eos_token_id"]
     rest = truth["max_model_len"] - PROMPT_TOKENS
     asked, unset = truth["max_tokens"]["asked_rest"], truth["max_tokens"]["unset"]
     assert view.max_tokens_cap.value == (asked if asked < rest else None)

@@ -146,3 +146,29 @@ def test_the_engine_error_names_a_folder_with_parentheses_whole(cli: Cli, kimi: 
     _with_bom(root, "config.json")
     code, out, _ = cli("check", root, "--engine", "vllm==0.33.0")
     assert code == 1 and f"the config file at '{root}/config.json' is not a valid JSON" in out
+
+
+def test_an_eos_fix_in_a_marked_generation_config_is_refused_until_stripped(
+    cli: Cli, model_checkpoint: object
+) -> None:
+    """vLLM takes eos_token_id from config.json when generation_config.json carries a mark
+    (recorded), so fix-generation-eos-token-id would change nothing there: refused under
+    --engine, warned about without; after strip-bom it applies and holds."""
+    root: Path = model_checkpoint("deepseek-r1-distill-qwen-32b")  # type: ignore[operator]
+    _with_bom(root, "generation_config.json")
+    before = tree_bytes(root)
+    fix = ("apply", root, "fix-generation-eos-token-id", "--set", "eos=[151643, 151645]")
+    code, _, err = cli(*fix, "--engine", "vllm==0.16.0")
+    assert code == 1 and tree_bytes(root) == before
+    assert (
+        "fix-generation-eos-token-id has no effect on vllm==0.16.0: eos_token_id stays 151643 "
+        "there (generation_config.json starts with a byte-order mark, which transformers "
+        "refuses: config.json /eos_token_id), not [151643, 151645]; nothing changed" in err
+    )
+    code, out, _ = cli("check", root, "--engine", "vllm==0.16.0")
+    assert "  eos_token_id    151643  (generation_config.json starts with a byte-order mark" in out
+    assert cli("apply", root, "strip-bom")[0] == 0
+    code, _, err = cli(*fix, "--engine", "vllm==0.16.0")
+    assert code == 0, err
+    code, out, _ = cli("check", root, "--engine", "vllm==0.33.0", "--json")
+    assert json.loads(out)["engine"]["eos_token_id"] == [151643, 151645]

@@ -132,4 +132,5 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
         model_dtype(text, "/text_config" if isinstance(nested, dict) else ""),
         sampling_defaults(files),
         NO_CAP,
+        Derived(None, "not modelled for SGLang"),
     )

@@ -52,6 +52,7 @@ class EngineView(JsonResult):
     # on every response whatever the request asks (None: no such ceiling)
     sampling_defaults: Derived = Derived(None, "the config stage failed")
     max_tokens_cap: Derived = Derived(None, "the config stage failed")
+    eos_token_id: Derived = Derived(None, "not derived")  # the generation config's stop ids
 
     @property
     def starts(self) -> bool:

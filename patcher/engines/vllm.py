@@ -294,6 +294,28 @@ def sampling_defaults(engine: Engine, files: ConfigFiles) -> Derived:
     return Derived(found, reason, name)
 
 
+def generation_eos(files: ConfigFiles) -> Derived:
+    """The eos_token_id vLLM takes from the generation config (try_get_generation_config), whose
+    ids its requests stop on besides the tokenizer's: generation_config.json's; where that file
+    is missing or unreadable, transformers builds one from config.json's root."""
+    name = "generation_config.json"
+    generation = files.generation
+    if name not in files.bom and isinstance(generation, dict):
+        value = generation.get("eos_token_id")
+        if value is None:
+            return Derived(None, f"{name} has no eos_token_id")
+        return Derived(value, f"{name} /eos_token_id", name, "/eos_token_id")
+    why = (
+        f"{name} starts with a byte-order mark, which transformers refuses"
+        if name in files.bom
+        else f"no {name}"
+    )
+    value = (files.config or {}).get("eos_token_id")
+    if value is None:
+        return Derived(None, f"{why}, and config.json has no eos_token_id at its root")
+    return Derived(value, f"{why}: config.json /eos_token_id", "config.json", "/eos_token_id")
+
+
 def max_tokens_cap(engine: Engine, defaults: Derived) -> Derived:
     """The most tokens any response gets from the files, whatever ``max_tokens`` a request asks,
     besides the context length (entrypoints get_max_tokens); None when there is no such cap."""
@@ -714,4 +736,5 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
         dtype,
         defaults,
         max_tokens_cap(engine, defaults),
+        generation_eos(files),
     )
