@@ -271,7 +271,8 @@ def _missing_mtp(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding
                 "config.json",
                 _pointer((*base, key)),
                 f"{key} is {declared} but model.safetensors.index.json has no tensors for layer "
-                f"{layers} or mtp.*: MTP would run without weights",
+                f"{layers} or mtp.*: started with --speculative-config method mtp, vLLM builds "
+                "an MTP draft from weights that are not there",
                 "disable-mtp-layers",
                 apply("disable-mtp-layers"),
             )

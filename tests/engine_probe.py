@@ -177,6 +177,7 @@ def _max_tokens(max_model_len: int, defaults: dict[str, Any]) -> dict[str, int]:
 
 _DISTRIBUTED: list[bool] = []
 SLIDING_OFF = {"use_sliding_window": False}
+MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers")
 
 
 def _build(mc: Any) -> str:
@@ -215,6 +216,24 @@ def _build(mc: Any) -> str:
     return "built"
 
 
+def _mtp_draft(mc: Any) -> str:
+    """What --speculative-config '{"method": "mtp", "num_speculative_tokens": 1}' makes of a
+    config that declares MTP layers: the draft model vLLM would build, or its error."""
+    from vllm.config import ParallelConfig, SpeculativeConfig
+
+    try:
+        speculative = SpeculativeConfig(
+            method="mtp",
+            num_speculative_tokens=1,
+            target_model_config=mc,
+            target_parallel_config=ParallelConfig(),
+        )
+    except Exception as exc:
+        return _error(exc)
+    draft = speculative.draft_model_config.hf_config
+    return f"draft {draft.model_type}, n_predict {getattr(draft, 'n_predict', None)}"
+
+
 def probe(path: str, table: dict[str, Any]) -> dict[str, Any]:
     """What vLLM's config stage derives for one checkpoint directory."""
     from vllm.config import LoadConfig, ModelConfig
@@ -239,6 +258,8 @@ def probe(path: str, table: dict[str, Any]) -> dict[str, Any]:
         found["startup_errors"].append(_error(exc))
     found["sliding_window"] = mc.get_sliding_window()
     found["model_build"] = _build(mc)
+    if any(getattr(mc.hf_text_config, key, None) is not None for key in MTP_KEYS):
+        found["speculative_mtp"] = _mtp_draft(mc)
     text = mc.hf_text_config
     if getattr(text, "use_sliding_window", None) is not None or found["sliding_window"]:
         # What the engine's own switches make of the same files, instead of an edit.

@@ -295,3 +295,13 @@ def test_llama3_rope_without_its_own_theta_starts() -> None:
         found = record["cases"]["llama-3.1-8b-instruct-bnb8bit+remove-quantization-config"]
         assert not found["startup_errors"], version
         assert found["model_build"] == "ValueError: Invalid attention backend for None", version
+
+
+def test_mtp_is_built_from_the_declared_count_and_refused_at_zero() -> None:
+    """disable-mtp-layers' notes: vLLM builds the MTP draft from the declared count only when
+    started with --speculative-config method mtp, and does not start so once it is 0."""
+    for version, record in TRUTH.items():
+        declared = record["cases"]["deepseek-v3"]["speculative_mtp"]
+        assert declared == "draft deepseek_mtp, n_predict 1", version
+        zero = record["cases"]["deepseek-v3+disable-mtp-layers"]["speculative_mtp"]
+        assert zero == "ZeroDivisionError: integer modulo by zero", version
