@@ -385,6 +385,9 @@ def test_the_sliding_window_flag_is_not_offered_as_the_same(
     code, out, _ = cli("show", "disable-sliding-window")
     assert code == 0 and "Engine flags:\n  No engine flag does the same" in out
     assert "Engine flag that does the same" not in out
+    shown = json.loads(cli("show", "disable-sliding-window", "--json")[1])
+    assert shown["engine_flag"] is None and shown["runtime"]["flags"] == []
+    assert shown["runtime"]["note"].startswith("No engine flag does the same")
     root = _edited(model_checkpoint, "config.json", use_sliding_window=True, max_window_layers=28)
     assert cli("apply", root, "disable-sliding-window")[0] == 0
     code, out, _ = cli("overrides", root, "--json")
