@@ -104,20 +104,13 @@ def _effect_warnings(
     warn about the sampled versions where that happens (for transforms declaring effects)."""
     if not plans or (engine is None and not transform.effects):
         return ()
-    from patcher.engines.effects import (
-        SAMPLED_VLLM,
-        missed_effects,
-        new_refusals,
-        patched_files,
-        version_ranges,
-    )
+    from patcher.engines.effects import SAMPLED_VLLM, judge_edit, patched_files, version_ranges
     from patcher.engines.files import read_config_files
 
     before = read_config_files(checkpoint)
     after = patched_files(before, {p.path: p.after for p in plans if p.kind == "json"})
-    engines = [engine] if engine else SAMPLED_VLLM
-    missed = missed_effects(transform, values, after, engines)
-    refused = new_refusals(before, after, engines)
+    verdict = judge_edit(transform, values, before, after, [engine] if engine else SAMPLED_VLLM)
+    missed, refused = verdict.missed, verdict.refused
     warnings: list[str] = []
     if missed:
         first = missed[0]

@@ -18,6 +18,7 @@ class _Missing:
 
 
 MISSING: Any = _Missing()  # what ``get`` returns where a pointer leads nowhere
+BOM = b"\xef\xbb\xbf"  # UTF-8 byte-order mark: json.loads takes bytes with it, engines' text not
 
 
 def get(doc: Any, pointer: str) -> Any:

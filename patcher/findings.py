@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.document import read_json_file, shown
-from patcher.engines.files import ENGINE_FILES, READ_FILES, config_files, starts_with_bom
+from patcher.engines.files import ENGINE_FILES, READ_FILES, config_files
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.model import derive
 from patcher.engines.target import Engine, parse_engine
@@ -344,11 +344,13 @@ BOM_EFFECTS = {
 }
 
 
-def _bom(files: _Files, apply: Callable[[str], str], engine: str | None) -> Iterator[Finding]:
+def _bom(
+    marked: frozenset[str], apply: Callable[[str], str], engine: str | None
+) -> Iterator[Finding]:
     for name, effect in BOM_EFFECTS.items():
         if engine == "vllm" and name in ENGINE_FILES:
             continue  # the engine model reports these as start-up errors, where they are ones
-        if starts_with_bom(files.checkpoint, name):
+        if name in marked:
             yield Finding(
                 "bom",
                 name,
@@ -397,10 +399,9 @@ def check_checkpoint(
         raise TargetError(
             "--gpu needs an engine to judge against", hint="add --engine vllm==0.16.0"
         )
-    view = None
-    if target is not None:
-        parsed = config_files(ckpt, *(files.get(name) for name in READ_FILES))
-        view = derive(target, parsed, device)
+    # The engine model's view of the files (parsed once, each read for a mark once).
+    parsed = config_files(ckpt, *(files.get(name) for name in READ_FILES))
+    view = None if target is None else derive(target, parsed, device)
 
     engine_name = None if target is None else target.name
     journal = read_journal(ckpt)
@@ -432,6 +433,6 @@ def check_checkpoint(
         *_missing_mtp(files, apply),
         *_generation_cap(files, apply, view),
         *_null_dtype(files, apply, engine_name),
-        *_bom(files, apply, engine_name),
+        *_bom(parsed.bom, apply, engine_name),
     ]
     return CheckReport(ckpt.root, tuple(findings), view)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from patcher.document import MISSING
+from patcher.document import BOM, MISSING
 from patcher.errors import InputFileError
 
 _DECODER = json.JSONDecoder()
@@ -192,7 +192,7 @@ def _skip(data: bytes, i: int) -> int:
 
 
 def _root(data: bytes) -> int:
-    return _skip(data, 3 if data.startswith(b"\xef\xbb\xbf") else 0)
+    return _skip(data, len(BOM) if data.startswith(BOM) else 0)
 
 
 def _slow_value_end(data: bytes, start: int) -> int:

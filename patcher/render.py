@@ -6,6 +6,7 @@ import json
 import shlex
 from typing import TYPE_CHECKING, Any
 
+from patcher.document import BOM
 from patcher.textdiff import unified
 
 if TYPE_CHECKING:  # only for annotations: `patcher status` must not import the apply machinery
@@ -195,7 +196,7 @@ def apply_text(r: ApplyResult, named: str | None = None) -> str:
         if f.kind == "text":  # one whole-text replacement: say what it did, not the new text
             what = (
                 "byte-order mark removed (3 bytes)"
-                if f.before == b"\xef\xbb\xbf" + f.after
+                if f.before == BOM + f.after
                 else f"whole file replaced ({len(f.before):,} -> {len(f.after):,} bytes)"
             )
             lines.append(f"  {f.path}: {what}")

@@ -549,3 +549,15 @@ def test_a_pipe_is_refused_not_waited_on(
     )
     assert done.returncode == 1 and needle in done.stderr, done.stderr
     assert everything(kimi) == before
+
+
+def test_architectures_that_are_not_names_are_not_a_crash(cli: Cli, tmp_path: Path) -> None:
+    """An `architectures` list holding objects names no Qwen2 class: no sliding-window verdict,
+    and no 'unexpected error' (it was an unhashable-type crash)."""
+    (tmp_path / "config.json").write_text(
+        '{"architectures": [{}], "use_sliding_window": true, "sliding_window": 4, '
+        '"num_hidden_layers": 4, "max_window_layers": 2}'
+    )
+    for engine in ((), ("--engine", "vllm==0.16.0")):
+        code, out, err = cli("check", tmp_path, *engine)
+        assert code == 0 and "no known problems" in out and "unexpected" not in err

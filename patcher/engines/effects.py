@@ -64,24 +64,6 @@ def patched_files(before: ConfigFiles, changed: Mapping[str, bytes]) -> ConfigFi
     )
 
 
-def missed_effects(
-    transform: Transform,
-    params: Mapping[str, Any],
-    after: ConfigFiles,
-    engines: Iterable[Engine],
-) -> tuple[MissedEffect, ...]:
-    """The declared effects that do not hold, per engine, on the patched files."""
-    missed: list[MissedEffect] = []
-    for engine in engines:
-        view = derive(engine, after)
-        for effect, claim in transform.effects.items():
-            claimed = substitute(claim, params)
-            derived: Derived = getattr(view, effect)
-            if derived.value is not None and derived.value != claimed:
-                missed.append(MissedEffect(engine, effect, claimed, derived))
-    return tuple(missed)
-
-
 @dataclass(frozen=True, slots=True)
 class NewRefusal:
     """A start-up error ``engine`` raises on the patched files and not on the files before."""
@@ -90,19 +72,35 @@ class NewRefusal:
     error: StartupError
 
 
-def new_refusals(
-    before: ConfigFiles, after: ConfigFiles, engines: Iterable[Engine]
-) -> tuple[NewRefusal, ...]:
-    """The start-up errors an edit brings, per engine."""
-    found: list[NewRefusal] = []
+@dataclass(frozen=True, slots=True)
+class EditVerdict:
+    """What an edit does in each engine: the declared effects that do not hold, and the
+    start-up errors it brings."""
+
+    missed: tuple[MissedEffect, ...]
+    refused: tuple[NewRefusal, ...]
+
+
+def judge_edit(
+    transform: Transform,
+    params: Mapping[str, Any],
+    before: ConfigFiles,
+    after: ConfigFiles,
+    engines: Iterable[Engine],
+) -> EditVerdict:
+    """Each engine's view of the files before and after the edit, derived once each."""
+    missed: list[MissedEffect] = []
+    refused: list[NewRefusal] = []
     for engine in engines:
+        view = derive(engine, after)
+        for effect, claim in transform.effects.items():
+            claimed = substitute(claim, params)
+            derived: Derived = getattr(view, effect)
+            if derived.value is not None and derived.value != claimed:
+                missed.append(MissedEffect(engine, effect, claimed, derived))
         old = {e.message for e in derive(engine, before).startup_errors}
-        found += [
-            NewRefusal(engine, e)
-            for e in derive(engine, after).startup_errors
-            if e.message not in old
-        ]
-    return tuple(found)
+        refused += [NewRefusal(engine, e) for e in view.startup_errors if e.message not in old]
+    return EditVerdict(tuple(missed), tuple(refused))
 
 
 def version_ranges(engines: Iterable[Engine]) -> str:

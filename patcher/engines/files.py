@@ -8,14 +8,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from patcher.checkpoint import Checkpoint
-from patcher.document import read_json_file
+from patcher.document import BOM, read_json_file
 from patcher.errors import InputFileError
 from patcher.fsio import open_regular
 
 ENGINE_FILES = ("config.json", "hf_quant_config.json")
 GENERATION_FILE = "generation_config.json"  # read for request defaults; the engine starts without
 READ_FILES = (*ENGINE_FILES, GENERATION_FILE)
-BOM = b"\xef\xbb\xbf"  # UTF-8 byte-order mark: json.loads refuses the text it decodes to
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +57,16 @@ def starts_with_bom(checkpoint: Checkpoint, name: str) -> bool:
             return handle.read(len(BOM)) == BOM
     except OSError:
         return False
+
+
+def readable_generation(files: ConfigFiles) -> tuple[dict[str, Any] | None, str]:
+    """generation_config.json as the engines' transformers reads it: the parsed object, or None
+    and why not (missing, or a byte-order mark, which transformers refuses)."""
+    if GENERATION_FILE in files.bom:
+        return None, f"{GENERATION_FILE} starts with a byte-order mark, which transformers refuses"
+    if not isinstance(files.generation, dict):
+        return None, f"no {GENERATION_FILE}"
+    return files.generation, f"from {GENERATION_FILE}"
 
 
 def bom_after(before: frozenset[str], replaced: Mapping[str, bytes]) -> frozenset[str]:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from patcher.engines import vllm
-from patcher.engines.files import ConfigFiles
+from patcher.engines.files import GENERATION_FILE, ConfigFiles, readable_generation
 from patcher.engines.gpus import Gpu
 from patcher.engines.target import Engine
 from patcher.engines.view import Derived, EngineView, StartupError
@@ -72,14 +72,11 @@ SAMPLING_KEYS = ("repetition_penalty", "temperature", "top_k", "top_p", "min_p")
 def sampling_defaults(files: ConfigFiles) -> Derived:
     """The request defaults SGLang takes from generation_config.json (through transformers 5's
     GenerationConfig, which has no defaults of its own to fill in)."""
-    name = "generation_config.json"
-    generation = files.generation
-    if name in files.bom:
-        return Derived({}, f"{name} starts with a byte-order mark, which transformers refuses")
-    if not isinstance(generation, dict):
-        return Derived({}, f"no {name}")
+    generation, why = readable_generation(files)
+    if generation is None:
+        return Derived({}, why)
     found = {k: generation[k] for k in SAMPLING_KEYS if generation.get(k) is not None}
-    return Derived(found, f"from {name}", name)
+    return Derived(found, why, GENERATION_FILE)
 
 
 NO_CAP = Derived(None, "SGLang does not read max_new_tokens from generation_config.json")

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from patcher.engines.files import ConfigFiles
+from patcher.engines.files import GENERATION_FILE, ConfigFiles, readable_generation
 from patcher.engines.gpus import Gpu
 from patcher.engines.target import Engine
 from patcher.engines.view import Derived, EngineView, StartupError
@@ -258,15 +258,8 @@ def sampling_defaults(engine: Engine, files: ConfigFiles) -> Derived:
     """The request defaults ``--generation-config auto`` takes from generation_config.json
     (config/model.py get_diff_sampling_param): its sampling values, ``max_new_tokens`` as
     ``max_tokens``; under transformers 4 not the ones equal to transformers' own defaults."""
-    generation = files.generation
-    name = "generation_config.json"
-    if name in files.bom or not isinstance(generation, dict):
-        why = (
-            f"{name} starts with a byte-order mark: transformers refuses it, so vLLM goes on "
-            "without it"
-            if name in files.bom
-            else f"no {name}"
-        )
+    generation, why = readable_generation(files)
+    if generation is None:
         if any(key in (files.config or {}) for key in SAMPLING_KEYS):
             return Derived(
                 None,
@@ -286,30 +279,24 @@ def sampling_defaults(engine: Engine, files: ConfigFiles) -> Derived:
             skipped.append(f"{key} {value}")
             continue
         found["max_tokens" if key == "max_new_tokens" else key] = value
-    reason = f"from {name}" if found else f"{name} sets no sampling value"
+    reason = why if found else f"{GENERATION_FILE} sets no sampling value"
     if skipped:
         reason += f"; {', '.join(skipped)} dropped as transformers 4's own defaults"
     elif engine.at_least(*TRANSFORMERS_5) and not engine.at_least(*TRANSFORMERS_5_ONLY):
         reason += " (with transformers 5, which a fresh install takes)"
-    return Derived(found, reason, name)
+    return Derived(found, reason, GENERATION_FILE)
 
 
 def generation_eos(files: ConfigFiles) -> Derived:
     """The eos_token_id vLLM takes from the generation config (try_get_generation_config), whose
     ids its requests stop on besides the tokenizer's: generation_config.json's; where that file
     is missing or unreadable, transformers builds one from config.json's root."""
-    name = "generation_config.json"
-    generation = files.generation
-    if name not in files.bom and isinstance(generation, dict):
+    generation, why = readable_generation(files)
+    if generation is not None:
         value = generation.get("eos_token_id")
         if value is None:
-            return Derived(None, f"{name} has no eos_token_id")
-        return Derived(value, f"{name} /eos_token_id", name, "/eos_token_id")
-    why = (
-        f"{name} starts with a byte-order mark, which transformers refuses"
-        if name in files.bom
-        else f"no {name}"
-    )
+            return Derived(None, f"{GENERATION_FILE} has no eos_token_id")
+        return Derived(value, f"{GENERATION_FILE} /eos_token_id", GENERATION_FILE, "/eos_token_id")
     value = (files.config or {}).get("eos_token_id")
     if value is None:
         return Derived(None, f"{why}, and config.json has no eos_token_id at its root")
@@ -333,7 +320,7 @@ def max_tokens_cap(engine: Engine, defaults: Derived) -> Derived:
         limit,
         f"{where}: before 0.17 vLLM cuts every response at it, whatever max_tokens the request "
         "asks (PR #34063)",
-        "generation_config.json",
+        GENERATION_FILE,
         "/max_new_tokens",
     )
 
@@ -599,8 +586,8 @@ def layer_kinds(text: Mapping[str, Any]) -> set[str]:
 def partial_sliding_window(config: Mapping[str, Any]) -> StartupError | None:
     """Qwen2Model's assertion, raised when vLLM builds the model (after the config stage)."""
     architectures = config.get("architectures")
-    if not isinstance(architectures, list) or not set(architectures) & set(
-        QWEN2_MODEL_ARCHITECTURES
+    if not isinstance(architectures, list) or not any(
+        name in QWEN2_MODEL_ARCHITECTURES for name in architectures if isinstance(name, str)
     ):
         return None
     text = _text_config(config)
@@ -693,7 +680,6 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
                 if e is not None
             )
     text = _text_config(config)
-    defaults = sampling_defaults(engine, files)
     mla_types = MLA_MODEL_TYPES_033 if engine.at_least(0, 33) else MLA_MODEL_TYPES
     mla = text.get("model_type") in mla_types and text.get("kv_lora_rank") is not None
     backends: tuple[str, ...] | None = None
@@ -718,6 +704,7 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
                 head = int(text.get("kv_lora_rank") or 0) + int(text.get("qk_rope_head_dim") or 0)
                 errors.append(_attention_error(engine, gpu, kv, head))
     dtype = model_dtype(engine, config, gpu, weights=files.weights)
+    defaults = sampling_defaults(engine, files)
     # VllmConfig's checks, then the model build: after the config stage.
     errors.extend(
         e
