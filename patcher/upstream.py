@@ -346,7 +346,7 @@ def _file_diff(
         )
     try:
         old, new = json.loads(upstream), json.loads(current)
-        changes = compare(old, new)  # deepdiff recurses too: a deep file can stop it
+        changes = compare(old, new)  # the walk recurses: a deep file can stop it
     except (ValueError, RecursionError) as exc:
         why = (
             "nested too deeply to compare" if isinstance(exc, RecursionError) else "not valid JSON"

@@ -112,17 +112,22 @@ def test_repo_id_apply_diff_upstream_hand_edit_revert(hub: tuple[Hub, str], tmp_
     assert server.requests and not any(SHARD in r for r in server.requests)
 
     config = snapshot / "config.json"
+    before_hand_edits = config.read_text()
+    kernel = '"merge_kernel_size": [\n            2,'
+    assert kernel in before_hand_edits
     config.write_text(
-        config.read_text().replace('"model_type": "kimi_k25"', '"model_type": "mine"')
+        before_hand_edits.replace('"model_type": "kimi_k25"', '"model_type": "mine"').replace(
+            kernel, kernel.replace("2,", "2.0,")
+        )
     )
     code, out, _ = run("diff", REPO, "--upstream", env=env)
     assert code == 1
     assert 'changed /model_type: "kimi_k25" -> "mine"  [UNEXPLAINED' in out
-    assert "by strip-fp8-kv-cache (#1)" in out and "1 unexplained" in out
+    # A list item of another type is a difference too (deepdiff alone called 2 and 2.0 equal).
+    assert "changed /vision_config/merge_kernel_size/0: 2 -> 2.0  [UNEXPLAINED" in out
+    assert "by strip-fp8-kv-cache (#1)" in out and "2 unexplained" in out
 
-    config.write_text(
-        config.read_text().replace('"model_type": "mine"', '"model_type": "kimi_k25"')
-    )
+    config.write_text(before_hand_edits)
     code, _, err = run("revert", REPO, "--all", env=env)
     assert code == 0, err
     assert {p.name: str(p.readlink()) for p in snapshot.iterdir() if p.name != ".patcher"} == links
