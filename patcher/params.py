@@ -37,7 +37,13 @@ def parse_assignments(assignments: list[str]) -> dict[str, str]:
             raise TransformError(
                 f"--set expects KEY=VALUE, got {item!r}", hint="e.g. --set length=131072"
             )
-        parsed[key.strip()] = value
+        name = key.strip()
+        if name in parsed:  # the last would silently win, and the journal record only it
+            raise TransformError(
+                f"--set {name}= given twice ({parsed[name]!r} and {value!r})",
+                hint=f"give --set {name}=... once",
+            )
+        parsed[name] = value
     return parsed
 
 
@@ -110,6 +116,8 @@ def _convert(transform: Transform, param: Param, raw: Any) -> Any:
             value = raw
     else:
         value = str(raw)
+        if not value.strip():  # an empty eos token, dtype or module pattern is never meant
+            raise _fail(transform, param, f"expected text, got {value!r}")
     if param.minimum is not None and isinstance(value, int | float) and value < param.minimum:
         raise _fail(
             transform, param, f"must be at least {_bound(param.minimum)}, got {shown(value)}"

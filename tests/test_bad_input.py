@@ -133,6 +133,10 @@ ops = [{ op = "set", path = "/max_position_embeddings", value = "{{length}}" }]
             "unknown parameter 'lenght' (known: length); did you mean 'length'?",
         ),
         (("--set", "length"), "--set expects KEY=VALUE"),
+        (
+            ("--set", "length=4096", "--set", "length=8192"),
+            "--set length= given twice ('4096' and '8192'); next: give --set length=... once",
+        ),
     ],
 )
 def test_bad_parameters(
@@ -141,6 +145,24 @@ def test_bad_parameters(
     fix = user_transform(tmp_path, PARAM_BODY)
     message = refused(cli, kimi, "apply", kimi, fix, *args)
     assert needle in message
+
+
+@pytest.mark.parametrize(
+    ("transform", "assignment"),
+    [
+        ("set-tokenizer-eos-token", "token="),
+        ("set-architectures", "architecture= "),
+        ("add-quant-exclude-modules", "pattern="),
+    ],
+)
+def test_an_empty_text_parameter_is_refused(
+    cli: Cli, model_checkpoint: object, transform: str, assignment: str
+) -> None:
+    root = model_checkpoint("llama-3.1-8b-instruct-bnb8bit")  # type: ignore[operator]
+    name = assignment.partition("=")[0]
+    message = refused(cli, root, "apply", root, transform, "--set", assignment)
+    assert f"{transform}: parameter {name!r}: expected text, got " in message
+    assert f"next: patcher show {transform}" in message
 
 
 @pytest.mark.parametrize(
