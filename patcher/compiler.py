@@ -108,7 +108,7 @@ def _expected(guard: Guard) -> str:
     if guard.one_of is not None:
         return "one of " + ", ".join(json.dumps(v) for v in guard.one_of)
     if guard.type is not None:
-        return f"a {guard.type}"
+        return f"{'an' if guard.type[0] in 'aeiou' else 'a'} {guard.type}"  # an integer, an array
     return "present" if guard.exists else "absent"
 
 

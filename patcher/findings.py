@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.document import read_json_file, shown
-from patcher.engines.files import ENGINE_FILES, READ_FILES, config_files
+from patcher.engines.files import ENGINE_FILES, READ_FILES, TOKENIZER_FILE, config_files
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.model import derive
 from patcher.engines.target import Engine, parse_engine
@@ -333,7 +333,7 @@ def _null_dtype(
 
 
 # What a leading byte-order mark does where the engines read the file (recorded: vLLM 0.16.0 and
-# 0.33.0; SGLang 0.5.23 for the first two).
+# 0.33.0; SGLang 0.5.23 for config.json, hf_quant_config.json and tokenizer_config.json).
 BOM_EFFECTS = {
     "config.json": 'transformers refuses it, so vLLM and SGLang do not start ("It looks like '
     "the config file at '...' is not a valid JSON file.\")",
@@ -341,6 +341,8 @@ BOM_EFFECTS = {
     "config.json has no quantization_config",
     "generation_config.json": "transformers refuses it and vLLM takes that for a missing file: "
     "its sampling defaults are silently not used, and eos_token_id is config.json's",
+    "tokenizer_config.json": "transformers' tokenizer loading refuses it, so vLLM and SGLang do "
+    'not start ("Unexpected UTF-8 BOM")',
 }
 
 
@@ -348,7 +350,7 @@ def _bom(
     marked: frozenset[str], apply: Callable[[str], str], engine: str | None
 ) -> Iterator[Finding]:
     for name, effect in BOM_EFFECTS.items():
-        if engine == "vllm" and name in ENGINE_FILES:
+        if engine == "vllm" and name in (*ENGINE_FILES, TOKENIZER_FILE):
             continue  # the engine model reports these as start-up errors, where they are ones
         if name in marked:
             yield Finding(

@@ -17,7 +17,13 @@ from typing import Any, ClassVar, Literal
 from patcher.catalog import builtin_transforms, find_transform
 from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.document import canonical
-from patcher.engines.files import READ_FILES, ConfigFiles, bom_after, read_config_files
+from patcher.engines.files import (
+    MARKED_FILES,
+    READ_FILES,
+    ConfigFiles,
+    bom_after,
+    read_config_files,
+)
 from patcher.engines.model import derive
 from patcher.engines.view import StartupError
 from patcher.errors import PatcherError
@@ -101,8 +107,10 @@ def upstream_files(checkpoint: Checkpoint, journal: Journal) -> ConfigFiles:
         "generation_config.json": current.generation,
     }
     source = current.source
-    upstream = {n: d for n, d in originals(checkpoint, journal).items() if n in READ_FILES}
+    upstream = {n: d for n, d in originals(checkpoint, journal).items() if n in MARKED_FILES}
     for name, data in upstream.items():
+        if name not in READ_FILES:
+            continue  # only its byte-order mark counts (below)
         found[name] = json.loads(data)
         if name == "config.json":
             source = f"{source} (as upstream shipped it)"

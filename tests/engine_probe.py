@@ -4,7 +4,8 @@ Usage: ENGINE_VENV/bin/python tests/engine_probe.py CASES.json OUT.json
 
 CASES.json is ``{"case name": "/path/to/checkpoint/dir", ...}``. For each case this runs vLLM's
 own config code on CPU and records what it derives, then builds the model class it picks on the
-meta device (no weights) and records the first error; OUT.json gets one object per case plus the
+meta device (no weights) and records the first error, and loads the tokenizer where the case has
+a tokenizer_config.json; OUT.json gets one object per case plus the
 version's attention-backend table. It imports nothing from patcher: it is the ground truth that
 patcher's engine model is compared against (tests/test_engine_truth.py).
 """
@@ -234,11 +235,27 @@ def _mtp_draft(mc: Any) -> str:
     return f"draft {draft.model_type}, n_predict {getattr(draft, 'n_predict', None)}"
 
 
+def _tokenizer(path: str) -> str:
+    """What the server's tokenizer loading (vLLM's cached_tokenizer_from_config, as its renderer
+    calls it before the engine starts) makes of the files: "loaded", or its error. The snapshots
+    hold no vocabulary files, so a tokenizer that needs them fails for that reason."""
+    from vllm.config import ModelConfig
+    from vllm.tokenizers.registry import cached_tokenizer_from_config
+
+    try:
+        cached_tokenizer_from_config(ModelConfig(model=path, tokenizer=path))
+    except Exception as exc:
+        return _error(exc)
+    return "loaded"
+
+
 def probe(path: str, table: dict[str, Any]) -> dict[str, Any]:
     """What vLLM's config stage derives for one checkpoint directory."""
     from vllm.config import LoadConfig, ModelConfig
 
     found: dict[str, Any] = {"startup_errors": []}
+    if (Path(path) / "tokenizer_config.json").exists():
+        found["tokenizer"] = _tokenizer(path)
     try:
         mc = ModelConfig(model=path, tokenizer=path, skip_tokenizer_init=True)
     except Exception as exc:

@@ -85,11 +85,13 @@ def build_cases(work: Path) -> dict[str, str]:
     fixed = work / f"{case.name}+disable-sliding-window"
     make(fixed.name, [case])
     (fixed / "config.json").write_text(json.dumps({**config, "use_sliding_window": False}))
-    # A UTF-8 byte-order mark at the start of each file vLLM reads as JSON text.
+    # A UTF-8 byte-order mark at the start of each file vLLM reads as JSON text (the tokenizer's
+    # too).
     for model, name in (
         ("devstral-small-2507", "config.json"),
         ("qwen3-30b-a3b-nvfp4", "hf_quant_config.json"),
         ("deepseek-r1-distill-qwen-32b", "generation_config.json"),
+        ("deepseek-r1-distill-qwen-32b", "tokenizer_config.json"),
     ):
         case = work / f"{model}~bom-{name.removesuffix('.json').replace('_', '-')}"
         make(case.name, [SNAPSHOTS / "configs" / model])

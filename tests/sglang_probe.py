@@ -4,7 +4,8 @@ Usage: SGLANG_VENV/bin/python tests/sglang_probe.py CASES.json OUT.json
 
 For each case (``{"case name": "/path/to/checkpoint/dir"}``) this builds SGLang's own
 ``ModelConfig(model_path=DIR)`` on CPU and records the model dtype ``--dtype auto`` resolves
-to, the context length, and the request defaults it takes from generation_config.json. A case
+to, the context length, the request defaults it takes from generation_config.json, and what its
+tokenizer loading makes of tokenizer_config.json where the case has one. A case
 SGLang cannot configure on a machine without a GPU (remote code, a quantization method only its
 CUDA build registers) is recorded with its error and not compared. It imports nothing from
 patcher (tests/test_engine_truth.py compares).
@@ -18,16 +19,36 @@ from pathlib import Path
 from typing import Any
 
 
+def _error(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+
+
+def _tokenizer(path: str) -> str:
+    """What SGLang's tokenizer loading (its own get_tokenizer, as the tokenizer manager calls it
+    at start-up) makes of the files: "loaded", or its error."""
+    from sglang.srt.utils.hf_transformers_utils import get_tokenizer
+
+    try:
+        get_tokenizer(path)
+    except Exception as exc:
+        return _error(exc)
+    return "loaded"
+
+
 def probe(path: str) -> dict[str, Any]:
     """What SGLang's config stage derives for one checkpoint directory."""
     from sglang.srt.configs.model_config import ModelConfig
 
+    found: dict[str, Any] = {}
+    if (Path(path) / "tokenizer_config.json").exists():
+        found["tokenizer"] = _tokenizer(path)
     try:
         # sampling_defaults="model" is the server's default (ModelConfig's own is "openai").
         config = ModelConfig(model_path=path, sampling_defaults="model")
     except Exception as exc:
-        return {"error": " ".join(f"{type(exc).__name__}: {exc}".split())[:300]}
+        return {**found, "error": _error(exc)}
     return {
+        **found,
         "dtype": str(config.dtype).removeprefix("torch."),
         "context_len": config.context_len,
         # What its OpenAI server takes from generation_config.json as request defaults.

@@ -342,6 +342,12 @@ def test_transform_that_does_not_apply(cli: Cli, kimi: Path, tmp_path: Path) -> 
         f'{kimi}/config.json at /model_type (JSON pointer): expected "llama", found "kimi_k25"'
         in message
     )
+    bare = build_tree(tmp_path / "bare", {"config.json": '{"model_type": "x"}'})
+    message = refused(cli, bare, "apply", bare, "set-context-length", "--set", "length=4096")
+    assert (
+        f"{bare}/config.json at /max_position_embeddings (JSON pointer): expected an integer, "
+        "found nothing; this transform does not understand this layout" in message
+    )
 
 
 def test_hand_edited_file_blocks_revert_and_shows_what_changed(cli: Cli, kimi: Path) -> None:

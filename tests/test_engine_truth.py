@@ -17,7 +17,7 @@ import pytest
 
 from patcher import api
 from patcher.checkpoint import open_checkpoint
-from patcher.engines.files import ConfigFiles, read_config_files
+from patcher.engines.files import TOKENIZER_FILE, ConfigFiles, read_config_files
 from patcher.engines.gpus import parse_gpu
 from patcher.engines.model import derive
 from patcher.engines.target import parse_engine
@@ -100,9 +100,18 @@ def test_engine_model_matches_real_vllm(version: str, case: str, cases: dict[str
     files = read_config_files(open_checkpoint(cases[case]))
     view = derive(engine, files)
     recorded_errors = truth["startup_errors"]
-    # The config stage's errors, then the one the model build raises (recorded apart).
-    config_stage = [e for e in view.startup_errors if e.code not in BUILD_ERRORS]
+    # The config stage's errors, then the tokenizer's and the model build's (recorded apart).
+    tokenizer = [e for e in view.startup_errors if e.file == TOKENIZER_FILE]
+    config_stage = [
+        e for e in view.startup_errors if e.code not in BUILD_ERRORS and e not in tokenizer
+    ]
     build = [e for e in view.startup_errors if e.code in BUILD_ERRORS]
+    # The snapshots hold no vocabulary, so a tokenizer may fail for want of one (not modelled).
+    if "tokenizer" in truth:
+        assert bool(tokenizer) == ("Unexpected UTF-8 BOM" in truth["tokenizer"])
+        assert all(_same_error(e.message, truth["tokenizer"]) for e in tokenizer)
+    else:
+        assert not tokenizer
     assert len(config_stage) == len(recorded_errors), recorded_errors
     for modelled, recorded in zip(config_stage, recorded_errors, strict=True):
         assert _same_error(modelled.message, recorded), (modelled.message, recorded)
@@ -234,6 +243,19 @@ def test_a_marked_generation_config_is_silently_ignored() -> None:
             (SNAPSHOTS / "configs" / "deepseek-r1-distill-qwen-32b" / "config.json").read_text()
         )
         assert marked["generation_eos_token_id"] == config["eos_token_id"], version
+
+
+def test_a_marked_tokenizer_config_stops_every_engine() -> None:
+    """The bom finding's claim for tokenizer_config.json, recorded: vLLM's and SGLang's own
+    tokenizer loading refuse the file with a mark, and not for the mark without one."""
+    records = {**{f"vllm {v}": r for v, r in TRUTH.items()}, "sglang": SGLANG["0.5.23"]}
+    for engine, record in records.items():
+        plain = record["cases"]["deepseek-r1-distill-qwen-32b"]["tokenizer"]
+        marked = record["cases"]["deepseek-r1-distill-qwen-32b~bom-tokenizer-config"]
+        assert marked["tokenizer"].startswith("JSONDecodeError: Unexpected UTF-8 BOM"), engine
+        assert "BOM" not in plain, engine
+        if "max_model_len" in marked or "context_len" in marked:  # the config stage is fine
+            assert not marked.get("startup_errors"), engine
 
 
 def test_max_new_tokens_caps_every_response_only_before_0_17() -> None:

@@ -172,3 +172,42 @@ def test_an_eos_fix_in_a_marked_generation_config_is_refused_until_stripped(
     assert code == 0, err
     code, out, _ = cli("check", root, "--engine", "vllm==0.33.0", "--json")
     assert json.loads(out)["engine"]["eos_token_id"] == [151643, 151645]
+
+
+def test_a_marked_tokenizer_config_is_found_stripped_and_put_back(
+    cli: Cli, model_checkpoint: object
+) -> None:
+    """tokenizer_config.json is the file edited by hand most (its chat_template). With a mark,
+    loading the tokenizer fails in vLLM 0.16.0 and 0.33.0 and SGLang 0.5.23 (recorded), so
+    neither server starts: check says so, the plan strips it, revert puts it back."""
+    root: Path = model_checkpoint("deepseek-r1-distill-qwen-32b")  # type: ignore[operator]
+    _with_bom(root, "tokenizer_config.json")
+    before = tree_bytes(root)
+    code, out, _ = cli("check", root)
+    assert code == 1
+    assert (
+        "[bom] tokenizer_config.json: starts with a UTF-8 byte-order mark: transformers' "
+        "tokenizer loading refuses it, so vLLM and SGLang do not start" in out
+    )
+    code, out, _ = cli("check", root, "--engine", "vllm==0.33.0")
+    assert code == 1 and "[bom]" not in out and "starts          no" in out
+    assert (
+        "[engine-startup-error] tokenizer_config.json: vllm==0.33.0 refuses to start: Unexpected "
+        "UTF-8 BOM (decode using utf-8-sig): line 1 column 1 (char 0)" in out
+    )
+    target = ("--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000")
+    code, out, _ = cli("plan", root, *target, "--json")
+    assert code == 4 and [a["name"] for a in json.loads(out)["actions"]] == ["strip-bom"]
+    assert tree_bytes(root) == before
+    code, out, err = cli("sync", root, *target)
+    assert code == 0, err
+    after = tree_bytes(root)
+    assert BOM + after["tokenizer_config.json"] == before["tokenizer_config.json"]  # type: ignore[operator]
+    assert {k: v for k, v in after.items() if k != "tokenizer_config.json"} == {
+        k: v for k, v in before.items() if k != "tokenizer_config.json"
+    }
+    code, out, _ = cli("plan", root, *target)
+    assert code == 0 and "nothing to do" in out
+    code, _, err = cli("revert", root, "strip-bom")
+    assert code == 0, err
+    assert tree_bytes(root) == before

@@ -15,12 +15,15 @@ from patcher.fsio import open_regular
 ENGINE_FILES = ("config.json", "hf_quant_config.json")
 GENERATION_FILE = "generation_config.json"  # read for request defaults; the engine starts without
 READ_FILES = (*ENGINE_FILES, GENERATION_FILE)
+TOKENIZER_FILE = "tokenizer_config.json"  # read by the tokenizer: only its first bytes matter here
+# The files whose byte-order mark the engine model knows the effect of.
+MARKED_FILES = (*READ_FILES, TOKENIZER_FILE)
 
 
 @dataclass(frozen=True, slots=True)
 class ConfigFiles:
     """``config.json``, ``hf_quant_config.json`` and ``generation_config.json`` as parsed JSON
-    (None when absent)."""
+    (None when absent), and which of those and ``tokenizer_config.json`` start with a BOM."""
 
     config: dict[str, Any] | None
     hf_quant: dict[str, Any] | None
@@ -73,7 +76,7 @@ def bom_after(before: frozenset[str], replaced: Mapping[str, bytes]) -> frozense
     """The files read with a byte-order mark once ``replaced`` (name -> bytes) are put in."""
     return frozenset(
         name
-        for name in READ_FILES
+        for name in MARKED_FILES
         if (replaced[name].startswith(BOM) if name in replaced else name in before)
     )
 
@@ -90,7 +93,7 @@ def config_files(
         hf_quant,
         str(checkpoint.path("config.json")),
         has_safetensors(checkpoint),
-        frozenset(name for name in READ_FILES if starts_with_bom(checkpoint, name)),
+        frozenset(name for name in MARKED_FILES if starts_with_bom(checkpoint, name)),
         generation,
     )
 

@@ -12,7 +12,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from patcher.engines.files import GENERATION_FILE, ConfigFiles, readable_generation
+from patcher.engines.files import (
+    GENERATION_FILE,
+    TOKENIZER_FILE,
+    ConfigFiles,
+    readable_generation,
+)
 from patcher.engines.gpus import Gpu
 from patcher.engines.target import Engine
 from patcher.engines.view import Derived, EngineView, StartupError
@@ -548,6 +553,10 @@ def _attention_error(engine: Engine, gpu: Gpu, kv: Derived, head_size: int) -> S
     )
 
 
+# json.load's refusal of a file that starts with a byte-order mark, as vLLM passes it on.
+BOM_REFUSAL = "Unexpected UTF-8 BOM (decode using utf-8-sig): line 1 column 1 (char 0)"
+
+
 def _bom_error(files: ConfigFiles, quant_source: str | None) -> StartupError | None:
     """A byte-order mark where vLLM reads JSON as text: transformers wraps json.loads's refusal
     of config.json in an OSError; hf_quant_config.json (read when config.json has no
@@ -557,11 +566,27 @@ def _bom_error(files: ConfigFiles, quant_source: str | None) -> StartupError | N
         message = f"It looks like the config file at '{path}' is not a valid JSON file."
         name = "config.json"
     elif quant_source == "hf_quant_config.json" and quant_source in files.bom:
-        message = "Unexpected UTF-8 BOM (decode using utf-8-sig): line 1 column 1 (char 0)"
+        message = BOM_REFUSAL
         name = quant_source
     else:
         return None
     return StartupError(message, code="bom", file=name, pointer="", transform="strip-bom")
+
+
+def tokenizer_bom_error(files: ConfigFiles) -> StartupError | None:
+    """A byte-order mark at the start of tokenizer_config.json: transformers' tokenizer loading
+    hands the file to json.load, which refuses it, and the server loads the tokenizer before it
+    starts (recorded at 0.16.0 and 0.33.0, through vLLM's own cached_tokenizer_from_config)."""
+    if TOKENIZER_FILE not in files.bom:
+        return None
+    return StartupError(
+        BOM_REFUSAL,
+        code="bom",
+        file=TOKENIZER_FILE,
+        pointer="",
+        transform="strip-bom",
+        note="only --skip-tokenizer-init starts without it, and then no text is served",
+    )
 
 
 def layer_kinds(text: Mapping[str, Any]) -> set[str]:
@@ -705,10 +730,14 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
                 errors.append(_attention_error(engine, gpu, kv, head))
     dtype = model_dtype(engine, config, gpu, weights=files.weights)
     defaults = sampling_defaults(engine, files)
-    # VllmConfig's checks, then the model build: after the config stage.
+    # VllmConfig's checks, the tokenizer, then the model build: after the config stage.
     errors.extend(
         e
-        for e in (_act_dtype_error(quantization, dtype), partial_sliding_window(config))
+        for e in (
+            _act_dtype_error(quantization, dtype),
+            tokenizer_bom_error(files),
+            partial_sliding_window(config),
+        )
         if e is not None
     )
     return EngineView(
