@@ -133,9 +133,13 @@ def _convert(transform: Transform, param: Param, raw: Any) -> Any:
 
 
 def _read_file_param(transform: Transform, param: Param, path: str) -> str:
-    """A ``file`` parameter's content: a regular file of text, of sane size."""
+    """A ``file`` parameter's content: a regular file of text, of sane size, without a leading
+    byte-order mark."""
     try:
-        return read_regular(Path(path), MAX_FILE_PARAM).decode("utf-8")
+        text = read_regular(Path(path), MAX_FILE_PARAM).decode("utf-8")
+        # A Windows editor's mark is not template text: kept, it would become a U+FEFF
+        # character at the start of tokenizer_config.json's chat_template.
+        return text.removeprefix("\ufeff")
     except NotRegularFileError as exc:
         raise _fail(transform, param, f"{path!r} is {exc.strerror}") from None
     except OSError as exc:

@@ -126,6 +126,27 @@ def test_chat_template_file_is_replaced_whole_and_restored(cli: Cli, tmp_path: P
     assert (tmp_path / "ckpt" / "chat_template.jinja").read_bytes() == original
 
 
+def test_a_template_saved_with_a_byte_order_mark_goes_in_without_it(tmp_path: Path) -> None:
+    """A template file from a Windows editor starts with EF BB BF; the mark is not template
+    text, so neither tokenizer_config.json's chat_template nor chat_template.jinja gets it."""
+    build_tree(
+        tmp_path / "ckpt",
+        {
+            "config.json": "{}",
+            "tokenizer_config.json": '{"chat_template": "old"}',
+            "chat_template.jinja": "old",
+        },
+    )
+    template = tmp_path / "mine.jinja"
+    template.write_bytes(b"\xef\xbb\xbf{{ messages[0].content }}")
+    api.apply(tmp_path / "ckpt", "set-chat-template", {"template": str(template)})
+    tokenizer = (tmp_path / "ckpt" / "tokenizer_config.json").read_text(encoding="utf-8")
+    assert json.loads(tokenizer)["chat_template"] == "{{ messages[0].content }}"
+    assert "\\ufeff" not in tokenizer and "\ufeff" not in tokenizer
+    jinja = (tmp_path / "ckpt" / "chat_template.jinja").read_bytes()
+    assert jinja == b"{{ messages[0].content }}"
+
+
 def test_generation_defaults_are_merged(tmp_path: Path) -> None:
     build_tree(
         tmp_path,
