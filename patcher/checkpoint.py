@@ -51,6 +51,7 @@ class Checkpoint:
     link_bases: tuple[Path, ...] = ()
     overlay_source: Path | None = None
     named: str | None = None  # how the user named it (a relative path, ORG/NAME@REV)
+    overlay_moved_from: tuple[str, ...] = ()  # an overlay's former sources (the store moved)
 
     @property
     def arg(self) -> str:
@@ -83,6 +84,16 @@ class Checkpoint:
                     hint="recreate the overlay with 'patcher apply SOURCE NAME --overlay OUT'",
                 )
         return path
+
+    def restored_link(self, relative: str, link: str) -> str:
+        """The link to put back for ``relative``: ``link`` as the journal recorded it, or, in
+        an overlay whose store has moved since, the same file of its source now."""
+        source = self.overlay_source
+        if source is not None and any(
+            Path(link) == Path(old) / relative for old in self.overlay_moved_from
+        ):
+            return str(source / relative)
+        return link
 
     def link_target(self, relative: str) -> str | None:
         """The symlink target of ``relative`` if it is a link, else None."""
@@ -140,13 +151,25 @@ def open_checkpoint(path: Path | str, revision: str | None = None) -> Checkpoint
             hint="recreate the overlay with 'patcher apply SOURCE NAME --overlay OUT'",
         )
         try:
-            source = Path(json.loads(overlay.read_text())["source"]).resolve()
-        except (OSError, ValueError, KeyError, TypeError, RecursionError):
+            record = json.loads(overlay.read_text())
+            source = Path(record["source"]).resolve()
+            moved_from = tuple(str(Path(old)) for old in record.get("moved_from", []))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
             raise damaged from None
+        if not source.exists():
+            raise CheckpointError(
+                f"the overlay's source {source} is gone (moved or deleted), so its links lead "
+                "nowhere",
+                file=root,
+                hint="run the overlay's apply or sync again with the store where it is now "
+                f"(e.g. patcher sync NEW_SOURCE --profile P --overlay {root}): it re-points "
+                "the overlay and keeps its patched files",
+            )
         # Trusted as a link target only if it really is a checkpoint folder.
         if not source.is_dir() or not any((source / n).is_file() for n in CONFIG_FILES):
             raise damaged
         bases.append(source)
+        return Checkpoint(root, tuple(bases), source, str(path), moved_from)
     return Checkpoint(root, tuple(bases), source, str(path))
 
 

@@ -91,7 +91,7 @@ def replace_file(
             hint=f"patcher status {checkpoint.arg}",
         )
     if link is not None:
-        atomic_symlink(path, link, root=checkpoint.root)
+        atomic_symlink(path, checkpoint.restored_link(relative, link), root=checkpoint.root)
     else:
         atomic_write(path, data, mode=file_mode(path), root=checkpoint.root)
 

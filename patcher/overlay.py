@@ -10,7 +10,13 @@ from pathlib import Path
 
 from patcher.checkpoint import JOURNAL_DIR, OVERLAY_FILE, open_checkpoint
 from patcher.errors import CheckpointError
-from patcher.fsio import atomic_write, ensure_dir, stale_temp_files, write_error
+from patcher.fsio import (
+    atomic_symlink,
+    atomic_write,
+    ensure_dir,
+    stale_temp_files,
+    write_error,
+)
 
 
 def _recorded_source(target: Path) -> str | None:
@@ -61,6 +67,31 @@ def _follow_source(source: Path, target: Path) -> None:
         raise write_error(exc, target) from exc
 
 
+def _repoint(old: Path, new: Path, target: Path) -> None:
+    """Point ``target``'s links to entries of ``old`` at the same entries of ``new``, then
+    record ``new`` as its source and ``old`` among the former ones (the journal's recorded
+    links still name them: a revert puts back a link to ``new``'s file). Each link is swapped
+    atomically and the record is written last, so a run killed midway is finished by the
+    next one."""
+    for link in sorted(target.iterdir()):
+        if link.is_symlink() and link.readlink() == old / link.name:
+            atomic_symlink(link, str(new / link.name), root=target)
+    record = target / JOURNAL_DIR / OVERLAY_FILE
+    moved_from = [*_recorded_moves(target), str(old)]
+    text = json.dumps({"source": str(new), "moved_from": moved_from}, indent=1) + "\n"
+    atomic_write(record, text.encode())
+    _follow_source(new, target)
+
+
+def _recorded_moves(target: Path) -> list[str]:
+    """The former sources an overlay records (none when it never moved)."""
+    try:
+        moves = json.loads((target / JOURNAL_DIR / OVERLAY_FILE).read_text()).get("moved_from")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return []
+    return [m for m in moves if isinstance(m, str)] if isinstance(moves, list) else []
+
+
 def make_overlay(source: Path | str, out: Path | str) -> Path:
     """Create (or reuse) the overlay ``out`` of ``source``; returns its absolute path."""
     ckpt = open_checkpoint(source)
@@ -70,9 +101,17 @@ def make_overlay(source: Path | str, out: Path | str) -> Path:
         return target
     recorded = _recorded_source(target)
     if recorded is not None:
-        raise CheckpointError(
-            f"already an overlay of {recorded}", file=target, hint="choose another --overlay folder"
-        )
+        if Path(recorded).exists():
+            raise CheckpointError(
+                f"already an overlay of {recorded}",
+                file=target,
+                hint="choose another --overlay folder",
+            )
+        # The store it was made from is gone (moved, or mounted elsewhere in a restarted pod):
+        # it becomes an overlay of the source named now, patched copies and journal kept. A
+        # different revision there shows as a new upstream, which sync refuses (rebase).
+        _repoint(Path(recorded), ckpt.root, target)
+        return target
     record = target / JOURNAL_DIR / OVERLAY_FILE
     if ckpt.root.resolve() == target.resolve() or ckpt.root.resolve() in target.resolve().parents:
         raise CheckpointError(

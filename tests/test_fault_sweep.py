@@ -242,3 +242,47 @@ def test_an_interrupted_overlay_is_completed_by_the_next_run(mode: str, tmp_path
         assert not _temp_files(out), where
         assert tree_bytes(source) == store, where
     assert point > 5
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_overlay_re_pointed_at_its_moved_store_survives_any_fault(
+    mode: str, tmp_path: Path
+) -> None:
+    """The store moved; naming it where it is now re-points the overlay's links and record.
+    Killed at any of those writes, the next run finishes it: every link leads into the new
+    place, the patched copies stay, and a revert puts back links into the new place."""
+    store = _kimi(tmp_path)
+    prepared = tmp_path / "prepared-overlay"
+    api.apply(store, "strip-fp8-kv-cache", overlay=prepared)
+    moved = store.rename(tmp_path / "moved")
+    command = ["apply", str(moved), "strip-fp8-kv-cache", "--overlay"]
+    reference = _copy(prepared, tmp_path / "reference")
+    assert _run_faulty(mode, 10**6, *command, reference) == 99
+    assert all(
+        str(link.readlink()).startswith(f"{moved}/")
+        for link in reference.iterdir()
+        if link.is_symlink()
+    )
+    point = 0
+    while True:
+        point += 1
+        out = _copy(prepared, tmp_path / f"{mode}-{point}")
+        if _run_faulty(mode, point, *command, out) == 99:
+            break
+        where = f"re-point {mode} at call #{point}"
+        done = subprocess.run(
+            [sys.executable, "-m", "patcher", *command, str(out)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            timeout=120,
+        )
+        assert done.returncode == 0, (where, done.stderr)
+        assert tree_bytes(out) == tree_bytes(reference), where
+        assert _applied(out) == ["strip-fp8-kv-cache"], where
+        assert not _temp_files(out), where
+        api.revert(out, every=True)
+        assert tree_bytes(out) == {name: f"-> {moved / name}" for name in tree_bytes(reference)}, (
+            where
+        )
+    assert point > 3

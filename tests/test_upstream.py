@@ -371,6 +371,63 @@ def test_an_overlay_follows_entries_its_source_gains_or_loses(tmp_path: Path) ->
     assert run("status", out, "--check")[0] == 0
 
 
+def test_an_overlay_follows_its_store_when_the_store_moves(tmp_path: Path) -> None:
+    """A restarted pod with a surviving overlay, its store now mounted elsewhere: the overlay's
+    links led nowhere, and every command called its record damaged. Naming the store where it
+    is now re-points the overlay (patched copies and journal kept); a revert then puts back
+    links into the new place."""
+    source = tmp_path / "store" / "kimi"
+    shutil.copytree(EXAMPLE, source)
+    out = tmp_path / "overlay"
+    target = ("--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", "--overlay", out)
+    assert run("sync", source, *target)[0] == 0
+    patched = (out / "config.json").read_bytes()
+    moved = tmp_path / "mnt" / "kimi"
+    moved.parent.mkdir()
+    source.rename(moved)
+
+    code, _, err = run("status", out)
+    refused(code, err, f"the overlay's source {source} is gone (moved or deleted)")
+    assert f"patcher sync NEW_SOURCE --profile P --overlay {out}" in err
+    code, stdout, err = run("sync", moved, *target)
+    assert code == 0 and "in sync" in stdout, err
+    assert json.loads((out / ".patcher" / "overlay.json").read_text())["source"] == str(moved)
+    assert (
+        out / "model.safetensors.index.json"
+    ).readlink() == moved / "model.safetensors.index.json"
+    assert (out / "config.json").read_bytes() == patched
+    assert run("status", out, "--check")[0] == 0
+
+    code, _, err = run("revert", out, "--all")
+    assert code == 0, err
+    for name in ("config.json", "hf_quant_config.json"):
+        assert (out / name).readlink() == moved / name
+
+    # Another store still there is another overlay's source: refused, as before.
+    code, _, err = run("sync", EXAMPLE, *target)
+    refused(code, err, f"already an overlay of {moved}")
+
+
+def test_an_overlay_whose_store_moved_with_a_new_revision_asks_for_a_rebase(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "store" / "kimi"
+    shutil.copytree(EXAMPLE, source)
+    out = tmp_path / "overlay"
+    target = ("--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", "--overlay", out)
+    assert run("sync", source, *target)[0] == 0
+    moved = tmp_path / "mnt" / "kimi"
+    moved.parent.mkdir()
+    source.rename(moved)
+    config = moved / "config.json"
+    config.write_bytes(config.read_bytes().replace(b'"4.57.1"', b'"4.58.0"'))
+    code, _, err = run("sync", moved, *target)
+    refused(code, err, "patcher rebase")
+    code, stdout, err = run("rebase", out)
+    assert code == 0 and "strip-fp8-kv-cache: re-applied" in stdout, err
+    assert b'"4.58.0"' in (out / "config.json").read_bytes()
+
+
 def test_local_dir_new_upstream_is_not_a_hand_edit(hub: tuple[Hub, str], tmp_path: Path) -> None:
     server, url = hub
     folder = tmp_path / "kimi"
