@@ -3,6 +3,7 @@ addresses it. Reads only JSON config files (the weight index, never the weights)
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import shlex
@@ -233,6 +234,61 @@ def _eos_mismatch(files: _Files, apply: Callable[[str], str]) -> Iterator[Findin
         )
 
 
+def _token_text(value: Any) -> str | None:
+    """A special token as tokenizer files spell it: a string, or an AddedToken's content."""
+    if isinstance(value, dict):
+        value = value.get("content")
+    return value if isinstance(value, str) else None
+
+
+def _vocabulary(tokenizer_json: Any) -> set[str]:
+    """Every token tokenizer.json knows: its model's vocabulary (a dict for BPE and WordPiece,
+    a list of [piece, score] for Unigram) and its added tokens."""
+    model = dig(tokenizer_json, ("model",))
+    vocab = dig(model, ("vocab",))
+    known = set(vocab) if isinstance(vocab, dict) else set()
+    if isinstance(vocab, list):
+        known |= {p[0] for p in vocab if isinstance(p, list) and p and isinstance(p[0], str)}
+    added = dig(tokenizer_json, ("added_tokens",))
+    if isinstance(added, list):
+        known |= {t for t in map(_token_text, added) if t is not None}
+    return known
+
+
+def _unknown_eos_token(files: _Files) -> Iterator[Finding]:
+    tokenizer = files.get("tokenizer_config.json")
+    value = dig(tokenizer, ("eos_token",))
+    token = _token_text(value)
+    decoder = dig(tokenizer, ("added_tokens_decoder",))
+    special = {
+        t for t in map(_token_text, decoder.values() if isinstance(decoder, dict) else ()) if t
+    }
+    if token is None or token in special:
+        return
+    vocabulary = files.get("tokenizer.json")
+    if not isinstance(vocabulary, dict):
+        return  # the vocabulary is elsewhere (tokenizer.model, vocab.json) or absent
+    known = _vocabulary(vocabulary)
+    if token in known:
+        return
+    added = dig(vocabulary, ("added_tokens",))
+    special |= {t for t in map(_token_text, added if isinstance(added, list) else ()) if t}
+    close = difflib.get_close_matches(token, sorted(special), n=1, cutoff=0.5)
+    yield Finding(
+        "eos-token-unknown",
+        "tokenizer_config.json",
+        "/eos_token/content" if isinstance(value, dict) else "/eos_token",
+        f"eos_token {json.dumps(token)} is not a token of this tokenizer (tokenizer.json's "
+        "vocabulary or added tokens): it is added as a new token, whose id the model never "
+        "generates, so generation does not stop on it",
+        "set-tokenizer-eos-token" if close else None,
+        f"patcher apply {files.checkpoint.arg} set-tokenizer-eos-token --set "
+        + shlex.quote(f"token={close[0]}")
+        if close
+        else "edit tokenizer_config.json: eos_token names a token of tokenizer.json",
+    )
+
+
 def _sliding_window(
     files: _Files, apply: Callable[[str], str], engine: str | None
 ) -> Iterator[Finding]:
@@ -431,6 +487,7 @@ def check_checkpoint(
         *_kv_disagreement(files, apply),
         *_rope_downgrade(files, f"patcher diff {ckpt.arg}"),
         *_eos_mismatch(files, apply),
+        *_unknown_eos_token(files),
         *_sliding_window(files, apply, engine_name),
         *_missing_mtp(files, apply),
         *_generation_cap(files, apply, view),

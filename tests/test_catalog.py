@@ -319,6 +319,70 @@ def test_a_malformed_eos_is_reported_and_its_fix_runs(cli: Cli, tmp_path: Path, 
     assert cli("check", tmp_path)[0] == 0
 
 
+def _llama3_tokenizer(root: Path, eos: str, vocab: object) -> None:
+    """A Llama-3-shaped tokenizer_config.json (its special tokens in added_tokens_decoder) and a
+    small tokenizer.json with ``vocab`` as its model's vocabulary."""
+    special = {"128000": "<|begin_of_text|>", "128001": "<|end_of_text|>", "128009": "<|eot_id|>"}
+    decoder = {i: {"content": t, "special": True} for i, t in special.items()}
+    added = [{"id": int(i), "content": t, "special": True} for i, t in special.items()]
+    build_tree(
+        root,
+        {
+            "config.json": '{"model_type": "llama"}',
+            "tokenizer_config.json": json.dumps(
+                {"added_tokens_decoder": decoder, "eos_token": eos}, indent=2
+            ),
+            "tokenizer.json": json.dumps({"added_tokens": added, "model": {"vocab": vocab}}),
+        },
+    )
+
+
+def test_an_eos_token_the_tokenizer_lacks_is_reported_with_the_nearest_one(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """set-tokenizer-eos-token with a typo ('<|eot|>') leaves an eos the tokenizer does not
+    have: loading it adds a new token (vLLM 0.16.0 and 0.33.0 gave it a new id), one the model
+    never generates. check names the token the user most likely meant."""
+    _llama3_tokenizer(tmp_path, "<|end_of_text|>", {"hello": 0, "</s>": 1})
+    assert cli("check", tmp_path)[0] == 0
+    assert cli("apply", tmp_path, "set-tokenizer-eos-token", "--set", "token=<|eot|>")[0] == 0
+    code, out, _ = cli("check", tmp_path)
+    assert code == 1
+    assert (
+        '[eos-token-unknown] tokenizer_config.json /eos_token: eos_token "<|eot|>" is not a '
+        "token of this tokenizer (tokenizer.json's vocabulary or added tokens): it is added as a "
+        "new token, whose id the model never generates, so generation does not stop on it" in out
+    )
+    assert f"fix: patcher apply {tmp_path} set-tokenizer-eos-token --set 'token=<|eot_id|>'" in out
+    command = [line for line in out.splitlines() if "fix:" in line][0].split("fix: ", 1)[1]
+    code, _, err = cli(*shlex.split(command)[1:])
+    assert code == 0, err
+    assert json.loads((tmp_path / "tokenizer_config.json").read_text())["eos_token"] == (
+        "<|eot_id|>"
+    )
+    assert cli("check", tmp_path)[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("eos", "vocab"),
+    [
+        ("</s>", {"hello": 0, "</s>": 1}),  # in the BPE vocabulary, not a special token
+        ("</s>", [["<unk>", 0.0], ["</s>", 0.0]]),  # a Unigram vocabulary
+        ("<|eot_id|>", {}),
+    ],
+)
+def test_an_eos_token_the_tokenizer_has_is_not_reported(
+    cli: Cli, tmp_path: Path, eos: str, vocab: object
+) -> None:
+    _llama3_tokenizer(tmp_path, eos, vocab)
+    code, out, _ = cli("check", tmp_path)
+    assert code == 0 and "eos-token-unknown" not in out
+    # No tokenizer.json (the vocabulary in tokenizer.model, say): nothing to judge by.
+    _llama3_tokenizer(tmp_path / "no-vocab", "<|eot|>", {})
+    (tmp_path / "no-vocab" / "tokenizer.json").unlink()
+    assert cli("check", tmp_path / "no-vocab")[0] == 0
+
+
 # --- overrides ---------------------------------------------------------------------------
 
 
