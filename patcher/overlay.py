@@ -19,12 +19,18 @@ from patcher.fsio import (
 )
 
 
+def _record(target: Path) -> dict[str, object]:
+    """An overlay folder's record (empty when it is not, readably, an overlay)."""
+    try:
+        record = json.loads((target / JOURNAL_DIR / OVERLAY_FILE).read_text())
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
 def _recorded_source(target: Path) -> str | None:
     """The source an overlay folder records, or None when it is not (readably) an overlay."""
-    try:
-        recorded = json.loads((target / JOURNAL_DIR / OVERLAY_FILE).read_text()).get("source")
-    except (OSError, ValueError, AttributeError, RecursionError):
-        return None
+    recorded = _record(target).get("source")
     return recorded if isinstance(recorded, str) else None
 
 
@@ -85,10 +91,7 @@ def _repoint(old: Path, new: Path, target: Path) -> None:
 
 def _recorded_moves(target: Path) -> list[str]:
     """The former sources an overlay records (none when it never moved)."""
-    try:
-        moves = json.loads((target / JOURNAL_DIR / OVERLAY_FILE).read_text()).get("moved_from")
-    except (OSError, ValueError, AttributeError, RecursionError):
-        return []
+    moves = _record(target).get("moved_from")
     return [m for m in moves if isinstance(m, str)] if isinstance(moves, list) else []
 
 
