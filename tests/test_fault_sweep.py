@@ -210,6 +210,22 @@ def test_every_fault_point_leaves_before_or_after(scenario: str, mode: str, tmp_
     assert point > 5  # the sweep really went through the command's writes
 
 
+def _overlay_finished(command: list[str], out: Path, reference: Path, where: str) -> None:
+    """The same command run again, unfaulted, leaves ``out`` as the unfaulted run left
+    ``reference``: strip-fp8-kv-cache applied, no temp file."""
+    done = subprocess.run(
+        [sys.executable, "-m", "patcher", *command, str(out)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert done.returncode == 0, (where, done.stderr)
+    assert tree_bytes(out) == tree_bytes(reference), where
+    assert _applied(out) == ["strip-fp8-kv-cache"], where
+    assert not _temp_files(out), where
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_an_interrupted_overlay_is_completed_by_the_next_run(mode: str, tmp_path: Path) -> None:
     """A Kubernetes init container killed while it builds the overlay in an emptyDir that
@@ -229,17 +245,7 @@ def test_an_interrupted_overlay_is_completed_by_the_next_run(mode: str, tmp_path
         if _run_faulty(mode, point, *command, out) == 99:
             break
         where = f"apply --overlay {mode} at call #{point}"
-        done = subprocess.run(
-            [sys.executable, "-m", "patcher", *command, str(out)],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            timeout=120,
-        )
-        assert done.returncode == 0, (where, done.stderr)
-        assert tree_bytes(out) == tree_bytes(reference), where
-        assert _applied(out) == ["strip-fp8-kv-cache"], where
-        assert not _temp_files(out), where
+        _overlay_finished(command, out, reference, where)
         assert tree_bytes(source) == store, where
     assert point > 5
 
@@ -270,17 +276,7 @@ def test_an_overlay_re_pointed_at_its_moved_store_survives_any_fault(
         if _run_faulty(mode, point, *command, out) == 99:
             break
         where = f"re-point {mode} at call #{point}"
-        done = subprocess.run(
-            [sys.executable, "-m", "patcher", *command, str(out)],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            timeout=120,
-        )
-        assert done.returncode == 0, (where, done.stderr)
-        assert tree_bytes(out) == tree_bytes(reference), where
-        assert _applied(out) == ["strip-fp8-kv-cache"], where
-        assert not _temp_files(out), where
+        _overlay_finished(command, out, reference, where)
         api.revert(out, every=True)
         assert tree_bytes(out) == {name: f"-> {moved / name}" for name in tree_bytes(reference)}, (
             where
