@@ -4,7 +4,8 @@ Usage: SGLANG_VENV/bin/python tests/sglang_probe.py CASES.json OUT.json
 
 For each case (``{"case name": "/path/to/checkpoint/dir"}``) this builds SGLang's own
 ``ModelConfig(model_path=DIR)`` on CPU and records the model dtype ``--dtype auto`` resolves
-to, the context length, the request defaults it takes from generation_config.json, and what its
+to, the context length, the request defaults it takes from generation_config.json, the ids it
+stops on (``hf_eos_token_id``), and what its
 tokenizer loading makes of tokenizer_config.json where the case has one. A case
 SGLang cannot configure on a machine without a GPU (remote code, a quantization method only its
 CUDA build registers) is recorded with its error and not compared. It imports nothing from
@@ -53,6 +54,9 @@ def probe(path: str) -> dict[str, Any]:
         "context_len": config.context_len,
         # What its OpenAI server takes from generation_config.json as request defaults.
         "sampling_defaults": config.get_default_sampling_params(),
+        # The ids its scheduler stops on besides the tokenizer's (config.json's and the
+        # generation config's together).
+        "eos_token_id": sorted(config.hf_eos_token_id or ()),
     }
 
 

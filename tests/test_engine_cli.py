@@ -432,3 +432,35 @@ def test_sampling_values_in_config_json_alone_are_not_guessed(cli: Cli, tmp_path
     (tmp_path / "config.json").write_text('{"model_type": "llama"}')
     code, out, _ = cli("check", tmp_path, "--engine", "vllm==0.16.0")
     assert "  sampling        none  (no generation_config.json)" in out
+
+
+def test_sglang_stop_ids_judge_the_eos_fix(cli: Cli, model_checkpoint: object) -> None:
+    """SGLang stops on config.json's and the generation config's eos ids together (recorded):
+    check shows them, the fix holds there when SGLang stops on every id it sets, and with a
+    marked generation_config.json (not read) it is refused under --engine sglang, as for vLLM."""
+    root: Path = model_checkpoint("deepseek-r1-distill-qwen-32b")  # type: ignore[operator]
+    sglang = ("--engine", "sglang==0.5.23")
+    code, out, _ = cli("check", root, *sglang)
+    assert (
+        "  eos_token_id    [151643]  (config.json /eos_token_id and generation_config.json "
+        "/eos_token_id, together)" in out
+    )
+    marked = root / "generation_config.json"
+    marked.write_bytes(b"\xef\xbb\xbf" + marked.read_bytes())
+    before = tree_bytes(root)
+    code, _, err = cli(
+        "apply", root, "fix-generation-eos-token-id", "--set", "eos=[151645]", *sglang
+    )
+    assert code == 1 and tree_bytes(root) == before
+    assert (
+        "fix-generation-eos-token-id has no effect on sglang==0.5.23: eos_token_id stays "
+        "[151643] there (config.json /eos_token_id; generation_config.json starts with a "
+        "byte-order mark, which transformers refuses), not [151645]" in err
+    )
+    assert cli("apply", root, "strip-bom")[0] == 0
+    code, _, err = cli(
+        "apply", root, "fix-generation-eos-token-id", "--set", "eos=[151645]", *sglang
+    )
+    assert code == 0, err
+    code, out, _ = cli("check", root, *sglang, "--json")
+    assert json.loads(out)["engine"]["eos_token_id"] == [151643, 151645]

@@ -91,6 +91,21 @@ def test_engine_model_matches_real_sglang(version: str, case: str, cases: dict[s
     assert view.dtype.value == truth["dtype"]
     assert view.max_model_len.value == truth["context_len"]
     assert view.sampling_defaults.value == truth["sampling_defaults"]
+    assert view.eos_token_id.value == (truth["eos_token_id"] or None)
+
+
+def test_sglang_stops_on_both_files_eos_ids() -> None:
+    """SGLang stops on config.json's eos_token_id and the generation config's together (vLLM:
+    the generation config's alone), so fix-generation-eos-token-id adds to config.json's there."""
+    cases = SGLANG["0.5.23"]["cases"]
+    fixed = "deepseek-r1-distill-qwen-32b+fix-generation-eos-token-id"
+    assert cases[fixed]["eos_token_id"] == [128001, 128008, 128009, 151643]
+    for version, record in TRUTH.items():
+        assert record["cases"][fixed]["generation_eos_token_id"] == [128001, 128008, 128009], (
+            version
+        )
+    # A mark on generation_config.json: its ids are not read, config.json's still are.
+    assert cases["deepseek-r1-distill-qwen-32b~bom-generation-config"]["eos_token_id"] == [151643]
 
 
 @pytest.mark.parametrize(("version", "case"), _params())

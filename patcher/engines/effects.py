@@ -81,6 +81,19 @@ class EditVerdict:
     refused: tuple[NewRefusal, ...]
 
 
+def _holds(effect: str, claimed: Any, derived: Any) -> bool:
+    """Whether an engine derives what a transform claims. Stop ids hold when the engine stops
+    on each claimed id (SGLang also stops on config.json's own)."""
+    if effect == "eos_token_id":
+        return _id_set(claimed) <= _id_set(derived)
+    return bool(derived == claimed)
+
+
+def _id_set(value: Any) -> set[str]:
+    """One id or a list of them, as a set (of their JSON text: a malformed claim stays hashable)."""
+    return {json.dumps(v) for v in (value if isinstance(value, list) else [value])}
+
+
 def judge_edit(
     transform: Transform,
     params: Mapping[str, Any],
@@ -96,7 +109,7 @@ def judge_edit(
         for effect, claim in transform.effects.items():
             claimed = substitute(claim, params)
             derived: Derived = getattr(view, effect)
-            if derived.value is not None and derived.value != claimed:
+            if derived.value is not None and not _holds(effect, claimed, derived.value):
                 missed.append(MissedEffect(engine, effect, claimed, derived))
         old = {e.message for e in derive(engine, before).startup_errors}
         refused += [NewRefusal(engine, e) for e in view.startup_errors if e.message not in old]

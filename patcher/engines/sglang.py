@@ -82,6 +82,41 @@ def sampling_defaults(files: ConfigFiles) -> Derived:
 NO_CAP = Derived(None, "SGLang does not read max_new_tokens from generation_config.json")
 
 
+def _ids(value: Any) -> set[int] | None:
+    """An eos_token_id as SGLang reads it: one token id or a list of them (None otherwise)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return {value}
+    if isinstance(value, list) and all(type(v) is int for v in value):
+        return set(value)
+    return None
+
+
+def stop_ids(files: ConfigFiles) -> Derived:
+    """The ids SGLang's scheduler stops on besides the tokenizer's (``_get_hf_eos_token_id``):
+    config.json's root eos_token_id and the generation config's together, a falsy one of the
+    latter ignored."""
+    generation, why = readable_generation(files)
+    found: set[int] = set()
+    sources = []
+    for name, value in (
+        ("config.json", (files.config or {}).get("eos_token_id")),
+        (GENERATION_FILE, (generation or {}).get("eos_token_id") or None),
+    ):
+        if value is None:
+            continue
+        ids = _ids(value)
+        if ids is None:
+            return Derived(None, f"{name} /eos_token_id is not token ids", name, "/eos_token_id")
+        found |= ids
+        sources.append(f"{name} /eos_token_id")
+    if not found:
+        return Derived(None, f"no eos_token_id in config.json ({why})")
+    reason = " and ".join(sources) + (", together" if len(sources) > 1 else "")
+    if generation is None:
+        reason += f"; {why}"
+    return Derived(sorted(found), reason)
+
+
 def _kv_algo(quant: Mapping[str, Any]) -> tuple[Any, str]:
     inner = quant.get("quantization")
     if isinstance(inner, dict):
@@ -129,5 +164,5 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
         model_dtype(text, "/text_config" if isinstance(nested, dict) else ""),
         sampling_defaults(files),
         NO_CAP,
-        Derived(None, "not modelled for SGLang"),
+        stop_ids(files),
     )
