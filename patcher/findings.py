@@ -22,8 +22,10 @@ from patcher.engines.target import Engine, parse_engine
 from patcher.engines.view import EngineView
 from patcher.engines.vllm import partial_sliding_window as vllm_partial_sliding_window
 from patcher.errors import TargetError
+from patcher.files import read_current
 from patcher.journal import read_journal
 from patcher.results import JsonResult
+from patcher.templates import JINJA_FILE, served_template
 
 FP8_KV_POINTERS = (
     ("hf_quant_config.json", ("quantization", "kv_cache_quant_algo")),
@@ -289,6 +291,28 @@ def _unknown_eos_token(files: _Files) -> Iterator[Finding]:
     )
 
 
+def _shadowed_template(files: _Files) -> Iterator[Finding]:
+    own = dig(files.get("tokenizer_config.json"), ("chat_template",))
+    if own is None:
+        return
+    data = read_current(files.checkpoint, JINJA_FILE)
+    if data is None:
+        return
+    if served_template({"chat_template": own}, None) == data.decode("utf-8", "replace"):
+        return
+    jinja = shlex.quote(str(files.checkpoint.path(JINJA_FILE)))
+    yield Finding(
+        "chat-template-shadowed",
+        "tokenizer_config.json",
+        "/chat_template",
+        f"differs from {JINJA_FILE}, which the tokenizers of vLLM and SGLang load instead: "
+        "this template is not served, and an edit to it changes nothing (set-chat-template "
+        "writes the template to serve to both; the fix keeps the one served now)",
+        "set-chat-template",
+        f"patcher apply {files.checkpoint.arg} set-chat-template --set template={jinja}",
+    )
+
+
 def _sliding_window(
     files: _Files, apply: Callable[[str], str], engine: str | None
 ) -> Iterator[Finding]:
@@ -488,6 +512,7 @@ def check_checkpoint(
         *_rope_downgrade(files, f"patcher diff {ckpt.arg}"),
         *_eos_mismatch(files, apply),
         *_unknown_eos_token(files),
+        *_shadowed_template(files),
         *_sliding_window(files, apply, engine_name),
         *_missing_mtp(files, apply),
         *_generation_cap(files, apply, view),

@@ -235,18 +235,29 @@ def _mtp_draft(mc: Any) -> str:
     return f"draft {draft.model_type}, n_predict {getattr(draft, 'n_predict', None)}"
 
 
-def _tokenizer(path: str) -> str:
-    """What the server's tokenizer loading (vLLM's cached_tokenizer_from_config, as its renderer
-    calls it before the engine starts) makes of the files: "loaded", or its error. The snapshots
-    hold no vocabulary files, so a tokenizer that needs them fails for that reason."""
-    from vllm.config import ModelConfig
-    from vllm.tokenizers.registry import cached_tokenizer_from_config
+def _tokenizer(path: str) -> dict[str, Any]:
+    """What the server's tokenizer loading (vLLM's get_tokenizer, which the renderer calls
+    through cached_tokenizer_from_config before the engine starts) makes of the files: "loaded"
+    and the SHA-256 of the chat template the tokenizer carries (the server's default), or the
+    error."""
+    from vllm.tokenizers.registry import get_tokenizer
 
     try:
-        cached_tokenizer_from_config(ModelConfig(model=path, tokenizer=path))
+        tokenizer = get_tokenizer(path)
     except Exception as exc:
-        return _error(exc)
-    return "loaded"
+        return {"tokenizer": _error(exc)}
+    return {"tokenizer": "loaded", "chat_template_sha256": _template_hash(tokenizer)}
+
+
+def _template_hash(tokenizer: Any) -> str | None:
+    template = getattr(tokenizer, "chat_template", None)
+    if isinstance(template, dict):  # named templates: the default one is served
+        template = template.get("default")
+    if not isinstance(template, str):
+        return None
+    import hashlib
+
+    return hashlib.sha256(template.encode("utf-8")).hexdigest()
 
 
 def probe(path: str, table: dict[str, Any]) -> dict[str, Any]:
@@ -255,7 +266,7 @@ def probe(path: str, table: dict[str, Any]) -> dict[str, Any]:
 
     found: dict[str, Any] = {"startup_errors": []}
     if (Path(path) / "tokenizer_config.json").exists():
-        found["tokenizer"] = _tokenizer(path)
+        found.update(_tokenizer(path))
     try:
         mc = ModelConfig(model=path, tokenizer=path, skip_tokenizer_init=True)
     except Exception as exc:

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOTS = ROOT / "snapshots"
@@ -96,7 +97,51 @@ def build_cases(work: Path) -> dict[str, str]:
         case = work / f"{model}~bom-{name.removesuffix('.json').replace('_', '-')}"
         make(case.name, [SNAPSHOTS / "configs" / model])
         (case / name).write_bytes(b"\xef\xbb\xbf" + (case / name).read_bytes())
+    # A chat_template.jinja beside tokenizer_config.json's own chat_template: which one the
+    # engines' tokenizers carry.
+    case = work / "deepseek-r1-distill-qwen-32b~chat-template-jinja"
+    make(case.name, [SNAPSHOTS / "configs" / "deepseek-r1-distill-qwen-32b"])
+    (case / "chat_template.jinja").write_text("{% for m in messages %}{{ m.content }}{% endfor %}")
+    # The snapshots hold no vocabulary: beside each tokenizer_config.json, a tokenizer.json
+    # with none (a word-level model knowing only its added tokens, at their ids), so that
+    # every version loads the tokenizer and the template it carries is recorded.
+    for directory in cases.values():
+        tokenizer_config = Path(directory) / "tokenizer_config.json"
+        if tokenizer_config.exists():
+            (Path(directory) / "tokenizer.json").write_text(
+                json.dumps(_vocabulary_free(tokenizer_config))
+            )
     return cases
+
+
+def _vocabulary_free(tokenizer_config: Path) -> dict[str, Any]:
+    """A tokenizer.json without a vocabulary: the added tokens of ``tokenizer_config``."""
+    text = tokenizer_config.read_bytes().decode("utf-8-sig")  # a marked one, for its case
+    decoder = json.loads(text).get("added_tokens_decoder") or {}
+    added = [
+        {
+            "id": int(i),
+            "content": t["content"],
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": bool(t.get("special", True)),
+        }
+        for i, t in decoder.items()
+    ]
+    vocab = {"<unk>": 0, **{t["content"]: t["id"] for t in added}}
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": added,
+        "normalizer": None,
+        "pre_tokenizer": {"type": "Whitespace"},
+        "post_processor": None,
+        "decoder": None,
+        "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "<unk>"},
+    }
 
 
 def venv_python(venvs: Path, version: str, package: str = "vllm") -> Path:

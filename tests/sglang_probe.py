@@ -24,16 +24,25 @@ def _error(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
 
 
-def _tokenizer(path: str) -> str:
+def _tokenizer(path: str) -> dict[str, Any]:
     """What SGLang's tokenizer loading (its own get_tokenizer, as the tokenizer manager calls it
-    at start-up) makes of the files: "loaded", or its error."""
+    at start-up) makes of the files: "loaded" and the SHA-256 of the chat template the tokenizer
+    carries (the server's default), or the error."""
     from sglang.srt.utils.hf_transformers_utils import get_tokenizer
 
     try:
-        get_tokenizer(path)
+        tokenizer = get_tokenizer(path)
     except Exception as exc:
-        return _error(exc)
-    return "loaded"
+        return {"tokenizer": _error(exc)}
+    template = getattr(tokenizer, "chat_template", None)
+    if isinstance(template, dict):  # named templates: the default one is served
+        template = template.get("default")
+    digest = None
+    if isinstance(template, str):
+        import hashlib
+
+        digest = hashlib.sha256(template.encode("utf-8")).hexdigest()
+    return {"tokenizer": "loaded", "chat_template_sha256": digest}
 
 
 def probe(path: str) -> dict[str, Any]:
@@ -42,7 +51,7 @@ def probe(path: str) -> dict[str, Any]:
 
     found: dict[str, Any] = {}
     if (Path(path) / "tokenizer_config.json").exists():
-        found["tokenizer"] = _tokenizer(path)
+        found.update(_tokenizer(path))
     try:
         # sampling_defaults="model" is the server's default (ModelConfig's own is "openai").
         config = ModelConfig(model_path=path, sampling_defaults="model")

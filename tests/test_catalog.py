@@ -383,6 +383,37 @@ def test_an_eos_token_the_tokenizer_has_is_not_reported(
     assert cli("check", tmp_path / "no-vocab")[0] == 0
 
 
+def test_a_tokenizer_config_template_shadowed_by_chat_template_jinja(
+    cli: Cli, model_checkpoint: object
+) -> None:
+    """With a chat_template.jinja beside it, tokenizer_config.json's own chat_template is not
+    what vLLM's or SGLang's tokenizer carries (recorded), so a hand edit there changes nothing.
+    check says so; its fix makes both the served template; revert puts both back."""
+    root: Path = model_checkpoint("deepseek-r1-distill-qwen-32b")  # type: ignore[operator]
+    (root / "chat_template.jinja").write_text("{% for m in messages %}{{ m.content }}{% endfor %}")
+    before = tree_bytes(root)
+    code, out, _ = cli("check", root)
+    assert code == 1
+    assert (
+        "[chat-template-shadowed] tokenizer_config.json /chat_template: differs from "
+        "chat_template.jinja, which the tokenizers of vLLM and SGLang load instead: this "
+        "template is not served, and an edit to it changes nothing" in out
+    )
+    command = [line for line in out.splitlines() if "fix:" in line][0].split("fix: ", 1)[1]
+    assert command == (
+        f"patcher apply {root} set-chat-template --set template={root}/chat_template.jinja"
+    )
+    code, _, err = cli(*shlex.split(command)[1:])
+    assert code == 0, err
+    served = json.loads((root / "tokenizer_config.json").read_text())["chat_template"]
+    assert served == (root / "chat_template.jinja").read_text()
+    assert cli("check", root)[0] == 0
+    assert cli("revert", root, "set-chat-template")[0] == 0
+    assert tree_bytes(root) == before
+    (root / "chat_template.jinja").unlink()  # tokenizer_config.json's alone: served
+    assert cli("check", root)[0] == 0
+
+
 # --- overrides ---------------------------------------------------------------------------
 
 

@@ -7,6 +7,7 @@ same files. Re-record (README, "Engine truth") when a rule changes or a version 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -21,6 +22,7 @@ from patcher.engines.files import TOKENIZER_FILE, ConfigFiles, read_config_files
 from patcher.engines.gpus import parse_gpu
 from patcher.engines.model import derive
 from patcher.engines.target import parse_engine
+from patcher.templates import JINJA_FILE, served_template
 from tests.conftest import SNAPSHOTS
 from tests.record_engines import build_cases
 
@@ -79,7 +81,7 @@ def _sglang_params() -> list[Any]:
 
 
 def test_sglang_recorded_where_it_configures_on_cpu() -> None:
-    assert set(SGLANG) == {"0.5.23"} and len(_sglang_params()) >= 42
+    assert set(SGLANG) == {"0.5.23"} and len(_sglang_params()) >= 44
 
 
 @pytest.mark.parametrize(("version", "case"), _sglang_params())
@@ -271,6 +273,54 @@ def test_a_marked_tokenizer_config_stops_every_engine() -> None:
         assert "BOM" not in plain, engine
         if "max_model_len" in marked or "context_len" in marked:  # the config stage is fine
             assert not marked.get("startup_errors"), engine
+
+
+def _loaded_tokenizers() -> list[Any]:
+    records = {**{f"vllm-{v}": r for v, r in TRUTH.items()}, "sglang": SGLANG["0.5.23"]}
+    return [
+        pytest.param(engine, case, id=f"{engine}-{case}")
+        for engine, record in records.items()
+        for case, found in sorted(record["cases"].items())
+        if found.get("tokenizer") == "loaded"
+    ]
+
+
+def test_every_tokenizer_loaded_where_the_case_has_one() -> None:
+    assert len(_loaded_tokenizers()) >= 3 * 20
+
+
+@pytest.mark.parametrize(("engine", "case"), _loaded_tokenizers())
+def test_the_served_chat_template_is_the_one_patcher_names(
+    engine: str, case: str, cases: dict[str, str]
+) -> None:
+    """The template each engine's tokenizer carries (what its server renders with, given no
+    --chat-template) is the one patcher's rule names: chat_template.jinja over
+    tokenizer_config.json's own."""
+    record = SGLANG["0.5.23"] if engine == "sglang" else TRUTH[engine.removeprefix("vllm-")]
+    folder = Path(cases[case])
+    jinja = folder / JINJA_FILE
+    served = served_template(
+        json.loads((folder / "tokenizer_config.json").read_bytes().decode("utf-8-sig")),
+        jinja.read_text(encoding="utf-8") if jinja.exists() else None,
+    )
+    expected = None if served is None else hashlib.sha256(served.encode()).hexdigest()
+    assert record["cases"][case]["chat_template_sha256"] == expected
+
+
+def test_set_chat_template_is_what_every_engine_serves() -> None:
+    """set-chat-template's claim: after it, the tokenizer carries the given template; and with
+    a chat_template.jinja beside it, tokenizer_config.json's own template is not served."""
+    template = "{% for m in messages %}{{ m['content'] }}{% endfor %}\n"  # test_golden's
+    given = hashlib.sha256(template.encode()).hexdigest()
+    records = [*TRUTH.values(), SGLANG["0.5.23"]]
+    for record in records:
+        for model in ("deepseek-r1-distill-qwen-32b", "llama-3.1-8b-instruct-bnb8bit"):
+            found = record["cases"][f"{model}+set-chat-template"]
+            assert found["chat_template_sha256"] == given, (record["version"], model)
+            assert record["cases"][model]["chat_template_sha256"] not in (None, given)
+        shadowed = record["cases"]["deepseek-r1-distill-qwen-32b~chat-template-jinja"]
+        own = record["cases"]["deepseek-r1-distill-qwen-32b"]["chat_template_sha256"]
+        assert shadowed["chat_template_sha256"] != own, record["version"]
 
 
 def test_max_new_tokens_caps_every_response_only_before_0_17() -> None:
