@@ -106,17 +106,24 @@ def kv_label(value: Any) -> str:
 def _fp8_kv(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:
     for name, keys in FP8_KV_POINTERS:
         value = dig(files.get(name), keys)
-        if kv_label(value) != "none":
-            yield Finding(
-                "fp8-kv-directive",
-                name,
-                _pointer(keys),
-                f"KV-cache quantization directive {json.dumps(value)}: vLLM resolves "
-                "--kv-cache-dtype auto to it, and some GPUs/backends cannot run it "
-                "(e.g. SM120 TRITON_MLA)",
-                "strip-fp8-kv-cache",
-                apply("strip-fp8-kv-cache"),
-            )
+        if kv_label(value) == "none":
+            continue
+        method = dig(files.get(name), (*keys[:-1], "quant_method"))
+        if method == "compressed-tensors":  # recorded: the attention layers switch to fp8
+            how = "vLLM's attention layers switch the KV cache to fp8 for it"
+            example, transform = "SM89 with MTP, vLLM #44879", "strip-ct-kv-cache-scheme"
+        else:
+            how = "vLLM resolves --kv-cache-dtype auto to it"
+            example, transform = "SM120 TRITON_MLA", "strip-fp8-kv-cache"
+        yield Finding(
+            "fp8-kv-directive",
+            name,
+            _pointer(keys),
+            f"KV-cache quantization directive {json.dumps(value)}: {how}, and some "
+            f"GPUs/backends cannot run it (e.g. {example})",
+            transform,
+            apply(transform),
+        )
 
 
 def _kv_disagreement(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:

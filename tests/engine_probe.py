@@ -181,11 +181,13 @@ SLIDING_OFF = {"use_sliding_window": False}
 MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers")
 
 
-def _build(mc: Any) -> str:
+def _build(mc: Any, built: dict[str, Any] | None = None) -> str:
     """Build the model class vLLM picks for these files on the meta device (no weights, no
     memory) and return the first error, in vLLM's words. On a machine without a GPU the build
     of a model that passes every check of its own ends at the attention backend ("Invalid
-    attention backend for None"): that is as far as the files can take it here."""
+    attention backend for None"): that is as far as the files can take it here. ``built``
+    gets the KV-cache dtype the layers left in the cache config (an attention layer switches
+    'auto' to fp8 for a compressed-tensors kv_cache_scheme before it picks its backend)."""
     import socket
 
     import torch
@@ -211,7 +213,11 @@ def _build(mc: Any) -> str:
                 initialize_model_parallel(1, 1)
                 _DISTRIBUTED.append(True)
             with torch.device("meta"):
-                model_class(vllm_config=vllm_config, prefix="")
+                try:
+                    model_class(vllm_config=vllm_config, prefix="")
+                finally:
+                    if built is not None:
+                        built["kv_cache_dtype_layers"] = vllm_config.cache_config.cache_dtype
     except Exception as exc:
         return _error(exc)
     return "built"
@@ -285,7 +291,7 @@ def probe(path: str, table: dict[str, Any]) -> dict[str, Any]:
     except Exception as exc:
         found["startup_errors"].append(_error(exc))
     found["sliding_window"] = mc.get_sliding_window()
-    found["model_build"] = _build(mc)
+    found["model_build"] = _build(mc, found)
     if any(getattr(mc.hf_text_config, key, None) is not None for key in MTP_KEYS):
         found["speculative_mtp"] = _mtp_draft(mc)
     text = mc.hf_text_config

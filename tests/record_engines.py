@@ -97,6 +97,33 @@ def build_cases(work: Path) -> dict[str, str]:
         case = work / f"{model}~bom-{name.removesuffix('.json').replace('_', '-')}"
         make(case.name, [SNAPSHOTS / "configs" / model])
         (case / name).write_bytes(b"\xef\xbb\xbf" + (case / name).read_bytes())
+    # A compressed-tensors checkpoint quantizing only the KV cache (llm-compressor's layout,
+    # no weight schemes) on a real config, and the same after strip-ct-kv-cache-scheme as
+    # patcher writes it: which KV cache the attention layers keep.
+    case = work / "deepseek-r1-distill-qwen-32b~ct-fp8-kv"
+    make(case.name, [SNAPSHOTS / "configs" / "deepseek-r1-distill-qwen-32b"])
+    config = json.loads((case / "config.json").read_text())
+    config["quantization_config"] = {
+        "quant_method": "compressed-tensors",
+        "format": "dense",
+        "config_groups": {},
+        "ignore": ["lm_head"],
+        "kv_cache_scheme": {
+            "num_bits": 8,
+            "type": "float",
+            "strategy": "tensor",
+            "dynamic": False,
+            "symmetric": True,
+        },
+        "quantization_status": "compressed",
+    }
+    (case / "config.json").write_text(json.dumps(config, indent=2))
+    stripped = work / f"{case.name}+strip-ct-kv-cache-scheme"
+    make(stripped.name, [case])
+    from patcher import api
+
+    api.apply(stripped, "strip-ct-kv-cache-scheme")
+    shutil.rmtree(stripped / ".patcher")
     # A chat_template.jinja beside tokenizer_config.json's own chat_template: which one the
     # engines' tokenizers carry.
     case = work / "deepseek-r1-distill-qwen-32b~chat-template-jinja"

@@ -102,6 +102,32 @@ def test_strip_ct_kv_cache_scheme(tmp_path: Path) -> None:
     assert (tmp_path / "config.json").read_text() == text
 
 
+def test_a_compressed_tensors_kv_scheme_is_found_and_its_fix_is_the_ct_one(
+    cli: Cli, model_checkpoint: object
+) -> None:
+    """A compressed-tensors kv_cache_scheme: vLLM's attention layers switch the cache to fp8
+    (recorded at 0.16.0 and 0.33.0; 'auto' itself resolves to the model dtype). check names
+    strip-ct-kv-cache-scheme, and after it the cache is the model dtype again."""
+    root: Path = model_checkpoint("deepseek-r1-distill-qwen-32b")  # type: ignore[operator]
+    config = json.loads((root / "config.json").read_text())
+    config["quantization_config"] = {
+        "quant_method": "compressed-tensors",
+        "config_groups": {},
+        "kv_cache_scheme": {"num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": False},
+    }
+    (root / "config.json").write_text(json.dumps(config, indent=2))
+    code, out, _ = cli("check", root)
+    assert code == 1
+    assert "vLLM's attention layers switch the KV cache to fp8 for it" in out
+    assert f"fix: patcher apply {root} strip-ct-kv-cache-scheme" in out
+    code, out, _ = cli("check", root, "--engine", "vllm==0.33.0", "--json")
+    assert json.loads(out)["engine"]["kv_cache_dtype"] == "fp8"
+    assert cli("apply", root, "strip-ct-kv-cache-scheme")[0] == 0
+    assert cli("check", root)[0] == 0
+    code, out, _ = cli("check", root, "--engine", "vllm==0.33.0", "--json")
+    assert json.loads(out)["engine"]["kv_cache_dtype"] == "auto"
+
+
 def test_drop_generation_max_new_tokens(tmp_path: Path) -> None:
     text = '{\n  "max_new_tokens": 2048,\n  "temperature": 0.7\n}'
     build_tree(tmp_path, {"config.json": "{}", "generation_config.json": text})

@@ -81,7 +81,7 @@ def _sglang_params() -> list[Any]:
 
 
 def test_sglang_recorded_where_it_configures_on_cpu() -> None:
-    assert set(SGLANG) == {"0.5.23"} and len(_sglang_params()) >= 44
+    assert set(SGLANG) == {"0.5.23"} and len(_sglang_params()) >= 46
 
 
 @pytest.mark.parametrize(("version", "case"), _sglang_params())
@@ -148,7 +148,10 @@ def test_engine_model_matches_real_vllm(version: str, case: str, cases: dict[str
     assert view.max_tokens_cap.value == (asked if asked < rest else None)
     assert unset == min(rest, view.sampling_defaults.value.get("max_tokens", rest))
     assert view.max_model_len.value == truth["max_model_len"]
-    assert view.kv_cache_dtype.value == truth["kv_cache_dtype"]
+    # 'auto' resolved from the files, unless the attention layers switched the cache to fp8
+    # while the model was built (a compressed-tensors kv_cache_scheme).
+    switched = truth.get("kv_cache_dtype_layers") == "fp8"
+    assert view.kv_cache_dtype.value == ("fp8" if switched else truth["kv_cache_dtype"])
     assert view.quantization.value == truth["quantization"]
     assert view.mla == truth["mla"]
     assert view.dtype.value == truth["dtype"]
@@ -321,6 +324,23 @@ def test_set_chat_template_is_what_every_engine_serves() -> None:
         shadowed = record["cases"]["deepseek-r1-distill-qwen-32b~chat-template-jinja"]
         own = record["cases"]["deepseek-r1-distill-qwen-32b"]["chat_template_sha256"]
         assert shadowed["chat_template_sha256"] != own, record["version"]
+
+
+def test_strip_ct_kv_cache_scheme_keeps_the_model_dtype_cache() -> None:
+    """strip-ct-kv-cache-scheme's claim: with a compressed-tensors kv_cache_scheme, vLLM's
+    attention layers switch the KV cache to fp8 though 'auto' resolves to the model dtype;
+    after the transform (the scheme null) the cache stays the model dtype."""
+    case = "deepseek-r1-distill-qwen-32b~ct-fp8-kv"
+    for version, record in TRUTH.items():
+        marked, stripped = (
+            record["cases"][case],
+            record["cases"][f"{case}+strip-ct-kv-cache-scheme"],
+        )
+        assert (marked["kv_cache_dtype"], marked["kv_cache_dtype_layers"]) == ("auto", "fp8"), (
+            version
+        )
+        assert (stripped["kv_cache_dtype"], stripped["kv_cache_dtype_layers"]) == ("auto", "auto")
+        assert "Invalid attention backend" in stripped["model_build"], version  # built as far
 
 
 def test_max_new_tokens_caps_every_response_only_before_0_17() -> None:

@@ -479,6 +479,24 @@ def kv_cache_dtype(engine: Engine, quant: Mapping[str, Any] | None, source: str 
     return Derived("auto", "no KV directive: the model dtype")
 
 
+def _layers_kv(
+    quantization: str | None, quant: Mapping[str, Any], source: str | None
+) -> Derived | None:
+    """The KV cache the attention layers switch to: with a compressed-tensors kv_cache_scheme
+    (any, even one 'auto' does not resolve) a layer sets the cache config's dtype to fp8
+    before it picks its backend (model_executor/layers/attention/attention.py, read in 0.16.0
+    and 0.33.0; recorded after the model build in both). MLA layers do not switch."""
+    if quantization != "compressed-tensors" or quant.get("kv_cache_scheme") is None:
+        return None
+    pointer = ("/quantization_config" if source == "config.json" else "") + "/kv_cache_scheme"
+    return Derived(
+        "fp8",
+        f"{source} {pointer}: the attention layers switch the cache to fp8 (compressed-tensors)",
+        source,
+        pointer,
+    )
+
+
 def _required_fields(
     quantization: str | None, quant: Mapping[str, Any], source: str
 ) -> StartupError | None:
@@ -707,6 +725,8 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
     text = _text_config(config)
     mla_types = MLA_MODEL_TYPES_033 if engine.at_least(0, 33) else MLA_MODEL_TYPES
     mla = text.get("model_type") in mla_types and text.get("kv_lora_rank") is not None
+    if quant is not None and not mla and kv.value == "auto":
+        kv = _layers_kv(quantization, quant, source) or kv
     backends: tuple[str, ...] | None = None
     if gpu is not None:
         minimum = MIN_CAPABILITY.get(quantization or "")
