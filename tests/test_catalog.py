@@ -325,6 +325,11 @@ def test_a_suggested_fix_runs_as_pasted_into_a_shell(cli: Cli, tmp_path: Path) -
     ]
 
 
+def _first_fix(out: str) -> str:
+    """The command of check's first "fix:" line."""
+    return [line for line in out.splitlines() if "fix:" in line][0].split("fix: ", 1)[1]
+
+
 @pytest.mark.parametrize("eos", ['"x"', "[1, null]", "{}", "[]", "-3"])
 def test_a_malformed_eos_is_reported_and_its_fix_runs(cli: Cli, tmp_path: Path, eos: str) -> None:
     """A malformed eos_token_id used to stop check with exit 3 ('a bug in patcher')."""
@@ -339,8 +344,7 @@ def test_a_malformed_eos_is_reported_and_its_fix_runs(cli: Cli, tmp_path: Path, 
     assert code == 1 and "Traceback" not in out + err
     assert "[eos-invalid] generation_config.json /eos_token_id: eos_token_id " in out
     assert "is not a token id or a list of them" in out
-    command = [line for line in out.splitlines() if "fix:" in line][0].split("fix: ", 1)[1]
-    code, _, err = cli(*shlex.split(command)[1:])
+    code, _, err = cli(*shlex.split(_first_fix(out))[1:])
     assert code == 0, err
     assert cli("check", tmp_path)[0] == 0
 
@@ -380,8 +384,7 @@ def test_an_eos_token_the_tokenizer_lacks_is_reported_with_the_nearest_one(
         "new token, whose id the model never generates, so generation does not stop on it" in out
     )
     assert f"fix: patcher apply {tmp_path} set-tokenizer-eos-token --set 'token=<|eot_id|>'" in out
-    command = [line for line in out.splitlines() if "fix:" in line][0].split("fix: ", 1)[1]
-    code, _, err = cli(*shlex.split(command)[1:])
+    code, _, err = cli(*shlex.split(_first_fix(out))[1:])
     assert code == 0, err
     assert json.loads((tmp_path / "tokenizer_config.json").read_text())["eos_token"] == (
         "<|eot_id|>"
@@ -425,7 +428,7 @@ def test_a_tokenizer_config_template_shadowed_by_chat_template_jinja(
         "chat_template.jinja, which the tokenizers of vLLM and SGLang load instead: this "
         "template is not served, and an edit to it changes nothing" in out
     )
-    command = [line for line in out.splitlines() if "fix:" in line][0].split("fix: ", 1)[1]
+    command = _first_fix(out)
     assert command == (
         f"patcher apply {root} set-chat-template --set template={root}/chat_template.jinja"
     )
