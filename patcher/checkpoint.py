@@ -153,7 +153,10 @@ def open_checkpoint(path: Path | str, revision: str | None = None) -> Checkpoint
         try:
             record = json.loads(overlay.read_text())
             source = Path(record["source"]).resolve()
-            moved_from = tuple(str(Path(old)) for old in record.get("moved_from", []))
+            moves = record.get("moved_from", [])
+            if not isinstance(moves, list) or not all(isinstance(m, str) for m in moves):
+                raise TypeError("moved_from is not a list of paths")
+            moved_from = tuple(moves)
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
             raise damaged from None
         if not source.exists():

@@ -606,6 +606,12 @@ def test_forged_overlay_source_is_not_trusted(cli: Cli, kimi: Path, tmp_path: Pa
     (overlay / ".patcher" / "overlay.json").write_text(json.dumps({"source": "/etc"}))
     code, _, err = cli("status", overlay)
     assert code == 1 and "its source is not a checkpoint" in err
+    # The former sources of a moved store are a list of paths, or the record is damaged.
+    for moves in ("/etc", [1], {"a": "b"}):
+        record = {"source": str(kimi), "moved_from": moves}
+        (overlay / ".patcher" / "overlay.json").write_text(json.dumps(record))
+        code, _, err = cli("status", overlay)
+        assert code == 1 and "overlay record is damaged" in err, moves
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="changing owners needs root")
