@@ -110,7 +110,8 @@ def stop_ids(files: ConfigFiles) -> Derived:
         found |= ids
         sources.append(f"{name} /eos_token_id")
     if not found:
-        return Derived(None, f"no eos_token_id in config.json ({why})")
+        where = "or the generation config" if generation is not None else f"({why})"
+        return Derived(None, f"no eos_token_id in config.json {where}")
     reason = " and ".join(sources) + (", together" if len(sources) > 1 else "")
     if generation is None:
         reason += f"; {why}"
