@@ -1,5 +1,5 @@
 """``check``: known problems in a checkpoint's config files, each with the transform that
-addresses it. Reads only JSON config files (the weight index, never the weights)."""
+addresses it. Reads config and tokenizer files (the weight index, never the weights)."""
 
 from __future__ import annotations
 
