@@ -15,11 +15,12 @@ from typing import Any, ClassVar
 
 from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.document import read_json_file, shown
-from patcher.engines.files import ENGINE_FILES, READ_FILES, TOKENIZER_FILE, config_files
+from patcher.engines.files import READ_FILES, config_files
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.model import derive
 from patcher.engines.target import Engine, parse_engine
 from patcher.engines.view import EngineView
+from patcher.engines.vllm import BOM_JUDGED as VLLM_BOM_JUDGED
 from patcher.engines.vllm import partial_sliding_window as vllm_partial_sliding_window
 from patcher.errors import TargetError
 from patcher.files import read_current
@@ -251,37 +252,36 @@ def _token_text(value: Any) -> str | None:
 
 
 def _vocabulary(tokenizer_json: Any) -> set[str]:
-    """Every token tokenizer.json knows: its model's vocabulary (a dict for BPE and WordPiece,
-    a list of [piece, score] for Unigram) and its added tokens."""
-    model = dig(tokenizer_json, ("model",))
-    vocab = dig(model, ("vocab",))
-    known = set(vocab) if isinstance(vocab, dict) else set()
+    """The tokens of tokenizer.json's model: its vocabulary, a dict for BPE and WordPiece, a
+    list of [piece, score] for Unigram."""
+    vocab = dig(tokenizer_json, ("model", "vocab"))
+    if isinstance(vocab, dict):
+        return set(vocab)
     if isinstance(vocab, list):
-        known |= {p[0] for p in vocab if isinstance(p, list) and p and isinstance(p[0], str)}
-    added = dig(tokenizer_json, ("added_tokens",))
-    if isinstance(added, list):
-        known |= {t for t in map(_token_text, added) if t is not None}
-    return known
+        return {p[0] for p in vocab if isinstance(p, list) and p and isinstance(p[0], str)}
+    return set()
+
+
+def _token_texts(tokens: Any) -> set[str]:
+    """The texts of a list of added tokens (or of added_tokens_decoder's values)."""
+    if isinstance(tokens, dict):
+        tokens = list(tokens.values())
+    return {t for t in map(_token_text, tokens) if t} if isinstance(tokens, list) else set()
 
 
 def _unknown_eos_token(files: _Files) -> Iterator[Finding]:
     tokenizer = files.get("tokenizer_config.json")
     value = dig(tokenizer, ("eos_token",))
     token = _token_text(value)
-    decoder = dig(tokenizer, ("added_tokens_decoder",))
-    special = {
-        t for t in map(_token_text, decoder.values() if isinstance(decoder, dict) else ()) if t
-    }
+    special = _token_texts(dig(tokenizer, ("added_tokens_decoder",)))
     if token is None or token in special:
         return
     vocabulary = files.get("tokenizer.json")
     if not isinstance(vocabulary, dict):
         return  # the vocabulary is elsewhere (tokenizer.model, vocab.json) or absent
-    known = _vocabulary(vocabulary)
-    if token in known:
+    special |= _token_texts(dig(vocabulary, ("added_tokens",)))
+    if token in special or token in _vocabulary(vocabulary):
         return
-    added = dig(vocabulary, ("added_tokens",))
-    special |= {t for t in map(_token_text, added if isinstance(added, list) else ()) if t}
     close = difflib.get_close_matches(token, sorted(special), n=1, cutoff=0.5)
     yield Finding(
         "eos-token-unknown",
@@ -299,13 +299,11 @@ def _unknown_eos_token(files: _Files) -> Iterator[Finding]:
 
 
 def _shadowed_template(files: _Files) -> Iterator[Finding]:
-    own = dig(files.get("tokenizer_config.json"), ("chat_template",))
-    if own is None:
+    tokenizer = files.get("tokenizer_config.json")
+    if dig(tokenizer, ("chat_template",)) is None:
         return
     data = read_current(files.checkpoint, JINJA_FILE)
-    if data is None:
-        return
-    if served_template({"chat_template": own}, None) == data.decode("utf-8", "replace"):
+    if data is None or served_template(tokenizer, None) == data.decode("utf-8", "replace"):
         return
     jinja = shlex.quote(str(files.checkpoint.path(JINJA_FILE)))
     yield Finding(
@@ -437,7 +435,7 @@ def _bom(
     marked: frozenset[str], apply: Callable[[str], str], engine: str | None
 ) -> Iterator[Finding]:
     for name, effect in BOM_EFFECTS.items():
-        if engine == "vllm" and name in (*ENGINE_FILES, TOKENIZER_FILE):
+        if engine == "vllm" and name in VLLM_BOM_JUDGED:
             continue  # the engine model reports these as start-up errors, where they are ones
         if name in marked:
             yield Finding(

@@ -17,13 +17,7 @@ from typing import Any, ClassVar, Literal
 from patcher.catalog import builtin_transforms, find_transform
 from patcher.checkpoint import Checkpoint, open_checkpoint
 from patcher.document import canonical
-from patcher.engines.files import (
-    MARKED_FILES,
-    READ_FILES,
-    ConfigFiles,
-    bom_after,
-    read_config_files,
-)
+from patcher.engines.files import MARKED_FILES, ConfigFiles, read_config_files
 from patcher.engines.model import derive
 from patcher.engines.view import StartupError
 from patcher.errors import PatcherError
@@ -98,30 +92,10 @@ class SyncResult(JsonResult):
 
 def upstream_files(checkpoint: Checkpoint, journal: Journal) -> ConfigFiles:
     """The engine's files as upstream shipped them: the journal's originals where patched."""
-    import json
+    from patcher.engines.effects import patched_files
 
-    current = read_config_files(checkpoint)
-    found: dict[str, Any] = {
-        "config.json": current.config,
-        "hf_quant_config.json": current.hf_quant,
-        "generation_config.json": current.generation,
-    }
-    source = current.source
     upstream = {n: d for n, d in originals(checkpoint, journal).items() if n in MARKED_FILES}
-    for name, data in upstream.items():
-        if name not in READ_FILES:
-            continue  # only its byte-order mark counts (below)
-        found[name] = json.loads(data)
-        if name == "config.json":
-            source = f"{source} (as upstream shipped it)"
-    return ConfigFiles(
-        found["config.json"],
-        found["hf_quant_config.json"],
-        source,
-        current.weights,
-        bom_after(current.bom, upstream),
-        found["generation_config.json"],
-    )
+    return patched_files(read_config_files(checkpoint), upstream, "as upstream shipped it")
 
 
 def _short(error: StartupError) -> str:

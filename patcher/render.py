@@ -195,7 +195,7 @@ def apply_text(r: ApplyResult, named: str | None = None) -> str:
     for f in r.files:
         if f.kind == "text":  # one whole-text replacement: say what it did, not the new text
             what = (
-                "byte-order mark removed (3 bytes)"
+                f"byte-order mark removed ({len(BOM)} bytes)"
                 if f.before == BOM + f.after
                 else f"whole file replaced ({len(f.before):,} -> {len(f.after):,} bytes)"
             )

@@ -252,10 +252,10 @@ def _tokenizer(path: str) -> dict[str, Any]:
         tokenizer = get_tokenizer(path)
     except Exception as exc:
         return {"tokenizer": _error(exc)}
-    return {"tokenizer": "loaded", "chat_template_sha256": _template_hash(tokenizer)}
+    return {"tokenizer": "loaded", "chat_template_sha256": template_hash(tokenizer)}
 
 
-def _template_hash(tokenizer: Any) -> str | None:
+def template_hash(tokenizer: Any) -> str | None:
     template = getattr(tokenizer, "chat_template", None)
     if isinstance(template, dict):  # named templates: the default one is served
         template = template.get("default")

@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from engine_probe import template_hash  # the same hash (run as tests/sglang_probe.py)
+
 
 def _error(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
@@ -34,15 +36,7 @@ def _tokenizer(path: str) -> dict[str, Any]:
         tokenizer = get_tokenizer(path)
     except Exception as exc:
         return {"tokenizer": _error(exc)}
-    template = getattr(tokenizer, "chat_template", None)
-    if isinstance(template, dict):  # named templates: the default one is served
-        template = template.get("default")
-    digest = None
-    if isinstance(template, str):
-        import hashlib
-
-        digest = hashlib.sha256(template.encode("utf-8")).hexdigest()
-    return {"tokenizer": "loaded", "chat_template_sha256": digest}
+    return {"tokenizer": "loaded", "chat_template_sha256": template_hash(tokenizer)}
 
 
 def probe(path: str) -> dict[str, Any]:

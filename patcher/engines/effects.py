@@ -48,8 +48,13 @@ class MissedEffect:
     derived: Derived
 
 
-def patched_files(before: ConfigFiles, changed: Mapping[str, bytes]) -> ConfigFiles:
-    """``before`` with the files a plan rewrites (name -> new bytes) put in."""
+def patched_files(
+    before: ConfigFiles,
+    changed: Mapping[str, bytes],
+    label: str = "as the transform would leave it",
+) -> ConfigFiles:
+    """``before`` with other bytes (name -> bytes) put in: the files a plan rewrites, or the
+    journal's originals. Messages name config.json with ``label`` when it is one of them."""
 
     def pick(name: str, old: dict[str, Any] | None) -> dict[str, Any] | None:
         return json.loads(changed[name]) if name in changed else old
@@ -57,7 +62,7 @@ def patched_files(before: ConfigFiles, changed: Mapping[str, bytes]) -> ConfigFi
     return ConfigFiles(
         pick("config.json", before.config),
         pick("hf_quant_config.json", before.hf_quant),
-        f"{before.source} (as the transform would leave it)",
+        f"{before.source} ({label})" if "config.json" in changed else before.source,
         before.weights,
         bom_after(before.bom, changed),
         pick("generation_config.json", before.generation),

@@ -573,6 +573,10 @@ def _attention_error(engine: Engine, gpu: Gpu, kv: Derived, head_size: int) -> S
 
 # json.load's refusal of a file that starts with a byte-order mark, as vLLM passes it on.
 BOM_REFUSAL = "Unexpected UTF-8 BOM (decode using utf-8-sig): line 1 column 1 (char 0)"
+# The files whose mark the model judges (_bom_error, tokenizer_bom_error): a start-up error
+# where vLLM reads the file, nothing where it does not (hf_quant_config.json beside a
+# quantization_config).
+BOM_JUDGED = ("config.json", "hf_quant_config.json", TOKENIZER_FILE)
 
 
 def _bom_error(files: ConfigFiles, quant_source: str | None) -> StartupError | None:
@@ -645,7 +649,7 @@ def partial_sliding_window(config: Mapping[str, Any]) -> StartupError | None:
         f"{layers}. Please open an issue to discuss this feature.",
         code="partial-sliding-window",
         file="config.json",
-        pointer=f"{base}/use_sliding_window" if "use_sliding_window" in text else f"{base}",
+        pointer=f"{base}/use_sliding_window" if "use_sliding_window" in text else base,
         transform="disable-sliding-window",
         note="raised when vLLM builds the model; --disable-sliding-window does not avoid it "
         "(it keeps the layer kinds, and caps the context at the window)",
