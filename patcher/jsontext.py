@@ -10,6 +10,11 @@ new value + suffix, and the scan is kept across edits (its offsets are shifted),
 transform costs one scan. Indentation, key order, escapes, number spellings and the final
 newline of everything else stay as they were. A new member copies the separator, indentation
 and ``": "`` style of its siblings.
+
+Where the optional C extension ``patcher._scan`` was built (see ``setup.py``), skipping a value
+and checking UTF-8 run there instead, about ten times faster and without compiling a pattern;
+it only says "valid, ends here" or "not this", and on "not this" the pure-Python path decides
+and names the problem, so both give the same answers. ``PATCHER_PURE_PYTHON=1`` turns it off.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import codecs
 import functools
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +30,13 @@ from typing import Any, Literal
 
 from patcher.document import BOM, MISSING
 from patcher.errors import InputFileError
+
+try:
+    from patcher import _scan as _native
+except ImportError:  # built without a C compiler: the pure-Python scanner does it all
+    _native = None  # type: ignore[assignment]
+if os.environ.get("PATCHER_PURE_PYTHON"):
+    _native = None  # type: ignore[assignment]
 
 _DECODER = json.JSONDecoder()
 _INDEX = re.compile(r"0|[1-9][0-9]*")
@@ -157,7 +170,7 @@ class JsonSyntaxError(Exception):
 def check_utf8(data: bytes) -> int | None:
     """The offset of the first byte that is not UTF-8, or None. Decoded in small pieces, so
     no text copy of a large file is ever held."""
-    if data.isascii():
+    if data.isascii() or (_native is not None and _native.utf8_valid(data)):
         return None
     decoder = codecs.getincrementaldecoder("utf-8")()
     with memoryview(data) as view:
@@ -245,6 +258,10 @@ def _skip_container(data: bytes, start: int) -> int | None:
 
 def value_end(data: bytes, start: int) -> int:
     """Where the JSON value at ``start`` ends; the value is validated on the way."""
+    if _native is not None:
+        native_end = _native.value_end(data, start)
+        if native_end >= 0:
+            return native_end
     match = _flat_value().match(data, start)
     if match is not None:
         return match.end()
@@ -410,6 +427,8 @@ class JsonText:
     def _value_end(self, start: int) -> int:
         """Where the value at ``start`` ends, validated: by Python's scanner in a small ASCII
         document (where character and byte offsets agree), else by the byte patterns."""
+        if _native is not None:
+            return value_end(self.data, start)
         if self._small is None and len(self.data) <= _SMALL and self.is_ascii():
             self._small = self.data.decode("ascii")
         if self._small is not None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -20,17 +21,31 @@ SETTINGS = settings(
 )
 
 
-@pytest.fixture(params=["python-scanner", "byte-patterns"])
-def skipper(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Run a test with the values off the path skipped both ways: a small ASCII document by
-    Python's scanner, and every other document by the byte patterns (forced here)."""
-    saved = jsontext._SMALL
-    if request.param == "byte-patterns":
+SKIPPERS = ["c-extension", "python-scanner", "byte-patterns"]
+
+
+@contextlib.contextmanager
+def skipping_by(name: str) -> Iterator[None]:
+    """Values off the path skipped one way: by the C extension (as installed), or without it,
+    a small ASCII document by Python's scanner and every other one by the byte patterns."""
+    saved = jsontext._SMALL, jsontext._native
+    if name == "c-extension" and jsontext._native is None:
+        pytest.skip("the C extension is not built here (tests/test_scan.py says why)")
+    if name != "c-extension":
+        jsontext._native = None
+    if name == "byte-patterns":
         jsontext._SMALL = -1
     try:
         yield
     finally:
-        jsontext._SMALL = saved
+        jsontext._SMALL, jsontext._native = saved
+
+
+@pytest.fixture(params=SKIPPERS)
+def skipper(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Run a test with the values off the path skipped each way (see ``skipping_by``)."""
+    with skipping_by(request.param):
+        yield
 
 
 def pointers(value: Any, prefix: str = "") -> list[tuple[str, str]]:
@@ -168,16 +183,17 @@ def _python_end(text: str) -> int | None:
     return len(text[:end].encode("utf-8"))
 
 
+@pytest.mark.usefixtures("skipper")
 @SETTINGS
 @given(st.data())
 @pytest.mark.parametrize("run_after", [1, jsontext._RUN_AFTER])
 def test_the_fast_skipper_agrees_with_pythons_json(
     monkeypatch: pytest.MonkeyPatch, run_after: int, data: st.DataObject
 ) -> None:
-    """Values off the edited path are skipped by byte patterns, never parsed; on valid JSON
-    they must end exactly where Python's scanner ends, and on every mangled text they must
-    refuse what Python refuses (and accept what it accepts, NaN included). The members of a
-    deeper container go one at a time, then (past ``run_after``) in runs."""
+    """Values off the edited path are skipped (in C, or by byte patterns), never parsed; on
+    valid JSON they must end exactly where Python's scanner ends, and on every mangled text
+    they must refuse what Python refuses (and accept what it accepts, NaN included). The
+    members of a deeper container go one at a time, then (past ``run_after``) in runs."""
     monkeypatch.setattr(jsontext, "_RUN_AFTER", run_after)
     text = document_texts(data)
     if data.draw(st.booleans()):
@@ -200,7 +216,8 @@ def test_the_fast_skipper_agrees_with_pythons_json(
 @given(st.data())
 def test_small_documents_are_judged_as_large_ones(data: st.DataObject) -> None:
     """A small ASCII document's values are skipped by Python's scanner, a larger one's by the
-    byte patterns: the same text must be accepted or refused alike, at the same place."""
+    byte patterns, and either by the C extension where it is built: the same text must be
+    accepted or refused alike, at the same place, with the same words."""
     text = document_texts(data)
     at = data.draw(st.integers(0, len(text)))
     junk = data.draw(st.sampled_from(["", ",", "]", "}", "\x01", "NaN", '"', "1.", "-", "[", "{"]))
@@ -216,12 +233,13 @@ def test_small_documents_are_judged_as_large_ones(data: st.DataObject) -> None:
             return (0, 0, "refused")
         return None
 
-    small = outcome()
-    saved, jsontext._SMALL = jsontext._SMALL, -1
-    try:
-        assert outcome() == small
-    finally:
-        jsontext._SMALL = saved
+    outcomes = []
+    for name in SKIPPERS:
+        if name == "c-extension" and jsontext._native is None:
+            continue
+        with skipping_by(name):
+            outcomes.append(outcome())
+    assert outcomes.count(outcomes[0]) == len(outcomes)
 
 
 def test_a_config_edit_compiles_no_byte_pattern() -> None:
@@ -259,6 +277,7 @@ def test_nan_is_accepted_as_pythons_json_accepts_it() -> None:
     assert jsontext.replace(text, "/k", 2) == text.replace('"k": 1', '"k": 2')
 
 
+@pytest.mark.usefixtures("skipper")
 def test_check_utf8_names_the_first_bad_byte() -> None:
     good = ("Ġ" * 300_000).encode()
     assert jsontext.check_utf8(good) is None

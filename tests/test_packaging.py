@@ -53,6 +53,10 @@ def test_wheel_ships_catalog_under_patcher_only(tmp_path: Path) -> None:
     expected = {p.name for p in (ROOT / "transforms").glob("*.toml")}
     assert expected and expected <= catalog
 
+    # The C scanner is in it, built against the stable ABI: one wheel serves 3.11 and later.
+    assert "-cp311-abi3-" in wheel.name, wheel.name
+    assert "patcher/_scan.abi3.so" in names and "patcher/_scan.pyi" in names
+
     target = _install(wheel, tmp_path / "site")
     assert not (target / "transforms").exists()
     probe = subprocess.run(
@@ -62,6 +66,7 @@ def test_wheel_ships_catalog_under_patcher_only(tmp_path: Path) -> None:
             "-c",
             f"import sys; sys.path.insert(0, {str(target)!r}); "
             "from patcher.catalog import builtin_transforms, catalog_dir; "
+            "from patcher import jsontext; assert jsontext._native is not None; "
             "print(catalog_dir()); print(len(builtin_transforms()))",
         ],
         check=True,
