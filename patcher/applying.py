@@ -226,6 +226,7 @@ def apply_transform(
                     plan.before,
                     mode=file_mode(ckpt.path(plan.path)),
                     digest=plan.before_hash,
+                    source=ckpt.path(plan.path),
                 )
                 if must_keep(journal_dir, session.journal, plan.before_hash, plan.kind, __version__)
                 else plan.before_hash

@@ -247,6 +247,58 @@ def atomic_write(
         os.close(dir_fd)
 
 
+def atomic_link(source: Path, target: Path, data: bytes, *, root: Path) -> bool:
+    """Make ``target`` a second name of ``source``'s file, atomically, when that file holds
+    exactly ``data`` and has no other name; False, with nothing changed, where it cannot be
+    (a symlink, a file with other hard links, another filesystem, no hard links there).
+
+    Keeping an original this way costs no copy: once the checkpoint's name is replaced by the
+    edited file, the original's inode is reachable only from ``target``. A file with another
+    name elsewhere is never linked, as an edit in place there would change the kept bytes."""
+    if root not in source.parents or root not in target.parents:
+        return False  # only ever a file of the checkpoint, into its own journal
+    try:
+        src_fd = _open_dir(root, source.parent)
+    except OSError:
+        return False
+    try:
+        dst_fd = _open_dir(root, target.parent)
+    except OSError:
+        os.close(src_fd)
+        return False
+    tmp = _tmp_name(target).name
+    try:
+        try:
+            before = os.stat(source.name, dir_fd=src_fd, follow_symlinks=False)
+            if not stat.S_ISREG(before.st_mode) or before.st_nlink != 1:
+                return False
+            os.link(source.name, tmp, src_dir_fd=src_fd, dst_dir_fd=dst_fd, follow_symlinks=False)
+        except OSError:
+            return False
+        try:
+            fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dst_fd)
+            try:
+                linked = os.fstat(fd)
+                same = (linked.st_ino, linked.st_nlink) == (before.st_ino, 2) and holds(fd, data)
+                if same:
+                    os.fsync(fd)  # the original may never have been synced by its writer
+            finally:
+                os.close(fd)
+            if not same:
+                os.unlink(tmp, dir_fd=dst_fd)
+                return False
+            os.replace(tmp, target.name, src_dir_fd=dst_fd, dst_dir_fd=dst_fd)
+            _sync_folder(dst_fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dst_fd)
+            raise write_error(exc, target) from exc
+        return True
+    finally:
+        os.close(src_fd)
+        os.close(dst_fd)
+
+
 def atomic_symlink(target: Path, link_to: str, *, root: Path | None = None) -> None:
     """Make ``target`` a symlink to ``link_to``, atomically replacing whatever is there."""
     tmp = _tmp_name(target).name

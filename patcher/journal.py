@@ -32,6 +32,7 @@ from patcher.document import json_problem
 from patcher.errors import ConflictError, JournalError
 from patcher.fsio import (
     NotRegularFileError,
+    atomic_link,
     atomic_write,
     ensure_dir,
     holds,
@@ -406,12 +407,19 @@ def originals(checkpoint: Checkpoint, journal: Journal) -> dict[str, bytes]:
 
 
 def store_object(
-    directory: Path, data: bytes, *, mode: int | None = None, digest: str | None = None
+    directory: Path,
+    data: bytes,
+    *,
+    mode: int | None = None,
+    digest: str | None = None,
+    source: Path | None = None,
 ) -> str:
     """Keep ``data`` under its sha256 (once) and return the hash. An object already there is
     trusted only when it holds exactly ``data`` (else it is rewritten). ``mode`` is the source
     file's: the copy is no more readable than the original, and a private original makes the
-    journal folder private. ``digest`` is ``data``'s hash when the caller has it already."""
+    journal folder private. ``digest`` is ``data``'s hash when the caller has it already.
+    ``source`` is the checkpoint file that holds ``data`` and is about to be replaced: where it
+    can be, it is kept by a hard link instead of a copy (``atomic_link``)."""
     digest = sha256(data) if digest is None else digest
     objects = directory / "objects"
     target = objects / digest
@@ -427,7 +435,9 @@ def store_object(
             good = stat.S_ISREG(os.fstat(fd).st_mode) and holds(fd, data)
         finally:
             os.close(fd)
-    if not good:
+    if not good and not (
+        source is not None and atomic_link(source, target, data, root=directory.parent)
+    ):
         atomic_write(
             target, data, mode=0o644 if mode is None else mode & 0o666, root=directory.parent
         )

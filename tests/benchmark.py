@@ -45,12 +45,18 @@ PATCHER = [str(SCRIPT)] if INSTALLED else [sys.executable, "-m", "patcher"]
 AUDIT = str(ROOT / "tests" / "audit_open.py")  # counts the files a run opens
 
 
-def timed(command: list[str]) -> tuple[float, int, subprocess.CompletedProcess[bytes]]:
+# The same patcher with its C scanner turned off (see patcher/jsontext.py).
+PURE_ENV = {**ENV, "PATCHER_PURE_PYTHON": "1"}
+
+
+def timed(
+    command: list[str], env: dict[str, str] = ENV
+) -> tuple[float, int, subprocess.CompletedProcess[bytes]]:
     """Wall seconds and peak RSS (KiB, from ``os.wait4``) of one process and its children."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         # Run outside the source tree, or a ``python -c`` would import patcher from it.
-        proc = subprocess.Popen(command, stdout=out, stderr=err, env=ENV, cwd=tempfile.gettempdir())
+        proc = subprocess.Popen(command, stdout=out, stderr=err, env=env, cwd=tempfile.gettempdir())
         _, status, usage = os.wait4(proc.pid, 0)
         elapsed = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -195,8 +201,8 @@ def bench_large_file(work: Path, runs: int, sizes: tuple[float, ...]) -> list[st
         "",
         "| file | patcher apply | patcher revert | jq edit + write | apply / jq | revert / jq "
         "| peak RSS apply / revert / jq | apply RSS / file | in process: apply / jq, "
-        "revert / jq |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "revert / jq | apply without the C scanner / jq |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for megabytes in sizes:
         ckpt, size, jq_file = _tokenizer_and_jq_copy(work, megabytes, "jq")
@@ -204,24 +210,30 @@ def bench_large_file(work: Path, runs: int, sizes: tuple[float, ...]) -> list[st
         def apply(ckpt: Path = ckpt) -> tuple[float, int]:
             return timed([*PATCHER, "apply", str(ckpt), str(one_op)])[:2]
 
+        def pure_cycle(ckpt: Path = ckpt) -> tuple[float, int]:
+            seconds, peak = timed([*PATCHER, "apply", str(ckpt), str(one_op)], PURE_ENV)[:2]
+            timed([*PATCHER, "revert", str(ckpt), "--last"])
+            return seconds, peak
+
         def revert(ckpt: Path = ckpt) -> tuple[float, int]:
             return timed([*PATCHER, "revert", str(ckpt), "--last"])[:2]
 
         def jq_edit(jq_file: Path = jq_file) -> tuple[float, int]:
             return timed(_jq_edit(jq_file))[:2]
 
-        steps = [("apply", apply), ("revert", revert)]
+        steps = [("apply", apply), ("revert", revert), ("pure", pure_cycle)]
         if jq:
             steps.append(("jq", jq_edit))
         result = median_runs(runs, steps)
-        (a, a_rss), (r, r_rss) = result["apply"], result["revert"]
+        (a, a_rss), (r, r_rss), (p, _) = result["apply"], result["revert"], result["pure"]
         j, j_rss = result.get("jq", (float("nan"), 0))
         lib_a, lib_r = in_process(ckpt, one_op, runs)
         lines.append(
             f"| {size / 1e6:.1f} MB | {a * 1000:.0f} ms | {r * 1000:.0f} ms | {j * 1000:.0f} ms "
             f"| {a / j:.2f}x | {r / j:.2f}x | {a_rss / 1024:.0f} / {r_rss / 1024:.0f} / "
             f"{j_rss / 1024:.0f} MiB | {a_rss * 1024 / size:.2f}x | {lib_a * 1000:.0f} ms "
-            f"({lib_a / j:.2f}x), {lib_r * 1000:.0f} ms ({lib_r / j:.2f}x) |"
+            f"({lib_a / j:.2f}x), {lib_r * 1000:.0f} ms ({lib_r / j:.2f}x) "
+            f"| {p * 1000:.0f} ms ({p / j:.2f}x) |"
         )
         shutil.rmtree(ckpt)
         jq_file.unlink()

@@ -5,7 +5,8 @@
 MODE is ``kill-before`` (SIGKILL just before the N-th call), ``kill-after`` (SIGKILL just
 after it took effect) or ``interrupt`` (KeyboardInterrupt just after it took effect, as a
 Ctrl-C between a rename and the bookkeeping). The calls counted are every write, fsync,
-rename, unlink, symlink and truncate patcher makes while the command runs (not at import).
+rename, unlink, symlink, hard link and truncate patcher makes while the command runs (not at
+import).
 Exit code 99 means the command finished before the N-th call: the sweep is complete.
 """
 
@@ -17,7 +18,17 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-CALLS = ("write", "pwrite", "fsync", "replace", "rename", "unlink", "symlink", "ftruncate")
+CALLS = (
+    "write",
+    "pwrite",
+    "fsync",
+    "replace",
+    "rename",
+    "unlink",
+    "symlink",
+    "link",
+    "ftruncate",
+)
 
 
 def main() -> None:

@@ -1,4 +1,5 @@
-"""The file primitives the write path trusts: in-place comparison and background hashing."""
+"""The file primitives the write path trusts: in-place comparison, background hashing, and
+keeping an original by a hard link."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from patcher.fsio import Digest, holds
+from patcher.fsio import TMP_SUFFIX, Digest, atomic_link, holds
 
 
 def _holds(path: Path, data: bytes) -> bool:
@@ -49,3 +50,46 @@ def test_another_length_is_not_the_same(tmp_path: Path, data: bytes) -> None:
 @pytest.mark.parametrize("data", [b"", b"small", BIG])
 def test_digest_is_the_sha256(data: bytes) -> None:
     assert Digest(data).result() == hashlib.sha256(data).hexdigest()
+
+
+def _inode(path: Path) -> tuple[int, int]:
+    st = os.lstat(path)
+    return st.st_ino, st.st_nlink
+
+
+def _checkpoint_with(tmp_path: Path, data: bytes) -> tuple[Path, Path, Path]:
+    root = tmp_path / "ckpt"
+    (root / ".patcher" / "objects").mkdir(parents=True)
+    source = root / "tokenizer.json"
+    source.write_bytes(data)
+    return root, source, root / ".patcher" / "objects" / "kept"
+
+
+def test_atomic_link_keeps_the_file_itself(tmp_path: Path) -> None:
+    root, source, target = _checkpoint_with(tmp_path, BIG)
+    inode = _inode(source)[0]
+    assert atomic_link(source, target, BIG, root=root)
+    assert _inode(target) == (inode, 2) and target.read_bytes() == BIG
+    assert not [p for p in target.parent.iterdir() if p.name.endswith(TMP_SUFFIX)]
+
+
+@pytest.mark.parametrize("case", ["other-bytes", "second-name", "symlink", "outside"])
+def test_atomic_link_refuses_and_leaves_nothing(tmp_path: Path, case: str) -> None:
+    """Anything but a lone regular file of the checkpoint holding exactly the bytes is not
+    linked (the caller then copies): nothing is created, nothing is changed."""
+    root, source, target = _checkpoint_with(tmp_path, BIG)
+    data = BIG
+    if case == "other-bytes":
+        data = BIG[:-1] + b"!"
+    elif case == "second-name":
+        os.link(source, tmp_path / "elsewhere.json")
+    elif case == "symlink":
+        (tmp_path / "real.json").write_bytes(BIG)
+        source.unlink()
+        source.symlink_to(tmp_path / "real.json")
+    else:
+        source = tmp_path / "real.json"
+        source.write_bytes(BIG)
+    before = {p.name: _inode(p) for p in [*root.rglob("*"), *tmp_path.glob("*.json")]}
+    assert not atomic_link(source, target, data, root=root)
+    assert {p.name: _inode(p) for p in [*root.rglob("*"), *tmp_path.glob("*.json")]} == before

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -132,3 +134,61 @@ def test_an_object_stored_meanwhile_is_read_not_refused(tmp_path: Path) -> None:
     data = b'{"a": 1}\n'
     digest = journal.store_object(directory, data)
     assert journal.rebuild_object(directory, digest) == data
+
+
+def _ino(path: Path) -> int:
+    return path.stat().st_ino
+
+
+def test_apply_keeps_the_original_file_itself_not_a_copy(kimi: Path) -> None:
+    """The original's inode moves into objects/ (no second copy written); the checkpoint gets
+    a new file, so nothing written there later can reach the kept bytes."""
+    config = kimi / "config.json"
+    original, inode = config.read_bytes(), _ino(config)
+    api.apply(kimi, "strip-fp8-kv-cache")
+    kept = kimi / ".patcher" / "objects" / journal.sha256(original)
+    assert _ino(kept) == inode and kept.stat().st_nlink == 1
+    assert _ino(config) != inode and config.stat().st_nlink == 1
+    applied = config.read_bytes()
+    with config.open("r+b") as editor:  # an edit in place, then undone by hand
+        editor.write(b"X")
+        assert kept.read_bytes() == original
+        editor.seek(0)
+        editor.write(applied[:1])
+    api.revert(kimi, last=True)
+    assert config.read_bytes() == original
+
+
+def test_a_file_with_another_name_is_copied_not_linked(kimi: Path, tmp_path: Path) -> None:
+    """A checkpoint file hard-linked elsewhere (a `cp -al` copy of a fleet's store) is kept
+    as a copy: an edit in place through the other name cannot change the kept original."""
+    config = kimi / "config.json"
+    original = config.read_bytes()
+    elsewhere = tmp_path / "fleet-copy-config.json"
+    os.link(config, elsewhere)
+    api.apply(kimi, "strip-fp8-kv-cache")
+    kept = kimi / ".patcher" / "objects" / journal.sha256(original)
+    assert _ino(kept) != _ino(elsewhere)
+    with elsewhere.open("r+b") as other:  # an editor writing in place
+        other.write(b"X")
+    api.revert(kimi, last=True)
+    assert config.read_bytes() == original
+
+
+def test_where_no_hard_link_can_be_made_the_original_is_copied(
+    kimi: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another filesystem under .patcher, or one without hard links: the copy as before."""
+
+    def no_link(*_: object, **__: object) -> None:
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "link", no_link)
+    config = kimi / "config.json"
+    original, inode = config.read_bytes(), _ino(config)
+    api.apply(kimi, "strip-fp8-kv-cache")
+    kept = kimi / ".patcher" / "objects" / journal.sha256(original)
+    assert kept.read_bytes() == original and _ino(kept) != inode
+    assert not list((kimi / ".patcher" / "objects").glob(".*patcher-tmp"))
+    api.revert(kimi, last=True)
+    assert config.read_bytes() == original
