@@ -254,7 +254,9 @@ def atomic_link(source: Path, target: Path, data: bytes, *, root: Path) -> bool:
 
     Keeping an original this way costs no copy: once the checkpoint's name is replaced by the
     edited file, the original's inode is reachable only from ``target``. A file with another
-    name elsewhere is never linked, as an edit in place there would change the kept bytes."""
+    name elsewhere is never linked, as an edit in place there would change the kept bytes;
+    nor is one whose owner or mode a copy would not keep (the journal's files belong to the
+    journal folder's owner, see ``_same_owner``)."""
     if root not in source.parents or root not in target.parents:
         return False  # only ever a file of the checkpoint, into its own journal
     try:
@@ -270,7 +272,13 @@ def atomic_link(source: Path, target: Path, data: bytes, *, root: Path) -> bool:
     try:
         try:
             before = os.stat(source.name, dir_fd=src_fd, follow_symlinks=False)
-            if not stat.S_ISREG(before.st_mode) or before.st_nlink != 1:
+            folder = os.fstat(dst_fd)
+            if (
+                not stat.S_ISREG(before.st_mode)
+                or before.st_nlink != 1
+                or stat.S_IMODE(before.st_mode) & ~0o666  # a copy would drop those bits
+                or (before.st_uid, before.st_gid) != (folder.st_uid, folder.st_gid)
+            ):
                 return False
             os.link(source.name, tmp, src_dir_fd=src_fd, dst_dir_fd=dst_fd, follow_symlinks=False)
         except OSError:

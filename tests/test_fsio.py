@@ -73,7 +73,11 @@ def test_atomic_link_keeps_the_file_itself(tmp_path: Path) -> None:
     assert not [p for p in target.parent.iterdir() if p.name.endswith(TMP_SUFFIX)]
 
 
-@pytest.mark.parametrize("case", ["other-bytes", "second-name", "symlink", "outside"])
+CASES = ["other-bytes", "second-name", "symlink", "outside", "executable"]
+CASES += ["another-owner"] if os.geteuid() == 0 else []
+
+
+@pytest.mark.parametrize("case", CASES)
 def test_atomic_link_refuses_and_leaves_nothing(tmp_path: Path, case: str) -> None:
     """Anything but a lone regular file of the checkpoint holding exactly the bytes is not
     linked (the caller then copies): nothing is created, nothing is changed."""
@@ -87,9 +91,13 @@ def test_atomic_link_refuses_and_leaves_nothing(tmp_path: Path, case: str) -> No
         (tmp_path / "real.json").write_bytes(BIG)
         source.unlink()
         source.symlink_to(tmp_path / "real.json")
-    else:
+    elif case == "outside":
         source = tmp_path / "real.json"
         source.write_bytes(BIG)
+    elif case == "executable":
+        source.chmod(0o755)
+    else:  # root provisioning a user's checkpoint: the journal is the user's, the file root's
+        os.chown(target.parent, 4321, 4321)
     before = {p.name: _inode(p) for p in [*root.rglob("*"), *tmp_path.glob("*.json")]}
     assert not atomic_link(source, target, data, root=root)
     assert {p.name: _inode(p) for p in [*root.rglob("*"), *tmp_path.glob("*.json")]} == before
