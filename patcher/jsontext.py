@@ -425,8 +425,9 @@ class JsonText:
             return container
 
     def _value_end(self, start: int) -> int:
-        """Where the value at ``start`` ends, validated: by Python's scanner in a small ASCII
-        document (where character and byte offsets agree), else by the byte patterns."""
+        """Where the value at ``start`` ends, validated: by the C extension where it is built;
+        without it, by Python's scanner in a small ASCII document (where character and byte
+        offsets agree), else by the byte patterns."""
         if _native is not None:
             return value_end(self.data, start)
         if self._small is None and len(self.data) <= _SMALL and self.is_ascii():
