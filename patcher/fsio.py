@@ -10,6 +10,7 @@ import hashlib
 import os
 import shlex
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from patcher.errors import PatcherError, UnsafePathError, WriteError
@@ -226,25 +227,39 @@ def atomic_write(
     except OSError as exc:
         raise _folder_error(exc, target) from exc
     try:
-        fd = os.open(
-            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd
-        )
-        try:
-            _write_all(fd, data)
-            if mode is not None:
-                os.fchmod(fd, mode)
-            _same_owner(dir_fd, target.name, fd)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, target.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        _sync_folder(dir_fd)
+        with _temp_for(target, tmp, dir_fd):
+            fd = os.open(
+                tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd
+            )
+            try:
+                _write_all(fd, data)
+                if mode is not None:
+                    os.fchmod(fd, mode)
+                _same_owner(dir_fd, target.name, fd)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            _rename_over(target, tmp, dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+@contextlib.contextmanager
+def _temp_for(target: Path, tmp: str, dir_fd: int) -> Iterator[None]:
+    """Around making the temp file ``tmp`` for ``target``: a failure removes it and is named
+    for ``target``."""
+    try:
+        yield
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=dir_fd)
         raise write_error(exc, target) from exc
-    finally:
-        os.close(dir_fd)
+
+
+def _rename_over(target: Path, tmp: str, dir_fd: int) -> None:
+    """Put the finished ``tmp`` in ``target``'s place, durably where the filesystem can."""
+    os.replace(tmp, target.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    _sync_folder(dir_fd)
 
 
 def atomic_link(source: Path, target: Path, data: bytes, *, root: Path) -> bool:
@@ -283,7 +298,7 @@ def atomic_link(source: Path, target: Path, data: bytes, *, root: Path) -> bool:
             os.link(source.name, tmp, src_dir_fd=src_fd, dst_dir_fd=dst_fd, follow_symlinks=False)
         except OSError:
             return False
-        try:
+        with _temp_for(target, tmp, dst_fd):
             fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dst_fd)
             try:
                 linked = os.fstat(fd)
@@ -295,12 +310,7 @@ def atomic_link(source: Path, target: Path, data: bytes, *, root: Path) -> bool:
             if not same:
                 os.unlink(tmp, dir_fd=dst_fd)
                 return False
-            os.replace(tmp, target.name, src_dir_fd=dst_fd, dst_dir_fd=dst_fd)
-            _sync_folder(dst_fd)
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=dst_fd)
-            raise write_error(exc, target) from exc
+            _rename_over(target, tmp, dst_fd)
         return True
     finally:
         os.close(src_fd)
@@ -315,13 +325,9 @@ def atomic_symlink(target: Path, link_to: str, *, root: Path | None = None) -> N
     except OSError as exc:
         raise _folder_error(exc, target) from exc
     try:
-        os.symlink(link_to, tmp, dir_fd=dir_fd)
-        os.replace(tmp, target.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        _sync_folder(dir_fd)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp, dir_fd=dir_fd)
-        raise write_error(exc, target) from exc
+        with _temp_for(target, tmp, dir_fd):
+            os.symlink(link_to, tmp, dir_fd=dir_fd)
+            _rename_over(target, tmp, dir_fd)
     finally:
         os.close(dir_fd)
 
