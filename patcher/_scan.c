@@ -225,7 +225,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "patcher._scan",
     "Validate-and-skip a JSON value, and validate UTF-8, in C (see patcher.jsontext).", -1,
-    methods,
+    methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__scan(void) { return PyModule_Create(&module); }
