@@ -13,8 +13,7 @@ setup(
             "patcher._scan",
             ["patcher/_scan.c"],
             optional=True,
-            py_limited_api=True,
-            define_macros=[("Py_LIMITED_API", "0x030B0000")],
+            py_limited_api=True,  # _scan.c defines Py_LIMITED_API itself
         )
     ],
     options={"bdist_wheel": {"py_limited_api": "cp311"}},

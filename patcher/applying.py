@@ -15,7 +15,7 @@ from patcher.compiler import FilePlan, compile_transform
 from patcher.document import canonical
 from patcher.errors import DoesNotApplyError
 from patcher.files import holds_bytes, replace_file
-from patcher.fsio import check_real_dir, file_mode, mtime_ns
+from patcher.fsio import check_real_dir, mtime_ns
 from patcher.journal import (
     Entry,
     FileRecord,
@@ -224,7 +224,6 @@ def apply_transform(
                 store_object(
                     journal_dir,
                     plan.before,
-                    mode=file_mode(ckpt.path(plan.path)),
                     digest=plan.before_hash,
                     source=ckpt.path(plan.path),
                 )

@@ -299,15 +299,7 @@ def atomic_link(source: Path, target: Path, data: bytes, *, root: Path) -> bool:
         except OSError:
             return False
         with _temp_for(target, tmp, dst_fd):
-            fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dst_fd)
-            try:
-                linked = os.fstat(fd)
-                same = (linked.st_ino, linked.st_nlink) == (before.st_ino, 2) and holds(fd, data)
-                if same:
-                    os.fsync(fd)  # the original may never have been synced by its writer
-            finally:
-                os.close(fd)
-            if not same:
+            if not _synced_if_same(tmp, dst_fd, before, data):
                 os.unlink(tmp, dir_fd=dst_fd)
                 return False
             _rename_over(target, tmp, dst_fd)
@@ -315,6 +307,26 @@ def atomic_link(source: Path, target: Path, data: bytes, *, root: Path) -> bool:
     finally:
         os.close(src_fd)
         os.close(dst_fd)
+
+
+def _synced_if_same(name: str, dir_fd: int, like: os.stat_result, data: bytes) -> bool:
+    """Whether the new link ``name`` is the file ``like`` (now with exactly two names) and
+    holds ``data``; if so it is fsynced, as the original may never have been synced by its
+    writer. A name swapped meanwhile (for a symlink, for another file) is simply not it."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+    except OSError:
+        return False
+    try:
+        linked = os.fstat(fd)
+        if (linked.st_dev, linked.st_ino, linked.st_nlink) != (like.st_dev, like.st_ino, 2):
+            return False
+        if not holds(fd, data):
+            return False
+        os.fsync(fd)
+        return True
+    finally:
+        os.close(fd)
 
 
 def atomic_symlink(target: Path, link_to: str, *, root: Path | None = None) -> None:

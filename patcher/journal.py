@@ -35,6 +35,7 @@ from patcher.fsio import (
     atomic_link,
     atomic_write,
     ensure_dir,
+    file_mode,
     holds,
     read_regular,
     sha256,
@@ -407,20 +408,16 @@ def originals(checkpoint: Checkpoint, journal: Journal) -> dict[str, bytes]:
 
 
 def store_object(
-    directory: Path,
-    data: bytes,
-    *,
-    mode: int | None = None,
-    digest: str | None = None,
-    source: Path | None = None,
+    directory: Path, data: bytes, *, digest: str | None = None, source: Path | None = None
 ) -> str:
     """Keep ``data`` under its sha256 (once) and return the hash. An object already there is
-    trusted only when it holds exactly ``data`` (else it is rewritten). ``mode`` is the source
-    file's: the copy is no more readable than the original, and a private original makes the
-    journal folder private. ``digest`` is ``data``'s hash when the caller has it already.
-    ``source`` is the checkpoint file that holds ``data`` and is about to be replaced: where it
-    can be, it is kept by a hard link instead of a copy (``atomic_link``)."""
+    trusted only when it holds exactly ``data`` (else it is rewritten). ``digest`` is
+    ``data``'s hash when the caller has it already. ``source`` is the checkpoint file that
+    holds ``data`` and is about to be replaced: where it can be, it is kept by a hard link
+    instead of a copy (``atomic_link``); a copy takes its mode, so it is no more readable than
+    the original, and a private original makes the journal folder private."""
     digest = sha256(data) if digest is None else digest
+    mode = None if source is None else file_mode(source)
     objects = directory / "objects"
     target = objects / digest
     private = mode is not None and not mode & 0o077

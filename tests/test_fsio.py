@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -101,3 +102,23 @@ def test_atomic_link_refuses_and_leaves_nothing(tmp_path: Path, case: str) -> No
     before = {p.name: _inode(p) for p in [*root.rglob("*"), *tmp_path.glob("*.json")]}
     assert not atomic_link(source, target, data, root=root)
     assert {p.name: _inode(p) for p in [*root.rglob("*"), *tmp_path.glob("*.json")]} == before
+
+
+def test_a_name_swapped_for_a_symlink_after_the_check_is_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file is swapped for a symlink between the check and the link (the link then names
+    the symlink): it is not kept, nothing is left behind, and no error is raised (the caller
+    copies instead)."""
+    root, source, target = _checkpoint_with(tmp_path, BIG)
+    (tmp_path / "real.json").write_bytes(BIG)
+    real_link = os.link
+
+    def swap_then_link(*args: Any, **kwargs: Any) -> None:
+        source.unlink()
+        source.symlink_to(tmp_path / "real.json")
+        real_link(*args, **kwargs)
+
+    monkeypatch.setattr(os, "link", swap_then_link)
+    assert not atomic_link(source, target, BIG, root=root)
+    assert list(target.parent.iterdir()) == []
