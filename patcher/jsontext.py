@@ -483,6 +483,11 @@ class JsonText:
                 containers[opened] = Container(c.kind, opened, closed, tuple(slots))
         self._ends, self._containers = ends, containers
 
+    def container_at(self, start: int, pointer: str) -> Container:
+        """The object or array whose opening bracket is at byte ``start`` (``pointer`` names it
+        in errors), its members located; their values are skipped, not parsed."""
+        return self._scan(start, pointer, {})
+
     def container(self, tokens: list[str]) -> Container:
         """The object or array at ``tokens``."""
         want = _trie([join_pointer(tokens)])

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from patcher.checkpoint import open_checkpoint
 from patcher.files import read_current
 from patcher.journal import load_object, read_journal
 from patcher.results import JsonResult
-from patcher.structdiff import Change, compare
+from patcher.structdiff import Change, compare_json
 from patcher.textdiff import unified
 
 
@@ -34,6 +34,11 @@ class CheckpointDiff(JsonResult):
     files: tuple[FileDiff, ...]
 
 
+def _loads_replacing(data: bytes) -> Any:
+    """A file parsed as diff shows it: bytes that are not UTF-8 read as U+FFFD."""
+    return json.loads(data.decode("utf-8", "replace"))
+
+
 def diff_checkpoint(
     checkpoint: Path | str, *, structural: bool = True, revision: str | None = None
 ) -> CheckpointDiff:
@@ -53,10 +58,7 @@ def diff_checkpoint(
         changes: tuple[Change, ...] = ()
         if structural and first.kind == "json":
             try:
-                changes = compare(
-                    json.loads(original.decode("utf-8", "replace")),
-                    json.loads(current.decode("utf-8", "replace")),
-                )
+                changes = compare_json(original, current, loads=_loads_replacing)
             except (ValueError, RecursionError):  # not JSON, or nested past Python's limit
                 changes = ()
         results.append(FileDiff(path, text, changes))

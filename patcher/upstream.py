@@ -9,6 +9,7 @@ explains it, or to nothing (a hand edit, or upstream having moved since the down
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -25,7 +26,7 @@ from patcher.files import read_current
 from patcher.hfcache import RepoRef, local_dir_commit, parse_repo_ref, snapshot_repo
 from patcher.journal import Entry, Journal, load_object, read_journal
 from patcher.results import JsonResult
-from patcher.structdiff import compare
+from patcher.structdiff import compare_json
 
 COMPARED_SUFFIXES = (".json", ".jinja")
 UNEXPLAINED = "not explained by any applied transform: a hand edit, or upstream moved"
@@ -276,8 +277,28 @@ def _same(a: Any, b: Any) -> bool:
     return canonical(a) == canonical(b)
 
 
+class _Values:
+    """The values of a JSON text by pointer, each parsed from its own bytes; the whole text is
+    parsed (once) only where a pointer cannot be followed in the bytes alike (``-``, a
+    duplicate key on the way)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.text = jsontext.JsonText(data)
+        self.whole: Any = MISSING
+
+    def get(self, pointer: str) -> Any:
+        if self.whole is MISSING and "-" not in jsontext.split_pointer(pointer):
+            with contextlib.suppress(
+                jsontext.DuplicateKeyError, jsontext.JsonSyntaxError, ValueError
+            ):
+                return self.text.get(pointer)
+        if self.whole is MISSING:
+            self.whole = json.loads(self.text.data)
+        return get(self.whole, pointer)
+
+
 def _attribute(
-    pointer: str, path: str, upstream: Any, current: Any, applied: tuple[Entry, ...]
+    pointer: str, path: str, upstream: _Values, current: _Values, applied: tuple[Entry, ...]
 ) -> tuple[str | None, int | None, str | None]:
     touching = [
         (e, op, before)
@@ -289,7 +310,7 @@ def _attribute(
         return None, None, UNEXPLAINED
     first_entry, first_op, found = touching[0]
     last_entry, last_op, _ = touching[-1]
-    if not _same(get(upstream, first_op["path"]), found):
+    if not _same(upstream.get(first_op["path"]), found):
         return (
             None,
             None,
@@ -299,7 +320,7 @@ def _attribute(
             ),
         )
     written = MISSING if last_op["op"] == "remove" else last_op["value"]
-    if not _same(get(current, last_op["path"]), written):
+    if not _same(current.get(last_op["path"]), written):
         return None, None, f"changed by hand after {last_entry.transform} was applied"
     return last_entry.transform, last_entry.id, None
 
@@ -344,9 +365,10 @@ def _file_diff(
         return UpstreamFileDiff(
             path, (UpstreamDifference("", "changed", None, None, transform, entry, reason),)
         )
+    old, new = _Values(upstream), _Values(current)
     try:
-        old, new = json.loads(upstream), json.loads(current)
-        changes = compare(old, new)  # the walk recurses: a deep file can stop it
+        changes = compare_json(upstream, current)  # the walk recurses: a deep file can stop it
+        attributed = [_attribute(c.pointer, path, old, new, applied) for c in changes]
     except (ValueError, RecursionError) as exc:
         why = (
             "nested too deeply to compare" if isinstance(exc, RecursionError) else "not valid JSON"
@@ -355,14 +377,10 @@ def _file_diff(
             path,
             (UpstreamDifference("", "changed", None, None, None, None, f"{why} on one side"),),
         )
-    differences = []
-    for change in changes:
-        transform, entry, reason = _attribute(change.pointer, path, old, new, applied)
-        differences.append(
-            UpstreamDifference(
-                change.pointer, change.kind, change.old, change.new, transform, entry, reason
-            )
-        )
+    differences = [
+        UpstreamDifference(c.pointer, c.kind, c.old, c.new, transform, entry, reason)
+        for c, (transform, entry, reason) in zip(changes, attributed, strict=True)
+    ]
     return UpstreamFileDiff(path, tuple(differences)) if differences else None
 
 

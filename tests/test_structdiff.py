@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from patcher import jsontext
-from patcher.structdiff import Change, compare, same
-from tests.strategies import documents, plain, trees
+from patcher.structdiff import Change, compare, compare_json, same
+from tests.strategies import documents, plain, render, trees
 
 
 def rebuild(old: Any, changes: list[tuple[list[str], Change]]) -> Any:
@@ -152,3 +153,75 @@ def test_an_edit_inside_a_long_list_is_found_at_its_index() -> None:
         Change("/merges/100", "removed", "a100 b100", None),
         Change("/merges/7", "added", None, "x y"),
     )
+
+
+def _spelled(data: st.DataObject, value: Any, like: tuple[int | None, bool] | None) -> bytes:
+    """``value`` as JSON text: in one ``json.dumps`` style when ``like`` says which (so equal
+    parts of two documents are spelled alike), else in a drawn layout per container."""
+    if like is None:
+        return render(data, value).encode("utf-8")
+    indent, ascii_only = like
+    return json.dumps(value, indent=indent, ensure_ascii=ascii_only).encode("utf-8")
+
+
+@settings(max_examples=400, deadline=None)
+@given(document_pairs(), st.data())
+def test_comparing_the_texts_finds_what_comparing_the_parsed_documents_does(
+    pair: tuple[Any, Any], data: st.DataObject
+) -> None:
+    old, new = pair
+    like = data.draw(st.one_of(st.none(), st.tuples(st.sampled_from([None, 0, 2]), st.booleans())))
+    old_text, new_text = _spelled(data, old, like), _spelled(data, new, like)
+    expected = compare(json.loads(old_text), json.loads(new_text))
+    assert compare_json(old_text, new_text) == expected
+
+
+def test_only_the_values_that_differ_are_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    vocab = {f"token{i}": i for i in range(50_000)}
+    old = json.dumps({"model": {"byte_fallback": False, "vocab": vocab}}, indent=2).encode()
+    new = old.replace(b'"byte_fallback": false', b'"byte_fallback": true')
+    parsed: list[int] = []
+    loads = json.loads
+
+    def counting(text: str | bytes, **kwargs: Any) -> Any:
+        parsed.append(len(text))
+        return loads(text, **kwargs)
+
+    monkeypatch.setattr(json, "loads", counting)
+    assert compare_json(old, new) == (Change("/model/byte_fallback", "changed", False, True),)
+    assert sum(parsed) < 20, parsed  # "false" and "true", not the 1 MB vocab
+
+
+def test_an_edit_inside_a_long_list_of_a_text_is_found_at_its_index() -> None:
+    merges = [f"a{i} b{i}" for i in range(20_000)]
+    edited = [*merges[:7], "x y", *merges[7:100], *merges[101:]]
+    old, new = (json.dumps({"merges": m}, indent=2).encode() for m in (merges, edited))
+    assert compare_json(old, new) == (
+        Change("/merges/100", "removed", "a100 b100", None),
+        Change("/merges/7", "added", None, "x y"),
+    )
+
+
+def test_values_spelled_otherwise_are_the_same_values() -> None:
+    old = b'{"a": 1.0, "b": {"x": [1, 2], "y": "\\u00e9"}, "c": 1e2}'
+    new = b'{"c":100.0,"b":{"y":"\xc3\xa9","x":[1,2]},"a":1.00}'
+    assert compare_json(old, new) == ()
+    assert compare_json(b'{"a": 1}', b'{"a": 1.0}') == (Change("/a", "changed", 1, 1.0),)
+
+
+def test_texts_the_bytes_cannot_settle_are_parsed_whole() -> None:
+    bom = b"\xef\xbb\xbf"
+    # A byte-order mark: json.loads of bytes skips it, so the values compare as usual.
+    assert compare_json(bom + b'{"a": 1}', b'{"a": 2}') == (Change("/a", "changed", 1, 2),)
+    # A duplicate key: the last one counts, as json.loads has it.
+    assert compare_json(b'{"a": 1, "a": 3}', b'{"a": 2}') == (Change("/a", "changed", 3, 2),)
+    # Not UTF-8: the caller's loads decides (diff reads the bad byte as U+FFFD).
+    lenient = compare_json(
+        b'{"a": "\xff", "b": 1}',
+        b'{"a": "\xff", "b": 2}',
+        loads=lambda data: json.loads(data.decode("utf-8", "replace")),
+    )
+    assert lenient == (Change("/b", "changed", 1, 2),)
+    # Not JSON: raises as json.loads does.
+    with pytest.raises(ValueError):
+        compare_json(b'{"a": 1,}', b'{"a": 2}')
