@@ -12,8 +12,8 @@
    ``import typer``, the library's apply and revert in a process without typer, the
    ``patcher`` command, and ``jq``.
 6. ``patcher doctor`` on a 64 MB debug log whose root error is its last line (``--only doctor``).
-7. ``patcher apply --dry-run``, ``diff`` and ``diff --json`` of one edit of a 15 MB
-   tokenizer.json (``--only diff``).
+7. ``patcher apply --dry-run``, ``diff``, ``diff --json`` and ``diff --upstream`` (against a
+   local Hub) of one edit of a 15 MB tokenizer.json (``--only diff``).
 
 Runs are interleaved and the median is reported; peak RSS comes from ``os.wait4``.
 """
@@ -21,6 +21,7 @@ Runs are interleaved and the median is reported; peak RSS comes from ``os.wait4`
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -30,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -481,23 +482,60 @@ def bench_journal_growth(work: Path, runs: int) -> list[str]:
     ]
 
 
+# A Hub on 127.0.0.1 serving one folder's files as a repository, in a child process so that
+# this one stays small (see _tokenizer_checkpoint); it prints its URL, and stops at EOF.
+HUB = """
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from hubserver import Hub, serve
+hub = Hub()
+hub.add_repo(sys.argv[3], {p.name: p.read_bytes() for p in sorted(Path(sys.argv[2]).iterdir())})
+with serve(hub) as endpoint:
+    print(endpoint, flush=True)
+    sys.stdin.read()
+"""
+
+
+@contextlib.contextmanager
+def _hub_serving(folder: Path, repo_id: str) -> Iterator[str]:
+    """The URL of a local Hub serving ``folder`` as ``repo_id``, while the block runs."""
+    command = [sys.executable, "-c", HUB, str(ROOT / "tests"), str(folder), repo_id]
+    with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as hub:
+        assert hub.stdout is not None and hub.stdin is not None
+        try:
+            yield hub.stdout.readline().decode().strip()
+        finally:
+            hub.stdin.close()
+
+
 def bench_diff(work: Path, runs: int, megabytes: float = 15.0) -> list[str]:
-    """Showing one edit of a large file: ``apply --dry-run``, ``diff`` and ``diff --json``."""
+    """Showing one edit of a large file: ``apply --dry-run``, ``diff`` and ``diff --json``, and
+    ``diff --upstream`` against a local Hub (``tests/hubserver.py``) serving the original."""
     one_op = _transform(work, "byte-fallback-diff", ONE_OP)
     fresh, size = _tokenizer_checkpoint(work, megabytes)
     applied = work / "tok-diff-applied"
     shutil.copytree(fresh, applied)
     timed([*PATCHER, "apply", str(applied), str(one_op)])
-    steps = [
-        ("apply --dry-run", _step([*PATCHER, "apply", str(fresh), str(one_op), "--dry-run"])),
-        ("diff", _step([*PATCHER, "diff", str(applied)])),
-        ("diff --json", _step([*PATCHER, "diff", str(applied), "--json"])),
-    ]
+    with _hub_serving(fresh, "bench/tokenizer") as endpoint:
+        env = {**ENV, "HF_ENDPOINT": endpoint, "HF_HOME": str(work / "hf-home")}
+        upstream = [*PATCHER, "diff", str(applied), "--upstream", "bench/tokenizer"]
+        _, _, first = timed(upstream, env)  # fills the cache; the runs below revalidate it
+        if b"/model/byte_fallback" not in first.stdout:
+            raise SystemExit(f"diff --upstream failed: {first.stderr.decode()}")
+        steps = [
+            ("apply --dry-run", _step([*PATCHER, "apply", str(fresh), str(one_op), "--dry-run"])),
+            ("diff", _step([*PATCHER, "diff", str(applied)])),
+            ("diff --json", _step([*PATCHER, "diff", str(applied), "--json"])),
+            ("diff --upstream", lambda: timed(upstream, env)[:2]),
+            ("diff --upstream --json", lambda: timed([*upstream, "--json"], env)[:2]),
+        ]
+        result = median_runs(runs, steps)
     return _wall_and_rss(
         f"Showing one edit of a {size / 1e6:.1f} MB tokenizer.json (median of {runs} "
-        "interleaved runs):",
+        "interleaved runs; `--upstream` against a Hub on 127.0.0.1, the files cached):",
         "command",
-        median_runs(runs, steps),
+        result,
         prefix="patcher ",
     )
 
