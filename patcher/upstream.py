@@ -279,20 +279,18 @@ def _same(a: Any, b: Any) -> bool:
 
 class _Values:
     """The values of a JSON text by pointer, each parsed from its own bytes; the whole text is
-    parsed (once) only where a pointer cannot be followed in the bytes alike (``-``, a
-    duplicate key on the way)."""
+    parsed (once) only where the way to one cannot be followed in the bytes (a duplicate key)."""
 
     def __init__(self, data: bytes) -> None:
         self.text = jsontext.JsonText(data)
         self.whole: Any = MISSING
 
     def get(self, pointer: str) -> Any:
-        if self.whole is MISSING and "-" not in jsontext.split_pointer(pointer):
+        if self.whole is MISSING:
             with contextlib.suppress(
                 jsontext.DuplicateKeyError, jsontext.JsonSyntaxError, ValueError
             ):
                 return self.text.get(pointer)
-        if self.whole is MISSING:
             self.whole = json.loads(self.text.data)
         return get(self.whole, pointer)
 

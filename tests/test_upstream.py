@@ -603,3 +603,68 @@ def test_a_stripped_mark_under_a_later_edit_is_explained(
     assert ("config.json", "/quantization_config/kv_cache_scheme", "strip-fp8-kv-cache") in {
         (f["path"], d["pointer"], d["transform"]) for f in result["files"] for d in f["differences"]
     }
+
+
+def test_an_appended_item_is_explained_by_the_transform_that_appended_it(
+    hub: tuple[Hub, str], tmp_path: Path
+) -> None:
+    _, url = hub
+    cache = tmp_path / "cache"
+    snapshot = fill_cache(url, cache)
+    env = {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": url}
+    code, _, err = run(
+        "apply", REPO, "add-quant-exclude-modules", "--set", "pattern=lm_head*", env=env
+    )
+    assert code == 0, err
+    upstream = json.loads((EXAMPLE / "hf_quant_config.json").read_bytes())
+    end = len(upstream["quantization"]["exclude_modules"])
+
+    code, out, err = run("diff", REPO, "--upstream", "--json", env=env)
+    assert code == 0, err
+    found = {
+        (f["path"], d["pointer"], d["kind"], d["current"], d["transform"])
+        for f in json.loads(out)["files"]
+        for d in f["differences"]
+    }
+    assert (
+        "hf_quant_config.json",
+        f"/quantization/exclude_modules/{end}",
+        "added",
+        "lm_head*",
+        "add-quant-exclude-modules",
+    ) in found
+    assert all(transform == "add-quant-exclude-modules" for *_, transform in found)
+
+    # The appended item changed by hand afterwards is no longer the transform's doing.
+    quant = snapshot / "hf_quant_config.json"
+    quant.write_text(quant.read_text().replace('"lm_head*"', '"lm_head.mine"'))
+    code, out, _ = run("diff", REPO, "--upstream", env=env)
+    assert code == 1
+    assert "changed by hand after add-quant-exclude-modules was applied" in out
+
+
+def test_a_duplicate_key_added_by_hand_is_compared_as_json_reads_it(
+    hub: tuple[Hub, str], tmp_path: Path
+) -> None:
+    _, url = hub
+    cache = tmp_path / "cache"
+    snapshot = fill_cache(url, cache)
+    env = {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": url}
+    code, _, err = run("apply", REPO, "strip-fp8-kv-cache", env=env)
+    assert code == 0, err
+    quant = snapshot / "hf_quant_config.json"
+    text = quant.read_text()
+    quant.write_text("{" + '"mine": 1, "mine": 2,' + text[text.index("{") + 1 :])
+
+    code, out, err = run("diff", REPO, "--upstream", "--json", env=env)
+    assert code == 1, err
+    found = {
+        (d["pointer"], d["kind"], d["current"], d["transform"])
+        for f in json.loads(out)["files"]
+        if f["path"] == "hf_quant_config.json"
+        for d in f["differences"]
+    }
+    assert found == {
+        ("/mine", "added", 2, None),  # the last of the two, as json.loads reads it
+        ("/quantization/kv_cache_quant_algo", "changed", None, "strip-fp8-kv-cache"),
+    }
