@@ -605,17 +605,22 @@ def test_a_stripped_mark_under_a_later_edit_is_explained(
     }
 
 
-def test_an_appended_item_is_explained_by_the_transform_that_appended_it(
-    hub: tuple[Hub, str], tmp_path: Path
-) -> None:
-    _, url = hub
+def _applied_in_cache(url: str, tmp_path: Path, *apply: str) -> tuple[Path, dict[str, str]]:
+    """A cached snapshot of REPO with ``patcher apply REPO *apply`` done, and the env for it."""
     cache = tmp_path / "cache"
     snapshot = fill_cache(url, cache)
     env = {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": url}
-    code, _, err = run(
-        "apply", REPO, "add-quant-exclude-modules", "--set", "pattern=lm_head*", env=env
-    )
+    code, _, err = run("apply", REPO, *apply, env=env)
     assert code == 0, err
+    return snapshot, env
+
+
+def test_an_appended_item_is_explained_by_the_transform_that_appended_it(
+    hub: tuple[Hub, str], tmp_path: Path
+) -> None:
+    snapshot, env = _applied_in_cache(
+        hub[1], tmp_path, "add-quant-exclude-modules", "--set", "pattern=lm_head*"
+    )
     upstream = json.loads((EXAMPLE / "hf_quant_config.json").read_bytes())
     end = len(upstream["quantization"]["exclude_modules"])
 
@@ -646,12 +651,7 @@ def test_an_appended_item_is_explained_by_the_transform_that_appended_it(
 def test_a_duplicate_key_added_by_hand_is_compared_as_json_reads_it(
     hub: tuple[Hub, str], tmp_path: Path
 ) -> None:
-    _, url = hub
-    cache = tmp_path / "cache"
-    snapshot = fill_cache(url, cache)
-    env = {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": url}
-    code, _, err = run("apply", REPO, "strip-fp8-kv-cache", env=env)
-    assert code == 0, err
+    snapshot, env = _applied_in_cache(hub[1], tmp_path, "strip-fp8-kv-cache")
     quant = snapshot / "hf_quant_config.json"
     text = quant.read_text()
     quant.write_text("{" + '"mine": 1, "mine": 2,' + text[text.index("{") + 1 :])
