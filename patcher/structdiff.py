@@ -11,7 +11,7 @@ from patcher import jsontext
 from patcher.document import BOM
 
 ChangeKind = Literal["added", "removed", "changed"]
-# What deepdiff reports about two lists of item spellings (see ``_walk_list``).
+# What deepdiff reports about two lists of item spellings (see ``_align``).
 _KINDS: dict[str, ChangeKind] = {
     "iterable_item_added": "added",
     "iterable_item_removed": "removed",
