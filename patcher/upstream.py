@@ -281,8 +281,8 @@ class _Values:
     """The values of a JSON text by pointer, each parsed from its own bytes; the whole text is
     parsed (once) only where the way to one cannot be followed in the bytes (a duplicate key)."""
 
-    def __init__(self, data: bytes) -> None:
-        self.text = jsontext.JsonText(data)
+    def __init__(self, text: jsontext.JsonText) -> None:
+        self.text = text
         self.whole: Any = MISSING
 
     def get(self, pointer: str) -> Any:
@@ -363,9 +363,10 @@ def _file_diff(
         return UpstreamFileDiff(
             path, (UpstreamDifference("", "changed", None, None, transform, entry, reason),)
         )
-    old, new = _Values(upstream), _Values(current)
+    # One scan of each text serves the comparison and then the attribution's lookups.
+    old, new = _Values(jsontext.JsonText(upstream)), _Values(jsontext.JsonText(current))
     try:
-        changes = compare_json(upstream, current)  # the walk recurses: a deep file can stop it
+        changes = compare_json(old.text, new.text)  # the walk recurses: a deep file can stop it
         attributed = [_attribute(c.pointer, path, old, new, applied) for c in changes]
     except (ValueError, RecursionError) as exc:
         why = (

@@ -399,8 +399,8 @@ LEAN_REVERT = (
 )
 
 
-def _step(command: list[str]) -> Callable[[], tuple[float, int]]:
-    return lambda: timed(command)[:2]
+def _step(command: list[str], env: dict[str, str] = ENV) -> Callable[[], tuple[float, int]]:
+    return lambda: timed(command, env)[:2]
 
 
 def bench_floor(work: Path, runs: int, sizes: tuple[float, ...]) -> list[str]:
@@ -527,8 +527,8 @@ def bench_diff(work: Path, runs: int, megabytes: float = 15.0) -> list[str]:
             ("apply --dry-run", _step([*PATCHER, "apply", str(fresh), str(one_op), "--dry-run"])),
             ("diff", _step([*PATCHER, "diff", str(applied)])),
             ("diff --json", _step([*PATCHER, "diff", str(applied), "--json"])),
-            ("diff --upstream", lambda: timed(upstream, env)[:2]),
-            ("diff --upstream --json", lambda: timed([*upstream, "--json"], env)[:2]),
+            ("diff --upstream", _step(upstream, env)),
+            ("diff --upstream --json", _step([*upstream, "--json"], env)),
         ]
         result = median_runs(runs, steps)
     return _wall_and_rss(
