@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from patcher import jsontext
 from patcher.document import MISSING, Op, canonical, json_problem, not_utf8
@@ -106,23 +105,3 @@ def replay(
     except (RecursionError, ValueError) as exc:
         raise InputFileError(json_problem(exc), file=file, hint=_FIX) from None
     return Replayed(edited.data, tuple(skipped))
-
-
-def first_difference(expected: Any, actual: Any, pointer: str = "") -> str | None:
-    """The JSON pointer of the first place two documents differ, or None when equal."""
-    if isinstance(expected, dict) and isinstance(actual, dict):
-        for key in [*expected, *(k for k in actual if k not in expected)]:
-            sub = pointer + jsontext.join_pointer([key])
-            if key not in expected or key not in actual:
-                return sub
-            found = first_difference(expected[key], actual[key], sub)
-            if found is not None:
-                return found
-        return None
-    if isinstance(expected, list) and isinstance(actual, list) and len(expected) == len(actual):
-        for index, (a, b) in enumerate(zip(expected, actual, strict=True)):
-            found = first_difference(a, b, f"{pointer}/{index}")
-            if found is not None:
-                return found
-        return None
-    return None if canonical(expected) == canonical(actual) else pointer

@@ -5,7 +5,6 @@ it, the guarded inverse patch under later non-overlapping transforms, and a refu
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,7 +26,7 @@ from patcher.journal import (
     now,
     store_object,
 )
-from patcher.replay import first_difference, replay
+from patcher.replay import replay
 from patcher.results import JsonResult, ShortRepr
 from patcher.session import write_session
 from patcher.textdiff import unified
@@ -170,9 +169,11 @@ class _Planner:
         detail = unified(
             expected, current, f"{record.path} (as patcher left it)", f"{record.path} (now)"
         )
+        from patcher.structdiff import compare_json  # only a refusal pays for its import
+
         pointer = None
         with contextlib.suppress(ValueError, RecursionError):
-            pointer = first_difference(json.loads(expected), json.loads(current))
+            pointer = next((c.pointer for c in compare_json(expected, current)), None)
         error = ConflictError(
             f"edited by hand since {entry.transform!r} was applied; not reverting",
             file=path,

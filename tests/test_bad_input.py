@@ -366,6 +366,36 @@ def test_hand_edited_file_blocks_revert_and_shows_what_changed(cli: Cli, kimi: P
     assert '"kv_cache_scheme"' in text and '"dtype": "float16"' in text
 
 
+def test_hand_edit_refusal_names_the_item_it_changed_in_a_long_list(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """The refusal names where a hand edit is, found from the bytes that differ: a changed
+    merge deep in the list, an appended one, and (no pointer) an edit that broke the JSON."""
+    merges = [f"a{i} b{i}" for i in range(20_000)]
+    tokenizer = {"model": {"byte_fallback": False, "merges": merges}}
+    files = {"config.json": "{}", "tokenizer.json": json.dumps(tokenizer, indent=2)}
+    ckpt = build_tree(tmp_path / "ckpt", files)
+    fix = tmp_path / "fallback.toml"
+    fix.write_text(
+        'name = "fallback"\nsummary = "s"\nwhy = "w"\nundo_when = "u"\n'
+        '[[edits]]\nfile = "tokenizer.json"\n'
+        'ops = [{ op = "replace", path = "/model/byte_fallback", value = true }]\n'
+    )
+    assert cli("apply", ckpt, fix)[0] == 0
+    path = ckpt / "tokenizer.json"
+    applied = path.read_text()
+    hand_edits = {
+        "/model/merges/12345": applied.replace('"a12345 b12345"', '"a12345 c12345"'),
+        "/model/merges/20000": applied.replace('"a19999 b19999"', '"a19999 b19999", "x y"'),
+        None: applied.replace('"a7 b7",', '"a7 b7"'),
+    }
+    for pointer, text in hand_edits.items():
+        path.write_text(text)
+        message = refused(cli, ckpt, "revert", ckpt, "fallback")
+        where = "" if pointer is None else f" at {pointer} (JSON pointer)"
+        assert message.startswith(f"error: {path}{where}: edited by hand since 'fallback'")
+
+
 def test_journal_entry_pointing_outside_is_refused(cli: Cli, kimi: Path, tmp_path: Path) -> None:
     cli("apply", kimi, "strip-fp8-kv-cache")
     journal = kimi / ".patcher" / "journal.json"
