@@ -405,15 +405,18 @@ def _step(command: list[str], env: dict[str, str] = ENV) -> Callable[[], tuple[f
 
 def bench_floor(work: Path, runs: int, sizes: tuple[float, ...]) -> list[str]:
     """What part of a small edit is start-up: Python alone, ``import typer``, the edit in a
-    process without typer, the ``patcher`` command, and ``jq``."""
+    process without typer, the same after ``import typer`` (the least any typer CLI can
+    take), the ``patcher`` command, and ``jq``."""
     one_op = _transform(work, "byte-fallback-floor", ONE_OP)
     lines = [
         f"Where a small edit's time goes (median of {runs} interleaved runs; 'no typer' is the "
-        "same library call in a `python -c` process that imports only it):",
+        "same library call in a `python -c` process that imports only it, '+ typer' the same "
+        "after `import typer`):",
         "",
-        "| file | python -c pass | import typer | apply, no typer / jq | patcher apply / jq "
-        "| revert, no typer / jq | patcher revert / jq |",
-        "|---|---|---|---|---|---|---|",
+        "| file | python -c pass | import typer | apply, no typer / jq | apply + typer / jq "
+        "| patcher apply / jq | revert, no typer / jq | revert + typer / jq "
+        "| patcher revert / jq |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for megabytes in sizes:
         ckpt, size, jq_file = _tokenizer_and_jq_copy(work, megabytes, "jq-floor")
@@ -422,6 +425,14 @@ def bench_floor(work: Path, runs: int, sizes: tuple[float, ...]) -> list[str]:
             "typer": [sys.executable, "-c", "import typer"],
             "lean apply": [sys.executable, "-c", LEAN_APPLY, str(ckpt), str(one_op)],
             "lean revert": [sys.executable, "-c", LEAN_REVERT, str(ckpt)],
+            "typer apply": [
+                sys.executable,
+                "-c",
+                f"import typer; {LEAN_APPLY}",
+                str(ckpt),
+                str(one_op),
+            ],
+            "typer revert": [sys.executable, "-c", f"import typer; {LEAN_REVERT}", str(ckpt)],
             "apply": [*PATCHER, "apply", str(ckpt), str(one_op)],
             "revert": [*PATCHER, "revert", str(ckpt), "--last"],
             "jq": _jq_edit(jq_file),
@@ -435,8 +446,9 @@ def bench_floor(work: Path, runs: int, sizes: tuple[float, ...]) -> list[str]:
 
         lines.append(
             f"| {size / 1e6:.1f} MB | {result['pass'] * 1000:.0f} ms "
-            f"| {result['typer'] * 1000:.0f} ms | {cell('lean apply')} | {cell('apply')} "
-            f"| {cell('lean revert')} | {cell('revert')} |"
+            f"| {result['typer'] * 1000:.0f} ms | {cell('lean apply')} | {cell('typer apply')} "
+            f"| {cell('apply')} | {cell('lean revert')} | {cell('typer revert')} "
+            f"| {cell('revert')} |"
         )
         shutil.rmtree(ckpt)
         jq_file.unlink()
