@@ -319,9 +319,8 @@ def _synced_if_same(name: str, dir_fd: int, like: os.stat_result, data: bytes) -
         return False
     try:
         linked = os.fstat(fd)
-        if (linked.st_dev, linked.st_ino, linked.st_nlink) != (like.st_dev, like.st_ino, 2):
-            return False
-        if not holds(fd, data):
+        identity = (linked.st_dev, linked.st_ino, linked.st_nlink)
+        if identity != (like.st_dev, like.st_ino, 2) or not holds(fd, data):
             return False
         os.fsync(fd)
         return True

@@ -398,6 +398,9 @@ LEAN_REVERT = (
     "revert_transforms(sys.argv[1], last=True); gc.freeze()"
 )
 
+# The same, after what any CLI built on typer imports first.
+TYPER = "import typer; "
+
 
 def _step(command: list[str], env: dict[str, str] = ENV) -> Callable[[], tuple[float, int]]:
     return lambda: timed(command, env)[:2]
@@ -425,14 +428,8 @@ def bench_floor(work: Path, runs: int, sizes: tuple[float, ...]) -> list[str]:
             "typer": [sys.executable, "-c", "import typer"],
             "lean apply": [sys.executable, "-c", LEAN_APPLY, str(ckpt), str(one_op)],
             "lean revert": [sys.executable, "-c", LEAN_REVERT, str(ckpt)],
-            "typer apply": [
-                sys.executable,
-                "-c",
-                f"import typer; {LEAN_APPLY}",
-                str(ckpt),
-                str(one_op),
-            ],
-            "typer revert": [sys.executable, "-c", f"import typer; {LEAN_REVERT}", str(ckpt)],
+            "typer apply": [sys.executable, "-c", TYPER + LEAN_APPLY, str(ckpt), str(one_op)],
+            "typer revert": [sys.executable, "-c", TYPER + LEAN_REVERT, str(ckpt)],
             "apply": [*PATCHER, "apply", str(ckpt), str(one_op)],
             "revert": [*PATCHER, "revert", str(ckpt), "--last"],
             "jq": _jq_edit(jq_file),
