@@ -1,4 +1,4 @@
-"""The optional C half of the JSON scanner (see patcher/_scan.c); the rest is in pyproject.toml.
+"""The optional C half of the JSON scanner (see patcher/text/_scan.c); the rest is in pyproject.toml.
 
 ``optional=True``: where no C compiler is at hand, the install goes on without it and patcher
 runs on its pure-Python scanner, the same answers a few times slower. The extension uses only
@@ -10,8 +10,8 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            "patcher._scan",
-            ["patcher/_scan.c"],
+            "patcher.text._scan",
+            ["patcher/text/_scan.c"],
             optional=True,
             py_limited_api=True,  # _scan.c defines Py_LIMITED_API itself
         )

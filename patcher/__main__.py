@@ -16,7 +16,7 @@ import gc
 def main() -> None:
     """Run the ``patcher`` command line."""
     gc.disable()
-    from patcher.cli import main as run
+    from patcher.cli.app import main as run
 
     gc.freeze()
     gc.enable()

@@ -8,10 +8,13 @@ api.revert("/models/kimi", "strip-fp8-kv-cache")
 
 from __future__ import annotations
 
-from patcher.applying import ApplyResult
-from patcher.applying import apply_transform as apply
-from patcher.catalog import builtin_transforms as list_transforms
-from patcher.catalog import find_transform as get_transform
+from patcher.advice.check import CheckReport
+from patcher.advice.check import check_checkpoint as check
+from patcher.advice.doctor import Diagnosis
+from patcher.advice.doctor import diagnose as doctor
+from patcher.advice.kvbudget import KvBudget, kv_budget
+from patcher.advice.overrides import Overrides
+from patcher.advice.overrides import engine_overrides as overrides
 from patcher.engines.model import engine_view
 from patcher.engines.view import EngineView
 from patcher.errors import (
@@ -28,29 +31,27 @@ from patcher.errors import (
     UpstreamError,
     WriteError,
 )
-from patcher.file_status import Status
-from patcher.file_status import checkpoint_status as status
-from patcher.findings import CheckReport
-from patcher.findings import check_checkpoint as check
-from patcher.kvbudget import KvBudget, kv_budget
-from patcher.log_doctor import Diagnosis
-from patcher.log_doctor import diagnose as doctor
-from patcher.offline_diff import CheckpointDiff
-from patcher.offline_diff import diff_checkpoint as diff
-from patcher.planning import FileChange, Plan, SyncResult
-from patcher.planning import plan_checkpoint as plan
-from patcher.planning import sync_checkpoint as sync
-from patcher.reapplying import ReapplyResult
-from patcher.reapplying import reapply_transforms as reapply
-from patcher.rebasing import RebaseResult
-from patcher.rebasing import rebase_checkpoint as rebase
-from patcher.reverting import RevertResult
-from patcher.reverting import revert_transforms as revert
-from patcher.runtime_overrides import Overrides
-from patcher.runtime_overrides import engine_overrides as overrides
-from patcher.targets import Target, make_target
-from patcher.transform import Transform
-from patcher.upstream import UpstreamDiff, diff_upstream
+from patcher.ops.adding import ApplyResult
+from patcher.ops.applying import apply_transform as apply
+from patcher.ops.offline_diff import CheckpointDiff
+from patcher.ops.offline_diff import diff_checkpoint as diff
+from patcher.ops.planning import Plan, SyncResult
+from patcher.ops.planning import plan_checkpoint as plan
+from patcher.ops.planning import sync_checkpoint as sync
+from patcher.ops.reapplying import ReapplyResult
+from patcher.ops.reapplying import reapply_transforms as reapply
+from patcher.ops.rebasing import RebaseResult
+from patcher.ops.rebasing import rebase_checkpoint as rebase
+from patcher.ops.rebuilding import FileChange
+from patcher.ops.reverting import RevertResult
+from patcher.ops.reverting import revert_transforms as revert
+from patcher.ops.targets import Target, make_target
+from patcher.ops.upstream import UpstreamDiff, diff_upstream
+from patcher.store.file_status import Status
+from patcher.store.file_status import checkpoint_status as status
+from patcher.transforms.catalog import builtin_transforms as list_transforms
+from patcher.transforms.catalog import find_transform as get_transform
+from patcher.transforms.definition import Transform
 
 __all__ = [
     "ApplyResult",

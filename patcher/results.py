@@ -1,11 +1,12 @@
 """What every library result shares: a short ``repr`` (sizes, not bytes) and ``to_json()``,
-which gives the same JSON as the CLI's ``--json``."""
+which gives the same JSON as the CLI's ``--json``. A leaf: results own their JSON, and the
+CLI only turns them into text."""
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 
 def _short(value: Any) -> str:
@@ -41,11 +42,7 @@ class JsonResult(ShortRepr):
     """A result with ``to_json()``: the CLI's ``--json`` document for it, as a dict."""
 
     __slots__ = ()
-    json_renderer: ClassVar[str]
 
     def to_json(self) -> dict[str, Any]:
-        """The same JSON as the CLI's ``--json`` for this result."""
-        from patcher import render
-
-        rendered: dict[str, Any] = getattr(render, self.json_renderer)(self)
-        return rendered
+        """The same JSON as the CLI's ``--json`` for this result (each result defines it)."""
+        raise NotImplementedError(type(self).__name__)

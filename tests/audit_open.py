@@ -20,7 +20,7 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
 
 if __name__ == "__main__":
     sys.addaudithook(_hook)
-    from patcher.cli import app
+    from patcher.cli.app import app
 
     try:
         app(sys.argv[1:], prog_name="patcher")

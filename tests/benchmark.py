@@ -46,7 +46,7 @@ PATCHER = [str(SCRIPT)] if INSTALLED else [sys.executable, "-m", "patcher"]
 AUDIT = str(ROOT / "tests" / "audit_open.py")  # counts the files a run opens
 
 
-# The same patcher with its C scanner turned off (see patcher/jsontext.py).
+# The same patcher with its C scanner turned off (see patcher/text/jsontext.py).
 PURE_ENV = {**ENV, "PATCHER_PURE_PYTHON": "1"}
 
 
@@ -389,12 +389,12 @@ def bench_startup(work: Path, runs: int) -> list[str]:
 # imports only what they need and not typer, with the collector kept out as the script does.
 LEAN_APPLY = (
     "import gc; gc.disable(); import sys; sys.set_int_max_str_digits(0); "
-    "from patcher.applying import apply_transform; gc.freeze(); gc.enable(); "
+    "from patcher.ops.applying import apply_transform; gc.freeze(); gc.enable(); "
     "apply_transform(sys.argv[1], sys.argv[2]); gc.freeze()"
 )
 LEAN_REVERT = (
     "import gc; gc.disable(); import sys; sys.set_int_max_str_digits(0); "
-    "from patcher.reverting import revert_transforms; gc.freeze(); gc.enable(); "
+    "from patcher.ops.reverting import revert_transforms; gc.freeze(); gc.enable(); "
     "revert_transforms(sys.argv[1], last=True); gc.freeze()"
 )
 

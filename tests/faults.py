@@ -33,7 +33,7 @@ CALLS = (
 
 def main() -> None:
     mode, target = sys.argv[1], int(sys.argv[2])
-    from patcher.cli import app
+    from patcher.cli.app import app
 
     count = 0
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from patcher import fsio
+from patcher.store import fsio
 from tests.conftest import ROOT, Cli, build_tree, tree_bytes
 
 

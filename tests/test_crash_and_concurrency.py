@@ -18,9 +18,8 @@ from tests.conftest import ROOT, tree_bytes
 KILLER = textwrap.dedent(
     """
     import os, signal, sys
-    import patcher.files as files
-    import patcher.applying as applying
-    import patcher.reverting as reverting
+    import patcher.store.files as files
+    import patcher.store.session as session
     real = files.replace_file
     count = 0
     def killing(*args, **kwargs):
@@ -29,8 +28,8 @@ KILLER = textwrap.dedent(
         count += 1
         if count == int(os.environ["KILL_AFTER"]):
             os.kill(os.getpid(), signal.SIGKILL)
-    applying.replace_file = reverting.replace_file = killing
-    from patcher.cli import app
+    session.replace_file = killing  # every write-ahead step writes through it
+    from patcher.cli.app import app
     app(sys.argv[1:], prog_name="patcher")
     """
 )

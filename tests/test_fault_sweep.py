@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from patcher import api, fsio
+from patcher import api
+from patcher.store import fsio
 from tests.conftest import ROOT, SNAPSHOTS, tree_bytes
 
 MODES = ("kill-before", "kill-after", "interrupt")

@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 
-from patcher import api, jsontext
-from patcher.catalog import builtin_transforms
+from patcher import api
+from patcher.advice.check import FP8_KV_POINTERS, dig, kv_label
 from patcher.errors import DoesNotApplyError
-from patcher.findings import FP8_KV_POINTERS, dig, kv_label
+from patcher.text import jsontext
+from patcher.transforms.catalog import builtin_transforms
 from tests.conftest import CONFIGS, MODELS, SNAPSHOTS, tree_bytes
-from tests.test_jsontext import pointers, unaffected
+from tests.text.test_jsontext import pointers, unaffected
 
 EXPECTED = SNAPSHOTS / "expected"
 UPDATE = bool(os.environ.get("PATCHER_UPDATE_SNAPSHOTS"))

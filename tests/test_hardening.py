@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from patcher import api, fsio, journal, lock
+from patcher import api
 from patcher.errors import ConflictError, JournalError, UnsafePathError, WriteError
-from patcher.fsio import sha256
+from patcher.store import fsio, journal, lock
+from patcher.store.fsio import sha256
 from tests.conftest import CONFIGS, ROOT, Cli, tree_bytes
 
 
@@ -159,8 +160,8 @@ def test_safe_together_journal_is_compare_and_swapped(
     def no_lock(*_args: object, **_kwargs: object) -> Iterator[None]:
         yield
 
-    import patcher.applying as applying
-    import patcher.session as session
+    import patcher.ops.adding as applying
+    import patcher.store.session as session
 
     monkeypatch.setattr(session, "locked", no_lock)
     real_store = applying.store_object
@@ -193,7 +194,7 @@ def test_safe_together_file_write_is_compare_and_swapped(
 ) -> None:
     """A writer that changes a file between our check and our write (a lock that does not
     hold) keeps its bytes: ours are refused, not written over them."""
-    import patcher.applying as applying
+    import patcher.ops.adding as applying
 
     quant = kimi / "hf_quant_config.json"
     real_store = applying.store_object
@@ -216,7 +217,7 @@ def test_apply_recompiles_a_file_changed_while_it_waited_for_the_lock(
 ) -> None:
     """A hand edit made while apply waited for the lock is kept, and becomes what revert
     gives back."""
-    import patcher.applying as applying
+    import patcher.ops.adding as applying
 
     quant = kimi / "hf_quant_config.json"
     real_session = applying.write_session
@@ -240,11 +241,11 @@ def test_apply_recompiles_a_file_changed_while_it_waited_for_the_lock(
 def test_safe_together_revert_write_is_compare_and_swapped(
     kimi: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import patcher.reverting as reverting
+    import patcher.store.session as session  # every write-ahead step writes through it
 
     api.apply(kimi, "strip-fp8-kv-cache")
     quant = kimi / "hf_quant_config.json"
-    real_replace = reverting.replace_file
+    real_replace = session.replace_file
     theirs: list[bytes] = []
 
     def racing_replace(checkpoint: Any, relative: str, *args: Any, **kwargs: Any) -> None:
@@ -252,7 +253,7 @@ def test_safe_together_revert_write_is_compare_and_swapped(
             theirs.append(_same_size_edit(quant))
         real_replace(checkpoint, relative, *args, **kwargs)
 
-    monkeypatch.setattr(reverting, "replace_file", racing_replace)
+    monkeypatch.setattr(session, "replace_file", racing_replace)
     with pytest.raises(ConflictError, match="changed by another process while patcher"):
         api.revert(kimi, every=True)
     assert quant.read_bytes() == theirs[0]
@@ -557,8 +558,8 @@ def test_hand_edit_survives_a_forced_revert_and_the_next_one(cli: Cli, kimi: Pat
 def test_never_writes_through_a_folder_swapped_for_a_link(kimi: Path, tmp_path: Path) -> None:
     """The path is checked, then (race) a folder on it becomes a symlink to outside: the write
     goes through no link."""
-    from patcher.checkpoint import open_checkpoint
-    from patcher.files import replace_file
+    from patcher.store.checkpoint import open_checkpoint
+    from patcher.store.files import replace_file
 
     sub = kimi / "sub"
     sub.mkdir()
@@ -734,7 +735,7 @@ def test_status_does_not_read_a_file_whose_size_rules_it_out(
     api.apply(kimi, "strip-fp8-kv-cache")
     with (kimi / "config.json").open("ab") as handle:
         handle.truncate(64 * 1024 * 1024)  # sparse: a huge replacement
-    import patcher.file_status as status_module
+    import patcher.store.file_status as status_module
 
     read: list[str] = []
     real = status_module.current_hash

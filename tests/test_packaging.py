@@ -49,13 +49,13 @@ def test_wheel_ships_catalog_under_patcher_only(tmp_path: Path) -> None:
     }
     sources = {p.relative_to(ROOT).as_posix() for p in (ROOT / "patcher").rglob("*.py")}
     assert sources <= set(names), sources - set(names)  # every subpackage is shipped
-    catalog = {Path(n).name for n in names if n.startswith("patcher/catalog/")}
+    catalog = {Path(n).name for n in names if n.startswith("patcher/transforms/builtin/")}
     expected = {p.name for p in (ROOT / "transforms").glob("*.toml")}
     assert expected and expected <= catalog
 
     # The C scanner is in it, built against the stable ABI: one wheel serves 3.11 and later.
     assert "-cp311-abi3-" in wheel.name, wheel.name
-    assert "patcher/_scan.abi3.so" in names and "patcher/_scan.pyi" in names
+    assert "patcher/text/_scan.abi3.so" in names and "patcher/text/_scan.pyi" in names
 
     target = _install(wheel, tmp_path / "site")
     assert not (target / "transforms").exists()
@@ -65,8 +65,8 @@ def test_wheel_ships_catalog_under_patcher_only(tmp_path: Path) -> None:
             "-I",
             "-c",
             f"import sys; sys.path.insert(0, {str(target)!r}); "
-            "from patcher.catalog import builtin_transforms, catalog_dir; "
-            "from patcher import jsontext; assert jsontext._native is not None; "
+            "from patcher.transforms.catalog import builtin_transforms, catalog_dir; "
+            "from patcher.text import jsontext; assert jsontext._native is not None; "
             "print(catalog_dir()); print(len(builtin_transforms()))",
         ],
         check=True,
@@ -75,7 +75,9 @@ def test_wheel_ships_catalog_under_patcher_only(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     where, count = probe.stdout.split()
-    assert where == str(target / "patcher" / "catalog") and int(count) == len(expected)
+    assert where == str(target / "patcher" / "transforms" / "builtin") and int(count) == len(
+        expected
+    )
 
 
 def test_users_program_type_checks_against_the_installed_package(tmp_path: Path) -> None:

@@ -11,10 +11,11 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from patcher import api, jsontext
-from patcher.transform import Edit, Transform
+from patcher import api
+from patcher.text import jsontext
+from patcher.transforms.definition import Edit, Transform
 from tests.strategies import document_texts, plain, trees
-from tests.test_jsontext import check_minimal, pointers
+from tests.text.test_jsontext import check_minimal, pointers
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

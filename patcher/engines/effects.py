@@ -15,7 +15,7 @@ from patcher.engines.files import ConfigFiles, bom_after
 from patcher.engines.model import derive
 from patcher.engines.target import Engine
 from patcher.engines.view import Derived, StartupError
-from patcher.transform import Transform, substitute
+from patcher.transforms.definition import Transform, substitute
 
 # The vLLM releases whose config code was read (see patcher/engines/vllm.py); warnings name
 # the ones among them where an edit has no effect.

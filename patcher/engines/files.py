@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from patcher.checkpoint import Checkpoint
-from patcher.document import BOM, read_json_file
 from patcher.errors import InputFileError
-from patcher.fsio import open_regular
+from patcher.store.checkpoint import Checkpoint
+from patcher.store.fsio import open_regular
+from patcher.text.document import BOM, read_json_file
 
 ENGINE_FILES = ("config.json", "hf_quant_config.json")
 GENERATION_FILE = "generation_config.json"  # read for request defaults; the engine starts without

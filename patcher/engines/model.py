@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patcher.checkpoint import open_checkpoint
 from patcher.engines import sglang, vllm
 from patcher.engines.files import ConfigFiles, read_config_files
 from patcher.engines.gpus import Gpu
 from patcher.engines.numbers import check_numbers
 from patcher.engines.target import Engine
 from patcher.engines.view import EngineView
+from patcher.store.checkpoint import open_checkpoint
 
 
 def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None = None) -> EngineView:

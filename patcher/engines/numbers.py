@@ -7,10 +7,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from patcher.document import shown
 from patcher.engines import sglang, vllm
 from patcher.engines.files import ConfigFiles
 from patcher.errors import InputFileError
+from patcher.text.document import shown
 
 # The numbers the engine model computes with, in config.json or its text_config: vLLM's and
 # SGLang's length keys and the MLA sizes. A string, NaN or 1e400 there makes vLLM's own config

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from patcher.engines.gpus import Gpu
 from patcher.engines.target import Engine
@@ -37,8 +37,6 @@ class Derived:
 class EngineView(JsonResult):
     """What one engine version derives from the checkpoint's files, on one GPU if given."""
 
-    json_renderer: ClassVar[str] = "engine_json"
-
     engine: Engine
     gpu: Gpu | None
     max_model_len: Derived
@@ -58,3 +56,45 @@ class EngineView(JsonResult):
     def starts(self) -> bool:
         """Whether the config stage passes (and, with a GPU, a backend accepts the config)."""
         return not self.startup_errors
+
+    def to_json(self) -> dict[str, Any]:
+        """What an engine derives from the checkpoint, as JSON (``check --engine``)."""
+        return {
+            "name": self.engine.name,
+            "version": self.engine.version_text,
+            "note": self.engine.beyond_read,
+            "gpu": None
+            if self.gpu is None
+            else {"name": self.gpu.name, "compute_capability": self.gpu.capability_text},
+            "max_model_len": self.max_model_len.value,
+            "kv_cache_dtype": self.kv_cache_dtype.value,
+            "dtype": self.dtype.value,
+            "sampling_defaults": self.sampling_defaults.value,
+            "max_tokens_cap": self.max_tokens_cap.value,
+            "eos_token_id": self.eos_token_id.value,
+            "quantization": self.quantization.value,
+            "mla": self.mla,
+            "attention_backends": None
+            if self.attention_backends is None
+            else list(self.attention_backends),
+            "startup_errors": [
+                {
+                    "message": e.message,
+                    "file": e.file,
+                    "pointer": e.pointer,
+                    "transform": e.transform,
+                    "flag": e.flag,
+                    "note": e.note,
+                }
+                for e in self.startup_errors
+            ],
+            "reasons": {
+                "max_model_len": self.max_model_len.reason,
+                "kv_cache_dtype": self.kv_cache_dtype.reason,
+                "dtype": self.dtype.reason,
+                "sampling_defaults": self.sampling_defaults.reason,
+                "max_tokens_cap": self.max_tokens_cap.reason,
+                "eos_token_id": self.eos_token_id.reason,
+                "quantization": self.quantization.reason,
+            },
+        }

@@ -1,0 +1,543 @@
+"""``check``: known problems in a checkpoint's config files, each with the transform that
+addresses it. Reads config and tokenizer files (the weight index, never the weights)."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import shlex
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from patcher.engines.files import READ_FILES, config_files
+from patcher.engines.gpus import Gpu, parse_gpu
+from patcher.engines.model import derive
+from patcher.engines.target import Engine, parse_engine
+from patcher.engines.templates import JINJA_FILE, served_template
+from patcher.engines.view import EngineView
+from patcher.engines.vllm import BOM_JUDGED as VLLM_BOM_JUDGED
+from patcher.engines.vllm import partial_sliding_window as vllm_partial_sliding_window
+from patcher.errors import TargetError
+from patcher.results import JsonResult
+from patcher.store.checkpoint import Checkpoint, open_checkpoint
+from patcher.store.files import read_current
+from patcher.store.session import read_journal
+from patcher.text.document import read_json_file, shown
+
+FP8_KV_POINTERS = (
+    ("hf_quant_config.json", ("quantization", "kv_cache_quant_algo")),
+    ("config.json", ("quantization_config", "kv_cache_scheme")),
+    ("config.json", ("quantization_config", "kv_cache_quant_algo")),
+    ("config.json", ("quantization_config", "quantization", "kv_cache_quant_algo")),
+    ("config.json", ("text_config", "quantization_config", "kv_cache_scheme")),
+    ("config.json", ("text_config", "quantization_config", "kv_cache_quant_algo")),
+    ("config.json", ("text_config", "quantization_config", "quantization", "kv_cache_quant_algo")),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One known problem, where it is, and what to run about it."""
+
+    code: str
+    file: str
+    pointer: str
+    message: str
+    transform: str | None
+    command: str
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class CheckReport(JsonResult):
+    """Everything ``check`` found (empty when the checkpoint looks fine), and with an engine,
+    what that engine derives from the files."""
+
+    checkpoint: Path
+    findings: tuple[Finding, ...]
+    engine: EngineView | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """A check report as JSON."""
+        return {
+            "checkpoint": str(self.checkpoint),
+            "engine": None if self.engine is None else self.engine.to_json(),
+            "findings": [
+                {
+                    "code": f.code,
+                    "file": f.file,
+                    "pointer": f.pointer,
+                    "message": f.message,
+                    "transform": f.transform,
+                    "command": f.command,
+                }
+                for f in self.findings
+            ],
+        }
+
+
+class _Files:
+    """The checkpoint's JSON files, each parsed once, absent ones as None."""
+
+    def __init__(self, checkpoint: Checkpoint) -> None:
+        self.checkpoint = checkpoint
+        self.cache: dict[str, Any] = {}
+
+    def get(self, name: str) -> Any:
+        if name not in self.cache:
+            self.cache[name] = read_json_file(self.checkpoint.path(name))
+        return self.cache[name]
+
+
+def dig(doc: Any, keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        if not isinstance(doc, dict) or key not in doc:
+            return None
+        doc = doc[key]
+    return doc
+
+
+def _pointer(keys: tuple[str, ...]) -> str:
+    return "".join("/" + k for k in keys)
+
+
+def _language_model(config: Any) -> tuple[Any, tuple[str, ...]]:
+    if isinstance(config, dict) and isinstance(config.get("text_config"), dict):
+        return config["text_config"], ("text_config",)
+    return config, ()
+
+
+def kv_label(value: Any) -> str:
+    """What a KV directive means: 'FP8', 'INT8', ... or 'none'."""
+    if value is None or (isinstance(value, str) and value.lower() in ("", "none", "null")):
+        return "none"
+    if isinstance(value, dict):
+        bits, kind = value.get("num_bits"), value.get("type")
+        return "FP8" if (bits, kind) == (8, "float") else f"{kind or '?'}{bits or ''}".upper()
+    return str(value).upper()
+
+
+def _fp8_kv(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:
+    for name, keys in FP8_KV_POINTERS:
+        value = dig(files.get(name), keys)
+        if kv_label(value) == "none":
+            continue
+        method = dig(files.get(name), (*keys[:-1], "quant_method"))
+        if method == "compressed-tensors":  # recorded: the attention layers switch to fp8
+            how = "vLLM's attention layers switch the KV cache to fp8 for it"
+            example, transform = "SM89 with MTP, vLLM #44879", "strip-ct-kv-cache-scheme"
+        else:
+            how = "vLLM resolves --kv-cache-dtype auto to it"
+            example, transform = "SM120 TRITON_MLA", "strip-fp8-kv-cache"
+        yield Finding(
+            "fp8-kv-directive",
+            name,
+            _pointer(keys),
+            f"KV-cache quantization directive {json.dumps(value)}: {how}, and some "
+            f"GPUs/backends cannot run it (e.g. {example})",
+            transform,
+            apply(transform),
+        )
+
+
+def _kv_disagreement(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:
+    legacy = files.get("hf_quant_config.json")
+    config = files.get("config.json")
+    if legacy is None or config is None:
+        return
+    inline = dig(config, ("quantization_config",)) or dig(
+        config, ("text_config", "quantization_config")
+    )
+    if not isinstance(inline, dict):
+        return
+    file_kv = kv_label(dig(legacy, ("quantization", "kv_cache_quant_algo")))
+    inline_kv = "none"
+    for keys in (
+        ("kv_cache_scheme",),
+        ("kv_cache_quant_algo",),
+        ("quantization", "kv_cache_quant_algo"),
+    ):
+        if kv_label(dig(inline, keys)) != "none":
+            inline_kv = kv_label(dig(inline, keys))
+    if file_kv != inline_kv:
+        yield Finding(
+            "kv-disagreement",
+            "hf_quant_config.json",
+            "/quantization/kv_cache_quant_algo",
+            f"hf_quant_config.json says KV cache {file_kv} but config.json quantization_config "
+            f"says {inline_kv}: vLLM follows config.json, TensorRT-LLM hf_quant_config.json",
+            "strip-fp8-kv-cache",
+            apply("strip-fp8-kv-cache"),
+        )
+
+
+def _rope_downgrade(files: _Files, diff: str) -> Iterator[Finding]:
+    model, base = _language_model(files.get("config.json"))
+    rope = dig(model, ("rope_scaling",))
+    if not isinstance(rope, dict):
+        return
+    kind, rope_type = rope.get("type"), rope.get("rope_type")
+    stray = rope_type == "llama3" and kind not in (None, "llama3")
+    downgraded = (
+        kind in ("dynamic", "linear")
+        and rope_type in (None, kind)
+        and dig(model, ("model_type",)) == "llama"
+        and isinstance(dig(model, ("max_position_embeddings",)), int)
+        and dig(model, ("max_position_embeddings",)) >= 131072
+    )
+    if stray or downgraded:
+        yield Finding(
+            "legacy-llama3-rope-downgrade",
+            "config.json",
+            _pointer((*base, "rope_scaling")),
+            f"rope_scaling {json.dumps(rope)} looks like the pre-transformers-4.43 workaround for "
+            "Llama 3.1 (llama3 scaling replaced or given a stray 'type'): it silently changes the "
+            "positional encoding; put the upstream llama3 block back and upgrade transformers",
+            None,
+            diff,
+        )
+
+
+def _as_set(value: Any) -> set[Any]:
+    return set(value) if isinstance(value, list) else {value}
+
+
+def _token_ids(value: Any) -> bool:
+    """Whether ``value`` is a token id or a non-empty list of them."""
+    items = value if isinstance(value, list) else [value]
+    return bool(items) and all(
+        isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in items
+    )
+
+
+def _eos_mismatch(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:
+    generation = files.get("generation_config.json")
+    config = files.get("config.json")
+    model, base = _language_model(config)
+    ids_generation = dig(generation, ("eos_token_id",))
+    at = base if dig(model, ("eos_token_id",)) else ()
+    ids_config = dig(model, ("eos_token_id",)) or dig(config, ("eos_token_id",))
+    for name, pointer, ids in (
+        ("generation_config.json", "/eos_token_id", ids_generation),
+        ("config.json", _pointer((*at, "eos_token_id")), ids_config),
+    ):
+        if ids is not None and not _token_ids(ids):
+            fix = name == "generation_config.json" and _token_ids(ids_config)
+            yield Finding(
+                "eos-invalid",
+                name,
+                pointer,
+                f"eos_token_id {shown(ids)} is not a token id or a list of them: an engine "
+                "cannot stop on it",
+                "fix-generation-eos-token-id" if fix else None,
+                apply("fix-generation-eos-token-id")
+                + " --set "
+                + shlex.quote("eos=" + json.dumps(sorted(_as_set(ids_config))))
+                if fix
+                else f"edit {name}: eos_token_id is an integer or a list of integers",
+            )
+            return
+    if ids_generation is None or ids_config is None:
+        return
+    if not _as_set(ids_config) <= _as_set(ids_generation):
+        yield Finding(
+            "eos-mismatch",
+            "generation_config.json",
+            "/eos_token_id",
+            f"eos_token_id differs: generation_config.json {json.dumps(ids_generation)}, "
+            f"config.json {json.dumps(ids_config)}; engines that stop on the generation config "
+            "may not stop at the end of a turn",
+            "fix-generation-eos-token-id",
+            apply("fix-generation-eos-token-id")
+            + " --set "
+            # quoted: zsh (and bash with failglob) refuse an unquoted [..] that matches no file
+            + shlex.quote(
+                "eos=" + json.dumps(sorted(_as_set(ids_config) | _as_set(ids_generation)))
+            ),
+        )
+
+
+def _token_text(value: Any) -> str | None:
+    """A special token as tokenizer files spell it: a string, or an AddedToken's content."""
+    if isinstance(value, dict):
+        value = value.get("content")
+    return value if isinstance(value, str) else None
+
+
+def _vocabulary(tokenizer_json: Any) -> set[str]:
+    """The tokens of tokenizer.json's model: its vocabulary, a dict for BPE and WordPiece, a
+    list of [piece, score] for Unigram."""
+    vocab = dig(tokenizer_json, ("model", "vocab"))
+    if isinstance(vocab, dict):
+        return set(vocab)
+    if isinstance(vocab, list):
+        return {p[0] for p in vocab if isinstance(p, list) and p and isinstance(p[0], str)}
+    return set()
+
+
+def _token_texts(tokens: Any) -> set[str]:
+    """The texts of a list of added tokens (or of added_tokens_decoder's values)."""
+    if isinstance(tokens, dict):
+        tokens = list(tokens.values())
+    return {t for t in map(_token_text, tokens) if t} if isinstance(tokens, list) else set()
+
+
+def _unknown_eos_token(files: _Files) -> Iterator[Finding]:
+    tokenizer = files.get("tokenizer_config.json")
+    value = dig(tokenizer, ("eos_token",))
+    token = _token_text(value)
+    special = _token_texts(dig(tokenizer, ("added_tokens_decoder",)))
+    if token is None or token in special:
+        return
+    vocabulary = files.get("tokenizer.json")
+    if not isinstance(vocabulary, dict):
+        return  # the vocabulary is elsewhere (tokenizer.model, vocab.json) or absent
+    special |= _token_texts(dig(vocabulary, ("added_tokens",)))
+    if token in special or token in _vocabulary(vocabulary):
+        return
+    close = difflib.get_close_matches(token, sorted(special), n=1, cutoff=0.5)
+    yield Finding(
+        "eos-token-unknown",
+        "tokenizer_config.json",
+        "/eos_token/content" if isinstance(value, dict) else "/eos_token",
+        f"eos_token {json.dumps(token)} is not a token of this tokenizer (tokenizer.json's "
+        "vocabulary or added tokens): it is added as a new token, whose id the model never "
+        "generates, so generation does not stop on it",
+        "set-tokenizer-eos-token" if close else None,
+        f"patcher apply {files.checkpoint.arg} set-tokenizer-eos-token --set "
+        + shlex.quote(f"token={close[0]}")
+        if close
+        else "edit tokenizer_config.json: eos_token names a token of tokenizer.json",
+    )
+
+
+def _shadowed_template(files: _Files) -> Iterator[Finding]:
+    tokenizer = files.get("tokenizer_config.json")
+    if dig(tokenizer, ("chat_template",)) is None:
+        return
+    data = read_current(files.checkpoint, JINJA_FILE)
+    if data is None or served_template(tokenizer, None) == data.decode("utf-8", "replace"):
+        return
+    jinja = shlex.quote(str(files.checkpoint.path(JINJA_FILE)))
+    yield Finding(
+        "chat-template-shadowed",
+        "tokenizer_config.json",
+        "/chat_template",
+        f"differs from {JINJA_FILE}, which the tokenizers of vLLM and SGLang load instead: "
+        "this template is not served, and an edit to it changes nothing (set-chat-template "
+        "writes the template to serve to both; the fix keeps the one served now)",
+        "set-chat-template",
+        f"patcher apply {files.checkpoint.arg} set-chat-template --set template={jinja}",
+    )
+
+
+def _sliding_window(
+    files: _Files, apply: Callable[[str], str], engine: str | None
+) -> Iterator[Finding]:
+    """Sliding window on only some layers of a model vLLM builds on its Qwen2Model, which
+    refuses it when the model is built (recorded with vLLM 0.16.0 and 0.33.0). Judged against
+    vLLM it is the engine model's start-up error instead; SGLang is not claimed."""
+    config = files.get("config.json")
+    if engine is not None or not isinstance(config, dict):
+        return
+    refused = vllm_partial_sliding_window(config)
+    if refused is not None:
+        yield Finding(
+            "partial-sliding-window",
+            "config.json",
+            refused.pointer or "",
+            'sliding window on only some layers: vLLM does not build the model ("Sliding '
+            'window for some but all layers is not supported"; 0.8.4 to 0.33.0 at least)',
+            "disable-sliding-window",
+            apply("disable-sliding-window"),
+        )
+
+
+def _missing_mtp(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:
+    model, base = _language_model(files.get("config.json"))
+    index = files.get("model.safetensors.index.json")
+    layers = dig(model, ("num_hidden_layers",))
+    for key in ("num_nextn_predict_layers", "mtp_num_hidden_layers"):
+        declared = dig(model, (key,))
+        if not isinstance(declared, int) or declared <= 0 or not isinstance(index, dict):
+            continue
+        names = list((index.get("weight_map") or {}).keys())
+        pattern = re.compile(rf"(^|\.)layers\.{layers}\.|(^|\.)mtp\.")
+        if isinstance(layers, int) and not any(pattern.search(n) for n in names):
+            yield Finding(
+                "mtp-weights-missing",
+                "config.json",
+                _pointer((*base, key)),
+                f"{key} is {declared} but model.safetensors.index.json has no tensors for layer "
+                f"{layers} or mtp.*: started with --speculative-config method mtp, vLLM builds "
+                "an MTP draft from weights that are not there",
+                "disable-mtp-layers",
+                apply("disable-mtp-layers"),
+            )
+
+
+def _generation_cap(
+    files: _Files, apply: Callable[[str], str], view: EngineView | None
+) -> Iterator[Finding]:
+    """max_new_tokens in generation_config.json. Recorded: vLLM 0.16.0 cuts every response at
+    it, whatever max_tokens the request asks; 0.33.0 takes it only as the default of requests
+    that set none (PR #34063, first in 0.17.0), and SGLang 0.5.23 does not take it. So judged
+    against an engine, it is a finding only where that engine caps responses."""
+    value = dig(files.get("generation_config.json"), ("max_new_tokens",))
+    if not isinstance(value, int):
+        return
+    if view is None:
+        message = (
+            f"max_new_tokens {value}: vLLM before 0.17 cuts every response at it, whatever "
+            "max_tokens the request asks (PR #34063); later versions take it as a default only"
+        )
+    elif view.max_tokens_cap.value is not None:
+        message = (
+            f"max_new_tokens {value}: {view.engine} cuts every response at "
+            f"{view.max_tokens_cap.value} tokens, whatever max_tokens the request asks"
+        )
+    else:
+        return
+    yield Finding(
+        "generation-max-new-tokens",
+        "generation_config.json",
+        "/max_new_tokens",
+        message,
+        "drop-generation-max-new-tokens",
+        apply("drop-generation-max-new-tokens"),
+    )
+
+
+def _null_dtype(
+    files: _Files, apply: Callable[[str], str], engine: str | None
+) -> Iterator[Finding]:
+    """A null torch_dtype in the config section the engines read the dtype from. Recorded: vLLM
+    (0.16.0, 0.33.0) serves bfloat16 (float16 below compute capability 8.0); SGLang 0.5.23
+    reads it as float32 and serves float16, which can overflow for a model trained in bfloat16.
+    So the finding is for SGLang, and left out when judging a vLLM version."""
+    model, base = _language_model(files.get("config.json"))
+    if engine == "vllm" or not isinstance(model, dict):
+        return
+    if "torch_dtype" in model and model["torch_dtype"] is None and model.get("dtype") is None:
+        yield Finding(
+            "null-dtype",
+            "config.json",
+            _pointer((*base, "torch_dtype")),
+            "torch_dtype is null: SGLang's --dtype auto reads it as float32 and serves float16, "
+            "which can overflow for a model trained in bfloat16 (vLLM serves bfloat16)",
+            "set-torch-dtype",
+            apply("set-torch-dtype") + " --set dtype=bfloat16",
+        )
+
+
+# What a leading byte-order mark does where the engines read the file (recorded: vLLM 0.16.0 and
+# 0.33.0; SGLang 0.5.23 for config.json, hf_quant_config.json and tokenizer_config.json).
+BOM_EFFECTS = {
+    "config.json": 'transformers refuses it, so vLLM and SGLang do not start ("It looks like '
+    "the config file at '...' is not a valid JSON file.\")",
+    "hf_quant_config.json": 'vLLM and SGLang refuse it ("Unexpected UTF-8 BOM") when '
+    "config.json has no quantization_config",
+    "generation_config.json": "transformers refuses it and vLLM takes that for a missing file: "
+    "its sampling defaults are silently not used, and eos_token_id is config.json's",
+    "tokenizer_config.json": "transformers' tokenizer loading refuses it, so vLLM and SGLang do "
+    'not start ("Unexpected UTF-8 BOM")',
+}
+
+
+def _bom(
+    marked: frozenset[str], apply: Callable[[str], str], engine: str | None
+) -> Iterator[Finding]:
+    for name, effect in BOM_EFFECTS.items():
+        if engine == "vllm" and name in VLLM_BOM_JUDGED:
+            continue  # the engine model reports these as start-up errors, where they are ones
+        if name in marked:
+            yield Finding(
+                "bom",
+                name,
+                "",
+                f"starts with a UTF-8 byte-order mark: {effect}",
+                "strip-bom",
+                apply("strip-bom"),
+            )
+
+
+def _engine_findings(view: EngineView, apply: Callable[[str], str]) -> Iterator[Finding]:
+    for error in view.startup_errors:
+        fixes = [apply(error.transform)] if error.transform else []
+        if error.flag:
+            fixes.append(f"start {view.engine.name} with {error.flag}")
+        if error.note and not fixes:
+            fixes.append(error.note)
+        yield Finding(
+            "engine-startup-error",
+            error.file or "config.json",
+            error.pointer or "",
+            f"{view.engine} refuses to start: {error.message}",
+            error.transform,
+            "; or ".join(fixes),
+        )
+
+
+def check_checkpoint(
+    checkpoint: Path | str,
+    *,
+    engine: Engine | str | None = None,
+    gpu: Gpu | str | None = None,
+    revision: str | None = None,
+) -> CheckReport:
+    """Report known problems in the checkpoint's config files.
+
+    With ``engine`` (``"vllm==0.16.0"``) and optionally ``gpu`` (``"rtx-pro-6000"`` or
+    ``"12.0"``), the report also holds what that engine derives from the files, and the
+    engine's start-up errors become findings; the generic FP8 KV finding is then left to the
+    engine model, which knows whether that engine runs FP8 KV on that GPU."""
+    ckpt = open_checkpoint(checkpoint, revision)
+    files = _Files(ckpt)
+    target = parse_engine(engine) if isinstance(engine, str) else engine
+    device = parse_gpu(gpu) if isinstance(gpu, str) else gpu
+    if device is not None and target is None:
+        raise TargetError(
+            "--gpu needs an engine to judge against", hint="add --engine vllm==0.16.0"
+        )
+    # The engine model's view of the files (parsed once, each read for a mark once).
+    parsed = config_files(ckpt, *(files.get(name) for name in READ_FILES))
+    view = None if target is None else derive(target, parsed, device)
+
+    engine_name = None if target is None else target.name
+    journal = read_journal(ckpt)
+    applied = {e.transform for e in journal.applied}
+
+    @cache
+    def back_to_upstream() -> frozenset[str]:
+        """The journalled files a re-download put back to the upstream bytes."""
+        from patcher.store.file_status import file_states
+
+        return frozenset(f.path for f in file_states(ckpt, journal) if f.state == "original")
+
+    def apply(name: str) -> str:
+        if name not in applied:
+            return f"patcher apply {ckpt.arg} {name}"
+        # Applied, yet the files show the problem again: a re-download put the upstream bytes
+        # back (reapply), or a new upstream replaced them (rebase).
+        touched = {r.path for e in journal.applied if e.transform == name for r in e.files}
+        if touched & back_to_upstream():
+            return f"patcher reapply {ckpt.arg} ({name} is applied; re-downloaded files?)"
+        return f"patcher rebase {ckpt.arg} ({name} is applied; new upstream files?)"
+
+    findings = [
+        *(_engine_findings(view, apply) if view is not None else _fp8_kv(files, apply)),
+        *_kv_disagreement(files, apply),
+        *_rope_downgrade(files, f"patcher diff {ckpt.arg}"),
+        *_eos_mismatch(files, apply),
+        *_unknown_eos_token(files),
+        *_shadowed_template(files),
+        *_sliding_window(files, apply, engine_name),
+        *_missing_mtp(files, apply),
+        *_generation_cap(files, apply, view),
+        *_null_dtype(files, apply, engine_name),
+        *_bom(parsed.bom, apply, engine_name),
+    ]
+    return CheckReport(ckpt.root, tuple(findings), view)

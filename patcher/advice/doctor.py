@@ -1,0 +1,479 @@
+"""``doctor``: read a failed vLLM or SGLang start-up log, find the root error, name the fix.
+
+The messages are vLLM's and SGLang's own format strings (sources in the README, "doctor");
+wrapper lines, ANSI colours and process prefixes are skipped, and when several errors are in
+the log the earliest one (the root cause of a chained traceback) wins over the wrappers.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import shlex
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from patcher.errors import InputFileError
+from patcher.results import JsonResult
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_PREFIX = re.compile(
+    r"^\s*(?:\((?:Worker|EngineCore|APIServer|VllmWorker|RayWorker)\S*\s+pid=\d+\)\s*)?"
+    r"(?:(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+"
+    r"\[[^\]]*\]\s?)?"
+)
+_WRAPPERS = ("Engine core initialization failed", "Worker failed with error")
+_VERSION = re.compile(
+    r"(?:vLLM API server version|LLM engine \(v|vllm version)\s*v?(\d+\.\d+\.\d+)"
+)
+LENGTH_STEP = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    """One way out: a patcher command, an engine flag, an environment variable, or advice."""
+
+    kind: str  # "transform" | "flag" | "env" | "advice"
+    text: str
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Diagnosis(JsonResult):
+    """The root error found in a log, what it means, and what to run."""
+
+    log: str
+    code: str | None
+    error: str | None
+    cause: str
+    fixes: tuple[Fix, ...]
+    engine_version: str | None
+
+    @property
+    def recognised(self) -> bool:
+        """Whether the log held a failure the doctor knows."""
+        return self.code is not None
+
+    def to_json(self) -> dict[str, Any]:
+        """A log diagnosis as JSON."""
+        return {
+            "log": self.log,
+            "recognised": self.recognised,
+            "code": self.code,
+            "error": self.error,
+            "cause": self.cause,
+            "engine_version": self.engine_version,
+            "fixes": [{"kind": f.kind, "text": f.text} for f in self.fixes],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    checkpoint: str
+    version: tuple[int, ...] | None
+
+    def apply(self, transform: str, params: str = "") -> Fix:
+        return Fix("transform", f"patcher apply {self.checkpoint} {transform}{params}".rstrip())
+
+    def at_least(self, *version: int) -> bool | None:
+        return None if self.version is None else self.version >= version
+
+
+Rule = tuple[str, re.Pattern[str], Callable[[re.Match[str], _Context], tuple[str, list[Fix]]]]
+
+
+def _attention(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    text = m.group(0)
+    kv = re.search(r"kv_cache_dtype=([\w.]+)", text)
+    kv_dtype = kv.group(1) if kv else "?"
+    dense = re.findall(
+        r"(?<!_)(?:FLASH_ATTN_MLA|FLASHMLA|FLASHINFER_MLA|TRITON_MLA): \[([^\]]*)\]", text
+    )
+    if dense and all("sparse not supported" in reasons for reasons in dense):
+        return (
+            "a sparse-MLA model (DeepSeek-V3.2, GLM-5 style) on a GPU without a sparse MLA "
+            "kernel in this vLLM; no config edit helps",
+            [Fix("advice", "use a vLLM with a sparse MLA backend for this GPU, or other GPUs")],
+        )
+    if not kv_dtype.startswith("fp8"):
+        return (
+            f"no attention backend accepts this configuration (KV {kv_dtype}); see the reasons",
+            [Fix("advice", "check the GPU and vLLM version against the listed reasons")],
+        )
+    fixes = [ctx.apply("strip-fp8-kv-cache")]
+    if ctx.at_least(0, 15) is not False:
+        fixes.append(Fix("flag", "--kv-cache-dtype bfloat16 (vLLM 0.15 and later)"))
+    fixes.append(Fix("advice", "vLLM 0.18 and later run an FP8 MLA KV cache on SM12x"))
+    return (
+        f"the checkpoint declares a {kv_dtype} KV cache and no MLA attention backend of this "
+        "vLLM accepts it on this GPU (SM12x before vLLM 0.18: only TRITON_MLA, no FP8)",
+        fixes,
+    )
+
+
+def _selected_backend(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    fixes = [Fix("flag", "drop --attention-backend (let vLLM choose)")]
+    if "kv_cache_dtype not supported" in m.group(0):
+        fixes.append(ctx.apply("strip-fp8-kv-cache"))
+    return (f"the forced attention backend {m.group(1)} cannot run this configuration", fixes)
+
+
+def _round(length: int) -> int:
+    return max(LENGTH_STEP, length // LENGTH_STEP * LENGTH_STEP)
+
+
+def _kv_memory(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    wanted = int(m.group("len"))
+    estimate = m.groupdict().get("estimate")
+    fixes: list[Fix] = []
+    if estimate:
+        length = _round(int(estimate))
+        fixes.append(Fix("flag", f"--max-model-len {length}"))
+        fixes.append(ctx.apply("set-context-length", f" --set length={length}"))
+        cause = f"one sequence of {wanted} tokens does not fit in the KV cache; about {estimate} do"
+    else:
+        fixes.append(Fix("flag", "--max-model-len N with a smaller N (patcher kv-budget finds N)"))
+        cause = f"one sequence of {wanted} tokens does not fit in the KV cache"
+    if ctx.at_least(0, 14) is not False:
+        fixes.append(Fix("flag", "--max-model-len auto (vLLM 0.14 and later fit it themselves)"))
+    fixes.append(Fix("flag", "--gpu-memory-utilization 0.95 (if the GPU has no other users)"))
+    return cause, fixes
+
+
+def _no_memory(_m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
+    return (
+        "the weights and activations leave no memory for the KV cache; no config edit helps",
+        [
+            Fix("flag", "--gpu-memory-utilization 0.95, or more GPUs (--tensor-parallel-size)"),
+            Fix("advice", "a smaller or more quantized checkpoint"),
+        ],
+    )
+
+
+def _too_long(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    derived = int(m.group(3))  # vLLM prints a float (262144.0); the whole part
+    return (
+        f"--max-model-len {m.group(1)} is above the {derived} vLLM derives from {m.group(2)}",
+        [
+            Fix("flag", f"--max-model-len {derived}"),
+            Fix("env", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (only with a RoPE scaling that allows it)"),
+            ctx.apply("set-rope-scaling-yarn", " --set factor=F"),
+        ],
+    )
+
+
+def _required_fields(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    return (
+        f"{m.group(1)} quantization needs {m.group(2)} in hf_quant_config.json's 'quantization' "
+        "table: an edit deleted it (kv_cache_quant_algo: null means no KV quantization)",
+        [
+            Fix("transform", f"patcher revert {ctx.checkpoint} strip-fp8-kv-cache"),
+            ctx.apply("strip-fp8-kv-cache"),
+            Fix("advice", 'or put the key back by hand: "kv_cache_quant_algo": null'),
+        ],
+    )
+
+
+def _unknown_quant(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    return (
+        f"this vLLM does not know the quantization method {m.group(1)}",
+        [
+            Fix("advice", "upgrade vLLM, or fix quantization_config.quant_method"),
+            Fix(
+                "transform",
+                f"patcher apply {ctx.checkpoint} remove-quantization-config "
+                "(only if the weights are not quantized)",
+            ),
+        ],
+    )
+
+
+def _quant_gpu(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
+    return (
+        f"{m.group(1)} needs compute capability {m.group(2)}, this GPU has {m.group(3)}: a "
+        "hardware limit, no config edit helps",
+        [Fix("advice", "another GPU, or a checkpoint in a format this GPU runs")],
+    )
+
+
+def _modelopt_algo(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
+    return (
+        f"this vLLM cannot load ModelOpt {m.group(1)}",
+        [Fix("advice", "upgrade vLLM; do not edit quant_algo")],
+    )
+
+
+def _architecture(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    return (
+        f"this vLLM has no model class for {m.group(1)}",
+        [
+            ctx.apply("set-architectures", " --set architecture=NAME"),
+            Fix("flag", '--hf-overrides \'{"architectures": ["NAME"]}\''),
+            Fix("advice", "or upgrade vLLM"),
+        ],
+    )
+
+
+def _remote_code(_m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    return (
+        "the config needs the checkpoint's own Python code (auto_map)",
+        [
+            Fix("flag", "--trust-remote-code (after reading the repository's code)"),
+            Fix(
+                "advice",
+                f"offline with a foreign auto_map: patcher apply {ctx.checkpoint} drop-auto-map",
+            ),
+        ],
+    )
+
+
+def _bf16(_m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    return (
+        "bfloat16 was forced on a GPU below compute capability 8.0",
+        [Fix("flag", "--dtype half"), ctx.apply("set-torch-dtype", " --set dtype=float16")],
+    )
+
+
+def _bom(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    fixes = [ctx.apply("strip-bom")]
+    if m.group(1) is None:
+        cause = "a JSON config file (hf_quant_config.json, read as text) starts with a UTF-8 BOM"
+        return cause, fixes
+    fixes.append(Fix("advice", "if patcher check finds no byte-order mark: fix the JSON syntax"))
+    return (
+        f"{m.group(1)} cannot be parsed; a UTF-8 byte-order mark at its start is the usual cause",
+        fixes,
+    )
+
+
+def _rope_keys(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    fixes = [ctx.apply("set-rope-scaling-yarn", " --set factor=F")]
+    if "rope_theta" in m.group(3):
+        fixes.insert(0, ctx.apply("add-rope-theta-to-rope-parameters"))
+    return (f"the {m.group(2)} RoPE block lacks {m.group(3)} in {m.group(1)}", fixes)
+
+
+def _sglang_memory(_m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
+    return (
+        "SGLang's KV pool has no room left",
+        [Fix("flag", "--mem-fraction-static higher, or --context-length lower")],
+    )
+
+
+def _sglang_length(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
+    return (
+        f"the context length {m.group(1)} is above the derived {m.group(2)}",
+        [
+            Fix("flag", f"--context-length {m.group(2)}"),
+            Fix("env", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"),
+        ],
+    )
+
+
+RULES: tuple[Rule, ...] = (
+    (
+        "no-attention-backend",
+        re.compile(r"No valid attention backend found for \w+ with AttentionSelectorConfig\(.*"),
+        _attention,
+    ),
+    (
+        "forced-attention-backend",
+        re.compile(r"Selected backend (\S+) is not valid for this configuration\. Reason: (.*)"),
+        _selected_backend,
+    ),
+    (
+        "kv-cache-memory",
+        re.compile(
+            r"To serve at least one request with the models?'s max seq len \((?P<len>\d+)\)"
+            r".*?(?:estimated maximum model length is (?P<estimate>\d+))?[.\s]*"
+            r"(?:Try increasing|$)"
+        ),
+        _kv_memory,
+    ),
+    (
+        "kv-cache-memory",
+        re.compile(
+            r"The model's max seq len \((?P<len>\d+)\) is larger than the maximum number of "
+            r"tokens that can be stored in KV cache \((?P<estimate>\d+)\)"
+        ),
+        _kv_memory,
+    ),
+    ("no-kv-cache-memory", re.compile(r"No available memory for the cache blocks"), _no_memory),
+    (
+        "no-kv-cache-memory",
+        re.compile(r"Cannot auto-fit max_model_len: not enough GPU memory"),
+        _no_memory,
+    ),
+    (
+        "max-model-len-too-long",
+        re.compile(
+            r"User-specified max_model_len \((\d+)\) is greater than the derived max_model_len "
+            r"\((\w+)=(\d+)(?:\.\d*)?"
+        ),
+        _too_long,
+    ),
+    (
+        "quant-required-fields",
+        re.compile(
+            r"(NVFP4|MXFP8) quantization requires the following fields in "
+            r"hf_quant_config\.json: (\[.*?\])"
+        ),
+        _required_fields,
+    ),
+    ("unknown-modelopt-algo", re.compile(r"Unknown ModelOpt quant algo: (\S+)"), _modelopt_algo),
+    (
+        "unknown-quantization",
+        re.compile(r"Unknown quantization method: (\S+?)\.? Must be one of"),
+        _unknown_quant,
+    ),
+    (
+        "quantization-gpu",
+        re.compile(
+            r"The quantization method (\S+) is not supported for the current GPU\. Minimum "
+            r"capability: (\d+)\. Current capability: (\d+)"
+        ),
+        _quant_gpu,
+    ),
+    (
+        "unsupported-architecture",
+        re.compile(r"Model architectures (\[.*?\]) are not supported for now"),
+        _architecture,
+    ),
+    (
+        "remote-code",
+        re.compile(
+            r"consider setting .trust_remote_code=True.|contains custom code which must be "
+            r"executed|Please pass the argument .trust_remote_code=True."
+        ),
+        _remote_code,
+    ),
+    (
+        # transformers' wrapper of config.json's JSONDecodeError; json's own BOM refusal
+        "unreadable-json",
+        re.compile(
+            r"It looks like the config file at '(?:[^']*/)?([^'/]+)' is not a valid JSON file"
+            r"|Unexpected UTF-8 BOM \(decode using utf-8-sig\)()"
+        ),
+        _bom,
+    ),
+    (
+        "bfloat16-gpu",
+        re.compile(r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0"),
+        _bf16,
+    ),
+    (
+        "rope-missing-keys",
+        re.compile(
+            r"Missing required keys in .(rope_(?:scaling|parameters)). for "
+            r"'rope_type'='(\w+)': (\{.*?\}|\[.*?\]|set\(.*?\))"
+        ),
+        _rope_keys,
+    ),
+    (
+        "sglang-memory",
+        re.compile(r"Not enough memory\. Please try to increase --mem-fraction-static"),
+        _sglang_memory,
+    ),
+    (
+        "sglang-context-length",
+        re.compile(
+            r"context_length \((\d+)\) is greater than the derived context_length \((\d+)\)"
+        ),
+        _sglang_length,
+    ),
+)
+
+
+# A line can only meet a rule if it holds one of these words (each is plain text of a rule's
+# pattern, one per alternative), so every other line of a debug log is passed over after one
+# C search and is never cleaned nor tried against each rule.
+_MARKERS = (
+    "attention backend found",
+    "is not valid for this configuration",
+    "max seq len",
+    "memory for the cache blocks",
+    "max_model_len",
+    "quantization requires",
+    "quant algo",
+    "quantization method",
+    "Model architectures",
+    "trust_remote_code",
+    "custom code",
+    "Bfloat16",
+    "is not a valid JSON file",
+    "Unexpected UTF-8 BOM",
+    "Missing required keys",
+    "Not enough memory",
+    "context_length",
+)
+
+
+@functools.cache
+def _marked() -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(marker) for marker in _MARKERS))
+
+
+def _uncoloured(line: str) -> str:
+    return _ANSI.sub("", line) if "\x1b" in line else line
+
+
+def _first_rule(line: str) -> tuple[re.Match[str], Rule] | None:
+    if any(line.lstrip().startswith(w) or f": {w}" in line for w in _WRAPPERS):
+        if "Worker failed with error '" not in line:
+            return None
+    for rule in RULES:
+        found = rule[1].search(line)
+        if found:
+            return found, rule
+    return None
+
+
+def diagnose_lines(
+    lines: Iterable[str], *, checkpoint: str = "CKPT", source: str = "-"
+) -> Diagnosis:
+    """Find the root failure in a log read line by line (see :func:`diagnose`): the first
+    line a rule knows, and the engine version the log names before it (the engine prints it
+    as it starts). Reading stops at the root error, and a log of any size costs one line of
+    memory."""
+    version_text: str | None = None
+    marked = _marked()
+    for raw in lines:
+        line = _uncoloured(raw)
+        if version_text is None:
+            version_match = _VERSION.search(line)
+            version_text = version_match.group(1) if version_match else None
+        if marked.search(line) is None:
+            continue
+        line = _PREFIX.sub("", line).rstrip()
+        matched = _first_rule(line)
+        if matched is not None:
+            found, (code, _, explain) = matched
+            version = tuple(int(p) for p in version_text.split(".")) if version_text else None
+            ctx = _Context(shlex.quote(checkpoint), version)  # commands are pasted into a shell
+            cause, fixes = explain(found, ctx)
+            return Diagnosis(source, code, line.strip(), cause, tuple(fixes), version_text)
+    return Diagnosis(source, None, None, "no failure the doctor knows", (), version_text)
+
+
+def diagnose_text(text: str, *, checkpoint: str = "CKPT", source: str = "-") -> Diagnosis:
+    """Find the root failure in a log's text (see :func:`diagnose`)."""
+    return diagnose_lines(text.splitlines(), checkpoint=checkpoint, source=source)
+
+
+def diagnose(log: Path | str, *, checkpoint: Path | str | None = None) -> Diagnosis:
+    """Read a failed engine start-up log (``-`` for standard input is the CLI's business) and
+    map its root error to the cause and the fix; ``checkpoint`` fills in the commands."""
+    path = Path(log)
+    try:
+        # Line by line: a multi-GB debug log (or ``<(docker logs x)``) is never held whole.
+        with path.open(encoding="utf-8", errors="replace") as lines:
+            return diagnose_lines(
+                lines,
+                checkpoint=str(checkpoint) if checkpoint is not None else "CKPT",
+                source=str(path),
+            )
+    except OSError as exc:
+        raise InputFileError(
+            f"cannot read the log ({exc.strerror})", file=path, hint="give the path of the log"
+        ) from None

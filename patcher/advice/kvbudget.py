@@ -1,0 +1,328 @@
+"""``kv-budget``: KV-cache bytes per token from the config, and the longest context that fits.
+
+The formula is vLLM's (v1 KV-cache spec and ``_check_enough_kv_cache_memory``), per GPU:
+
+    per_layer   = (kv_lora_rank + qk_rope_head_dim) x e        MLA: one latent, not split by TP
+                = 2 x max(1, kv_heads // TP) x head_dim x e     GQA/MHA
+    needed(L)   = layers x ceil(L / B) x B x per_layer          B = block size (16)
+    available   = memory x gpu_memory_utilization - weights / TP - allowance
+    fits(L)     = needed(L) <= available - one block             (the null block)
+
+``e`` is 2 bytes for a BF16/FP16 cache and 1 for FP8; with ``--kv-dtype auto`` it follows
+what ``--kv-cache-dtype auto`` resolves to (with ``--engine``, as that version resolves it).
+``weights`` defaults to ``metadata.total_size`` of ``model.safetensors.index.json`` (the index,
+never the shards). ``allowance`` stands for what the profiling run measures on top of the
+weights: activations, CUDA graphs, NCCL buffers and the layers TP replicates (1 GiB unless
+given). The figure is an estimate; the suggested context is rounded down to a multiple of 1,024.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from patcher.engines.files import ConfigFiles, read_config_files
+from patcher.engines.gpus import Gpu, parse_gpu
+from patcher.engines.model import derive
+from patcher.engines.target import Engine, parse_engine
+from patcher.errors import DoesNotApplyError, InputFileError, TargetError
+from patcher.results import JsonResult
+from patcher.store.checkpoint import Checkpoint, open_checkpoint
+from patcher.text.document import shown
+
+KvDtype = Literal["auto", "fp8", "bf16"]
+GIB = 1024**3
+BLOCK_SIZE = 16
+ALLOWANCE_GIB = 1.0
+LENGTH_STEP = 1024
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "fp8": 1, "bf16": 2}
+_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(gib|gb|g|mib|mb|tib|tb)?\s*", re.IGNORECASE)
+_UNITS = {
+    None: 1.0,
+    "gib": 1.0,
+    "g": 1.0,
+    "gb": 1e9 / GIB,
+    "mib": 1 / 1024,
+    "mb": 1e6 / GIB,
+    "tib": 1024.0,
+    "tb": 1e12 / GIB,
+}
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class KvBudget(JsonResult):
+    """The estimate and the numbers it came from."""
+
+    checkpoint: Path
+    attention: Literal["MLA", "GQA"]
+    layers: int
+    per_layer_elements: int
+    kv_dtype: str
+    element_bytes: int
+    tp: int
+    bytes_per_token: int
+    memory_gib: float
+    utilization: float
+    weights_per_gpu_gib: float
+    weights_source: str
+    allowance_gib: float
+    free_bytes: int
+    max_tokens: int
+    config_context: int | None
+    context_source: str
+    suggested_context: int | None
+    engine: str | None = None
+    flag_only: bool = False  # the engine ignores set-context-length for this config
+
+    @property
+    def fits(self) -> bool:
+        """Whether the config's own context fits."""
+        return self.config_context is not None and self.config_context <= self.max_tokens
+
+    def command(self) -> str | None:
+        """What makes the server start: the transform, or the flag where the edit is ignored."""
+        if self.fits or not self.suggested_context:
+            return None
+        if self.flag_only:
+            return f"start the server with --max-model-len {self.suggested_context}"
+        return (
+            f"patcher apply {shlex.quote(str(self.checkpoint))} set-context-length "
+            f"--set length={self.suggested_context}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """A KV budget as JSON."""
+        return {
+            "checkpoint": str(self.checkpoint),
+            "engine": self.engine,
+            "attention": self.attention,
+            "layers": self.layers,
+            "per_layer_elements": self.per_layer_elements,
+            "kv_dtype": self.kv_dtype,
+            "element_bytes": self.element_bytes,
+            "tp": self.tp,
+            "bytes_per_token": self.bytes_per_token,
+            "gpu_memory_gib": round(self.memory_gib, 2),
+            "gpu_memory_utilization": self.utilization,
+            "weights_per_gpu_gib": round(self.weights_per_gpu_gib, 2),
+            "weights_source": self.weights_source,
+            "allowance_gib": self.allowance_gib,
+            "free_bytes": self.free_bytes,
+            "max_tokens": self.max_tokens,
+            "config_context": self.config_context,
+            "context_source": self.context_source,
+            "fits": self.fits,
+            "suggested_context": None if self.fits else self.suggested_context,
+            "command": self.command(),
+        }
+
+
+def parse_size_gib(text: str | float, what: str) -> float:
+    """``75GiB``, ``80GB``, ``512MiB`` or a plain number of GiB, as GiB."""
+    if isinstance(text, int | float):
+        value = float(text)
+    else:
+        match = _SIZE.fullmatch(text)
+        if not match:
+            raise TargetError(
+                f"cannot read {what} {text!r}",
+                hint=f"give {what} as a size such as 80GiB, 80GB or 80 (GiB)",
+            )
+        value = float(match.group(1)) * _UNITS[(match.group(2) or "").lower() or None]
+    if not math.isfinite(value) or value < 0:
+        raise TargetError(f"{what} must be a finite size, got {text!r}", hint="e.g. 80GiB")
+    return value
+
+
+def _need(model: dict[str, Any], key: str, file: Path, within: str) -> int:
+    """A positive integer of the model config (``within``: its pointer, '' or /text_config)."""
+    value = model.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise DoesNotApplyError(
+            f"expected a positive integer, found {shown(value)}",
+            file=file,
+            pointer=f"{within}/{key}",
+            hint="kv-budget needs a decoder config (num_hidden_layers and attention sizes)",
+        )
+    return value
+
+
+def _index_weights(ckpt: Checkpoint) -> float:
+    path = ckpt.path("model.safetensors.index.json")
+    hint = "give the weights' size with --weights (e.g. --weights 590GB)"
+    if not path.is_file():
+        raise InputFileError("no weight index to size the weights from", file=path, hint=hint)
+    try:
+        total = json.loads(path.read_bytes()).get("metadata", {}).get("total_size")
+    except (ValueError, AttributeError, RecursionError):
+        total = None
+    if not isinstance(total, int) or isinstance(total, bool) or not 0 < total <= 2**60:
+        raise InputFileError(
+            f"expected a positive number of bytes (up to an exbibyte), found {shown(total)}",
+            file=path,
+            pointer="/metadata/total_size",
+            hint=hint,
+        )
+    return total / GIB
+
+
+def _element_bytes(
+    kv_dtype: KvDtype, files: ConfigFiles, engine: Engine, gpu: Gpu | None
+) -> tuple[str, int]:
+    if kv_dtype != "auto":
+        return kv_dtype, DTYPE_BYTES[kv_dtype]
+    view = derive(engine, files, gpu)
+    if str(view.kv_cache_dtype.value).startswith("fp8"):
+        return f"auto -> {view.kv_cache_dtype.value} ({view.kv_cache_dtype.reason})", 1
+    # --dtype auto never serves float32 on a GPU that has float16: a float32 (or null) config
+    # is downcast, so the model dtype is the engine's, not the config's.
+    dtype = view.dtype
+    if dtype.value is None:
+        return f"auto -> the model dtype ({dtype.reason}; 2 bytes assumed)", 2
+    return f"auto -> {dtype.value} (the model dtype: {dtype.reason})", DTYPE_BYTES.get(
+        str(dtype.value), 2
+    )
+
+
+def _edit_takes_effect(engine: Engine, files: ConfigFiles) -> bool:
+    """Whether ``engine`` follows an edit of max_position_embeddings (not so for YaRN configs
+    before vLLM 0.33)."""
+    config = copy.deepcopy(files.config or {})
+    text = config.get("text_config")
+    model = text if isinstance(text, dict) else config
+    probe = 12_345
+    model["max_position_embeddings"] = probe
+    return bool(
+        derive(
+            engine, ConfigFiles(config, files.hf_quant, files.source, files.weights)
+        ).max_model_len.value
+        == probe
+    )
+
+
+def kv_budget(
+    checkpoint: Path | str,
+    *,
+    gpu_memory_gib: float | str | None = None,
+    gpu: Gpu | str | None = None,
+    weights_gib: float | str | None = None,
+    tp: int = 1,
+    kv_dtype: KvDtype = "auto",
+    utilization: float | None = None,
+    engine: Engine | str | None = None,
+    allowance_gib: float | str = ALLOWANCE_GIB,
+    revision: str | None = None,
+) -> KvBudget:
+    """Estimate KV-cache bytes per token and the longest context that fits on each GPU.
+
+    Memory comes from ``gpu_memory_gib`` or the ``gpu`` name; weights from ``weights_gib``
+    (all GPUs together) or the weight index. With ``engine``, the KV dtype, the default
+    ``gpu_memory_utilization`` (0.9 before vLLM 0.20, 0.92 from it) and the context are that
+    version's."""
+    ckpt = open_checkpoint(checkpoint, revision)
+    device = parse_gpu(gpu) if isinstance(gpu, str) else gpu
+    target = parse_engine(engine) if isinstance(engine, str) else engine
+    if gpu_memory_gib is not None:
+        memory = parse_size_gib(gpu_memory_gib, "--gpu-memory")
+    elif device is not None and device.memory_gib is not None:
+        memory = device.memory_gib
+    else:
+        raise TargetError(
+            "no GPU memory given", hint="add --gpu rtx-pro-6000 (a GPU name) or --gpu-memory 96GiB"
+        )
+    if tp < 1:
+        raise TargetError(f"--tp must be 1 or more, got {tp}", hint="e.g. --tp 8")
+    if utilization is None:
+        utilization = 0.92 if target is not None and target.at_least(0, 20) else 0.9
+    if not math.isfinite(utilization) or not 0 < utilization <= 1:
+        raise TargetError(
+            f"--gpu-utilization must be in (0, 1], got {utilization}", hint="e.g. 0.9"
+        )
+    allowance = parse_size_gib(allowance_gib, "--allowance")
+    path = ckpt.path("config.json")
+    files = read_config_files(ckpt)
+    config = files.config
+    if config is None:
+        raise InputFileError(
+            "no config.json: kv-budget reads the model's sizes from it",
+            file=path,
+            hint="point kv-budget at the checkpoint folder that holds config.json",
+        )
+    if weights_gib is not None:
+        weights = parse_size_gib(weights_gib, "--weights")
+        weights_source = f"--weights {weights:.2f} GiB"
+    else:
+        weights = _index_weights(ckpt)
+        weights_source = f"model.safetensors.index.json total_size {weights:.2f} GiB"
+    text = config.get("text_config")
+    model: dict[str, Any] = text if isinstance(text, dict) else config
+    within = "/text_config" if isinstance(text, dict) else ""
+
+    def need(key: str) -> int:
+        return _need(model, key, path, within)
+
+    layers = need("num_hidden_layers")
+    if "kv_lora_rank" in model:
+        attention: Literal["MLA", "GQA"] = "MLA"
+        per_layer = need("kv_lora_rank") + need("qk_rope_head_dim")
+        per_rank = per_layer
+    else:
+        attention = "GQA"
+        heads = need("num_attention_heads")
+        kv_heads = need("num_key_value_heads") if model.get("num_key_value_heads") else heads
+        head_dim = need("head_dim") if model.get("head_dim") else need("hidden_size") // heads
+        if head_dim == 0:
+            raise DoesNotApplyError(
+                f"hidden_size {model['hidden_size']} is smaller than num_attention_heads {heads}",
+                file=path,
+                pointer=f"{within}/hidden_size",
+                hint="kv-budget needs a decoder config (num_hidden_layers and attention sizes)",
+            )
+        per_layer = 2 * kv_heads * head_dim
+        per_rank = 2 * max(1, kv_heads // tp) * head_dim
+    judge = target or Engine("vllm", (0, 16, 0))
+    label, element = _element_bytes(kv_dtype, files, judge, device)
+    bytes_per_token = layers * per_rank * element
+    free = int(memory * GIB * utilization - weights * GIB / tp - allowance * GIB)
+    block = bytes_per_token * BLOCK_SIZE
+    max_tokens = max(0, (free - block) // block * BLOCK_SIZE)
+    flag_only = False
+    if target is not None:
+        derived = derive(target, files).max_model_len
+        context, context_source = derived.value, f"{target} derives {derived.reason}"
+        flag_only = not _edit_takes_effect(target, files)
+    else:
+        raw = model.get("max_position_embeddings")
+        context = raw if isinstance(raw, int) and not isinstance(raw, bool) else None
+        context_source = "max_position_embeddings"
+    suggested = (max_tokens // LENGTH_STEP) * LENGTH_STEP or None
+    if context is not None and suggested is not None:
+        suggested = min(suggested, context)
+    return KvBudget(
+        checkpoint=ckpt.root,
+        attention=attention,
+        layers=layers,
+        per_layer_elements=per_layer,
+        kv_dtype=label,
+        element_bytes=element,
+        tp=tp,
+        bytes_per_token=bytes_per_token,
+        memory_gib=memory,
+        utilization=utilization,
+        weights_per_gpu_gib=weights / tp,
+        weights_source=weights_source,
+        allowance_gib=allowance,
+        free_bytes=free,
+        max_tokens=max_tokens,
+        config_context=context,
+        context_source=context_source,
+        suggested_context=suggested,
+        engine=str(target) if target else None,
+        flag_only=flag_only,
+    )

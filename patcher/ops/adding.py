@@ -1,0 +1,226 @@
+"""Adding one journal entry for a transform: compile in memory, write the entry ahead, then
+the files (``Session.write_ahead``). ``apply`` uses it for a transform not yet applied, and a
+rebuild (sync, rebase, replacing an entry) for each transform it applies in its scratch copy."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from patcher.errors import DoesNotApplyError
+from patcher.results import JsonResult
+from patcher.store.checkpoint import Checkpoint
+from patcher.store.files import holds_bytes
+from patcher.store.fsio import mtime_ns
+from patcher.store.journal import Entry, FileRecord, Journal, must_keep, now, store_object
+from patcher.store.session import FileWrite, read_journal, write_session
+from patcher.text.document import canonical
+from patcher.text.textdiff import unified
+from patcher.transforms.compiler import FilePlan, compile_transform
+from patcher.transforms.definition import Transform, substitute
+from patcher.transforms.params import ResolvedParams
+from patcher.version import __version__
+
+if TYPE_CHECKING:
+    from patcher.engines.target import Engine
+
+ApplyOutcome = Literal["applied", "dry-run", "nothing-to-do", "already-applied"]
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class ApplyResult(JsonResult):
+    """What ``apply`` did (or, for a dry run, would do)."""
+
+    outcome: ApplyOutcome
+    checkpoint: Path
+    transform: Transform
+    params: Mapping[str, Any]
+    files: tuple[FilePlan, ...]
+    entry_id: int | None = None
+    warnings: tuple[str, ...] = ()
+    replaced: int | None = None  # the entry of the same transform this one replaced
+
+    def to_json(self) -> dict[str, Any]:
+        """An apply result as JSON."""
+        return {
+            "outcome": self.outcome,
+            "checkpoint": str(self.checkpoint),
+            "transform": self.transform.name,
+            "params": dict(self.params),
+            "entry": self.entry_id,
+            "replaced": self.replaced,
+            "warnings": list(self.warnings),
+            "files": [
+                {
+                    "path": f.path,
+                    "patch": list(f.forward),
+                    "inverse": list(f.inverse),
+                    "diff": unified(f.before, f.after, f"a/{f.path}", f"b/{f.path}"),
+                }
+                for f in self.files
+            ],
+        }
+
+
+def _records(
+    checkpoint: Checkpoint, plans: tuple[FilePlan, ...], befores: dict[str, str]
+) -> tuple[FileRecord, ...]:
+    return tuple(
+        FileRecord(
+            path=p.path,
+            kind=p.kind,
+            link=p.link,
+            before=befores[p.path],
+            after=p.after_hash,
+            forward=p.forward,
+            inverse=p.inverse,
+            before_size=len(p.before),
+            after_size=len(p.after),
+            before_mtime_ns=mtime_ns(checkpoint.path(p.path)),
+        )
+        for p in plans
+    )
+
+
+def _same_applied(journal: Journal, transform: Transform, params: Mapping[str, Any]) -> int | None:
+    for entry in reversed(journal.applied):
+        if entry.transform == transform.name and canonical(entry.params) == canonical(params):
+            return entry.id
+    return None
+
+
+def effect_warnings(
+    checkpoint: Checkpoint,
+    transform: Transform,
+    values: Mapping[str, Any],
+    plans: tuple[FilePlan, ...],
+    engine: Engine | None,
+) -> tuple[str, ...]:
+    """Refuse when ``engine`` ignores the edit or would no longer start after it; without one,
+    warn about the sampled versions where that happens (for transforms declaring effects)."""
+    if not plans or (engine is None and not transform.effects):
+        return ()
+    from patcher.engines.effects import SAMPLED_VLLM, judge_edit, patched_files, version_ranges
+    from patcher.engines.files import read_config_files
+
+    before = read_config_files(checkpoint)
+    after = patched_files(before, {p.path: p.after for p in plans if p.kind == "json"})
+    verdict = judge_edit(transform, values, before, after, [engine] if engine else SAMPLED_VLLM)
+    missed, refused = verdict.missed, verdict.refused
+    warnings: list[str] = []
+    if missed:
+        first = missed[0]
+        flags = transform.runtime.flags if transform.runtime else ()
+        flag = " ".join(substitute(f, values) for f in flags) or None
+        what = (
+            f"{first.effect} stays {first.derived.value} there ({first.derived.reason}), "
+            f"not {first.claimed}"
+        )
+        if engine is not None:
+            raise DoesNotApplyError(
+                f"{transform.name} has no effect on {engine}: {what}; nothing changed",
+                file=checkpoint.root,
+                hint=f"start the server with {flag}"
+                if flag
+                else "see patcher show " + transform.name,
+            )
+        warnings.append(
+            f"{transform.name} has no effect on {version_ranges(m.engine for m in missed)}: {what}"
+            + (f"; there, start the server with {flag}" if flag else "")
+        )
+    if refused:
+        error = refused[0].error
+        if engine is not None:
+            raise DoesNotApplyError(
+                f"{transform.name} would stop {engine} from starting: {error.message}; "
+                "nothing changed",
+                file=checkpoint.root,
+                hint=error.note or f"patcher check {checkpoint.arg} --engine {engine}",
+            )
+        versions = version_ranges(r.engine for r in refused if r.error.code == error.code)
+        warnings.append(f"{transform.name} makes {versions} refuse to start: {error.message}")
+    return tuple(warnings)
+
+
+def add_entry(
+    ckpt: Checkpoint,
+    chosen: Transform,
+    resolved: ResolvedParams,
+    *,
+    dry_run: bool = False,
+    target: Mapping[str, Any] | None = None,
+    judge: Engine | None = None,
+) -> ApplyResult:
+    """Apply ``chosen`` with ``resolved`` parameters as a new journal entry (on top of any
+    entry it has already); with ``dry_run``, only say what it would write. ``judge``: refuse
+    the edit when that engine would not derive its declared effect."""
+    plans = compile_transform(ckpt, chosen, resolved)
+    warnings = effect_warnings(ckpt, chosen, resolved.values, plans, judge)
+    if dry_run:
+        outcome: ApplyOutcome = "dry-run" if plans else "nothing-to-do"
+        return ApplyResult(outcome, ckpt.root, chosen, resolved.recorded, plans, None, warnings)
+    if not plans:
+        # Nothing to write, so nothing is locked or created either.
+        previous = _same_applied(read_journal(ckpt), chosen, resolved.recorded)
+        outcome = "nothing-to-do" if previous is None else "already-applied"
+        return ApplyResult(outcome, ckpt.root, chosen, resolved.recorded, (), previous)
+    with write_session(ckpt) as session:
+        previous = _same_applied(session.journal, chosen, resolved.recorded)
+        if previous is not None:
+            return ApplyResult(
+                "already-applied", ckpt.root, chosen, resolved.recorded, (), previous
+            )
+        if not all(holds_bytes(ckpt, p.path, p.before) for p in plans):
+            plans = compile_transform(ckpt, chosen, resolved)  # changed while we waited
+            if not plans:
+                return ApplyResult("nothing-to-do", ckpt.root, chosen, resolved.recorded, ())
+        journal_dir = ckpt.journal_dir
+        definition = store_object(journal_dir, chosen.text.encode("utf-8"))
+        befores = {
+            plan.path: (
+                store_object(
+                    journal_dir,
+                    plan.before,
+                    digest=plan.before_hash,
+                    source=ckpt.path(plan.path),
+                )
+                if must_keep(journal_dir, session.journal, plan.before_hash, plan.kind, __version__)
+                else plan.before_hash
+            )
+            for plan in plans
+        }
+        entry = Entry(
+            id=session.journal.next_id(),
+            state="pending",
+            transform=chosen.name,
+            source=chosen.source,
+            definition=definition,
+            params=dict(resolved.recorded),
+            time=now(),
+            tool_version=__version__,
+            files=_records(ckpt, plans, befores),
+            target=None if target is None else dict(target),
+        )
+        writes = [
+            FileWrite(
+                plan.path,
+                plan.after,
+                expect=plan.before,
+                old=plan.before,
+                old_link=record.link,
+                old_mtime_ns=record.before_mtime_ns,
+            )
+            for plan, record in zip(plans, entry.files, strict=True)
+        ]
+        # Pending while written: a failure puts every file back by hashing, not by what we
+        # think was written (a write can land and the step after it fail).
+        session.write_ahead(
+            session.journal.put(entry),
+            writes,
+            session.journal.put(entry.with_state("applied")),
+        )
+        return ApplyResult(
+            "applied", ckpt.root, chosen, resolved.recorded, plans, entry.id, warnings
+        )

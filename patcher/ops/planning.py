@@ -1,0 +1,300 @@
+"""``plan`` and ``sync``: which transforms a target needs, against what is applied.
+
+A catalog transform is needed when the checkpoint *as upstream shipped it* (the originals in
+the journal) fails for the target with a start-up error the transform declares it fixes
+(``[needed_when] startup_errors``, judged by the engine model). The profile's ``[transforms]``
+are wanted whatever the target. ``sync`` reverts what is no longer wanted, re-applies what has
+new parameters and applies what is missing; a second ``sync`` does nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from patcher.engines.files import MARKED_FILES, ConfigFiles, read_config_files
+from patcher.engines.model import derive
+from patcher.engines.view import StartupError
+from patcher.errors import PatcherError
+from patcher.ops.applying import apply_transform
+from patcher.ops.rebuilding import (
+    FileChange,
+    Step,
+    file_changes,
+    journalled_step,
+    rebuild,
+    upstream_bytes,
+)
+from patcher.ops.targets import Target
+from patcher.results import JsonResult
+from patcher.store.checkpoint import Checkpoint, open_checkpoint
+from patcher.store.file_status import FileStatus, file_states, refuse_unsettled_files
+from patcher.store.journal import Entry, Journal, originals
+from patcher.store.overlay import existing_overlay, make_overlay
+from patcher.store.scratch import config_bytes, copy_bytes, scratch_copy
+from patcher.store.session import read_journal, write_session
+from patcher.text.document import canonical
+from patcher.text.jsontext import join_pointer
+from patcher.transforms.catalog import builtin_transforms, find_transform
+from patcher.transforms.params import resolve_params
+
+ActionKind = Literal["apply", "revert", "reapply", "restore"]
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One step of a plan, and why."""
+
+    action: ActionKind
+    name: str
+    params: Mapping[str, Any]
+    reason: str
+    entry_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Plan(JsonResult):
+    """What ``sync`` would do for ``target`` (nothing when the checkpoint is in sync)."""
+
+    checkpoint: Path
+    target: Target
+    actions: tuple[Action, ...]
+    upstream_errors: tuple[StartupError, ...]
+    # Patched files that are not as patcher left them (a hand edit, a new upstream download,
+    # missing, half-done): sync refuses until they are settled, as its rebuild would lose them.
+    drift: tuple[FileStatus, ...] = ()
+
+    @property
+    def in_sync(self) -> bool:
+        """Whether nothing needs doing: no action, and every patched file as patcher left it."""
+        return not self.actions and not self.drift
+
+    def to_json(self) -> dict[str, Any]:
+        """A plan as JSON."""
+        return {
+            "checkpoint": str(self.checkpoint),
+            "target": self.target.record(),
+            "engine_note": self.target.engine.beyond_read,
+            "in_sync": self.in_sync,
+            "actions": [
+                {
+                    "action": a.action,
+                    "name": a.name,
+                    "params": dict(a.params),
+                    "reason": a.reason,
+                    "entry": a.entry_id,
+                }
+                for a in self.actions
+            ],
+            "upstream_startup_errors": [e.message for e in self.upstream_errors],
+            "drift": [{"path": f.path, "state": f.state} for f in self.drift],
+        }
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class SyncResult(JsonResult):
+    """The plan, the journal entries ``sync`` applied and reverted (empty for a dry run), and
+    the files it changed (for a dry run: would change)."""
+
+    plan: Plan
+    applied: tuple[int, ...]
+    reverted: tuple[int, ...]
+    dry_run: bool
+    files: tuple[FileChange, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """A sync result as JSON."""
+        return {
+            **self.plan.to_json(),
+            "dry_run": self.dry_run,
+            "applied": list(self.applied),
+            "reverted": list(self.reverted),
+        }
+
+
+def upstream_files(checkpoint: Checkpoint, journal: Journal) -> ConfigFiles:
+    """The engine's files as upstream shipped them: the journal's originals where patched."""
+    from patcher.engines.effects import patched_files
+
+    upstream = {n: d for n, d in originals(checkpoint, journal).items() if n in MARKED_FILES}
+    return patched_files(read_config_files(checkpoint), upstream, "as upstream shipped it")
+
+
+def _short(error: StartupError) -> str:
+    return error.message if len(error.message) <= 120 else error.message[:117] + "..."
+
+
+def plan_checkpoint(checkpoint: Path | str, target: Target, *, revision: str | None = None) -> Plan:
+    """Compare what is applied (transform and parameters) with what ``target`` needs plus the
+    profile's transforms, and return the actions with a reason for each."""
+    ckpt = open_checkpoint(checkpoint, revision)
+    return _plan(ckpt, read_journal(ckpt), target)
+
+
+def _plan(ckpt: Checkpoint, journal: Journal, target: Target) -> Plan:
+    upstream = derive(target.engine, upstream_files(ckpt, journal), target.gpu)
+    wanted: dict[str, tuple[Mapping[str, Any], str]] = {}
+    for transform in builtin_transforms():
+        fixes = [e for e in upstream.startup_errors if e.code in transform.needed_when]
+        if fixes:
+            why = f"needed: {target.describe()} refuses the upstream files: {_short(fixes[0])}"
+            wanted[transform.name] = (resolve_params(transform, {}).recorded, why)
+    for name, given in target.transforms.items():
+        try:
+            transform = find_transform(name)
+            recorded = resolve_params(transform, given).recorded
+        except PatcherError as exc:
+            if target.profile is None:
+                raise
+            # Name the profile line that asked for it: the message alone does not say where.
+            raise type(exc)(
+                exc.problem,
+                file=target.profile,
+                pointer=join_pointer(["transforms", name]),
+                hint=exc.hint,
+            ) from None
+        wanted[transform.name] = (recorded, f"wanted by {target.profile or 'the target'}")
+    latest: dict[str, Entry] = {}
+    for entry in journal.applied:
+        latest[entry.transform] = entry
+    actions: list[Action] = []
+    for entry in sorted(latest.values(), key=lambda e: -e.id):
+        if entry.transform not in wanted:
+            actions.append(
+                Action(
+                    "revert", entry.transform, dict(entry.params), _why_not(entry, target), entry.id
+                )
+            )
+        elif canonical(dict(entry.params)) != canonical(dict(wanted[entry.transform][0])):
+            params, _ = wanted[entry.transform]
+            actions.append(
+                Action(
+                    "reapply",
+                    entry.transform,
+                    params,
+                    f"parameters changed: {canonical(dict(entry.params))} -> "
+                    f"{canonical(dict(params))}",
+                    entry.id,
+                )
+            )
+    for name, (params, why) in wanted.items():
+        if name not in latest:
+            actions.append(Action("apply", name, params, why))
+    restore, drift = _file_drift(ckpt, journal, {a.name for a in actions}, latest)
+    actions += restore
+    return Plan(ckpt.root, target, tuple(actions), upstream.startup_errors, drift)
+
+
+def _file_drift(
+    ckpt: Checkpoint, journal: Journal, acted_on: set[str], latest: Mapping[str, Entry]
+) -> tuple[list[Action], tuple[FileStatus, ...]]:
+    """What the files say beyond the journal: a kept transform whose files a re-download put
+    back to the upstream bytes is restored (as recorded); any other patched file that is not
+    as patcher left it is drift, which sync refuses to rebuild over."""
+    applied = {r.path for e in journal.applied for r in e.files}
+    restore: dict[str, Action] = {}
+    drift: list[FileStatus] = []
+    for state in file_states(ckpt, journal):
+        if state.path not in applied or state.state in ("patched", "reverted"):
+            continue
+        if state.state != "original":
+            drift.append(state)
+            continue
+        for entry in latest.values():
+            if entry.transform not in acted_on and entry.file(state.path):
+                restore[entry.transform] = Action(
+                    "restore",
+                    entry.transform,
+                    dict(entry.params),
+                    f"{state.path} is back to the upstream bytes (re-downloaded?)",
+                    entry.id,
+                )
+    return list(restore.values()), tuple(drift)
+
+
+def _why_not(entry: Entry, target: Target) -> str:
+    try:
+        transform = find_transform(entry.transform)
+    except PatcherError:  # a user's transform file that is gone: not wanted by this target
+        return f"not wanted by {target.profile or 'the target'}"
+    if transform.needed_when:
+        return f"not needed: {target.describe()} starts with the upstream files"
+    return f"not wanted by {target.profile or 'the target'}"
+
+
+def _predict(ckpt: Checkpoint, target: Target) -> tuple[FileChange, ...]:
+    """What a real sync would change, found by running one on a scratch copy of the config
+    files and the journal (the checkpoint is not written, nor locked)."""
+    before = config_bytes(ckpt)
+    with scratch_copy(ckpt) as copy:
+        sync_checkpoint(copy, target)
+        return file_changes(before, copy_bytes(ckpt, copy, before))
+
+
+def sync_checkpoint(
+    checkpoint: Path | str,
+    target: Target,
+    *,
+    dry_run: bool = False,
+    overlay: Path | str | None = None,
+    revision: str | None = None,
+) -> SyncResult:
+    """Carry out the plan as one all-or-nothing step: the wanted transforms (those kept, then
+    the new ones) are applied to the upstream bytes in a scratch copy, and the checkpoint is
+    moved to the result under one write-ahead record (see ``patcher.ops.rebuilding``). Entries
+    kept are re-recorded under new ids; the old ones are marked reverted.
+
+    With ``overlay``, the checkpoint (a read-only model store) is left untouched: the overlay
+    folder (made if needed) gets links to its files and the patched copies. A dry run writes
+    nothing and returns the files a real run would change, with their new bytes."""
+    ckpt = open_checkpoint(checkpoint, revision)
+    if overlay is not None:
+        if not dry_run:
+            ckpt = open_checkpoint(make_overlay(ckpt.root, overlay))
+        elif existing_overlay(ckpt.root, overlay) is not None:
+            ckpt = open_checkpoint(overlay)
+    plan = plan_checkpoint(ckpt.root, target)
+    if plan.in_sync:
+        return SyncResult(plan, (), (), dry_run)
+    if dry_run:
+        return SyncResult(plan, (), (), True, _predict(ckpt, target))
+    with write_session(ckpt) as session:
+        journal = session.journal
+        plan = _plan(ckpt, journal, target)  # under the lock: the journal it acts on
+        if plan.in_sync:  # another process synced it, or recovery settled a half-done entry
+            return SyncResult(plan, (), (), False)
+        refuse_unsettled_files(
+            ckpt,
+            journal,
+            "sync",
+            f"patcher status {ckpt.arg} (then revert --force, reapply or rebase)",
+        )
+        # A restored transform is re-applied as recorded, with the others kept.
+        changed = {a.name for a in plan.actions if a.action != "restore"}
+        latest = {e.transform: e for e in journal.applied}
+        steps = [
+            journalled_step(ckpt, e)
+            for e in journal.applied
+            if latest[e.transform] is e and e.transform not in changed
+        ]
+        new_steps = [
+            Step(find_transform(a.name), a.params, target.record())
+            for a in plan.actions
+            if a.action in ("apply", "reapply")
+        ]
+        for step in new_steps:  # refuse an edit this engine ignores before anything is written
+            _check_effect(ckpt, step, target)
+        rebuilt = rebuild(session, upstream_bytes(session), [*steps, *new_steps], journal.applied)
+    created = rebuilt.entries
+    applied = tuple(e.id for e in created[len(steps) :] if e is not None)
+    reverted = tuple(a.entry_id for a in plan.actions if a.entry_id is not None)
+    changes = tuple(FileChange(p, old, new) for p, (old, new) in sorted(rebuilt.files.items()))
+    return SyncResult(plan, applied, reverted, False, changes)
+
+
+def _check_effect(ckpt: Checkpoint, step: Any, target: Target) -> None:
+    apply_transform(
+        ckpt.root, step.transform, dict(step.params), dry_run=True, engine=target.engine
+    )

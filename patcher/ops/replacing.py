@@ -1,0 +1,103 @@
+"""Applying a transform again with new parameters replaces its entry: one entry per
+transform, the old one kept in the history as reverted.
+
+It is done as ``sync`` does a re-apply, in one all-or-nothing step: the journal's other
+transforms and then this one, with its new parameters, are applied to the upstream bytes in a
+scratch copy, and the checkpoint is moved to the result under one write-ahead record
+(``patcher.ops.rebuilding``). The entries kept are re-recorded under new ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from patcher.errors import ConflictError
+from patcher.ops.adding import ApplyResult
+from patcher.ops.rebuilding import Step, file_changes, journalled_step, rebuild, upstream_bytes
+from patcher.store.checkpoint import Checkpoint, open_checkpoint
+from patcher.store.file_status import refuse_unsettled_files
+from patcher.store.journal import Entry
+from patcher.store.scratch import config_bytes, copy_bytes, scratch_copy
+from patcher.store.session import write_session
+from patcher.transforms.compiler import FilePlan
+from patcher.transforms.definition import Transform
+from patcher.transforms.params import ResolvedParams
+
+
+def _plans(
+    new: Entry | None, before: Mapping[str, bytes | None], after: Mapping[str, bytes | None]
+) -> tuple[FilePlan, ...]:
+    records = {} if new is None else {r.path: r for r in new.files}
+    plans = []
+    for change in file_changes(before, after):
+        record = records.get(change.path)
+        plans.append(
+            FilePlan(
+                path=change.path,
+                kind="json" if record is None else record.kind,
+                before=change.before or b"",
+                after=change.after or b"",
+                forward=() if record is None else record.forward,
+                inverse=() if record is None else record.inverse,
+                link=None if record is None else record.link,
+            )
+        )
+    return tuple(plans)
+
+
+def replace_entry(
+    ckpt: Checkpoint,
+    transform: Transform,
+    params: ResolvedParams,
+    *,
+    dry_run: bool,
+    target: Mapping[str, Any] | None,
+) -> ApplyResult:
+    """Replace the applied entry of ``transform`` with one for ``params`` (see the module)."""
+    if dry_run:
+        before = config_bytes(ckpt)
+        with scratch_copy(ckpt) as copy:
+            done = replace_entry(
+                open_checkpoint(copy), transform, params, dry_run=False, target=target
+            )
+            after = copy_bytes(ckpt, copy, before)
+        return ApplyResult(
+            "dry-run",
+            ckpt.root,
+            transform,
+            params.recorded,
+            _plans(None, before, after),
+            None,
+            done.warnings,
+            replaced=done.replaced,
+        )
+    with write_session(ckpt) as session:
+        journal = session.journal
+        mine = [e for e in journal.applied if e.transform == transform.name]
+        if not mine:
+            raise ConflictError(
+                f"{transform.name} was reverted by another process meanwhile",
+                file=ckpt.root,
+                hint=f"run the command again (patcher status {ckpt.arg})",
+            )
+        refuse_unsettled_files(
+            ckpt,
+            journal,
+            f"replacing {transform.name}'s entry",
+            f"patcher status {ckpt.arg} (or apply with --stack to add an entry)",
+        )
+        old = mine[-1]
+        steps = [journalled_step(ckpt, e) for e in journal.applied if e.transform != transform.name]
+        steps.append(Step(transform, dict(params.recorded), target))
+        rebuilt = rebuild(session, upstream_bytes(session), steps, journal.applied)
+    new = rebuilt.entries[-1]
+    plans = _plans(
+        new,
+        {p: old for p, (old, _) in rebuilt.files.items()},
+        {p: data for p, (_, data) in rebuilt.files.items()},
+    )
+    entry_id = None if new is None else new.id
+    return ApplyResult(
+        "applied", ckpt.root, transform, params.recorded, plans, entry_id, replaced=old.id
+    )

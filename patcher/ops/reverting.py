@@ -1,0 +1,421 @@
+"""Reverting applied transforms: the original bytes when a file is exactly as patcher left
+it, the guarded inverse patch under later non-overlapping transforms, and a refusal (or, with
+``force``, a partial inverse) when a file was edited by hand."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from patcher.errors import ConflictError, JournalError
+from patcher.results import JsonResult, ShortRepr
+from patcher.store.checkpoint import Checkpoint, open_checkpoint
+from patcher.store.files import read_current
+from patcher.store.fsio import Digest, sha256
+from patcher.store.journal import (
+    Entry,
+    FileRecord,
+    Journal,
+    RebuiltBytes,
+    load_journal,
+    load_object,
+    now,
+    store_object,
+)
+from patcher.store.session import FileWrite, Session, write_session
+from patcher.text import jsontext
+from patcher.text.document import Op
+from patcher.text.replay import replay
+from patcher.text.textdiff import unified
+
+How = Literal["original", "inverse", "forced", "already-original"]
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class FileRevert(ShortRepr):
+    """What reverting does to one file."""
+
+    path: str
+    how: How
+    current: bytes | None
+    new: bytes | None
+    link: str | None
+    skipped: tuple[Op, ...] = ()
+    mtime_ns: int | None = None  # the original's, given back with its bytes
+    current_sha: str | None = None  # the hashes of ``current`` and ``new``, where known
+    new_sha: str | None = None
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class EntryRevert(ShortRepr):
+    """One entry reverted (or, for a dry run, to be reverted)."""
+
+    entry_id: int
+    transform: str
+    files: tuple[FileRevert, ...]
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class RevertResult(JsonResult):
+    """What ``revert`` did."""
+
+    outcome: Literal["reverted", "dry-run", "nothing-to-do"]
+    checkpoint: Path
+    entries: tuple[EntryRevert, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """A revert result as JSON."""
+        return {
+            "outcome": self.outcome,
+            "checkpoint": str(self.checkpoint),
+            "reverted": [
+                {
+                    "entry": e.entry_id,
+                    "transform": e.transform,
+                    "files": [
+                        {"path": f.path, "how": f.how, "not_restored": list(f.skipped)}
+                        for f in e.files
+                    ],
+                }
+                for e in self.entries
+            ],
+        }
+
+
+def _tokens(op: Op) -> list[str]:
+    return jsontext.split_pointer(op["path"])
+
+
+def _is_index(token: str) -> bool:
+    return token == "-" or token.isdigit()
+
+
+def _overlap(a: Op, b: Op, doc: jsontext.JsonText) -> bool:
+    """Whether two edits touch the same value, or one shifts the array the other indexes
+    (anything but an object there counts: a file that is not JSON overlaps everything)."""
+    if jsontext.related(a["path"], b["path"]):
+        return True
+    ta, tb = _tokens(a), _tokens(b)
+    for x, tx, ty in ((a, ta, tb), (b, tb, ta)):
+        if x["op"] not in ("add", "remove") or not tx or not _is_index(tx[-1]):
+            continue
+        if ty[: len(tx) - 1] == tx[:-1] and _kind(doc, jsontext.join_pointer(tx[:-1])) != "object":
+            return True
+    return False
+
+
+def _kind(doc: jsontext.JsonText, pointer: str) -> str | None:
+    """What is at ``pointer`` (located in the bytes); None when nothing, or not JSON."""
+    try:
+        return doc.kind(pointer)
+    except (jsontext.JsonSyntaxError, jsontext.DuplicateKeyError, RecursionError, ValueError):
+        return None
+
+
+def _edits(record: FileRecord) -> list[Op]:
+    return [op for op in record.forward if op["op"] != "test"]
+
+
+def _select(
+    journal: Journal, target: str | None, last: bool, every: bool, ckpt: Checkpoint
+) -> list[Entry]:
+    applied = list(journal.applied)
+    if every:
+        return list(reversed(applied))
+    if last:
+        chosen = applied[-1:]
+    else:
+        entry_id = (target or "").removeprefix("#")
+        chosen = [e for e in applied if e.transform == target or str(e.id) == entry_id][-1:]
+    if not chosen:
+        what = "nothing is applied" if last else f"{target!r} is not applied"
+        raise JournalError(
+            f"{what} to this checkpoint", file=ckpt.root, hint=f"patcher status {ckpt.arg}"
+        )
+    return chosen
+
+
+class _Planner:
+    """Plans one entry's revert against the current contents, without writing anything."""
+
+    def __init__(
+        self,
+        checkpoint: Checkpoint,
+        journal: Journal,
+        force: bool,
+        read: Callable[[str], bytes | None],
+        rebuilt: RebuiltBytes,
+    ) -> None:
+        self.checkpoint = checkpoint
+        self.journal = journal
+        self.force = force
+        self.read = read
+        self.objects: dict[str, bytes] = {}  # new bytes, to store
+        self.loaded: dict[str, bytes] = {}  # kept originals read ahead
+        self.rebuilt = rebuilt  # shared by the entries of one revert
+
+    def original(self, digest: str) -> bytes:
+        if digest in self.objects:
+            return self.objects[digest]
+        if digest in self.loaded:
+            return self.loaded[digest]
+        return load_object(self.checkpoint.journal_dir, digest, self.journal, self.rebuilt)
+
+    def read_ahead(self, digest: str) -> None:
+        """Read and check a kept original before it is known to be needed (it nearly always
+        is: it is what a revert writes back), while the current bytes hash on a thread."""
+        if (self.checkpoint.journal_dir / "objects" / digest).is_file():
+            with contextlib.suppress(JournalError):  # raised again where it is needed
+                self.loaded[digest] = load_object(self.checkpoint.journal_dir, digest)
+
+    def refuse_changed(
+        self, entry: Entry, record: FileRecord, expected: bytes, current: bytes | None
+    ) -> ConflictError:
+        path = self.checkpoint.path(record.path)
+        if current is None:
+            return ConflictError(
+                f"file is missing since {entry.transform!r} was applied",
+                file=path,
+                hint="restore it, or run: patcher revert "
+                f"{self.checkpoint.arg} {entry.transform} --force",
+            )
+        detail = unified(
+            expected, current, f"{record.path} (as patcher left it)", f"{record.path} (now)"
+        )
+        from patcher.text.structdiff import compare_json  # only a refusal pays for its import
+
+        pointer = None
+        with contextlib.suppress(ValueError, RecursionError):
+            pointer = next((c.pointer for c in compare_json(expected, current)), None)
+        error = ConflictError(
+            f"edited by hand since {entry.transform!r} was applied; not reverting",
+            file=path,
+            pointer=pointer,
+            hint=f"patcher revert {self.checkpoint.arg} {entry.transform} --force "
+            "(undoes only what still matches)",
+        )
+        error.detail = detail
+        return error
+
+    def expected_after(self, record: FileRecord) -> bytes:
+        original = self.original(record.before)
+        if record.kind == "text":
+            return str(record.forward[-1]["value"]).encode("utf-8")
+        path = str(self.checkpoint.path(record.path))
+        return replay(original, record.forward, file=path, strict=False, hint="").data
+
+    def plan(self, entry: Entry) -> tuple[EntryRevert, list[Entry]]:
+        updated: dict[int, Entry] = {}
+        files: list[FileRevert] = []
+        for record in entry.files:
+            later = [e for e in self.journal.applied if e.id > entry.id and e.file(record.path)]
+            current = self.read(record.path)
+            hashing = None if current is None else Digest(current)
+            if not later and hashing is not None:
+                self.read_ahead(record.before)
+            current_sha = None if hashing is None else hashing.result()
+            if not later:
+                files.append(self.plan_alone(entry, record, current, current_sha))
+                continue
+            current_doc = jsontext.JsonText(current or b"null")  # scanned only where asked
+            for other in later:
+                other_record = other.file(record.path)
+                assert other_record is not None
+                for mine in _edits(record):
+                    for theirs in _edits(other_record):
+                        if _overlap(mine, theirs, current_doc):
+                            raise ConflictError(
+                                f"#{entry.id} {entry.transform} and the later #{other.id} "
+                                f"{other.transform} both edit "
+                                f"{theirs['path'] or 'the whole file'}",
+                                file=self.checkpoint.path(record.path),
+                                pointer=mine["path"],
+                                hint=f"revert #{other.id} first: patcher revert "
+                                f"{self.checkpoint.arg} '#{other.id}'",
+                            )
+            last_record = later[-1].file(record.path)
+            assert last_record is not None
+            if current_sha != last_record.after and not self.force:
+                # Compare with the file as patcher left it after the last transform.
+                expected = self.expected_after(last_record)
+                raise self.refuse_changed(entry, record, expected, current)
+            if current is None or record.kind == "text":
+                raise ConflictError(
+                    "cannot undo under later transforms",
+                    file=record.path,
+                    hint="revert the later transforms first",
+                )
+            hint = (
+                f"revert the later transforms first, or: patcher revert {self.checkpoint.arg} --all"
+            )
+            path = str(self.checkpoint.path(record.path))
+            result = replay(
+                current_doc, record.inverse, file=path, strict=not self.force, hint=hint
+            )
+            new = result.data
+            new_sha = sha256(new)
+            self.objects[new_sha] = new
+            befores = [record.before]
+            for other in later[1:]:
+                other_record = other.file(record.path)
+                assert other_record is not None
+                original = self.original(other_record.before)
+                rebased = replay(original, record.inverse, file=path, strict=True, hint=hint).data
+                self.objects[sha256(rebased)] = rebased
+                befores.append(sha256(rebased))
+            # The last later entry now "leaves" the file as it would be without hand edits:
+            # a hand edit kept by --force stays visible as one (status: changed), never
+            # absorbed into what patcher recorded and silently dropped by a later revert.
+            expected_new = new
+            if current_sha != last_record.after:
+                expected_new = replay(
+                    self.expected_after(last_record),
+                    record.inverse,
+                    file=path,
+                    strict=True,
+                    hint=hint,
+                ).data
+            afters = [*befores[1:], sha256(expected_new)]
+            for index, other in enumerate(later):
+                base = updated.get(other.id, other)
+                records = tuple(
+                    replace(
+                        r,
+                        before=befores[index],
+                        after=afters[index],
+                        link=record.link if index == 0 else r.link,
+                    )
+                    if r.path == record.path
+                    else r
+                    for r in base.files
+                )
+                updated[other.id] = replace(base, files=records)
+            how: How = "inverse" if current_sha == last_record.after else "forced"
+            files.append(
+                FileRevert(
+                    record.path, how, current, new, None, result.skipped, None, current_sha, new_sha
+                )
+            )
+        return EntryRevert(entry.id, entry.transform, tuple(files)), list(updated.values())
+
+    def plan_alone(
+        self, entry: Entry, record: FileRecord, current: bytes | None, current_sha: str | None
+    ) -> FileRevert:
+        if current_sha == record.before:
+            return FileRevert(record.path, "already-original", current, None, None)
+        if current_sha == record.after or (current is None and self.force):
+            try:
+                original = self.original(record.before)  # checked against record.before
+            except JournalError:
+                # The stored original is gone or damaged: --force undoes with the inverse
+                # patch, as the refusal without it says (a JSON file as patcher left it).
+                if not self.force or current is None or record.kind == "text":
+                    raise
+                return self.replayed(record, current)
+            return FileRevert(
+                record.path,
+                "original",
+                current,
+                original,
+                record.link,
+                mtime_ns=record.before_mtime_ns,
+                current_sha=current_sha,
+                new_sha=record.before,
+            )
+        if not self.force or current is None:
+            raise self.refuse_changed(entry, record, self.expected_after(record), current)
+        if record.kind == "text":
+            return FileRevert(record.path, "forced", current, self.original(record.before), None)
+        return self.replayed(record, current)
+
+    def replayed(self, record: FileRecord, current: bytes) -> FileRevert:
+        """A forced revert of a JSON file: its inverse patch, where it still matches."""
+        path = str(self.checkpoint.path(record.path))
+        result = replay(current, record.inverse, file=path, strict=False, hint="")
+        new = result.data
+        self.objects[sha256(new)] = new
+        return FileRevert(record.path, "forced", current, new, None, result.skipped)
+
+
+def _execute(
+    session: Session,
+    entry: Entry,
+    plan: EntryRevert,
+    updates: list[Entry],
+    objects: dict[str, bytes],
+) -> None:
+    for digest, data in objects.items():
+        store_object(session.checkpoint.journal_dir, data, digest=digest)
+    changes = [f for f in plan.files if f.new is not None]
+    targets = {f.path: f.new_sha or sha256(f.new) for f in changes if f.new is not None}
+    sources = {f.path: f.current_sha or sha256(f.current) for f in changes if f.current is not None}
+    ahead = session.journal.put(entry.with_state("reverting", targets=targets, sources=sources))
+    for other in updates:
+        ahead = ahead.put(other)
+    writes = []
+    for change in changes:
+        assert change.new is not None
+        writes.append(
+            FileWrite(
+                change.path,
+                change.new,
+                expect=change.current,
+                link=change.link,
+                mtime_ns=change.mtime_ns,
+                old=change.current,
+            )
+        )
+    done = ahead.put(entry.with_state("reverted", reverted_time=now(), targets={}, sources={}))
+    session.write_ahead(ahead, writes, done)
+
+
+def revert_transforms(
+    checkpoint: Path | str,
+    target: str | None = None,
+    *,
+    last: bool = False,
+    every: bool = False,
+    force: bool = False,
+    dry_run: bool = False,
+    revision: str | None = None,
+) -> RevertResult:
+    """Revert the applied transform ``target`` (name or entry id), the last one, or all of
+    them (latest first). With ``dry_run`` nothing is written; the result says what would be."""
+    ckpt = open_checkpoint(checkpoint, revision)
+    rebuilt = RebuiltBytes()
+    if dry_run:
+        journal = load_journal(ckpt.journal_dir)
+        contents: dict[str, bytes | None] = {}
+
+        def read(path: str) -> bytes | None:
+            return contents[path] if path in contents else read_current(ckpt, path)
+
+        planned = []
+        for entry in _select(journal, target, last, every, ckpt):
+            planner = _Planner(ckpt, journal, force, read, rebuilt)
+            plan, updates = planner.plan(entry)
+            planned.append(plan)
+            for change in plan.files:
+                if change.new is not None:
+                    contents[change.path] = change.new
+            for other in updates:
+                journal = journal.put(other)
+            journal = journal.put(entry.with_state("reverted"))
+        return RevertResult("dry-run" if planned else "nothing-to-do", ckpt.root, tuple(planned))
+    existing = load_journal(ckpt.journal_dir)
+    if not existing.applied and not existing.unsettled:
+        _select(existing, target, last, every, ckpt)  # refuses a named or --last revert
+        return RevertResult("nothing-to-do", ckpt.root, ())  # and writes nothing
+    with write_session(ckpt) as session:
+        done = []
+        for entry in _select(session.journal, target, last, every, ckpt):
+            planner = _Planner(
+                ckpt, session.journal, force, lambda p: read_current(ckpt, p), rebuilt
+            )
+            plan, updates = planner.plan(entry)
+            _execute(session, entry, plan, updates, planner.objects)
+            done.append(plan)
+        return RevertResult("reverted" if done else "nothing-to-do", ckpt.root, tuple(done))

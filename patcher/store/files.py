@@ -1,0 +1,94 @@
+"""Reading and writing the journalled files of a checkpoint, with hash checks."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from patcher.errors import ConflictError, InputFileError
+from patcher.store.checkpoint import Checkpoint
+from patcher.store.fsio import (
+    NotRegularFileError,
+    atomic_symlink,
+    atomic_write,
+    file_mode,
+    file_sha256,
+    holds,
+    open_regular,
+)
+from patcher.text.document import not_a_file
+
+
+def read_current(checkpoint: Checkpoint, relative: str) -> bytes | None:
+    """The current bytes of ``relative`` (through a link), or None when it is missing.
+    Anything but a regular file (a folder, a FIFO that would block) is refused."""
+    fd = _open_current(checkpoint, relative)
+    if fd is None:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
+def _open_current(checkpoint: Checkpoint, relative: str) -> int | None:
+    path = checkpoint.path(relative)
+    try:
+        return open_regular(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except (IsADirectoryError, NotRegularFileError):
+        raise not_a_file(path, f"then run patcher status {checkpoint.arg}") from None
+    except OSError as exc:
+        raise InputFileError(
+            f"cannot read ({exc.strerror})", file=path, hint="fix the file's permissions"
+        ) from None
+
+
+def holds_bytes(checkpoint: Checkpoint, relative: str, data: bytes | None) -> bool:
+    """Whether ``relative`` holds exactly ``data`` (None: whether it is missing); compared in
+    place, which is cheaper than hashing it."""
+    fd = _open_current(checkpoint, relative)
+    if fd is None:
+        return data is None
+    try:
+        return data is not None and holds(fd, data)
+    finally:
+        os.close(fd)
+
+
+def current_hash(checkpoint: Checkpoint, relative: str) -> str | None:
+    """sha256 of the current bytes, or None when the file is missing (read in pieces)."""
+    fd = _open_current(checkpoint, relative)
+    if fd is None:
+        return None
+    try:
+        return file_sha256(fd)
+    finally:
+        os.close(fd)
+
+
+def replace_file(
+    checkpoint: Checkpoint,
+    relative: str,
+    data: bytes,
+    *,
+    expect: str | bytes | None,
+    link: str | None = None,
+) -> None:
+    """Replace ``relative`` with ``data`` (or with a symlink to ``link``) if it still hashes to
+    ``expect`` (or, given bytes, still holds them): a compare-and-swap, so a lock that silently
+    failed loses nothing."""
+    path: Path = checkpoint.path(relative)
+    if isinstance(expect, bytes):
+        unchanged = holds_bytes(checkpoint, relative, expect)
+    else:
+        unchanged = expect is None or current_hash(checkpoint, relative) == expect
+    if not unchanged:
+        raise ConflictError(
+            "changed by another process while patcher was working; nothing more was written",
+            file=path,
+            hint=f"patcher status {checkpoint.arg}",
+        )
+    if link is not None:
+        atomic_symlink(path, checkpoint.restored_link(relative, link), root=checkpoint.root)
+    else:
+        atomic_write(path, data, mode=file_mode(path), root=checkpoint.root)

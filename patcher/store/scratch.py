@@ -1,0 +1,77 @@
+"""A scratch copy of a checkpoint's config files and journal, to predict what a command
+would do by running it for real where nothing matters (the checkpoint is neither written nor
+locked). Weights are never read: only the config files are copied."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from patcher.store.checkpoint import Checkpoint
+from patcher.store.files import read_current
+from patcher.store.journal import originals
+from patcher.store.session import read_journal
+
+SCRATCH_SUFFIXES = (".json", ".jinja")
+
+
+def config_bytes(ckpt: Checkpoint) -> dict[str, bytes | None]:
+    """The checkpoint's config files as they are now (through links; weights never read)."""
+    return {
+        child.name: read_current(ckpt, child.name)
+        for child in sorted(ckpt.root.iterdir())
+        if child.name.endswith(SCRATCH_SUFFIXES)
+    }
+
+
+@contextlib.contextmanager
+def scratch_copy(ckpt: Checkpoint) -> Iterator[Path]:
+    """A temporary folder holding a copy of ``ckpt``'s config files and journal."""
+    with tempfile.TemporaryDirectory(prefix="patcher-scratch-") as scratch:
+        copy = Path(scratch) / "checkpoint"
+        copy.mkdir()
+        for name, data in config_bytes(ckpt).items():
+            if data is not None:
+                (copy / name).write_bytes(data)
+        journal = ckpt.journal_dir / "journal.json"
+        if journal.is_file():
+            (copy / ".patcher").mkdir()
+            shutil.copyfile(journal, copy / ".patcher" / "journal.json")
+            if (ckpt.journal_dir / "objects").is_dir():
+                shutil.copytree(
+                    ckpt.journal_dir / "objects",
+                    copy / ".patcher" / "objects",
+                    copy_function=_link_or_copy,
+                )
+        yield copy
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    """A hard link where the filesystem allows one, else a copy: objects are never written in
+    place (a store replaces a file by renaming over it), so the scratch run cannot change the
+    checkpoint's own through a link."""
+    try:
+        os.link(source, target, follow_symlinks=False)
+    except OSError:
+        shutil.copy2(source, target, follow_symlinks=False)
+
+
+def copy_bytes(
+    ckpt: Checkpoint, copy: Path, names: Mapping[str, object]
+) -> dict[str, bytes | None]:
+    """The bytes of ``names`` (and any new config file) in the scratch ``copy``; a file put
+    back there as its Hugging Face cache link holds its original bytes."""
+    found: dict[str, bytes | None] = {}
+    kept: dict[str, bytes] | None = None  # the journal's originals, read only if needed
+    for name in {*names, *(p.name for p in copy.iterdir() if p.name.endswith(SCRATCH_SUFFIXES))}:
+        path = copy / name
+        if path.is_symlink():
+            kept = originals(ckpt, read_journal(ckpt)) if kept is None else kept
+            found[name] = kept.get(name)
+        else:
+            found[name] = path.read_bytes() if path.is_file() else None
+    return found

@@ -1,0 +1,396 @@
+"""``patcher doctor``: log excerpts built from vLLM's and SGLang's own format strings.
+
+Each message below is the engine's f-string with values filled in; the source is named per
+case (vLLM wheel files at the version given, sglang 0.5.23; see shared research engines.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from patcher.advice.doctor import diagnose_text
+from tests.conftest import ROOT, Cli
+
+PREFIX = "(EngineCore_DP0 pid=215) ERROR 01-20 13:03:50 [v1/engine/core.py:866] "
+WORKER = "(Worker_TP0 pid=215) ERROR 01-20 13:03:50 [v1/executor/multiproc_executor.py:749] "
+WRAPPER = (
+    "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}"
+)
+
+CASES = [
+    # vllm/platforms/cuda.py @ v0.14.0 (issue #32732, 8x RTX PRO 6000)
+    (
+        "ValueError: No valid attention backend found for cuda with AttentionSelectorConfig("
+        "head_size=576, dtype=torch.bfloat16, kv_cache_dtype=fp8_e4m3, block_size=None, "
+        "use_mla=True, has_sink=False, use_sparse=False, use_mm_prefix=False, "
+        "attn_type=AttentionType.DECODER). Reasons: {FLASH_ATTN_MLA: [kv_cache_dtype not "
+        "supported, compute capability not supported, FlashAttention MLA not supported on this "
+        "device], FLASHMLA: [compute capability not supported, FlashMLA Dense is only supported "
+        "on Hopper devices.], FLASHINFER_MLA: [compute capability not supported], TRITON_MLA: "
+        "[kv_cache_dtype not supported], FLASHMLA_SPARSE: [kv_cache_dtype not supported, "
+        "non-sparse not supported, compute capability not supported]}.",
+        "no-attention-backend",
+        "patcher apply /m/kimi strip-fp8-kv-cache",
+    ),
+    # vllm/platforms/cuda.py @ v0.33.0 L439 (PR #32795)
+    (
+        "ValueError: Selected backend AttentionBackendEnum.TRITON_MLA is not valid for this "
+        "configuration. Reason: ['kv_cache_dtype not supported']",
+        "forced-attention-backend",
+        "drop --attention-backend",
+    ),
+    # v1/core/kv_cache_planning.py @ v0.33.0 L50-L85 ("model's")
+    (
+        "ValueError: To serve at least one request with the model's max seq len (262144), "
+        "(17.16 GiB KV cache is needed, which is larger than the available KV cache memory "
+        "(11.73 GiB). Based on the available memory, the estimated maximum model length is "
+        "179200. Try increasing `gpu_memory_utilization` (which also controls CPU memory on "
+        "the CPU backend) or decreasing `max_model_len` when initializing the engine.",
+        "kv-cache-memory",
+        "--max-model-len 179200",
+    ),
+    # v1/core/kv_cache_utils.py @ v0.15.0 L609 ("models's" typo)
+    (
+        "ValueError: To serve at least one request with the models's max seq len (262144), "
+        "(17.16 GiB KV cache is needed, which is larger than the available KV cache memory "
+        "(11.70 GiB). Based on the available memory, the estimated maximum model length is "
+        "178656. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+        "initializing the engine.",
+        "kv-cache-memory",
+        "set-context-length --set length=178176",
+    ),
+    # vllm/worker/worker.py @ v0.8.5 L565 (V0 engine)
+    (
+        "ValueError: The model's max seq len (131072) is larger than the maximum number of "
+        "tokens that can be stored in KV cache (98304). Try increasing `gpu_memory_utilization` "
+        "or decreasing `max_model_len` when initializing the engine.",
+        "kv-cache-memory",
+        "--max-model-len 98304",
+    ),
+    # v1/core/kv_cache_planning.py @ v0.33.0
+    (
+        "ValueError: No available memory for the cache blocks. Try increasing "
+        "`gpu_memory_utilization` when initializing the engine.",
+        "no-kv-cache-memory",
+        "--gpu-memory-utilization",
+    ),
+    # v1/core/kv_cache_planning.py @ v0.33.0 L1337-L1410 (--max-model-len auto)
+    (
+        "ValueError: Cannot auto-fit max_model_len: not enough GPU memory available to serve "
+        "even a single token. Try increasing `gpu_memory_utilization`.",
+        "no-kv-cache-memory",
+        "--gpu-memory-utilization",
+    ),
+    # config/model.py @ v0.33.0 L2662-L2688
+    (
+        "ValueError: User-specified max_model_len (300000) is greater than the derived "
+        "max_model_len (max_position_embeddings=262144 or model_max_length=None in model's "
+        "config.json). To allow overriding this maximum, set the env var "
+        "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.",
+        "max-model-len-too-long",
+        "--max-model-len 262144",
+    ),
+    # the same, as vLLM prints a float length; and mangled numbers it never prints
+    (
+        "ValueError: User-specified max_model_len (300000) is greater than the derived "
+        "max_model_len (max_position_embeddings=262144.0 or model_max_length=None in model's "
+        "config.json).",
+        "max-model-len-too-long",
+        "--max-model-len 262144",
+    ),
+    (
+        "ValueError: User-specified max_model_len (5) is greater than the derived "
+        "max_model_len (max_position_embeddings=131072.5.5 or model_max_length=None",
+        "max-model-len-too-long",
+        "--max-model-len 131072",
+    ),
+    (
+        "ValueError: User-specified max_model_len (5) is greater than the derived "
+        "max_model_len (max_position_embeddings=" + "9" * 400 + ".0 or",
+        "max-model-len-too-long",
+        "--max-model-len " + "9" * 400,
+    ),
+    # quantization/modelopt.py @ v0.16.0 L1080
+    (
+        "ValueError: NVFP4 quantization requires the following fields in hf_quant_config.json: "
+        "['kv_cache_quant_algo']",
+        "quant-required-fields",
+        "patcher revert /m/kimi strip-fp8-kv-cache",
+    ),
+    # config/model.py @ v0.33.0 L1467
+    (
+        "ValueError: Unknown quantization method: fancyq. Must be one of ['awq', 'fp8'].",
+        "unknown-quantization",
+        "remove-quantization-config",
+    ),
+    # config/vllm.py @ v0.33.0 L931
+    (
+        "ValueError: The quantization method modelopt_mxfp8 is not supported for the current "
+        "GPU. Minimum capability: 100. Current capability: 90.",
+        "quantization-gpu",
+        "another GPU",
+    ),
+    # model_executor/models/registry.py @ v0.33.0 L1249
+    (
+        "ValueError: Model architectures ['KimiK25ForConditionalGeneration'] are not supported "
+        "for now. Supported architectures: dict_keys(['LlamaForCausalLM'])",
+        "unsupported-architecture",
+        "set-architectures",
+    ),
+    # transformers_utils/config.py @ v0.33.0 L455
+    (
+        "ValueError: Failed to load the model config. If the model is a custom model not yet "
+        "available in the HuggingFace transformers library, consider setting "
+        "`trust_remote_code=True` in LLM or using the `--trust-remote-code` flag in the CLI.",
+        "remote-code",
+        "--trust-remote-code",
+    ),
+    # transformers 5.24.0 dynamic_module_utils.py
+    (
+        "ValueError: The repository /m/kimi contains custom code which must be executed to "
+        "correctly load the model.",
+        "remote-code",
+        "drop-auto-map",
+    ),
+    # platforms/cuda.py @ v0.33.0 L650
+    (
+        "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least "
+        "8.0. Your Tesla T4 GPU has compute capability 7.5. You can use float16 instead by "
+        "explicitly setting the `dtype` flag in CLI, for example: --dtype=half.",
+        "bfloat16-gpu",
+        "--dtype half",
+    ),
+    # vLLM 0.16.0 and 0.33.0 on a config.json with a BOM (snapshots/engines, ~bom-config)
+    (
+        "OSError: It looks like the config file at '/m/kimi/config.json' is not a valid JSON file.",
+        "unreadable-json",
+        "patcher apply /m/kimi strip-bom",
+    ),
+    # ... and on hf_quant_config.json with one (~bom-hf-quant-config)
+    (
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n  Value "
+        "error, Unexpected UTF-8 BOM (decode using utf-8-sig): line 1 column 1 (char 0)",
+        "unreadable-json",
+        "patcher apply /m/kimi strip-bom",
+    ),
+    # transformers 5.24.0 modeling_rope_utils.py L1153
+    (
+        "KeyError: \"Missing required keys in `rope_parameters` for 'rope_type'='yarn': "
+        "{'factor'}\"",
+        "rope-missing-keys",
+        "set-rope-scaling-yarn",
+    ),
+    # transformers_utils/model_arch_config_convertor.py @ v0.16.0 L208
+    ("ValueError: Unknown ModelOpt quant algo: W4A8_AWQ", "unknown-modelopt-algo", "upgrade"),
+    # sglang 0.5.23 srt/model_executor/pool_configurator.py L96
+    (
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+        "Current value: mem_fraction_static=0.88",
+        "sglang-memory",
+        "--mem-fraction-static",
+    ),
+    # sglang 0.5.23 srt/configs/model_config.py L1299
+    (
+        "ValueError: User-specified context_length (300000) is greater than the derived "
+        "context_length (262144). This may lead to incorrect model outputs or CUDA errors.",
+        "sglang-context-length",
+        "--context-length 262144",
+    ),
+]
+
+
+def _log(error: str) -> str:
+    """A failed start as vLLM writes it: worker traceback, then the engine-core wrapper."""
+    return "\n".join(
+        [
+            "INFO 01-20 13:01:02 [api_server.py:1351] vLLM API server version 0.16.0",
+            f"{WORKER}Traceback (most recent call last):",
+            f'{WORKER}  File "vllm/v1/worker/gpu_worker.py", line 300, in init_device',
+            f"{WORKER}\x1b[31m{error}\x1b[0m",
+            f"{PREFIX}{WRAPPER}",
+            "ERROR 01-20 13:03:51 [core.py:1011] " + WRAPPER,
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("error", "code", "fix"), CASES, ids=[c[1] + str(i) for i, c in enumerate(CASES)]
+)
+def test_doctor_recognises(error: str, code: str, fix: str) -> None:
+    found = diagnose_text(_log(error), checkpoint="/m/kimi")
+    assert found.code == code
+    assert found.error is not None and "\x1b" not in found.error and "pid=" not in found.error
+    assert any(fix in f.text for f in found.fixes), [f.text for f in found.fixes]
+    assert found.engine_version == "0.16.0"
+
+
+def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> None:
+    """Lines without a marker word skip the rules, so each rule must need one: on every case
+    a rule's pattern meets, blanking the markers out makes the pattern miss it."""
+    from patcher.advice.doctor import _MARKERS, RULES, _marked
+
+    for code, pattern, _ in RULES:
+        hits = [error for error, _, _ in CASES if pattern.search(error)]
+        assert hits, f"no case for a {code} pattern"
+        for error in hits:
+            assert _marked().search(error), error
+            blanked = error
+            for marker in _MARKERS:
+                blanked = blanked.replace(marker, "#" * len(marker))
+            assert not pattern.search(blanked), f"{code} matches without a marker: {error}"
+    assert all(any(m in rule[1].pattern for rule in RULES) for m in _MARKERS)  # none stale
+    assert _marked().search("INFO 01-20 13:02:00 [core.py:100] Loading weights took 1 s") is None
+
+
+def test_fix_commands_quote_a_checkpoint_path_with_a_space() -> None:
+    """A fix is pasted into a shell: a checkpoint path with a space stays one word."""
+    commands = [
+        f.text
+        for error, _, _ in CASES
+        for f in diagnose_text(_log(error), checkpoint="/m/my models/kimi").fixes
+        if f.text.startswith("patcher ")
+    ]
+    assert len(commands) > 5
+    for command in commands:
+        assert shlex.split(command)[2] == "/m/my models/kimi", command
+
+
+def test_sparse_mla_is_not_blamed_on_the_kv_cache() -> None:
+    """#31936: DeepSeek-V3.2 sparse MLA on SM120; kv dtype is auto, stripping would not help."""
+    error = (
+        "ValueError: No valid attention backend found for cuda with AttentionSelectorConfig("
+        "head_size=576, dtype=torch.bfloat16, kv_cache_dtype=auto, block_size=None, "
+        "use_mla=True, has_sink=False, use_sparse=True). Reasons: {FLASH_ATTN_MLA: [sparse "
+        "not supported, compute capability not supported], FLASHMLA: [sparse not supported, "
+        "compute capability not supported], FLASHINFER_MLA: [sparse not supported, compute "
+        "capability not supported], TRITON_MLA: [sparse not supported], FLASHMLA_SPARSE: "
+        "[compute capability not supported]}."
+    )
+    found = diagnose_text(_log(error), checkpoint="/m/ds32")
+    assert found.code == "no-attention-backend"
+    assert not any("strip-fp8-kv-cache" in f.text for f in found.fixes)
+
+
+def test_bfloat16_flag_not_offered_to_vllm_014() -> None:
+    log = _log(CASES[0][0]).replace("version 0.16.0", "version 0.14.0")
+    found = diagnose_text(log)
+    assert not any("--kv-cache-dtype bfloat16" in f.text for f in found.fixes)
+    assert any("strip-fp8-kv-cache" in f.text for f in found.fixes)
+
+
+def test_wrapper_quoting_the_root_cause_is_enough() -> None:
+    log = (
+        "ERROR 01-20 13:03:51 [multiproc_executor.py:526] Worker failed with error 'NVFP4 "
+        "quantization requires the following fields in hf_quant_config.json: "
+        "['kv_cache_quant_algo']', please check the stack trace above for the root cause"
+    )
+    assert diagnose_text(log).code == "quant-required-fields"
+
+
+def test_doctor_cli_exit_codes_and_json(cli: Cli, tmp_path: Path) -> None:
+    known = tmp_path / "known.log"
+    known.write_text(_log(CASES[2][0]))
+    code, out, _ = cli("doctor", known, "--checkpoint", "/m/kimi", "--json")
+    result = json.loads(out)
+    assert code == 0 and result["code"] == "kv-cache-memory"
+    assert {"kind": "flag", "text": "--max-model-len 179200"} in result["fixes"]
+    code, out, _ = cli("doctor", known)
+    assert code == 0 and "fix (transform): patcher apply CKPT set-context-length" in out
+    unknown = tmp_path / "unknown.log"
+    unknown.write_text("INFO all good\nINFO Started server process [1]\n")
+    code, out, _ = cli("doctor", unknown)
+    assert code == 1 and "no known failure" in out
+    code, _, err = cli("doctor", tmp_path / "missing.log")
+    assert code == 1 and "cannot read the log" in err and "Traceback" not in err
+
+
+# ``python -m patcher`` that reports its peak RSS (VmHWM) last on stderr. The kernel's
+# ru_maxrss would not do: a child forked from a large pytest counts its parent's pages.
+_MEASURED = """
+import runpy, sys
+try:
+    runpy.run_module("patcher", run_name="__main__", alter_sys=True)
+finally:
+    with open("/proc/self/status") as status:
+        peak = [line.split()[1] for line in status if line.startswith("VmHWM:")][0]
+    print(f"peak-kib {peak}", file=sys.stderr)
+"""
+
+
+def _doctor(*args: str, stdin: Any = None) -> tuple[int, str, str, int]:
+    """Run ``patcher doctor`` as a process: exit code, stdout, stderr and peak RSS in KiB."""
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURED, "doctor", *args],
+        stdin=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    *err, peak = done.stderr.splitlines() or ["peak-kib 0"]
+    return done.returncode, done.stdout, "\n".join(err), int(peak.split()[1])
+
+
+def test_a_large_log_on_stdin_is_read_line_by_line(tmp_path: Path) -> None:
+    """A 64 MB debug log with the root error at its end, not UTF-8 in places: it used to be
+    read whole (its bytes, its text and a list of its lines: about 4x its size in memory)."""
+    log = tmp_path / "debug.log"
+    noise = ("DEBUG 01-20 13:02:00 [core.py:1] step \xff" + "x" * 100 + "\n").encode("latin-1")
+    with log.open("wb") as handle:
+        handle.write(_log("").split("\n")[0].encode() + b"\n")
+        for _ in range(64):
+            handle.write(noise * (2**20 // len(noise)))
+        handle.write(_log(CASES[2][0]).encode())
+    with log.open("rb") as stdin:
+        code, out, err, peak_kib = _doctor("-", "--checkpoint", "/m/kimi", stdin=stdin)
+    assert code == 0, err
+    assert "--max-model-len 179200" in out
+    assert peak_kib < 100 * 1024, f"peak RSS {peak_kib // 1024} MiB for a 64 MB log"
+
+
+@pytest.mark.parametrize(
+    ("log", "code", "version"),
+    [
+        (_log(CASES[2][0]), "kv-cache-memory", "0.16.0"),
+        (
+            f"[2026-01-20 13:03:50] Scheduler hit an exception: {CASES[-2][0]}",
+            "sglang-memory",
+            None,
+        ),
+    ],
+    ids=["vllm", "sglang"],
+)
+def test_a_live_log_is_diagnosed_without_waiting_for_its_end(
+    tmp_path: Path, log: str, code: str, version: str | None
+) -> None:
+    """``patcher doctor <(docker logs -f x)``: the writer never closes the pipe, and the
+    doctor answers at the root error (with the version the log named before it)."""
+    fifo = tmp_path / "live.log"
+    os.mkfifo(fifo)
+    release = threading.Event()
+
+    def follow() -> None:
+        with fifo.open("w") as writer:
+            writer.write(log + "\n")
+            writer.flush()
+            release.wait(120)  # holds the pipe open, as `docker logs -f` does
+
+    thread = threading.Thread(target=follow)
+    thread.start()
+    try:
+        exit_code, out, err, _ = _doctor(str(fifo), "--json")
+    finally:
+        release.set()
+        thread.join()
+    assert exit_code == 0, err
+    result = json.loads(out)
+    assert result["code"] == code and result["engine_version"] == version
