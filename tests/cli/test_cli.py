@@ -258,17 +258,17 @@ def test_lock_wait_is_shown_on_stderr(kimi: Path) -> None:
 
 
 def test_colour_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    from patcher.cli import app as cli_module
+    from patcher.cli import output as cli_module
 
     diff = "--- a/config.json\n+++ b/config.json\n-    old\n+    new\n context"
     monkeypatch.setattr(cli_module.sys.stdout, "isatty", lambda: False, raising=False)
-    assert cli_module._paint(diff) == diff  # a pipe: plain
+    assert cli_module.paint(diff) == diff  # a pipe: plain
     monkeypatch.setattr(cli_module.sys.stdout, "isatty", lambda: True, raising=False)
-    painted = cli_module._paint(diff)
+    painted = cli_module.paint(diff)
     assert "\x1b[31m-    old" in painted and "\x1b[32m+    new" in painted
     assert "--- a/config.json\n+++ b/config.json" in painted  # headers stay plain
     monkeypatch.setenv("NO_COLOR", "1")
-    assert cli_module._paint(diff) == diff
+    assert cli_module.paint(diff) == diff
 
 
 def test_on_a_terminal_the_last_wait_line_stays_and_the_result_starts_a_new_line(

@@ -472,7 +472,7 @@ def test_upstream_fetches_report_progress(
     line on a terminal's stderr and erases it, and draws nothing into a pipe or --json."""
     import io
 
-    from patcher.cli import app as cli
+    from patcher.cli import output as cli
 
     _, url = hub
     cache = tmp_path / "cache"
@@ -508,8 +508,8 @@ def test_upstream_fetches_report_progress(
 
     for stream, drawn in ((Terminal(), True), (io.StringIO(), False)):
         monkeypatch.setattr(sys, "stderr", stream)
-        cli._report_fetch(REPO, "config.json", 1, 3)
-        cli._report_fetch(REPO, "", 0, 0)
+        cli.report_fetch(REPO, "config.json", 1, 3)
+        cli.report_fetch(REPO, "", 0, 0)
         text = stream.getvalue()
         assert (f"fetching config.json from {REPO} (1/3)..." in text) is drawn
         assert text.endswith("\r\x1b[K") is drawn

@@ -1,0 +1,234 @@
+"""The commands that judge a checkpoint for an engine: check, overrides, doctor, plan, sync
+and kv-budget. Each parses, calls one library function and renders."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from patcher.cli.options import (
+    CheckpointArg,
+    DryRunOpt,
+    EngineOpt,
+    GpuOpt,
+    JsonOpt,
+    ProfileOpt,
+    RevisionOpt,
+    TpOpt,
+)
+from patcher.cli.output import (
+    EXIT_CHANGES,
+    EXIT_REFUSED,
+    boundary,
+    checkpoint_arg,
+    out,
+)
+
+if TYPE_CHECKING:
+    from patcher.ops.targets import Target
+
+
+def check(
+    checkpoint: CheckpointArg,
+    engine: EngineOpt = None,
+    gpu: GpuOpt = None,
+    revision: RevisionOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Report known problems and the transform for each; exit 1 when any is found.
+
+    With --engine (and --gpu), also show what that engine derives from the files
+    (max_model_len, the KV-cache dtype 'auto' resolves to, quantization, MLA, the attention
+    backends that accept the config) and the errors its config stage would raise.
+    """
+    with boundary(as_json):
+        from patcher.advice.check import check_checkpoint
+        from patcher.cli import render
+
+        report = check_checkpoint(checkpoint_arg(checkpoint, revision), engine=engine, gpu=gpu)
+        out(render.to_json(report.to_json()) if as_json else render.check_text(report))
+    if report.findings:
+        raise typer.Exit(EXIT_REFUSED)
+
+
+def overrides(
+    checkpoint: CheckpointArg,
+    engine: EngineOpt = None,
+    revision: RevisionOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print the vLLM --hf-overrides and flags equivalent to the applied transforms.
+
+    With --engine, only flags that version accepts (--kv-cache-dtype bfloat16 needs vLLM 0.15).
+    """
+    with boundary(as_json):
+        from patcher.advice.overrides import engine_overrides
+        from patcher.cli import render
+
+        result = engine_overrides(checkpoint_arg(checkpoint, revision), engine=engine)
+        out(render.to_json(result.to_json()) if as_json else render.overrides_text(result))
+
+
+def doctor(
+    log: Annotated[
+        str,
+        typer.Argument(metavar="LOG", help="A failed vLLM or SGLang start-up log ('-': stdin)."),
+    ],
+    checkpoint: Annotated[
+        str | None,
+        typer.Option("--checkpoint", help="The checkpoint, to fill in the suggested commands."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Find the root error in a failed engine start-up log and name the fix.
+
+    Exit 0 when the failure is recognised, 1 when it is not.
+    """
+    with boundary(as_json):
+        import io
+        import sys
+
+        from patcher.advice.doctor import diagnose, diagnose_lines
+        from patcher.cli import render
+
+        if log == "-":
+            stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+            result = diagnose_lines(stdin, checkpoint=checkpoint or "CKPT")
+        else:
+            result = diagnose(log, checkpoint=checkpoint)
+        out(render.to_json(result.to_json()) if as_json else render.doctor_text(result))
+    if not result.recognised:
+        raise typer.Exit(EXIT_REFUSED)
+
+
+def make_target_from(
+    profile: Path | None, engine: str | None, gpu: str | None, tp: int | None
+) -> Target:
+    from patcher.ops.targets import make_target
+
+    return make_target(engine=engine, gpu=gpu, tensor_parallel=tp, profile=profile)
+
+
+def plan(
+    checkpoint: CheckpointArg,
+    profile: ProfileOpt = None,
+    engine: EngineOpt = None,
+    gpu: GpuOpt = None,
+    tp: TpOpt = None,
+    revision: RevisionOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show what sync would do for a target: apply, revert or re-apply, with the reason.
+
+    Exit 0 when the checkpoint is in sync, 4 when changes are pending, 1 on an error.
+    """
+    with boundary(as_json):
+        from patcher.cli import render
+        from patcher.ops.planning import plan_checkpoint
+
+        result = plan_checkpoint(
+            checkpoint_arg(checkpoint, revision), make_target_from(profile, engine, gpu, tp)
+        )
+        out(render.to_json(result.to_json()) if as_json else render.plan_text(result))
+    if not result.in_sync:
+        raise typer.Exit(EXIT_CHANGES)
+
+
+def sync(
+    checkpoint: CheckpointArg,
+    profile: ProfileOpt = None,
+    engine: EngineOpt = None,
+    gpu: GpuOpt = None,
+    tp: TpOpt = None,
+    dry_run: DryRunOpt = False,
+    revision: RevisionOpt = None,
+    overlay: Annotated[
+        Path | None,
+        typer.Option(
+            "--overlay",
+            help="Leave CHECKPOINT untouched (a read-only model store): sync an overlay "
+            "folder of links and patched copies instead, made if needed.",
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Make the checkpoint what the target needs: revert, re-apply and apply as planned.
+
+    A second sync does nothing. If a step fails, the steps already done are undone.
+    """
+    with boundary(as_json):
+        from patcher.cli import render
+        from patcher.ops.planning import sync_checkpoint
+
+        result = sync_checkpoint(
+            checkpoint_arg(checkpoint, revision),
+            make_target_from(profile, engine, gpu, tp),
+            dry_run=dry_run,
+            overlay=overlay,
+        )
+        out(render.to_json(result.to_json()) if as_json else render.sync_text(result))
+
+
+class KvDtype(StrEnum):
+    """KV-cache element type for kv-budget."""
+
+    auto = "auto"
+    fp8 = "fp8"
+    bf16 = "bf16"
+
+
+def kv_budget_command(
+    checkpoint: CheckpointArg,
+    gpu: GpuOpt = None,
+    gpu_memory: Annotated[
+        str | None,
+        typer.Option("--gpu-memory", help="Memory per GPU: 96GiB, 80GB (default: --gpu's)."),
+    ] = None,
+    weights: Annotated[
+        str | None,
+        typer.Option(
+            "--weights", help="Weights of all GPUs together (default: the index's total_size)."
+        ),
+    ] = None,
+    tp: Annotated[int, typer.Option("--tp", min=1, help="Tensor-parallel size.")] = 1,
+    kv_dtype: Annotated[
+        KvDtype, typer.Option("--kv-dtype", help="KV element type.")
+    ] = KvDtype.auto,
+    engine: EngineOpt = None,
+    utilization: Annotated[
+        float | None,
+        typer.Option(
+            "--gpu-utilization",
+            help="gpu_memory_utilization (default: 0.9, or 0.92 from vLLM 0.20 with --engine).",
+        ),
+    ] = None,
+    allowance: Annotated[
+        str,
+        typer.Option("--allowance", help="Per-GPU memory for activations, CUDA graphs, NCCL."),
+    ] = "1GiB",
+    revision: RevisionOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Estimate KV-cache bytes per token and the longest context that fits; exit 1 when the
+    config's own context does not fit."""
+    with boundary(as_json):
+        from patcher.advice.kvbudget import kv_budget
+        from patcher.cli import render
+
+        budget = kv_budget(
+            checkpoint_arg(checkpoint, revision),
+            gpu_memory_gib=gpu_memory,
+            gpu=gpu,
+            weights_gib=weights,
+            tp=tp,
+            kv_dtype=kv_dtype.value,
+            utilization=utilization,
+            engine=engine,
+            allowance_gib=allowance,
+        )
+        out(render.to_json(budget.to_json()) if as_json else render.kv_budget_text(budget))
+    if budget.config_context is not None and not budget.fits:
+        raise typer.Exit(EXIT_REFUSED)

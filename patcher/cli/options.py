@@ -1,0 +1,118 @@
+"""The CLI's shared arguments and options, and its shell completions."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+CheckpointArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="CHECKPOINT",
+        help="Checkpoint folder (holding config.json), or ORG/NAME[@REV] in the HF cache.",
+    ),
+]
+
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+RevisionOpt = Annotated[
+    str | None,
+    typer.Option("--revision", help="With an ORG/NAME checkpoint: branch, tag or commit."),
+]
+
+
+def complete_engines(incomplete: str) -> list[str]:
+    """Shell completion: each engine release line the engine model covers, newest first."""
+    from patcher.engines.target import NEWEST_READ, OLDEST
+
+    newest, oldest = NEWEST_READ["vllm"], OLDEST["vllm"]
+    found = [f"vllm==0.{minor}.0" for minor in range(newest[1], oldest[1] - 1, -1)]
+    found.append("sglang==" + ".".join(map(str, NEWEST_READ["sglang"])))
+    return [spec for spec in found if spec.startswith(incomplete)]
+
+
+def complete_gpus(incomplete: str) -> list[str]:
+    """Shell completion: the GPU names patcher knows."""
+    from patcher.engines.gpus import GPUS
+
+    return [name for name in GPUS if name.startswith(incomplete.lower())]
+
+
+EngineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--engine",
+        metavar="NAME==VERSION",
+        help="Judge against this engine, e.g. vllm==0.16.0.",
+        autocompletion=complete_engines,
+    ),
+]
+
+
+GpuOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--gpu",
+        help="GPU name (rtx-pro-6000, h200, ...) or compute capability (12.0).",
+        autocompletion=complete_gpus,
+    ),
+]
+
+
+DryRunOpt = Annotated[
+    bool, typer.Option("--dry-run", help="Show what would change; write nothing.")
+]
+
+
+def complete_transforms(incomplete: str) -> list[str]:
+    """Shell completion: built-in transform names."""
+    from patcher.transforms.catalog import builtin_transforms
+
+    return [t.name for t in builtin_transforms() if t.name.startswith(incomplete)]
+
+
+def complete_applied(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Shell completion: the transforms applied to the checkpoint typed, and their #ids."""
+    from patcher.errors import PatcherError as Refused
+    from patcher.store.file_status import checkpoint_status
+
+    try:
+        applied = checkpoint_status(ctx.params.get("checkpoint") or ".").applied
+    except Refused:
+        return []
+    found = [e.transform for e in applied] + [f"#{e.id}" for e in applied]
+    return [name for name in dict.fromkeys(found) if name.startswith(incomplete)]
+
+
+def complete_params(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Shell completion: NAME= for the parameters of the transform typed."""
+    from patcher.errors import PatcherError as Refused
+    from patcher.transforms.catalog import find_transform
+
+    name = ctx.params.get("transform")
+    if not name:
+        # While an option's value is being completed, click leaves the arguments unparsed:
+        # take the transform from the words typed (`patcher apply CKPT TRANSFORM ...`).
+        words = [w for w in os.environ.get("COMP_WORDS", "").split() if not w.startswith("-")]
+        name = words[3] if len(words) > 3 and words[1] == "apply" else ""
+    try:
+        transform = find_transform(name)
+    except Refused:
+        return []
+    return [f"{p.name}=" for p in transform.params if p.name.startswith(incomplete)]
+
+
+ProfileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--profile", help="A profile file (TOML): engine, gpu, tensor_parallel, [transforms]."
+    ),
+]
+
+
+TpOpt = Annotated[int | None, typer.Option("--tp", min=1, help="Tensor-parallel size.")]
