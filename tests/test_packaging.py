@@ -66,7 +66,7 @@ def test_wheel_ships_catalog_under_patcher_only(tmp_path: Path) -> None:
             "-c",
             f"import sys; sys.path.insert(0, {str(target)!r}); "
             "from patcher.transforms.catalog import builtin_transforms, catalog_dir; "
-            "from patcher.text import jsontext; assert jsontext._native is not None; "
+            "from patcher.text import scanner; assert scanner.native is not None; "
             "print(catalog_dir()); print(len(builtin_transforms()))",
         ],
         check=True,

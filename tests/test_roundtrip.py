@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from patcher import api
-from patcher.text import jsontext
+from patcher.text.pointers import join_pointer, split_pointer
 from patcher.transforms.definition import Edit, Transform
 from tests.strategies import document_texts, plain, trees
 from tests.text.test_jsontext import check_minimal, pointers
@@ -48,7 +48,7 @@ def draw_edit(data: st.DataObject, doc: Any, avoid: str | None = None) -> dict[s
     choices = [c for c in choices if c[1] == "object"]
     if not choices:
         key = data.draw(st.text(max_size=4).filter(lambda k: k not in doc))
-        return {"op": "add", "path": jsontext.join_pointer([key]), "value": plain(data.draw(trees))}
+        return {"op": "add", "path": join_pointer([key]), "value": plain(data.draw(trees))}
     pointer, _ = data.draw(st.sampled_from(choices))
     if data.draw(st.booleans()):
         return {"op": "remove", "path": pointer}
@@ -56,7 +56,7 @@ def draw_edit(data: st.DataObject, doc: Any, avoid: str | None = None) -> dict[s
 
 
 def _related(a: str, b: str) -> bool:
-    ta, tb = jsontext.split_pointer(a), jsontext.split_pointer(b)
+    ta, tb = split_pointer(a), split_pointer(b)
     n = min(len(ta), len(tb))
     return ta[:n] == tb[:n]
 

@@ -36,7 +36,7 @@ from patcher.store.overlay import existing_overlay, make_overlay
 from patcher.store.scratch import config_bytes, copy_bytes, scratch_copy
 from patcher.store.session import read_journal, write_session
 from patcher.text.document import canonical
-from patcher.text.jsontext import join_pointer
+from patcher.text.pointers import join_pointer
 from patcher.transforms.catalog import builtin_transforms, find_transform
 from patcher.transforms.params import resolve_params
 

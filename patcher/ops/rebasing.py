@@ -33,7 +33,8 @@ from patcher.store.hfcache import patched_siblings
 from patcher.store.journal import Entry, load_journal, load_object
 from patcher.store.session import write_session
 from patcher.text.document import MISSING
-from patcher.text.jsontext import DuplicateKeyError, JsonSyntaxError, JsonText
+from patcher.text.jsontext import DuplicateKeyError, JsonText
+from patcher.text.scanner import JsonSyntaxError
 
 _ABSENT = object()
 

@@ -26,7 +26,7 @@ from patcher.store.journal import (
     store_object,
 )
 from patcher.store.session import FileWrite, Session, write_session
-from patcher.text import jsontext
+from patcher.text import jsontext, pointers, scanner
 from patcher.text.document import Op
 from patcher.text.replay import replay
 from patcher.text.textdiff import unified
@@ -86,7 +86,7 @@ class RevertResult(JsonResult):
 
 
 def _tokens(op: Op) -> list[str]:
-    return jsontext.split_pointer(op["path"])
+    return pointers.split_pointer(op["path"])
 
 
 def _is_index(token: str) -> bool:
@@ -96,13 +96,13 @@ def _is_index(token: str) -> bool:
 def _overlap(a: Op, b: Op, doc: jsontext.JsonText) -> bool:
     """Whether two edits touch the same value, or one shifts the array the other indexes
     (anything but an object there counts: a file that is not JSON overlaps everything)."""
-    if jsontext.related(a["path"], b["path"]):
+    if pointers.related(a["path"], b["path"]):
         return True
     ta, tb = _tokens(a), _tokens(b)
     for x, tx, ty in ((a, ta, tb), (b, tb, ta)):
         if x["op"] not in ("add", "remove") or not tx or not _is_index(tx[-1]):
             continue
-        if ty[: len(tx) - 1] == tx[:-1] and _kind(doc, jsontext.join_pointer(tx[:-1])) != "object":
+        if ty[: len(tx) - 1] == tx[:-1] and _kind(doc, pointers.join_pointer(tx[:-1])) != "object":
             return True
     return False
 
@@ -111,7 +111,7 @@ def _kind(doc: jsontext.JsonText, pointer: str) -> str | None:
     """What is at ``pointer`` (located in the bytes); None when nothing, or not JSON."""
     try:
         return doc.kind(pointer)
-    except (jsontext.JsonSyntaxError, jsontext.DuplicateKeyError, RecursionError, ValueError):
+    except (scanner.JsonSyntaxError, jsontext.DuplicateKeyError, RecursionError, ValueError):
         return None
 
 

@@ -25,7 +25,7 @@ from patcher.store.files import read_current
 from patcher.store.hfcache import RepoRef, local_dir_commit, parse_repo_ref, snapshot_repo
 from patcher.store.journal import Entry, Journal, load_object
 from patcher.store.session import read_journal
-from patcher.text import jsontext
+from patcher.text import jsontext, pointers, scanner
 from patcher.text.document import MISSING, Op, canonical, get
 from patcher.text.structdiff import compare_json
 
@@ -316,7 +316,7 @@ class _Values:
     def get(self, pointer: str) -> Any:
         if self.whole is MISSING:
             with contextlib.suppress(
-                jsontext.DuplicateKeyError, jsontext.JsonSyntaxError, ValueError
+                jsontext.DuplicateKeyError, scanner.JsonSyntaxError, ValueError
             ):
                 return self.text.get(pointer)
             self.whole = json.loads(self.text.data)
@@ -330,7 +330,7 @@ def _attribute(
         (e, op, before)
         for e in applied
         for op, before in _steps(e, path)
-        if jsontext.related(op["path"], pointer)
+        if pointers.related(op["path"], pointer)
     ]
     if not touching:
         return None, None, UNEXPLAINED

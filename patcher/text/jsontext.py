@@ -1,99 +1,29 @@
 """Format-preserving JSON editing: an edit changes only the bytes of the member it touches.
 
 The file's bytes are never re-serialised nor decoded whole. A JSON pointer is followed through
-the bytes themselves; every value that is not on the path is validated and skipped by regular
-expressions that run in C and build no Python objects (one match skips a whole vocab or merges
-list), so locating ``/model/byte_fallback`` in a 15 MB ``tokenizer.json`` costs one pass over
-the bytes and no parse. A small ASCII file (a ``config.json``) is skipped through by Python's
-own scanner instead, which costs less than compiling those patterns. An edit splices prefix +
+the bytes themselves; every value that is not on the path is validated and skipped without
+being parsed (``patcher.text.scanner``), so locating ``/model/byte_fallback`` in a 15 MB
+``tokenizer.json`` costs one pass over the bytes and no parse. An edit splices prefix +
 new value + suffix, and the scan is kept across edits (its offsets are shifted), so a k-op
 transform costs one scan. Indentation, key order, escapes, number spellings and the final
 newline of everything else stay as they were. A new member copies the separator, indentation
 and ``": "`` style of its siblings.
 
-Where the optional C extension ``patcher.text._scan`` was built (see ``setup.py``), skipping a value
-and checking UTF-8 run there instead, about ten times faster and without compiling a pattern;
-it only says "valid, ends here" or "not this", and on "not this" the pure-Python path decides
-and names the problem, so both give the same answers. ``PATCHER_PURE_PYTHON=1`` turns it off.
 """
 
 from __future__ import annotations
 
-import codecs
-import functools
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from patcher.errors import InputFileError
-from patcher.text.document import BOM, MISSING
-
-try:
-    from patcher.text import _scan as _native
-except ImportError:  # built without a C compiler: the pure-Python scanner does it all
-    _native = None  # type: ignore[assignment]
-if os.environ.get("PATCHER_PURE_PYTHON"):
-    _native = None  # type: ignore[assignment]
-
-_DECODER = json.JSONDecoder()
-_INDEX = re.compile(r"0|[1-9][0-9]*")
-_OPEN = (0x7B, 0x5B)  # '{' and '['
-
-# Strict JSON (RFC 8259) as byte patterns, possessive so that a failed match never backtracks.
-_S = rb"[ \t\n\r]*+"
-_STR = rb'"[^"\\\x00-\x1f]*+(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*+)*+"'
-_NUM = rb"-?+(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?+(?:[eE][-+]?+[0-9]++)?+"
-_WS = re.compile(_S)
-_SCALAR = rb"(?:" + _STR + rb"|" + _NUM + rb"|true|false|null)"
-
-
-def _array_of(item: bytes) -> bytes:
-    return rb"\[" + _S + rb"(?:" + item + _S + rb"(?:," + _S + item + _S + rb")*+)?+\]"
-
-
-def _object_of(item: bytes) -> bytes:
-    member = _STR + _S + rb":" + _S + item + _S
-    return rb"\{" + _S + rb"(?:" + member + rb"(?:," + _S + member + rb")*+)?+\}"
-
-
-_FLAT = rb"(?:" + _SCALAR + rb"|" + _array_of(_SCALAR) + rb"|" + _object_of(_SCALAR) + rb")"
-
-
-@functools.cache
-def _flat_value() -> re.Pattern[bytes]:
-    """A scalar, or a container holding only scalars (a vocab, a merges list): one C match.
-    Compiled on first use, off the start-up of commands that never scan."""
-    return re.compile(_FLAT)
-
-
-_KEY = re.compile(_STR)
-_CLOSER = {0x7B: 0x7D, 0x5B: 0x5D}
-
-
-@functools.cache
-def _run(opener: int) -> re.Pattern[bytes]:
-    """For a long deeper container: a pattern that runs over its members holding scalars or
-    containers of scalars, each followed by a comma, in C. It holds one copy of a member (the
-    member after the run, the last one or a deeper one, is taken on its own), as compiling it
-    is part of a command's start; and only a container longer than ``_RUN_AFTER`` needs it."""
-    head = _STR + _S + rb":" + _S if opener == 0x7B else b""
-    return re.compile(_S + rb"(?:" + head + _FLAT + _S + rb"," + _S + rb")*+")
-
-
-_RUN_AFTER = 1024  # members taken one at a time (a few µs each) before the run is compiled
-
-
-_CHUNK = 1 << 18
-# Up to this size an ASCII document's values are skipped by Python's own scanner: parsing a
-# config.json costs far less than compiling the byte patterns above (about 8 ms a process).
-_SMALL = 1 << 18
-
-
-class PointerError(Exception):
-    """A pointer does not lead to a value in the text (message is the pointer)."""
+from patcher.text import scanner
+from patcher.text.document import MISSING
+from patcher.text.pointers import PointerError, join_pointer, split_pointer
+from patcher.text.scanner import JsonSyntaxError, value_end
 
 
 class DuplicateKeyError(Exception):
@@ -135,57 +65,6 @@ class Container:
     slots: tuple[Slot, ...]
 
 
-def split_pointer(pointer: str) -> list[str]:
-    """Split an RFC 6901 pointer into unescaped tokens ('' is the whole document)."""
-    if pointer == "":
-        return []
-    if not pointer.startswith("/"):
-        raise PointerError(pointer)
-    return [t.replace("~1", "/").replace("~0", "~") for t in pointer[1:].split("/")]
-
-
-def related(a: str, b: str) -> bool:
-    """Whether one pointer is the other or leads inside it."""
-    ta, tb = split_pointer(a), split_pointer(b)
-    n = min(len(ta), len(tb))
-    return ta[:n] == tb[:n]
-
-
-def join_pointer(tokens: list[str]) -> str:
-    """Join tokens into an RFC 6901 pointer, escaping '~' and '/'."""
-    return "".join("/" + t.replace("~", "~0").replace("/", "~1") for t in tokens)
-
-
-class JsonSyntaxError(Exception):
-    """The text is not valid JSON; ``line`` and ``column`` (in characters) are 1-based."""
-
-    def __init__(self, data: bytes, position: int, problem: str) -> None:
-        line_start = data.rfind(b"\n", 0, position) + 1
-        self.line = data.count(b"\n", 0, position) + 1
-        self.column = len(data[line_start:position].decode("utf-8", "replace")) + 1
-        self.problem = problem
-        super().__init__(f"line {self.line} column {self.column}: {problem}")
-
-
-def check_utf8(data: bytes) -> int | None:
-    """The offset of the first byte that is not UTF-8, or None. Decoded in small pieces, so
-    no text copy of a large file is ever held."""
-    if data.isascii() or (_native is not None and _native.utf8_valid(data)):
-        return None
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    with memoryview(data) as view:
-        try:
-            for at in range(0, len(data), _CHUNK):
-                decoder.decode(view[at : at + _CHUNK])
-            decoder.decode(b"", final=True)
-        except UnicodeDecodeError:
-            try:
-                data.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                return int(exc.start)
-    return None
-
-
 Trie = dict[str, "Trie"]
 
 
@@ -196,85 +75,6 @@ def _trie(pointers: list[str]) -> Trie:
         for token in split_pointer(pointer):
             node = node.setdefault(token, {})
     return root
-
-
-def _skip(data: bytes, i: int) -> int:
-    match = _WS.match(data, i)
-    assert match is not None
-    return match.end()
-
-
-def _root(data: bytes) -> int:
-    return _skip(data, len(BOM) if data.startswith(BOM) else 0)
-
-
-def _slow_value_end(data: bytes, start: int) -> int:
-    """Where the value at ``start`` ends, by Python's own JSON scanner: it names the problem of
-    an invalid value exactly, and it accepts what Python's json does beyond strict JSON (NaN)."""
-    text = data.decode("utf-8", "surrogateescape")
-    at = len(data[:start].decode("utf-8", "surrogateescape"))
-    try:
-        _, end = _DECODER.raw_decode(text, at)
-    except json.JSONDecodeError as exc:
-        where = len(text[: exc.pos].encode("utf-8", "surrogateescape"))
-        raise JsonSyntaxError(data, where, exc.msg) from None
-    return len(text[:end].encode("utf-8", "surrogateescape"))
-
-
-def _skip_container(data: bytes, start: int) -> int | None:
-    opener = data[start]
-    closer = _CLOSER[opener]
-    j = _skip(data, start + 1)
-    if j < len(data) and data[j] == closer:
-        return j + 1
-    taken = 0
-    while True:
-        taken += 1
-        if taken >= _RUN_AFTER:
-            matched = _run(opener).match(data, j)
-            assert matched is not None
-            j = matched.end()
-        if opener == 0x7B:
-            key = _KEY.match(data, j)
-            colon = _skip(data, key.end()) if key is not None else len(data)
-            if colon >= len(data) or data[colon] != 0x3A:  # ':'
-                return None
-            j = _skip(data, colon + 1)
-        if j >= len(data):
-            return None
-        if data[j] in _OPEN:
-            end = value_end(data, j)
-        else:  # a scalar; anything else is named by Python's scanner
-            flat = _flat_value().match(data, j)
-            if flat is None:
-                return None
-            end = flat.end()
-        k = _skip(data, end)
-        if k < len(data) and data[k] == 0x2C:  # ','
-            j = _skip(data, k + 1)
-            continue
-        return k + 1 if k < len(data) and data[k] == closer else None
-
-
-def value_end(data: bytes, start: int) -> int:
-    """Where the JSON value at ``start`` ends; the value is validated on the way."""
-    if _native is not None:
-        native_end = _native.value_end(data, start)
-        if native_end >= 0:
-            return native_end
-    match = _flat_value().match(data, start)
-    if match is not None:
-        return match.end()
-    if start < len(data) and data[start] in _OPEN:
-        end = _skip_container(data, start)
-        if end is not None:
-            return end
-    return _slow_value_end(data, start)
-
-
-def _expect(data: bytes, at: int, chars: bytes, what: str) -> None:
-    if at >= len(data) or data[at] not in chars:
-        raise JsonSyntaxError(data, at, f"Expecting {what}")
 
 
 class Raw:
@@ -329,7 +129,7 @@ class JsonText:
         self._ascii: bool | None = None
         self._newline: bytes | None = None
         self._indent: str | None = None
-        self._small: str | None = None  # a small ASCII document's text (see _SMALL)
+        self._small: str | None = None  # a small ASCII document's text (see scanner.SMALL)
 
     @property
     def text(self) -> str:
@@ -356,27 +156,27 @@ class JsonText:
     def prepare(self, pointers: list[str]) -> None:
         """Validate the whole document, scanning the containers on ``pointers`` on the way."""
         data = self.data
-        start = _root(data)
-        if start < len(data) and data[start] in _OPEN:
+        start = scanner.root_start(data)
+        if start < len(data) and data[start] in scanner.OPENERS:
             end = self._scan(start, "", _trie(pointers)).close + 1
         else:
             end = value_end(data, start)
-        if _skip(data, end) != len(data):
-            raise JsonSyntaxError(data, _skip(data, end), "Extra data")
+        if scanner.skip_ws(data, end) != len(data):
+            raise JsonSyntaxError(data, scanner.skip_ws(data, end), "Extra data")
 
     def _scan(self, at: int, pointer: str, want: Trie) -> Container:
         cached = self._containers.get(at)
         if cached is not None:
             return cached
         data = self.data
-        if at >= len(data) or data[at] not in _OPEN:
+        if at >= len(data) or data[at] not in scanner.OPENERS:
             raise PointerError(pointer)
         kind: Literal["object", "array"] = "object" if data[at] == 0x7B else "array"
         closer = b"}" if kind == "object" else b"]"
         slots: list[Slot] = []
         seen: set[str] = set()
         ends = self._ends
-        j = _skip(data, at + 1)
+        j = scanner.skip_ws(data, at + 1)
         if j < len(data) and data[j] == closer[0]:
             container = Container(kind, at, j, ())
             self._containers[at] = container
@@ -386,10 +186,10 @@ class JsonText:
             start = j
             key: str | None = None
             if kind == "object":
-                _expect(data, j, b'"', "property name enclosed in double quotes")
-                match = _KEY.match(data, j)
+                scanner.expect_char(data, j, b'"', "property name enclosed in double quotes")
+                match = scanner.KEY.match(data, j)
                 if match is None:
-                    _slow_value_end(data, j)
+                    scanner.slow_value_end(data, j)
                     raise JsonSyntaxError(data, j, "Invalid string")  # pragma: no cover
                 key_end = match.end()
                 raw_key = data[j + 1 : key_end - 1]
@@ -398,15 +198,19 @@ class JsonText:
                 if key in seen:
                     raise DuplicateKeyError(pointer, key)
                 seen.add(key)
-                colon = _skip(data, key_end)
-                _expect(data, colon, b":", "':' delimiter")
-                value_start = _skip(data, colon + 1)
+                colon = scanner.skip_ws(data, key_end)
+                scanner.expect_char(data, colon, b":", "':' delimiter")
+                value_start = scanner.skip_ws(data, colon + 1)
                 token = key
             else:
                 key_end = value_start = j
                 token = str(len(slots))
             child = want.get(token)
-            if child is not None and value_start < len(data) and data[value_start] in _OPEN:
+            if (
+                child is not None
+                and value_start < len(data)
+                and data[value_start] in scanner.OPENERS
+            ):
                 value_end_at = self._scan(value_start, pointer + join_pointer([token]), child)
                 end = value_end_at.close + 1
             else:
@@ -414,10 +218,10 @@ class JsonText:
                 end = self._value_end(value_start) if known is None else known
                 ends[value_start] = end
             slots.append(Slot(key, start, key_end, value_start, end))
-            j = _skip(data, end)
-            _expect(data, j, b"," + closer, f"',' delimiter or '{closer.decode()}'")
+            j = scanner.skip_ws(data, end)
+            scanner.expect_char(data, j, b"," + closer, f"',' delimiter or '{closer.decode()}'")
             if data[j] == 0x2C:
-                j = _skip(data, j + 1)
+                j = scanner.skip_ws(data, j + 1)
                 continue
             container = Container(kind, at, j, tuple(slots))
             self._containers[at] = container
@@ -428,13 +232,13 @@ class JsonText:
         """Where the value at ``start`` ends, validated: by the C extension where it is built;
         without it, by Python's scanner in a small ASCII document (where character and byte
         offsets agree), else by the byte patterns."""
-        if _native is not None:
+        if scanner.native is not None:
             return value_end(self.data, start)
-        if self._small is None and len(self.data) <= _SMALL and self.is_ascii():
+        if self._small is None and len(self.data) <= scanner.SMALL and self.is_ascii():
             self._small = self.data.decode("ascii")
         if self._small is not None:
             try:
-                return int(_DECODER.raw_decode(self._small, start)[1])
+                return int(scanner.DECODER.raw_decode(self._small, start)[1])
             except json.JSONDecodeError as exc:
                 raise JsonSyntaxError(self.data, exc.pos, exc.msg) from None
             except ValueError:  # an integer past Python's digit limit is still valid JSON
@@ -491,7 +295,7 @@ class JsonText:
     def container(self, tokens: list[str]) -> Container:
         """The object or array at ``tokens``."""
         want = _trie([join_pointer(tokens)])
-        container = self._scan(_root(self.data), "", want)
+        container = self._scan(scanner.root_start(self.data), "", want)
         for depth, token in enumerate(tokens):
             want = want[token]
             slot = container.slots[_find(container, token, join_pointer(tokens[: depth + 1]))]
@@ -502,8 +306,8 @@ class JsonText:
         """The (start, end) byte offsets of the value at ``pointer``."""
         tokens = split_pointer(pointer)
         if not tokens:
-            start = _root(self.data)
-            if start < len(self.data) and self.data[start] in _OPEN:
+            start = scanner.root_start(self.data)
+            if start < len(self.data) and self.data[start] in scanner.OPENERS:
                 return start, self.container([]).close + 1
             return start, value_end(self.data, start)
         parent = self.container(tokens[:-1])
@@ -541,7 +345,7 @@ class JsonText:
         def node(start: int, end: int, pointer: str, want: Trie) -> Any:
             if pointer in targets:
                 return json.loads(data[start:end])
-            if not want or data[start] not in _OPEN:
+            if not want or data[start] not in scanner.OPENERS:
                 return Raw(data, start, end)
             container = self._scan(start, pointer, want)
             if container.kind == "array":
@@ -626,7 +430,7 @@ class JsonText:
             position = len(parent.slots)
         elif token == "-":
             position = len(parent.slots)
-        elif _INDEX.fullmatch(token) and int(token) <= len(parent.slots):
+        elif scanner.INDEX.fullmatch(token) and int(token) <= len(parent.slots):
             position = int(token)
         else:
             raise PointerError(pointer)
@@ -660,7 +464,7 @@ def _find(container: Container, token: str, pointer: str) -> int:
             if slot.key == token:
                 return index
         raise PointerError(pointer)
-    if _INDEX.fullmatch(token) and int(token) < len(container.slots):
+    if scanner.INDEX.fullmatch(token) and int(token) < len(container.slots):
         return int(token)
     raise PointerError(pointer)
 
@@ -711,7 +515,7 @@ class _Style:
 
 def _line_indent(data: bytes, at: int) -> str:
     line_start = data.rfind(b"\n", 0, at) + 1
-    match = _WS.match(data, line_start)
+    match = scanner.WS.match(data, line_start)
     assert match is not None
     return match.group(0).replace(b"\n", b"").replace(b"\r", b"").decode()
 
@@ -739,7 +543,7 @@ def _insert(
         last = slots[-1]
         key_sep = data[last.key_end : last.value_start].decode() if is_object else ": "
         if len(slots) >= 2:
-            comma = _skip(data, slots[-2].value_end)
+            comma = scanner.skip_ws(data, slots[-2].value_end)
             sep = data[comma + 1 : last.start].decode()
         else:
             sep = data[parent.open + 1 : slots[0].start].decode()
@@ -752,7 +556,7 @@ def _insert(
         content_end = len(data)
         while content_end > 0 and data[content_end - 1] in b" \t\n\r":
             content_end -= 1
-        multiline = data.find(b"\n", _root(data), content_end) != -1
+        multiline = data.find(b"\n", scanner.root_start(data), content_end) != -1
         outer = _line_indent(data, parent.open)
         member_indent = outer + doc.indent_unit()
         sep = newline + member_indent

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from patcher.errors import ConflictError, InputFileError
-from patcher.text import jsontext
+from patcher.text import jsontext, pointers, scanner
 from patcher.text.document import MISSING, Op, canonical, json_problem, not_utf8
 
 
@@ -50,13 +50,13 @@ def _problem(doc: jsontext.JsonText, group: list[Op]) -> str | None:
         elif op["op"] in ("remove", "replace") and doc.kind(path) is None:
             return f"nothing at {path}"
         elif op["op"] == "add":
-            tokens = jsontext.split_pointer(path)
-            parent = doc.kind(jsontext.join_pointer(tokens[:-1]))
+            tokens = pointers.split_pointer(path)
+            parent = doc.kind(pointers.join_pointer(tokens[:-1]))
             guarded = any(t["op"] == "test" and t["path"] == path for t in group[:-1])
             if parent == "object" and doc.kind(path) is not None and not guarded:
                 return f"{path} is already present"
             if parent not in ("object", "array"):
-                return f"no object at {jsontext.join_pointer(tokens[:-1]) or '/'}"
+                return f"no object at {pointers.join_pointer(tokens[:-1]) or '/'}"
     return None
 
 
@@ -78,7 +78,7 @@ def replay(
     # One scan, kept across the ops (a JsonText given is forked, and keeps its scan too).
     edited = data.fork() if isinstance(data, jsontext.JsonText) else jsontext.JsonText(data)
     skipped: list[Op] = []
-    bad = jsontext.check_utf8(edited.data)
+    bad = scanner.check_utf8(edited.data)
     if bad is not None:
         raise not_utf8(edited.data, bad, file, _FIX)
     try:
@@ -98,7 +98,7 @@ def replay(
                 continue
             if group[-1]["op"] != "test":
                 edited.apply_op(group[-1])
-    except jsontext.JsonSyntaxError as exc:
+    except scanner.JsonSyntaxError as exc:
         raise InputFileError(f"invalid JSON at {exc}", file=file, hint=_FIX) from None
     except jsontext.DuplicateKeyError as exc:
         raise exc.refusal(file) from None

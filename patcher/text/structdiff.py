@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from patcher.text import jsontext
+from patcher.text import jsontext, pointers, scanner
 from patcher.text.document import BOM
 
 ChangeKind = Literal["added", "removed", "changed"]
@@ -78,9 +78,9 @@ def compare_json(
     try:
         changes = _compare_texts(a, b)
     except (
-        jsontext.JsonSyntaxError,
+        scanner.JsonSyntaxError,
         jsontext.DuplicateKeyError,
-        jsontext.PointerError,
+        pointers.PointerError,
         ValueError,
         RecursionError,
     ):
@@ -90,7 +90,7 @@ def compare_json(
 
 def _compare_texts(a: jsontext.JsonText, b: jsontext.JsonText) -> tuple[Change, ...] | None:
     for data in (a.data, b.data):
-        if data.startswith(BOM) or jsontext.check_utf8(data) is not None:
+        if data.startswith(BOM) or scanner.check_utf8(data) is not None:
             return None
     a.prepare([])
     b.prepare([])
@@ -130,7 +130,7 @@ def _walk_texts(
     if _spelled_alike(a, at, b, bt):
         return
     opener, other = a.data[at[0]], b.data[bt[0]]
-    pointer = jsontext.join_pointer(path)
+    pointer = pointers.join_pointer(path)
     if opener == other == 0x7B:  # two objects
         mine, theirs = a.container_at(at[0], pointer), b.container_at(bt[0], pointer)
         kept = {slot.key: slot for slot in theirs.slots}
@@ -141,7 +141,7 @@ def _walk_texts(
             span = (slot.value_start, slot.value_end)
             if match is None:
                 changes.append(
-                    Change(jsontext.join_pointer(here), "removed", _parsed(a, span), _ABSENT)
+                    Change(pointers.join_pointer(here), "removed", _parsed(a, span), _ABSENT)
                 )
             else:
                 _walk_texts(a, b, span, (match.value_start, match.value_end), here, changes)
@@ -151,7 +151,7 @@ def _walk_texts(
                 assert slot.key is not None
                 value = _parsed(b, (slot.value_start, slot.value_end))
                 changes.append(
-                    Change(jsontext.join_pointer([*path, slot.key]), "added", _ABSENT, value)
+                    Change(pointers.join_pointer([*path, slot.key]), "added", _ABSENT, value)
                 )
     elif opener == other == 0x5B:  # two arrays
         olds = [(s.value_start, s.value_end) for s in a.container_at(at[0], pointer).slots]
@@ -182,17 +182,17 @@ def _walk(old: Any, new: Any, path: list[str], changes: list[Change]) -> None:
         for key, value in old.items():
             if key not in new:
                 changes.append(
-                    Change(jsontext.join_pointer([*path, key]), "removed", value, _ABSENT)
+                    Change(pointers.join_pointer([*path, key]), "removed", value, _ABSENT)
                 )
             elif not same(value, new[key]):
                 _walk(value, new[key], [*path, key], changes)
         for key, value in new.items():
             if key not in old:
-                changes.append(Change(jsontext.join_pointer([*path, key]), "added", _ABSENT, value))
+                changes.append(Change(pointers.join_pointer([*path, key]), "added", _ABSENT, value))
     elif isinstance(old, list) and isinstance(new, list):
         _walk_list(old, new, path, changes)
     else:
-        changes.append(Change(jsontext.join_pointer(path), "changed", old, new))
+        changes.append(Change(pointers.join_pointer(path), "changed", old, new))
 
 
 def _walk_list(old: list[Any], new: list[Any], path: list[str], changes: list[Change]) -> None:
@@ -234,11 +234,11 @@ def _align(
             at_old, at_new = start + in_old, start + in_new
             if kind == "removed":
                 changes.append(
-                    Change(jsontext.join_pointer([*path, str(at_old)]), kind, old[in_old], _ABSENT)
+                    Change(pointers.join_pointer([*path, str(at_old)]), kind, old[in_old], _ABSENT)
                 )
             elif kind == "added":
                 changes.append(
-                    Change(jsontext.join_pointer([*path, str(at_new)]), kind, _ABSENT, new[in_new])
+                    Change(pointers.join_pointer([*path, str(at_new)]), kind, _ABSENT, new[in_new])
                 )
             elif kind == "changed" and not same(old[in_old], new[in_new]):
                 _walk(old[in_old], new[in_new], [*path, str(at_old)], changes)

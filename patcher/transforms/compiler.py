@@ -21,7 +21,7 @@ from patcher.results import ShortRepr
 from patcher.store.checkpoint import Checkpoint
 from patcher.store.files import read_current
 from patcher.store.fsio import Digest, sha256
-from patcher.text import jsontext
+from patcher.text import jsontext, pointers, scanner
 from patcher.text.document import MISSING as _MISSING
 from patcher.text.document import Op, canonical, decode_text, json_problem, not_utf8
 from patcher.text.jsontext import JsonText
@@ -172,13 +172,13 @@ class _Compiler:
             text = decode_text(data, str(path), hint)
             state = _FileState(edit.file, data, text, None, "text", link)
         else:
-            bad = jsontext.check_utf8(data)
+            bad = scanner.check_utf8(data)
             if bad is not None:
                 raise not_utf8(data, bad, str(path), hint)
             document = JsonText(data)
             try:
                 document.prepare(self.pointers(edit.file))
-            except jsontext.JsonSyntaxError as exc:
+            except scanner.JsonSyntaxError as exc:
                 raise InputFileError(f"invalid JSON at {exc}", file=path, hint=hint) from None
             except jsontext.DuplicateKeyError as exc:
                 raise exc.refusal(self.checkpoint.root / edit.file) from None
@@ -309,7 +309,7 @@ class _Compiler:
                 raise self.fail(state.path, path, "'merge' needs an object of members to set")
             merged: list[Op] = []
             for key, value in op["value"].items():
-                member = path + jsontext.join_pointer([key])
+                member = path + pointers.join_pointer([key])
                 merged += self.resolve(state, {"op": "set", "path": member, "value": value})
             return merged
         if kind == "append":
@@ -357,8 +357,8 @@ class _Compiler:
     def apply_add(self, state: _FileState, op: Op, old: Any) -> None:
         doc = state.doc
         path = op["path"]
-        tokens = jsontext.split_pointer(path)
-        parent_pointer = jsontext.join_pointer(tokens[:-1])
+        tokens = pointers.split_pointer(path)
+        parent_pointer = pointers.join_pointer(tokens[:-1])
         parent_kind = doc.kind(parent_pointer)
         if parent_kind not in ("object", "array"):
             raise self.fail(
@@ -369,7 +369,7 @@ class _Compiler:
             index = size if tokens[-1] == "-" else int(tokens[-1]) if tokens[-1].isdigit() else -1
             if not 0 <= index <= size:
                 raise self.fail(state.path, path, f"cannot add here: no index {tokens[-1]!r}")
-            path = jsontext.join_pointer([*tokens[:-1], str(index)])
+            path = pointers.join_pointer([*tokens[:-1], str(index)])
             op = {"op": "add", "path": path, "value": op["value"]}
             inverse: list[Op] = [{"op": "remove", "path": path}]
             forward = [op]

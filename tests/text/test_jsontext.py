@@ -10,7 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from patcher.text import jsontext
+from patcher.text import jsontext, scanner
+from patcher.text.pointers import join_pointer, split_pointer
 from tests.strategies import document_texts, plain, trees
 
 # The one function-scoped fixture here (skipper) holds a setting for all of a test's examples.
@@ -28,17 +29,17 @@ SKIPPERS = ["c-extension", "python-scanner", "byte-patterns"]
 def skipping_by(name: str) -> Iterator[None]:
     """Values off the path skipped one way: by the C extension (as installed), or without it,
     a small ASCII document by Python's scanner and every other one by the byte patterns."""
-    saved = jsontext._SMALL, jsontext._native
-    if name == "c-extension" and jsontext._native is None:
+    saved = scanner.SMALL, scanner.native
+    if name == "c-extension" and scanner.native is None:
         pytest.skip("the C extension is not built here (tests/test_scan.py says why)")
     if name != "c-extension":
-        jsontext._native = None
+        scanner.native = None
     if name == "byte-patterns":
-        jsontext._SMALL = -1
+        scanner.SMALL = -1
     try:
         yield
     finally:
-        jsontext._SMALL, jsontext._native = saved
+        scanner.SMALL, scanner.native = saved
 
 
 @pytest.fixture(params=SKIPPERS)
@@ -53,7 +54,7 @@ def pointers(value: Any, prefix: str = "") -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     if isinstance(value, dict):
         for key, child in value.items():
-            here = prefix + jsontext.join_pointer([key])
+            here = prefix + join_pointer([key])
             found.append((here, "object"))
             found += pointers(child, here)
     elif isinstance(value, list):
@@ -70,7 +71,7 @@ def same(a: Any, b: Any) -> bool:
 
 def unaffected(pointer: str, edited: str, parent_kind: str) -> bool:
     """Whether ``pointer`` keeps its raw text when ``edited`` changes (arrays shift indices)."""
-    p, e = jsontext.split_pointer(pointer), jsontext.split_pointer(edited)
+    p, e = split_pointer(pointer), split_pointer(edited)
     n = min(len(p), len(e))
     if p[:n] == e[:n]:
         return False
@@ -129,7 +130,7 @@ def test_add_member_or_element(data: st.DataObject) -> None:
     value = plain(data.draw(trees))
     if isinstance(container, dict):
         key = data.draw(st.text(max_size=5).filter(lambda k: k not in container))
-        pointer = parent + jsontext.join_pointer([key])
+        pointer = parent + join_pointer([key])
     else:
         index = data.draw(st.integers(0, len(container)))
         pointer = f"{parent}/{data.draw(st.sampled_from([str(index), '-']))}"
@@ -171,7 +172,7 @@ def test_duplicate_keys_on_the_path_are_refused() -> None:
 def test_pointer_escapes() -> None:
     text = '{"a/b": {"~": 1}}'
     assert jsontext.raw_value(text, "/a~1b/~0") == "1"
-    assert jsontext.split_pointer("/a~1b/~0") == ["a/b", "~"]
+    assert split_pointer("/a~1b/~0") == ["a/b", "~"]
 
 
 def _python_end(text: str) -> int | None:
@@ -186,7 +187,7 @@ def _python_end(text: str) -> int | None:
 @pytest.mark.usefixtures("skipper")
 @SETTINGS
 @given(st.data())
-@pytest.mark.parametrize("run_after", [1, jsontext._RUN_AFTER])
+@pytest.mark.parametrize("run_after", [1, scanner.RUN_AFTER])
 def test_the_fast_skipper_agrees_with_pythons_json(
     monkeypatch: pytest.MonkeyPatch, run_after: int, data: st.DataObject
 ) -> None:
@@ -194,7 +195,7 @@ def test_the_fast_skipper_agrees_with_pythons_json(
     valid JSON they must end exactly where Python's scanner ends, and on every mangled text
     they must refuse what Python refuses (and accept what it accepts, NaN included). The
     members of a deeper container go one at a time, then (past ``run_after``) in runs."""
-    monkeypatch.setattr(jsontext, "_RUN_AFTER", run_after)
+    monkeypatch.setattr(scanner, "RUN_AFTER", run_after)
     text = document_texts(data)
     if data.draw(st.booleans()):
         at = data.draw(st.integers(0, len(text)))
@@ -206,8 +207,8 @@ def test_the_fast_skipper_agrees_with_pythons_json(
     raw = text.encode("utf-8", "surrogatepass")
     expected = _python_end(text) if text.encode("utf-8", "surrogatepass") == raw else None
     try:
-        end = jsontext.value_end(raw, 0)
-    except jsontext.JsonSyntaxError:
+        end = scanner.value_end(raw, 0)
+    except scanner.JsonSyntaxError:
         end = None
     assert end == expected
 
@@ -227,7 +228,7 @@ def test_small_documents_are_judged_as_large_ones(data: st.DataObject) -> None:
     def outcome() -> tuple[int, int, str] | None:
         try:
             jsontext.JsonText(text.encode("utf-8", "surrogatepass")).prepare([pointer])
-        except jsontext.JsonSyntaxError as exc:
+        except scanner.JsonSyntaxError as exc:
             return exc.line, exc.column, exc.problem
         except (jsontext.DuplicateKeyError, RecursionError):
             return (0, 0, "refused")
@@ -235,7 +236,7 @@ def test_small_documents_are_judged_as_large_ones(data: st.DataObject) -> None:
 
     outcomes = []
     for name in SKIPPERS:
-        if name == "c-extension" and jsontext._native is None:
+        if name == "c-extension" and scanner.native is None:
             continue
         with skipping_by(name):
             outcomes.append(outcome())
@@ -247,20 +248,20 @@ def test_a_config_edit_compiles_no_byte_pattern() -> None:
     8 ms of a command's start), yet still refuses a broken value off the edited path."""
     config = {"architectures": ["X"], "quantization_config": {"kv_cache_scheme": {"bits": 8}}}
     text = json.dumps({**config, "layers": [{"a": [1, 2]}] * 50, "k": 1}, indent=2)
-    jsontext._flat_value.cache_clear()
-    jsontext._run.cache_clear()
+    scanner._flat_value.cache_clear()
+    scanner._run.cache_clear()
     after = jsontext.remove(text, "/quantization_config/kv_cache_scheme")
     assert "kv_cache_scheme" not in after
-    assert jsontext._flat_value.cache_info().currsize == 0
-    assert jsontext._run.cache_info().currsize == 0
+    assert scanner._flat_value.cache_info().currsize == 0
+    assert scanner._run.cache_info().currsize == 0
     broken = text.replace("1,", "1 ", 1)  # in layers/0/a, off the edited path
-    with pytest.raises(jsontext.JsonSyntaxError, match="Expecting ',' delimiter"):
+    with pytest.raises(scanner.JsonSyntaxError, match="Expecting ',' delimiter"):
         jsontext.remove(broken, "/quantization_config/kv_cache_scheme")
 
 
 def test_syntax_errors_name_the_line_and_character_column() -> None:
     text = '{\n  "é": [1, 2,, 3]\n}'
-    with pytest.raises(jsontext.JsonSyntaxError) as caught:
+    with pytest.raises(scanner.JsonSyntaxError) as caught:
         jsontext.JsonText(text).prepare([])
     with pytest.raises(json.JSONDecodeError) as python:
         json.loads(text)
@@ -280,9 +281,9 @@ def test_nan_is_accepted_as_pythons_json_accepts_it() -> None:
 @pytest.mark.usefixtures("skipper")
 def test_check_utf8_names_the_first_bad_byte() -> None:
     good = ("Ġ" * 300_000).encode()
-    assert jsontext.check_utf8(good) is None
-    assert jsontext.check_utf8(good[:-1]) == len(good) - 2
-    assert jsontext.check_utf8(good[:400_001] + b"\xff" + good[400_001:]) == 400_000
+    assert scanner.check_utf8(good) is None
+    assert scanner.check_utf8(good[:-1]) == len(good) - 2
+    assert scanner.check_utf8(good[:400_001] + b"\xff" + good[400_001:]) == 400_000
 
 
 def test_a_scan_is_kept_across_edits(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -290,7 +291,7 @@ def test_a_scan_is_kept_across_edits(monkeypatch: pytest.MonkeyPatch) -> None:
     vocab = {f"t{i}": i for i in range(20_000)}
     doc = jsontext.JsonText(json.dumps({"model": {"vocab": vocab, "a": 1, "b": [1]}}, indent=2))
     calls: list[int] = []
-    real = jsontext.value_end
+    real = scanner.value_end
 
     def counting(data: bytes, start: int) -> int:
         calls.append(real(data, start) - start)

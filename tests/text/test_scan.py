@@ -18,10 +18,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from patcher.text import jsontext
+from patcher.text import scanner
 from tests.strategies import document_texts
 
-scan = jsontext._native  # None where it is not built, or PATCHER_PURE_PYTHON is set
+scan = scanner.native  # None where it is not built, or PATCHER_PURE_PYTHON is set
 
 SETTINGS = settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 JUNK = ["", ",", "]", "}", "\x01", "\x1f", "\x7f", "NaN", "Infinity", '"', "\\", "\\u12", "\\x"]
@@ -53,13 +53,13 @@ def test_the_extension_is_built_where_a_compiler_is() -> None:
         pytest.skip("PATCHER_PURE_PYTHON is set: the pure-Python path is under test")
     if not (shutil.which("cc") or shutil.which("gcc")):
         pytest.skip("no C compiler here: the install fell back to the pure-Python scanner")
-    assert jsontext._native is not None, "patcher.text._scan was not built; see setup.py"
+    assert scanner.native is not None, "patcher.text._scan was not built; see setup.py"
 
 
 def test_the_pure_python_switch_turns_it_off() -> None:
     """``PATCHER_PURE_PYTHON=1`` makes a process use the pure-Python scanner (for a bug report
     or a benchmark of both)."""
-    probe = "from patcher.text import jsontext; print(jsontext._native is None)"
+    probe = "from patcher.text import scanner; print(scanner.native is None)"
     env = {**os.environ, "PATCHER_PURE_PYTHON": "1"}
     done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
     assert done.stdout.strip() == "True", done.stderr
@@ -118,7 +118,7 @@ def test_deep_nesting_is_left_to_the_python_path() -> None:
     shallow, deep = "[" * 512 + "]" * 512, "[" * 513 + "]" * 513
     assert scan.value_end(shallow.encode(), 0) == len(shallow)
     assert scan.value_end(deep.encode(), 0) == -1
-    assert jsontext.value_end(deep.encode(), 0) == len(deep)
+    assert scanner.value_end(deep.encode(), 0) == len(deep)
     assert scan.value_end(b"[1]", 4) == -1 and scan.value_end(b"[1]", -1) == -1
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from patcher.text import jsontext
+from patcher.text import pointers
 from patcher.text.structdiff import Change, compare, compare_json, same
 from tests.strategies import documents, plain, render, trees
 from tests.text.test_jsontext import skipper  # noqa: F401 (a fixture)
@@ -56,7 +56,7 @@ def rebuild(old: Any, changes: list[tuple[list[str], Change]]) -> Any:
 
 
 def made(old: Any, changes: tuple[Change, ...]) -> Any:
-    return rebuild(old, [(jsontext.split_pointer(c.pointer), c) for c in changes])
+    return rebuild(old, [(pointers.split_pointer(c.pointer), c) for c in changes])
 
 
 NUMBERS = (1, True, 1.0, 0, False, 0.0, -0.0)
