@@ -7,7 +7,7 @@ own config code on CPU and records what it derives, then builds the model class 
 meta device (no weights) and records the first error, and loads the tokenizer where the case has
 a tokenizer_config.json; OUT.json gets one object per case plus the
 version's attention-backend table. It imports nothing from patcher: it is the ground truth that
-patcher's engine model is compared against (tests/test_engine_truth.py).
+patcher's engine model is compared against (tests/engines/test_engine_truth.py).
 """
 
 from __future__ import annotations

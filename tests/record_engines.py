@@ -8,7 +8,7 @@ For each version this makes a venv under ``--venvs`` (default ~/.cache/patcher-e
 ``tests/engine_probe.py`` in it on every case: each ``snapshots/configs/<model>`` as published,
 the same model after each transform (``snapshots/expected/<transform>/<model>``), and the
 example checkpoint. The result goes to ``snapshots/engines/vllm-X.json``, which
-``tests/test_engine_truth.py`` compares with patcher's engine model (no vLLM needed there).
+``tests/engines/test_engine_truth.py`` compares with patcher's engine model (no vLLM needed there).
 SGLang's venv (``pip install sglang==X``) runs ``tests/sglang_probe.py`` on the same cases
 into ``snapshots/engines/sglang-X.json``: its dtype and context length.
 """

@@ -9,7 +9,7 @@ stops on (``hf_eos_token_id``), and what its
 tokenizer loading makes of tokenizer_config.json where the case has one. A case
 SGLang cannot configure on a machine without a GPU (remote code, a quantization method only its
 CUDA build registers) is recorded with its error and not compared. It imports nothing from
-patcher (tests/test_engine_truth.py compares).
+patcher (tests/engines/test_engine_truth.py compares).
 """
 
 from __future__ import annotations

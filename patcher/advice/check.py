@@ -25,8 +25,9 @@ from patcher.errors import TargetError
 from patcher.results import JsonResult
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.files import read_current
+from patcher.store.jsonfile import read_json_file
 from patcher.store.session import read_journal
-from patcher.text.document import read_json_file, shown
+from patcher.text.document import shown
 
 FP8_KV_POINTERS = (
     ("hf_quant_config.json", ("quantization", "kv_cache_quant_algo")),

@@ -15,8 +15,8 @@ from patcher.errors import PatcherError
 from patcher.results import JsonResult
 from patcher.store.checkpoint import open_checkpoint
 from patcher.store.journal import load_object
+from patcher.store.jsonfile import read_json_file
 from patcher.store.session import read_journal
-from patcher.text.document import read_json_file
 from patcher.transforms.definition import Transform, parse_transform, substitute
 
 NOT_OVERRIDABLE = {

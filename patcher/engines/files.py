@@ -10,7 +10,8 @@ from typing import Any
 from patcher.errors import InputFileError
 from patcher.store.checkpoint import Checkpoint
 from patcher.store.fsio import open_regular
-from patcher.text.document import BOM, read_json_file
+from patcher.store.jsonfile import read_json_file
+from patcher.text.document import BOM
 
 ENGINE_FILES = ("config.json", "hf_quant_config.json")
 GENERATION_FILE = "generation_config.json"  # read for request defaults; the engine starts without

@@ -3,7 +3,8 @@
 Each rule follows vLLM's own code, cited by file at the versions read; ranges were bisected
 over sampled releases only (0.10.1, 0.11-0.20, 0.33.0), so a change can sit in an unsampled
 release between two sampled ones. ``snapshots/engines/vllm-*.json`` holds what the real vLLM
-derives from every snapshot config; ``tests/test_engine_truth.py`` holds this model to it.
+derives from every snapshot config; ``tests/engines/test_engine_truth.py`` holds this model to
+it. The quantization and KV-cache rules are in ``vllm_kv``.
 """
 
 from __future__ import annotations
@@ -21,12 +22,22 @@ from patcher.engines.files import (
 from patcher.engines.gpus import Gpu
 from patcher.engines.target import Engine
 from patcher.engines.view import Derived, EngineView, StartupError
+from patcher.engines.vllm_kv import (
+    MIN_CAPABILITY,
+    REMOVED_METHODS,
+    act_dtype_error,
+    attention_error,
+    backend_rejections,
+    kv_cache_dtype,
+    kv_type_error,
+    normalise_quantization,
+    quant_config,
+    quantization_method,
+)
 
 # config/model.py _get_and_verify_max_len: before PR #56446 (first sampled in 0.33.0) a YaRN
 # config's length is original_max_position_embeddings x factor, max_position_embeddings ignored.
 YARN_KEEPS_MAX_POSITION = (0, 33, 0)
-# arg_utils.py calls resolve_kv_cache_dtype_string('auto', ...) from 0.14.0 (PR #30785).
-KV_AUTO_FROM_CHECKPOINT = (0, 14, 0)
 # model_arch_config_convertor.py derive_max_model_len_and_key.
 MAX_LEN_KEYS = (
     "max_position_embeddings",
@@ -54,25 +65,10 @@ MLA_MODEL_TYPES = (
     "pangu_ultra_moe_mtp",
 )
 MLA_MODEL_TYPES_033 = (*MLA_MODEL_TYPES, "deepseek_v4", "glm5_next", "glm5_next_text")
-MODELOPT_KV_MAP = {"fp8": "fp8_e4m3", "nvfp4": "nvfp4"}
 # quantization/modelopt.py: fields checked with `field not in quantization` (nested layout).
 REQUIRED_FIELDS = {
     "modelopt_fp4": ("NVFP4", ("group_size", "kv_cache_quant_algo", "exclude_modules")),
     "modelopt_mxfp8": ("MXFP8", ("kv_cache_quant_algo", "exclude_modules")),
-}
-# Methods a version no longer registers (config/model.py "Unknown quantization method"),
-# first seen missing in the sampled release named.
-REMOVED_METHODS = {"bitsandbytes": (0, 33, 0)}
-# get_min_capability() of each quantization config (x10: 89 means 8.9).
-MIN_CAPABILITY = {
-    "fp8": 75,
-    "modelopt_fp4": 75,
-    "modelopt_mxfp8": 100,
-    "mxfp4": 80,
-    "bitsandbytes": 70,
-    "compressed-tensors": 70,
-    "awq": 75,
-    "gptq": 60,
 }
 
 
@@ -114,20 +110,6 @@ QWEN2_MODEL_ARCHITECTURES = (
     "MiMoForCausalLM",
 )
 MAX_WINDOW_LAYERS_DEFAULT = 28  # transformers' Qwen2Config and Qwen3Config
-# config/vllm.py _get_quantization_config: the model dtype must be one of the method's
-# get_supported_act_dtypes() (recorded at 0.16.0 and 0.33.0, alike for these methods; awq and
-# gptq are left out: on a GPU vLLM converts them to Marlin kernels with lists of their own).
-ACT_DTYPES = {
-    "mxfp4": ("bfloat16",),
-    "gpt_oss_mxfp4": ("bfloat16",),
-    "modelopt": ("bfloat16", "float16"),
-    "modelopt_fp4": ("bfloat16", "float16", "float8_e4m3fn"),
-    "modelopt_mxfp8": ("bfloat16",),
-    "modelopt_mixed": ("bfloat16", "float16"),
-    "fp8": ("bfloat16", "float16"),
-    "bitsandbytes": ("float32", "float16", "bfloat16"),
-    "compressed-tensors": ("float32", "float16", "bfloat16"),
-}
 # transformers maps a config's dtype string with getattr(torch, name).
 DTYPE_NAMES = {
     "bfloat16": "bfloat16",
@@ -136,52 +118,6 @@ DTYPE_NAMES = {
     "float32": "float32",
     "float": "float32",
 }
-
-
-def backend_table(engine: Engine) -> dict[str, tuple[tuple[int, ...], tuple[str, ...]]]:
-    """Dense MLA backends: compute-capability majors and KV dtypes (v1/attention/backends/mla)."""
-    triton: tuple[str, ...]
-    if engine.at_least(0, 18):
-        triton = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3")  # PR #34597
-    elif engine.at_least(0, 15):
-        triton = ("auto", "bfloat16")  # PR #32795
-    else:
-        triton = ("auto",)
-    fp8: tuple[str, ...] = ("auto", "bfloat16", "fp8", "fp8_e4m3")
-    if engine.at_least(0, 33):
-        fp8 = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3")
-    return {
-        "FLASHINFER_MLA": ((10,), fp8),
-        "CUTLASS_MLA": ((10,), fp8),
-        "FLASH_ATTN_MLA": ((9,), ("auto", "bfloat16")),
-        "FLASHMLA": ((9, 10), fp8),
-        "TRITON_MLA": ((), triton),  # any capability
-    }
-
-
-def mla_priority(engine: Engine, gpu: Gpu) -> tuple[str, ...]:
-    """platforms/cuda.py _get_backend_priorities(use_mla=True, capability)."""
-    major = gpu.capability[0]
-    if major == 10:
-        return ("FLASHINFER_MLA", "CUTLASS_MLA", "FLASH_ATTN_MLA", "FLASHMLA", "TRITON_MLA")
-    if major == 12 and engine.at_least(0, 33):
-        return ("TRITON_MLA",)
-    return ("FLASH_ATTN_MLA", "FLASHMLA", "FLASHINFER_MLA", "TRITON_MLA")
-
-
-def _rejections(engine: Engine, gpu: Gpu, kv: str) -> dict[str, list[str]]:
-    """Each MLA backend on this GPU, with vLLM's reasons for refusing it (empty: accepted)."""
-    table = backend_table(engine)
-    reasons: dict[str, list[str]] = {}
-    for name in mla_priority(engine, gpu):
-        majors, dtypes = table[name]
-        found = []
-        if kv not in dtypes:
-            found.append("kv_cache_dtype not supported")
-        if majors and gpu.capability[0] not in majors:
-            found.append("compute capability not supported")
-        reasons[name] = found
-    return reasons
 
 
 def _text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -371,114 +307,6 @@ def max_model_len(engine: Engine, config: Mapping[str, Any]) -> Derived:
     return Derived(int(derived), reason)
 
 
-def _quant_config(files: ConfigFiles) -> tuple[dict[str, Any] | None, str | None]:
-    """transformers_utils/config.py: config.json's quantization_config, else
-    hf_quant_config.json; normalised as model_arch_config_convertor.py does."""
-    config = files.config or {}
-    source = "config.json"
-    raw = config.get("quantization_config")
-    if raw is None and files.hf_quant is not None:
-        raw, source = files.hf_quant, "hf_quant_config.json"
-    if raw is None:
-        text = config.get("text_config")
-        if isinstance(text, dict) and isinstance(text.get("quantization_config"), dict):
-            raw, source = text["quantization_config"], "config.json"
-    if not isinstance(raw, dict):
-        return None, None
-    return dict(raw), source
-
-
-def _normalise(engine: Engine, quant: dict[str, Any], source: str) -> StartupError | None:
-    producer = quant.get("producer")
-    inner = quant.get("quantization")
-    if (
-        isinstance(producer, dict)
-        and producer.get("name") == "modelopt"
-        and isinstance(inner, dict)
-    ):
-        algo = inner.get("quant_algo")
-        if algo is not None:
-            upper = str(algo).upper()
-            if upper in ("FP8", "FP8_PER_CHANNEL_PER_TOKEN", "FP8_PB_WO"):
-                quant["quant_method"] = "modelopt"
-            elif upper == "NVFP4":
-                quant["quant_method"] = "modelopt_fp4"
-            elif upper == "MIXED_PRECISION" and engine.at_least(0, 33):
-                quant["quant_method"] = "modelopt_mixed"
-            else:
-                return StartupError(
-                    f"Unknown ModelOpt quant algo: {algo}",
-                    file=source,
-                    pointer="/quantization/quant_algo",
-                    note=f"{engine} cannot load this format; upgrade vLLM (do not edit quant_algo)",
-                )
-    method = (
-        str(quant.get("quant_method", ""))
-        .lower()
-        .replace("compressed_tensors", "compressed-tensors")
-    )
-    quant["quant_method"] = method
-    return None
-
-
-def _quantization(quant: Mapping[str, Any]) -> str | None:
-    """config/model.py _verify_quantization with the ModelOpt override_quantization_method."""
-    method = quant.get("quant_method") or None
-    if method != "modelopt":
-        return method
-    inner = quant.get("quantization")
-    if "quantization" in quant:
-        algo = str(inner.get("quant_algo", "")) if isinstance(inner, dict) else ""
-        if algo.upper() == "FP8":
-            return "modelopt"
-        if "NVFP4" in algo:
-            return "modelopt_fp4"
-        if algo.upper() == "MXFP8":
-            return "modelopt_mxfp8"
-        return "modelopt"
-    algo = quant.get("quant_algo", "")
-    if isinstance(algo, str) and "FP4" in algo.upper():
-        return "modelopt_fp4"
-    if isinstance(algo, str) and algo.upper() == "MXFP8":
-        return "modelopt_mxfp8"
-    return "modelopt"
-
-
-def kv_cache_dtype(engine: Engine, quant: Mapping[str, Any] | None, source: str | None) -> Derived:
-    """What ``--kv-cache-dtype auto`` resolves to (utils/torch_utils.py
-    resolve_kv_cache_dtype_string; only ModelOpt checkpoints count)."""
-    if not engine.at_least(*KV_AUTO_FROM_CHECKPOINT):
-        return Derived("auto", f"{engine} does not resolve 'auto' from the checkpoint")
-    if quant is None or not str(quant.get("quant_method", "")).startswith("modelopt"):
-        return Derived("auto", "no ModelOpt KV directive: the model dtype")
-    nested = isinstance(quant.get("quantization"), dict)
-    inner: Mapping[str, Any] = quant["quantization"] if nested else quant
-    prefix = "/quantization" if nested else ""
-    candidates = (
-        (f"{prefix}/kv_cache_scheme", inner.get("kv_cache_scheme")),
-        ("/kv_cache_scheme", quant.get("kv_cache_scheme")),
-        (f"{prefix}/kv_cache_quant_algo", inner.get("kv_cache_quant_algo")),
-        ("/kv_cache_quant_algo", quant.get("kv_cache_quant_algo")),
-    )
-    pointer, value = next(((p, v) for p, v in candidates if v), ("", None))
-    if source == "config.json":
-        pointer = "/quantization_config" + pointer
-    where = f"{source} {pointer}"
-    if isinstance(value, dict):
-        if (
-            value.get("dynamic") is False
-            and value.get("num_bits") == 8
-            and value.get("type") == "float"
-        ):
-            return Derived("fp8_e4m3", where, source, pointer)
-        if engine.at_least(0, 33) and value.get("num_bits") == 4 and value.get("type") == "float":
-            return Derived("nvfp4", where, source, pointer)
-        return Derived("auto", f"{where}: unknown scheme, vLLM falls back to 'auto'")
-    if isinstance(value, str):
-        return Derived(MODELOPT_KV_MAP.get(value.lower(), "auto"), where, source, pointer)
-    return Derived("auto", "no KV directive: the model dtype")
-
-
 def _layers_kv(
     quantization: str | None, quant: Mapping[str, Any], source: str | None
 ) -> Derived | None:
@@ -520,53 +348,6 @@ def _required_fields(
         note=(
             'put the key back with a null value ("kv_cache_quant_algo": null means no KV '
             "quantization): revert the edit that removed it, then apply strip-fp8-kv-cache"
-        ),
-    )
-
-
-def _python_type(value: Any) -> str:
-    names = {dict: "dict", list: "list", int: "int", float: "float", bool: "bool"}
-    return f"<class '{names.get(type(value), type(value).__name__)}'>"
-
-
-def _kv_type_error(quant: Mapping[str, Any], source: str) -> StartupError | None:
-    if not str(quant.get("quant_method", "")).startswith("modelopt"):
-        return None
-    inner = quant.get("quantization")
-    value = (
-        inner.get("kv_cache_quant_algo")
-        if isinstance(inner, dict)
-        else quant.get("kv_cache_quant_algo")
-    )
-    if value is None or isinstance(value, str):
-        return None
-    return StartupError(
-        f"kv_cache_quant_algo must be a string, got {_python_type(value)}",
-        file=source,
-        note='use a string such as "FP8", or null for no KV quantization',
-    )
-
-
-def _attention_error(engine: Engine, gpu: Gpu, kv: Derived, head_size: int) -> StartupError:
-    reasons = _rejections(engine, gpu, kv.value)
-    listed = ", ".join(f"{name}: [{', '.join(why)}]" for name, why in reasons.items())
-    bf16_flag = any(
-        "bfloat16" in backend_table(engine)[name][1]
-        and "compute capability not supported" not in why
-        for name, why in reasons.items()
-    )
-    return StartupError(
-        code="no-attention-backend",
-        message="No valid attention backend found for cuda with AttentionSelectorConfig("
-        f"head_size={head_size}, kv_cache_dtype={kv.value}, use_mla=True, ...). "
-        f"Reasons: {{{listed}}}.",
-        file=kv.file,
-        pointer=kv.pointer,
-        transform="strip-fp8-kv-cache" if kv.pointer else None,
-        flag="--kv-cache-dtype bfloat16" if bf16_flag else None,
-        note=(
-            f"on compute capability {gpu.capability_text} no MLA backend of {engine} takes a "
-            f"{kv.value} KV cache; vLLM 0.18 and later run FP8 MLA on SM12x (Triton MLA)"
         ),
     )
 
@@ -656,24 +437,6 @@ def partial_sliding_window(config: Mapping[str, Any]) -> StartupError | None:
     )
 
 
-def _act_dtype_error(quantization: str | None, dtype: Derived) -> StartupError | None:
-    """VllmConfig's check of the model dtype against the quantization method's list."""
-    supported = ACT_DTYPES.get(quantization or "")
-    if supported is None or dtype.value is None or dtype.value in supported:
-        return None
-    listed = ", ".join(f"torch.{name}" for name in supported)
-    return StartupError(
-        f"torch.{dtype.value} is not supported for quantization method {quantization}. "
-        f"Supported dtypes: [{listed}]",
-        code="quant-dtype",
-        file=dtype.file,
-        pointer=dtype.pointer,
-        flag=f"--dtype {supported[0]}",
-        note=f"{quantization} runs in {' or '.join(supported)} only: "
-        f"set-torch-dtype --set dtype={supported[0]}, or start with --dtype {supported[0]}",
-    )
-
-
 def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
     """Everything vLLM's config stage derives from these files."""
     errors: list[StartupError] = []
@@ -686,7 +449,7 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
         )
         none = Derived(None, "no config.json")
         return EngineView(engine, gpu, none, none, none, False, None, (missing,))
-    quant, source = _quant_config(files)
+    quant, source = quant_config(files)
     # vLLM stops at the mark; the rest is still derived (patcher reads the values past it), so
     # that one plan names every fix.
     unreadable = _bom_error(files, source)
@@ -696,11 +459,11 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
     quantization: str | None = None
     kv = Derived("auto", "no quantization config: the model dtype")
     if quant is not None and source is not None:
-        failed = _normalise(engine, quant, source)
+        failed = normalise_quantization(engine, quant, source)
         if failed is not None:
             errors.append(failed)
         else:
-            quantization = _quantization(quant)
+            quantization = quantization_method(quant)
             if quantization == "mxfp4" and engine.at_least(0, 33):
                 if _text_config(config).get("model_type") == "gpt_oss":
                     quantization = "gpt_oss_mxfp4"  # GptOssMxfp4Config's override
@@ -722,7 +485,7 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
                 e
                 for e in (
                     _required_fields(quantization, quant, source),
-                    _kv_type_error(quant, source),
+                    kv_type_error(quant, source),
                 )
                 if e is not None
             )
@@ -748,17 +511,19 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
                 )
             )
         if mla:
-            backends = tuple(n for n, why in _rejections(engine, gpu, kv.value).items() if not why)
+            backends = tuple(
+                n for n, why in backend_rejections(engine, gpu, kv.value).items() if not why
+            )
             if not backends:
                 head = int(text.get("kv_lora_rank") or 0) + int(text.get("qk_rope_head_dim") or 0)
-                errors.append(_attention_error(engine, gpu, kv, head))
+                errors.append(attention_error(engine, gpu, kv, head))
     dtype = model_dtype(engine, config, gpu, weights=files.weights)
     defaults = sampling_defaults(engine, files)
     # VllmConfig's checks, the tokenizer, then the model build: after the config stage.
     errors.extend(
         e
         for e in (
-            _act_dtype_error(quantization, dtype),
+            act_dtype_error(quantization, dtype),
             tokenizer_bom_error(files),
             partial_sliding_window(config),
         )

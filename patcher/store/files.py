@@ -16,7 +16,7 @@ from patcher.store.fsio import (
     holds,
     open_regular,
 )
-from patcher.text.document import not_a_file
+from patcher.store.jsonfile import not_a_file
 
 
 def read_current(checkpoint: Checkpoint, relative: str) -> bytes | None:

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from patcher.errors import InputFileError
-from patcher.store.fsio import NotRegularFileError, read_regular
 
 Op = dict[str, Any]  # one RFC 6902 operation
 
@@ -71,36 +69,6 @@ def shown(value: Any, limit: int = 40) -> str:
             return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def read_json_file(path: Path) -> Any:
-    """A config file parsed (None when absent), or a one-line refusal naming it. A folder, a
-    pipe or a device in its place is refused, not taken for a missing file."""
-    try:
-        return json.loads(read_regular(path))
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except (IsADirectoryError, NotRegularFileError):
-        raise not_a_file(path, "then run the command again") from None
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise InputFileError(
-            f"not valid JSON ({json_problem(exc)})",
-            file=path,
-            hint="fix the file, then run the command again",
-        ) from None
-    except OSError as exc:
-        raise InputFileError(
-            f"cannot read ({exc.strerror})", file=path, hint="fix the file's permissions"
-        ) from None
-
-
-def not_a_file(path: Path, then: str) -> InputFileError:
-    """The refusal of a folder, a pipe or a device where a config file should be."""
-    return InputFileError(
-        "is not a regular file (a folder, a pipe or a device?)",
-        file=path,
-        hint=f"put the file back (or move this aside), {then}",
-    )
 
 
 def canonical(value: Any) -> str:

@@ -176,10 +176,10 @@ def test_engine_model_matches_real_vllm(version: str, case: str, cases: dict[str
 @pytest.mark.parametrize("version", sorted(TRUTH))
 def test_act_dtypes_match_real_vllm(version: str) -> None:
     """Each modelled quantization method's dtypes, as the real vLLM lists them."""
-    from patcher.engines import vllm
+    from patcher.engines import vllm_kv
 
     recorded = TRUTH[version]["act_dtypes"]
-    for method, dtypes in vllm.ACT_DTYPES.items():
+    for method, dtypes in vllm_kv.ACT_DTYPES.items():
         if recorded[method] != "not registered":
             assert tuple(recorded[method]) == dtypes, method
 
@@ -187,9 +187,9 @@ def test_act_dtypes_match_real_vllm(version: str) -> None:
 @pytest.mark.parametrize("version", sorted(TRUTH))
 def test_backend_table_matches_real_vllm(version: str) -> None:
     """The KV dtypes and capabilities of each MLA backend the real vLLM could import."""
-    from patcher.engines import vllm
+    from patcher.engines import vllm_kv
 
-    table = vllm.backend_table(parse_engine(f"vllm=={version}"))
+    table = vllm_kv.backend_table(parse_engine(f"vllm=={version}"))
     for name, recorded in TRUTH[version]["backend_table"]["backends"].items():
         if "error" in recorded:
             continue  # needs a GPU driver to import; its gates were read in the source

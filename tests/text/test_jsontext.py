@@ -31,7 +31,7 @@ def skipping_by(name: str) -> Iterator[None]:
     a small ASCII document by Python's scanner and every other one by the byte patterns."""
     saved = scanner.SMALL, scanner.native
     if name == "c-extension" and scanner.native is None:
-        pytest.skip("the C extension is not built here (tests/test_scan.py says why)")
+        pytest.skip("the C extension is not built here (tests/text/test_scan.py says why)")
     if name != "c-extension":
         scanner.native = None
     if name == "byte-patterns":

@@ -1,0 +1,42 @@
+"""Reading a config file from disk as JSON: absent is None, anything else that is not a readable
+regular file of JSON is a one-line refusal naming it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from patcher.errors import InputFileError
+from patcher.store.fsio import NotRegularFileError, read_regular
+from patcher.text.document import json_problem
+
+
+def read_json_file(path: Path) -> Any:
+    """A config file parsed (None when absent), or a one-line refusal naming it. A folder, a
+    pipe or a device in its place is refused, not taken for a missing file."""
+    try:
+        return json.loads(read_regular(path))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except (IsADirectoryError, NotRegularFileError):
+        raise not_a_file(path, "then run the command again") from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise InputFileError(
+            f"not valid JSON ({json_problem(exc)})",
+            file=path,
+            hint="fix the file, then run the command again",
+        ) from None
+    except OSError as exc:
+        raise InputFileError(
+            f"cannot read ({exc.strerror})", file=path, hint="fix the file's permissions"
+        ) from None
+
+
+def not_a_file(path: Path, then: str) -> InputFileError:
+    """The refusal of a folder, a pipe or a device where a config file should be."""
+    return InputFileError(
+        "is not a regular file (a folder, a pipe or a device?)",
+        file=path,
+        hint=f"put the file back (or move this aside), {then}",
+    )
