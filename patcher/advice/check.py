@@ -24,6 +24,7 @@ from patcher.engines.vllm import partial_sliding_window as vllm_partial_sliding_
 from patcher.errors import TargetError
 from patcher.results import JsonResult
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
+from patcher.store.file_status import file_states
 from patcher.store.files import read_current
 from patcher.store.jsonfile import read_json_file
 from patcher.store.session import read_journal
@@ -514,8 +515,6 @@ def check_checkpoint(
     @cache
     def back_to_upstream() -> frozenset[str]:
         """The journalled files a re-download put back to the upstream bytes."""
-        from patcher.store.file_status import file_states
-
         return frozenset(f.path for f in file_states(ckpt, journal) if f.state == "original")
 
     def apply(name: str) -> str:

@@ -13,8 +13,10 @@ from typing import Annotated, Any
 
 import typer
 
+from patcher import progress
 from patcher.cli import engine_commands, journal_commands, output
 from patcher.cli.output import EXIT_OK
+from patcher.version import __version__
 
 APP_SETTINGS: dict[str, Any] = {
     "name": "patcher",
@@ -30,8 +32,6 @@ app = typer.Typer(**APP_SETTINGS)
 
 def _version(value: bool) -> None:
     if value:
-        from patcher.version import __version__
-
         typer.echo(f"patcher {__version__}")
         raise typer.Exit(EXIT_OK)
 
@@ -48,8 +48,6 @@ def _main(
 ) -> None:
     """Named, reversible, journalled edits to the config files of a model checkpoint."""
     output.colour = not no_color
-    from patcher import progress
-
     progress.wait_reporter = output.report_wait
     progress.wait_done = output.report_wait_done
     progress.fetch_reporter = output.report_fetch

@@ -1,5 +1,10 @@
 """The commands on a checkpoint's journal: list and show transforms, apply, revert, status,
-diff, reapply, rebase. Each parses, calls one library function and renders."""
+diff, reapply, rebase. Each parses, calls one library function and renders.
+
+Each command imports its library function when it runs (deferred on purpose): a start then
+loads only that command's layers. Importing every command's library at the top would add
+about 100 ms to ``patcher status`` (1.5x ``import typer`` is its budget; 2026-12-01).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The CLI's shared arguments and options, and its shell completions."""
+"""The CLI's shared arguments and options, and its shell completions.
+
+The completions import what they list when they run (deferred on purpose): every start
+imports this module, and the catalog alone costs about 19 ms."""
 
 from __future__ import annotations
 

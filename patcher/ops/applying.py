@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from patcher.engines.target import parse_engine
 from patcher.ops.adding import ApplyResult, add_entry, effect_warnings
 from patcher.ops.replacing import replace_entry
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
@@ -57,8 +58,6 @@ def apply_transform(
     on top instead."""
     judge: Engine | None
     if isinstance(engine, str):
-        from patcher.engines.target import parse_engine
-
         judge = parse_engine(engine)
     else:
         judge = engine

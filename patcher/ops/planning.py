@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from patcher.engines.effects import patched_files
 from patcher.engines.files import MARKED_FILES, ConfigFiles, read_config_files
 from patcher.engines.model import derive
 from patcher.engines.view import StartupError
@@ -116,8 +117,6 @@ class SyncResult(JsonResult):
 
 def upstream_files(checkpoint: Checkpoint, journal: Journal) -> ConfigFiles:
     """The engine's files as upstream shipped them: the journal's originals where patched."""
-    from patcher.engines.effects import patched_files
-
     upstream = {n: d for n, d in originals(checkpoint, journal).items() if n in MARKED_FILES}
     return patched_files(read_config_files(checkpoint), upstream, "as upstream shipped it")
 

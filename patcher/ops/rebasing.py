@@ -25,6 +25,7 @@ from typing import Any
 from patcher.errors import ConflictError
 from patcher.ops.reapplying import patched_bytes
 from patcher.ops.rebuilding import journalled_step, rebuild, upstream_bytes
+from patcher.ops.reverting import revert_transforms
 from patcher.results import JsonResult
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.files import read_current
@@ -177,8 +178,6 @@ def rebase_checkpoint(
 def _carry(old: Checkpoint, new: Checkpoint, revert_old: bool) -> RebaseResult:
     """Apply the old snapshot's transforms to the new snapshot, under the rebase rules, as one
     write-ahead step (the same rebuild as a local rebase, from the new snapshot's bytes)."""
-    from patcher.ops.reverting import revert_transforms
-
     applied = load_journal(old.journal_dir).applied
     upstream = {r.path: read_current(new, r.path) for e in applied for r in e.files}
     for entry in applied:

@@ -18,13 +18,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from patcher import progress
 from patcher.errors import UpstreamError
 from patcher.results import JsonResult
 from patcher.store.checkpoint import JOURNAL_DIR, Checkpoint, open_checkpoint
 from patcher.store.files import read_current
 from patcher.store.hfcache import RepoRef, local_dir_commit, parse_repo_ref, snapshot_repo
 from patcher.store.journal import Entry, Journal, load_object
-from patcher.store.session import read_journal
+from patcher.store.session import read_journal, write_session
 from patcher.text import jsontext, pointers, scanner
 from patcher.text.document import MISSING, Op, canonical, get
 from patcher.text.structdiff import compare_json
@@ -143,8 +144,6 @@ def _remember(ckpt: Checkpoint, ref: RepoRef) -> None:
     """Record the repository in the journal (only where a journal already exists)."""
     if not (ckpt.journal_dir / "journal.json").is_file() or snapshot_repo(ckpt.root):
         return
-    from patcher.store.session import write_session
-
     try:
         with write_session(ckpt) as session:
             if session.journal.upstream != ref:
@@ -423,8 +422,6 @@ def diff_upstream(
     with tempfile.TemporaryDirectory(prefix="patcher-upstream-") as workdir:
         fetcher = _Fetcher(ckpt, journal, ref, workdir)
         first = "config.json" if "config.json" in paths else (paths[0] if paths else "config.json")
-        from patcher import progress
-
         report = progress.fetch_reporter
         if report is not None:
             report(ref.repo_id, first, 0, len(paths))

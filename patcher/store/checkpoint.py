@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from patcher.errors import CheckpointError, UnsafePathError
+from patcher.store.hfcache import parse_repo_ref, resolve_snapshot
 
 CONFIG_FILES = (
     "config.json",
@@ -106,8 +107,6 @@ def open_checkpoint(path: Path | str, revision: str | None = None) -> Checkpoint
     in the local Hugging Face cache; ``revision`` is the same as ``@REVISION``) and return it."""
     if revision is not None:
         path = f"{path}@{revision}"
-    from patcher.store.hfcache import parse_repo_ref, resolve_snapshot
-
     root = Path(path).expanduser().absolute()
     if not root.exists() and isinstance(path, str):
         ref = parse_repo_ref(path)

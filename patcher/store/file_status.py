@@ -13,6 +13,7 @@ from patcher.results import JsonResult
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.files import current_hash, read_current
 from patcher.store.fsio import file_sha256, open_regular
+from patcher.store.hfcache import downloaded_etag, git_blob_sha1, patched_siblings, snapshot_repo
 from patcher.store.journal import Entry, FileRecord, Journal
 from patcher.store.session import read_journal
 
@@ -62,8 +63,6 @@ def checkpoint_status(checkpoint: Path | str, *, revision: str | None = None) ->
     reverted = tuple(e for e in journal.entries if e.state == "reverted")
     notes: list[str] = []
     if not journal.applied:
-        from patcher.store.hfcache import patched_siblings, snapshot_repo
-
         ref = snapshot_repo(ckpt.root)
         for sibling in patched_siblings(ckpt.root)[:1]:
             assert ref is not None
@@ -99,8 +98,6 @@ def _current(ckpt: Checkpoint, path: str, journal: Journal, touching: list[Entry
 
 def _redownloaded(ckpt: Checkpoint, path: str) -> bool:
     """Whether a ``--local-dir`` download put these exact bytes here (its etag matches)."""
-    from patcher.store.hfcache import downloaded_etag, git_blob_sha1
-
     etag = downloaded_etag(ckpt.root, path)
     if etag is None:
         return False

@@ -535,7 +535,8 @@ def rebuild_object(
         raise _missing(path)
     if not steps:  # kept after all: another process stored it since it was looked for
         return load_object(directory, digest)
-    from patcher.text import jsontext  # rare (a revert of a stacked entry): off the start-up path
+    # Deferred: a revert of a stacked entry only; saves `patcher status` ~8 ms (the editor).
+    from patcher.text import jsontext
 
     start = None if rebuilt is None else rebuilt.get(steps[-1].before)
     data = load_object(directory, steps[-1].before) if start is None else start
