@@ -827,3 +827,182 @@ def test_byte_exact_revert_despite_planted_pipes(kimi: Path) -> None:
     assert _patcher("apply", kimi, "strip-fp8-kv-cache").returncode == 0
     assert _patcher("revert", kimi, "--all").returncode == 0
     assert tree_bytes(kimi) == original
+
+
+# --- this round's findings (issue 28) -----------------------------------------------------
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def _hf_cache(tmp_path: Path, source: Path) -> tuple[Path, Path]:
+    """A Hugging Face cache holding ``source`` as models--org--name at COMMIT (refs/main):
+    the snapshot's files are relative links into blobs/. Returns (cache, snapshot)."""
+    cache = tmp_path / "hub"
+    folder = cache / "models--org--name"
+    snapshot = folder / "snapshots" / COMMIT
+    snapshot.mkdir(parents=True)
+    (folder / "blobs").mkdir()
+    (folder / "refs").mkdir()
+    (folder / "refs" / "main").write_text(COMMIT)
+    for path in sorted(source.iterdir()):
+        if path.is_file() and not path.name.endswith(".safetensors"):
+            blob = folder / "blobs" / sha256(path.read_bytes())
+            blob.write_bytes(path.read_bytes())
+            (snapshot / path.name).symlink_to(Path("..", "..", "blobs", blob.name))
+    return cache, snapshot
+
+
+@pytest.mark.parametrize("target", [".patcher/journal.json", "./.patcher/journal.json"])
+def test_never_writes_outside_a_transforms_own_files_journal_is_no_target(
+    kimi: Path, tmp_path: Path, cli: Cli, target: str
+) -> None:
+    """A transform file that names patcher's own journal is refused at once: nothing under
+    .patcher/ is ever a transform's target, and the earlier entry can still be reverted."""
+    api.apply(kimi, "strip-fp8-kv-cache")
+    before = (kimi / ".patcher" / "journal.json").read_bytes()
+    spec = tmp_path / "t-j.toml"
+    spec.write_text(
+        'name = "t-j"\nsummary = "s"\nwhy = "w"\nundo_when = "u"\n'
+        f'[[edits]]\nfile = "{target}"\n'
+        'ops = [{ op = "replace", path = "/format", value = 2 }]\n'
+    )
+    code, _, err = cli("apply", kimi, str(spec))
+    assert code == 1 and ".patcher/" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert (kimi / ".patcher" / "journal.json").read_bytes() == before
+    assert cli("revert", kimi, "--all")[0] == 0
+
+
+def test_never_reads_outside_blobs_linked_elsewhere_is_not_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache whose blobs/ is a link (to /) does not make every link trusted: a snapshot
+    file linked to a file outside the checkpoint is refused, and nothing is kept of it."""
+    cache, snapshot = _hf_cache(tmp_path, CONFIGS / "kimi-k2.5-nvfp4")
+    blobs = snapshot.parent.parent / "blobs"
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"architectures": ["X"], "torch_dtype": "secret"}')
+    shutil.rmtree(blobs)
+    blobs.symlink_to("/")
+    (snapshot / "config.json").unlink()
+    (snapshot / "config.json").symlink_to(Path("..", "..", "blobs", *secret.parts[1:]))
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    with pytest.raises(UnsafePathError, match="outside the checkpoint"):
+        api.apply("org/name", "set-torch-dtype", {"dtype": "bfloat16"})
+    kept = snapshot / ".patcher" / "objects"
+    assert not kept.exists() or not any(
+        p.read_bytes() == secret.read_bytes() for p in kept.iterdir()
+    )
+
+
+@pytest.mark.parametrize("ref", ["../../../victim", "/abs/path", "fifo", "link", "not-a-commit"])
+def test_never_reads_outside_refs_are_validated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ref: str
+) -> None:
+    """refs/main must be a regular file of the cache holding a commit id: a path, a pipe, a
+    link or junk is refused in one line, and nothing outside the cache is opened."""
+    cache, _ = _hf_cache(tmp_path, CONFIGS / "kimi-k2.5-nvfp4")
+    victim = tmp_path / "victim"
+    shutil.copytree(CONFIGS / "kimi-k2.5-nvfp4", victim)
+    main = cache / "models--org--name" / "refs" / "main"
+    main.unlink()
+    if ref == "fifo":
+        os.mkfifo(main)
+    elif ref == "link":
+        main.symlink_to(tmp_path / "secret")
+        (tmp_path / "secret").write_text("s3cr3t-token")
+    else:
+        main.write_text(ref)
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    with pytest.raises(Exception) as raised:
+        api.status("org/name")
+    assert isinstance(raised.value, api.CheckpointError), raised.value
+    assert "s3cr3t" not in str(raised.value)
+    assert not (victim / ".patcher").exists()
+
+
+def test_never_writes_through_a_link_the_journal_invents(kimi: Path) -> None:
+    """A journal record that claims a regular file was a link (to /etc/passwd, or ../x) does
+    not make revert plant that link: it refuses, naming the journal, and the file stays."""
+    api.apply(kimi, "strip-fp8-kv-cache")
+    for link in ("/etc/passwd", "../outside/passwd"):
+        data = _journal(kimi)
+        for record in data["entries"][0]["files"]:
+            record["link"] = link
+        _write_journal(kimi, data)
+        before = tree_bytes(kimi)
+        with pytest.raises(UnsafePathError, match="journal records a link"):
+            api.revert(kimi, every=True)
+        assert tree_bytes(kimi) == before
+        assert not (kimi / "hf_quant_config.json").is_symlink()
+
+
+def test_clear_refusals_nan_is_refused_not_a_crash(tmp_path: Path, cli: Cli) -> None:
+    """A config holding NaN at the edited member is refused in one line (exit 1, not 3)."""
+    (tmp_path / "config.json").write_text('{"architectures": ["X"], "torch_dtype": NaN}\n')
+    before = tree_bytes(tmp_path)
+    code, _, err = cli("apply", tmp_path, "set-torch-dtype", "--set", "dtype=bfloat16")
+    assert code == 1, err
+    assert "/torch_dtype" in err and "NaN" in err
+    assert tree_bytes(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        {"upstream": "x"},
+        {"upstream": {"repo": 1}},
+        {"format": 0},
+        {"format": True},
+        {"duplicate": True},
+    ],
+)
+def test_clear_refusals_a_damaged_journal_is_named(
+    kimi: Path, cli: Cli, damage: dict[str, Any]
+) -> None:
+    """A journal with a bad upstream, format or duplicate ids is refused as damaged (exit 1),
+    never an unexpected error, and nothing is changed."""
+    api.apply(kimi, "strip-fp8-kv-cache")
+    data = _journal(kimi)
+    if damage.pop("duplicate", False):
+        data["entries"].append(dict(data["entries"][0]))
+    data.update(damage)
+    _write_journal(kimi, data)
+    before = tree_bytes(kimi)
+    code, _, err = cli("status", kimi)
+    assert code == 1 and "journal is damaged" in err, err
+    assert tree_bytes(kimi) == before
+
+
+def test_clear_refusals_a_huge_journal_is_not_read_into_memory(kimi: Path, cli: Cli) -> None:
+    """A 3 GB sparse journal.json is refused by its size before it is read."""
+    api.apply(kimi, "strip-fp8-kv-cache")
+    with (kimi / ".patcher" / "journal.json").open("r+b") as handle:
+        handle.truncate(3 * 2**30)
+    code, _, err = cli("status", kimi)
+    assert code == 1 and "larger than" in err, err
+
+
+def test_doctor_is_linear_on_one_long_line(tmp_path: Path) -> None:
+    """A megabyte-long line of a repeated error prefix (quadratic for the patterns when
+    whole) and a 64 MiB line without a newline cost bounded time and memory; the real error
+    on the next line is still found."""
+    from patcher.advice import doctor
+
+    prefix = "ERROR ValueError: Missing required keys in 'rope_scaling' for 'rope_type'='yarn': {"
+    log = tmp_path / "long.log"
+    real = (
+        "ValueError: To serve at least one request with the model's max seq len (262144), (2.0 GiB "
+        "KV cache is needed, which is larger than the available KV cache memory (1.0 GiB)."
+    )
+    with log.open("w") as out:
+        out.write(prefix * 13_000 + "\n")
+        out.write("Model architectures [" * 3_000_000 + "\n")
+        out.write(real + "\n")
+    import time
+
+    started = time.perf_counter()
+    found = doctor.diagnose(log)
+    assert time.perf_counter() - started < 5  # 104 s for the first line alone, uncut
+    assert found.recognised and found.error is not None and "262144" in found.error
+    assert list(doctor._bounded(iter(["x" * 10_000]))) == ["x" * doctor.LINE_LIMIT]

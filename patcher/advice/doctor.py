@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import re
 import shlex
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -429,6 +429,28 @@ def _first_rule(line: str) -> tuple[re.Match[str], Rule] | None:
     return None
 
 
+# An engine's error line is well under this; past it a line is cut, so that a hostile or
+# runaway line (megabytes without a newline) costs bounded memory and bounded matching time.
+LINE_LIMIT = 8192
+
+
+def _bounded(lines: Iterable[str]) -> Iterator[str]:
+    """Each line cut to ``LINE_LIMIT`` characters; from a stream, the rest of a long line is
+    read past in pieces, never held whole."""
+    readline = getattr(lines, "readline", None)
+    if readline is None:
+        for line in lines:
+            yield line[:LINE_LIMIT]
+        return
+    while True:
+        line = readline(LINE_LIMIT)
+        if not line:
+            return
+        yield line
+        while len(line) == LINE_LIMIT and not line.endswith("\n"):
+            line = readline(LINE_LIMIT)  # the rest of an overlong line: skipped
+
+
 def diagnose_lines(
     lines: Iterable[str], *, checkpoint: str = "CKPT", source: str = "-"
 ) -> Diagnosis:
@@ -438,7 +460,7 @@ def diagnose_lines(
     memory."""
     version_text: str | None = None
     marked = _marked()
-    for raw in lines:
+    for raw in _bounded(lines):
         line = _uncoloured(raw)
         if version_text is None:
             version_match = _VERSION.search(line)

@@ -93,7 +93,17 @@ class Checkpoint:
         if source is not None and any(
             Path(link) == Path(old) / relative for old in self.overlay_moved_from
         ):
-            return str(source / relative)
+            link = str(source / relative)
+        # The link comes from the journal, a file anyone may edit: it must lead where the
+        # checkpoint's own links may (itself, a cache snapshot's blobs, an overlay's source).
+        here = self.path(relative)
+        resolved = (here.parent / link).resolve()
+        if not any(_inside(resolved, base) for base in self.link_bases or (self.root.resolve(),)):
+            raise UnsafePathError(
+                f"the journal records a link to {link}, which leads outside the checkpoint",
+                file=here,
+                hint=f"the journal was edited by hand: inspect {self.journal_dir / 'journal.json'}",
+            )
         return link
 
     def link_target(self, relative: str) -> str | None:
@@ -139,8 +149,11 @@ def open_checkpoint(path: Path | str, revision: str | None = None) -> Checkpoint
             hint="pass the folder that holds config.json",
         )
     bases = [root.resolve()]
-    if root.parent.name == "snapshots":
-        bases.append((root.parent.parent / "blobs").resolve())
+    blobs = root.resolve().parent.parent / "blobs"
+    if root.resolve().parent.name == "snapshots" and blobs.is_dir() and not blobs.is_symlink():
+        # Trusted only as the real folder beside snapshots/: a blobs that is a link (to /, say)
+        # would make every link look as if it led into the cache.
+        bases.append(blobs)
     overlay = root / JOURNAL_DIR / OVERLAY_FILE
     source = None
     if overlay.is_file():
@@ -192,6 +205,11 @@ def name_problem(relative: str) -> tuple[str, str] | None:
         return (
             "path leads outside the checkpoint ('..' is not allowed)",
             "name files relative to the checkpoint",
+        )
+    if rel.parts[0] == JOURNAL_DIR:
+        return (
+            "is inside .patcher/, patcher's own journal folder; no transform edits it",
+            "name a config file of the checkpoint, such as 'config.json'",
         )
     if rel.name.lower().endswith(WEIGHT_SUFFIXES):
         return (

@@ -8,12 +8,14 @@ and ``blobs/``. A ``hf download --local-dir`` folder keeps per-file metadata in
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from patcher.errors import CheckpointError
+from patcher.store.fsio import NotRegularFileError, read_regular
 
 _REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 _COMMIT = re.compile(r"[0-9a-f]{40}")
@@ -70,15 +72,29 @@ def resolve_snapshot(ref: RepoRef) -> Path:
         )
     commit = ref.revision
     if not _COMMIT.fullmatch(commit):
-        ref_file = folder / "refs" / ref.revision
+        ref_file = folder / "refs" / _ref_name(ref)
         try:
-            commit = ref_file.read_text().strip()
-        except OSError:
+            # A ref is a regular file of the cache holding one commit id: never a link
+            # followed out of the cache, a pipe waited on, or a path taken from its text.
+            if ref_file.is_symlink():
+                raise NotRegularFileError(errno.ELOOP, "a symlink")
+            text = read_regular(ref_file, limit=4096).decode("ascii", "replace").strip()
+        except (OSError, NotRegularFileError) as exc:
+            missing = isinstance(exc, FileNotFoundError | NotADirectoryError)
             raise CheckpointError(
-                f"revision {ref.revision!r} of {ref.repo_id} is not in the cache",
+                f"revision {ref.revision!r} of {ref.repo_id} is not in the cache"
+                if missing
+                else f"refs/{ref.revision} of {ref.repo_id} is not a regular file of the cache",
                 file=ref_file,
-                hint=f"download it: {download}",
+                hint=f"download it again: {download}",
             ) from None
+        if not _COMMIT.fullmatch(text):
+            raise CheckpointError(
+                f"refs/{ref.revision} of {ref.repo_id} does not hold a commit id",
+                file=ref_file,
+                hint=f"download it again: {download}",
+            )
+        commit = text
     snapshot = folder / "snapshots" / commit
     if not snapshot.is_dir():
         raise CheckpointError(
@@ -87,6 +103,23 @@ def resolve_snapshot(ref: RepoRef) -> Path:
             hint=f"download it: {download}",
         )
     return snapshot
+
+
+def _ref_name(ref: RepoRef) -> str:
+    """``ref.revision`` as a ref file's name under ``refs/``: a branch or tag name, never a
+    path that leads out of the repository's folder."""
+    parts = ref.revision.split("/")
+    if (
+        ref.revision.startswith("/")
+        or any(p in ("", ".", "..") for p in parts)
+        or "\\" in ref.revision
+    ):
+        raise CheckpointError(
+            f"revision {ref.revision!r} is not a branch, tag or commit name",
+            file=ref.repo_id,
+            hint=f"name a branch or a commit, e.g. {ref.repo_id}@main",
+        )
+    return ref.revision
 
 
 def _nearest_cached(repo_id: str, cache: Path) -> str | None:

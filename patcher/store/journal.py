@@ -43,6 +43,9 @@ from patcher.store.hfcache import RepoRef
 from patcher.text.document import json_problem
 
 FORMAT = 1
+# A journal of config edits is kilobytes; past this it is not one (a sparse file, a disk fault),
+# and it is refused before it is read into memory.
+JOURNAL_LIMIT = 256 * 2**20
 # A stacked entry's starting bytes are rebuilt by replaying the entries below it; every this
 # many in a row, a full copy is kept so that no rebuild replays more.
 KEYFRAME = 8
@@ -215,11 +218,11 @@ def load_journal(directory: Path) -> Journal:
     """Read the journal in ``directory``; an absent journal is empty."""
     path = directory / JOURNAL_FILE
     try:
-        data = read_regular(path)
+        data = read_regular(path, limit=JOURNAL_LIMIT)
     except FileNotFoundError:
         return Journal()
-    except NotRegularFileError:
-        raise _damaged(path, "not a regular file") from None
+    except NotRegularFileError as exc:
+        raise _damaged(path, exc.strerror or "not a regular file") from None
     except OSError as exc:
         raise JournalError(
             f"cannot read the journal ({exc.strerror})",
@@ -234,7 +237,8 @@ def load_journal(directory: Path) -> Journal:
         raise _damaged(path, f"invalid JSON at line {exc.lineno} column {exc.colno}") from None
     except (RecursionError, ValueError) as exc:
         raise _damaged(path, json_problem(exc)) from None
-    if not isinstance(raw, dict) or not isinstance(raw.get("format"), int):
+    version = raw.get("format") if isinstance(raw, dict) else None
+    if type(version) is not int or version < 1:  # True is an int to Python, not a version
         raise _damaged(path, "no format version")
     if raw["format"] > FORMAT:
         raise JournalError(
@@ -243,12 +247,21 @@ def load_journal(directory: Path) -> Journal:
             hint="upgrade patcher: pip install -U patcher",
         )
     try:
-        upstream = raw.get("upstream")
         entries = tuple(_entry_from(e) for e in raw["entries"])
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise _damaged(path, f"malformed entry: {exc}") from None
+    ids = [e.id for e in entries]
+    if len(set(ids)) != len(ids):
+        raise _damaged(path, "two entries share an id")
+    upstream = raw.get("upstream")
+    if upstream is not None and not (
+        isinstance(upstream, dict)
+        and isinstance(upstream.get("repo"), str)
+        and isinstance(upstream.get("revision"), str)
+    ):
+        raise _damaged(path, "upstream is not a repository and revision")
     _remember_lines(data, entries)
-    repo = RepoRef(str(upstream["repo"]), str(upstream["revision"])) if upstream else None
+    repo = RepoRef(upstream["repo"], upstream["revision"]) if upstream else None
     return Journal(entries, repo)
 
 

@@ -127,6 +127,17 @@ def _does_not_apply(
     )
 
 
+def _not_finite(value: Any) -> bool:
+    """Whether ``value`` holds NaN or an infinity (Python's JSON reads them; JSON has none)."""
+    if isinstance(value, float):
+        return value != value or value in (float("inf"), float("-inf"))
+    if isinstance(value, dict):
+        return any(_not_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_not_finite(v) for v in value)
+    return False
+
+
 class _Compiler:
     def __init__(self, checkpoint: Checkpoint, transform: Transform, params: ResolvedParams):
         self.checkpoint = checkpoint
@@ -329,6 +340,15 @@ class _Compiler:
     def apply(self, state: _FileState, op: Op) -> None:
         kind, path, doc = op["op"], op["path"], state.doc
         old = doc.get(path)
+        if old is not _MISSING and _not_finite(old):
+            # NaN equals nothing, itself included: no RFC 6902 test could ever guard it.
+            raise InputFileError(
+                "holds NaN or Infinity, which is not JSON, so the edit cannot be guarded",
+                file=str(self.checkpoint.root / state.path),
+                pointer=path,
+                hint="replace it by hand with a JSON value (a number, or null), then run the "
+                "command again",
+            )
         if kind == "test":
             if old is _MISSING or canonical(old) != canonical(op["value"]):
                 raise self.fail(
