@@ -1,13 +1,22 @@
 from __future__ import annotations
 
+import os
 import shutil
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import pytest
-from typer.testing import CliRunner
+# Before anything imports huggingface_hub (it reads these once): the suite's Hugging Face
+# home is a folder of its own, never the user's ~/.cache/huggingface.
+_SANDBOX = Path(tempfile.mkdtemp(prefix="patcher-tests-hf-"))
+os.environ["HF_HOME"] = str(_SANDBOX / "hf-home")
+for _name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_XET_CACHE", "HF_ASSETS_CACHE"):
+    os.environ.pop(_name, None)
 
-from patcher.cli.app import app
+import pytest  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
+
+from patcher.cli.app import app  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOTS = ROOT / "snapshots"
@@ -71,6 +80,15 @@ class Cli:
     def __call__(self, *args: str | Path) -> tuple[int, str, str]:
         result = self.runner.invoke(app, [str(a) for a in args])
         return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture(autouse=True)
+def _own_hugging_face_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test's Hugging Face home and cache are under its tmp_path (a test that wants a
+    cache of its own sets HF_HUB_CACHE itself), so no test reads or writes the user's."""
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    yield
 
 
 @pytest.fixture

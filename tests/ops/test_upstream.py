@@ -186,7 +186,13 @@ def test_offline_compares_with_the_cache(hub: tuple[Hub, str], tmp_path: Path) -
 def test_local_dir_redownload_and_reapply(hub: tuple[Hub, str], tmp_path: Path) -> None:
     _, url = hub
     folder = tmp_path / "kimi"
-    snapshot_download(REPO, local_dir=folder, endpoint=url, allow_patterns=["*.json"])
+    snapshot_download(
+        REPO,
+        local_dir=folder,
+        cache_dir=tmp_path / "cache",
+        endpoint=url,
+        allow_patterns=["*.json"],
+    )
     env = {"HF_ENDPOINT": url, "HF_HUB_CACHE": str(tmp_path / "cache")}
     assert run("apply", folder, "strip-fp8-kv-cache", env=env)[0] == 0
     assert run("apply", folder, "set-context-length", "--set", "length=131072", env=env)[0] == 0
@@ -431,7 +437,13 @@ def test_an_overlay_whose_store_moved_with_a_new_revision_asks_for_a_rebase(
 def test_local_dir_new_upstream_is_not_a_hand_edit(hub: tuple[Hub, str], tmp_path: Path) -> None:
     server, url = hub
     folder = tmp_path / "kimi"
-    snapshot_download(REPO, local_dir=folder, endpoint=url, allow_patterns=["*.json"])
+    snapshot_download(
+        REPO,
+        local_dir=folder,
+        cache_dir=tmp_path / "cache",
+        endpoint=url,
+        allow_patterns=["*.json"],
+    )
     env = {"HF_ENDPOINT": url, "HF_HUB_CACHE": str(tmp_path / "cache")}
     assert run("apply", folder, "strip-fp8-kv-cache", env=env)[0] == 0
     files = {p.name: p.read_bytes() for p in EXAMPLE.iterdir()}
