@@ -3,6 +3,7 @@ serialise through the lock and lose nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -177,3 +178,68 @@ def test_a_transform_naming_a_shard_does_not_open_it(kimi: Path, tmp_path: Path)
     )
     assert done.returncode == 1 and "is a weight file" in done.stderr, done.stderr
     assert "SHARDS-OPENED:0 " in done.stderr
+
+
+LOOPER = textwrap.dedent(
+    """
+    import sys
+    from patcher import api
+    ckpt, setter, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    for i in range(rounds):
+        for step in (
+            lambda: api.apply(ckpt, setter),
+            lambda: api.apply(ckpt, "strip-fp8-kv-cache"),
+            lambda: api.revert(ckpt, last=True),
+            lambda: api.revert(ckpt, every=True),
+        ):
+            try:
+                step()
+            except api.PatcherError:
+                pass  # refused (a lost lock, a compare-and-swap, nothing to do): never a loss
+    """
+)
+
+
+def test_safe_together_when_the_lock_file_is_deleted(kimi: Path, tmp_path: Path) -> None:
+    """Six processes run mixed applies and reverts while the lock file is deleted every 5 ms
+    (tmp cleaners do): whatever each was refused, at the end the journal and the files agree:
+    every journalled file is as patched or reverted, and revert --all gives the originals."""
+    import threading
+    import time
+
+    original = tree_bytes(kimi)
+    lock = kimi / ".patcher" / "lock"
+    stop = threading.Event()
+
+    def delete_the_lock() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                lock.unlink()
+            time.sleep(0.005)
+
+    deleter = threading.Thread(target=delete_the_lock, daemon=True)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PATCHER_LOCK_TIMEOUT": "60"}
+    setters = [make_setter(tmp_path, i) for i in range(6)]
+    deleter.start()
+    try:
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", LOOPER, str(kimi), str(s), "5"],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for s in setters
+        ]
+        for proc in procs:
+            _, err = proc.communicate(timeout=600)
+            assert proc.returncode == 0, err  # refusals are caught; a crash is not
+    finally:
+        stop.set()
+        deleter.join()
+    status = json.loads(run("status", kimi, "--json").stdout)
+    assert {f["state"] for f in status["files"]} <= {"patched", "reverted"}, status["files"]
+    reverted = run("revert", kimi, "--all")
+    assert reverted.returncode == 0, reverted.stderr
+    assert tree_bytes(kimi) == original

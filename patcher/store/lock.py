@@ -1,7 +1,9 @@
 """The per-checkpoint lock: one writer at a time, with a timeout that names the holder.
 
 Correctness never depends on the lock alone (it may silently not work on NFS): every write
-also checks the hash it expects.
+also checks the hash it expects. The lock is taken on the journal folder, so deleting the lock
+file (a tmp cleaner, a person) lets no second writer in; a folder replaced while held (or,
+where folders cannot be locked, the lock file) is noticed by ``Held.check`` before each write.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from patcher import progress
-from patcher.errors import LockTimeoutError
+from patcher.errors import ConflictError, LockTimeoutError
 from patcher.store.fsio import give_folder_owner, write_error
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -35,54 +37,112 @@ def lock_timeout() -> float:
     return value if math.isfinite(value) and value >= 0 else DEFAULT_TIMEOUT_S
 
 
-@contextlib.contextmanager
-def locked(lock_path: Path, timeout: float | None = None) -> Iterator[None]:
-    """Hold an exclusive lock on ``lock_path`` while the block runs."""
-    limit = lock_timeout() if timeout is None else timeout
+class Held:
+    """The lock as held: ``check`` refuses to go on once it no longer excludes others."""
+
+    __slots__ = ("folder_fd", "fd", "path")
+
+    def __init__(self, folder_fd: int | None, fd: int, path: Path) -> None:
+        self.folder_fd, self.fd, self.path = folder_fd, fd, path
+
+    def is_ours(self) -> bool:
+        """Whether the locked object is still the one its path names: the journal folder
+        (deleting the lock file does not matter then), else the lock file itself."""
+        fd, path = (
+            (self.fd, self.path) if self.folder_fd is None else (self.folder_fd, self.path.parent)
+        )
+        try:
+            now = os.lstat(path)
+        except OSError:
+            return False
+        mine = os.fstat(fd)
+        return (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino)
+
+    def check(self) -> None:
+        """Raise unless the lock still excludes other patchers (see the module)."""
+        if not self.is_ours():
+            raise ConflictError(
+                "the lock was removed or replaced while patcher held it, so another process "
+                "may be writing; nothing more was written",
+                file=self.path,
+                hint=f"patcher status {self.path.parent.parent}, then run the command again",
+            )
+
+
+def _open(lock_path: Path) -> int:
     try:
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     except OSError as exc:
         raise write_error(exc, lock_path) from exc
     give_folder_owner(fd, lock_path.parent)
+    return fd
+
+
+def _wait(fd: int, holder_fd: int, lock_path: Path, start: float, limit: float) -> bool:
+    """Take an exclusive flock on ``fd``, reporting the holder (from ``holder_fd``) while
+    waiting; False where the filesystem has no locks."""
+    reported = 0
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            waited = time.monotonic() - start
+            report = progress.wait_reporter
+            if report is not None and int(waited) > reported:
+                reported = int(waited)
+                holder = os.pread(holder_fd, 512, 0).decode("utf-8", "replace").strip()
+                report(holder or "another patcher", waited)
+            if waited >= limit:
+                holder = os.pread(holder_fd, 512, 0).decode("utf-8", "replace").strip()
+                raise LockTimeoutError(
+                    f"locked by another patcher ({holder or 'holder unknown'}) for more "
+                    f"than {limit:g}s",
+                    file=lock_path,
+                    hint="wait for it to finish and run the command again, or raise "
+                    "PATCHER_LOCK_TIMEOUT",
+                ) from None
+            time.sleep(0.02)
+        except OSError as exc:
+            if exc.errno not in _NO_LOCKS and exc.errno != errno.EBADF:
+                raise write_error(exc, lock_path) from exc
+            return False
+    if reported and progress.wait_done is not None:
+        progress.wait_done()
+    return True
+
+
+@contextlib.contextmanager
+def locked(lock_path: Path, timeout: float | None = None) -> Iterator[Held]:
+    """Hold an exclusive lock on the journal folder (``lock_path``'s) and on ``lock_path``
+    while the block runs. The folder's lock is the one that counts: a tmp cleaner or a person
+    deleting the lock file cannot let a second writer in. The file's lock excludes older
+    patchers, and the file names the holder."""
+    limit = lock_timeout() if timeout is None else timeout
+    start = time.monotonic()
     try:
-        start = time.monotonic()
-        deadline = start + limit
-        reported = 0
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                waited = time.monotonic() - start
-                report = progress.wait_reporter
-                if report is not None and int(waited) > reported:
-                    reported = int(waited)
-                    holder = os.pread(fd, 512, 0).decode("utf-8", "replace").strip()
-                    report(holder or "another patcher", waited)
-                if time.monotonic() >= deadline:
-                    holder = os.pread(fd, 512, 0).decode("utf-8", "replace").strip()
-                    raise LockTimeoutError(
-                        f"locked by another patcher ({holder or 'holder unknown'}) for more "
-                        f"than {limit:g}s",
-                        file=lock_path,
-                        hint="wait for it to finish and run the command again, or raise "
-                        "PATCHER_LOCK_TIMEOUT",
-                    ) from None
-                time.sleep(0.02)
-            except OSError as exc:
-                if exc.errno not in _NO_LOCKS:
-                    raise write_error(exc, lock_path) from exc
-                # As on an NFS mount whose locks are local only: every write still checks the
-                # bytes it expects, so going on unlocked loses nothing but the waiting.
-                if progress.unlocked_reporter is not None:
-                    progress.unlocked_reporter(str(lock_path), os.strerror(exc.errno))
-                break
-        if reported and progress.wait_done is not None:
-            progress.wait_done()
+        folder_fd: int | None = os.open(
+            lock_path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+        )
+    except OSError as exc:
+        raise write_error(exc, lock_path.parent) from exc
+    fd = _open(lock_path)
+    try:
+        assert folder_fd is not None
+        if not _wait(folder_fd, fd, lock_path, start, limit):
+            os.close(folder_fd)  # NFS: a folder cannot be flocked there; the file is tried
+            folder_fd = None
+        if not _wait(fd, fd, lock_path, start, limit) and folder_fd is None:
+            # As on an NFS mount whose locks are local only: every write still checks the
+            # bytes it expects, so going on unlocked loses nothing but the waiting.
+            if progress.unlocked_reporter is not None:
+                progress.unlocked_reporter(str(lock_path), os.strerror(errno.ENOLCK))
         info = f"pid {os.getpid()}: {' '.join(Path(a).name for a in sys.argv[:2])}"
         with contextlib.suppress(OSError):  # who holds it is a courtesy (full disk: skip it)
             os.ftruncate(fd, 0)
             os.pwrite(fd, info.encode("utf-8", "replace"), 0)
-        yield
+        yield Held(folder_fd, fd, lock_path)
     finally:
         os.close(fd)
+        if folder_fd is not None:
+            os.close(folder_fd)

@@ -13,7 +13,7 @@ from patcher.store.checkpoint import Checkpoint
 from patcher.store.files import current_hash, replace_file
 from patcher.store.fsio import ensure_dir, set_mtime_ns, sha256, stale_temp_files
 from patcher.store.journal import Journal, journal_digest, load_journal, save_journal, temp_dirs
-from patcher.store.lock import locked
+from patcher.store.lock import Held, locked
 from patcher.store.recovery import settle
 
 
@@ -56,10 +56,14 @@ class Session:
     checkpoint: Checkpoint
     journal: Journal
     digest: str | None
+    held: Held | None = None
 
     def save(self, journal: Journal) -> None:
         """Write ``journal`` and make it the current one, if the journal on disk is still the
-        one this session read (a compare-and-swap: the lock may silently not hold)."""
+        one this session read (a compare-and-swap: the lock may silently not hold) and the lock
+        is still ours."""
+        if self.held is not None:
+            self.held.check()
         self.digest = save_journal(self.checkpoint.journal_dir, journal, expect=self.digest)
         self.journal = journal
 
@@ -73,6 +77,8 @@ class Session:
         self.save(ahead)
         try:
             for w in writes:
+                if self.held is not None:
+                    self.held.check()
                 replace_file(self.checkpoint, w.path, w.data, expect=w.expect, link=w.link)
                 if w.link is None and w.mtime_ns is not None:
                     set_mtime_ns(self.checkpoint.path(w.path), w.mtime_ns)
@@ -88,9 +94,9 @@ class Session:
 def write_session(checkpoint: Checkpoint) -> Iterator[Session]:
     """Lock the checkpoint, load its journal and settle any change a crash left half done."""
     ensure_dir(checkpoint.journal_dir)
-    with locked(checkpoint.journal_dir / "lock"):
+    with locked(checkpoint.journal_dir / "lock") as held:
         digest = journal_digest(checkpoint.journal_dir)
-        session = Session(checkpoint, load_journal(checkpoint.journal_dir), digest)
+        session = Session(checkpoint, load_journal(checkpoint.journal_dir), digest, held)
         for stale in stale_temp_files(temp_dirs(checkpoint, session.journal)):
             # Only writers holding this lock make temp files: these are a killed one's.
             with contextlib.suppress(OSError):
