@@ -47,6 +47,19 @@ class PatcherError(Exception):
     def __str__(self) -> str:
         return self.message
 
+    def relocated(self, scratch: Path, real: Path) -> PatcherError:
+        """This error as the user must see it: every mention of the internal folder
+        ``scratch`` (a scratch copy, gone once the error is out) named as ``real``, the
+        checkpoint it stands for. Changed in place; returned for ``raise``."""
+
+        def moved(text: str | None) -> str | None:
+            return None if text is None else text.replace(str(scratch), str(real))
+
+        self.problem = moved(self.problem) or ""
+        self.file, self.hint, self.detail = moved(self.file), moved(self.hint), moved(self.detail)
+        self.args = (self.message,)
+        return self
+
 
 class CheckpointError(PatcherError):
     """The checkpoint directory is missing, empty or not usable."""

@@ -1006,3 +1006,41 @@ def test_doctor_is_linear_on_one_long_line(tmp_path: Path) -> None:
     assert time.perf_counter() - started < 5  # 104 s for the first line alone, uncut
     assert found.recognised and found.error is not None and "262144" in found.error
     assert list(doctor._bounded(iter(["x" * 10_000]))) == ["x" * doctor.LINE_LIMIT]
+
+
+def test_clear_refusals_enospc_on_the_last_fsync_never_says_nothing_changed(
+    kimi: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The journal's last write fails after the files were written (ENOSPC at the last
+    fsync): the message must not say "nothing was changed"; it says how to find out, and the
+    next command finds the journal and the files in agreement."""
+    real = os.fsync
+    calls = 0
+
+    def counting(fd: int) -> None:
+        nonlocal calls
+        calls += 1
+        real(fd)
+
+    probe = tmp_path / "probe"
+    shutil.copytree(kimi, probe)
+    monkeypatch.setattr(os, "fsync", counting)
+    api.apply(probe, "strip-fp8-kv-cache")
+    last, calls = calls, 0
+
+    def failing(fd: int) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == last:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", failing)
+    with pytest.raises(WriteError) as raised:
+        api.apply(kimi, "strip-fp8-kv-cache")
+    assert "nothing was changed" not in str(raised.value)
+    assert "patcher status" in str(raised.value) and "files were written" in str(raised.value)
+    monkeypatch.setattr(os, "fsync", real)
+    status = api.status(kimi)
+    assert {f.state for f in status.files} <= {"patched", "reverted"}
+    assert api.revert(kimi, every=True).outcome in ("reverted", "nothing-to-do")

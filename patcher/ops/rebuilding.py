@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from patcher.errors import PatcherError
 from patcher.ops.adding import add_entry
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.files import read_current
@@ -122,15 +123,18 @@ def rebuild(
             (work / path).write_bytes(data)
         if not (work / "config.json").exists():
             (work / "config.json").write_text("{}")  # a checkpoint needs a config file
-        results = [
-            add_entry(
-                open_checkpoint(work),
-                s.transform,
-                resolve_params(s.transform, dict(s.params)),
-                target=s.target,
-            )
-            for s in steps
-        ]
+        try:
+            results = [
+                add_entry(
+                    open_checkpoint(work),
+                    s.transform,
+                    resolve_params(s.transform, dict(s.params)),
+                    target=s.target,
+                )
+                for s in steps
+            ]
+        except PatcherError as exc:  # a message names the user's checkpoint, never the copy
+            raise exc.relocated(work, ckpt.root) from None
         scratch_journal = load_journal(work / ".patcher")
         for entry in scratch_journal.entries:
             store_object(ckpt.journal_dir, load_object(work / ".patcher", entry.definition))

@@ -11,6 +11,7 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from patcher.errors import PatcherError
 from patcher.store.checkpoint import Checkpoint
 from patcher.store.files import read_current
 from patcher.store.journal import originals
@@ -47,7 +48,10 @@ def scratch_copy(ckpt: Checkpoint) -> Iterator[Path]:
                     copy / ".patcher" / "objects",
                     copy_function=_link_or_copy,
                 )
-        yield copy
+        try:
+            yield copy
+        except PatcherError as exc:  # a message names the user's checkpoint, never the copy
+            raise exc.relocated(copy, ckpt.root) from None
 
 
 def _link_or_copy(source: str, target: str) -> None:

@@ -87,7 +87,18 @@ class Session:
                 if _put_back(self.checkpoint, writes):
                     self.save(before)
             raise
-        self.save(done)
+        try:
+            self.save(done)
+        except PatcherError as exc:
+            # The files are written; whether the journal says so depends on where the save
+            # failed (before or after its rename). Never "nothing was changed": say how to know.
+            exc.problem += "; the files were written before the journal's last write failed"
+            exc.hint = (
+                "free the disk or fix the filesystem, then run "
+                f"patcher status {self.checkpoint.arg} (it settles the change: kept or undone)"
+            )
+            exc.args = (exc.message,)
+            raise
 
 
 @contextlib.contextmanager
