@@ -3,21 +3,24 @@
     python tests/faults.py MODE N patcher-args...
 
 MODE is ``kill-before`` (SIGKILL just before the N-th call), ``kill-after`` (SIGKILL just
-after it took effect) or ``interrupt`` (KeyboardInterrupt just after it took effect, as a
-Ctrl-C between a rename and the bookkeeping). The calls counted are every write, fsync,
-rename, unlink, symlink, hard link and truncate patcher makes while the command runs (not at
-import).
+after it took effect), ``interrupt`` (KeyboardInterrupt just after it took effect, as a
+Ctrl-C between a rename and the bookkeeping), or ``eio`` and ``enospc`` (the N-th call fails
+with that error and does nothing, as a failing disk or a full one). The calls counted are
+every write, fsync, rename, unlink, symlink, hard link and truncate patcher makes while the
+command runs (not at import).
 Exit code 99 means the command finished before the N-th call: the sweep is complete.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import sys
 from collections.abc import Callable
 from typing import Any
 
+ERRORS = {"eio": errno.EIO, "enospc": errno.ENOSPC}
 CALLS = (
     "write",
     "pwrite",
@@ -43,6 +46,8 @@ def main() -> None:
             count += 1
             if count == target and mode == "kill-before":
                 os.kill(os.getpid(), signal.SIGKILL)
+            if count == target and mode in ERRORS:
+                raise OSError(ERRORS[mode], os.strerror(ERRORS[mode]))
             result = real(*args, **kwargs)
             if count == target:
                 if mode == "kill-after":

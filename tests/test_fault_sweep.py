@@ -20,8 +20,11 @@ from patcher import api
 from patcher.store import fsio
 from tests.conftest import ROOT, SNAPSHOTS, tree_bytes
 
-MODES = ("kill-before", "kill-after", "interrupt")
+MODES = ("kill-before", "kill-after", "interrupt", "eio", "enospc")
 FAULTS = ROOT / "tests" / "faults.py"
+
+
+LAST_STDERR = [""]  # what the last faulty run printed (its message is checked)
 
 
 def _run_faulty(mode: str, point: int, *args: str | Path) -> int:
@@ -33,6 +36,7 @@ def _run_faulty(mode: str, point: int, *args: str | Path) -> int:
         env=env,
         timeout=120,
     )
+    LAST_STDERR[0] = done.stderr
     return done.returncode
 
 
@@ -120,6 +124,12 @@ NEW_UPSTREAM = (
 )
 
 
+# ... and one whose config.json already says float16 (set-torch-dtype's edit, made upstream).
+NEW_UPSTREAM_FLOAT16 = NEW_UPSTREAM.replace(
+    b'"torch_dtype": "bfloat16"', b'"torch_dtype": "float16"'
+)
+
+
 def _cache_snapshot(tmp_path: Path) -> Path:
     """The example checkpoint as the Hugging Face cache holds it: links into ``blobs/``."""
     folder = tmp_path / "prepared" / "models--nvidia--Kimi-K2.5-NVFP4"
@@ -141,7 +151,36 @@ def _prepare_revert_in_cache(tmp_path: Path) -> tuple[Path, list[str]]:
     return _two_applied(_cache_snapshot(tmp_path)), ["revert", "{root}", "strip-fp8-kv-cache"]
 
 
+def _prepare_rebase_dropping(tmp_path: Path) -> tuple[Path, list[str]]:
+    root = _kimi(tmp_path)
+    api.apply(root, "strip-fp8-kv-cache")
+    api.apply(root, "set-torch-dtype", {"dtype": "float16"})
+    # The new upstream ships float16 itself: set-torch-dtype is no longer needed and leaves.
+    (root / "config.json").write_bytes(NEW_UPSTREAM_FLOAT16)
+    return root, ["rebase", "{root}"]
+
+
+def _prepare_sync_new_params(tmp_path: Path) -> tuple[Path, list[str]]:
+    root = _kimi(tmp_path)
+    profile = tmp_path / "profile.toml"
+    profile.write_text(
+        'engine = "vllm==0.16.0"\ngpu = "rtx-pro-6000"\n'
+        '[transforms]\nset-torch-dtype = { dtype = "float16" }\n'
+    )
+    api.sync(root, api.make_target(profile=profile))
+    profile.write_text(profile.read_text().replace("float16", "float32"))
+    # The same transform again with new parameters: re-applied, in one step.
+    return root, ["sync", "{root}", "--profile", str(profile)]
+
+
+def _prepare_revert_all_in_cache(tmp_path: Path) -> tuple[Path, list[str]]:
+    return _two_applied(_cache_snapshot(tmp_path)), ["revert", "{root}", "--all"]
+
+
 SCENARIOS: dict[str, Callable[[Path], tuple[Path, list[str]]]] = {
+    "rebase-dropping": _prepare_rebase_dropping,
+    "sync-new-params": _prepare_sync_new_params,
+    "revert-all-in-cache": _prepare_revert_all_in_cache,
     "apply": _prepare_apply,
     "apply-replacing": _prepare_replace,
     "sync-apply": _prepare_sync_apply,
@@ -174,7 +213,11 @@ def _end_state(prepared: Path, scenario: str) -> dict[str, bytes | str]:
         fresh = _cache_snapshot(prepared.parents[3] / "fresh")
         return tree_bytes(fresh)
     pristine = tree_bytes(SNAPSHOTS / "example" / "kimi-k2.5-nvfp4")
-    return {**pristine, "config.json": NEW_UPSTREAM} if scenario == "rebase" else pristine
+    if scenario == "rebase":
+        return {**pristine, "config.json": NEW_UPSTREAM}
+    if scenario == "rebase-dropping":
+        return {**pristine, "config.json": NEW_UPSTREAM_FLOAT16}
+    return pristine
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -196,14 +239,21 @@ def test_every_fault_point_leaves_before_or_after(scenario: str, mode: str, tmp_
         if code == 99:
             break  # the command finished before this point: every point was swept
         where = f"{scenario} {mode} at call #{point} (exit {code})"
+        message = LAST_STDERR[0]
         applied = _applied(root)  # the next command settles what the fault left
         state = tree_bytes(root)
         assert state in (before, after), where
         assert applied == (after_applied if state == after else before_applied), where
+        if mode in ("eio", "enospc") and code != 0:
+            # One line, no traceback; and never "nothing was changed" over a change that was
+            # kept (the next command settled it forward).
+            assert "Traceback" not in message and code == 1, (where, message)
+            if state == after:
+                assert "nothing was changed" not in message, (where, message)
         assert not _temp_files(_sandbox(root)), (where, _temp_files(_sandbox(root)))
         if blobs:  # the cache's blobs are shared with other revisions: never written
             assert tree_bytes(_sandbox(root) / "blobs") == blobs, where
-        if scenario == "rebase" and state == before:
+        if scenario.startswith("rebase") and state == before:
             api.rebase(root)  # the interrupted rebase can be run again
         api.revert(root, every=True)
         assert tree_bytes(root) == end, where

@@ -1044,3 +1044,37 @@ def test_clear_refusals_enospc_on_the_last_fsync_never_says_nothing_changed(
     status = api.status(kimi)
     assert {f.state for f in status.files} <= {"patched", "reverted"}
     assert api.revert(kimi, every=True).outcome in ("reverted", "nothing-to-do")
+
+
+@pytest.mark.parametrize(
+    ("profile", "pointer"),
+    [
+        ('engine = "vllm==0.16.0"\ngpu = "h200"\ntensor_parallel = 99999999999999999999\n', "tp"),
+        ('engine = "vllm==0.16.0.0.0.0"\ngpu = "h200"\n', "engine"),
+        ('engine = "trtllm==1.0"\ngpu = "h200"\n', "engine"),
+    ],
+)
+def test_clear_refusals_profile_values_are_bounded(
+    kimi: Path, tmp_path: Path, cli: Cli, profile: str, pointer: str
+) -> None:
+    """A profile's absurd tensor-parallel size or malformed engine is refused in one line
+    naming what is wrong (an engine patcher does not model is named as such)."""
+    path = tmp_path / "p.toml"
+    path.write_text(profile)
+    code, _, err = cli("plan", kimi, "--profile", path)
+    assert code == 1 and len(err.strip().splitlines()) == 1, err
+    assert ("tensor_parallel" in err) if pointer == "tp" else ("engine" in err)
+    if "trtllm" in profile:
+        assert "not in the engine model" in err
+
+
+def test_clear_refusals_a_move_into_its_own_child(kimi: Path, tmp_path: Path, cli: Cli) -> None:
+    spec = tmp_path / "m.toml"
+    spec.write_text(
+        'name = "m"\nsummary = "s"\nwhy = "w"\nundo_when = "u"\n[[edits]]\nfile = "config.json"\n'
+        'ops = [{ op = "move", from = "/quantization_config", path = "/quantization_config/x" }]\n'
+    )
+    before = tree_bytes(kimi)
+    code, _, err = cli("apply", kimi, spec)
+    assert code == 1 and "into itself" in err, err
+    assert tree_bytes(kimi) == before

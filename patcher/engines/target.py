@@ -15,7 +15,12 @@ OLDEST: dict[str, Version] = {"vllm": (0, 10, 0), "sglang": (0, 4, 0)}
 # The newest release each engine model was read at (vLLM: recorded in snapshots/engines/). A
 # later version gets that release's rules, and the answer says so.
 NEWEST_READ: dict[str, Version] = {"vllm": (0, 33, 0), "sglang": (0, 5, 23)}
-_SPEC = re.compile(r"\s*(vllm|sglang)\s*(?:==|@|=|\s)\s*v?(\d+)\.(\d+)(?:\.(\d+))?\S*\s*")
+# A release as pip spells it: 0.16, 0.16.0, 0.16.0rc1, 0.16.0.post1, 0.32.0+cpu; no more parts.
+_SPEC = re.compile(
+    r"\s*(vllm|sglang)\s*(?:==|@|=|\s)\s*v?(\d{1,4})\.(\d{1,4})(?:\.(\d{1,4}))?"
+    r"(?:(?:a|b|rc|\.post|\.dev)\d{1,4})*(?:\+[a-z0-9.]{1,32})?\s*"
+)
+_NAMED = re.compile(r"\s*([a-z][a-z0-9_-]*)\s*(?:==|@|=)\s*\S+\s*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +59,12 @@ class Engine:
 def parse_engine(text: str) -> Engine:
     """``vllm==0.16.0`` (also ``vllm@0.16``, ``sglang==0.5.23``) as an :class:`Engine`."""
     match = _SPEC.fullmatch(text.lower())
+    named = _NAMED.fullmatch(text.lower())
+    if not match and named and named.group(1) not in ("vllm", "sglang"):
+        raise TargetError(
+            f"engine {named.group(1)!r} is not in the engine model (it knows vllm and sglang)",
+            hint="check against --engine vllm==X.Y.Z or --engine sglang==X.Y.Z",
+        )
     if not match:
         raise TargetError(
             f"cannot read engine {text!r}",

@@ -30,7 +30,7 @@ from patcher.store.journal import (
     originals,
     store_object,
 )
-from patcher.store.scratch import SCRATCH_SUFFIXES
+from patcher.store.scratch import SCRATCH_SUFFIXES, scratch_error
 from patcher.store.session import FileWrite, Session
 from patcher.transforms.definition import Transform, parse_transform
 from patcher.transforms.params import resolve_params
@@ -116,13 +116,18 @@ def rebuild(
     """Apply ``steps`` to ``base`` in a scratch copy, then make the checkpoint that result in
     one write-ahead step, retiring ``retire`` (see ``Rebuilt``)."""
     ckpt, journal = session.checkpoint, session.journal
-    with tempfile.TemporaryDirectory(prefix="patcher-rebuild-") as scratch:
+    with tempfile.TemporaryDirectory(
+        prefix="patcher-rebuild-", ignore_cleanup_errors=True
+    ) as scratch:
         work = Path(scratch)
-        for path, data in base.items():
-            (work / path).parent.mkdir(parents=True, exist_ok=True)
-            (work / path).write_bytes(data)
-        if not (work / "config.json").exists():
-            (work / "config.json").write_text("{}")  # a checkpoint needs a config file
+        try:
+            for path, data in base.items():
+                (work / path).parent.mkdir(parents=True, exist_ok=True)
+                (work / path).write_bytes(data)
+            if not (work / "config.json").exists():
+                (work / "config.json").write_text("{}")  # a checkpoint needs a config file
+        except OSError as exc:
+            raise scratch_error(exc) from None
         try:
             results = [
                 add_entry(

@@ -51,6 +51,9 @@ class Target:
 MAX_PROFILE = 2**20  # a profile is a few lines
 
 
+MAX_PARALLEL = 4096  # GPUs in one tensor-parallel group; far past any real deployment
+
+
 def _fail(file: str | None, pointer: str, problem: str) -> TargetError:
     return TargetError(
         problem,
@@ -97,8 +100,12 @@ def make_target(
     if not isinstance(engine, str | Engine) or not isinstance(gpu, str | Gpu):
         raise _fail(source, "/engine", "engine and gpu are strings such as 'vllm==0.16.0'")
     tp = tensor_parallel if tensor_parallel is not None else data.get("tensor_parallel")
-    if tp is not None and (isinstance(tp, bool) or not isinstance(tp, int) or tp < 1):
-        raise _fail(source, "/tensor_parallel", f"expected a positive integer, got {tp!r}")
+    if tp is not None and (
+        isinstance(tp, bool) or not isinstance(tp, int) or not 1 <= tp <= MAX_PARALLEL
+    ):
+        raise _fail(
+            source, "/tensor_parallel", f"expected an integer from 1 to {MAX_PARALLEL}, got {tp!r}"
+        )
     wanted = transforms if transforms is not None else data.get("transforms", {})
     if not isinstance(wanted, Mapping) or not all(
         isinstance(k, str) and isinstance(v, Mapping) for k, v in wanted.items()

@@ -419,7 +419,9 @@ def diff_upstream(
     journal = read_journal(ckpt)
     ref = _repo_ref(ckpt, journal, upstream)
     paths = _compared_files(ckpt.root)
-    with tempfile.TemporaryDirectory(prefix="patcher-upstream-") as workdir:
+    with tempfile.TemporaryDirectory(
+        prefix="patcher-upstream-", ignore_cleanup_errors=True
+    ) as workdir:
         fetcher = _Fetcher(ckpt, journal, ref, workdir)
         first = "config.json" if "config.json" in paths else (paths[0] if paths else "config.json")
         report = progress.fetch_reporter

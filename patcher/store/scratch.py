@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from patcher.errors import PatcherError
+from patcher.errors import PatcherError, WriteError
 from patcher.store.checkpoint import Checkpoint
 from patcher.store.files import read_current
 from patcher.store.journal import originals
@@ -32,26 +32,42 @@ def config_bytes(ckpt: Checkpoint) -> dict[str, bytes | None]:
 @contextlib.contextmanager
 def scratch_copy(ckpt: Checkpoint) -> Iterator[Path]:
     """A temporary folder holding a copy of ``ckpt``'s config files and journal."""
-    with tempfile.TemporaryDirectory(prefix="patcher-scratch-") as scratch:
+    with tempfile.TemporaryDirectory(
+        prefix="patcher-scratch-", ignore_cleanup_errors=True
+    ) as scratch:
         copy = Path(scratch) / "checkpoint"
-        copy.mkdir()
-        for name, data in config_bytes(ckpt).items():
-            if data is not None:
-                (copy / name).write_bytes(data)
-        journal = ckpt.journal_dir / "journal.json"
-        if journal.is_file():
-            (copy / ".patcher").mkdir()
-            shutil.copyfile(journal, copy / ".patcher" / "journal.json")
-            if (ckpt.journal_dir / "objects").is_dir():
-                shutil.copytree(
-                    ckpt.journal_dir / "objects",
-                    copy / ".patcher" / "objects",
-                    copy_function=_link_or_copy,
-                )
+        try:
+            copy.mkdir()
+            for name, data in config_bytes(ckpt).items():
+                if data is not None:
+                    (copy / name).write_bytes(data)
+            journal = ckpt.journal_dir / "journal.json"
+            if journal.is_file():
+                (copy / ".patcher").mkdir()
+                shutil.copyfile(journal, copy / ".patcher" / "journal.json")
+                if (ckpt.journal_dir / "objects").is_dir():
+                    shutil.copytree(
+                        ckpt.journal_dir / "objects",
+                        copy / ".patcher" / "objects",
+                        copy_function=_link_or_copy,
+                    )
+        except OSError as exc:
+            raise scratch_error(exc) from None
         try:
             yield copy
         except PatcherError as exc:  # a message names the user's checkpoint, never the copy
             raise exc.relocated(copy, ckpt.root) from None
+
+
+def scratch_error(exc: OSError) -> WriteError:
+    """The refusal when patcher's scratch copy cannot be written: the temp folder is the
+    problem (full, failing), not the checkpoint, which was not touched."""
+    return WriteError(
+        f"cannot write patcher's scratch copy ({exc.strerror or exc})",
+        file=tempfile.gettempdir(),
+        hint="free space in the temp folder (or point TMPDIR elsewhere), then run the same "
+        "command again (nothing was changed)",
+    )
 
 
 def _link_or_copy(source: str, target: str) -> None:

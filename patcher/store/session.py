@@ -82,10 +82,20 @@ class Session:
                 replace_file(self.checkpoint, w.path, w.data, expect=w.expect, link=w.link)
                 if w.link is None and w.mtime_ns is not None:
                     set_mtime_ns(self.checkpoint.path(w.path), w.mtime_ns)
-        except BaseException:
+        except BaseException as failure:
+            back = False
             with contextlib.suppress(BaseException):
                 if _put_back(self.checkpoint, writes):
                     self.save(before)
+                    back = True
+            if not back and isinstance(failure, PatcherError):
+                # Left pending: the next command settles it, and the message must say so
+                # rather than let "run it again" read as "nothing happened".
+                failure.hint = (
+                    f"the change is left half done and the next command settles it: run "
+                    f"patcher status {self.checkpoint.arg} to see how it ended"
+                )
+                failure.args = (failure.message,)
             raise
         try:
             self.save(done)

@@ -331,6 +331,9 @@ class _Compiler:
             return [{"op": "add", "path": path + "/-", "value": op["value"]}]
         if kind == "test":
             return [{"op": "test", "path": path, "value": op["value"]}]
+        if kind == "move" and path.startswith(op["from"] + "/"):
+            # RFC 6902 4.4: a value cannot be moved into one of its own children.
+            raise self.fail(state.path, path, f"cannot move {op['from']} into itself")
         source = doc.get(op["from"])
         if source is _MISSING:
             raise self.fail(state.path, op["from"], f"nothing to {kind} here")

@@ -144,7 +144,8 @@ def test_show_is_version_aware(cli: Cli) -> None:
     ("args", "message"),
     [
         (["--engine", "vllm==0.9.2"], "older than the engine model covers"),
-        (["--engine", "tgi==1.0"], "cannot read engine 'tgi==1.0'"),
+        (["--engine", "tgi==1.0"], "engine 'tgi' is not in the engine model"),
+        (["--engine", "vllm==0.16.0.0.0"], "cannot read engine 'vllm==0.16.0.0.0'"),
         (["--engine", "vllm==0.16.0", "--gpu", "rtx-pro-600"], "did you mean 'rtx-pro-6000'"),
         (["--gpu", "h200"], "--gpu needs an engine to judge against"),
     ],
