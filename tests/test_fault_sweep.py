@@ -164,23 +164,24 @@ def _prepare_sync_new_params(tmp_path: Path) -> tuple[Path, list[str]]:
     root = _kimi(tmp_path)
     profile = tmp_path / "profile.toml"
     profile.write_text(
-        'engine = "vllm==0.16.0"\ngpu = "rtx-pro-6000"\n'
-        '[transforms]\nset-torch-dtype = { dtype = "float16" }\n'
+        'engine = "vllm==0.33.0"\ngpu = "rtx-pro-6000"\n'
+        "[transforms]\nset-context-length = { length = 131072 }\n"
     )
     api.sync(root, api.make_target(profile=profile))
-    profile.write_text(profile.read_text().replace("float16", "float32"))
+    profile.write_text(profile.read_text().replace("131072", "65536"))
     # The same transform again with new parameters: re-applied, in one step.
     return root, ["sync", "{root}", "--profile", str(profile)]
 
 
-def _prepare_revert_all_in_cache(tmp_path: Path) -> tuple[Path, list[str]]:
-    return _two_applied(_cache_snapshot(tmp_path)), ["revert", "{root}", "--all"]
+def _prepare_revert_last_in_cache(tmp_path: Path) -> tuple[Path, list[str]]:
+    # The top entry: config.json goes back to its original, the link into blobs/.
+    return _two_applied(_cache_snapshot(tmp_path)), ["revert", "{root}", "--last"]
 
 
 SCENARIOS: dict[str, Callable[[Path], tuple[Path, list[str]]]] = {
     "rebase-dropping": _prepare_rebase_dropping,
     "sync-new-params": _prepare_sync_new_params,
-    "revert-all-in-cache": _prepare_revert_all_in_cache,
+    "revert-last-in-cache": _prepare_revert_last_in_cache,
     "apply": _prepare_apply,
     "apply-replacing": _prepare_replace,
     "sync-apply": _prepare_sync_apply,

@@ -1039,7 +1039,7 @@ def test_clear_refusals_enospc_on_the_last_fsync_never_says_nothing_changed(
     with pytest.raises(WriteError) as raised:
         api.apply(kimi, "strip-fp8-kv-cache")
     assert "nothing was changed" not in str(raised.value)
-    assert "patcher status" in str(raised.value) and "files were written" in str(raised.value)
+    assert "patcher status" in str(raised.value)
     monkeypatch.setattr(os, "fsync", real)
     status = api.status(kimi)
     assert {f.state for f in status.files} <= {"patched", "reverted"}

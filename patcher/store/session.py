@@ -49,6 +49,17 @@ def _put_back(checkpoint: Checkpoint, writes: Sequence[FileWrite]) -> bool:
     )
 
 
+def _say_half_done(failure: BaseException, checkpoint: Checkpoint) -> None:
+    """A failure that leaves the change recorded as pending: the next command settles it, and
+    the message must say so rather than let "run it again" read as "nothing happened"."""
+    if isinstance(failure, PatcherError):
+        failure.hint = (
+            "the change is left half done and the next command settles it (finished or "
+            f"undone): run patcher status {checkpoint.arg} to see how it ended"
+        )
+        failure.args = (failure.message,)
+
+
 @dataclass(slots=True)
 class Session:
     """The journal as it stands while the lock is held; ``save`` writes it atomically."""
@@ -64,7 +75,16 @@ class Session:
         is still ours."""
         if self.held is not None:
             self.held.check()
-        self.digest = save_journal(self.checkpoint.journal_dir, journal, expect=self.digest)
+        try:
+            self.digest = save_journal(self.checkpoint.journal_dir, journal, expect=self.digest)
+        except PatcherError:
+            # A save can fail after its rename landed (the folder's fsync): then the journal
+            # on disk is this one, and the session must know it to write the next.
+            with contextlib.suppress(PatcherError):
+                if load_journal(self.checkpoint.journal_dir) == journal:
+                    self.digest = journal_digest(self.checkpoint.journal_dir)
+                    self.journal = journal
+            raise
         self.journal = journal
 
     def write_ahead(self, ahead: Journal, writes: Sequence[FileWrite], done: Journal) -> None:
@@ -74,7 +94,17 @@ class Session:
         file cannot be put back, ``ahead`` stays for the next command to settle
         (``patcher.store.recovery``). A kill at any point is settled the same way."""
         before = self.journal
-        self.save(ahead)
+        try:
+            self.save(ahead)
+        except BaseException as failure:
+            if self.journal is ahead:  # it landed after all: take it back, nothing is written
+                back = False
+                with contextlib.suppress(BaseException):
+                    self.save(before)
+                    back = True
+                if not back:
+                    _say_half_done(failure, self.checkpoint)
+            raise
         try:
             for w in writes:
                 if self.held is not None:
@@ -88,25 +118,17 @@ class Session:
                 if _put_back(self.checkpoint, writes):
                     self.save(before)
                     back = True
-            if not back and isinstance(failure, PatcherError):
-                # Left pending: the next command settles it, and the message must say so
-                # rather than let "run it again" read as "nothing happened".
-                failure.hint = (
-                    f"the change is left half done and the next command settles it: run "
-                    f"patcher status {self.checkpoint.arg} to see how it ended"
-                )
-                failure.args = (failure.message,)
+            if not back:
+                _say_half_done(failure, self.checkpoint)
             raise
         try:
             self.save(done)
         except PatcherError as exc:
-            # The files are written; whether the journal says so depends on where the save
-            # failed (before or after its rename). Never "nothing was changed": say how to know.
-            exc.problem += "; the files were written before the journal's last write failed"
-            exc.hint = (
-                "free the disk or fix the filesystem, then run "
-                f"patcher status {self.checkpoint.arg} (it settles the change: kept or undone)"
-            )
+            if self.journal is done:  # landed: the change is made and recorded
+                exc.problem += "; the change was made and recorded all the same"
+                exc.hint = "check the disk: patcher status " + self.checkpoint.arg
+            else:
+                _say_half_done(exc, self.checkpoint)
             exc.args = (exc.message,)
             raise
 
