@@ -241,8 +241,8 @@ class JsonText:
                 return int(scanner.DECODER.raw_decode(self._small, start)[1])
             except json.JSONDecodeError as exc:
                 raise JsonSyntaxError(self.data, exc.pos, exc.msg) from None
-            except ValueError:  # an integer past Python's digit limit is still valid JSON
-                pass
+            except (ValueError, RecursionError):
+                pass  # a huge integer, or nesting past Python's limit: the byte patterns decide
         return value_end(self.data, start)
 
     def _splice(self, start: int, end: int, new: bytes, parent: int | None = None) -> None:

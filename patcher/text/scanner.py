@@ -152,38 +152,66 @@ def slow_value_end(data: bytes, start: int) -> int:
 
 
 def _skip_container(data: bytes, start: int) -> int | None:
-    opener = data[start]
-    closer = _CLOSER[opener]
+    """Where the container at ``start`` ends, or None where the byte patterns cannot tell
+    (Python's scanner then names the problem). Nested containers are kept on a stack of their
+    own, not in Python's recursion, so any depth is skipped, as the C half does."""
+    n = len(data)
+    stack = [data[start]]  # the open containers, innermost last
+    taken = [0]  # members skipped so far in each
     j = skip_ws(data, start + 1)
-    if j < len(data) and data[j] == closer:
+    if j < n and data[j] == _CLOSER[stack[-1]]:
         return j + 1
-    taken = 0
     while True:
-        taken += 1
-        if taken >= RUN_AFTER:
+        # j: the start of a member of the innermost container
+        opener = stack[-1]
+        taken[-1] += 1
+        if taken[-1] >= RUN_AFTER:
             matched = _run(opener).match(data, j)
             assert matched is not None
             j = matched.end()
         if opener == 0x7B:
             key = KEY.match(data, j)
-            colon = skip_ws(data, key.end()) if key is not None else len(data)
-            if colon >= len(data) or data[colon] != 0x3A:  # ':'
+            colon = skip_ws(data, key.end()) if key is not None else n
+            if colon >= n or data[colon] != 0x3A:  # ':'
                 return None
             j = skip_ws(data, colon + 1)
-        if j >= len(data):
+        if j >= n:
             return None
-        if data[j] in OPENERS:
-            end = value_end(data, j)
-        else:  # a scalar; anything else is named by Python's scanner
-            flat = _flat_value().match(data, j)
-            if flat is None:
+        end = _flat_end(data, j)
+        if end is None and data[j] in OPENERS:
+            inner = skip_ws(data, j + 1)
+            if inner < n and data[inner] == _CLOSER[data[j]]:
+                end = inner + 1  # an empty container
+            else:
+                stack.append(data[j])
+                taken.append(0)
+                j = inner
+                continue
+        if end is None:
+            return None
+        while True:  # after a value: the next member, or close containers
+            k = skip_ws(data, end)
+            if k < n and data[k] == 0x2C:  # ','
+                j = skip_ws(data, k + 1)
+                break
+            if k >= n or data[k] != _CLOSER[stack[-1]]:
                 return None
-            end = flat.end()
-        k = skip_ws(data, end)
-        if k < len(data) and data[k] == 0x2C:  # ','
-            j = skip_ws(data, k + 1)
-            continue
-        return k + 1 if k < len(data) and data[k] == closer else None
+            stack.pop()
+            taken.pop()
+            end = k + 1
+            if not stack:
+                return end
+
+
+def _flat_end(data: bytes, at: int) -> int | None:
+    """Where the value at ``at`` ends when one step can tell: the C half, or the pattern for a
+    scalar or a container of scalars; None for a deeper container (or an invalid value)."""
+    if native is not None and data[at] in OPENERS:
+        native_end = native.value_end(data, at)
+        if native_end >= 0:
+            return int(native_end)
+    flat = _flat_value().match(data, at)
+    return None if flat is None else flat.end()
 
 
 def value_end(data: bytes, start: int) -> int:

@@ -306,3 +306,19 @@ def test_a_scan_is_kept_across_edits(monkeypatch: pytest.MonkeyPatch) -> None:
     large = [n for n in calls if n > 100_000]
     assert len(large) == 1
     assert json.loads(doc.text)["model"] == {"vocab": vocab, "b": [1, 3], "c": {"x": 1}}
+
+
+@pytest.mark.usefixtures("skipper")
+@pytest.mark.parametrize("depth", [100, 550, 5000])
+def test_every_scanner_takes_any_depth_off_the_edited_path(depth: int) -> None:
+    """The C half, Python's scanner and the byte patterns agree at every depth: a config
+    with an untouched member nested deep (non-ASCII, or small ASCII) is edited alike, where
+    the pure-Python path used to refuse past ~500 levels and the C half did not."""
+    deep = "[" * depth + "{}" + "]" * depth
+    for name in ("\u00e9", "e"):
+        text = '{"torch_dtype": "bfloat16", "name": "' + name + '", "deep": ' + deep + "}"
+        edited = jsontext.replace(text, "/torch_dtype", "float16")
+        assert edited == text.replace("bfloat16", "float16")
+        broken = text[:-3] + "}"  # one closing bracket short, deep inside
+        with pytest.raises((scanner.JsonSyntaxError, RecursionError)):
+            jsontext.replace(broken, "/torch_dtype", "float16")
