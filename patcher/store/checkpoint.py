@@ -183,6 +183,13 @@ def open_checkpoint(path: Path | str, revision: str | None = None) -> Checkpoint
         # Trusted as a link target only if it really is a checkpoint folder.
         if not source.is_dir() or not any((source / n).is_file() for n in CONFIG_FILES):
             raise damaged
+        if record.get("creating"):
+            raise CheckpointError(
+                f"a half-made overlay of {source}: its creation was interrupted",
+                file=root,
+                hint=f"finish it: run the same apply or sync with --overlay {root} again "
+                "(or remove the folder)",
+            )
         bases.append(source)
         return Checkpoint(root, tuple(bases), source, str(path), moved_from)
     return Checkpoint(root, tuple(bases), source, str(path))

@@ -101,6 +101,8 @@ def make_overlay(source: Path | str, out: Path | str) -> Path:
     target = Path(out).expanduser().absolute()
     if existing_overlay(ckpt.root, target) is not None:
         _follow_source(ckpt.root, target)
+        if _record(target).get("creating"):  # a creation killed midway: finished now
+            _write_record(target, {"source": str(ckpt.root)})
         return target
     recorded = _recorded_source(target)
     if recorded is not None:
@@ -115,7 +117,6 @@ def make_overlay(source: Path | str, out: Path | str) -> Path:
         # different revision there shows as a new upstream, which sync refuses (rebase).
         _repoint(Path(recorded), ckpt.root, target)
         return target
-    record = target / JOURNAL_DIR / OVERLAY_FILE
     if ckpt.root.resolve() == target.resolve() or ckpt.root.resolve() in target.resolve().parents:
         raise CheckpointError(
             "the overlay cannot be inside its source",
@@ -134,7 +135,16 @@ def make_overlay(source: Path | str, out: Path | str) -> Path:
             temp.unlink()
     except OSError as exc:
         raise write_error(exc, target) from exc
-    _follow_source(ckpt.root, target)  # a link to every entry of the source
+    # The record first, marked as being made: a run killed while it links is then a half-made
+    # overlay that every command names as such (and the next apply or sync finishes), never
+    # a folder of links that looks like a checkpoint with nothing applied.
     ensure_dir(target / JOURNAL_DIR)
-    atomic_write(record, (json.dumps({"source": str(ckpt.root)}, indent=1) + "\n").encode())
+    _write_record(target, {"source": str(ckpt.root), "creating": True})
+    _follow_source(ckpt.root, target)  # a link to every entry of the source
+    _write_record(target, {"source": str(ckpt.root)})
     return target
+
+
+def _write_record(target: Path, record: dict[str, object]) -> None:
+    text = json.dumps(record, indent=1) + "\n"
+    atomic_write(target / JOURNAL_DIR / OVERLAY_FILE, text.encode())
