@@ -106,7 +106,10 @@ def test_sync_refuses_an_edit_the_engine_ignores_and_changes_nothing(
     [
         ('gpu = "h100"\n', "no engine"),
         ('engine = "vllm==0.16.0"\ngpu = "h100"\ncolour = 1\n', "unknown key"),
-        ('engine = "vllm==0.16.0"\ngpu = "h100"\ntensor_parallel = 0\n', "an integer from 1 to 4096"),
+        (
+            'engine = "vllm==0.16.0"\ngpu = "h100"\ntensor_parallel = 0\n',
+            "an integer from 1 to 4096",
+        ),
         ('engine = "vllm==0.16.0"\ngpu = "h100"\n[transforms]\nx = 1\n', "expected a table"),
         ("engine = [", "invalid TOML"),
         (

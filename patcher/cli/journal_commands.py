@@ -150,8 +150,8 @@ def revert(
     name: Annotated[
         str | None,
         typer.Argument(
-            metavar="NAME_OR_#N",
-            help="Transform name, or entry #N, to revert.",
+            metavar="NAME_OR_N",
+            help="Transform name, or entry number N as status lists it (1; '#1' quoted).",
             autocompletion=complete_applied,
         ),
     ] = None,
@@ -174,7 +174,7 @@ def revert(
         problem = (
             f"{' and '.join(chosen)} cannot be combined: say one of them"
             if chosen
-            else "say what to revert: a NAME (or #N), --last or --all"
+            else "say what to revert: a NAME (or an entry number N), --last or --all"
         )
         err(f"usage error: {problem}")
         raise typer.Exit(EXIT_USAGE)

@@ -88,7 +88,8 @@ def complete_applied(ctx: typer.Context, incomplete: str) -> list[str]:
         applied = checkpoint_status(ctx.params.get("checkpoint") or ".").applied
     except Refused:
         return []
-    found = [e.transform for e in applied] + [f"#{e.id}" for e in applied]
+    # Bare numbers: a shell takes an unquoted #1 for a comment.
+    found = [e.transform for e in applied] + [str(e.id) for e in applied]
     return [name for name in dict.fromkeys(found) if name.startswith(incomplete)]
 
 

@@ -129,9 +129,14 @@ def apply_text(r: ApplyResult, named: str | None = None) -> str:
         lines.append(to_json({f.path: list(f.forward) for f in r.files}))
         lines.append("nothing was written")
         return "\n".join(lines)
+    if r.replaced is not None and r.entry_id is None:
+        # The new parameters change nothing upstream: the old entry is undone, none is added.
+        return (
+            f"reverted {name} (entry {r.replaced}) in {root}: with these parameters it "
+            "changes nothing upstream, so it is no longer applied"
+        )
     if r.replaced is not None:
-        new = "nothing left to patch" if r.entry_id is None else f"entry {r.entry_id}"
-        lines.append(f"applied {name} ({new}, replacing entry {r.replaced}) to {root}")
+        lines.append(f"applied {name} (entry {r.entry_id}, replacing entry {r.replaced}) to {root}")
     else:
         lines.append(f"applied {name} (entry {r.entry_id}) to {root}")
     for f in r.files:
@@ -233,7 +238,8 @@ def engine_text(v: EngineView) -> list[str]:
     lines.append(f"  max_tokens cap  {cap}  ({v.max_tokens_cap.reason})")
     eos = "unknown" if v.eos_token_id.value is None else json.dumps(v.eos_token_id.value)
     lines.append(f"  eos_token_id    {eos}  ({v.eos_token_id.reason})")
-    lines.append(f"  quantization    {v.quantization.value}  ({v.quantization.reason})")
+    quantization = "none" if v.quantization.value is None else v.quantization.value
+    lines.append(f"  quantization    {quantization}  ({v.quantization.reason})")
     lines.append(f"  MLA             {'yes' if v.mla else 'no'}")
     if v.attention_backends is not None:
         accepted = ", ".join(v.attention_backends) or "none: the server will not start"

@@ -235,7 +235,7 @@ class _Planner:
                                 file=self.checkpoint.path(record.path),
                                 pointer=mine["path"],
                                 hint=f"revert #{other.id} first: patcher revert "
-                                f"{self.checkpoint.arg} '#{other.id}'",
+                                f"{self.checkpoint.arg} {other.id}",
                             )
             last_record = later[-1].file(record.path)
             assert last_record is not None

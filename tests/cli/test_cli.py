@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,7 +41,7 @@ def test_usage_error_exits_2(cli: Cli, kimi: Path) -> None:
     code, _, _ = cli("apply", kimi)
     assert code == 2
     code, _, err = cli("revert", kimi)
-    assert code == 2 and "a NAME (or #N), --last or --all" in err
+    assert code == 2 and "a NAME (or an entry number N), --last or --all" in err
 
 
 def test_list_and_show(cli: Cli) -> None:
@@ -211,7 +212,8 @@ def test_shell_completion_of_transforms_parameters_and_entries(cli: Cli, kimi: P
         "strip-fp8-kv-cache",
     ]
     cli("apply", kimi, "strip-fp8-kv-cache")
-    assert _complete(f"patcher revert {kimi} ", 3) == ["strip-fp8-kv-cache", "#1"]
+    # Entry numbers complete bare: an unquoted #1 is a shell comment.
+    assert _complete(f"patcher revert {kimi} ", 3) == ["strip-fp8-kv-cache", "1"]
 
 
 def test_shell_completion_of_gpus_and_engines(kimi: Path) -> None:
@@ -225,10 +227,20 @@ def test_shell_completion_of_gpus_and_engines(kimi: Path) -> None:
     ]
 
 
-def test_entries_are_addressed_as_hash_n(cli: Cli, kimi: Path) -> None:
+def test_entries_are_addressed_by_a_number_a_shell_keeps(cli: Cli, kimi: Path) -> None:
+    """`patcher revert CKPT 1`, as pasted into a shell (where an unquoted #1 is a comment);
+    a quoted '#1' is still taken."""
+    import shlex
+    import subprocess
+    import sys
+
     cli("apply", kimi, "strip-fp8-kv-cache")
-    code, out, _ = cli("revert", kimi, "#1")
-    assert code == 0 and "reverted strip-fp8-kv-cache (entry 1)" in out
+    line = f"{shlex.quote(sys.executable)} -m patcher revert {shlex.quote(str(kimi))} 1"
+    done = subprocess.run(line, shell=True, capture_output=True, text=True)
+    assert done.returncode == 0 and "reverted strip-fp8-kv-cache (entry 1)" in done.stdout
+    cli("apply", kimi, "strip-fp8-kv-cache")
+    code, out, _ = cli("revert", kimi, "#2")
+    assert code == 0 and "reverted strip-fp8-kv-cache (entry 2)" in out
     code, _, err = cli("revert", kimi, "--last", "--all")
     assert code == 2 and "--last and --all cannot be combined" in err
 
@@ -314,3 +326,20 @@ def test_on_a_terminal_the_last_wait_line_stays_and_the_result_starts_a_new_line
     text = output.decode().replace("\r", "")  # carriage returns: redraws of the wait line
     assert "waiting for the lock held by pid 4242: patcher sync (1 s)...\n" in text
     assert "\napplied strip-fp8-kv-cache (entry 1) to " in text
+
+
+def test_replacing_with_parameters_that_change_nothing_says_so(cli: Cli, kimi: Path) -> None:
+    """New parameters equal to upstream's own value: the old entry is reverted and none is
+    added; the message says that, not "applied ... undo with: revert"."""
+    assert cli("apply", kimi, "set-context-length", "--set", "length=131072")[0] == 0
+    code, out, err = cli("apply", kimi, "set-context-length", "--set", "length=262144")
+    assert code == 0, err
+    assert out.startswith("reverted set-context-length (entry 1)") and "undo with" not in out
+    assert cli("status", kimi)[1].count("applied: none") == 1
+
+
+def test_check_never_prints_pythons_none(cli: Cli, model_checkpoint: Any) -> None:
+    """A checkpoint with no quantization: check --engine says "none", never Python's None."""
+    root = model_checkpoint("deepseek-r1-distill-qwen-32b")
+    _, out, _ = cli("check", root, "--engine", "vllm==0.16.0")
+    assert "quantization    none" in out and "None" not in out

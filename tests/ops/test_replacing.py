@@ -61,7 +61,7 @@ def test_stack_adds_an_entry_and_refusals_name_entry_numbers(kimi: Path) -> None
         api.revert(kimi, "#1")
     message = str(caught.value)
     assert "#1 set-context-length and the later #2 set-context-length both edit" in message
-    assert message.endswith(f"next: revert #2 first: patcher revert {kimi} '#2'")
+    assert message.endswith(f"next: revert #2 first: patcher revert {kimi} 2")
 
 
 def test_a_hand_edit_stops_a_replacement(kimi: Path) -> None:

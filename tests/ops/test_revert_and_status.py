@@ -36,7 +36,7 @@ def test_overlapping_later_transform_blocks_reverting_the_earlier(
     assert (
         "#1 cap and the later #2 smaller both edit /text_config/max_position_embeddings" in message
     )
-    assert f"next: revert #2 first: patcher revert {kimi} '#2'" in message
+    assert f"next: revert #2 first: patcher revert {kimi} 2" in message
     assert tree_bytes(kimi) == before
 
 
