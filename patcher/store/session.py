@@ -87,6 +87,17 @@ class Session:
             raise
         self.journal = journal
 
+    def _take_back(
+        self, failure: BaseException, before: Journal, writes: Sequence[FileWrite]
+    ) -> None:
+        """After ``failure``: put the files back and the journal with them; where that cannot
+        be done, the change stays pending and ``failure`` says so."""
+        with contextlib.suppress(BaseException):
+            if _put_back(self.checkpoint, writes):
+                self.save(before)
+                return
+        _say_half_done(failure, self.checkpoint)
+
     def write_ahead(self, ahead: Journal, writes: Sequence[FileWrite], done: Journal) -> None:
         """The one write-ahead step: save ``ahead`` (the change recorded as pending, with the
         hashes its files have and will have), write the files, then save ``done``. On any
@@ -98,12 +109,7 @@ class Session:
             self.save(ahead)
         except BaseException as failure:
             if self.journal is ahead:  # it landed after all: take it back, nothing is written
-                back = False
-                with contextlib.suppress(BaseException):
-                    self.save(before)
-                    back = True
-                if not back:
-                    _say_half_done(failure, self.checkpoint)
+                self._take_back(failure, before, ())
             raise
         try:
             for w in writes:
@@ -113,13 +119,7 @@ class Session:
                 if w.link is None and w.mtime_ns is not None:
                     set_mtime_ns(self.checkpoint.path(w.path), w.mtime_ns)
         except BaseException as failure:
-            back = False
-            with contextlib.suppress(BaseException):
-                if _put_back(self.checkpoint, writes):
-                    self.save(before)
-                    back = True
-            if not back:
-                _say_half_done(failure, self.checkpoint)
+            self._take_back(failure, before, writes)
             raise
         try:
             self.save(done)

@@ -183,17 +183,19 @@ def test_offline_compares_with_the_cache(hub: tuple[Hub, str], tmp_path: Path) -
     assert tree_bytes(folder) == tree_bytes(EXAMPLE)
 
 
+def _local_dir_download(url: str, tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """``hf download --local-dir`` of the example from the tests' Hub (its cache under
+    tmp_path, never the user's), and the env that points patcher at that Hub and cache."""
+    folder, cache = tmp_path / "kimi", tmp_path / "cache"
+    snapshot_download(
+        REPO, local_dir=folder, cache_dir=cache, endpoint=url, allow_patterns=["*.json"]
+    )
+    return folder, {"HF_ENDPOINT": url, "HF_HUB_CACHE": str(cache)}
+
+
 def test_local_dir_redownload_and_reapply(hub: tuple[Hub, str], tmp_path: Path) -> None:
     _, url = hub
-    folder = tmp_path / "kimi"
-    snapshot_download(
-        REPO,
-        local_dir=folder,
-        cache_dir=tmp_path / "cache",
-        endpoint=url,
-        allow_patterns=["*.json"],
-    )
-    env = {"HF_ENDPOINT": url, "HF_HUB_CACHE": str(tmp_path / "cache")}
+    folder, env = _local_dir_download(url, tmp_path)
     assert run("apply", folder, "strip-fp8-kv-cache", env=env)[0] == 0
     assert run("apply", folder, "set-context-length", "--set", "length=131072", env=env)[0] == 0
 
@@ -436,15 +438,7 @@ def test_an_overlay_whose_store_moved_with_a_new_revision_asks_for_a_rebase(
 
 def test_local_dir_new_upstream_is_not_a_hand_edit(hub: tuple[Hub, str], tmp_path: Path) -> None:
     server, url = hub
-    folder = tmp_path / "kimi"
-    snapshot_download(
-        REPO,
-        local_dir=folder,
-        cache_dir=tmp_path / "cache",
-        endpoint=url,
-        allow_patterns=["*.json"],
-    )
-    env = {"HF_ENDPOINT": url, "HF_HUB_CACHE": str(tmp_path / "cache")}
+    folder, env = _local_dir_download(url, tmp_path)
     assert run("apply", folder, "strip-fp8-kv-cache", env=env)[0] == 0
     files = {p.name: p.read_bytes() for p in EXAMPLE.iterdir()}
     server.add_repo(
