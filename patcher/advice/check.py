@@ -8,7 +8,7 @@ import json
 import re
 import shlex
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -43,14 +43,18 @@ FP8_KV_POINTERS = (
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One known problem, where it is, and what to run about it."""
+    """One known problem, where it is, and what to run about it: ``command`` runs as pasted
+    into a shell (None when no command fixes it), ``alternatives`` are other commands that do
+    (an engine flag), and ``note`` is prose, never inside a command."""
 
     code: str
     file: str
     pointer: str
     message: str
     transform: str | None
-    command: str
+    command: str | None
+    alternatives: tuple[str, ...] = ()
+    note: str | None = None
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -75,6 +79,8 @@ class CheckReport(JsonResult):
                     "message": f.message,
                     "transform": f.transform,
                     "command": f.command,
+                    "alternatives": list(f.alternatives),
+                    "note": f.note,
                 }
                 for f in self.findings
             ],
@@ -122,7 +128,7 @@ def kv_label(value: Any) -> str:
     return str(value).upper()
 
 
-def _fp8_kv(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:
+def _fp8_kv(files: _Files, apply: Callable[..., str]) -> Iterator[Finding]:
     for name, keys in FP8_KV_POINTERS:
         value = dig(files.get(name), keys)
         if kv_label(value) == "none":
@@ -145,7 +151,7 @@ def _fp8_kv(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:
         )
 
 
-def _kv_disagreement(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:
+def _kv_disagreement(files: _Files, apply: Callable[..., str]) -> Iterator[Finding]:
     legacy = files.get("hf_quant_config.json")
     config = files.get("config.json")
     if legacy is None or config is None:
@@ -215,7 +221,7 @@ def _token_ids(value: Any) -> bool:
     )
 
 
-def _eos_mismatch(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:
+def _eos_mismatch(files: _Files, apply: Callable[..., str]) -> Iterator[Finding]:
     generation = files.get("generation_config.json")
     config = files.get("config.json")
     model, base = _language_model(config)
@@ -235,11 +241,14 @@ def _eos_mismatch(files: _Files, apply: Callable[[str], str]) -> Iterator[Findin
                 f"eos_token_id {shown(ids)} is not a token id or a list of them: an engine "
                 "cannot stop on it",
                 "fix-generation-eos-token-id" if fix else None,
-                apply("fix-generation-eos-token-id")
-                + " --set "
-                + shlex.quote("eos=" + json.dumps(sorted(_as_set(ids_config))))
+                apply(
+                    "fix-generation-eos-token-id",
+                    "--set",
+                    "eos=" + json.dumps(sorted(_as_set(ids_config))),
+                )
                 if fix
-                else f"edit {name}: eos_token_id is an integer or a list of integers",
+                else None,
+                note=None if fix else f"edit {name}: eos_token_id is an integer or a list of them",
             )
             return
     if ids_generation is None or ids_config is None:
@@ -253,11 +262,10 @@ def _eos_mismatch(files: _Files, apply: Callable[[str], str]) -> Iterator[Findin
             f"config.json {json.dumps(ids_config)}; engines that stop on the generation config "
             "may not stop at the end of a turn",
             "fix-generation-eos-token-id",
-            apply("fix-generation-eos-token-id")
-            + " --set "
-            # quoted: zsh (and bash with failglob) refuse an unquoted [..] that matches no file
-            + shlex.quote(
-                "eos=" + json.dumps(sorted(_as_set(ids_config) | _as_set(ids_generation)))
+            apply(
+                "fix-generation-eos-token-id",
+                "--set",
+                "eos=" + json.dumps(sorted(_as_set(ids_config) | _as_set(ids_generation))),
             ),
         )
 
@@ -312,6 +320,9 @@ def _unknown_eos_token(files: _Files) -> Iterator[Finding]:
         f"patcher apply {files.checkpoint.arg} set-tokenizer-eos-token --set "
         + shlex.quote(f"token={close[0]}")
         if close
+        else None,
+        note=None
+        if close
         else "edit tokenizer_config.json: eos_token names a token of tokenizer.json",
     )
 
@@ -337,7 +348,7 @@ def _shadowed_template(files: _Files) -> Iterator[Finding]:
 
 
 def _sliding_window(
-    files: _Files, apply: Callable[[str], str], engine: str | None
+    files: _Files, apply: Callable[..., str], engine: str | None
 ) -> Iterator[Finding]:
     """Sliding window on only some layers of a model vLLM builds on its Qwen2Model, which
     refuses it when the model is built (recorded with vLLM 0.16.0 and 0.33.0). Judged against
@@ -358,7 +369,7 @@ def _sliding_window(
         )
 
 
-def _missing_mtp(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding]:
+def _missing_mtp(files: _Files, apply: Callable[..., str]) -> Iterator[Finding]:
     model, base = _language_model(files.get("config.json"))
     index = files.get("model.safetensors.index.json")
     layers = dig(model, ("num_hidden_layers",))
@@ -382,7 +393,7 @@ def _missing_mtp(files: _Files, apply: Callable[[str], str]) -> Iterator[Finding
 
 
 def _generation_cap(
-    files: _Files, apply: Callable[[str], str], view: EngineView | None
+    files: _Files, apply: Callable[..., str], view: EngineView | None
 ) -> Iterator[Finding]:
     """max_new_tokens in generation_config.json. Recorded: vLLM 0.16.0 cuts every response at
     it, whatever max_tokens the request asks; 0.33.0 takes it only as the default of requests
@@ -413,9 +424,7 @@ def _generation_cap(
     )
 
 
-def _null_dtype(
-    files: _Files, apply: Callable[[str], str], engine: str | None
-) -> Iterator[Finding]:
+def _null_dtype(files: _Files, apply: Callable[..., str], engine: str | None) -> Iterator[Finding]:
     """A null torch_dtype in the config section the engines read the dtype from. Recorded: vLLM
     (0.16.0, 0.33.0) serves bfloat16 (float16 below compute capability 8.0); SGLang 0.5.23
     reads it as float32 and serves float16, which can overflow for a model trained in bfloat16.
@@ -450,7 +459,7 @@ BOM_EFFECTS = {
 
 
 def _bom(
-    marked: frozenset[str], apply: Callable[[str], str], engine: str | None
+    marked: frozenset[str], apply: Callable[..., str], engine: str | None
 ) -> Iterator[Finding]:
     for name, effect in BOM_EFFECTS.items():
         if engine == "vllm" and name in VLLM_BOM_JUDGED:
@@ -466,20 +475,24 @@ def _bom(
             )
 
 
-def _engine_findings(view: EngineView, apply: Callable[[str], str]) -> Iterator[Finding]:
+def _engine_findings(
+    view: EngineView, apply: Callable[..., str], checkpoint: str
+) -> Iterator[Finding]:
+    serve = (
+        f"vllm serve {checkpoint}"
+        if view.engine.name == "vllm"
+        else f"python -m sglang.launch_server --model-path {checkpoint}"
+    )
     for error in view.startup_errors:
-        fixes = [apply(error.transform)] if error.transform else []
-        if error.flag:
-            fixes.append(f"start {view.engine.name} with {error.flag}")
-        if error.note and not fixes:
-            fixes.append(error.note)
         yield Finding(
             "engine-startup-error",
             error.file or "config.json",
             error.pointer or "",
             f"{view.engine} refuses to start: {error.message}",
             error.transform,
-            "; or ".join(fixes),
+            apply(error.transform) if error.transform else None,
+            (f"{serve} {error.flag}",) if error.flag else (),
+            error.note,
         )
 
 
@@ -517,18 +530,23 @@ def check_checkpoint(
         """The journalled files a re-download put back to the upstream bytes."""
         return frozenset(f.path for f in file_states(ckpt, journal) if f.state == "original")
 
-    def apply(name: str) -> str:
+    notes: dict[str, str] = {}
+
+    def apply(name: str, *args: str) -> str:
+        """The command that fixes it with ``name`` (``args``: its --set, quoted here)."""
         if name not in applied:
-            return f"patcher apply {ckpt.arg} {name}"
+            return " ".join([f"patcher apply {ckpt.arg} {name}", *map(shlex.quote, args)])
         # Applied, yet the files show the problem again: a re-download put the upstream bytes
         # back (reapply), or a new upstream replaced them (rebase).
         touched = {r.path for e in journal.applied if e.transform == name for r in e.files}
         if touched & back_to_upstream():
-            return f"patcher reapply {ckpt.arg} ({name} is applied; re-downloaded files?)"
-        return f"patcher rebase {ckpt.arg} ({name} is applied; new upstream files?)"
+            notes[name] = f"{name} is applied; the files were re-downloaded"
+            return f"patcher reapply {ckpt.arg}"
+        notes[name] = f"{name} is applied; the files are a new upstream version"
+        return f"patcher rebase {ckpt.arg}"
 
     findings = [
-        *(_engine_findings(view, apply) if view is not None else _fp8_kv(files, apply)),
+        *(_engine_findings(view, apply, ckpt.arg) if view is not None else _fp8_kv(files, apply)),
         *_kv_disagreement(files, apply),
         *_rope_downgrade(files, f"patcher diff {ckpt.arg}"),
         *_eos_mismatch(files, apply),
@@ -539,5 +557,9 @@ def check_checkpoint(
         *_generation_cap(files, apply, view),
         *_null_dtype(files, apply, engine_name),
         *_bom(parsed.bom, apply, engine_name),
+    ]
+    findings = [
+        replace(f, note=notes[f.transform]) if f.note is None and f.transform in notes else f
+        for f in findings
     ]
     return CheckReport(ckpt.root, tuple(findings), view)

@@ -264,7 +264,11 @@ def check_text(r: CheckReport) -> str:
     for f in r.findings:
         where = f"{f.file} {f.pointer}" if f.pointer else f.file
         lines.append(f"  [{f.code}] {where}: {f.message}")
-        lines.append(f"      fix: {f.command}")
+        if f.command is not None:
+            lines.append(f"      fix: {f.command}")
+        lines += [f"       or: {alternative}" for alternative in f.alternatives]
+        if f.note:
+            lines.append(f"     note: {f.note}")
     return "\n".join(lines)
 
 

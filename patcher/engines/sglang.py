@@ -134,7 +134,11 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
     config = files.config
     if config is None:
         none = Derived(None, "no config.json")
-        error = StartupError("config.json not found", file="config.json")
+        error = StartupError(
+            "config.json not found",
+            file="config.json",
+            note="download the checkpoint's config.json with its other files",
+        )
         return EngineView(engine, gpu, none, none, none, False, None, (error,))
     nested = config.get("text_config")
     text: dict[str, Any] = nested if isinstance(nested, dict) else config

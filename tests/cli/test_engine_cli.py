@@ -82,7 +82,8 @@ def test_check_engine_text_for_people(cli: Cli, kimi: Path) -> None:
     assert code == 1
     assert "vllm==0.16.0 on rtx-pro-6000 (compute capability 12.0) derives:" in out
     assert "MLA backends    none: the server will not start" in out
-    assert f"fix: patcher apply {kimi} strip-fp8-kv-cache; or start vllm with" in out
+    assert f"fix: patcher apply {kimi} strip-fp8-kv-cache\n" in out
+    assert f"or: vllm serve {kimi} --kv-cache-dtype" in out
     code, out, _ = cli("check", kimi, "--engine", "vllm==0.16.0")
     assert "give --gpu to check which backends accept the config" in out
 
