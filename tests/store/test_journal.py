@@ -194,3 +194,21 @@ def test_where_no_hard_link_can_be_made_the_original_is_copied(
     assert not list((kimi / ".patcher" / "objects").glob(".*patcher-tmp"))
     api.revert(kimi, last=True)
     assert config.read_bytes() == original
+
+
+def test_journal_growth_over_thousands_of_entries_stays_bounded(tmp_path: Path) -> None:
+    """1,000 entries applied and reverted (2,000 changes): ids never repeat, the journal keeps a
+    bounded history (it does not grow with every change ever made), and the checkpoint is
+    still byte-identical to its original at the end."""
+    (tmp_path / "config.json").write_text('{"architectures": ["X"], "torch_dtype": "bfloat16"}\n')
+    original = (tmp_path / "config.json").read_bytes()
+    sizes = []
+    for round_ in range(1000):
+        applied = api.apply(tmp_path, "set-torch-dtype", {"dtype": "float16"})
+        assert applied.entry_id == round_ + 1  # never an id used before
+        api.revert(tmp_path, last=True)
+        if round_ % 250 == 249:
+            sizes.append((tmp_path / ".patcher" / "journal.json").stat().st_size)
+    assert (tmp_path / "config.json").read_bytes() == original
+    assert api.status(tmp_path).applied == ()
+    assert max(sizes) < 64 * 1024 and sizes[-1] <= sizes[0] * 1.5, sizes
