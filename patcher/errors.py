@@ -47,6 +47,14 @@ class PatcherError(Exception):
     def __str__(self) -> str:
         return self.message
 
+    def reworded(self, *, problem: str | None = None, hint: str | None = None) -> PatcherError:
+        """This error with a new problem or hint (what happened after it was raised changes
+        what the user must be told). Changed in place; returned for ``raise``."""
+        self.problem = self.problem if problem is None else problem
+        self.hint = self.hint if hint is None else hint
+        self.args = (self.message,)
+        return self
+
     def relocated(self, scratch: Path, real: Path) -> PatcherError:
         """This error as the user must see it: every mention of the internal folder
         ``scratch`` (a scratch copy, gone once the error is out) named as ``real``, the
@@ -55,10 +63,8 @@ class PatcherError(Exception):
         def moved(text: str | None) -> str | None:
             return None if text is None else text.replace(str(scratch), str(real))
 
-        self.problem = moved(self.problem) or ""
-        self.file, self.hint, self.detail = moved(self.file), moved(self.hint), moved(self.detail)
-        self.args = (self.message,)
-        return self
+        self.file, self.detail = moved(self.file), moved(self.detail)
+        return self.reworded(problem=moved(self.problem) or "", hint=moved(self.hint))
 
 
 class CheckpointError(PatcherError):

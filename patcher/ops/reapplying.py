@@ -43,9 +43,11 @@ class ReapplyResult(JsonResult):
         }
 
 
-def patched_bytes(checkpoint: Checkpoint, record: FileRecord) -> bytes:
-    """The bytes ``record``'s entry left, rebuilt from its original and forward patch."""
-    before = load_object(checkpoint.journal_dir, record.before)
+def patched_bytes(checkpoint: Checkpoint, record: FileRecord, before: bytes | None = None) -> bytes:
+    """The bytes ``record``'s entry left, rebuilt from its original (``before`` when the
+    caller has read it already) and forward patch."""
+    if before is None:
+        before = load_object(checkpoint.journal_dir, record.before)
     if record.kind == "text":
         value = next(op["value"] for op in record.forward if op["op"] == "replace")
         data = str(value).encode("utf-8")
@@ -100,7 +102,15 @@ def reapply_transforms(checkpoint: Path | str, *, revision: str | None = None) -
                 first.setdefault(record.path, record)
                 last[record.path] = (entry, record)
         todo = {p: last[p] for p in last if states.get(p) == "original"}
-        rebuilt = {p: patched_bytes(ckpt, record) for p, (_, record) in todo.items()}
+        # Each upstream original read once: the first entry's, which a failed step puts back
+        # and which is the start of the patch when one entry holds the file.
+        upstream = {p: load_object(ckpt.journal_dir, first[p].before) for p in todo}
+        rebuilt = {
+            p: patched_bytes(
+                ckpt, record, upstream[p] if record.before == first[p].before else None
+            )
+            for p, (_, record) in todo.items()
+        }
         for data in rebuilt.values():
             store_object(ckpt.journal_dir, data)
         ahead = journal
@@ -118,7 +128,7 @@ def reapply_transforms(checkpoint: Path | str, *, revision: str | None = None) -
                 path,
                 data,
                 expect=first[path].before,
-                old=load_object(ckpt.journal_dir, first[path].before),
+                old=upstream[path],
             )
             for path, data in rebuilt.items()
         ]

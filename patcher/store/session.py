@@ -39,8 +39,9 @@ def _put_back(checkpoint: Checkpoint, writes: Sequence[FileWrite]) -> bool:
     """After a step failed: every file that holds its new bytes gets its old ones back, judged
     by hashing what is on disk, not by what we think was written. True when all are back."""
     for w in writes:
-        if w.old is not None and current_hash(checkpoint, w.path) == sha256(w.data):
-            replace_file(checkpoint, w.path, w.old, expect=sha256(w.data), link=w.old_link)
+        new = sha256(w.data)
+        if w.old is not None and current_hash(checkpoint, w.path) == new:
+            replace_file(checkpoint, w.path, w.old, expect=new, link=w.old_link)
             if w.old_link is None and w.old_mtime_ns is not None:
                 set_mtime_ns(checkpoint.path(w.path), w.old_mtime_ns)
     return all(
@@ -53,11 +54,10 @@ def _say_half_done(failure: BaseException, checkpoint: Checkpoint) -> None:
     """A failure that leaves the change recorded as pending: the next command settles it, and
     the message must say so rather than let "run it again" read as "nothing happened"."""
     if isinstance(failure, PatcherError):
-        failure.hint = (
-            "the change is left half done and the next command settles it (finished or "
+        failure.reworded(
+            hint="the change is left half done and the next command settles it (finished or "
             f"undone): run patcher status {checkpoint.arg} to see how it ended"
         )
-        failure.args = (failure.message,)
 
 
 @dataclass(slots=True)
@@ -125,11 +125,12 @@ class Session:
             self.save(done)
         except PatcherError as exc:
             if self.journal is done:  # landed: the change is made and recorded
-                exc.problem += "; the change was made and recorded all the same"
-                exc.hint = "check the disk: patcher status " + self.checkpoint.arg
+                exc.reworded(
+                    problem=exc.problem + "; the change was made and recorded all the same",
+                    hint="check the disk: patcher status " + self.checkpoint.arg,
+                )
             else:
                 _say_half_done(exc, self.checkpoint)
-            exc.args = (exc.message,)
             raise
 
 
