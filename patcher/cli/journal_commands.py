@@ -116,7 +116,7 @@ def apply(
     """Apply a transform and record it in the checkpoint's journal.
 
     With --engine, a transform whose effect that engine would not see (e.g. set-context-length
-    on a YaRN config under vLLM before 0.33) is refused, naming the flag that works.
+    on a YaRN config under vLLM before 0.30) is refused, naming the flag that works.
     """
     with boundary(as_json):
         from patcher.cli import render

@@ -119,4 +119,48 @@ ProfileOpt = Annotated[
 ]
 
 
-TpOpt = Annotated[int | None, typer.Option("--tp", min=1, help="Tensor-parallel size.")]
+TpOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--tp",
+        "--tensor-parallel-size",
+        "-tp",
+        min=1,
+        help="Tensor-parallel size (GPUs per stage).",
+    ),
+]
+PpOpt = Annotated[
+    int | None,
+    typer.Option("--pp", "--pipeline-parallel-size", min=1, help="Pipeline-parallel size."),
+]
+KvMemoryOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--kv-cache-memory",
+        metavar="SIZE",
+        help="The KV space per GPU (vLLM's --kv-cache-memory-bytes), e.g. 1GiB; with --gpu cpu, "
+        "the only way to know it.",
+    ),
+]
+WeightsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--weights",
+        metavar="SIZE",
+        help="Weights of all GPUs together, e.g. 590GB (default: the index's total_size).",
+    ),
+]
+MaxModelLenOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-model-len", min=1, help="The context wanted (default: what the engine derives)."
+    ),
+]
+UtilizationOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--gpu-utilization",
+        "--gpu-memory-utilization",
+        help="gpu_memory_utilization (default: that vLLM version's, 0.9, or 0.92 from 0.20).",
+    ),
+]

@@ -383,7 +383,7 @@ def plan_text(p: Plan) -> str:
     if p.target.engine.beyond_read:
         head += f"\nnote: {p.target.engine.beyond_read}"
     if p.in_sync:
-        return f"{head}\nin sync: nothing to do for {p.checkpoint}"
+        return "\n".join([f"{head}\nin sync: nothing to do for {p.checkpoint}", *_launch(p)])
     lines = [head]
     if p.actions:
         lines.append(f"{_count(len(p.actions), 'action')} for {p.checkpoint}:")
@@ -396,7 +396,21 @@ def plan_text(p: Plan) -> str:
             f"not as patcher left them in {p.checkpoint} (sync refuses until they are settled):"
         )
         lines += [f"  {f.path}: {FILE_STATES[f.state]}" for f in p.drift]
-    return "\n".join(lines)
+    return "\n".join([*lines, *_launch(p)])
+
+
+def _launch(p: Plan) -> list[str]:
+    launch = p.launch
+    if launch is None:
+        return []
+    lines = [f"context: {launch.context_note}"]
+    if launch.problem:
+        lines.append(f"warning: {launch.problem}")
+    if launch.memory is None or launch.memory_note not in launch.context_note:
+        lines.append(f"memory: {launch.memory_note}")
+    lines.append("start the server with" + (" (after sync):" if p.actions else ":"))
+    lines.append(f"  {launch.command}")
+    return lines
 
 
 def sync_text(r: SyncResult) -> str:
@@ -406,7 +420,9 @@ def sync_text(r: SyncResult) -> str:
     if r.dry_run:
         return plan_text(r.plan) + "\ndry run: nothing was written"
     done = [f"  {a.action} {a.name}: done" for a in r.plan.actions]
-    return "\n".join([f"synced {r.plan.checkpoint} to {r.plan.target.describe()}:", *done])
+    launch = r.plan.launch
+    start = [] if launch is None else ["start the server with:", f"  {launch.command}"]
+    return "\n".join([f"synced {r.plan.checkpoint} to {r.plan.target.describe()}:", *done, *start])
 
 
 def rebase_text(r: RebaseResult) -> str:

@@ -19,8 +19,18 @@ class Gpu:
 
     @property
     def capability_text(self) -> str:
-        """The compute capability as ``12.0``."""
-        return f"{self.capability[0]}.{self.capability[1]}"
+        """The compute capability as ``12.0`` (``cpu`` for the CPU)."""
+        return "cpu" if self.is_cpu else f"{self.capability[0]}.{self.capability[1]}"
+
+    @property
+    def is_cpu(self) -> bool:
+        """Whether this is the CPU backend (vLLM's CPU build), not a GPU."""
+        return self.name == "cpu"
+
+
+# vLLM's CPU build: no compute capability; its KV space is given (--kv-cache-memory), as the
+# engine sizes it from the host's RAM otherwise.
+CPU = Gpu("cpu", (0, 0), None)
 
 
 # Memory: total MiB reported by nvidia-smi / 1024, rounded to 0.01 GiB.
@@ -66,6 +76,8 @@ def parse_gpu(text: str) -> Gpu:
     """A GPU from a name (``rtx-pro-6000``, ``h200``) or a capability (``12.0``, ``sm90``)."""
     key = text.strip().lower().replace(" ", "-").replace("_", "-")
     key = ALIASES.get(key, key)
+    if key == "cpu":
+        return CPU
     if key in GPUS:
         return GPUS[key]
     match = _CAPABILITY.fullmatch(key.replace("-", ""))
@@ -76,5 +88,5 @@ def parse_gpu(text: str) -> Gpu:
     close = difflib.get_close_matches(key, list(GPUS), n=1, cutoff=0.5)
     raise TargetError(
         f"unknown GPU {text!r}" + (f"; did you mean {close[0]!r}?" if close else ""),
-        hint="give a compute capability such as --gpu 12.0, or one of: " + ", ".join(GPUS),
+        hint="give a compute capability such as --gpu 12.0, cpu, or one of: " + ", ".join(GPUS),
     )

