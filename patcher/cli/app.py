@@ -72,6 +72,7 @@ COMMANDS: dict[str, Any] = {
     "plan": engine_commands.plan,
     "sync": engine_commands.sync,
     "kv-budget": engine_commands.kv_budget_command,
+    "run": engine_commands.run,
 }
 app.callback()(_main)
 for _name, _command in COMMANDS.items():

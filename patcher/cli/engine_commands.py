@@ -8,6 +8,7 @@ about 100 ms to ``patcher status`` (1.5x ``import typer`` is its budget; 2026-12
 
 from __future__ import annotations
 
+import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -34,6 +35,7 @@ from patcher.cli.output import (
     EXIT_REFUSED,
     boundary,
     checkpoint_arg,
+    err,
     out,
 )
 
@@ -282,3 +284,60 @@ def kv_budget_command(
         out(render.to_json(budget.to_json()) if as_json else render.kv_budget_text(budget))
     if budget.config_context is not None and not budget.fits:
         raise typer.Exit(EXIT_REFUSED)
+
+
+def run(
+    command: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="-- ENGINE_COMMAND...",
+            help="The server's command line after --: 'vllm serve CKPT [flags]' or "
+            "'python -m sglang.launch_server --model-path CKPT [flags]'.",
+        ),
+    ],
+    profile: ProfileOpt = None,
+    engine: EngineOpt = None,
+    gpu: GpuOpt = None,
+    check: Annotated[
+        bool, typer.Option("--check", help="Only verify the checkpoint is in sync; never write.")
+    ] = False,
+    dry_run: DryRunOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Sync the checkpoint for the launch, add the planned flags and start the engine.
+
+    The target comes from the command line (parallel sizes, --max-model-len,
+    --kv-cache-memory-bytes), the engine's version (from its own interpreter) and the GPU
+    (nvidia-smi; a +cpu vLLM build is the CPU target); --engine, --gpu or --profile override.
+    A flag of yours that contradicts the plan is refused, naming both values. The engine's
+    output is passed through and signals are forwarded; when it fails, doctor reads what it
+    printed. The exit code is the engine's (1 when patcher refuses before starting it).
+    """
+    with boundary(as_json):
+        from patcher.cli import render
+        from patcher.ops.running import plan_run
+
+        prepared = plan_run(
+            command, engine=engine, gpu=gpu, profile=profile, check=check, dry_run=dry_run
+        )
+        if dry_run:
+            out(
+                render.to_json(prepared.to_json())
+                if as_json
+                else render.run_text(prepared) + "\ndry run: nothing was written or started"
+            )
+            return
+        err(render.run_text(prepared))
+    from patcher.ops.running import start_engine
+
+    def passed_through(line: str) -> None:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+
+    ended = start_engine(prepared, passed_through)
+    if ended.diagnosis is not None and ended.diagnosis.recognised:
+        from patcher.cli import render
+
+        err(f"patcher: {prepared.argv[0]} exited with {ended.code}; doctor reads its output:")
+        err(render.doctor_text(ended.diagnosis))
+    raise typer.Exit(ended.code)

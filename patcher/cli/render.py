@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # only for annotations: `patcher status` must not import the 
     from patcher.ops.reapplying import ReapplyResult
     from patcher.ops.rebasing import RebaseResult
     from patcher.ops.reverting import RevertResult
+    from patcher.ops.running import RunPlan
     from patcher.ops.upstream import UpstreamDiff
     from patcher.store.file_status import Status
     from patcher.text.document import Op
@@ -445,4 +446,23 @@ def rebase_text(r: RebaseResult) -> str:
             f"old revision {r.carried_from.name}: "
             + ("reverted" if r.old_reverted else "left as it is (a running server may use it)")
         )
+    return "\n".join(lines)
+
+
+def run_text(r: RunPlan) -> str:
+    """What ``patcher run`` worked out, before it starts the engine."""
+    head = f"patcher: {r.target.describe()}: "
+    if r.plan.actions:
+        head += ("synced " if r.synced else "would sync ") + ", ".join(
+            f"{a.action} {a.name}" for a in r.plan.actions
+        )
+    else:
+        head += "checkpoint in sync"
+    lines = [head]
+    if r.plan.launch is not None:
+        lines.append(f"patcher: context: {r.plan.launch.context_note}")
+        if r.plan.launch.problem:
+            lines.append(f"patcher: warning: {r.plan.launch.problem}")
+    added = f" (added: {shlex.join(r.added)})" if r.added else ""
+    lines.append(f"patcher: starting {shlex.join(r.argv)}{added}")
     return "\n".join(lines)

