@@ -286,6 +286,26 @@ def test_the_kubernetes_init_container_patches_an_overlay_of_a_read_only_store(
             path.chmod(path.stat().st_mode | stat.S_IWUSR)
 
 
+def test_the_kubernetes_servers_flags_are_the_plans(tmp_path: Path) -> None:
+    """The vLLM container starts with the flags plan prints for the manifest's own profile
+    (with the example's weights): the context cap included, so the pod passes the KV check."""
+    manifest = list(yaml.safe_load_all((ROOT / "deploy" / "vllm-with-patcher.yaml").read_text()))
+    profile = tmp_path / "profile.toml"
+    profile.write_text(next(d for d in manifest if d["kind"] == "ConfigMap")["data"]["profile.toml"])
+    done = subprocess.run(
+        [BIN / "patcher", "plan", KIMI, "--profile", profile, "--json"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 4, done.stderr
+    flags = json.loads(done.stdout)["flags"]
+    pod = next(d for d in manifest if d["kind"] == "Pod")
+    assert "--max-model-len" in flags
+    assert pod["spec"]["containers"][0]["args"][2:] == flags
+    mounts = {m["mountPath"] for m in pod["spec"]["containers"][0]["volumeMounts"]}
+    assert "/dev/shm" in mounts and "readinessProbe" in pod["spec"]["containers"][0]
+
+
 @pytest.mark.parametrize("module", ["transform", "sync"])
 def test_ansible_doc_shows_each_module(collections: Path, module: str) -> None:
     done = subprocess.run(

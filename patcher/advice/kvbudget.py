@@ -100,8 +100,18 @@ class KvBudget(JsonResult):
         """What makes the server start: the transform, or the flag where the edit is ignored."""
         if self.fits or not self.suggested_context:
             return None
-        if self.flag_only:
-            return f"start the server with --max-model-len {self.suggested_context}"
+        if self.flag_only:  # a command that runs as pasted: the server with the cap
+            tp = ["--tensor-parallel-size", str(self.tp)] if self.tp > 1 else []
+            return shlex.join(
+                [
+                    "vllm",
+                    "serve",
+                    str(self.checkpoint),
+                    *tp,
+                    "--max-model-len",
+                    str(self.suggested_context),
+                ]
+            )
         return (
             f"patcher apply {shlex.quote(str(self.checkpoint))} set-context-length "
             f"--set length={self.suggested_context}"

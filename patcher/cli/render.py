@@ -303,10 +303,14 @@ def kv_budget_text(b: KvBudget) -> str:
         f"per layer per token ({divided})",
         f"KV dtype: {b.kv_dtype}, {_count(b.element_bytes, 'byte')} per element",
         f"KV cache per token per GPU (TP={b.tp}): {b.bytes_per_token:,} bytes",
-        f"per GPU: {b.memory_gib:.2f} GiB x {b.utilization} - weights "
+        f"KV space given (--kv-cache-memory, no profiling): {b.kv_cache_memory_gib:.2f} GiB"
+        if b.kv_cache_memory_gib is not None
+        else f"per GPU: {b.memory_gib:.2f} GiB x {b.utilization} - weights "
         f"{b.weights_per_gpu_gib:.2f} GiB ({b.weights_source} / TP) - allowance "
         f"{b.allowance_gib:g} GiB",
         f"free for the KV cache per GPU: {b.free_bytes / 1024**3:.2f} GiB",
+        f"KV cache: {b.kv_cache_tokens // b.block_size:,} blocks of {b.block_size} tokens "
+        f"({b.kv_cache_tokens:,} tokens), one held back",
         f"longest context that fits: {b.max_tokens:,} tokens",
     ]
     if b.config_context is not None:
