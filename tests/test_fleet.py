@@ -291,7 +291,9 @@ def test_the_kubernetes_servers_flags_are_the_plans(tmp_path: Path) -> None:
     (with the example's weights): the context cap included, so the pod passes the KV check."""
     manifest = list(yaml.safe_load_all((ROOT / "deploy" / "vllm-with-patcher.yaml").read_text()))
     profile = tmp_path / "profile.toml"
-    profile.write_text(next(d for d in manifest if d["kind"] == "ConfigMap")["data"]["profile.toml"])
+    profile.write_text(
+        next(d for d in manifest if d["kind"] == "ConfigMap")["data"]["profile.toml"]
+    )
     done = subprocess.run(
         [BIN / "patcher", "plan", KIMI, "--profile", profile, "--json"],
         capture_output=True,

@@ -10,12 +10,20 @@ from __future__ import annotations
 import functools
 import re
 import shlex
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from patcher.advice.kvbudget import edit_takes_effect
+from patcher.advice.log_rules import (
+    FAMILY_MARKERS,
+    FAMILY_RULES,
+    IMPORT_FAILED,
+    Fix,
+    LogContext,
+    Rule,
+)
 from patcher.engines.files import read_config_files
 from patcher.engines.target import parse_engine
 from patcher.errors import InputFileError, PatcherError
@@ -33,14 +41,6 @@ _VERSION = re.compile(
     r"(?:vLLM API server version|LLM engine \(v|vllm version)\s*v?(\d+\.\d+\.\d+)"
 )
 LENGTH_STEP = 1024
-
-
-@dataclass(frozen=True, slots=True)
-class Fix:
-    """One way out: a patcher command, an engine flag, an environment variable, or advice."""
-
-    kind: str  # "transform" | "flag" | "env" | "advice"
-    text: str
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -72,19 +72,7 @@ class Diagnosis(JsonResult):
         }
 
 
-@dataclass(frozen=True, slots=True)
-class _Context:
-    checkpoint: str
-    version: tuple[int, ...] | None
-
-    def apply(self, transform: str, params: str = "") -> Fix:
-        return Fix("transform", f"patcher apply {self.checkpoint} {transform}{params}".rstrip())
-
-    def at_least(self, *version: int) -> bool | None:
-        return None if self.version is None else self.version >= version
-
-
-Rule = tuple[str, re.Pattern[str], Callable[[re.Match[str], _Context], tuple[str, list[Fix]]]]
+_Context = LogContext
 
 
 def _attention(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
@@ -161,10 +149,19 @@ def _too_long(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
         f"--max-model-len {m.group(1)} is above the {derived} vLLM derives from {m.group(2)}",
         [
             Fix("flag", f"--max-model-len {derived}"),
-            Fix("env", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (only with a RoPE scaling that allows it)"),
-            ctx.apply("set-rope-scaling-yarn", " --set factor=F"),
+            # VLLM_ALLOW_LONG_MAX_MODEL_LEN is no fix: positions past the derived length give
+            # NaNs (vLLM PR #20904). YaRN over the derived length is, with its factor.
+            ctx.apply(
+                "set-rope-scaling-yarn",
+                f" --set factor={_yarn_factor(int(m.group(1)), derived)} --set original={derived}",
+            ),
         ],
     )
+
+
+def _yarn_factor(wanted: int, derived: int) -> str:
+    factor = wanted / derived if derived else 1.0
+    return f"{max(1.0, float(int(factor) if factor == int(factor) else int(factor) + 1)):g}"
 
 
 def _required_fields(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
@@ -403,6 +400,7 @@ RULES: tuple[Rule, ...] = (
         ),
         _sglang_length,
     ),
+    *FAMILY_RULES,
 )
 
 
@@ -428,6 +426,7 @@ _MARKERS = (
     "Missing required keys",
     "Not enough memory",
     "context_length",
+    *FAMILY_MARKERS,
 )
 
 
@@ -481,12 +480,14 @@ def diagnose_lines(
     as it starts). Reading stops at the root error, and a log of any size costs one line of
     memory."""
     version_text: str | None = None
+    import_failed = False
     marked = _marked()
     for raw in _bounded(lines):
         line = _uncoloured(raw)
         if version_text is None:
             version_match = _VERSION.search(line)
             version_text = version_match.group(1) if version_match else None
+        import_failed = import_failed or IMPORT_FAILED in line
         if marked.search(line) is None:
             continue
         line = _PREFIX.sub("", line).rstrip()
@@ -494,7 +495,8 @@ def diagnose_lines(
         if matched is not None:
             found, (code, _, explain) = matched
             version = tuple(int(p) for p in version_text.split(".")) if version_text else None
-            ctx = _Context(shlex.quote(checkpoint), version)  # commands are pasted into a shell
+            # commands are pasted into a shell
+            ctx = LogContext(shlex.quote(checkpoint), version, import_failed)
             cause, fixes = explain(found, ctx)
             return Diagnosis(source, code, line.strip(), cause, tuple(fixes), version_text)
     return Diagnosis(source, None, None, "no failure the doctor knows", (), version_text)

@@ -152,6 +152,99 @@ CASES = [
         "block-size",
         "model_type",
     ),
+    # the family rules (patcher/advice/log_rules.py): engine lines as users posted them
+    # (snapshots/logs/real-errors-train.json, the entry given)
+    (
+        "AssertionError: DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got auto",
+        "fp8-kv-required",
+        "--kv-cache-dtype fp8",
+    ),  # 6
+    (
+        "ValueError: FP8 KV cache is not supported by the Triton attention backend on Quadro RTX 8000 (compute capability 7.5); native FP8 (fp8e4nv) requires SM89+. Re-run with --kv-cache-dtype float16.",
+        "fp8-kv-backend",
+        "float16",
+    ),  # 8
+    (
+        "ValueError: type fp8e4nv not supported in this architecture. The supported fp8 dtypes are ('fp8e5',)",
+        "fp8e4nv",
+        "fp8_e5m2",
+    ),  # 12
+    (
+        "INFO [gpu_worker.py:298] Available KV cache memory: -2.77 GiB",
+        "negative-kv-memory",
+        "raise it",
+    ),  # 22
+    (
+        "max_total_tokens=131072 is larger than the profiled value -561981. Use the profiled value instead.",
+        "no-kv-cache-memory",
+        "more GPUs",
+    ),  # 30
+    (
+        '{"object":"error","message":"The input (61709 tokens) is longer than the model\\\'s context length (40960 tokens).","type":"BadRequestError"}',
+        "request-too-long",
+        "--context-length",
+    ),  # 38
+    (
+        "ValueError: `rope_scaling` must be a dictionary with two fields, `type` and `factor`, got {'factor': 8.0, 'rope_type': 'llama3'}",
+        "rope-scaling-fields",
+        "transformers",
+    ),  # 40
+    ("    rotary_type = rotary_scaling['type']", "rope-type-key", "TensorRT-LLM"),  # 42
+    (
+        "  Value error, rope_scaling should have a 'rope_type' key [type=value_error, input_value=ArgsKwargs(())]",
+        "rope-type-key",
+        "rope_type",
+    ),  # 44
+    (
+        "vllm.entrypoints.chat_utils.ChatTemplateResolutionError: As of transformers v4.44, default chat template is no longer allowed, so you must provide a chat template if the tokenizer does not define one.",
+        "no-chat-template",
+        "set-chat-template",
+    ),  # 62
+    (
+        "ValueError: Tokenizer class LLaMATokenizer does not exist or is not currently imported.",
+        "tokenizer-class",
+        "LlamaTokenizer",
+    ),  # 64
+    (
+        "ValueError: There is no module or parameter named 'lm_head.input_scale'",
+        "excluded-quantized-module",
+        "exclude_modules",
+    ),  # 70
+    (
+        "ValueError: Unsupported architectures: ChatGLMForConditionalGeneration. Supported list: ['ChatGLMForCausalLM', 'ChatGLMModel']",
+        "unsupported-architecture",
+        "set-architectures",
+    ),  # 82
+    (
+        "ValueError: The checkpoint you are trying to load has model type `qwen2_5_vl` but Transformers does not recognize this architecture.",
+        "transformers-too-old",
+        "transformers",
+    ),  # 84
+    (
+        "Value error, The model type 'gemma3' does not support float16. Reason: Numerical instability. Please use bfloat16 or float32 instead.",
+        "float16-refused",
+        "bfloat16",
+    ),  # 88
+    (
+        "You are loading a quantized model with dtype torch.bfloat16, which vLLM does not support. Setting dtype to float16 instead.",
+        "quantized-dtype",
+        "auto",
+    ),  # 90
+    (
+        "NotImplementedError: Unsupported quantization_config: {'config_groups': {}}",
+        "unsupported-quantization-format",
+        "ModelOpt",
+    ),  # 74
+    (
+        "Using KV cache scaling factor 1.0 for fp8_e4m3. If this is unintended, verify that k/v_scale scaling factors are properly set in the fp8 checkpoint.",
+        "fp8-kv-unit-scales",
+        "strip-fp8-kv-cache",
+    ),  # 14
+    (
+        "AttributeError: 'LlamaConfig' object has no attribute 'rope_theta'",
+        "rope-theta-layout",
+        "rope_theta",
+    ),  # 50
     # transformers_utils/config.py @ v0.33.0 L455
     (
         "ValueError: Failed to load the model config. If the model is a custom model not yet "

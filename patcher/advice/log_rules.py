@@ -1,0 +1,376 @@
+"""doctor's rules for the failure families users report (beside the engines' own strings).
+
+Each rule is (code, pattern, explain): the pattern is matched on one log line with its prefix
+removed, and explain gives the cause and the fixes. The strings are the engines' words as real
+reports quote them (the vLLM, SGLang, TensorRT-LLM and transformers trackers; the train half of
+the corpus in the research notes, 2026-12), each tested verbatim in ``tests/advice``. Where one
+line cannot tell two causes apart (``fp8e4nv`` from an FP8 KV cache or from an FP8 weight
+kernel), the cause says what it cannot tell and both fixes are given.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    """One way out: a patcher command, an engine flag, an environment variable, or advice."""
+
+    kind: str  # "transform" | "flag" | "env" | "advice"
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class LogContext:
+    """What a rule knows beyond its line: the checkpoint as a shell word, the engine version
+    the log named, and whether an earlier line said a model class failed to import."""
+
+    checkpoint: str
+    version: tuple[int, ...] | None
+    import_failed: bool = False
+
+    def apply(self, transform: str, params: str = "") -> Fix:
+        return Fix("transform", f"patcher apply {self.checkpoint} {transform}{params}".rstrip())
+
+    def at_least(self, *version: int) -> bool | None:
+        return None if self.version is None else self.version >= version
+
+
+Explain = Callable[[re.Match[str], LogContext], tuple[str, list[Fix]]]
+Rule = tuple[str, re.Pattern[str], Explain]
+
+
+def _fp8_layout_required(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    return (
+        "this model's MLA layout (DeepSeek-V4's fp8_ds_mla) needs an FP8 KV cache, and "
+        "--kv-cache-dtype auto did not resolve to one: do not strip the FP8 KV directive here",
+        [Fix("flag", "--kv-cache-dtype fp8")],
+    )
+
+
+def _fp8_kv_backend(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    fixes = [Fix("flag", "--kv-cache-dtype " + (m.group(2) or "auto"))]
+    fixes.append(ctx.apply("strip-fp8-kv-cache"))
+    return (
+        f"the {m.group(1)} attention backend has no FP8 KV cache on this GPU (native fp8e4nv "
+        "needs SM89 or newer): a BF16/FP16 cache takes twice the bytes per token; if the "
+        "checkpoint declares the FP8 cache, strip it, else drop --kv-cache-dtype fp8",
+        fixes,
+    )
+
+
+def _fp8e4nv(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    return (
+        "this GPU's Triton has no fp8e4nv (FP8 e4m3 needs SM89+; RDNA3 has only fp8e5). It is "
+        "raised by an FP8 e4m3 KV cache or by an FP8 weight kernel, and this line cannot tell "
+        "which: if the KV cache is FP8 (the checkpoint's directive or --kv-cache-dtype fp8), "
+        "use a BF16 cache or fp8_e5m2; if the weights are FP8, this GPU cannot run them",
+        [
+            ctx.apply("strip-fp8-kv-cache"),
+            Fix("flag", "--kv-cache-dtype fp8_e5m2 (or auto with the directive stripped)"),
+            Fix("advice", "block-FP8 weights need an SM89+ GPU or another checkpoint"),
+        ],
+    )
+
+
+def _negative_kv(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    return (
+        f"the weights and the profiling peak already exceed the memory vLLM may use "
+        f"(available KV cache memory {m.group(1)} GiB): lowering gpu_memory_utilization makes "
+        "it worse; no config edit helps",
+        [
+            Fix("flag", "--gpu-memory-utilization 0.95 (raise it, if the GPU has no other users)"),
+            Fix("flag", "--tensor-parallel-size N with more GPUs, or --enforce-eager"),
+        ],
+    )
+
+
+def _sglang_negative(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    return (
+        f"SGLang profiled {m.group(2)} tokens of KV space: the weights leave no memory for "
+        "the KV cache on each GPU",
+        [
+            Fix("flag", "--tp N with more GPUs, or a smaller or more quantized checkpoint"),
+            Fix("flag", "--mem-fraction-static 0.9 (raise it, if the GPU has no other users)"),
+        ],
+    )
+
+
+def _sglang_too_long(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    return (
+        f"a request of {m.group(1)} tokens is longer than SGLang's context ({m.group(2)}): "
+        "SGLang derives it at start-up; editing rope_scaling alone may not change it",
+        [
+            Fix("flag", f"--context-length {m.group(1)} (SGLang; with a RoPE scaling that fits)"),
+            ctx.apply(
+                "set-rope-scaling-yarn",
+                f" --set factor={-(-int(m.group(1)) // int(m.group(2)))}.0"
+                f" --set original={m.group(2)}",
+            ),
+        ],
+    )
+
+
+def _rope_two_fields(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    return (
+        "a transformers older than 4.43 cannot read a Llama 3.1 style rope_scaling "
+        "(rope_type llama3): the config is right, the library is old",
+        [
+            Fix("advice", "pip install 'transformers>=4.43' in the engine's environment"),
+            Fix("advice", "or upgrade the engine; rewriting rope_scaling is a last resort"),
+        ],
+    )
+
+
+def _rope_type_key(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    return (
+        "rope_scaling has no rope_type key (an old 'type' key, or a partial block) and this "
+        "engine's validation needs it",
+        [
+            Fix("advice", 'in config.json rope_scaling, rename "type" to "rope_type" (keep both)'),
+            Fix("flag", '--hf-overrides \'{"rope_scaling": {"rope_type": "yarn", ...}}\''),
+        ],
+    )
+
+
+def _rotary_type(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    return (
+        "TensorRT-LLM's build reads rope_scaling['type'], which a rope_type-only block "
+        "(Llama 3.1 style) lacks",
+        [
+            Fix("advice", "upgrade TensorRT-LLM (0.12 reads rope_type)"),
+            Fix("advice", 'or add "type" beside "rope_type" in the converted rope_scaling'),
+        ],
+    )
+
+
+def _chat_template(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    return (
+        "the tokenizer defines no chat template and transformers no longer supplies a default: "
+        "chat requests fail (completions still work)",
+        [
+            ctx.apply("set-chat-template", " --set template=TEMPLATE.jinja"),
+            Fix("flag", "--chat-template TEMPLATE.jinja"),
+        ],
+    )
+
+
+def _tokenizer_class(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    name = m.group(1)
+    known = {"LLaMATokenizer": "LlamaTokenizer", "TokenizersBackend": "PreTrainedTokenizerFast"}
+    better = known.get(
+        name, known.get(name.replace("CodeLLaMA", "LLaMA"), "the class your transformers registers")
+    )
+    return (
+        f"tokenizer_config.json names tokenizer class {name}, which this transformers does not "
+        "have (an early conversion's spelling, or a class of a newer transformers)",
+        [
+            Fix("advice", f'set "tokenizer_class": "{better}" in tokenizer_config.json'),
+            Fix("advice", "or install the transformers the checkpoint was saved with"),
+        ],
+    )
+
+
+def _excluded_scale(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    return (
+        f"the checkpoint ships {m.group(1)} (a quantized module) while the quantization "
+        "config's exclude list names that module as unquantized",
+        [
+            Fix(
+                "advice",
+                "remove the module's pattern (lm_head*) from exclude_modules in "
+                "hf_quant_config.json and config.json, so it loads quantized",
+            ),
+            Fix("advice", "or upgrade vLLM (it loads such a module unquantized)"),
+        ],
+    )
+
+
+def _sglang_architecture(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    if ctx.import_failed:
+        return (
+            f"SGLang could not import the model class for {m.group(1)} (an earlier 'Ignore "
+            "import error when loading sglang.srt.models...' line: a compiler, Triton or "
+            "dependency failure), so it is missing from the list; this is not a config problem",
+            [Fix("advice", "fix the import error that line names (gcc, Triton, a package)")],
+        )
+    return (
+        f"this SGLang has no model class for {m.group(1)}",
+        [
+            ctx.apply("set-architectures", " --set architecture=NAME"),
+            Fix("advice", "only when the weights match NAME's layout; or upgrade SGLang"),
+        ],
+    )
+
+
+def _transformers_model_type(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    return (
+        f"this transformers does not know model type {m.group(1)}: it is older than the "
+        "model; no config edit helps",
+        [Fix("advice", "upgrade transformers in the engine's environment (or the engine)")],
+    )
+
+
+def _float16_denied(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    return (
+        f"vLLM refuses float16 for {m.group(1) or m.group(2)} (numerical instability)",
+        [Fix("flag", "--dtype bfloat16"), ctx.apply("set-torch-dtype", " --set dtype=bfloat16")],
+    )
+
+
+def _quantized_dtype(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    return (
+        "a warning, not a failure: --dtype bfloat16 was given for a quantized checkpoint whose "
+        "kernels need float16, so vLLM serves float16",
+        [Fix("flag", "leave --dtype auto for quantized checkpoints")],
+    )
+
+
+def _trtllm_quantization(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    return (
+        "TensorRT-LLM's loader does not read this quantization format (compressed-tensors); "
+        "no config edit makes it",
+        [Fix("advice", "use a ModelOpt-format checkpoint (hf_quant_config.json) for TensorRT-LLM")],
+    )
+
+
+def _unit_scales(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    return (
+        "a warning, not a failure: the FP8 KV cache runs with scales of 1.0 (the checkpoint has "
+        "no calibrated k/v scales), which can cost accuracy",
+        [ctx.apply("strip-fp8-kv-cache"), Fix("advice", "or a checkpoint with calibrated scales")],
+    )
+
+
+def _rope_theta(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    return (
+        f"code written for transformers 4 reads {m.group(1)}.rope_theta, which transformers 5 "
+        "keeps only inside rope_parameters: the config and the library disagree on the layout",
+        [
+            Fix(
+                "advice",
+                "add the top-level rope_theta back to config.json (the value in "
+                "rope_parameters), or use the transformers the engine was built with",
+            ),
+        ],
+    )
+
+
+FAMILY_RULES: tuple[Rule, ...] = (
+    (
+        "fp8-kv-required",
+        re.compile(r"fp8_ds_mla layout only supports fp8 kv-cache, got (\w+)"),
+        _fp8_layout_required,
+    ),
+    (
+        "fp8-kv-backend",
+        re.compile(
+            r"FP8 KV cache is not supported by the (\w+) attention backend.*?"
+            r"(?:Re-run with --kv-cache-dtype (\w+))?\.?$"
+        ),
+        _fp8_kv_backend,
+    ),
+    ("fp8e4nv", re.compile(r"type fp8e4nv not supported"), _fp8e4nv),
+    (
+        "negative-kv-memory",
+        re.compile(r"Available KV cache memory: (-\d+(?:\.\d+)?) GiB"),
+        _negative_kv,
+    ),
+    (
+        "no-kv-cache-memory",
+        re.compile(r"max_total_tokens=(\d+) is larger than the profiled value (-\d+)"),
+        _sglang_negative,
+    ),
+    (
+        "request-too-long",
+        re.compile(
+            r"The input \((\d+) tokens\) is longer than the model\\?'s context length "
+            r"\((\d+) tokens\)"
+        ),
+        _sglang_too_long,
+    ),
+    (
+        "rope-scaling-fields",
+        re.compile(r"`rope_scaling` must be a dictionary with two fields, `type` and `factor`"),
+        _rope_two_fields,
+    ),
+    ("rope-type-key", re.compile(r"rope_scaling should have a 'rope_type' key"), _rope_type_key),
+    ("rope-type-key", re.compile(r"rotary_type = rotary_scaling\['type'\]"), _rotary_type),
+    (
+        "no-chat-template",
+        re.compile(r"ChatTemplateResolutionError|default chat template is no longer allowed"),
+        _chat_template,
+    ),
+    (
+        "tokenizer-class",
+        re.compile(r"Tokenizer class (\w+) does not exist or is not currently imported"),
+        _tokenizer_class,
+    ),
+    (
+        "excluded-quantized-module",
+        re.compile(r"There is no module or parameter named '(lm_head\.\w+_scale\w*)'"),
+        _excluded_scale,
+    ),
+    (
+        "unsupported-architecture",
+        re.compile(r"Unsupported architectures: (\S+?)\.? Supported list"),
+        _sglang_architecture,
+    ),
+    (
+        "transformers-too-old",
+        re.compile(r"has model type `(\w+)` but Transformers does not recognize this architecture"),
+        _transformers_model_type,
+    ),
+    (
+        "float16-refused",
+        re.compile(r"(?:The model type '(\w+)'|\b(\w+)) does not support float16"),
+        _float16_denied,
+    ),
+    (
+        "quantized-dtype",
+        re.compile(r"You are loading a quantized model with dtype torch\.bfloat16, which vLLM"),
+        _quantized_dtype,
+    ),
+    (
+        "unsupported-quantization-format",
+        re.compile(r"NotImplementedError: Unsupported quantization_config"),
+        _trtllm_quantization,
+    ),
+    (
+        "rope-theta-layout",
+        re.compile(r"AttributeError: '(\w+Config)' object has no attribute 'rope_theta'"),
+        _rope_theta,
+    ),
+    (
+        "fp8-kv-unit-scales",
+        re.compile(r"Using KV cache scaling factor 1\.0 for fp8"),
+        _unit_scales,
+    ),
+)
+# A line is tried against the rules only when it holds one of these (one per rule above).
+FAMILY_MARKERS = (
+    "fp8_ds_mla layout",
+    "FP8 KV cache is not supported",
+    "fp8e4nv not supported",
+    "Available KV cache memory: ",
+    "is larger than the profiled value",
+    "is longer than the model",
+    "must be a dictionary with two fields",
+    "should have a 'rope_type' key",
+    "rotary_scaling",
+    "ChatTemplateResolutionError",
+    "default chat template is no longer allowed",
+    "does not exist or is not currently imported",
+    "There is no module or parameter named",
+    "Unsupported architectures:",
+    "but Transformers does not recognize",
+    "does not support float16",
+    "You are loading a quantized model",
+    "Unsupported quantization_config",
+    "no attribute 'rope_theta'",
+    "KV cache scaling factor",
+)
+IMPORT_FAILED = "Ignore import error when loading sglang.srt.models"
