@@ -139,6 +139,7 @@ def plan(
     weights: WeightsOpt = None,
     max_model_len: MaxModelLenOpt = None,
     utilization: UtilizationOpt = None,
+    prune: PruneOpt = False,
     revision: RevisionOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -166,6 +167,7 @@ def plan(
                 max_model_len=max_model_len,
                 gpu_memory_utilization=utilization,
             ),
+            prune=prune,
         )
         out(render.to_json(result.to_json()) if as_json else render.plan_text(result))
     if not result.in_sync:
@@ -183,6 +185,7 @@ def sync(
     weights: WeightsOpt = None,
     max_model_len: MaxModelLenOpt = None,
     utilization: UtilizationOpt = None,
+    prune: PruneOpt = False,
     dry_run: DryRunOpt = False,
     revision: RevisionOpt = None,
     overlay: Annotated[
@@ -218,8 +221,19 @@ def sync(
             ),
             dry_run=dry_run,
             overlay=overlay,
+            prune=prune,
         )
         out(render.to_json(result.to_json()) if as_json else render.sync_text(result))
+
+
+PruneOpt = Annotated[
+    bool,
+    typer.Option(
+        "--prune",
+        help="Also revert transforms applied by hand that the target does not need (by "
+        "default sync keeps them: it owns only what a target brought in).",
+    ),
+]
 
 
 class KvDtype(StrEnum):

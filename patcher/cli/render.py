@@ -405,6 +405,15 @@ def plan_text(p: Plan) -> str:
 
 
 def _launch(p: Plan) -> list[str]:
+    kept = [
+        f"kept: {e.transform} (entry {e.id}), applied by hand; the target does not need it "
+        "(--prune reverts it)"
+        for e in p.manual
+    ]
+    return kept + _server(p)
+
+
+def _server(p: Plan) -> list[str]:
     launch = p.launch
     if launch is None:
         return []

@@ -69,6 +69,9 @@ class Plan(JsonResult):
     drift: tuple[FileStatus, ...] = ()
     # The server's flags and command line once synced (None while there is drift).
     launch: Launch | None = None
+    # Entries applied by hand (not by a sync for a target) that the target does not want:
+    # kept, as sync owns only what a target brought in (``prune`` reverts them).
+    manual: tuple[Entry, ...] = ()
 
     @property
     def in_sync(self) -> bool:
@@ -94,6 +97,7 @@ class Plan(JsonResult):
             ],
             "upstream_startup_errors": [e.message for e in self.upstream_errors],
             "drift": [{"path": f.path, "state": f.state} for f in self.drift],
+            "manual": [{"name": e.transform, "entry": e.id} for e in self.manual],
             "flags": None if self.launch is None else list(self.launch.flags),
             "argv": None if self.launch is None else list(self.launch.argv),
             "launch": None if self.launch is None else self.launch.to_json(),
@@ -127,26 +131,31 @@ def upstream_files(checkpoint: Checkpoint, journal: Journal) -> ConfigFiles:
     return patched_files(read_config_files(checkpoint), upstream, "as upstream shipped it")
 
 
-def plan_checkpoint(checkpoint: Path | str, target: Target, *, revision: str | None = None) -> Plan:
+def plan_checkpoint(
+    checkpoint: Path | str, target: Target, *, revision: str | None = None, prune: bool = False
+) -> Plan:
     """Compare what is applied (transform and parameters) with what ``target`` needs plus the
     profile's transforms, and return the actions with a reason for each, and the launch: the
     server's flags and command line for the files as sync would leave them.
 
     The plan is proven as sync would carry it out: the actions run on a scratch copy, so an
     action sync would refuse (an edit the engine ignores, say) is refused here, with the same
-    message."""
+    message.
+
+    Entries applied by hand (``patcher apply``, not a sync) that the target does not want are
+    kept and listed in ``manual``; ``prune`` plans their revert too."""
     ckpt = open_checkpoint(checkpoint, revision)
-    plan = _plan(ckpt, read_journal(ckpt), target)
+    plan = _plan(ckpt, read_journal(ckpt), target, prune)
     if plan.drift:
         return plan
     files = read_config_files(ckpt)
     if plan.actions:
-        changed = {c.path: c.after for c in _predict(ckpt, target) if c.after is not None}
+        changed = {c.path: c.after for c in _predict(ckpt, target, prune) if c.after is not None}
         files = patched_files(files, changed, "as sync would leave it")
     return replace(plan, launch=plan_launch(ckpt, files, target))
 
 
-def _plan(ckpt: Checkpoint, journal: Journal, target: Target) -> Plan:
+def _plan(ckpt: Checkpoint, journal: Journal, target: Target, prune: bool = False) -> Plan:
     upstream = derive(target.engine, upstream_files(ckpt, journal), target.gpu)
     wanted: dict[str, tuple[Mapping[str, Any], str]] = {}
     for transform in builtin_transforms():
@@ -173,8 +182,11 @@ def _plan(ckpt: Checkpoint, journal: Journal, target: Target) -> Plan:
     for entry in journal.applied:
         latest[entry.transform] = entry
     actions: list[Action] = []
+    manual: list[Entry] = []
     for entry in sorted(latest.values(), key=lambda e: -e.id):
-        if entry.transform not in wanted:
+        if entry.transform not in wanted and entry.target is None and not prune:
+            manual.append(entry)
+        elif entry.transform not in wanted:
             actions.append(
                 Action(
                     "revert", entry.transform, dict(entry.params), _why_not(entry, target), entry.id
@@ -197,7 +209,9 @@ def _plan(ckpt: Checkpoint, journal: Journal, target: Target) -> Plan:
             actions.append(Action("apply", name, params, why))
     restore, drift = _file_drift(ckpt, journal, {a.name for a in actions}, latest)
     actions += restore
-    return Plan(ckpt.root, target, tuple(actions), upstream.startup_errors, drift)
+    return Plan(
+        ckpt.root, target, tuple(actions), upstream.startup_errors, drift, manual=tuple(manual)
+    )
 
 
 def _file_drift(
@@ -237,7 +251,7 @@ def _why_not(entry: Entry, target: Target) -> str:
     return f"not wanted by {target.profile or 'the target'}"
 
 
-def _predict(ckpt: Checkpoint, target: Target) -> tuple[FileChange, ...]:
+def _predict(ckpt: Checkpoint, target: Target, prune: bool = False) -> tuple[FileChange, ...]:
     """What a real sync would change, found by running one on a scratch copy of the config
     files and the journal (the checkpoint is not written, nor locked)."""
     before = config_bytes(ckpt)
@@ -249,7 +263,7 @@ def _predict(ckpt: Checkpoint, target: Target) -> tuple[FileChange, ...]:
             overlay_moved_from=ckpt.overlay_moved_from,
             stands_for=ckpt.root,
         )
-        _carry_out(stand_in, target)
+        _carry_out(stand_in, target, prune)
         return file_changes(before, copy_bytes(ckpt, copy, before))
 
 
@@ -260,6 +274,7 @@ def sync_checkpoint(
     dry_run: bool = False,
     overlay: Path | str | None = None,
     revision: str | None = None,
+    prune: bool = False,
 ) -> SyncResult:
     """Carry out the plan as one all-or-nothing step: the wanted transforms (those kept, then
     the new ones) are applied to the upstream bytes in a scratch copy, and the checkpoint is
@@ -268,27 +283,28 @@ def sync_checkpoint(
 
     With ``overlay``, the checkpoint (a read-only model store) is left untouched: the overlay
     folder (made if needed) gets links to its files and the patched copies. A dry run writes
-    nothing and returns the files a real run would change, with their new bytes."""
+    nothing and returns the files a real run would change, with their new bytes. Entries
+    applied by hand are kept unless ``prune`` (see :func:`plan_checkpoint`)."""
     ckpt = open_checkpoint(checkpoint, revision)
     if overlay is not None:
         if not dry_run:
             ckpt = open_checkpoint(make_overlay(ckpt.root, overlay))
         elif existing_overlay(ckpt.root, overlay) is not None:
             ckpt = open_checkpoint(overlay)
-    plan = plan_checkpoint(ckpt.root, target)  # refuses what the sync below would
+    plan = plan_checkpoint(ckpt.root, target, prune=prune)  # refuses what the sync would
     if plan.in_sync:
         return SyncResult(plan, (), (), dry_run)
     if dry_run:
-        return SyncResult(plan, (), (), True, _predict(ckpt, target))
-    done = _carry_out(ckpt, target)
+        return SyncResult(plan, (), (), True, _predict(ckpt, target, prune))
+    done = _carry_out(ckpt, target, prune)
     return replace(done, plan=replace(done.plan, launch=plan.launch))
 
 
-def _carry_out(ckpt: Checkpoint, target: Target) -> SyncResult:
+def _carry_out(ckpt: Checkpoint, target: Target, prune: bool = False) -> SyncResult:
     """The sync itself, under the lock (on the checkpoint, or on plan's scratch copy)."""
     with write_session(ckpt) as session:
         journal = session.journal
-        plan = _plan(ckpt, journal, target)  # under the lock: the journal it acts on
+        plan = _plan(ckpt, journal, target, prune)  # under the lock: the journal it acts on
         if plan.in_sync:  # another process synced it, or recovery settled a half-done entry
             return SyncResult(plan, (), (), False)
         refuse_unsettled_files(

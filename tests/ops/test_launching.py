@@ -177,3 +177,22 @@ def test_doctor_leaves_out_a_context_edit_the_logs_version_ignores(
     assert not any("set-context-length" in t for t in texts)
     unjudged = diagnose(log)
     assert any("set-context-length" in f.text for f in unjudged.fixes)
+
+
+def test_sync_keeps_what_was_applied_by_hand_unless_prune(cli: Cli, kimi: Path) -> None:
+    """sync owns what a target brought in: a transform applied by hand that the target does
+    not need stays (plan lists it as kept), and --prune reverts it."""
+    code, _, err = cli("apply", kimi, "set-context-length", "--set", "length=65536")
+    assert code == 0, err
+    patched = tree_bytes(kimi)
+    h200 = ("--engine", "vllm==0.33.0", "--gpu", "h200")
+    code, out, err = cli("plan", kimi, *h200)
+    assert code == 0, err
+    assert "kept: set-context-length (entry 1), applied by hand" in out
+    code, out, err = cli("sync", kimi, *h200)
+    assert code == 0 and tree_bytes(kimi) == patched
+    code, out, err = cli("plan", kimi, *h200, "--prune", "--json")
+    assert code == 4 and json.loads(out)["actions"][0]["action"] == "revert"
+    code, _, err = cli("sync", kimi, *h200, "--prune")
+    assert code == 0, err
+    assert tree_bytes(kimi) == tree_bytes(EXAMPLE)
