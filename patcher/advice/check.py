@@ -13,6 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from patcher.advice.kvbudget import budget_of_files, index_weights_gib
 from patcher.engines.files import READ_FILES, config_files
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.model import derive
@@ -21,7 +22,7 @@ from patcher.engines.templates import JINJA_FILE, served_template
 from patcher.engines.view import EngineView
 from patcher.engines.vllm import BOM_JUDGED as VLLM_BOM_JUDGED
 from patcher.engines.vllm import partial_sliding_window as vllm_partial_sliding_window
-from patcher.errors import TargetError
+from patcher.errors import PatcherError, TargetError
 from patcher.results import JsonResult
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.file_status import file_states
@@ -496,19 +497,94 @@ def _engine_findings(
         )
 
 
+def _memory_finding(
+    ckpt: Checkpoint,
+    parsed: Any,
+    view: EngineView,
+    device: Gpu,
+    tensor_parallel: int,
+    kv_cache_memory_gib: float | None,
+) -> Iterator[Finding]:
+    """The KV check after the weights load: the context the engine derives does not fit in
+    the KV cache each GPU has left (kv-budget's arithmetic). Unknown memory: no finding."""
+    try:
+        weights = (
+            None
+            if kv_cache_memory_gib is not None
+            else (index_weights_gib(ckpt), "model.safetensors.index.json total_size")
+        )
+        budget = budget_of_files(
+            ckpt.root,
+            parsed,
+            ckpt.path("config.json"),
+            gpu=device,
+            weights=weights,
+            tp=tensor_parallel,
+            engine=view.engine,
+            kv_cache_memory_gib=kv_cache_memory_gib,
+        )
+    except PatcherError:
+        return
+    context = view.max_model_len.value
+    if not isinstance(context, int) or context <= budget.max_tokens:
+        return
+    flags = ["--tensor-parallel-size", str(tensor_parallel)] if tensor_parallel > 1 else []
+    if kv_cache_memory_gib is not None:
+        flags += ["--kv-cache-memory-bytes", str(int(kv_cache_memory_gib * 1024**3))]
+    where = f"{budget.bytes_per_token:,} bytes per token, {budget.kv_dtype}"
+    if not budget.suggested_context:
+        yield Finding(
+            "kv-memory",
+            "model.safetensors.index.json",
+            "/metadata/total_size",
+            f"{view.engine} loads the weights, then fails its KV check: no KV cache fits "
+            f"beside {budget.weights_per_gpu_gib:.1f} GiB of weights per GPU ({where})",
+            None,
+            None,
+            note="more GPUs (--tp), a larger GPU, or a smaller checkpoint",
+        )
+        return
+    yield Finding(
+        "kv-memory",
+        "config.json",
+        "",
+        f"{view.engine} loads the weights, then fails its KV check: {context:,} tokens do not "
+        f"fit, {budget.max_tokens:,} do ({where})",
+        None,
+        shlex.join(
+            [
+                "vllm",
+                "serve",
+                str(ckpt.arg),
+                *flags,
+                "--max-model-len",
+                str(budget.suggested_context),
+            ]
+        )
+        if view.engine.name == "vllm"
+        else None,
+        note="patcher plan prints the whole launch; patcher run adds the flag",
+    )
+
+
 def check_checkpoint(
     checkpoint: Path | str,
     *,
     engine: Engine | str | None = None,
     gpu: Gpu | str | None = None,
     revision: str | None = None,
+    tensor_parallel: int | None = None,
+    kv_cache_memory_gib: float | None = None,
 ) -> CheckReport:
     """Report known problems in the checkpoint's config files.
 
     With ``engine`` (``"vllm==0.16.0"``) and optionally ``gpu`` (``"rtx-pro-6000"`` or
     ``"12.0"``), the report also holds what that engine derives from the files, and the
     engine's start-up errors become findings; the generic FP8 KV finding is then left to the
-    engine model, which knows whether that engine runs FP8 KV on that GPU."""
+    engine model, which knows whether that engine runs FP8 KV on that GPU.
+
+    With ``tensor_parallel`` (how many GPUs share the weights) or ``kv_cache_memory_gib``, the
+    memory is judged too: a context that does not fit in the KV cache is a finding."""
     ckpt = open_checkpoint(checkpoint, revision)
     files = _Files(ckpt)
     target = parse_engine(engine) if isinstance(engine, str) else engine
@@ -558,6 +634,15 @@ def check_checkpoint(
         *_null_dtype(files, apply, engine_name),
         *_bom(parsed.bom, apply, engine_name),
     ]
+    if (
+        view is not None
+        and device is not None
+        and view.starts
+        and (tensor_parallel is not None or kv_cache_memory_gib is not None)
+    ):
+        findings += _memory_finding(
+            ckpt, parsed, view, device, tensor_parallel or 1, kv_cache_memory_gib
+        )
     findings = [
         replace(f, note=notes[f.transform]) if f.note is None and f.transform in notes else f
         for f in findings

@@ -47,6 +47,8 @@ def check(
     checkpoint: CheckpointArg,
     engine: EngineOpt = None,
     gpu: GpuOpt = None,
+    tp: TpOpt = None,
+    kv_cache_memory: KvMemoryOpt = None,
     revision: RevisionOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -54,13 +56,23 @@ def check(
 
     With --engine (and --gpu), also show what that engine derives from the files
     (max_model_len, the KV-cache dtype 'auto' resolves to, quantization, MLA, the attention
-    backends that accept the config) and the errors its config stage would raise.
+    backends that accept the config) and the errors its config stage would raise. With --tp
+    (or --kv-cache-memory) too, whether the context fits in the KV cache after the weights.
     """
     with boundary(as_json):
         from patcher.advice.check import check_checkpoint
+        from patcher.advice.kvbudget import parse_size_gib
         from patcher.cli import render
 
-        report = check_checkpoint(checkpoint_arg(checkpoint, revision), engine=engine, gpu=gpu)
+        report = check_checkpoint(
+            checkpoint_arg(checkpoint, revision),
+            engine=engine,
+            gpu=gpu,
+            tensor_parallel=tp,
+            kv_cache_memory_gib=None
+            if kv_cache_memory is None
+            else parse_size_gib(kv_cache_memory, "--kv-cache-memory"),
+        )
         out(render.to_json(report.to_json()) if as_json else render.check_text(report))
     if report.findings:
         raise typer.Exit(EXIT_REFUSED)

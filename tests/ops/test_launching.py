@@ -196,3 +196,30 @@ def test_sync_keeps_what_was_applied_by_hand_unless_prune(cli: Cli, kimi: Path) 
     code, _, err = cli("sync", kimi, *h200, "--prune")
     assert code == 0, err
     assert tree_bytes(kimi) == tree_bytes(EXAMPLE)
+
+
+def test_check_with_tp_judges_memory_and_its_fix_is_what_run_accepts(cli: Cli, kimi: Path) -> None:
+    """check --tp: after strip-fp8-kv-cache the context does not fit; the printed fix is a
+    server command line that plan and run agree with (run adds nothing and refuses nothing)."""
+    code, _, err = cli("apply", kimi, "strip-fp8-kv-cache")
+    assert code == 0, err
+    code, out, err = cli("check", kimi, *TARGET, "--json")
+    assert code == 1, err
+    finding = next(f for f in json.loads(out)["findings"] if f["code"] == "kv-memory")
+    argv = finding["command"].split()
+    assert argv[:3] == ["vllm", "serve", str(kimi)]
+    code, out, err = cli(
+        "run",
+        "--engine",
+        "vllm==0.16.0",
+        "--gpu",
+        "rtx-pro-6000",
+        "--dry-run",
+        "--json",
+        "--",
+        *argv,
+    )
+    assert code == 0, err
+    assert json.loads(out)["added_flags"] == []
+    code, out, _ = cli("check", kimi, "--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000")
+    assert "kv-memory" not in out  # without --tp the memory is not judged
