@@ -68,7 +68,7 @@ class Diagnosis(JsonResult):
             "error": self.error,
             "cause": self.cause,
             "engine_version": self.engine_version,
-            "fixes": [{"kind": f.kind, "text": f.text} for f in self.fixes],
+            "fixes": [{"kind": f.kind, "text": f.text, "note": f.note} for f in self.fixes],
         }
 
 
@@ -95,7 +95,7 @@ def _attention(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
         )
     fixes = [ctx.apply("strip-fp8-kv-cache")]
     if ctx.at_least(0, 15) is not False:
-        fixes.append(Fix("flag", "--kv-cache-dtype bfloat16 (vLLM 0.15 and later)"))
+        fixes.append(Fix("flag", "--kv-cache-dtype bfloat16", note="vLLM 0.15 and later"))
     fixes.append(Fix("advice", "vLLM 0.18 and later run an FP8 MLA KV cache on SM12x"))
     return (
         f"the checkpoint declares a {kv_dtype} KV cache and no MLA attention backend of this "
@@ -105,7 +105,7 @@ def _attention(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
 
 
 def _selected_backend(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
-    fixes = [Fix("flag", "drop --attention-backend (let vLLM choose)")]
+    fixes = [Fix("advice", "drop --attention-backend: let vLLM choose")]
     if "kv_cache_dtype not supported" in m.group(0):
         fixes.append(ctx.apply("strip-fp8-kv-cache"))
     return (f"the forced attention backend {m.group(1)} cannot run this configuration", fixes)
@@ -125,11 +125,15 @@ def _kv_memory(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
         fixes.append(ctx.apply("set-context-length", f" --set length={length}"))
         cause = f"one sequence of {wanted} tokens does not fit in the KV cache; about {estimate} do"
     else:
-        fixes.append(Fix("flag", "--max-model-len N with a smaller N (patcher kv-budget finds N)"))
+        fixes.append(
+            Fix("advice", "a smaller --max-model-len: patcher kv-budget CKPT --gpu NAME finds it")
+        )
         cause = f"one sequence of {wanted} tokens does not fit in the KV cache"
     if ctx.at_least(0, 14) is not False:
-        fixes.append(Fix("flag", "--max-model-len auto (vLLM 0.14 and later fit it themselves)"))
-    fixes.append(Fix("flag", "--gpu-memory-utilization 0.95 (if the GPU has no other users)"))
+        fixes.append(
+            Fix("flag", "--max-model-len auto", note="vLLM 0.14 and later fit it themselves")
+        )
+    fixes.append(Fix("flag", "--gpu-memory-utilization 0.95", note="if the GPU has no other users"))
     return cause, fixes
 
 
@@ -137,7 +141,11 @@ def _no_memory(_m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
     return (
         "the weights and activations leave no memory for the KV cache; no config edit helps",
         [
-            Fix("flag", "--gpu-memory-utilization 0.95, or more GPUs (--tensor-parallel-size)"),
+            Fix(
+                "flag",
+                "--gpu-memory-utilization 0.95",
+                note="or more GPUs: --tensor-parallel-size N",
+            ),
             Fix("advice", "a smaller or more quantized checkpoint"),
         ],
     )
@@ -183,8 +191,8 @@ def _unknown_quant(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
             Fix("advice", "upgrade vLLM, or fix quantization_config.quant_method"),
             Fix(
                 "transform",
-                f"patcher apply {ctx.checkpoint} remove-quantization-config "
-                "(only if the weights are not quantized)",
+                f"patcher apply {ctx.checkpoint} remove-quantization-config",
+                note="only if the weights are not quantized",
             ),
         ],
     )
@@ -223,7 +231,7 @@ def _block_size(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
         "backend does not take: a model_type that does not match the weights does this",
         [
             Fix("advice", "check config.json model_type against architectures and the weights"),
-            Fix("flag", "--block-size with a size the backend lists"),
+            Fix("advice", "or --block-size with a size the backend lists"),
         ],
     )
 
@@ -232,7 +240,7 @@ def _remote_code(_m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
     return (
         "the config needs the checkpoint's own Python code (auto_map)",
         [
-            Fix("flag", "--trust-remote-code (after reading the repository's code)"),
+            Fix("flag", "--trust-remote-code", note="after reading the repository's code"),
             Fix(
                 "advice",
                 f"offline with a foreign auto_map: patcher apply {ctx.checkpoint} drop-auto-map",
@@ -270,7 +278,7 @@ def _rope_keys(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
 def _sglang_memory(_m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
     return (
         "SGLang's KV pool has no room left",
-        [Fix("flag", "--mem-fraction-static higher, or --context-length lower")],
+        [Fix("flag", "--mem-fraction-static 0.9", note="raise it, or lower --context-length")],
     )
 
 

@@ -20,7 +20,8 @@ class Fix:
     """One way out: a patcher command, an engine flag, an environment variable, or advice."""
 
     kind: str  # "transform" | "flag" | "env" | "advice"
-    text: str
+    text: str  # a transform: a command that runs as pasted; a flag: the flags alone
+    note: str | None = None  # prose about it, never inside text
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +71,7 @@ def _fp8e4nv(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
         "use a BF16 cache or fp8_e5m2; if the weights are FP8, this GPU cannot run them",
         [
             ctx.apply("strip-fp8-kv-cache"),
-            Fix("flag", "--kv-cache-dtype fp8_e5m2 (or auto with the directive stripped)"),
+            Fix("flag", "--kv-cache-dtype fp8_e5m2", note="or auto, with the directive stripped"),
             Fix("advice", "block-FP8 weights need an SM89+ GPU or another checkpoint"),
         ],
     )
@@ -82,8 +83,12 @@ def _negative_kv(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
         f"(available KV cache memory {m.group(1)} GiB): lowering gpu_memory_utilization makes "
         "it worse; no config edit helps",
         [
-            Fix("flag", "--gpu-memory-utilization 0.95 (raise it, if the GPU has no other users)"),
-            Fix("flag", "--tensor-parallel-size N with more GPUs, or --enforce-eager"),
+            Fix(
+                "flag",
+                "--gpu-memory-utilization 0.95",
+                note="raise it, if the GPU has no other users",
+            ),
+            Fix("flag", "--enforce-eager", note="or more GPUs: --tensor-parallel-size N"),
         ],
     )
 
@@ -93,8 +98,10 @@ def _sglang_negative(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]
         f"SGLang profiled {m.group(2)} tokens of KV space: the weights leave no memory for "
         "the KV cache on each GPU",
         [
-            Fix("flag", "--tp N with more GPUs, or a smaller or more quantized checkpoint"),
-            Fix("flag", "--mem-fraction-static 0.9 (raise it, if the GPU has no other users)"),
+            Fix("advice", "more GPUs (--tp N), or a smaller or more quantized checkpoint"),
+            Fix(
+                "flag", "--mem-fraction-static 0.9", note="raise it, if the GPU has no other users"
+            ),
         ],
     )
 
@@ -104,7 +111,11 @@ def _sglang_too_long(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]
         f"a request of {m.group(1)} tokens is longer than SGLang's context ({m.group(2)}): "
         "SGLang derives it at start-up; editing rope_scaling alone may not change it",
         [
-            Fix("flag", f"--context-length {m.group(1)} (SGLang; with a RoPE scaling that fits)"),
+            Fix(
+                "flag",
+                f"--context-length {m.group(1)}",
+                note="SGLang; with a RoPE scaling that fits",
+            ),
             ctx.apply(
                 "set-rope-scaling-yarn",
                 f" --set factor={-(-int(m.group(1)) // int(m.group(2)))}.0"
@@ -131,7 +142,7 @@ def _rope_type_key(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]
         "engine's validation needs it",
         [
             Fix("advice", 'in config.json rope_scaling, rename "type" to "rope_type" (keep both)'),
-            Fix("flag", '--hf-overrides \'{"rope_scaling": {"rope_type": "yarn", ...}}\''),
+            Fix("advice", 'or --hf-overrides with rope_scaling\'s keys and "rope_type" added'),
         ],
     )
 
@@ -225,7 +236,7 @@ def _quantized_dtype(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix
     return (
         "a warning, not a failure: --dtype bfloat16 was given for a quantized checkpoint whose "
         "kernels need float16, so vLLM serves float16",
-        [Fix("flag", "leave --dtype auto for quantized checkpoints")],
+        [Fix("flag", "--dtype auto", note="leave it auto for quantized checkpoints")],
     )
 
 

@@ -376,7 +376,7 @@ def doctor_text(d: Diagnosis) -> str:
     lines = [f"[{d.code}] {d.cause}", f"  error: {d.error}"]
     if d.engine_version:
         lines.append(f"  engine: vLLM {d.engine_version}")
-    lines += [f"  fix ({f.kind}): {f.text}" for f in d.fixes]
+    lines += [f"  fix ({f.kind}): {f.text}" + (f"  ({f.note})" if f.note else "") for f in d.fixes]
     return "\n".join(lines)
 
 

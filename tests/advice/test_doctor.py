@@ -172,7 +172,7 @@ CASES = [
     (
         "INFO [gpu_worker.py:298] Available KV cache memory: -2.77 GiB",
         "negative-kv-memory",
-        "raise it",
+        "--gpu-memory-utilization 0.95",
     ),  # 22
     (
         "max_total_tokens=131072 is larger than the profiled value -561981. Use the profiled value instead.",
@@ -401,7 +401,7 @@ def test_doctor_cli_exit_codes_and_json(cli: Cli, tmp_path: Path) -> None:
     code, out, _ = cli("doctor", known, "--checkpoint", "/m/kimi", "--json")
     result = json.loads(out)
     assert code == 0 and result["code"] == "kv-cache-memory"
-    assert {"kind": "flag", "text": "--max-model-len 179200"} in result["fixes"]
+    assert {"kind": "flag", "text": "--max-model-len 179200", "note": None} in result["fixes"]
     code, out, _ = cli("doctor", known)
     assert code == 0 and "fix (transform): patcher apply CKPT set-context-length" in out
     unknown = tmp_path / "unknown.log"

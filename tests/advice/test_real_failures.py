@@ -31,7 +31,7 @@ EXPECTED = {
     14: ("fp8-kv-unit-scales", "strip-fp8-kv-cache"),
     16: ("kv-cache-memory", "--max-model-len"),
     18: ("kv-cache-memory", "--max-model-len"),
-    22: ("negative-kv-memory", "--gpu-memory-utilization 0.95 (raise it"),
+    22: ("negative-kv-memory", "--gpu-memory-utilization 0.95"),
     24: ("kv-cache-memory", "--max-model-len 23552"),
     30: ("no-kv-cache-memory", "more GPUs"),
     32: ("max-model-len-too-long", "set-rope-scaling-yarn --set factor=4 --set original=32768"),
@@ -111,3 +111,38 @@ def test_the_measure_on_the_train_half() -> None:
     line (a title, a comment, a behaviour) or are engine bugs."""
     recognised = [e for e in CORPUS if diagnose_text(e["error_excerpt"]).recognised]
     assert len(recognised) >= len(EXPECTED)
+
+
+def _fixes_of_every_case() -> list[tuple[str, object]]:
+    from tests.advice.test_doctor import CASES
+
+    found = []
+    for text in [c[0] for c in CASES] + [e["error_excerpt"] for e in CORPUS]:
+        found += [(text[:60], f) for f in diagnose_text(text, checkpoint="CKPT").fixes]
+    return found
+
+
+def test_every_flag_fix_is_flags_alone_and_every_command_names_real_parameters() -> None:
+    """One truth for fixes: a flag fix holds flags only (prose goes in its note), and a
+    transform fix is `patcher apply CKPT NAME [--set KEY=VALUE]...` with a catalog transform
+    and its own parameter names (a placeholder value such as NAME is allowed, not a key)."""
+    import re
+    import shlex
+
+    from patcher.transforms.catalog import find_transform
+
+    flag = re.compile(r"--[a-z][a-z0-9-]*(?: (?!--)\S+)?")
+    for where, fix in _fixes_of_every_case():
+        assert fix.kind in ("transform", "flag", "env", "advice"), where
+        if fix.kind == "flag":
+            words = shlex.split(fix.text)
+            assert words and words[0].startswith("--"), (where, fix.text)
+            assert "(" not in fix.text.replace("'{", "").split("'")[0], (where, fix.text)
+            assert flag.match(fix.text), (where, fix.text)
+        if fix.kind == "transform" and fix.text.startswith("patcher apply"):
+            words = shlex.split(fix.text)
+            assert words[2] == "CKPT", (where, fix.text)
+            transform = find_transform(words[3])
+            keys = [w.split("=", 1)[0] for w in words[4:] if "=" in w]
+            assert words[4::2] == ["--set"] * len(keys), (where, fix.text)
+            assert set(keys) <= {p.name for p in transform.params}, (where, fix.text)
