@@ -79,7 +79,8 @@ def test_a_failed_start_gets_doctors_diagnosis_as_it_did_live(tmp_path: Path) ->
     live = (LIVE / "run-f2.stderr.log").read_text()
     # The cause and the error line as patcher printed them live (the fixes' wording may move).
     diagnosis = live[live.index("[block-size]") : live.index("  fix")]
-    assert diagnosis in done.stderr and "  fix (advice): check config.json model_type" in done.stderr
+    assert diagnosis in done.stderr
+    assert "  fix (advice): check config.json model_type" in done.stderr
     assert "vllm==0.32.0 on the CPU" in done.stderr  # the version read from the metadata
 
 
