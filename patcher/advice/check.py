@@ -13,7 +13,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from patcher.advice.kvbudget import budget_of_files, index_weights_gib
+from patcher.advice.finding import Finding
+from patcher.advice.memory import memory_finding
 from patcher.engines.files import READ_FILES, config_files
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.model import derive
@@ -22,7 +23,7 @@ from patcher.engines.templates import JINJA_FILE, served_template
 from patcher.engines.view import EngineView
 from patcher.engines.vllm import BOM_JUDGED as VLLM_BOM_JUDGED
 from patcher.engines.vllm import partial_sliding_window as vllm_partial_sliding_window
-from patcher.errors import PatcherError, TargetError
+from patcher.errors import TargetError
 from patcher.results import JsonResult
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.file_status import file_states
@@ -40,22 +41,6 @@ FP8_KV_POINTERS = (
     ("config.json", ("text_config", "quantization_config", "kv_cache_quant_algo")),
     ("config.json", ("text_config", "quantization_config", "quantization", "kv_cache_quant_algo")),
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One known problem, where it is, and what to run about it: ``command`` runs as pasted
-    into a shell (None when no command fixes it), ``alternatives`` are other commands that do
-    (an engine flag), and ``note`` is prose, never inside a command."""
-
-    code: str
-    file: str
-    pointer: str
-    message: str
-    transform: str | None
-    command: str | None
-    alternatives: tuple[str, ...] = ()
-    note: str | None = None
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -497,76 +482,6 @@ def _engine_findings(
         )
 
 
-def _memory_finding(
-    ckpt: Checkpoint,
-    parsed: Any,
-    view: EngineView,
-    device: Gpu,
-    tensor_parallel: int,
-    kv_cache_memory_gib: float | None,
-) -> Iterator[Finding]:
-    """The KV check after the weights load: the context the engine derives does not fit in
-    the KV cache each GPU has left (kv-budget's arithmetic). Unknown memory: no finding."""
-    try:
-        weights = (
-            None
-            if kv_cache_memory_gib is not None
-            else (index_weights_gib(ckpt), "model.safetensors.index.json total_size")
-        )
-        budget = budget_of_files(
-            ckpt.root,
-            parsed,
-            ckpt.path("config.json"),
-            gpu=device,
-            weights=weights,
-            tp=tensor_parallel,
-            engine=view.engine,
-            kv_cache_memory_gib=kv_cache_memory_gib,
-        )
-    except PatcherError:
-        return
-    context = view.max_model_len.value
-    if not isinstance(context, int) or context <= budget.max_tokens:
-        return
-    flags = ["--tensor-parallel-size", str(tensor_parallel)] if tensor_parallel > 1 else []
-    if kv_cache_memory_gib is not None:
-        flags += ["--kv-cache-memory-bytes", str(int(kv_cache_memory_gib * 1024**3))]
-    where = f"{budget.bytes_per_token:,} bytes per token, {budget.kv_dtype}"
-    if not budget.suggested_context:
-        yield Finding(
-            "kv-memory",
-            "model.safetensors.index.json",
-            "/metadata/total_size",
-            f"{view.engine} loads the weights, then fails its KV check: no KV cache fits "
-            f"beside {budget.weights_per_gpu_gib:.1f} GiB of weights per GPU ({where})",
-            None,
-            None,
-            note="more GPUs (--tp), a larger GPU, or a smaller checkpoint",
-        )
-        return
-    yield Finding(
-        "kv-memory",
-        "config.json",
-        "",
-        f"{view.engine} loads the weights, then fails its KV check: {context:,} tokens do not "
-        f"fit, {budget.max_tokens:,} do ({where})",
-        None,
-        shlex.join(
-            [
-                "vllm",
-                "serve",
-                str(ckpt.arg),
-                *flags,
-                "--max-model-len",
-                str(budget.suggested_context),
-            ]
-        )
-        if view.engine.name == "vllm"
-        else None,
-        note="patcher plan prints the whole launch; patcher run adds the flag",
-    )
-
-
 def check_checkpoint(
     checkpoint: Path | str,
     *,
@@ -640,7 +555,7 @@ def check_checkpoint(
         and view.starts
         and (tensor_parallel is not None or kv_cache_memory_gib is not None)
     ):
-        findings += _memory_finding(
+        findings += memory_finding(
             ckpt, parsed, view, device, tensor_parallel or 1, kv_cache_memory_gib
         )
     findings = [

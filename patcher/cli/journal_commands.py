@@ -296,3 +296,77 @@ def rebase(
             checkpoint_arg(checkpoint, revision), to=to, revert_old=revert_old
         )
         out(render.to_json(result.to_json()) if as_json else render.rebase_text(result))
+
+
+FileArg = Annotated[
+    str, typer.Argument(metavar="FILE", help="A config file of the checkpoint: config.json, ...")
+]
+PointerArg = Annotated[
+    str,
+    typer.Argument(metavar="POINTER", help="A JSON pointer (RFC 6901): /max_position_embeddings"),
+]
+
+
+def set_command(
+    checkpoint: CheckpointArg,
+    file: FileArg,
+    pointer: PointerArg,
+    value: Annotated[
+        str,
+        typer.Argument(
+            metavar="VALUE",
+            help="JSON (65536, true, [1, 2], '\"text\"', null); anything else is a string.",
+        ),
+    ],
+    dry_run: DryRunOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Set one JSON member, as a journalled entry of its own (revert undoes it byte for byte).
+
+    For what the catalog does not cover: patcher set CKPT config.json /eos_token_id 2. The
+    entry is named set-FILE-POINTER; setting the same member again replaces it.
+    """
+    with boundary(as_json):
+        from patcher.cli import render
+        from patcher.ops.one_off import set_member
+
+        result = set_member(checkpoint_arg(checkpoint, None), file, pointer, value, dry_run=dry_run)
+        out(
+            render.to_json(result.to_json())
+            if as_json
+            else render.apply_text(result, checkpoint_arg(checkpoint, None))
+        )
+
+
+def unset_command(
+    checkpoint: CheckpointArg,
+    file: FileArg,
+    pointer: PointerArg,
+    dry_run: DryRunOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove one JSON member, as a journalled entry of its own (revert puts it back)."""
+    with boundary(as_json):
+        from patcher.cli import render
+        from patcher.ops.one_off import unset_member
+
+        result = unset_member(checkpoint_arg(checkpoint, None), file, pointer, dry_run=dry_run)
+        out(
+            render.to_json(result.to_json())
+            if as_json
+            else render.apply_text(result, checkpoint_arg(checkpoint, None))
+        )
+
+
+def forget(checkpoint: CheckpointArg, dry_run: DryRunOpt = False, as_json: JsonOpt = False) -> None:
+    """Remove .patcher/ (journal, lock, stored originals) once nothing is applied.
+
+    Refused while a transform is applied (revert --all first). Keep .patcher/ out of an
+    upload or a copy of the weights (hf upload --exclude '.patcher/*', rsync --exclude .patcher).
+    """
+    with boundary(as_json):
+        from patcher.cli import render
+        from patcher.ops.forgetting import forget_checkpoint
+
+        result = forget_checkpoint(checkpoint_arg(checkpoint, None), dry_run=dry_run)
+        out(render.to_json(result.to_json()) if as_json else render.forget_text(result))

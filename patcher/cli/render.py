@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # only for annotations: `patcher status` must not import the 
     from patcher.advice.overrides import Overrides
     from patcher.engines.view import EngineView
     from patcher.ops.adding import ApplyResult
+    from patcher.ops.forgetting import ForgetResult
     from patcher.ops.offline_diff import CheckpointDiff
     from patcher.ops.planning import Plan, SyncResult
     from patcher.ops.reapplying import ReapplyResult
@@ -479,3 +480,14 @@ def run_text(r: RunPlan) -> str:
     added = f" (added: {shlex.join(r.added)})" if r.added else ""
     lines.append(f"patcher: starting {shlex.join(r.argv)}{added}")
     return "\n".join(lines)
+
+
+def forget_text(r: ForgetResult) -> str:
+    """A forget result for people."""
+    if not r.existed:
+        return f"nothing to forget: {r.checkpoint} has no .patcher/"
+    if r.dry_run:
+        return (
+            f"would remove {r.checkpoint}/.patcher/ ({r.bytes:,} bytes); dry run: nothing removed"
+        )
+    return f"removed {r.checkpoint}/.patcher/ ({r.bytes:,} bytes): patcher keeps nothing of it now"
