@@ -69,6 +69,7 @@ COMMANDS: dict[str, Any] = {
     "set": journal_commands.set_command,
     "unset": journal_commands.unset_command,
     "forget": journal_commands.forget,
+    "restore": journal_commands.restore,
     "check": engine_commands.check,
     "overrides": engine_commands.overrides,
     "doctor": engine_commands.doctor,

@@ -370,3 +370,25 @@ def forget(checkpoint: CheckpointArg, dry_run: DryRunOpt = False, as_json: JsonO
 
         result = forget_checkpoint(checkpoint_arg(checkpoint, None), dry_run=dry_run)
         out(render.to_json(result.to_json()) if as_json else render.forget_text(result))
+
+
+def restore(
+    checkpoint: CheckpointArg,
+    file: Annotated[
+        str | None,
+        typer.Argument(metavar="[FILE]", help="Only this file (default: every one edited since)."),
+    ] = None,
+    dry_run: DryRunOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Put back the bytes patcher left over a hand edit or a deletion of a patched file.
+
+    The way out when a hand edit blocks revert and sync. --dry-run shows the diff of what it
+    would discard. To go back to the upstream bytes instead, restore, then revert.
+    """
+    with boundary(as_json):
+        from patcher.cli import render
+        from patcher.ops.restoring import restore_files
+
+        result = restore_files(checkpoint_arg(checkpoint, None), file, dry_run=dry_run)
+        out(render.to_json(result.to_json()) if as_json else render.restore_text(result))

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # only for annotations: `patcher status` must not import the 
     from patcher.ops.planning import Plan, SyncResult
     from patcher.ops.reapplying import ReapplyResult
     from patcher.ops.rebasing import RebaseResult
+    from patcher.ops.restoring import RestoreResult
     from patcher.ops.reverting import RevertResult
     from patcher.ops.running import RunPlan
     from patcher.ops.upstream import UpstreamDiff
@@ -491,3 +492,18 @@ def forget_text(r: ForgetResult) -> str:
             f"would remove {r.checkpoint}/.patcher/ ({r.bytes:,} bytes); dry run: nothing removed"
         )
     return f"removed {r.checkpoint}/.patcher/ ({r.bytes:,} bytes): patcher keeps nothing of it now"
+
+
+def restore_text(r: RestoreResult) -> str:
+    """A restore result for people."""
+    if not r.files:
+        return f"nothing to restore: every patched file of {r.checkpoint} is as patcher left it"
+    verb = "would put back" if r.dry_run else "put back"
+    lines = [f"{verb} the patched bytes of {len(r.files)} file(s) in {r.checkpoint}:"]
+    for path, diff in r.files:
+        lines.append(f"  {path}")
+        if r.dry_run:
+            lines.append(diff.rstrip())
+    if r.dry_run:
+        lines.append("dry run: nothing was written (the - lines are what it discards)")
+    return "\n".join(lines)

@@ -5,6 +5,7 @@ it, the guarded inverse patch under later non-overlapping transforms, and a refu
 from __future__ import annotations
 
 import contextlib
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -196,7 +197,8 @@ class _Planner:
             file=path,
             pointer=pointer,
             hint=f"patcher revert {self.checkpoint.arg} {entry.transform} --force "
-            "(undoes only what still matches)",
+            "(undoes only what still matches), or patcher restore "
+            f"{self.checkpoint.arg} {shlex.quote(record.path)} (discards the hand edit)",
         )
         error.detail = detail
         return error

@@ -99,3 +99,36 @@ def test_forget_refuses_a_linked_journal_folder(cli: Cli, kimi: Path, tmp_path: 
     (kimi / ".patcher").symlink_to(elsewhere)
     code, _, err = cli("forget", kimi)
     assert code == 1 and (elsewhere / "keep").exists()
+
+
+def test_restore_puts_back_what_patcher_left_over_a_hand_edit(cli: Cli, kimi: Path) -> None:
+    """After a hand edit, revert and sync refuse; restore puts back the patched bytes (the
+    dry run shows what it discards), and then revert returns the upstream bytes."""
+    assert cli("apply", kimi, "strip-fp8-kv-cache")[0] == 0
+    patched = (kimi / "config.json").read_bytes()
+    (kimi / "config.json").write_bytes(patched.replace(b'"kimi_k25"', b'"HAND"'))
+    code, _, err = cli("revert", kimi, "strip-fp8-kv-cache")
+    assert code == 1 and f"patcher restore {kimi} config.json" in err
+    code, out, _ = cli("restore", kimi, "--dry-run")
+    assert code == 0 and '-    "model_type": "HAND",' in out
+    assert b'"HAND"' in (kimi / "config.json").read_bytes()
+    code, out, err = cli("restore", kimi)
+    assert code == 0, err
+    assert (kimi / "config.json").read_bytes() == patched
+    assert cli("revert", kimi, "--all")[0] == 0
+    assert tree_bytes(kimi) == tree_bytes(EXAMPLE)
+
+
+def test_restore_brings_back_a_deleted_patched_file(cli: Cli, kimi: Path) -> None:
+    assert cli("apply", kimi, "strip-fp8-kv-cache")[0] == 0
+    patched = (kimi / "hf_quant_config.json").read_bytes()
+    (kimi / "hf_quant_config.json").unlink()
+    code, _, err = cli("restore", kimi, "hf_quant_config.json")
+    assert code == 0, err
+    assert (kimi / "hf_quant_config.json").read_bytes() == patched
+
+
+def test_restore_refuses_a_file_patcher_never_patched(cli: Cli, kimi: Path) -> None:
+    assert cli("apply", kimi, "strip-fp8-kv-cache")[0] == 0
+    code, _, err = cli("restore", kimi, "tokenizer_config.json")
+    assert code == 1 and "no applied transform patched this file" in err

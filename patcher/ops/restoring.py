@@ -1,0 +1,88 @@
+"""``patcher restore``: put back the bytes patcher left over a hand edit (or a deletion).
+
+A hand edit of a patched file blocks revert (it would lose the edit) and sync (it rebuilds
+from the upstream bytes). patcher holds what it wrote: the original of each entry's file and
+the forward patch, so the patched bytes can be rebuilt exactly and written back over the edit.
+The journal is unchanged (the entries stay applied, now with their files as recorded); a dry
+run shows the diff of what would be discarded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from patcher.errors import ConflictError
+from patcher.ops.reapplying import patched_bytes
+from patcher.results import JsonResult
+from patcher.store.checkpoint import open_checkpoint
+from patcher.store.file_status import file_states
+from patcher.store.files import read_current
+from patcher.store.journal import FileRecord
+from patcher.store.session import FileWrite, write_session
+from patcher.text.textdiff import unified
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class RestoreResult(JsonResult):
+    """The files put back (for a dry run: that would be), each with the diff from what is
+    there now to what patcher left (what the restore discards, as removals)."""
+
+    checkpoint: Path
+    files: tuple[tuple[str, str], ...]
+    dry_run: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """A restore result as JSON."""
+        return {
+            "checkpoint": str(self.checkpoint),
+            "dry_run": self.dry_run,
+            "files": [{"path": p, "diff": d} for p, d in self.files],
+        }
+
+
+def restore_files(
+    checkpoint: Path | str, file: str | None = None, *, dry_run: bool = False
+) -> RestoreResult:
+    """Write the bytes patcher left back over every journalled file that was edited by hand
+    or deleted since (``file``: that one only). Files as patcher left them are untouched; a
+    file patcher never patched, or one a new upstream download replaced (``rebase``), is
+    refused."""
+    ckpt = open_checkpoint(checkpoint)
+    with write_session(ckpt) as session:
+        journal = session.journal
+        states = {f.path: f.state for f in file_states(ckpt, journal)}
+        last: dict[str, FileRecord] = {}
+        for entry in journal.applied:
+            for record in entry.files:
+                last[record.path] = record
+        if file is not None:
+            if file not in last:
+                raise ConflictError(
+                    "no applied transform patched this file",
+                    file=ckpt.root / file,
+                    hint=f"patcher status {ckpt.arg} lists the patched files",
+                )
+            if states.get(file) == "upstream":
+                raise ConflictError(
+                    "a new upstream version is here, not a hand edit",
+                    file=ckpt.path(file),
+                    hint=f"patcher rebase {ckpt.arg}",
+                )
+        chosen = [
+            p
+            for p in last
+            if (file is None or p == file) and states.get(p) in ("changed", "missing")
+        ]
+        writes: list[FileWrite] = []
+        shown: list[tuple[str, str]] = []
+        for path in chosen:
+            data = patched_bytes(ckpt, last[path])
+            now = read_current(ckpt, path)
+            writes.append(FileWrite(path, data, expect=now, old=now))
+            shown.append((path, unified(now or b"", data, f"{path} (now)", f"{path} (patched)")))
+        if dry_run or not writes:
+            return RestoreResult(ckpt.root, tuple(shown), dry_run)
+        session.write_ahead(journal, writes, journal)
+    return RestoreResult(ckpt.root, tuple(shown), False)
