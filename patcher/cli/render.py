@@ -35,6 +35,7 @@ FILE_STATES: dict[str, str] = {
     "original": "back to the original (upstream) bytes, e.g. re-downloaded: run patcher reapply",
     "missing": "missing",
     "reverted": "reverted",
+    "edited": "reverted, then edited: differs from its original (upstream) bytes",
     "half-done": "HALF-DONE: an interrupted change could not be settled",
     "upstream": "new upstream version (re-downloaded, or in an overlay's source): "
     "run patcher rebase",
@@ -217,8 +218,13 @@ def status_text(s: Status) -> str:
 
 def diff_text(d: CheckpointDiff) -> str:
     """A unified diff of every changed file."""
+    if not d.files and not d.journalled:
+        return (
+            f"nothing applied: patcher has no journal for {d.checkpoint}, so it has no "
+            f"originals to compare with (against the Hub: patcher diff {d.checkpoint} --upstream)"
+        )
     if not d.files:
-        return f"no differences from the originals in {d.checkpoint}"
+        return f"no differences from the upstream originals in {d.checkpoint}"
     return "".join(f.unified for f in d.files).rstrip("\n")
 
 

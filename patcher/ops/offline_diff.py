@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from patcher.errors import PatcherError
 from patcher.results import JsonResult
 from patcher.store.checkpoint import open_checkpoint
-from patcher.store.files import read_current
+from patcher.store.files import current_hash, read_current
 from patcher.store.journal import load_object
 from patcher.store.session import read_journal
 from patcher.text.structdiff import Change, compare_json
@@ -31,11 +32,13 @@ class CheckpointDiff(JsonResult):
 
     checkpoint: Path
     files: tuple[FileDiff, ...]
+    journalled: bool = True  # False: patcher never patched this checkpoint
 
     def to_json(self) -> dict[str, Any]:
         """A structural diff as JSON."""
         return {
             "checkpoint": str(self.checkpoint),
+            "journalled": self.journalled,
             "files": [
                 {
                     "path": f.path,
@@ -57,15 +60,25 @@ def _loads_replacing(data: bytes) -> Any:
 def diff_checkpoint(
     checkpoint: Path | str, *, structural: bool = True, revision: str | None = None
 ) -> CheckpointDiff:
-    """Compare every file touched by an applied transform with its original bytes."""
+    """Compare every file the journal knows with its original (upstream) bytes, whoever
+    changed it: an applied transform, or a hand edit that a revert --force kept."""
     ckpt = open_checkpoint(checkpoint, revision)
     journal = read_journal(ckpt)
     results = []
-    paths = dict.fromkeys(r.path for e in journal.applied for r in e.files)
+    paths = dict.fromkeys(r.path for e in journal.entries for r in e.files)
     for path in paths:
-        first = next(e.file(path) for e in journal.applied if e.file(path))
+        applied = [e.file(path) for e in journal.applied if e.file(path)]
+        # The upstream bytes: what the first applied entry found, or, with none applied,
+        # what the latest entry found (a revert put it back).
+        every = [e.file(path) for e in journal.entries if e.file(path)]
+        first = applied[0] if applied else every[-1]
         assert first is not None
-        original = load_object(ckpt.journal_dir, first.before)
+        try:
+            original = load_object(ckpt.journal_dir, first.before)
+        except (PatcherError, OSError):  # an original the journal no longer holds
+            continue
+        if not applied and current_hash(ckpt, path) == first.before:
+            continue
         current = read_current(ckpt, path) or b""
         if current == original:
             continue
@@ -77,4 +90,4 @@ def diff_checkpoint(
             except (ValueError, RecursionError):  # not JSON, or nested past Python's limit
                 changes = ()
         results.append(FileDiff(path, text, changes))
-    return CheckpointDiff(ckpt.root, tuple(results))
+    return CheckpointDiff(ckpt.root, tuple(results), journalled=bool(journal.entries))

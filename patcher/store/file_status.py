@@ -18,7 +18,7 @@ from patcher.store.journal import Entry, FileRecord, Journal
 from patcher.store.session import read_journal
 
 FileState = Literal[
-    "patched", "changed", "original", "missing", "reverted", "half-done", "upstream"
+    "patched", "changed", "original", "missing", "reverted", "edited", "half-done", "upstream"
 ]
 
 
@@ -139,8 +139,15 @@ def file_states(ckpt: Checkpoint, journal: Journal) -> tuple[FileStatus, ...]:
             files.append(FileStatus(path, "half-done", interrupted))
             continue
         if not touching:
-            state = "missing" if current is None else "reverted"
             ids = tuple(e.id for e in journal.entries if e.file(path))
+            # Reverted: back to the bytes the latest entry found, unless edited since (a hand
+            # edit revert --force kept): that differs from upstream and is said so.
+            latest = next(e.file(path) for e in reversed(journal.entries) if e.file(path))
+            assert latest is not None
+            if current is None:
+                state = "missing"
+            else:
+                state = "reverted" if current == latest.before else "edited"
         else:
             first, last = touching[0].file(path), touching[-1].file(path)
             assert first is not None and last is not None
@@ -164,7 +171,8 @@ def refuse_unsettled_files(ckpt: Checkpoint, journal: Journal, doing: str, hint:
     journalled file is anything but as patcher left it (or back to those upstream bytes),
     since the rebuild would lose that."""
     for state in file_states(ckpt, journal):
-        if state.state not in ("patched", "reverted", "original"):
+        # "edited": no applied entry holds it, so a rebuild takes it as it is.
+        if state.state not in ("patched", "reverted", "original", "edited"):
             upstream = state.state == "upstream"
             raise ConflictError(
                 f"{'a new upstream version' if upstream else state.state} since patched; "

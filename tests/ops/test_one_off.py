@@ -132,3 +132,26 @@ def test_restore_refuses_a_file_patcher_never_patched(cli: Cli, kimi: Path) -> N
     assert cli("apply", kimi, "strip-fp8-kv-cache")[0] == 0
     code, _, err = cli("restore", kimi, "tokenizer_config.json")
     assert code == 1 and "no applied transform patched this file" in err
+
+
+def test_diff_and_status_see_a_hand_edit_that_revert_force_kept(cli: Cli, kimi: Path) -> None:
+    assert cli("apply", kimi, "strip-fp8-kv-cache")[0] == 0
+    patched = (kimi / "config.json").read_bytes()
+    (kimi / "config.json").write_bytes(patched.replace(b'"kimi_k25"', b'"HAND"'))
+    assert cli("revert", kimi, "strip-fp8-kv-cache", "--force")[0] == 0
+    code, out, _ = cli("diff", kimi)
+    assert '+    "model_type": "HAND",' in out
+    code, out, _ = cli("status", kimi, "--check")
+    assert code == 1 and "differs from its original" in out
+    (kimi / "config.json").write_bytes((EXAMPLE / "config.json").read_bytes())
+    code, out, _ = cli("status", kimi, "--check")
+    assert code == 0
+    assert "no differences from the upstream originals" in cli("diff", kimi)[1]
+
+
+def test_diff_on_a_folder_patcher_never_touched_says_nothing_is_applied(
+    cli: Cli, kimi: Path
+) -> None:
+    code, out, _ = cli("diff", kimi)
+    assert code == 0 and out.startswith("nothing applied: patcher has no journal")
+    assert f"patcher diff {kimi} --upstream" in out
