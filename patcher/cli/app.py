@@ -83,12 +83,28 @@ for _name, _command in COMMANDS.items():
     app.command(_name)(_command)
 
 
+def global_options_anywhere(args: list[str]) -> list[str]:
+    """``--no-color`` and ``--json`` wherever they are typed: ``--no-color`` after the command
+    moves before it (it is the app's), ``--json`` before the command moves after it (it is
+    each command's). Nothing after ``--`` (the engine's command line of ``run``) is touched."""
+    cut = args.index("--") if "--" in args else len(args)
+    head, tail = args[:cut], args[cut:]
+    no_color = "--no-color" in head
+    head = [a for a in head if a != "--no-color"]
+    at = next((i for i, a in enumerate(head) if a in COMMANDS), None)
+    if at is not None and "--json" in head[:at]:
+        head = [a for a in head[:at] if a != "--json"] + head[at:] + ["--json"]
+    return (["--no-color"] if no_color else []) + head + tail
+
+
 def main() -> None:
     """Entry point of the ``patcher`` command."""
     # Valid JSON may hold integers of any length (the editor keeps their spelling); Python
     # refuses to parse more than 4,300 digits unless told otherwise.
     sys.set_int_max_str_digits(0)
-    name = sys.argv[1] if len(sys.argv) > 1 else None
+    sys.argv[1:] = global_options_anywhere(sys.argv[1:])
+    words = [a for a in sys.argv[1:] if a != "--no-color"]
+    name = words[0] if words else None
     if name in COMMANDS and "_PATCHER_COMPLETE" not in os.environ:
         # typer builds every command's parameters on each start: for one command, build
         # that one only (the same function, options and help), which keeps start-up lean.

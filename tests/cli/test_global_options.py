@@ -1,0 +1,37 @@
+"""--no-color and --json are taken wherever they are typed (issue 32 item 9)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from patcher.cli.app import global_options_anywhere
+from tests.conftest import ROOT
+
+EXAMPLE = ROOT / "snapshots" / "example" / "kimi-k2.5-nvfp4"
+
+
+def _patcher(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "patcher", *args], capture_output=True, text=True, cwd=ROOT
+    )
+
+
+def test_no_color_after_the_command_and_json_before_it() -> None:
+    done = _patcher("status", str(EXAMPLE), "--no-color")
+    assert done.returncode == 0, done.stderr
+    done = _patcher("--json", "status", str(EXAMPLE))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["applied"] == []
+
+
+def test_the_engine_command_line_after_the_double_dash_is_left_alone() -> None:
+    args = ["run", "--", "vllm", "serve", "X", "--json", "--no-color"]
+    assert global_options_anywhere(args) == args
+    assert global_options_anywhere(["--json", "plan", "X", "--no-color"]) == [
+        "--no-color",
+        "plan",
+        "X",
+        "--json",
+    ]
