@@ -40,7 +40,7 @@ def test_wheel_ships_catalog_under_patcher_only(tmp_path: Path) -> None:
         capture_output=True,
         cwd=tmp_path,
     )
-    (wheel,) = (tmp_path / "dist").glob("patcher-*.whl")
+    (wheel,) = (tmp_path / "dist").glob("checkpoint_patcher-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     top_level = {n.split("/")[0] for n in names}
     assert top_level == {
@@ -157,3 +157,41 @@ def test_the_readme_python_example_runs_unchanged_on_the_installed_package(
         cwd=tmp_path,
     )
     assert typed.returncode == 0, typed.stdout + typed.stderr
+
+
+def test_the_dockerfile_installs_the_wheel_built_here(tmp_path: Path) -> None:
+    """The image's install step, run in a venv: the wheel of this repository (never a
+    package fetched by the name patcher) installs with its dependencies and runs."""
+    dist = tmp_path / "dist"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(dist),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+        cwd=tmp_path,
+    )
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    (copy,) = [line.split()[1] for line in dockerfile.splitlines() if line.startswith("COPY ")]
+    (run,) = [line[4:] for line in dockerfile.splitlines() if line.startswith("RUN ")]
+    assert copy.startswith("dist/") and "pip install" in run and " patcher" not in run
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    for wheel in dist.glob(Path(copy).name):
+        shutil.copy(wheel, wheels)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    install = run.split("&&")[0].replace("python", str(venv / "bin" / "python"), 1)
+    install = install.replace("/tmp/wheels", str(wheels))
+    subprocess.run(install, shell=True, check=True, capture_output=True)
+    done = subprocess.run([venv / "bin" / "patcher", "--version"], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.startswith("patcher ")

@@ -33,7 +33,9 @@ def require_patcher(module):
     if PATCHER_IMPORT_ERROR is not None:
         module.fail_json(
             msg=missing_required_lib(
-                "patcher", url="pip install patcher (see the patcher README, 'Fleets')"
+                "patcher",
+                url="copy the wheel built from the patcher repository to the host and pip "
+                "install it (distribution checkpoint-patcher; the patcher README, 'Install')",
             ),
             exception=PATCHER_IMPORT_ERROR,
         )
