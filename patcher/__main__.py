@@ -5,7 +5,7 @@ it sweeps the tens of thousands of objects the imports create, again and again w
 being made, and once more at exit. So the imports run with the collector paused, everything
 they made is then frozen out of its sweeps (``gc.freeze``: module contents live until exit
 anyway), and the collector runs as usual for the command's own work. About 40-60 ms of a
-200-300 ms command (see the README, "Benchmark"). The library never touches the collector.
+200-300 ms command (see docs/benchmark.md). The library never touches the collector.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``doctor``: read a failed vLLM or SGLang start-up log, find the root error, name the fix.
 
-The messages are vLLM's and SGLang's own format strings (sources in the README, "doctor");
+The messages are vLLM's and SGLang's own format strings (sources in docs/advice.md, "doctor");
 wrapper lines, ANSI colours and process prefixes are skipped, and when several errors are in
 the log the earliest one (the root cause of a chained traceback) wins over the wrappers.
 """

@@ -88,7 +88,7 @@ def _fail(file: str | None, pointer: str, problem: str) -> TargetError:
         problem,
         file=file,
         pointer=pointer if file else None,
-        hint="fix the profile (format: README, 'Targets and profiles')"
+        hint="fix the profile (format: docs/plan-and-sync.md)"
         if file
         else "e.g. --engine vllm==0.16.0 --gpu rtx-pro-6000",
     )

@@ -1,7 +1,7 @@
 """The transform model: a named, documented, parameterised edit of a checkpoint's files.
 
 A transform is a TOML file; the built-in catalog and a user's own transforms use the same
-format (see the README, "Transform file format").
+format (see docs/transform-format.md).
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ class _Reader:
             problem,
             file=self.source,
             pointer=where,
-            hint="fix the transform file (format: README, 'Transform file format')",
+            hint="fix the transform file (format: docs/transform-format.md)",
         )
 
     def text(self, table: Mapping[str, Any], key: str, where: str, *, required: bool = True) -> str:

@@ -2,7 +2,7 @@
 
 tests/record_engines.py ran vLLM's own config code on every snapshot config, as published and
 after each transform; here patcher's pure-Python model must derive the same values from the
-same files. Re-record (README, "Engine truth") when a rule changes or a version is added.
+same files. Re-record (docs/engine-truth.md) when a rule changes or a version is added.
 """
 
 from __future__ import annotations

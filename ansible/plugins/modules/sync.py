@@ -20,7 +20,7 @@ version_added: "0.1.0"
 options:
   profile:
     description:
-      - The path of a profile (TOML) on the host; see the patcher README, 'Targets and profiles'.
+      - The path of a profile (TOML) on the host; see the patcher docs/plan-and-sync.md.
     type: path
   engine:
     description: The serving engine and version, such as C(vllm==0.16.0).
