@@ -6,7 +6,6 @@ import re
 import shlex
 import subprocess
 import sys
-from pathlib import Path
 
 from tests.conftest import ROOT
 
@@ -26,7 +25,7 @@ def test_the_readme_is_for_a_newcomer() -> None:
         assert (ROOT / link).is_file(), link
 
 
-def test_the_story_plan_prints_what_the_readme_shows(tmp_path: Path) -> None:
+def test_the_story_plan_prints_what_the_readme_shows() -> None:
     """`$ patcher plan snapshots/example/...` from a clone: every line the README shows in
     full (not cut with '...') is printed, and the exit code is the one it shows."""
     ran = 0
