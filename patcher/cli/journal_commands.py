@@ -228,13 +228,18 @@ def diff(
     upstream: Annotated[
         bool, typer.Option("--upstream", help="Compare with the repository on the Hub.")
     ] = False,
+    exit_code: Annotated[
+        bool,
+        typer.Option("--exit-code", help="Exit 1 when there are differences (as git diff)."),
+    ] = False,
     revision: RevisionOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Compare with the originals in the journal (offline), or with --upstream, with the Hub.
 
     With --upstream, every difference is attributed to the applied transform that explains
-    it; exit code 1 when some difference is explained by none.
+    it; exit code 1 when some difference is explained by none. With --exit-code, exit 1 when
+    there is any difference at all.
     """
     if repo is not None and not upstream:
         err("usage error: a repository can only be given with --upstream")
@@ -252,7 +257,9 @@ def diff(
 
             result = diff_checkpoint(checkpoint_arg(checkpoint, revision), structural=as_json)
             out(render.to_json(result.to_json()) if as_json else render.diff_text(result))
-    if upstream and found.unexplained:
+    if upstream and (found.unexplained or (exit_code and found.files)):
+        raise typer.Exit(EXIT_REFUSED)
+    if not upstream and exit_code and result.files:
         raise typer.Exit(EXIT_REFUSED)
 
 

@@ -127,14 +127,15 @@ def _select(
     if every:
         return list(reversed(applied))
     if last:
-        chosen = applied[-1:]
+        return applied[-1:]  # nothing applied: nothing to do, as for --all
     else:
         entry_id = (target or "").removeprefix("#")
         chosen = [e for e in applied if e.transform == target or str(e.id) == entry_id][-1:]
     if not chosen:
-        what = "nothing is applied" if last else f"{target!r} is not applied"
         raise JournalError(
-            f"{what} to this checkpoint", file=ckpt.root, hint=f"patcher status {ckpt.arg}"
+            f"{target!r} is not applied to this checkpoint",
+            file=ckpt.root,
+            hint=f"patcher status {ckpt.arg}",
         )
     return chosen
 

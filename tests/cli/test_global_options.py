@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 from patcher.cli.app import global_options_anywhere
 from tests.conftest import ROOT
@@ -35,3 +37,17 @@ def test_the_engine_command_line_after_the_double_dash_is_left_alone() -> None:
         "X",
         "--json",
     ]
+
+
+def test_exit_codes_are_consistent(tmp_path: Path) -> None:
+    """revert --last and --all with nothing applied both exit 0; diff --exit-code exits 1 on a
+    difference and 0 without, as git diff."""
+    kimi = tmp_path / "kimi"
+    shutil.copytree(EXAMPLE, kimi)
+    assert _patcher("revert", str(kimi), "--last").returncode == 0
+    assert _patcher("revert", str(kimi), "--all").returncode == 0
+    assert _patcher("revert", str(kimi), "strip-fp8-kv-cache").returncode == 1  # not applied
+    assert _patcher("diff", str(kimi), "--exit-code").returncode == 0
+    assert _patcher("apply", str(kimi), "strip-fp8-kv-cache").returncode == 0
+    assert _patcher("diff", str(kimi)).returncode == 0
+    assert _patcher("diff", str(kimi), "--exit-code").returncode == 1
