@@ -46,6 +46,13 @@ class Param:
     minimum: float | None = None
     maximum: float | None = None
     choices: tuple[Any, ...] | None = None
+    # What the value means, checked beyond its type: "token-ids" (an integer id or a list of
+    # them), "generation-keys" (an object of known generation_config.json keys), "class-name"
+    # (a Python class name, not a list).
+    meaning: str | None = None
+
+
+MEANINGS = ("token-ids", "generation-keys", "class-name")
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,6 +267,9 @@ class _Reader:
         if "default" in raw and raw["default"] is not None:
             self.default(kind, raw["default"], f"{where}/default")
         choices = raw.get("choices")
+        meaning = raw.get("meaning")
+        if meaning is not None and meaning not in MEANINGS:
+            raise self.fail(f"{where}/meaning", f"expected one of {', '.join(MEANINGS)}")
         return Param(
             name=name,
             type=kind,
@@ -269,6 +279,7 @@ class _Reader:
             minimum=raw.get("min"),
             maximum=raw.get("max"),
             choices=tuple(choices) if isinstance(choices, list) else None,
+            meaning=meaning,
         )
 
     def default(self, kind: str, value: Any, where: str) -> None:

@@ -148,6 +148,44 @@ def _read_file_param(transform: Transform, param: Param, path: str) -> str:
         raise _fail(transform, param, f"{path!r} is not UTF-8 text") from None
 
 
+# generation_config.json keys transformers' GenerationConfig and the engines read.
+GENERATION_KEYS = (
+    "bos_token_id", "decoder_start_token_id", "do_sample", "early_stopping", "eos_token_id",
+    "epsilon_cutoff", "eta_cutoff", "frequency_penalty", "length_penalty", "max_length",
+    "max_new_tokens", "min_length", "min_new_tokens", "min_p", "no_repeat_ngram_size",
+    "num_beams", "pad_token_id", "presence_penalty", "repetition_penalty", "seed",
+    "stop_strings", "temperature", "top_k", "top_p", "typical_p", "top_n_sigma",
+    "bad_words_ids", "begin_suppress_tokens", "cache_implementation", "diversity_penalty",
+    "forced_bos_token_id", "forced_eos_token_id", "guidance_scale", "num_beam_groups",
+    "num_return_sequences", "output_scores", "renormalize_logits", "return_dict_in_generate",
+    "suppress_tokens", "transformers_version", "use_cache",
+)  # fmt: skip
+_CLASS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _meaning_problem(param: Param, value: Any) -> str | None:
+    """Why ``value`` does not mean what ``param`` declares, or None."""
+    if param.meaning == "token-ids":
+        ids = value if isinstance(value, list) else [value]
+        bad = [v for v in ids if isinstance(v, bool) or not isinstance(v, int) or v < 0]
+        if not ids or bad:
+            shown = bad[0] if bad else value
+            return f"expected a token id or a list of ids (non-negative integers), got {shown!r}"
+    if param.meaning == "generation-keys":
+        if not isinstance(value, dict):
+            return "expected a JSON object of generation_config.json keys"
+        for key in value:
+            if key not in GENERATION_KEYS:
+                close = difflib.get_close_matches(key, GENERATION_KEYS, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                return f"{key!r} is not a generation_config.json key{hint}"
+    if param.meaning == "class-name" and not (
+        isinstance(value, str) and _CLASS_NAME.fullmatch(value)
+    ):
+        return f"expected one class name such as LlamaForCausalLM, got {value!r}"
+    return None
+
+
 def resolve_params(transform: Transform, given: Mapping[str, Any]) -> ResolvedParams:
     """Check ``given`` against the transform's parameters and fill in defaults."""
     names = [p.name for p in transform.params]
@@ -170,6 +208,9 @@ def resolve_params(transform: Transform, given: Mapping[str, Any]) -> ResolvedPa
             value = param.default
         else:
             raise _fail(transform, param, f"missing (use --set {param.name}=...)")
+        problem = _meaning_problem(param, value) if param.name in given else None
+        if problem is not None:
+            raise _fail(transform, param, problem)
         recorded[param.name] = value
         if param.type == "file" and value is not None:
             values[param.name] = _read_file_param(transform, param, str(value))

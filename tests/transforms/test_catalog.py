@@ -635,3 +635,44 @@ def test_each_builtin_lives_in_a_file_named_after_it() -> None:
     for transform in builtin_transforms():
         assert (catalog_dir() / f"{transform.name}.toml").is_file()
         assert find_transform(transform.name) == transform
+
+
+@pytest.mark.parametrize(
+    ("transform", "assignment", "problem"),
+    [
+        (
+            "fix-generation-eos-token-id",
+            'eos=[128001, "x"]',
+            "expected a token id or a list of ids",
+        ),
+        ("fix-generation-eos-token-id", "eos=-1", "non-negative integers"),
+        ("fix-generation-eos-token-id", "eos=true", "got True"),
+        ("set-generation-defaults", 'values={"temprature": 0.6}', "did you mean 'temperature'?"),
+        ("set-generation-defaults", "values=[1]", "expected a JSON object"),
+        ("set-architectures", 'architecture=["A", "B"]', "expected one class name"),
+    ],
+)
+def test_parameters_are_checked_for_meaning_not_only_type(
+    cli: Cli, tmp_path: Path, transform: str, assignment: str, problem: str
+) -> None:
+    """Issue 32 item 6: values of the right JSON type that mean nothing valid are refused,
+    in one line, with nothing written."""
+    root = tmp_path / "ckpt"
+    shutil.copytree(CONFIGS / "llama-3.1-8b-instruct-bnb8bit", root)
+    before = tree_bytes(root)
+    code, _, err = cli("apply", root, transform, "--set", assignment)
+    assert code == 1 and problem in err and len(err.strip().splitlines()) == 1
+    assert tree_bytes(root) == before
+
+
+def test_a_valid_meaning_is_applied(cli: Cli, tmp_path: Path) -> None:
+    root = tmp_path / "ckpt"
+    shutil.copytree(CONFIGS / "llama-3.1-8b-instruct-bnb8bit", root)
+    code, _, err = cli(
+        "apply", root, "fix-generation-eos-token-id", "--set", "eos=[128001, 128009]"
+    )
+    assert code == 0, err
+    code, _, err = cli(
+        "apply", root, "set-generation-defaults", "--set", 'values={"temperature": 0.6}'
+    )
+    assert code == 0, err
