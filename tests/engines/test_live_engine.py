@@ -193,3 +193,29 @@ def test_plan_for_the_cpu_target_caps_the_context_the_engine_refused(tmp_path: P
     assert cap <= state["estimated_max_model_len"] and started["started"]
     assert started["max_model_len"] == state["estimated_max_model_len"]
     assert "--kv-cache-memory-bytes" in plan.launch.flags
+
+
+def test_the_version_boundaries_are_the_ones_read_from_the_wheels() -> None:
+    """Each boundary the model states is the first release it was read in, with the releases
+    on both sides recorded (snapshots/engines/boundaries-vllm.json)."""
+    from patcher.engines import vllm
+    from patcher.engines.files import ConfigFiles
+    from patcher.engines.model import derive
+
+    table = json.loads((SNAPSHOTS / "engines" / "boundaries-vllm.json").read_text())["boundaries"]
+    for name, row in table.items():
+        first = tuple(int(p) for p in row["first"].split("."))
+        assert getattr(vllm, name) == first, name
+    config = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "num_hidden_layers": 2,
+        "max_position_embeddings": 4096,
+        "quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 128},
+    }
+    files = ConfigFiles(config, None, "config.json", ())
+
+    def method(version: str) -> object:
+        return derive(parse_engine(f"vllm=={version}"), files).quantization.value
+
+    assert method("0.21.0") == "gptq" and method("0.22.0") == method("0.33.0") == "auto_gptq"
