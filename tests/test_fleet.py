@@ -191,6 +191,28 @@ def test_sync_for_the_gpu_applies_strip_fp8_kv_cache_to_kimi(
     assert tree_bytes(kimi_copy) == before
 
 
+def test_sync_returns_the_servers_flags_for_the_launch(
+    collections: Path, tmp_path: Path, kimi_copy: Path
+) -> None:
+    """The module takes the launch fields by their profile names and returns the flags and
+    the command line plan prints: a playbook can write them into a service unit."""
+    args = {
+        "path": str(kimi_copy),
+        "engine": "vllm==0.16.0",
+        "gpu": "rtx-pro-6000",
+        "tensor_parallel": 8,
+        "gpu_memory_utilization": 0.9,
+    }
+    _, real = playbook(collections, tmp_path, {"patcher.patcher.sync": args})
+    plan = subprocess.run(
+        [BIN / "patcher", "plan", kimi_copy, *TARGET_FLAGS, "--json"],
+        capture_output=True,
+        text=True,
+    )
+    assert real["flags"] == json.loads(plan.stdout)["flags"]
+    assert "--max-model-len" in real["flags"] and real["argv"][:2] == ["vllm", "serve"]
+
+
 def test_sync_puts_back_what_a_re_download_undid(
     collections: Path, tmp_path: Path, kimi_copy: Path
 ) -> None:
@@ -238,6 +260,11 @@ def test_the_collection_compiles_under_ansible_test(tmp_path: Path) -> None:
         text=True,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+TARGET_FLAGS = (
+    "--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", "--tp", "8", "--gpu-utilization", "0.9"
+)  # fmt: skip
 
 
 def _init_command() -> list[str]:

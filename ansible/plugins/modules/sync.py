@@ -31,6 +31,21 @@ options:
   tensor_parallel:
     description: The tensor-parallel size the checkpoint is served with.
     type: int
+  pipeline_parallel:
+    description: The pipeline-parallel size.
+    type: int
+  gpu_memory_utilization:
+    description: vLLM's gpu_memory_utilization (default that version's).
+    type: float
+  kv_cache_memory:
+    description: The KV space per GPU, such as C(1GiB) (vLLM's --kv-cache-memory-bytes).
+    type: str
+  weights:
+    description: The weights of all GPUs together, such as C(590GB) (default the weight index's).
+    type: str
+  max_model_len:
+    description: The context wanted (default what the engine derives).
+    type: int
   transforms:
     description: Transforms wanted whatever the target, name to parameters.
     type: dict
@@ -88,9 +103,19 @@ checkpoint:
   returned: always
   type: str
 target:
-  description: The target, as C(vllm==0.16.0 on rtx-pro-6000 (12.0)).
+  description: The target, as C(vllm==0.16.0 on rtx-pro-6000 (12.0) x8).
   returned: always
   type: str
+flags:
+  description: The server's flags for the target, as C(patcher plan) prints them.
+  returned: always
+  type: list
+  elements: str
+argv:
+  description: The server's whole command line, for a service unit or a container's args.
+  returned: always
+  type: list
+  elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -112,6 +137,11 @@ def run(module, api):
         tensor_parallel=p["tensor_parallel"],
         transforms=p["transforms"],
         profile=p["profile"],
+        pipeline_parallel=p["pipeline_parallel"],
+        gpu_memory_utilization=p["gpu_memory_utilization"],
+        kv_cache_memory=p["kv_cache_memory"],
+        weights=p["weights"],
+        max_model_len=p["max_model_len"],
     )
     result = api.sync(checkpoint_of(p), target, dry_run=module.check_mode, overlay=p["overlay"])
     plan = result.plan
@@ -132,6 +162,8 @@ def run(module, api):
         files=[f.path for f in result.files],
         checkpoint=str(plan.checkpoint),
         target=target.describe(),
+        flags=[] if plan.launch is None else list(plan.launch.flags),
+        argv=[] if plan.launch is None else list(plan.launch.argv),
     )
     return output, [file_diff(f.path, f.before, f.after) for f in result.files]
 
@@ -144,6 +176,11 @@ def main():
             engine=dict(type="str"),
             gpu=dict(type="str"),
             tensor_parallel=dict(type="int"),
+            pipeline_parallel=dict(type="int"),
+            gpu_memory_utilization=dict(type="float"),
+            kv_cache_memory=dict(type="str"),
+            weights=dict(type="str"),
+            max_model_len=dict(type="int"),
             transforms=dict(type="dict"),
             overlay=dict(type="path"),
         ),
