@@ -395,6 +395,8 @@ def plan_text(p: Plan) -> str:
     )
     if p.target.engine.beyond_read:
         head += f"\nnote: {p.target.engine.beyond_read}"
+    for replaced in p.target.overridden:
+        head += f"\nnote: a flag overrides the profile: {replaced}"
     if p.in_sync:
         return "\n".join([f"{head}\nin sync: nothing to do for {p.checkpoint}", *_launch(p)])
     lines = [head]

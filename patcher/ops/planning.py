@@ -84,6 +84,7 @@ class Plan(JsonResult):
             "checkpoint": str(self.checkpoint),
             "target": self.target.record(),
             "engine_note": self.target.engine.beyond_read,
+            "overridden": list(self.target.overridden),
             "in_sync": self.in_sync,
             "actions": [
                 {

@@ -45,6 +45,7 @@ class Target:
     kv_cache_memory_gib: float | None = None
     weights_gib: float | None = None
     max_model_len: int | None = None
+    overridden: tuple[str, ...] = ()  # the profile's settings a flag replaced, for people
 
     def record(self) -> dict[str, Any]:
         """What the journal keeps with each entry applied for this target."""
@@ -156,6 +157,22 @@ def make_target(
         stray = first_datetime(data, "")
         if stray is not None:
             raise _fail(source, stray, "TOML dates and times are not JSON values; quote it")
+    flags = {
+        "engine": engine,
+        "gpu": gpu,
+        "tensor_parallel": tensor_parallel,
+        "pipeline_parallel": pipeline_parallel,
+        "gpu_memory_utilization": gpu_memory_utilization,
+        "kv_cache_memory": kv_cache_memory,
+        "weights": weights,
+        "max_model_len": max_model_len,
+    }
+    # A flag given with --profile wins, and says so: never silently.
+    overridden = tuple(
+        f"{key} {flag} (the profile says {data[key]})"
+        for key, flag in flags.items()
+        if flag is not None and key in data and str(data[key]) != str(flag)
+    )
     engine = engine or data.get("engine")
     gpu = gpu or data.get("gpu")
     if engine is None or gpu is None:
@@ -199,4 +216,5 @@ def make_target(
         ),
         weights_gib=_size(given("weights", weights), source, "weights"),
         max_model_len=context,
+        overridden=overridden,
     )

@@ -223,3 +223,15 @@ def test_check_with_tp_judges_memory_and_its_fix_is_what_run_accepts(cli: Cli, k
     assert json.loads(out)["added_flags"] == []
     code, out, _ = cli("check", kimi, "--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000")
     assert "kv-memory" not in out  # without --tp the memory is not judged
+
+
+def test_a_flag_given_with_a_profile_says_what_it_overrides(
+    cli: Cli, kimi: Path, tmp_path: Path
+) -> None:
+    """Issue 32 item 11: --tp with --profile wins, and plan says so (never silently)."""
+    profile = tmp_path / "p.toml"
+    profile.write_text('engine = "vllm==0.16.0"\ngpu = "rtx-pro-6000"\ntensor_parallel = 8\n')
+    code, out, _ = cli("plan", kimi, "--profile", profile, "--tp", "4")
+    assert "note: a flag overrides the profile: tensor_parallel 4 (the profile says 8)" in out
+    code, out, _ = cli("plan", kimi, "--profile", profile, "--tp", "8", "--json")
+    assert json.loads(out)["overridden"] == []
