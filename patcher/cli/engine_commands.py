@@ -103,7 +103,11 @@ def doctor(
     ],
     checkpoint: Annotated[
         str | None,
-        typer.Option("--checkpoint", help="The checkpoint, to fill in the suggested commands."),
+        typer.Option(
+            "--checkpoint",
+            metavar="CKPT",
+            help="The checkpoint, to fill in the suggested commands.",
+        ),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -204,6 +208,7 @@ def sync(
         Path | None,
         typer.Option(
             "--overlay",
+            metavar="DIR",
             help="Leave CHECKPOINT untouched (a read-only model store): sync an overlay "
             "folder of links and patched copies instead, made if needed.",
         ),
@@ -261,15 +266,19 @@ def kv_budget_command(
     gpu: GpuOpt = None,
     gpu_memory: Annotated[
         str | None,
-        typer.Option("--gpu-memory", help="Memory per GPU: 96GiB, 80GB (default: --gpu's)."),
+        typer.Option(
+            "--gpu-memory", metavar="SIZE", help="Memory per GPU: 96GiB, 80GB (default: --gpu's)."
+        ),
     ] = None,
     weights: Annotated[
         str | None,
         typer.Option(
-            "--weights", help="Weights of all GPUs together (default: the index's total_size)."
+            "--weights",
+            metavar="SIZE",
+            help="Weights of all GPUs together (default: the index's total_size).",
         ),
     ] = None,
-    tp: Annotated[int, typer.Option("--tp", min=1, help="Tensor-parallel size.")] = 1,
+    tp: Annotated[int, typer.Option("--tp", min=1, metavar="N", help="Tensor-parallel size.")] = 1,
     kv_dtype: Annotated[
         KvDtype, typer.Option("--kv-dtype", help="KV element type.")
     ] = KvDtype.auto,
@@ -278,12 +287,15 @@ def kv_budget_command(
         float | None,
         typer.Option(
             "--gpu-utilization",
+            metavar="U",
             help="gpu_memory_utilization (default: 0.9, or 0.92 from vLLM 0.20 with --engine).",
         ),
     ] = None,
     allowance: Annotated[
         str,
-        typer.Option("--allowance", help="Per-GPU memory for activations, CUDA graphs, NCCL."),
+        typer.Option(
+            "--allowance", metavar="SIZE", help="Per-GPU memory for activations, CUDA graphs, NCCL."
+        ),
     ] = "1GiB",
     kv_cache_memory: KvMemoryOpt = None,
     revision: RevisionOpt = None,

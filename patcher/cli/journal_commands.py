@@ -99,7 +99,11 @@ def apply(
     dry_run: DryRunOpt = False,
     overlay: Annotated[
         Path | None,
-        typer.Option("--overlay", help="Leave CKPT untouched: write an overlay folder instead."),
+        typer.Option(
+            "--overlay",
+            metavar="DIR",
+            help="Leave CKPT untouched: write an overlay folder instead.",
+        ),
     ] = None,
     revision: RevisionOpt = None,
     engine: EngineOpt = None,
@@ -279,7 +283,9 @@ def rebase(
     checkpoint: CheckpointArg,
     to: Annotated[
         str | None,
-        typer.Option("--to", help="With ORG/NAME: the revision to carry the journal to."),
+        typer.Option(
+            "--to", metavar="REV", help="With ORG/NAME: the revision to carry the journal to."
+        ),
     ] = None,
     revert_old: Annotated[
         bool,

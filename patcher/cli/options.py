@@ -25,7 +25,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")
 
 RevisionOpt = Annotated[
     str | None,
-    typer.Option("--revision", help="With an ORG/NAME checkpoint: branch, tag or commit."),
+    typer.Option(
+        "--revision", metavar="REV", help="With an ORG/NAME checkpoint: branch, tag or commit."
+    ),
 ]
 
 
@@ -61,7 +63,8 @@ GpuOpt = Annotated[
     str | None,
     typer.Option(
         "--gpu",
-        help="GPU name (rtx-pro-6000, h200, ...) or compute capability (12.0).",
+        metavar="NAME",
+        help="GPU name (rtx-pro-6000, h200, ...), compute capability (12.0), or cpu.",
         autocompletion=complete_gpus,
     ),
 ]
@@ -114,7 +117,9 @@ def complete_params(ctx: typer.Context, incomplete: str) -> list[str]:
 ProfileOpt = Annotated[
     Path | None,
     typer.Option(
-        "--profile", help="A profile file (TOML): engine, gpu, tensor_parallel, [transforms]."
+        "--profile",
+        metavar="FILE",
+        help="A profile file (TOML): engine, gpu, tensor_parallel and the launch, [transforms].",
     ),
 ]
 
@@ -126,12 +131,15 @@ TpOpt = Annotated[
         "--tensor-parallel-size",
         "-tp",
         min=1,
+        metavar="N",
         help="Tensor-parallel size (GPUs per stage).",
     ),
 ]
 PpOpt = Annotated[
     int | None,
-    typer.Option("--pp", "--pipeline-parallel-size", min=1, help="Pipeline-parallel size."),
+    typer.Option(
+        "--pp", "--pipeline-parallel-size", min=1, metavar="N", help="Pipeline-parallel size."
+    ),
 ]
 KvMemoryOpt = Annotated[
     str | None,
@@ -153,7 +161,10 @@ WeightsOpt = Annotated[
 MaxModelLenOpt = Annotated[
     int | None,
     typer.Option(
-        "--max-model-len", min=1, help="The context wanted (default: what the engine derives)."
+        "--max-model-len",
+        min=1,
+        metavar="N",
+        help="The context wanted (default: what the engine derives).",
     ),
 ]
 UtilizationOpt = Annotated[
@@ -161,6 +172,7 @@ UtilizationOpt = Annotated[
     typer.Option(
         "--gpu-utilization",
         "--gpu-memory-utilization",
+        metavar="U",
         help="gpu_memory_utilization (default: that vLLM version's, 0.9, or 0.92 from 0.20).",
     ),
 ]

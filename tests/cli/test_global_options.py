@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -51,3 +52,17 @@ def test_exit_codes_are_consistent(tmp_path: Path) -> None:
     assert _patcher("apply", str(kimi), "strip-fp8-kv-cache").returncode == 0
     assert _patcher("diff", str(kimi)).returncode == 0
     assert _patcher("diff", str(kimi), "--exit-code").returncode == 1
+
+
+def test_every_option_names_its_value_in_one_style() -> None:
+    """Issue 32 item 11: metavars are words (FILE, NAME, N, SIZE), never click's <path>,
+    <str> or <int range>."""
+    from patcher.cli.app import COMMANDS
+
+    for name in COMMANDS:
+        done = _patcher(name, "--help")
+        assert done.returncode == 0, name
+        assert not re.search(r"<[a-z ]+>", done.stdout), (
+            name,
+            re.findall(r"<[a-z ]+>", done.stdout),
+        )
