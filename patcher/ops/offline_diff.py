@@ -68,16 +68,18 @@ def diff_checkpoint(
     paths = dict.fromkeys(r.path for e in journal.entries for r in e.files)
     for path in paths:
         applied = [e.file(path) for e in journal.applied if e.file(path)]
-        # The upstream bytes: what the first applied entry found, or, with none applied,
-        # what the latest entry found (a revert put it back).
-        every = [e.file(path) for e in journal.entries if e.file(path)]
-        first = applied[0] if applied else every[-1]
+        # The upstream bytes: what the first applied entry found; with none applied, what
+        # the latest stack of entries started from (an entry whose before no entry made).
+        every = [r for e in journal.entries if (r := e.file(path)) is not None]
+        made = {r.after for r in every}
+        roots = [r for r in every if r.before not in made] or every
+        first = applied[0] if applied else roots[-1]
         assert first is not None
+        if not applied and current_hash(ckpt, path) in {r.before for r in every}:
+            continue  # reverted: back to bytes an entry found
         try:
             original = load_object(ckpt.journal_dir, first.before)
         except (PatcherError, OSError):  # an original the journal no longer holds
-            continue
-        if not applied and current_hash(ckpt, path) == first.before:
             continue
         current = read_current(ckpt, path) or b""
         if current == original:

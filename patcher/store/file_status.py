@@ -140,14 +140,14 @@ def file_states(ckpt: Checkpoint, journal: Journal) -> tuple[FileStatus, ...]:
             continue
         if not touching:
             ids = tuple(e.id for e in journal.entries if e.file(path))
-            # Reverted: back to the bytes the latest entry found, unless edited since (a hand
-            # edit revert --force kept): that differs from upstream and is said so.
-            latest = next(e.file(path) for e in reversed(journal.entries) if e.file(path))
-            assert latest is not None
+            # Reverted: back to bytes an entry found (entries reverted in any order end on
+            # one of them), unless edited since: a hand edit revert --force kept, which
+            # differs from upstream and is said so.
+            found = {r.before for e in journal.entries for r in e.files if r.path == path}
             if current is None:
                 state = "missing"
             else:
-                state = "reverted" if current == latest.before else "edited"
+                state = "reverted" if current in found else "edited"
         else:
             first, last = touching[0].file(path), touching[-1].file(path)
             assert first is not None and last is not None
