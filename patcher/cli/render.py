@@ -257,7 +257,13 @@ def engine_text(v: EngineView) -> list[str]:
         lines.append("  MLA backends    (give --gpu to check which backends accept the config)")
     lines.append(
         "  starts          "
-        + ("yes" if v.starts else f"no ({_count(len(v.startup_errors), 'error')} below)")
+        + (
+            f"no ({_count(len(v.startup_errors), 'error')} below)"
+            if not v.starts
+            else "unknown: " + "; ".join(v.unknowns)
+            if v.unknowns
+            else "yes"
+        )
     )
     if v.engine.beyond_read:
         lines.append(f"  note            {v.engine.beyond_read}")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from patcher.engines import sglang, vllm
 from patcher.engines.files import ConfigFiles, read_config_files
@@ -10,6 +12,7 @@ from patcher.engines.gpus import Gpu
 from patcher.engines.numbers import check_numbers
 from patcher.engines.target import Engine
 from patcher.engines.view import EngineView
+from patcher.engines.vllm_registry import ARCHITECTURES, unknown_architectures
 from patcher.store.checkpoint import open_checkpoint
 
 
@@ -18,9 +21,35 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None = None) -> Engine
     check_numbers(files)
     if gpu is not None and gpu.is_cpu:
         gpu = None  # the GPU rules (attention backends, capabilities) do not apply
-    if engine.name == "sglang":
-        return sglang.derive(engine, files, gpu)
-    return vllm.derive(engine, files, gpu)
+    view = (
+        sglang.derive(engine, files, gpu)
+        if engine.name == "sglang"
+        else vllm.derive(engine, files, gpu)
+    )
+    unknowns = _unknowns(engine, files, gpu)
+    return replace(view, unknowns=unknowns) if unknowns and not view.startup_errors else view
+
+
+def _unknowns(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> tuple[str, ...]:
+    """What the engine model cannot tell about these files: said, never guessed as 'yes'."""
+    config: dict[str, Any] = files.config if isinstance(files.config, dict) else {}
+    nested = config.get("text_config")
+    text: dict[str, Any] = nested if isinstance(nested, dict) else config
+    found: list[str] = []
+    if not config.get("architectures") and not text.get("model_type"):
+        found.append("config.json names no model (no architectures, no model_type)")
+    architectures = config.get("architectures")
+    if engine.name == "vllm" and unknown_architectures(engine, architectures) is None:
+        listed = ARCHITECTURES[(0, 32)]
+        odd = [a for a in architectures or [] if isinstance(a, str) and a not in listed]
+        if odd:
+            found.append(
+                f"whether {engine}'s model registry lists {odd[0]} (the registry was read for "
+                "vLLM 0.32 only, which does not)"
+            )
+    if engine.name == "sglang" and gpu is not None:
+        found.append("which SGLang attention backend takes this config on this GPU (not modelled)")
+    return tuple(found)
 
 
 def engine_view(

@@ -51,11 +51,21 @@ class EngineView(JsonResult):
     sampling_defaults: Derived = Derived(None, "the config stage failed")
     max_tokens_cap: Derived = Derived(None, "the config stage failed")
     eos_token_id: Derived = Derived(None, "not derived")  # the generation config's stop ids
+    # What the model cannot judge for these files (an architecture no registry read lists,
+    # a config with no model in it, SGLang's attention backends): "starts" is then unknown.
+    unknowns: tuple[str, ...] = ()
 
     @property
     def starts(self) -> bool:
         """Whether the config stage passes (and, with a GPU, a backend accepts the config)."""
         return not self.startup_errors
+
+    @property
+    def verdict(self) -> str:
+        """``yes``, ``no``, or ``unknown`` where the model does not cover something."""
+        if self.startup_errors:
+            return "no"
+        return "unknown" if self.unknowns else "yes"
 
     def to_json(self) -> dict[str, Any]:
         """What an engine derives from the checkpoint, as JSON (``check --engine``)."""
@@ -77,6 +87,8 @@ class EngineView(JsonResult):
             "attention_backends": None
             if self.attention_backends is None
             else list(self.attention_backends),
+            "starts": self.verdict,
+            "unknowns": list(self.unknowns),
             "startup_errors": [
                 {
                     "message": e.message,

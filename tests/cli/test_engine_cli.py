@@ -28,6 +28,8 @@ ENGINE_KEYS = {
     "attention_backends",
     "startup_errors",
     "reasons",
+    "starts",
+    "unknowns",
 }
 
 
@@ -466,3 +468,22 @@ def test_sglang_stop_ids_judge_the_eos_fix(cli: Cli, model_checkpoint: object) -
     assert code == 0, err
     code, out, _ = cli("check", root, *sglang, "--json")
     assert json.loads(out)["engine"]["eos_token_id"] == [151643, 151645]
+
+
+@pytest.mark.parametrize(
+    ("config", "engine", "said"),
+    [
+        ({"a": 1}, "vllm==0.16.0", "names no model"),
+        ({"architectures": ["KimiK99X"], "model_type": "x"}, "vllm==0.33.0", "registry"),
+    ],
+)
+def test_check_says_unknown_where_the_model_does_not_cover_it(
+    cli: Cli, tmp_path: Path, config: dict[str, object], engine: str, said: str
+) -> None:
+    """Issue 31 item 4: never 'starts yes' for what the model cannot tell."""
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    code, out, _ = cli("check", tmp_path, "--engine", engine, "--json")
+    view = json.loads(out)["engine"]
+    assert view["starts"] == "unknown" and said in view["unknowns"][0]
+    text = cli("check", tmp_path, "--engine", engine)[1]
+    assert "starts          unknown:" in text and "starts          yes" not in text
