@@ -11,6 +11,8 @@ unknown members are ignored), so a forced revert can put back ``1e30`` rather th
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping
 from dataclasses import InitVar, dataclass, field
 from typing import Any, Literal
 
@@ -289,7 +291,18 @@ class _Compiler:
             op["path"] = base + op["path"]
             if "from" in op:
                 op["from"] = base + op["from"]
+            default = _default_named(raw_op, self.params.defaulted)
             for concrete in self.resolve(state, op):
+                if default is not None and concrete["op"] == "replace":
+                    # A default never rewrites a value the checkpoint chose (DeepSeek-V3's
+                    # own YaRN factor 40 is not set-rope-scaling-yarn's 4).
+                    raise self.fail(
+                        edit.file,
+                        concrete["path"],
+                        f"holds {_found(state.doc.get(concrete['path']))}; the default "
+                        f"{default}={json.dumps(concrete['value'])} would replace it, so "
+                        f"nothing changed (give --set {default}=... to mean it)",
+                    )
                 self.apply(state, concrete)
 
     def resolve(self, state: _FileState, op: Op) -> list[Op]:
@@ -420,6 +433,15 @@ class _Compiler:
         edited.prepare(paths)
         if not jsontext.same_sparse(expected, edited.sparse(paths)):
             raise AssertionError(f"{state.path}: text edit and patch disagree (a patcher bug)")
+
+
+def _default_named(op: Mapping[str, Any], defaulted: frozenset[str]) -> str | None:
+    """The parameter an op's value is, when that value is exactly a defaulted ``{{param}}``."""
+    value = op.get("value")
+    if not isinstance(value, str):
+        return None
+    match = re.fullmatch(r"\{\{\s*([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}", value)
+    return match.group(1) if match and match.group(1) in defaulted else None
 
 
 def compile_transform(

@@ -26,6 +26,9 @@ class ResolvedParams:
 
     recorded: Mapping[str, Any]
     values: Mapping[str, Any]
+    # Parameters left at their defaults: a default never overwrites a different value the
+    # file already holds (the compiler refuses, asking for the value to be given).
+    defaulted: frozenset[str] = frozenset()
 
 
 def parse_assignments(assignments: list[str]) -> dict[str, str]:
@@ -216,4 +219,5 @@ def resolve_params(transform: Transform, given: Mapping[str, Any]) -> ResolvedPa
             values[param.name] = _read_file_param(transform, param, str(value))
         else:
             values[param.name] = value
-    return ResolvedParams(recorded, values)
+    defaulted = frozenset(p.name for p in transform.params if p.name not in given)
+    return ResolvedParams(recorded, values, defaulted)

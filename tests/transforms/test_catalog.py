@@ -676,3 +676,20 @@ def test_a_valid_meaning_is_applied(cli: Cli, tmp_path: Path) -> None:
         "apply", root, "set-generation-defaults", "--set", 'values={"temperature": 0.6}'
     )
     assert code == 0, err
+
+
+def test_a_default_never_rewrites_a_value_the_checkpoint_chose(cli: Cli, tmp_path: Path) -> None:
+    """Issue 32 item 7: set-rope-scaling-yarn with its defaults on DeepSeek-V3 (its own YaRN,
+    factor 40 over 4096) refuses and changes nothing; given explicitly, it applies."""
+    root = tmp_path / "ds"
+    shutil.copytree(CONFIGS / "deepseek-v3", root)
+    before = tree_bytes(root)
+    code, _, err = cli("apply", root, "set-rope-scaling-yarn")
+    assert code == 1 and "holds 40; the default factor=4.0 would replace it" in err
+    assert "--set factor=" in err and tree_bytes(root) == before
+    code, _, err = cli("apply", root, "set-rope-scaling-yarn", "--set", "factor=40")
+    assert code == 1 and "/rope_scaling/original_max_position_embeddings" in err
+    code, _, err = cli(
+        "apply", root, "set-rope-scaling-yarn", "--set", "factor=40", "--set", "original=4096"
+    )
+    assert code == 0, err  # given: meant (and here the same values: nothing to do)
