@@ -161,6 +161,7 @@ def apply_text(r: ApplyResult, named: str | None = None) -> str:
 
 _HOW = {
     "original": "original bytes restored",
+    "previous": "the bytes before this entry restored (an earlier entry's edit stays)",
     "inverse": "inverse patch applied (later transforms kept)",
     "forced": "inverse patch applied where it still matched (--force)",
     "already-original": "already original",

@@ -17,8 +17,9 @@ from patcher.engines.target import Engine
 from patcher.engines.view import Derived, StartupError
 from patcher.transforms.definition import Transform, substitute
 
-# The vLLM releases whose config code was read (see patcher/engines/vllm.py); warnings name
-# the ones among them where an edit has no effect.
+# The vLLM releases whose config code was read (see patcher/engines/vllm.py and
+# snapshots/engines/boundaries-vllm.json; 0.32 also live); warnings name the ones among them
+# where an edit has no effect.
 SAMPLED_VLLM = tuple(
     Engine("vllm", v)
     for v in (
@@ -33,6 +34,15 @@ SAMPLED_VLLM = tuple(
         (0, 18, 0),
         (0, 19, 0),
         (0, 20, 0),
+        (0, 21, 0),
+        (0, 22, 0),
+        (0, 23, 0),
+        (0, 26, 0),
+        (0, 27, 0),
+        (0, 28, 0),
+        (0, 29, 0),
+        (0, 30, 0),
+        (0, 32, 0),
         (0, 33, 0),
     )
 )

@@ -32,7 +32,7 @@ from patcher.text.document import Op
 from patcher.text.replay import replay
 from patcher.text.textdiff import unified
 
-How = Literal["original", "inverse", "forced", "already-original"]
+How = Literal["original", "previous", "inverse", "forced", "already-original"]
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -319,9 +319,11 @@ class _Planner:
                 if not self.force or current is None or record.kind == "text":
                     raise
                 return self.replayed(record, current)
+            # Under an earlier entry of the same file, the bytes back are that entry's.
+            earlier = any(e.id < entry.id and e.file(record.path) for e in self.journal.applied)
             return FileRevert(
                 record.path,
-                "original",
+                "previous" if earlier else "original",
                 current,
                 original,
                 record.link,

@@ -117,7 +117,7 @@ def test_set_context_length_warns_without_engine(cli: Cli, kimi: Path) -> None:
     code, out, err = cli("apply", kimi, "set-context-length", "--set", "length=131072")
     assert code == 0 and "applied set-context-length" in out
     assert err.startswith(
-        "warning: set-context-length has no effect on vLLM 0.10.1 to 0.20.0: max_model_len "
+        "warning: set-context-length has no effect on vLLM 0.10.1 to 0.29.0: max_model_len "
         "stays 262144"
     )
     assert "start the server with --max-model-len 131072" in err

@@ -155,3 +155,14 @@ def test_diff_on_a_folder_patcher_never_touched_says_nothing_is_applied(
     code, out, _ = cli("diff", kimi)
     assert code == 0 and out.startswith("nothing applied: patcher has no journal")
     assert f"patcher diff {kimi} --upstream" in out
+
+
+def test_reverting_a_stacked_entry_says_the_earlier_edit_stays(cli: Cli, kimi: Path) -> None:
+    """Issue 32 item 9: not 'original bytes restored' when an earlier entry's edit stays."""
+    assert cli("apply", kimi, "set-context-length", "--set", "length=65536")[0] == 0
+    assert cli("apply", kimi, "set-context-length", "--set", "length=32768", "--stack")[0] == 0
+    code, out, _ = cli("revert", kimi, "--last")
+    assert code == 0 and "an earlier entry's edit stays" in out and "original bytes" not in out
+    code, out, _ = cli("revert", kimi, "--last")
+    assert code == 0 and "original bytes restored" in out
+    assert tree_bytes(kimi) == tree_bytes(EXAMPLE)
