@@ -260,8 +260,7 @@ def kv_budget(
         value = parse_size_gib(weights_gib, "--weights")
         weights = (value, f"--weights {value:.2f} GiB")
     elif kv_cache_memory_gib is None and _memory_known(gpu_memory_gib, gpu):
-        value = index_weights_gib(ckpt)
-        weights = (value, f"model.safetensors.index.json total_size {value:.2f} GiB")
+        weights = index_weights(ckpt)
     return budget_of_files(
         ckpt.root,
         files,
@@ -276,6 +275,12 @@ def kv_budget(
         allowance_gib=allowance_gib,
         kv_cache_memory_gib=kv_cache_memory_gib,
     )
+
+
+def index_weights(ckpt: Checkpoint) -> tuple[float, str]:
+    """The weights (GiB) from the weight index, and where the figure came from."""
+    value = index_weights_gib(ckpt)
+    return value, f"model.safetensors.index.json total_size {value:.2f} GiB"
 
 
 def _memory_known(gpu_memory_gib: float | str | None, gpu: Gpu | str | None) -> bool:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from patcher.advice.finding import Finding
-from patcher.advice.kvbudget import budget_of_files, index_weights_gib
+from patcher.advice.kvbudget import budget_of_files, index_weights
 from patcher.engines.gpus import Gpu
 from patcher.engines.view import EngineView
 from patcher.errors import PatcherError
@@ -25,11 +25,7 @@ def memory_finding(
     """The KV check after the weights load: the context the engine derives does not fit in
     the KV cache each GPU has left (kv-budget's arithmetic). Unknown memory: no finding."""
     try:
-        weights = (
-            None
-            if kv_cache_memory_gib is not None
-            else (index_weights_gib(ckpt), "model.safetensors.index.json total_size")
-        )
+        weights = None if kv_cache_memory_gib is not None else index_weights(ckpt)
         budget = budget_of_files(
             ckpt.root,
             parsed,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -137,11 +137,26 @@ def make_target_from(
     engine: str | None,
     gpu: str | None,
     tp: int | None,
-    **launch: Any,
+    pp: int | None = None,
+    kv_cache_memory: str | None = None,
+    weights: str | None = None,
+    max_model_len: int | None = None,
+    utilization: float | None = None,
 ) -> Target:
+    """The target of plan and sync: the same options, by their profile names."""
     from patcher.ops.targets import make_target
 
-    return make_target(engine=engine, gpu=gpu, tensor_parallel=tp, profile=profile, **launch)
+    return make_target(
+        engine=engine,
+        gpu=gpu,
+        tensor_parallel=tp,
+        profile=profile,
+        pipeline_parallel=pp,
+        kv_cache_memory=kv_cache_memory,
+        weights=weights,
+        max_model_len=max_model_len,
+        gpu_memory_utilization=utilization,
+    )
 
 
 def plan(
@@ -173,15 +188,7 @@ def plan(
         result = plan_checkpoint(
             checkpoint_arg(checkpoint, revision),
             make_target_from(
-                profile,
-                engine,
-                gpu,
-                tp,
-                pipeline_parallel=pp,
-                kv_cache_memory=kv_cache_memory,
-                weights=weights,
-                max_model_len=max_model_len,
-                gpu_memory_utilization=utilization,
+                profile, engine, gpu, tp, pp, kv_cache_memory, weights, max_model_len, utilization
             ),
             prune=prune,
         )
@@ -226,15 +233,7 @@ def sync(
         result = sync_checkpoint(
             checkpoint_arg(checkpoint, revision),
             make_target_from(
-                profile,
-                engine,
-                gpu,
-                tp,
-                pipeline_parallel=pp,
-                kv_cache_memory=kv_cache_memory,
-                weights=weights,
-                max_model_len=max_model_len,
-                gpu_memory_utilization=utilization,
+                profile, engine, gpu, tp, pp, kv_cache_memory, weights, max_model_len, utilization
             ),
             dry_run=dry_run,
             overlay=overlay,

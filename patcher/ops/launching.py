@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from patcher.advice.kvbudget import KvBudget, budget_of_files, index_weights_gib
+from patcher.advice.kvbudget import KvBudget, budget_of_files, index_weights
 from patcher.engines.files import ConfigFiles
 from patcher.engines.model import derive
 from patcher.errors import PatcherError, TargetError
@@ -72,8 +72,7 @@ def _memory(ckpt: Checkpoint, files: ConfigFiles, target: Target) -> tuple[KvBud
         if target.weights_gib is not None:
             weights = (target.weights_gib, f"weights {target.weights_gib:.2f} GiB (given)")
         elif target.kv_cache_memory_gib is None:
-            size = index_weights_gib(ckpt)
-            weights = (size, f"model.safetensors.index.json total_size {size:.2f} GiB")
+            weights = index_weights(ckpt)
         if weights is not None and pp > 1:  # each stage holds its share of the weights
             weights = (weights[0] / pp, f"{weights[1]}, over {pp} pipeline stages")
         budget = budget_of_files(
