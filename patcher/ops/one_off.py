@@ -17,6 +17,7 @@ from typing import Any
 from patcher.errors import TransformError
 from patcher.ops.adding import ApplyResult
 from patcher.ops.applying import apply_transform
+from patcher.text.document import strict_loads
 from patcher.text.pointers import PointerError, split_pointer
 from patcher.transforms.definition import Transform, parse_transform
 
@@ -34,9 +35,16 @@ def _value(text: str) -> Any:
     """A JSON value as typed (``65536``, ``true``, ``[1, 2]``, ``"x"``, ``null``); anything
     that is not JSON is the string itself, as a shell user means ``llama``."""
     try:
-        return json.loads(text)
+        json.loads(text)
     except ValueError:
         return text
+    try:
+        return strict_loads(text)
+    except ValueError as exc:  # NaN, Infinity, 1e999: JSON to Python, not in a JSON file
+        raise TransformError(
+            f"{text!r} cannot be written as JSON ({exc})",
+            hint=f"give a finite number, or '\"{text}\"' for the string",
+        ) from None
 
 
 def one_off_transform(verb: str, file: str, pointer: str, value: Any = None) -> Transform:

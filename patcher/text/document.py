@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from patcher.errors import InputFileError
@@ -74,3 +75,20 @@ def shown(value: Any, limit: int = 40) -> str:
 def canonical(value: Any) -> str:
     """A type-exact canonical form (``true`` differs from ``1``; key order is ignored)."""
     return json.dumps(value, sort_keys=True, ensure_ascii=True, allow_nan=True)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is past a float's range (it would be written as Infinity)")
+    return value
+
+
+def strict_loads(text: str) -> Any:
+    """JSON text as a value to write: NaN, Infinity and numbers past a float's range are
+    refused (ValueError), as a file holding them would not be JSON."""
+    return json.loads(text, parse_constant=_no_constant, parse_float=_finite)

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from patcher.errors import TransformError
 from patcher.store.checkpoint import name_problem
 from patcher.store.fsio import read_regular
-from patcher.text.document import json_problem
+from patcher.text.document import json_problem, strict_loads
 
 ParamType = Literal["int", "float", "bool", "str", "file", "json"]
 PARAM_TYPES: tuple[str, ...] = ("int", "float", "bool", "str", "file", "json")
@@ -232,7 +232,7 @@ class _Reader:
             try:
                 raw = {
                     **{k: v for k, v in raw.items() if k != "value_json"},
-                    "value": json.loads(raw["value_json"]),
+                    "value": strict_loads(raw["value_json"]),
                 }
             except (ValueError, RecursionError) as exc:
                 problem = exc.msg if isinstance(exc, json.JSONDecodeError) else json_problem(exc)

@@ -13,7 +13,7 @@ from typing import Any
 
 from patcher.errors import TransformError
 from patcher.store.fsio import NotRegularFileError, read_regular
-from patcher.text.document import shown
+from patcher.text.document import shown, strict_loads
 from patcher.transforms.definition import Param, Transform
 
 _TRUE = {"true", "1", "yes", "on"}
@@ -65,10 +65,6 @@ MAX_FILE_PARAM = 64 * 1024 * 1024
 _INTEGER = re.compile(r"[+-]?[0-9](?:_?[0-9])*")
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def _bound(limit: float) -> str:
     """A parameter's min or max as a message shows it: 2,147,483,647, 1, 0.5."""
     return f"{int(limit):,}" if float(limit).is_integer() else f"{limit:g}"
@@ -109,7 +105,7 @@ def _convert(transform: Transform, param: Param, raw: Any) -> Any:
     elif kind == "json":
         if isinstance(raw, str):
             try:
-                value = json.loads(raw, parse_constant=_reject_constant)
+                value = strict_loads(raw)
             except (ValueError, RecursionError) as exc:
                 message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
                 raise _fail(

@@ -166,3 +166,14 @@ def test_reverting_a_stacked_entry_says_the_earlier_edit_stays(cli: Cli, kimi: P
     code, out, _ = cli("revert", kimi, "--last")
     assert code == 0 and "original bytes restored" in out
     assert tree_bytes(kimi) == tree_bytes(EXAMPLE)
+
+
+@pytest.mark.parametrize("value", ["1e999", "NaN", "Infinity", "[1, -Infinity]"])
+def test_set_refuses_what_would_not_be_json_in_the_file(cli: Cli, kimi: Path, value: str) -> None:
+    """Python reads NaN and 1e999; a config.json holding them is not JSON: refused, one line,
+    nothing written (a quoted string is taken)."""
+    before = tree_bytes(kimi)
+    code, _, err = cli("set", kimi, "config.json", "/x", value)
+    assert code == 1 and "cannot be written as JSON" in err and len(err.strip().splitlines()) == 1
+    assert tree_bytes(kimi) == before
+    assert cli("set", kimi, "config.json", "/x", f'"{value}"')[0] == 0
