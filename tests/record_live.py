@@ -243,6 +243,32 @@ STATES: tuple[State, ...] = (
         edits={"config.json": {"architectures": ["LlamaForCausalLMX"]}},
         transforms=(("set-architectures", {"architecture": "LlamaForCausalLM"}),),
     ),
+    # Context keys, tokenizer class and add_eos_token (the transforms of issue 31).
+    State("g1_seq_length_2048", edits={"config.json": {"seq_length": 2048}}),
+    State(
+        "g2_seq_length_set_context_8192",
+        edits={"config.json": {"seq_length": 2048}},
+        transforms=(("set-context-length", {"length": 8192}),),
+    ),
+    State(
+        "g3_tokenizer_class_llama",
+        edits={"tokenizer_config.json": {"tokenizer_class": "LLaMATokenizer"}},
+    ),
+    State(
+        "g4_set_tokenizer_class",
+        edits={"tokenizer_config.json": {"tokenizer_class": "LLaMATokenizer"}},
+        transforms=(("set-tokenizer-class", {"class": "PreTrainedTokenizerFast"}),),
+    ),
+    State(
+        "g5_tokenizer_class_backend",
+        edits={"tokenizer_config.json": {"tokenizer_class": "TokenizersBackend"}},
+    ),
+    State("g6_add_eos_token", edits={"tokenizer_config.json": {"add_eos_token": True}}),
+    State(
+        "g7_disable_add_eos_token",
+        edits={"tokenizer_config.json": {"add_eos_token": True}},
+        transforms=(("disable-add-eos-token", {}),),
+    ),
 )
 
 
@@ -352,6 +378,7 @@ def _client(base: str) -> dict[str, Any]:
             "return_token_strs": True,
         },
     )
+    prompt = _request(f"{base}/tokenize", {"model": model, "prompt": PROMPT})
     choice = (completion.get("choices") or [{}])[0]
     return {
         "max_model_len": models["data"][0].get("max_model_len"),
@@ -361,6 +388,7 @@ def _client(base: str) -> dict[str, Any]:
         "completion_error": completion.get("error"),
         "chat_prompt": "".join(chat.get("token_strs") or []) if "token_strs" in chat else None,
         "chat_error": chat.get("error"),
+        "prompt_ids": prompt.get("tokens"),
     }
 
 

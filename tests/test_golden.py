@@ -37,6 +37,7 @@ GOLDEN_PARAMS: dict[str, dict[str, Any]] = {
         "template": "file:{% for m in messages %}{{ m['content'] }}{% endfor %}\n"
     },
     "set-architectures": {"architecture": "LlamaForCausalLM"},
+    "set-tokenizer-class": {"class": "PreTrainedTokenizerFast"},
     # Given, not defaulted: a default never rewrites DeepSeek-V3's own YaRN (factor 40).
     "set-rope-scaling-yarn": {"factor": "4.0", "original": "32768"},
 }

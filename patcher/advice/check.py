@@ -13,6 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from patcher.advice import tokenizer_findings as tokenizer
 from patcher.advice.finding import Finding
 from patcher.advice.memory import memory_finding
 from patcher.engines.files import READ_FILES, config_files
@@ -543,6 +544,10 @@ def check_checkpoint(
         *_eos_mismatch(files, apply),
         *_unknown_eos_token(files),
         *_shadowed_template(files),
+        *tokenizer.missing_template(files.get, lambda n: ckpt.path(n).is_file(), ckpt.arg),
+        *tokenizer.turn_end_not_stopped(files.get, apply),
+        *tokenizer.add_eos_token(files.get, apply),
+        *tokenizer.tokenizer_class(files.get, apply),
         *_sliding_window(files, apply, engine_name),
         *_missing_mtp(files, apply),
         *_generation_cap(files, apply, view),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +39,15 @@ class LogContext:
     def at_least(self, *version: int) -> bool | None:
         return None if self.version is None else self.version >= version
 
+
+# Tokenizer classes a transformers lacks, and the one to write: an early conversion's spelling
+# (no released transformers has it), and transformers 5's generic fast tokenizer, which
+# transformers 4 calls PreTrainedTokenizerFast (present in both).
+TOKENIZER_CLASS_RENAMES = {
+    "LLaMATokenizer": "LlamaTokenizer",
+    "LLaMATokenizerFast": "LlamaTokenizerFast",
+    "TokenizersBackend": "PreTrainedTokenizerFast",
+}
 
 Explain = Callable[[re.Match[str], LogContext], tuple[str, list[Fix]]]
 Rule = tuple[str, re.Pattern[str], Explain]
@@ -169,19 +178,19 @@ def _chat_template(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-def _tokenizer_class(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+def _tokenizer_class(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     name = m.group(1)
-    known = {"LLaMATokenizer": "LlamaTokenizer", "TokenizersBackend": "PreTrainedTokenizerFast"}
-    better = known.get(
-        name, known.get(name.replace("CodeLLaMA", "LLaMA"), "the class your transformers registers")
-    )
+    better = TOKENIZER_CLASS_RENAMES.get(name.replace("CodeLLaMA", "LLaMA"))
+    fixes = [
+        ctx.apply("set-tokenizer-class", f" --set class={better or 'PreTrainedTokenizerFast'}"),
+        Fix("advice", "or install the transformers the checkpoint was saved with"),
+    ]
+    if better is None:
+        fixes[0] = replace(fixes[0], note="PreTrainedTokenizerFast reads tokenizer.json")
     return (
         f"tokenizer_config.json names tokenizer class {name}, which this transformers does not "
         "have (an early conversion's spelling, or a class of a newer transformers)",
-        [
-            Fix("advice", f'set "tokenizer_class": "{better}" in tokenizer_config.json'),
-            Fix("advice", "or install the transformers the checkpoint was saved with"),
-        ],
+        fixes,
     )
 
 
@@ -265,6 +274,75 @@ def _rope_theta(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
                 "advice",
                 "add the top-level rope_theta back to config.json (the value in "
                 "rope_parameters), or use the transformers the engine was built with",
+            ),
+        ],
+    )
+
+
+def _backend_unnamed(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    return (
+        "no attention backend of this vLLM accepts the configuration, and this line does not "
+        "show why (the full error lists each backend's reasons). The common cause is an MLA "
+        "checkpoint that declares an FP8 KV cache on a GPU whose MLA backends take none (SM12x "
+        "before vLLM 0.18); if the checkpoint declares no FP8 KV cache, read the reasons",
+        [
+            ctx.apply("strip-fp8-kv-cache"),
+            Fix("advice", "vLLM 0.18 and later run an FP8 MLA KV cache on SM12x"),
+        ],
+    )
+
+
+def _backend_refuses_kv(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    return (
+        f"the {m.group(1)} attention backend refuses this KV cache dtype (an FP8 cache it has "
+        "no kernel for): a BF16 cache boots, at twice the bytes per token",
+        [
+            Fix("flag", "--kv-cache-dtype auto", note="drop --kv-cache-dtype fp8*"),
+            ctx.apply("strip-fp8-kv-cache"),
+        ],
+    )
+
+
+def _model_refuses_fp8_kv(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    return (
+        f"{m.group(1)} has no FP8 KV cache in this engine, and the runtime's KV dtype 'auto' "
+        "inherits the checkpoint's FP8 KV directive (kv_cache_quant_algo / kv_cache_scheme): "
+        "a runtime flag does not clear it, the directive must go",
+        [ctx.apply("strip-fp8-kv-cache")],
+    )
+
+
+def _packed_size(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    a, b = int(m.group(1)), int(m.group(2))
+    if max(a, b) != 2 * min(a, b):
+        return (
+            f"a weight's shape does not match the model class ({a} against {b}): the weights "
+            "were saved for another configuration; no quantization edit explains this ratio",
+            [Fix("advice", "check num_*, hidden and intermediate sizes against the weights")],
+        )
+    return (
+        f"a weight is twice the size the engine expects ({a} against {b}): the 2x of FP4 "
+        "packing (two values a byte). A module the checkpoint keeps unquantized is built as "
+        "quantized, or the reverse: the quantization exclude list names it by a prefix the "
+        "engine's module names do not match (an MTP or draft layer's name). This line cannot "
+        "tell which module: the traceback above names the loader",
+        [
+            ctx.apply("add-quant-exclude-modules", " --set 'pattern=mtp.*'"),
+            Fix("advice", "use the module prefix the traceback's loader names; or upgrade vLLM"),
+        ],
+    )
+
+
+def _template_mapping(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    return (
+        "the chat template iterates a value as a mapping (|items) that the request sent as a "
+        "string: templates written for tool_calls[].function.arguments as an object fail on "
+        "OpenAI clients, which send the arguments as a JSON string",
+        [
+            ctx.apply("set-chat-template", " --set template=TEMPLATE.jinja"),
+            Fix(
+                "advice",
+                "or parse function.arguments to an object in the client before sending",
             ),
         ],
     )
@@ -356,6 +434,31 @@ FAMILY_RULES: tuple[Rule, ...] = (
         _rope_theta,
     ),
     (
+        "no-attention-backend",
+        re.compile(r"No valid attention backend found(?! for \w+ with AttentionSelectorConfig)"),
+        _backend_unnamed,
+    ),
+    (
+        "fp8-kv-backend",
+        re.compile(r"\b([A-Z][A-Z0-9_]+)\W{1,5}\[kv_cache_dtype not supported\]"),
+        _backend_refuses_kv,
+    ),
+    (
+        "fp8-kv-unsupported-model",
+        re.compile(r"(\w+) does not support FP8 KV cache"),
+        _model_refuses_fp8_kv,
+    ),
+    (
+        "packed-size-mismatch",
+        re.compile(r"The size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"),
+        _packed_size,
+    ),
+    (
+        "chat-template-mapping",
+        re.compile(r"Can only get item pairs from a mapping"),
+        _template_mapping,
+    ),
+    (
         "fp8-kv-unit-scales",
         re.compile(r"Using KV cache scaling factor 1\.0 for fp8"),
         _unit_scales,
@@ -383,5 +486,10 @@ FAMILY_MARKERS = (
     "Unsupported quantization_config",
     "no attribute 'rope_theta'",
     "KV cache scaling factor",
+    "No valid attention backend found",
+    "kv_cache_dtype not supported",
+    "does not support FP8 KV cache",
+    "must match the size of tensor",
+    "Can only get item pairs",
 )
 IMPORT_FAILED = "Ignore import error when loading sglang.srt.models"

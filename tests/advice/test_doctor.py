@@ -304,6 +304,36 @@ CASES = [
         "sglang-context-length",
         "--context-length 262144",
     ),
+    # The real reports' own lines (snapshots/logs/real-errors-train.json, indexes 0, 4, 10, 72,
+    # 66): the error named in an issue title, a backend's reason quoted alone, TensorRT-LLM's
+    # per-model refusal, the 2x of FP4 packing, and a chat template's mapping filter.
+    (
+        'Regression in v0.14.0: "No valid attention backend found" for nvidia/DeepSeek-R1 on '
+        "RTX Pro 6000",
+        "no-attention-backend",
+        "patcher apply /m/kimi strip-fp8-kv-cache",
+    ),
+    (
+        "blocks it with `FLASHMLA_SPARSE`: `[kv_cache_dtype not supported]`",
+        "fp8-kv-backend",
+        "--kv-cache-dtype auto",
+    ),
+    (
+        "ValueError: glm5_next does not support FP8 KV cache; use kv_cache_config.dtype='auto'",
+        "fp8-kv-unsupported-model",
+        "patcher apply /m/kimi strip-fp8-kv-cache",
+    ),
+    (
+        "RuntimeError: The size of tensor a (512) must match the size of tensor b (1024) at "
+        "non-singleton dimension 0",
+        "packed-size-mismatch",
+        "add-quant-exclude-modules",
+    ),
+    (
+        "TypeError: Can only get item pairs from a mapping.",
+        "chat-template-mapping",
+        "set-chat-template",
+    ),
 ]
 
 
@@ -461,7 +491,7 @@ def test_a_large_log_on_stdin_is_read_line_by_line(tmp_path: Path) -> None:
     [
         (_log(CASES[2][0]), "kv-cache-memory", "0.16.0"),
         (
-            f"[2026-01-20 13:03:50] Scheduler hit an exception: {CASES[-2][0]}",
+            f"[2026-01-20 13:03:50] Scheduler hit an exception: {next(c[0] for c in CASES if c[1] == 'sglang-memory')}",
             "sglang-memory",
             None,
         ),

