@@ -28,6 +28,7 @@ UPDATE = bool(os.environ.get("PATCHER_UPDATE_SNAPSHOTS"))
 # Parameters for transforms that need them, as a user would pass them with --set.
 GOLDEN_PARAMS: dict[str, dict[str, Any]] = {
     "add-quant-exclude-modules": {"pattern": "model.layers.61*"},
+    "remove-quant-exclude-modules": {"pattern": "lm_head"},
     "set-context-length": {"length": "65536"},
     "set-torch-dtype": {"dtype": "float16"},
     "fix-generation-eos-token-id": {"eos": "[128001, 128008, 128009]"},

@@ -45,6 +45,14 @@ def test_kimi_hardware_and_engine_changes(cli: Cli, kimi: Path) -> None:
     # Hardware change: FlashMLA takes FP8 KV on an H200.
     code, plan = _plan(cli, kimi, "--engine", "vllm==0.16.0", "--gpu", "h200")
     assert code == 4 and [a["action"] for a in plan["actions"]] == ["revert"]  # type: ignore[union-attr]
+    # The revert shows what it puts back, file by file (JSON and text alike).
+    undoes = plan["actions"][0]["undoes"]  # type: ignore[index]
+    assert {u["path"] for u in undoes} == {"config.json", "hf_quant_config.json"}
+    assert {"op": "replace", "path": "/quantization/kv_cache_quant_algo", "value": "FP8"} in [
+        op for u in undoes for op in u["patch"]
+    ]
+    text = cli("plan", kimi, "--engine", "vllm==0.16.0", "--gpu", "h200")[1]
+    assert 'hf_quant_config.json: replace /quantization/kv_cache_quant_algo = "FP8"' in text
     _sync(cli, kimi, "--engine", "vllm==0.16.0", "--gpu", "h200")
     assert tree_bytes(kimi) == upstream
     # Back to SM120 on 0.16, then an engine upgrade whose Triton MLA takes FP8 (0.18).
@@ -126,6 +134,12 @@ def test_sync_refuses_an_edit_the_engine_ignores_and_changes_nothing(
             'engine = "vllm==0.16.0"\ngpu = "h100"\n[transforms]\n'
             "set-context-length = { length = 1979-05-27 }\n",
             "at /transforms/set-context-length/length (JSON pointer): TOML dates",
+        ),
+        (  # a quoted number in TOML is a string: refused, not read as the number
+            'engine = "vllm==0.33.0"\ngpu = "h100"\n[transforms]\n'
+            'set-context-length = { length = "131072" }\n',
+            "at /transforms/set-context-length (JSON pointer): set-context-length: parameter "
+            "'length': expected an integer, got the string '131072' (write it without quotes)",
         ),
     ],
 )

@@ -15,6 +15,7 @@ from typing import Any
 
 from patcher.advice import tokenizer_findings as tokenizer
 from patcher.advice.finding import Finding
+from patcher.advice.kvbudget import parse_size_gib
 from patcher.advice.memory import memory_finding
 from patcher.engines.files import READ_FILES, config_files
 from patcher.engines.gpus import Gpu, parse_gpu
@@ -490,7 +491,7 @@ def check_checkpoint(
     gpu: Gpu | str | None = None,
     revision: str | None = None,
     tensor_parallel: int | None = None,
-    kv_cache_memory_gib: float | None = None,
+    kv_cache_memory: float | str | None = None,
 ) -> CheckReport:
     """Report known problems in the checkpoint's config files.
 
@@ -499,7 +500,8 @@ def check_checkpoint(
     engine's start-up errors become findings; the generic FP8 KV finding is then left to the
     engine model, which knows whether that engine runs FP8 KV on that GPU.
 
-    With ``tensor_parallel`` (how many GPUs share the weights) or ``kv_cache_memory_gib``, the
+    With ``tensor_parallel`` (how many GPUs share the weights) or ``kv_cache_memory`` (GiB, or
+    a size such as "1GiB"), the
     memory is judged too: a context that does not fit in the KV cache is a finding."""
     ckpt = open_checkpoint(checkpoint, revision)
     files = _Files(ckpt)
@@ -558,10 +560,17 @@ def check_checkpoint(
         view is not None
         and device is not None
         and view.starts
-        and (tensor_parallel is not None or kv_cache_memory_gib is not None)
+        and (tensor_parallel is not None or kv_cache_memory is not None)
     ):
         findings += memory_finding(
-            ckpt, parsed, view, device, tensor_parallel or 1, kv_cache_memory_gib
+            ckpt,
+            parsed,
+            view,
+            device,
+            tensor_parallel or 1,
+            None
+            if kv_cache_memory is None
+            else parse_size_gib(kv_cache_memory, "--kv-cache-memory"),
         )
     findings = [
         replace(f, note=notes[f.transform]) if f.note is None and f.transform in notes else f

@@ -29,6 +29,7 @@ import json
 import math
 import re
 import shlex
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -232,49 +233,87 @@ def edit_takes_effect(engine: Engine, files: ConfigFiles) -> bool:
     )
 
 
+# kv_budget's keywords before they took make_target's names (still accepted, with a warning).
+RENAMED = {
+    "gpu_memory_gib": "gpu_memory",
+    "weights_gib": "weights",
+    "tp": "tensor_parallel",
+    "utilization": "gpu_memory_utilization",
+    "allowance_gib": "allowance",
+    "kv_cache_memory_gib": "kv_cache_memory",
+}
+
+
 def kv_budget(
     checkpoint: Path | str,
     *,
-    gpu_memory_gib: float | str | None = None,
     gpu: Gpu | str | None = None,
-    weights_gib: float | str | None = None,
-    tp: int = 1,
+    gpu_memory: float | str | None = None,
+    weights: float | str | None = None,
+    tensor_parallel: int = 1,
     kv_dtype: KvDtype = "auto",
-    utilization: float | None = None,
+    gpu_memory_utilization: float | None = None,
     engine: Engine | str | None = None,
-    allowance_gib: float | str = ALLOWANCE_GIB,
-    kv_cache_memory_gib: float | str | None = None,
+    allowance: float | str = ALLOWANCE_GIB,
+    kv_cache_memory: float | str | None = None,
     revision: str | None = None,
+    **renamed: Any,
 ) -> KvBudget:
     """Estimate KV-cache bytes per token and the longest context that fits on each GPU.
 
-    Memory comes from ``gpu_memory_gib`` or the ``gpu`` name; weights from ``weights_gib``
-    (all GPUs together) or the weight index. With ``engine``, the KV dtype, the default
-    ``gpu_memory_utilization`` (0.9 before vLLM 0.20, 0.92 from it) and the context are that
-    version's. ``kv_cache_memory_gib`` is vLLM's ``--kv-cache-memory-bytes``: the KV space
-    itself, which no profiling then sizes (on the CPU, the only way to know it)."""
+    The keywords are make_target's and the CLI's: sizes are GiB as numbers or strings with a
+    unit ("590GB", "80GiB"). Memory comes from ``gpu_memory`` or the ``gpu`` name; ``weights``
+    are all GPUs' together (default: the weight index). With ``engine``, the KV dtype, the
+    default ``gpu_memory_utilization`` (0.9 before vLLM 0.20, 0.92 from it) and the context are
+    that version's. ``kv_cache_memory`` is vLLM's ``--kv-cache-memory-bytes``: the KV space
+    itself, which no profiling then sizes (on the CPU, the only way to know it). The older
+    keywords (``tp``, ``weights_gib``, ...) still work and warn."""
+    if renamed:
+        given = _renamed(renamed)
+        gpu_memory = given.get("gpu_memory", gpu_memory)
+        weights = given.get("weights", weights)
+        tensor_parallel = given.get("tensor_parallel", tensor_parallel)
+        gpu_memory_utilization = given.get("gpu_memory_utilization", gpu_memory_utilization)
+        allowance = given.get("allowance", allowance)
+        kv_cache_memory = given.get("kv_cache_memory", kv_cache_memory)
     ckpt = open_checkpoint(checkpoint, revision)
     files = read_config_files(ckpt)
-    weights: tuple[float, str] | None = None
-    if weights_gib is not None:
-        value = parse_size_gib(weights_gib, "--weights")
-        weights = (value, f"--weights {value:.2f} GiB")
-    elif kv_cache_memory_gib is None and _memory_known(gpu_memory_gib, gpu):
-        weights = index_weights(ckpt)
+    figure: tuple[float, str] | None = None
+    if weights is not None:
+        value = parse_size_gib(weights, "--weights")
+        figure = (value, f"--weights {value:.2f} GiB")
+    elif kv_cache_memory is None and _memory_known(gpu_memory, gpu):
+        figure = index_weights(ckpt)
     return budget_of_files(
         ckpt.root,
         files,
         ckpt.path("config.json"),
-        gpu_memory_gib=gpu_memory_gib,
+        gpu_memory_gib=gpu_memory,
         gpu=gpu,
-        weights=weights,
-        tp=tp,
+        weights=figure,
+        tp=tensor_parallel,
         kv_dtype=kv_dtype,
-        utilization=utilization,
+        utilization=gpu_memory_utilization,
         engine=engine,
-        allowance_gib=allowance_gib,
-        kv_cache_memory_gib=kv_cache_memory_gib,
+        allowance_gib=allowance,
+        kv_cache_memory_gib=kv_cache_memory,
     )
+
+
+def _renamed(old: dict[str, Any]) -> dict[str, Any]:
+    """The older keywords under their new names, with a DeprecationWarning; an unknown one is
+    a TypeError, as Python gives for any function."""
+    unknown = sorted(set(old) - set(RENAMED))
+    if unknown:
+        raise TypeError(f"kv_budget() got an unexpected keyword argument {unknown[0]!r}")
+    warnings.warn(
+        "kv_budget: "
+        + ", ".join(f"{k}= is now {RENAMED[k]}=" for k in sorted(old))
+        + " (the names make_target and the CLI use)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return {RENAMED[k]: v for k, v in old.items()}
 
 
 def index_weights(ckpt: Checkpoint) -> tuple[float, str]:

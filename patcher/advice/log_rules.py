@@ -194,15 +194,15 @@ def _tokenizer_class(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]
     )
 
 
-def _excluded_scale(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+def _excluded_scale(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    module = m.group(1).split(".")[0]
     return (
         f"the checkpoint ships {m.group(1)} (a quantized module) while the quantization "
         "config's exclude list names that module as unquantized",
         [
-            Fix(
-                "advice",
-                "remove the module's pattern (lm_head*) from exclude_modules in "
-                "hf_quant_config.json and config.json, so it loads quantized",
+            replace(
+                ctx.apply("remove-quant-exclude-modules", f" --set 'pattern={module}*'"),
+                note="the pattern exactly as exclude_modules holds it (lm_head* or lm_head)",
             ),
             Fix("advice", "or upgrade vLLM (it loads such a module unquantized)"),
         ],

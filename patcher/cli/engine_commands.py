@@ -61,7 +61,6 @@ def check(
     """
     with boundary(as_json):
         from patcher.advice.check import check_checkpoint
-        from patcher.advice.kvbudget import parse_size_gib
         from patcher.cli import render
 
         report = check_checkpoint(
@@ -69,9 +68,7 @@ def check(
             engine=engine,
             gpu=gpu,
             tensor_parallel=tp,
-            kv_cache_memory_gib=None
-            if kv_cache_memory is None
-            else parse_size_gib(kv_cache_memory, "--kv-cache-memory"),
+            kv_cache_memory=kv_cache_memory,
         )
         out(render.to_json(report.to_json()) if as_json else render.check_text(report))
     if report.findings:
@@ -308,15 +305,15 @@ def kv_budget_command(
 
         budget = kv_budget(
             checkpoint_arg(checkpoint, revision),
-            gpu_memory_gib=gpu_memory,
+            gpu_memory=gpu_memory,
             gpu=gpu,
-            weights_gib=weights,
-            tp=tp,
+            weights=weights,
+            tensor_parallel=tp,
             kv_dtype=kv_dtype.value,
-            utilization=utilization,
+            gpu_memory_utilization=utilization,
             engine=engine,
-            allowance_gib=allowance,
-            kv_cache_memory_gib=kv_cache_memory,
+            allowance=allowance,
+            kv_cache_memory=kv_cache_memory,
         )
         out(render.to_json(budget.to_json()) if as_json else render.kv_budget_text(budget))
     if budget.config_context is not None and not budget.fits:

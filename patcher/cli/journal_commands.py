@@ -391,17 +391,37 @@ def restore(
         str | None,
         typer.Argument(metavar="[FILE]", help="Only this file (default: every one edited since)."),
     ] = None,
+    upstream: Annotated[
+        bool,
+        typer.Option(
+            "--upstream",
+            help="Put the upstream bytes back instead: revert every entry that patched the "
+            "file, discarding the hand edit.",
+        ),
+    ] = False,
     dry_run: DryRunOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Put back the bytes patcher left over a hand edit or a deletion of a patched file.
 
     The way out when a hand edit blocks revert and sync. --dry-run shows the diff of what it
-    would discard. To go back to the upstream bytes instead, restore, then revert.
+    would discard. With --upstream, the upstream bytes instead (the entries that patched the
+    file are reverted).
     """
     with boundary(as_json):
         from patcher.cli import render
-        from patcher.ops.restoring import restore_files
+        from patcher.ops.restoring import restore_files, restore_upstream
 
-        result = restore_files(checkpoint_arg(checkpoint, None), file, dry_run=dry_run)
+        ckpt = checkpoint_arg(checkpoint, None)
+        if upstream:
+            back = restore_upstream(ckpt, file, dry_run=dry_run)
+            text = render.revert_text(back.revert)
+            if back.overwritten:
+                verb = "would write" if dry_run else "wrote"
+                text += f"\n{verb} the upstream bytes over the hand edit: " + ", ".join(
+                    back.overwritten
+                )
+            out(render.to_json(back.to_json()) if as_json else text)
+            return
+        result = restore_files(ckpt, file, dry_run=dry_run)
         out(render.to_json(result.to_json()) if as_json else render.restore_text(result))

@@ -413,6 +413,8 @@ def plan_text(p: Plan) -> str:
         entry = f" (entry #{a.entry_id})" if a.entry_id is not None else ""
         lines.append(f"  {a.action} {a.name} {_params(a.params)}".rstrip() + entry)
         lines.append(f"      why: {a.reason}")
+        for path, ops in a.undoes:
+            lines += [f"      {path}: {_op_line(op)}" for op in ops]
     if p.drift:
         lines.append(
             f"not as patcher left them in {p.checkpoint} (sync refuses until they are settled):"

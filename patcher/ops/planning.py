@@ -54,6 +54,8 @@ class Action:
     params: Mapping[str, Any]
     reason: str
     entry_id: int | None = None
+    # A revert's edits as it puts them back, per file: the entry's inverse patch (no tests).
+    undoes: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -93,6 +95,7 @@ class Plan(JsonResult):
                     "params": dict(a.params),
                     "reason": a.reason,
                     "entry": a.entry_id,
+                    "undoes": [{"path": f, "patch": list(ops)} for f, ops in a.undoes],
                 }
                 for a in self.actions
             ],
@@ -132,6 +135,11 @@ def upstream_files(checkpoint: Checkpoint, journal: Journal) -> ConfigFiles:
     return patched_files(read_config_files(checkpoint), upstream, "as upstream shipped it")
 
 
+def _plain(op: dict[str, Any]) -> dict[str, Any]:
+    """An RFC 6902 op without the journal's own keys (``x-raw``: the value's bytes)."""
+    return {k: v for k, v in op.items() if not k.startswith("x-")}
+
+
 def plan_checkpoint(
     checkpoint: Path | str, target: Target, *, revision: str | None = None, prune: bool = False
 ) -> Plan:
@@ -167,7 +175,7 @@ def _plan(ckpt: Checkpoint, journal: Journal, target: Target, prune: bool = Fals
     for name, given in target.transforms.items():
         try:
             transform = find_transform(name)
-            recorded = resolve_params(transform, given).recorded
+            recorded = resolve_params(transform, given, typed=True).recorded
         except PatcherError as exc:
             if target.profile is None:
                 raise
@@ -190,7 +198,15 @@ def _plan(ckpt: Checkpoint, journal: Journal, target: Target, prune: bool = Fals
         elif entry.transform not in wanted:
             actions.append(
                 Action(
-                    "revert", entry.transform, dict(entry.params), _why_not(entry, target), entry.id
+                    "revert",
+                    entry.transform,
+                    dict(entry.params),
+                    _why_not(entry, target),
+                    entry.id,
+                    tuple(
+                        (r.path, tuple(_plain(op) for op in r.inverse if op["op"] != "test"))
+                        for r in entry.files
+                    ),
                 )
             )
         elif canonical(dict(entry.params)) != canonical(dict(wanted[entry.transform][0])):

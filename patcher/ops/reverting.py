@@ -121,9 +121,16 @@ def _edits(record: FileRecord) -> list[Op]:
 
 
 def _select(
-    journal: Journal, target: str | None, last: bool, every: bool, ckpt: Checkpoint
+    journal: Journal,
+    target: str | None,
+    last: bool,
+    every: bool,
+    ckpt: Checkpoint,
+    entries: tuple[int, ...] = (),
 ) -> list[Entry]:
     applied = list(journal.applied)
+    if entries:
+        return [e for e in reversed(applied) if e.id in entries]
     if every:
         return list(reversed(applied))
     if last:
@@ -387,9 +394,11 @@ def revert_transforms(
     force: bool = False,
     dry_run: bool = False,
     revision: str | None = None,
+    entries: tuple[int, ...] = (),
 ) -> RevertResult:
-    """Revert the applied transform ``target`` (name or entry id), the last one, or all of
-    them (latest first). With ``dry_run`` nothing is written; the result says what would be."""
+    """Revert the applied transform ``target`` (name or entry id), the last one, all of
+    them, or the applied ``entries`` (ids), latest first. With ``dry_run`` nothing is
+    written; the result says what would be."""
     ckpt = open_checkpoint(checkpoint, revision)
     rebuilt = RebuiltBytes()
     if dry_run:
@@ -400,7 +409,7 @@ def revert_transforms(
             return contents[path] if path in contents else read_current(ckpt, path)
 
         planned = []
-        for entry in _select(journal, target, last, every, ckpt):
+        for entry in _select(journal, target, last, every, ckpt, entries):
             planner = _Planner(ckpt, journal, force, read, rebuilt)
             plan, updates = planner.plan(entry)
             planned.append(plan)
@@ -413,11 +422,11 @@ def revert_transforms(
         return RevertResult("dry-run" if planned else "nothing-to-do", ckpt.root, tuple(planned))
     existing = load_journal(ckpt.journal_dir)
     if not existing.applied and not existing.unsettled:
-        _select(existing, target, last, every, ckpt)  # refuses a named or --last revert
+        _select(existing, target, last, every, ckpt, entries)  # refuses a named or --last revert
         return RevertResult("nothing-to-do", ckpt.root, ())  # and writes nothing
     with write_session(ckpt) as session:
         done = []
-        for entry in _select(session.journal, target, last, every, ckpt):
+        for entry in _select(session.journal, target, last, every, ckpt, entries):
             planner = _Planner(
                 ckpt, session.journal, force, lambda p: read_current(ckpt, p), rebuilt
             )

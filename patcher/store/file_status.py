@@ -186,6 +186,7 @@ def refuse_unsettled_files(ckpt: Checkpoint, journal: Journal, doing: str, hint:
 def _entry_json(e: Entry) -> dict[str, Any]:
     return {
         "id": e.id,
+        "transform": e.transform,
         "name": e.transform,
         "params": dict(e.params),
         "source": e.source,

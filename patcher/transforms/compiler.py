@@ -342,6 +342,12 @@ class _Compiler:
             if canonical(op["value"]) in {canonical(v) for v in current}:
                 return []
             return [{"op": "add", "path": path + "/-", "value": op["value"]}]
+        if kind == "discard":  # append's inverse: every element equal to the value goes
+            if not isinstance(current, list):
+                raise self.fail(state.path, path, f"expected an array, found {_found(current)}")
+            wanted = canonical(op["value"])
+            found = [i for i, v in enumerate(current) if canonical(v) == wanted]
+            return [{"op": "remove", "path": f"{path}/{i}"} for i in reversed(found)]
         if kind == "test":
             return [{"op": "test", "path": path, "value": op["value"]}]
         if kind == "move" and path.startswith(op["from"] + "/"):
@@ -444,8 +450,48 @@ def _default_named(op: Mapping[str, Any], defaulted: frozenset[str]) -> str | No
     return match.group(1) if match and match.group(1) in defaulted else None
 
 
+def _vocabulary_size(checkpoint: Checkpoint) -> tuple[int, str] | None:
+    """config.json's vocab_size (its text_config's for a multimodal config) and where, or
+    None."""
+    data = read_current(checkpoint, "config.json")
+    try:
+        config = json.loads(data) if data is not None else None
+    except ValueError:
+        return None  # the transform's own edit reports an unreadable config.json
+    if not isinstance(config, dict):
+        return None
+    text = config.get("text_config")
+    nested = isinstance(text, dict) and "vocab_size" in text
+    size = (text if isinstance(text, dict) and nested else config).get("vocab_size")
+    if isinstance(size, int) and not isinstance(size, bool) and size > 0:
+        return size, "/text_config/vocab_size" if nested else "/vocab_size"
+    return None
+
+
+def _check_token_ids(checkpoint: Checkpoint, transform: Transform, params: ResolvedParams) -> None:
+    """A token id given for a token-ids parameter must be inside the model's vocabulary: an
+    id past it is one the model never generates, so an engine would never stop on it."""
+    given = [p for p in transform.params if p.meaning == "token-ids" and p.name in params.recorded]
+    if not given or (found := _vocabulary_size(checkpoint)) is None:
+        return
+    size, pointer = found
+    for param in given:
+        value = params.recorded[param.name]
+        for token in value if isinstance(value, list) else [value]:
+            if isinstance(token, int) and token >= size:
+                raise TransformError(
+                    f"{transform.name}: parameter {param.name!r}: token id {token} is past the "
+                    f"vocabulary (config.json vocab_size {size}): the model never generates it",
+                    file=str(checkpoint.path("config.json")),
+                    pointer=pointer,
+                    hint=f"give ids below {size}; the tokenizer's special tokens are in "
+                    "tokenizer_config.json added_tokens_decoder",
+                )
+
+
 def compile_transform(
     checkpoint: Checkpoint, transform: Transform, params: ResolvedParams
 ) -> tuple[FilePlan, ...]:
     """Compile ``transform`` against the checkpoint's current files (nothing is written)."""
+    _check_token_ids(checkpoint, transform, params)
     return _Compiler(checkpoint, transform, params).run()

@@ -25,7 +25,7 @@ ParamType = Literal["int", "float", "bool", "str", "file", "json"]
 PARAM_TYPES: tuple[str, ...] = ("int", "float", "bool", "str", "file", "json")
 Scope = Literal["root", "language-model"]
 RFC_OPS = ("add", "remove", "replace", "move", "copy", "test")
-LENIENT_OPS = ("set", "merge", "append", "write", "strip-bom")
+LENIENT_OPS = ("set", "merge", "append", "discard", "write", "strip-bom")
 # Ops on the file's text as a whole (a template, or a JSON file's leading byte-order mark).
 TEXT_OPS = ("write", "strip-bom")
 # What an engine derives that a transform can claim to set (see patcher.engines).
@@ -237,7 +237,7 @@ class _Reader:
             except (ValueError, RecursionError) as exc:
                 problem = exc.msg if isinstance(exc, json.JSONDecodeError) else json_problem(exc)
                 raise self.fail(f"{where}/value_json", f"invalid JSON ({problem})") from None
-        if kind in ("add", "replace", "test", "set", "merge", "append", "write") and (
+        if kind in ("add", "replace", "test", "set", "merge", "append", "discard", "write") and (
             "value" not in raw
         ):
             raise self.fail(where, f"'{kind}' needs a 'value'")

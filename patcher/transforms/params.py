@@ -185,8 +185,15 @@ def _meaning_problem(param: Param, value: Any) -> str | None:
     return None
 
 
-def resolve_params(transform: Transform, given: Mapping[str, Any]) -> ResolvedParams:
-    """Check ``given`` against the transform's parameters and fill in defaults."""
+_TYPE_WORDS = {"int": "an integer", "float": "a number", "bool": "true or false"}
+
+
+def resolve_params(
+    transform: Transform, given: Mapping[str, Any], *, typed: bool = False
+) -> ResolvedParams:
+    """Check ``given`` against the transform's parameters and fill in defaults. ``typed``:
+    the values come typed (a profile's TOML, the library, Ansible's YAML), so a string is not
+    read as a number or a boolean the way ``--set KEY=VALUE`` text is."""
     names = [p.name for p in transform.params]
     for key in given:
         if key not in names:
@@ -201,6 +208,13 @@ def resolve_params(transform: Transform, given: Mapping[str, Any]) -> ResolvedPa
     recorded: dict[str, Any] = {}
     values: dict[str, Any] = {}
     for param in transform.params:
+        if typed and isinstance(given.get(param.name), str) and param.type in _TYPE_WORDS:
+            raise _fail(
+                transform,
+                param,
+                f"expected {_TYPE_WORDS[param.type]}, got the string {given[param.name]!r} "
+                "(write it without quotes)",
+            )
         if param.name in given:
             value = _convert(transform, param, given[param.name])
         elif not param.required:

@@ -208,7 +208,7 @@ CASES = [
     (
         "ValueError: There is no module or parameter named 'lm_head.input_scale'",
         "excluded-quantized-module",
-        "exclude_modules",
+        "remove-quant-exclude-modules --set 'pattern=lm_head*'",
     ),  # 70
     (
         "ValueError: Unsupported architectures: ChatGLMForConditionalGeneration. Supported list: ['ChatGLMForCausalLM', 'ChatGLMModel']",

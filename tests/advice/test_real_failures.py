@@ -49,7 +49,7 @@ EXPECTED = {
     64: ("tokenizer-class", "set-tokenizer-class --set class=LlamaTokenizer"),
     66: ("chat-template-mapping", "set-chat-template"),
     68: ("unknown-quantization", "quant_method"),
-    70: ("excluded-quantized-module", "exclude_modules"),
+    70: ("excluded-quantized-module", "remove-quant-exclude-modules --set 'pattern=lm_head*'"),
     72: ("packed-size-mismatch", "add-quant-exclude-modules"),
     74: ("unsupported-quantization-format", "ModelOpt-format"),
     78: ("unsupported-architecture", "set-architectures"),

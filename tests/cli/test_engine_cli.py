@@ -265,9 +265,9 @@ def test_kv_budget_counts_the_dtype_the_engine_serves(model_checkpoint: object) 
     config = json.loads((root / "config.json").read_text())
     config["torch_dtype"] = "float32"
     (root / "config.json").write_text(json.dumps(config, indent=2))
-    on_h100 = kv_budget(root, gpu="h100", weights_gib=16)
+    on_h100 = kv_budget(root, gpu="h100", weights=16)
     assert on_h100.element_bytes == 2 and on_h100.kv_dtype.startswith("auto -> bfloat16")
-    on_v100 = kv_budget(root, gpu="v100", weights_gib=16)
+    on_v100 = kv_budget(root, gpu="v100", weights=16)
     assert on_v100.element_bytes == 2 and on_v100.kv_dtype.startswith("auto -> float16")
 
 

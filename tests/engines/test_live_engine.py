@@ -76,7 +76,7 @@ def test_kv_budget_gives_the_engines_figures_to_the_token(name: str, tmp_path: P
     budget = kv_budget(
         ckpt,
         gpu="cpu",
-        kv_cache_memory_gib=state["kv_cache_memory_bytes"] / GIB,
+        kv_cache_memory=state["kv_cache_memory_bytes"] / GIB,
         engine=ENGINE,
         kv_dtype=kv_dtype,  # type: ignore[arg-type]
     )
@@ -100,7 +100,7 @@ def _served_context(name: str, tmp_path: Path) -> tuple[int | None, bool]:
     if kv_bytes is not None:
         kv_dtype = "fp8" if _flag(state, "--kv-cache-dtype") == "fp8" else "auto"
         budget = kv_budget(
-            ckpt, gpu="cpu", kv_cache_memory_gib=kv_bytes / GIB, engine=ENGINE, kv_dtype=kv_dtype
+            ckpt, gpu="cpu", kv_cache_memory=kv_bytes / GIB, engine=ENGINE, kv_dtype=kv_dtype
         )  # type: ignore[arg-type]
     if flag == "auto":
         assert budget is not None

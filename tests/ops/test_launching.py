@@ -36,7 +36,9 @@ def test_the_story_from_the_shipped_example(cli: Cli, kimi: Path) -> None:
     plan = json.loads(out)
     assert [a["name"] for a in plan["actions"]] == ["strip-fp8-kv-cache"]
     cap = _flag(plan["flags"], "--max-model-len")
-    bf16 = kv_budget(kimi, gpu="rtx-pro-6000", tp=8, kv_dtype="bf16", engine="vllm==0.16.0")
+    bf16 = kv_budget(
+        kimi, gpu="rtx-pro-6000", tensor_parallel=8, kv_dtype="bf16", engine="vllm==0.16.0"
+    )
     assert not bf16.fits and 131072 <= cap <= bf16.max_tokens
     assert plan["argv"][:3] == ["vllm", "serve", str(kimi)]
     assert _flag(plan["argv"], "--tensor-parallel-size") == 8

