@@ -12,7 +12,8 @@ from patcher.engines.gpus import Gpu
 from patcher.engines.numbers import check_numbers
 from patcher.engines.target import Engine
 from patcher.engines.view import EngineView
-from patcher.engines.vllm_registry import ARCHITECTURES, unknown_architectures
+from patcher.engines.vllm_registry import architectures as architectures_read
+from patcher.engines.vllm_registry import unknown_architectures
 from patcher.store.checkpoint import open_checkpoint
 
 
@@ -40,12 +41,17 @@ def _unknowns(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> tuple[str,
         found.append("config.json names no model (no architectures, no model_type)")
     architectures = config.get("architectures")
     if engine.name == "vllm" and unknown_architectures(engine, architectures) is None:
-        listed = ARCHITECTURES[(0, 32)]
-        odd = [a for a in architectures or [] if isinstance(a, str) and a not in listed]
+        read = architectures_read()
+        odd = [
+            a
+            for a in architectures or []
+            if isinstance(a, str) and not any(a in names for names in read.values())
+        ]
         if odd:
+            releases = ", ".join(f"{major}.{minor}" for major, minor in sorted(read))
             found.append(
                 f"whether {engine}'s model registry lists {odd[0]} (the registry was read for "
-                "vLLM 0.32 only, which does not)"
+                f"vLLM {releases}, none of which does)"
             )
     if engine.name == "sglang" and gpu is not None:
         found.append("which SGLang attention backend takes this config on this GPU (not modelled)")
