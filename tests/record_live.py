@@ -141,6 +141,7 @@ TEMPLATE_C = (
     "{% if add_generation_prompt %}[C] assistant>{% endif %}"
 )
 DELETE = "__delete__"
+HYBRID = ["sliding_attention", "full_attention", "sliding_attention", "full_attention"]
 
 
 @dataclass(frozen=True)
@@ -262,6 +263,28 @@ STATES: tuple[State, ...] = (
     State(
         "g5_tokenizer_class_backend",
         edits={"tokenizer_config.json": {"tokenizer_class": "TokenizersBackend"}},
+    ),
+    # Sliding-window layers (Llama's layer_types, read by vLLM's llama.py): their KV memory
+    # is min(window - 1 + in-flight tokens, max_model_len) per request, whatever the context.
+    State(
+        "h1_sliding_all_262k",
+        "widekv",
+        edits={"config.json": {"layer_types": ["sliding_attention"] * 4, "sliding_window": 1024}},
+        flags=("--max-num-batched-tokens", "2048"),
+        note="full attention needs 2 GiB here (a1)",
+    ),
+    State(
+        "h2_hybrid_262k",
+        "widekv",
+        edits={"config.json": {"layer_types": HYBRID, "sliding_window": 1024}},
+        flags=("--max-num-batched-tokens", "2048"),
+    ),
+    State(
+        "h3_hybrid_kv_2gib",
+        "widekv",
+        edits={"config.json": {"layer_types": HYBRID, "sliding_window": 1024}},
+        flags=("--max-num-batched-tokens", "2048"),
+        kv_bytes=2 * GIB,
     ),
     State("g6_add_eos_token", edits={"tokenizer_config.json": {"add_eos_token": True}}),
     State(

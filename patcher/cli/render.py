@@ -324,10 +324,20 @@ def kv_budget_text(b: KvBudget) -> str:
         f"{b.weights_per_gpu_gib:.2f} GiB ({b.weights_source} / TP) - allowance "
         f"{b.allowance_gib:g} GiB",
         f"free for the KV cache per GPU: {b.free_bytes / 1024**3:.2f} GiB",
-        f"KV cache: {b.kv_cache_tokens // b.block_size:,} blocks of {b.block_size} tokens "
-        f"({b.kv_cache_tokens:,} tokens), one held back",
-        f"longest context that fits: {b.max_tokens:,} tokens",
+        f"KV cache: {b.pool_blocks or b.kv_cache_tokens // b.block_size:,} blocks of "
+        f"{b.block_size} tokens ({b.kv_cache_tokens:,} tokens), one held back",
+        "longest context that fits: any (every layer's KV is bounded by its window)"
+        if b.sliding is not None and b.sliding.layers == b.layers and b.max_tokens >= 2**31 - 1
+        else f"longest context that fits: {b.max_tokens:,} tokens",
     ]
+    if b.sliding is not None:
+        s = b.sliding
+        lines.insert(
+            3,
+            f"sliding window: {s.layers} of {b.layers} layers keep {s.window:,} tokens plus "
+            f"{s.in_flight_tokens:,} in flight ({s.in_flight_source}); the per-token figure "
+            "is the full layers'",
+        )
     if b.config_context is not None:
         verdict = "fits" if b.fits else "does NOT fit"
         lines.append(f"config context {b.config_context:,} tokens ({b.context_source}): {verdict}")

