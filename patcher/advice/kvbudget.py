@@ -99,17 +99,27 @@ class SlidingLayers:
         }
 
 
-def _sliding_layers(model: dict[str, Any], layers: int) -> tuple[int, int] | None:
-    """(count, window) of the layers ``layer_types`` marks "sliding_attention", when the
-    config has a window for them (gpt-oss, Gemma 3, Llama-style hybrids); None otherwise."""
+def _sliding_layers(model: dict[str, Any], layers: int) -> tuple[list[bool], int] | None:
+    """Which layers ``layer_types`` marks "sliding_attention", and their window, when the
+    config has one (gpt-oss, Gemma 3, Llama-style hybrids); None otherwise."""
     kinds = model.get("layer_types")
     window = model.get("sliding_window")
     if model.get("use_sliding_window") is False or not isinstance(window, int) or window < 1:
         return None
     if not isinstance(kinds, list) or len(kinds) != layers:
         return None
-    count = sum(1 for kind in kinds if kind == "sliding_attention")
-    return (count, window) if count else None
+    marks = [kind == "sliding_attention" for kind in kinds]
+    return (marks, window) if any(marks) else None
+
+
+def pipeline_stages(layers: int, stages: int) -> list[tuple[int, int]]:
+    """The layers each pipeline stage holds, as vLLM splits them (distributed/utils.py
+    get_pp_indices, 0.32): evenly, the remainder one each to the stages before the last."""
+    sizes = [layers // stages] * stages
+    for i in range(2, layers % stages + 2):
+        sizes[-i] += 1
+    starts = [sum(sizes[:i]) for i in range(stages)]
+    return [(start, start + size) for start, size in zip(starts, sizes, strict=True)]
 
 
 def _group_size(full: int, sliding: int) -> int:
@@ -150,6 +160,7 @@ class KvBudget(JsonResult):
     kv_cache_memory_gib: float | None = None  # given as --kv-cache-memory: no profiling
     device: str | None = None
     sliding: SlidingLayers | None = None  # layers whose KV is bounded by a window
+    pipeline_parallel: int = 1  # the figures are the stage's that fits the least
     pool_blocks: int = 0  # the blocks of the shared pool (each holds a group of layers)
 
     @property
@@ -201,6 +212,7 @@ class KvBudget(JsonResult):
             "block_size": self.block_size,
             "kv_cache_tokens": self.kv_cache_tokens,
             "pool_blocks": self.pool_blocks,
+            "pipeline_parallel": self.pipeline_parallel,
             "sliding": None if self.sliding is None else self.sliding.to_json(),
             "max_tokens": self.max_tokens,
             "config_context": self.config_context,
@@ -318,6 +330,7 @@ def kv_budget(
     engine: Engine | str | None = None,
     allowance: float | str = ALLOWANCE_GIB,
     kv_cache_memory: float | str | None = None,
+    pipeline_parallel: int = 1,
     revision: str | None = None,
     **renamed: Any,
 ) -> KvBudget:
@@ -328,7 +341,9 @@ def kv_budget(
     are all GPUs' together (default: the weight index). With ``engine``, the KV dtype, the
     default ``gpu_memory_utilization`` (0.9 before vLLM 0.20, 0.92 from it) and the context are
     that version's. ``kv_cache_memory`` is vLLM's ``--kv-cache-memory-bytes``: the KV space
-    itself, which no profiling then sizes (on the CPU, the only way to know it). The older
+    itself, which no profiling then sizes (on the CPU, the only way to know it). With
+    ``pipeline_parallel``, each stage holds its share of the weights and its layers (split as
+    vLLM splits them); the stage that fits the least context decides. The older
     keywords (``tp``, ``weights_gib``, ...) still work and warn."""
     if renamed:
         given = _renamed(renamed)
@@ -346,6 +361,8 @@ def kv_budget(
         figure = (value, f"--weights {value:.2f} GiB")
     elif kv_cache_memory is None and _memory_known(gpu_memory, gpu):
         figure = index_weights(ckpt)
+    if figure is not None and pipeline_parallel > 1:  # each stage holds its share
+        figure = (figure[0] / pipeline_parallel, f"{figure[1]}, over {pipeline_parallel} stages")
     return budget_of_files(
         ckpt.root,
         files,
@@ -359,6 +376,7 @@ def kv_budget(
         engine=engine,
         allowance_gib=allowance,
         kv_cache_memory_gib=kv_cache_memory,
+        pp=pipeline_parallel,
     )
 
 
@@ -413,9 +431,10 @@ def budget_of_files(
     engine: Engine | str | None = None,
     allowance_gib: float | str = ALLOWANCE_GIB,
     kv_cache_memory_gib: float | str | None = None,
+    pp: int = 1,
 ) -> KvBudget:
     """:func:`kv_budget` on config files in memory (``path``: config.json, for messages), with
-    the weights as (GiB, where the figure came from)."""
+    the weights as (GiB, where the figure came from; a pipeline stage's share with ``pp``)."""
     device = parse_gpu(gpu) if isinstance(gpu, str) else gpu
     target = parse_engine(engine) if isinstance(engine, str) else engine
     kv_memory = (
@@ -483,37 +502,49 @@ def budget_of_files(
         per_rank = 2 * max(1, kv_heads // tp) * head_dim
     judge = target or Engine("vllm", (0, 16, 0))
     label, element = _element_bytes(kv_dtype, files, judge, device)
-    bytes_per_token = layers * per_rank * element
     if kv_memory is not None:
         free = int(kv_memory * GIB)
     else:
         free = int(memory * GIB * utilization - weights_value * GIB / tp - allowance * GIB)
     tokens_per_block = block_size(device, attention)
     found = _sliding_layers(model, layers)
-    sliding: SlidingLayers | None = None
-    if found is None:
-        block = bytes_per_token * tokens_per_block
-        blocks = max(0, free // block)
-        # One block is held back for good (the null block): the engine's estimate is one less.
-        max_tokens = max(0, blocks - 1) * tokens_per_block
-        pool_blocks = blocks
-        kv_cache_tokens = blocks * tokens_per_block
-    else:
-        count, window = found
-        cpu = device is not None and device.is_cpu
-        sliding = SlidingLayers(
+    cpu = device is not None and device.is_cpu
+    # Each pipeline stage holds its layers' KV; the stage that fits the least decides.
+    figures: list[tuple[int, int, int, int, SlidingLayers | None]] = []
+    for start, end in pipeline_stages(layers, max(1, pp)):
+        count = sum(found[0][start:end]) if found is not None else 0
+        full = end - start - count
+        if not count:
+            block = full * per_rank * element * tokens_per_block
+            blocks = max(0, free // block) if block else 0
+            # One block is held back for good (the null block): the estimate is one less.
+            figures.append(
+                (
+                    max(0, blocks - 1) * tokens_per_block,
+                    blocks,
+                    blocks * tokens_per_block,
+                    full * per_rank * element,
+                    None,
+                )
+            )
+            continue
+        assert found is not None
+        stage = SlidingLayers(
             count,
-            window,
+            found[1],
             IN_FLIGHT_CPU if cpu else IN_FLIGHT_GPU_ALLOWANCE,
             "vLLM's CPU backend: one batch of 2,048"
             if cpu
             else "an allowance: two batches of 8,192 (the GPU's default varies)",
-            _group_size(layers - count, count),
+            _group_size(full, count),
         )
-        bytes_per_token = (layers - count) * per_rank * element
-        max_tokens, pool_blocks, kv_cache_tokens = _hybrid(
-            layers - count, sliding, per_rank * element, tokens_per_block, free, context_hint(model)
+        longest, pool, logged = _hybrid(
+            full, stage, per_rank * element, tokens_per_block, free, context_hint(model)
         )
+        figures.append((longest, pool, logged, full * per_rank * element, stage))
+    max_tokens, pool_blocks, kv_cache_tokens, bytes_per_token, sliding = min(
+        figures, key=lambda f: f[0]
+    )
     flag_only = False
     if target is not None:
         derived = derive(target, files).max_model_len
@@ -553,6 +584,7 @@ def budget_of_files(
         device=device.name if device is not None else None,
         sliding=sliding,
         pool_blocks=pool_blocks,
+        pipeline_parallel=max(1, pp),
     )
 
 

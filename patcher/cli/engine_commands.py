@@ -274,7 +274,8 @@ def kv_budget_command(
             help="Weights of all GPUs together (default: the index's total_size).",
         ),
     ] = None,
-    tp: Annotated[int, typer.Option("--tp", min=1, metavar="N", help="Tensor-parallel size.")] = 1,
+    tp: TpOpt = None,
+    pp: PpOpt = None,
     kv_dtype: Annotated[
         KvDtype, typer.Option("--kv-dtype", help="KV element type.")
     ] = KvDtype.auto,
@@ -308,7 +309,8 @@ def kv_budget_command(
             gpu_memory=gpu_memory,
             gpu=gpu,
             weights=weights,
-            tensor_parallel=tp,
+            tensor_parallel=tp or 1,
+            pipeline_parallel=pp or 1,
             kv_dtype=kv_dtype.value,
             gpu_memory_utilization=utilization,
             engine=engine,

@@ -317,7 +317,12 @@ def kv_budget_text(b: KvBudget) -> str:
         f"attention: {b.attention}, {b.layers} layers, {b.per_layer_elements} cached elements "
         f"per layer per token ({divided})",
         f"KV dtype: {b.kv_dtype}, {_count(b.element_bytes, 'byte')} per element",
-        f"KV cache per token per GPU (TP={b.tp}): {b.bytes_per_token:,} bytes",
+        f"KV cache per token per GPU (TP={b.tp}): {b.bytes_per_token:,} bytes"
+        + (
+            f" (PP={b.pipeline_parallel}: the stage that fits the least)"
+            if b.pipeline_parallel > 1
+            else ""
+        ),
         f"KV space given (--kv-cache-memory, no profiling): {b.kv_cache_memory_gib:.2f} GiB"
         if b.kv_cache_memory_gib is not None
         else f"per GPU: {b.memory_gib:.2f} GiB x {b.utilization} - weights "
@@ -327,14 +332,14 @@ def kv_budget_text(b: KvBudget) -> str:
         f"KV cache: {b.pool_blocks or b.kv_cache_tokens // b.block_size:,} blocks of "
         f"{b.block_size} tokens ({b.kv_cache_tokens:,} tokens), one held back",
         "longest context that fits: any (every layer's KV is bounded by its window)"
-        if b.sliding is not None and b.sliding.layers == b.layers and b.max_tokens >= 2**31 - 1
+        if b.sliding is not None and b.bytes_per_token == 0 and b.max_tokens >= 2**31 - 1
         else f"longest context that fits: {b.max_tokens:,} tokens",
     ]
     if b.sliding is not None:
         s = b.sliding
         lines.insert(
             3,
-            f"sliding window: {s.layers} of {b.layers} layers keep {s.window:,} tokens plus "
+            f"sliding window: {s.layers} layers (of {b.layers}) keep {s.window:,} tokens plus "
             f"{s.in_flight_tokens:,} in flight ({s.in_flight_source}); the per-token figure "
             "is the full layers'",
         )

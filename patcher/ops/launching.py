@@ -85,6 +85,7 @@ def _memory(ckpt: Checkpoint, files: ConfigFiles, target: Target) -> tuple[KvBud
             utilization=target.gpu_memory_utilization,
             engine=target.engine,
             kv_cache_memory_gib=target.kv_cache_memory_gib,
+            pp=pp,
         )
     except PatcherError as exc:
         return None, f"memory unknown: {exc.problem} ({exc.hint})" if exc.hint else exc.problem
@@ -93,7 +94,7 @@ def _memory(ckpt: Checkpoint, files: ConfigFiles, target: Target) -> tuple[KvBud
         f"({budget.bytes_per_token:,} bytes per token, {budget.kv_dtype})"
     )
     if pp > 1:
-        note += "; the layers split over pipeline stages are counted whole (an overestimate)"
+        note += f" on the pipeline stage that fits the least (of {pp})"
     return budget, note
 
 

@@ -10,6 +10,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from patcher.advice.kvbudget import IN_FLIGHT_GPU_ALLOWANCE, kv_budget
 from tests.conftest import CONFIGS
 
@@ -46,3 +48,33 @@ def test_a_window_on_every_layer_fits_any_context(tmp_path: Path) -> None:
     (root / "config.json").write_text(json.dumps(config))
     budget = kv_budget(root, gpu="h100", weights="65GB", engine="vllm==0.33.0")
     assert budget.fits and budget.bytes_per_token == 0 and budget.command() is None
+
+
+# vLLM 0.32.0's distributed.utils.get_pp_indices, run in the live venv on 2026-12-02.
+VLLM_STAGES = {
+    (61, 2): [(0, 31), (31, 61)],
+    (61, 4): [(0, 15), (15, 30), (30, 46), (46, 61)],
+    (10, 4): [(0, 2), (2, 5), (5, 8), (8, 10)],
+    (7, 5): [(0, 1), (1, 2), (2, 4), (4, 6), (6, 7)],
+}
+
+
+def test_pipeline_stages_split_the_layers_as_vllm_does() -> None:
+    from patcher.advice.kvbudget import pipeline_stages
+
+    for (layers, stages), expected in VLLM_STAGES.items():
+        assert pipeline_stages(layers, stages) == expected
+
+
+def test_pipeline_parallel_counts_the_busiest_stage_and_its_share_of_the_weights() -> None:
+    """Kimi-K2.5 (61 MLA layers) on PP 2 x TP 4: the first stage holds 31 layers, so 31 x 576
+    x 2 bytes per token in bf16 (not 61's), beside half the weights per GPU."""
+    from tests.conftest import SNAPSHOTS
+
+    kimi = SNAPSHOTS / "example" / "kimi-k2.5-nvfp4"
+    args = {"gpu": "rtx-pro-6000", "engine": "vllm==0.16.0", "kv_dtype": "bf16"}
+    staged = kv_budget(kimi, tensor_parallel=4, pipeline_parallel=2, **args)  # type: ignore[arg-type]
+    flat = kv_budget(kimi, tensor_parallel=8, **args)  # type: ignore[arg-type]
+    assert staged.bytes_per_token == 31 * 576 * 2 and flat.bytes_per_token == 61 * 576 * 2
+    assert staged.weights_per_gpu_gib == pytest.approx(flat.weights_per_gpu_gib)
+    assert staged.max_tokens > 1.9 * flat.max_tokens

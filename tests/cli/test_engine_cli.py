@@ -474,7 +474,7 @@ def test_sglang_stop_ids_judge_the_eos_fix(cli: Cli, model_checkpoint: object) -
     ("config", "engine", "said"),
     [
         ({"a": 1}, "vllm==0.16.0", "names no model"),
-        ({"architectures": ["KimiK99X"], "model_type": "x"}, "vllm==0.33.0", "registry"),
+        ({"architectures": ["KimiK99X"], "model_type": "x"}, "vllm==0.20.0", "registry"),
     ],
 )
 def test_check_says_unknown_where_the_model_does_not_cover_it(
