@@ -49,6 +49,17 @@ def build_cases(work: Path) -> dict[str, str]:
         for expected in sorted((SNAPSHOTS / "expected").glob(f"*/{model.name}")):
             make(f"{model.name}+{expected.parent.name}", [model, expected])
     make("example-kimi-k2.5-nvfp4", [SNAPSHOTS / "example" / "kimi-k2.5-nvfp4"])
+    # set-fp8-kv-cache applies to no snapshot as published (each declares its FP8 KV): Kimi
+    # after strip-fp8-kv-cache, then set-fp8-kv-cache, as patcher writes it.
+    back = work / "kimi-k2.5-nvfp4+strip-fp8-kv-cache+set-fp8-kv-cache"
+    make(back.name, [SNAPSHOTS / "configs" / "kimi-k2.5-nvfp4"])
+    for name in ("hf_quant_config.json",):
+        shutil.copyfile(SNAPSHOTS / "example" / "kimi-k2.5-nvfp4" / name, back / name)
+    from patcher import api
+
+    api.apply(back, "strip-fp8-kv-cache")
+    api.apply(back, "set-fp8-kv-cache")
+    shutil.rmtree(back / ".patcher")
     # What strip-fp8-kv-cache wrote before it nulled the key: the nested layout without it.
     removed = work / "qwen3-30b-a3b-nvfp4~kv-key-removed"
     make(removed.name, [SNAPSHOTS / "configs" / "qwen3-30b-a3b-nvfp4"])

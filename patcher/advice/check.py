@@ -22,7 +22,7 @@ from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.model import derive
 from patcher.engines.target import Engine, parse_engine
 from patcher.engines.templates import JINJA_FILE, served_template
-from patcher.engines.view import EngineView
+from patcher.engines.view import EngineView, StartupError
 from patcher.engines.vllm import BOM_JUDGED as VLLM_BOM_JUDGED
 from patcher.engines.vllm import partial_sliding_window as vllm_partial_sliding_window
 from patcher.errors import TargetError
@@ -562,16 +562,27 @@ def check_checkpoint(
         and view.starts
         and (tensor_parallel is not None or kv_cache_memory is not None)
     ):
-        findings += memory_finding(
-            ckpt,
-            parsed,
-            view,
-            device,
-            tensor_parallel or 1,
-            None
-            if kv_cache_memory is None
-            else parse_size_gib(kv_cache_memory, "--kv-cache-memory"),
+        memory = list(
+            memory_finding(
+                ckpt,
+                parsed,
+                view,
+                device,
+                tensor_parallel or 1,
+                None
+                if kv_cache_memory is None
+                else parse_size_gib(kv_cache_memory, "--kv-cache-memory"),
+            )
         )
+        findings += memory
+        if memory:  # the KV check after the weights load fails: the server does not start
+            view = replace(
+                view,
+                startup_errors=(
+                    *view.startup_errors,
+                    StartupError(memory[0].message, code="kv-memory", file="config.json"),
+                ),
+            )
     findings = [
         replace(f, note=notes[f.transform]) if f.note is None and f.transform in notes else f
         for f in findings

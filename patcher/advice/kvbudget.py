@@ -13,7 +13,7 @@ The formula is vLLM's (v1 KV-cache spec and ``_check_enough_kv_cache_memory``), 
 A layer ``layer_types`` marks "sliding_attention" (gpt-oss, Gemma 3) holds at most its window
 plus the tokens in flight, ceil(min(W - 1 + F, L) / B) + 1 blocks, whatever L; the per-token
 figure is then the full layers', and one pool block holds a KV-cache group of layers
-(``_hybrid``, vLLM 0.32's kv_cache_interface and kv_cache_utils, held to the live engine).
+(``kv_layers``, vLLM 0.32's kv_cache_interface and kv_cache_utils, held to the live engine).
 
 B is 16 tokens on the GPU backends and 128 on vLLM's CPU backend (16 for MLA there); the
 engine's "estimated maximum model length" is (blocks - 1) x B, to the token on the CPU build
@@ -39,6 +39,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from patcher.advice.kv_layers import (
+    IN_FLIGHT_CPU,
+    IN_FLIGHT_GPU_ALLOWANCE,
+    SlidingLayers,
+    context_hint,
+    group_size,
+    hybrid_figures,
+    pipeline_stages,
+    sliding_layers,
+)
 from patcher.engines.files import ConfigFiles, read_config_files
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.model import derive
@@ -66,69 +76,6 @@ _UNITS = {
     "tib": 1024.0,
     "tb": 1e12 / GIB,
 }
-
-
-# Tokens scheduled but not yet freed, which a sliding-window layer holds beside its window
-# (vLLM 0.32 SlidingWindowSpec: max_concurrent_batches x max_num_batched_tokens). On the CPU
-# backend 2,048 (one batch of the API server's default; the live engine agrees to the token,
-# states h2 and h3); on GPUs it depends on the GPU and async scheduling, so an allowance: two
-# batches of 8,192 (the API server's default on large GPUs).
-IN_FLIGHT_CPU = 2048
-IN_FLIGHT_GPU_ALLOWANCE = 2 * 8192
-LONGEST = 2**31 - 1
-
-
-@dataclass(frozen=True, slots=True)
-class SlidingLayers:
-    """The sliding-window layers of a config (``layer_types``), and what bounds their KV."""
-
-    layers: int
-    window: int
-    in_flight_tokens: int
-    in_flight_source: str
-    group_size: int  # layers per KV-cache group: one pool block holds a group's block
-
-    def to_json(self) -> dict[str, Any]:
-        """Sliding layers as JSON."""
-        return {
-            "layers": self.layers,
-            "window": self.window,
-            "in_flight_tokens": self.in_flight_tokens,
-            "in_flight_source": self.in_flight_source,
-            "group_size": self.group_size,
-        }
-
-
-def _sliding_layers(model: dict[str, Any], layers: int) -> tuple[list[bool], int] | None:
-    """Which layers ``layer_types`` marks "sliding_attention", and their window, when the
-    config has one (gpt-oss, Gemma 3, Llama-style hybrids); None otherwise."""
-    kinds = model.get("layer_types")
-    window = model.get("sliding_window")
-    if model.get("use_sliding_window") is False or not isinstance(window, int) or window < 1:
-        return None
-    if not isinstance(kinds, list) or len(kinds) != layers:
-        return None
-    marks = [kind == "sliding_attention" for kind in kinds]
-    return (marks, window) if any(marks) else None
-
-
-def pipeline_stages(layers: int, stages: int) -> list[tuple[int, int]]:
-    """The layers each pipeline stage holds, as vLLM splits them (distributed/utils.py
-    get_pp_indices, 0.32): evenly, the remainder one each to the stages before the last."""
-    sizes = [layers // stages] * stages
-    for i in range(2, layers % stages + 2):
-        sizes[-i] += 1
-    starts = [sum(sizes[:i]) for i in range(stages)]
-    return [(start, start + size) for start, size in zip(starts, sizes, strict=True)]
-
-
-def _group_size(full: int, sliding: int) -> int:
-    """vLLM's KV-cache group size (kv_cache_utils, 0.32): the smaller count of layers of one
-    kind, or the larger when they are within 1.5x of each other; all layers when uniform."""
-    if not full or not sliding:
-        return full + sliding
-    small, large = min(full, sliding), max(full, sliding)
-    return large if large < small * 1.5 else small
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -507,7 +454,7 @@ def budget_of_files(
     else:
         free = int(memory * GIB * utilization - weights_value * GIB / tp - allowance * GIB)
     tokens_per_block = block_size(device, attention)
-    found = _sliding_layers(model, layers)
+    found = sliding_layers(model, layers)
     cpu = device is not None and device.is_cpu
     # Each pipeline stage holds its layers' KV; the stage that fits the least decides.
     figures: list[tuple[int, int, int, int, SlidingLayers | None]] = []
@@ -536,9 +483,9 @@ def budget_of_files(
             "vLLM's CPU backend: one batch of 2,048"
             if cpu
             else "an allowance: two batches of 8,192 (the GPU's default varies)",
-            _group_size(full, count),
+            group_size(full, count),
         )
-        longest, pool, logged = _hybrid(
+        longest, pool, logged = hybrid_figures(
             full, stage, per_rank * element, tokens_per_block, free, context_hint(model)
         )
         figures.append((longest, pool, logged, full * per_rank * element, stage))
@@ -586,50 +533,3 @@ def budget_of_files(
         pool_blocks=pool_blocks,
         pipeline_parallel=max(1, pp),
     )
-
-
-def context_hint(model: dict[str, Any]) -> int | None:
-    """The context the engine would serve, for the KV cache size it logs (a hybrid's size in
-    tokens depends on it): max_position_embeddings."""
-    raw = model.get("max_position_embeddings")
-    return raw if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0 else None
-
-
-def _hybrid(
-    full: int,
-    sliding: SlidingLayers,
-    layer_token_bytes: int,
-    block: int,
-    free: int,
-    context: int | None,
-) -> tuple[int, int, int]:
-    """(longest context, pool blocks, logged KV cache size) for a model with sliding-window
-    layers, as vLLM 0.32 counts them (v1/kv_cache_interface.py and core/kv_cache_utils.py):
-    a full layer needs ceil(L / B) blocks, a sliding one ceil(min(W - 1 + F, L) / B) + 1, the
-    start-up check holds one pool block back, and the logged size is the pool's blocks over a
-    request's blocks, times the context."""
-    page = block * layer_token_bytes
-
-    def window_blocks(length: int) -> int:
-        span = min(sliding.window - 1 + sliding.in_flight_tokens, length)
-        return -(-span // block) + 1
-
-    def needed(length: int) -> int:
-        full_blocks = full * -(-length // block)
-        return (full_blocks + sliding.layers * window_blocks(length)) * page
-
-    usable = free - page * sliding.group_size
-    low, high, longest = 1, LONGEST, 0
-    if usable > 0 and needed(1) <= usable:
-        while low <= high:
-            mid = (low + high) // 2
-            if needed(mid) <= usable:
-                longest, low = mid, mid + 1
-            else:
-                high = mid - 1
-    pool = max(0, free // (page * sliding.group_size))
-    length = context or block
-    groups_full = -(-full // sliding.group_size) if full else 0
-    groups_sliding = -(-sliding.layers // sliding.group_size)
-    per_request = groups_full * -(-length // block) + groups_sliding * window_blocks(length)
-    return longest, pool, int(pool / per_request * length)

@@ -53,11 +53,17 @@ Explain = Callable[[re.Match[str], LogContext], tuple[str, list[Fix]]]
 Rule = tuple[str, re.Pattern[str], Explain]
 
 
-def _fp8_layout_required(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+def _fp8_layout_required(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     return (
         "this model's MLA layout (DeepSeek-V4's fp8_ds_mla) needs an FP8 KV cache, and "
         "--kv-cache-dtype auto did not resolve to one: do not strip the FP8 KV directive here",
-        [Fix("flag", "--kv-cache-dtype fp8")],
+        [
+            Fix("flag", "--kv-cache-dtype fp8"),
+            replace(
+                ctx.apply("set-fp8-kv-cache"),
+                note="a ModelOpt checkpoint, where the flag cannot be passed",
+            ),
+        ],
     )
 
 

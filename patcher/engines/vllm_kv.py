@@ -54,22 +54,27 @@ ACT_DTYPES = {
 }
 
 
+# From this release every dense MLA backend lists float16, and TRITON_MLA (the one on SM12x)
+# takes an FP8 cache (PR #34597). Read from each backend's supported_kv_cache_dtypes in the
+# wheels and venvs of 0.16.0 to 0.23.0, 0.30.0, 0.32.0 and 0.33.0
+# (snapshots/engines/mla-backends-vllm.json, tests/record_mla_backends.py).
+MLA_DTYPES_WIDENED = (0, 18, 0)
+
+
 def backend_table(engine: Engine) -> dict[str, tuple[tuple[int, ...], tuple[str, ...]]]:
     """Dense MLA backends: compute-capability majors and KV dtypes (v1/attention/backends/mla)."""
-    triton: tuple[str, ...]
-    if engine.at_least(0, 18):
-        triton = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3")  # PR #34597
-    elif engine.at_least(0, 15):
-        triton = ("auto", "bfloat16")  # PR #32795
+    if engine.at_least(*MLA_DTYPES_WIDENED[:2]):
+        fp8: tuple[str, ...] = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3")
+        dense: tuple[str, ...] = ("auto", "float16", "bfloat16")
+        triton: tuple[str, ...] = fp8
     else:
-        triton = ("auto",)
-    fp8: tuple[str, ...] = ("auto", "bfloat16", "fp8", "fp8_e4m3")
-    if engine.at_least(0, 33):
-        fp8 = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3")
+        fp8 = ("auto", "bfloat16", "fp8", "fp8_e4m3")
+        dense = ("auto", "bfloat16")
+        triton = ("auto", "bfloat16") if engine.at_least(0, 15) else ("auto",)  # PR #32795
     return {
         "FLASHINFER_MLA": ((10,), fp8),
         "CUTLASS_MLA": ((10,), fp8),
-        "FLASH_ATTN_MLA": ((9,), ("auto", "bfloat16")),
+        "FLASH_ATTN_MLA": ((9,), dense),
         "FLASHMLA": ((9, 10), fp8),
         "TRITON_MLA": ((), triton),  # any capability
     }

@@ -772,3 +772,28 @@ def test_an_eos_id_past_the_vocabulary_is_refused_with_nothing_written(
     assert (
         cli("apply", kimi, "fix-generation-eos-token-id", "--set", "eos=[163585, 163586]")[0] == 0
     )
+
+
+def test_set_fp8_kv_cache_is_strips_inverse_on_kimi(cli: Cli, kimi: Path) -> None:
+    """On Kimi as published (its FP8 KV declared) it changes nothing; after strip-fp8-kv-cache
+    it declares FP8 again, so vLLM 0.33's 'auto' is fp8_e4m3 (the engine truth records it),
+    and it reverts byte for byte."""
+    assert cli("apply", kimi, "set-fp8-kv-cache")[1].startswith("nothing to do")
+    assert cli("apply", kimi, "strip-fp8-kv-cache")[0] == 0
+    stripped = tree_bytes(kimi)
+    code, out, err = cli("apply", kimi, "set-fp8-kv-cache", "--engine", "vllm==0.33.0")
+    assert code == 0, err
+    report = json.loads(cli("check", kimi, "--engine", "vllm==0.33.0", "--json")[1])
+    assert report["engine"]["kv_cache_dtype"] == "fp8_e4m3"
+    assert cli("revert", kimi, "set-fp8-kv-cache")[0] == 0
+    assert {k: v for k, v in tree_bytes(kimi).items() if not k.startswith(".patcher")} == {
+        k: v for k, v in stripped.items() if not k.startswith(".patcher")
+    }
+
+
+def test_set_fp8_kv_cache_refuses_a_checkpoint_that_is_not_modelopt(
+    cli: Cli, tmp_path: Path
+) -> None:
+    build_tree(tmp_path, {"config.json": '{"model_type": "llama"}'})
+    code, _, err = cli("apply", tmp_path, "set-fp8-kv-cache")
+    assert code == 1 and "hf_quant_config.json" in err

