@@ -56,9 +56,11 @@ ACT_DTYPES = {
 
 # From this release every dense MLA backend lists float16, and TRITON_MLA (the one on SM12x)
 # takes an FP8 cache (PR #34597). Read from each backend's supported_kv_cache_dtypes in the
-# wheels and venvs of 0.16.0 to 0.23.0, 0.30.0, 0.32.0 and 0.33.0
+# wheels and venvs of 0.13.0 to 0.23.0, 0.30.0, 0.32.0 and 0.33.0
 # (snapshots/engines/mla-backends-vllm.json, tests/record_mla_backends.py).
 MLA_DTYPES_WIDENED = (0, 18, 0)
+# Before this release no dense MLA backend lists bfloat16 (0.13.0, 0.14.0 read; PR #32795).
+MLA_BFLOAT16_FROM = (0, 15, 0)
 
 
 def backend_table(engine: Engine) -> dict[str, tuple[tuple[int, ...], tuple[str, ...]]]:
@@ -67,10 +69,14 @@ def backend_table(engine: Engine) -> dict[str, tuple[tuple[int, ...], tuple[str,
         fp8: tuple[str, ...] = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3")
         dense: tuple[str, ...] = ("auto", "float16", "bfloat16")
         triton: tuple[str, ...] = fp8
-    else:
+    elif engine.at_least(*MLA_BFLOAT16_FROM[:2]):
         fp8 = ("auto", "bfloat16", "fp8", "fp8_e4m3")
         dense = ("auto", "bfloat16")
-        triton = ("auto", "bfloat16") if engine.at_least(0, 15) else ("auto",)  # PR #32795
+        triton = dense
+    else:
+        fp8 = ("auto", "fp8", "fp8_e4m3")
+        dense = ("auto",)
+        triton = dense
     return {
         "FLASHINFER_MLA": ((10,), fp8),
         "CUTLASS_MLA": ((10,), fp8),
