@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,9 +52,9 @@ class Overrides(JsonResult):
     @property
     def command(self) -> str:
         """A ``vllm serve`` line with the equivalents (for the edits that have one)."""
-        parts = ["vllm serve", str(self.checkpoint)]
-        if self.hf_overrides:
-            parts.append(f"--hf-overrides '{json.dumps(self.hf_overrides)}'")
+        parts = ["vllm serve", shlex.quote(str(self.checkpoint))]
+        if self.hf_overrides:  # argv-quoted: the line runs as pasted
+            parts.append("--hf-overrides " + shlex.quote(json.dumps(self.hf_overrides)))
         return " ".join([*parts, *self.flags])
 
     def to_json(self) -> dict[str, Any]:
