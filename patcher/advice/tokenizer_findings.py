@@ -15,8 +15,6 @@ from patcher.engines.templates import JINJA_FILE, served_template
 Get = Callable[[str], Any]
 Apply = Callable[..., str]
 
-# Tokens chat templates close a turn with, which the model emits when its answer ends. Not
-# gpt-oss's <|end|>: it closes an analysis message and the model goes on after it.
 # Special tokens a chat turn starts with (ChatML, Llama 3, Gemma, Command-R, Phi).
 TURN_STARTS = (
     "<|im_start|>",
@@ -25,6 +23,8 @@ TURN_STARTS = (
     "<|START_OF_TURN_TOKEN|>",
     "<|user|>",
 )
+# Tokens chat templates close a turn with, which the model emits when its answer ends. Not
+# gpt-oss's <|end|>: it closes an analysis message and the model goes on after it.
 TURN_ENDS = ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|END_OF_TURN_TOKEN|>")
 
 
@@ -84,7 +84,10 @@ def missing_template(get: Get, has_file: Callable[[str], bool], arg: str) -> Ite
         return
     if has_file(JINJA_FILE) or has_file("chat_template.json"):
         return
-    starts = [t for t in TURN_STARTS if t in _special_ids(get)]
+    special = _special_ids(get, ())
+    if not any(t in special for t in TURN_STARTS):
+        special = _special_ids(get, TURN_STARTS)
+    starts = [t for t in TURN_STARTS if t in special]
     if not starts:
         return
     yield Finding(
@@ -101,17 +104,20 @@ def missing_template(get: Get, has_file: Callable[[str], bool], arg: str) -> Ite
     )
 
 
-def _special_ids(get: Get) -> dict[str, int]:
-    """The special tokens' ids: tokenizer.json's added tokens, then tokenizer_config.json's
-    added_tokens_decoder."""
+def _special_ids(get: Get, wanted: tuple[str, ...]) -> dict[str, int]:
+    """The ids of the ``wanted`` special tokens: tokenizer_config.json's added_tokens_decoder,
+    and tokenizer.json's added tokens only for those it lacks (tokenizer.json can be tens of
+    megabytes, so it is read only when needed)."""
     ids: dict[str, int] = {}
-    for token in _key(get("tokenizer.json"), "added_tokens") or []:
-        if isinstance(token, dict) and isinstance(token.get("id"), int):
-            ids.setdefault(str(token.get("content")), token["id"])
     decoder = _key(get("tokenizer_config.json"), "added_tokens_decoder")
     for number, token in (decoder or {}).items() if isinstance(decoder, dict) else ():
         if isinstance(token, dict) and str(number).isdigit():
             ids.setdefault(str(token.get("content")), int(number))
+    if all(w in ids for w in wanted):
+        return ids
+    for token in _key(get("tokenizer.json"), "added_tokens") or []:
+        if isinstance(token, dict) and isinstance(token.get("id"), int):
+            ids.setdefault(str(token.get("content")), token["id"])
     return ids
 
 
@@ -129,9 +135,12 @@ def turn_end_not_stopped(get: Get, apply: Apply) -> Iterator[Finding]:
     generation = get("generation_config.json")
     if template is None or not isinstance(tokenizer, dict) or not isinstance(generation, dict):
         return  # the fix is generation_config.json's list
-    special = _special_ids(get)
     eos = _key(tokenizer, "eos_token")
     eos = eos.get("content") if isinstance(eos, dict) else eos
+    used = tuple(t for t in TURN_ENDS if t in template)
+    if not used:
+        return
+    special = _special_ids(get, (*used, eos) if isinstance(eos, str) else used)
     stops = _ids(_key(generation, "eos_token_id"))
     if isinstance(eos, str) and eos in special:
         stops.add(special[eos])
