@@ -458,7 +458,7 @@ def budget_of_files(
     cpu = device is not None and device.is_cpu
     # Each pipeline stage holds its layers' KV; the stage that fits the least decides.
     figures: list[tuple[int, int, int, int, SlidingLayers | None]] = []
-    for start, end in pipeline_stages(layers, max(1, pp)):
+    for start, end in [s for s in pipeline_stages(layers, max(1, pp)) if s[1] > s[0]]:
         count = sum(found[0][start:end]) if found is not None else 0
         full = end - start - count
         if not count:
