@@ -49,6 +49,7 @@ from patcher.advice.kv_layers import (
     pipeline_stages,
     sliding_layers,
 )
+from patcher.advice.weights import weights_warning
 from patcher.engines.files import ConfigFiles, read_config_files
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.model import derive
@@ -108,6 +109,7 @@ class KvBudget(JsonResult):
     device: str | None = None
     sliding: SlidingLayers | None = None  # layers whose KV is bounded by a window
     pipeline_parallel: int = 1  # the figures are the stage's that fits the least
+    weights_warning: str | None = None  # the weights figure is far from what the config implies
     pool_blocks: int = 0  # the blocks of the shared pool (each holds a group of layers)
 
     @property
@@ -152,6 +154,7 @@ class KvBudget(JsonResult):
             "gpu_memory_utilization": self.utilization,
             "weights_per_gpu_gib": round(self.weights_per_gpu_gib, 2),
             "weights_source": self.weights_source,
+            "weights_warning": self.weights_warning,
             "allowance_gib": self.allowance_gib,
             "kv_cache_memory_gib": self.kv_cache_memory_gib,
             "device": self.device,
@@ -532,4 +535,7 @@ def budget_of_files(
         sliding=sliding,
         pool_blocks=pool_blocks,
         pipeline_parallel=max(1, pp),
+        weights_warning=None
+        if weights is None
+        else weights_warning(weights_value * max(1, pp), files.config, files.hf_quant),
     )

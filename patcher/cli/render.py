@@ -346,6 +346,8 @@ def kv_budget_text(b: KvBudget) -> str:
     if b.config_context is not None:
         verdict = "fits" if b.fits else "does NOT fit"
         lines.append(f"config context {b.config_context:,} tokens ({b.context_source}): {verdict}")
+    if b.weights_warning:
+        lines.append(f"warning: {b.weights_warning}")
     if b.free_bytes <= 0:
         lines.append("the weights alone exceed the usable memory of each GPU: use more GPUs (--tp)")
     command = b.command()

@@ -95,6 +95,8 @@ def _memory(ckpt: Checkpoint, files: ConfigFiles, target: Target) -> tuple[KvBud
     )
     if pp > 1:
         note += f" on the pipeline stage that fits the least (of {pp})"
+    if budget.weights_warning:
+        note += f"; warning: {budget.weights_warning}"
     return budget, note
 
 
