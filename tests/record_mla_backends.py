@@ -86,6 +86,9 @@ def main() -> int:
     recorded = json.loads(OUT.read_text())["releases"] if OUT.exists() else {}
     for wheel in map(Path, sys.argv[1:]):
         version, found = read(wheel)
+        if all(value is None for value in found.values()):
+            print(version, "declares no supported_kv_cache_dtypes (before 0.12): not recorded")
+            continue
         recorded[version] = found
         print(version, {k: v for k, v in found.items()})
     OUT.write_text(

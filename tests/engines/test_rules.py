@@ -1,0 +1,42 @@
+"""The engine model's version boundaries against every vLLM release read.
+
+``snapshots/engines/rules-vllm.json`` (tests/record_rules.py) holds, per release from 0.10.1 to
+0.33.0, which side of each rule its own source is on; the model's constant for each boundary
+must put every release read on the same side."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from patcher.engines import vllm, vllm_kv
+from tests.conftest import SNAPSHOTS
+
+RELEASES: dict[str, dict[str, bool]] = json.loads(
+    (SNAPSHOTS / "engines" / "rules-vllm.json").read_text()
+)["releases"]
+# rule -> (the model's boundary, whether releases from it on have the rule)
+BOUNDARIES = {
+    "yarn_derives_from_original": (vllm.YARN_KEEPS_MAX_POSITION, False),
+    "auto_gptq": (vllm.AUTO_GPTQ_FROM, True),
+    "kv_auto_from_checkpoint": (vllm_kv.KV_AUTO_FROM_CHECKPOINT, True),
+}
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split("."))
+
+
+def test_every_minor_release_from_0_10_to_0_33_was_read() -> None:
+    minors = {_version(v)[:2] for v in RELEASES}
+    assert {(0, m) for m in range(10, 34)} <= minors, sorted(
+        {(0, m) for m in range(10, 34)} - minors
+    )
+
+
+@pytest.mark.parametrize("version", sorted(RELEASES, key=_version))
+def test_each_boundary_puts_the_release_on_its_side(version: str) -> None:
+    for rule, (first, from_on) in BOUNDARIES.items():
+        expected = from_on if _version(version) >= first else not from_on
+        assert RELEASES[version][rule] is expected, (rule, version, first)
