@@ -6,7 +6,9 @@ read from the release's own pure-Python source (no import, no GPU):
   _get_and_verify_max_len), before the rule that keeps max_position_embeddings;
 - ``auto_gptq``: quant_method gptq resolves to auto_gptq (``"auto_gptq"`` in the config code);
 - ``kv_auto_from_checkpoint``: ``--kv-cache-dtype auto`` is resolved from the checkpoint's
-  quantization config (``resolve_kv_cache_dtype_string``).
+  quantization config (``resolve_kv_cache_dtype_string``);
+- ``quantization_methods``: the names the release registers (``QuantizationMethods``), which
+  config/model.py checks quant_method against ("Unknown quantization method").
 
     pip download --no-deps vllm==X.Y.Z -d WHEELS     # per release
     python tests/record_rules.py WHEELS/vllm-*.whl [X.Y.Z=VENV/lib/python3.11/site-packages]
@@ -22,29 +24,34 @@ import re
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "snapshots" / "engines" / "rules-vllm.json"
 CONFIG_FILES = ("vllm/config/model.py", "vllm/config.py", "vllm/config/__init__.py")
 TORCH_UTILS = ("vllm/utils/torch_utils.py", "vllm/utils/__init__.py", "vllm/utils.py")
+QUANTIZATION = ("vllm/model_executor/layers/quantization/__init__.py",)
+METHODS = re.compile(r"QuantizationMethods\s*=\s*Literal\[(.*?)\]", re.S)
 YARN_OLD = re.compile(r"derived_max_model_len\s*=\s*\w+\[\s*\"original_max_position_embeddings\"")
 
 
-def _rules(read: dict[str, str]) -> dict[str, bool]:
+def _rules(read: dict[str, str]) -> dict[str, Any]:
     config = "".join(read.get(name, "") for name in CONFIG_FILES)
     torch_utils = "".join(read.get(name, "") for name in TORCH_UTILS)
-    if not config:
-        raise SystemExit("no vllm/config code in this release")
+    listed = METHODS.search("".join(read.get(name, "") for name in QUANTIZATION))
+    if not config or listed is None:
+        raise SystemExit("no vllm/config code or QuantizationMethods in this release")
     return {
         "yarn_derives_from_original": YARN_OLD.search(config) is not None,
         "auto_gptq": '"auto_gptq"' in config,
         "kv_auto_from_checkpoint": "def resolve_kv_cache_dtype_string" in torch_utils,
+        "quantization_methods": sorted(re.findall(r'"([\w-]+)"', listed.group(1))),
     }
 
 
-def read(source: str) -> tuple[str, dict[str, bool]]:
+def read(source: str) -> tuple[str, dict[str, Any]]:
     """A wheel (vllm-X.Y.Z-...whl), or X.Y.Z=SITE_PACKAGES for an installed release."""
-    names = (*CONFIG_FILES, *TORCH_UTILS)
+    names = (*CONFIG_FILES, *TORCH_UTILS, *QUANTIZATION)
     if "=" in source:
         version, _, folder = source.partition("=")
         return version, _rules(

@@ -19,9 +19,10 @@ KV_AUTO_FROM_CHECKPOINT = (0, 14, 0)
 MODELOPT_KV_MAP = {"fp8": "fp8_e4m3", "nvfp4": "nvfp4"}
 
 
-# Methods a version no longer registers (config/model.py "Unknown quantization method"),
-# first seen missing in the sampled release named.
-REMOVED_METHODS = {"bitsandbytes": (0, 33, 0)}
+# Methods a version no longer registers (config/model.py "Unknown quantization method"): the
+# first release whose QuantizationMethods lacks it, read from every minor release 0.10.1 to
+# 0.33.0 (snapshots/engines/rules-vllm.json): bitsandbytes is listed up to 0.27.0.
+REMOVED_METHODS = {"bitsandbytes": (0, 28, 0)}
 
 
 # get_min_capability() of each quantization config (x10: 89 means 8.9).

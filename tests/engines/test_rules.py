@@ -7,13 +7,14 @@ must put every release read on the same side."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
 from patcher.engines import vllm, vllm_kv
 from tests.conftest import SNAPSHOTS
 
-RELEASES: dict[str, dict[str, bool]] = json.loads(
+RELEASES: dict[str, dict[str, Any]] = json.loads(
     (SNAPSHOTS / "engines" / "rules-vllm.json").read_text()
 )["releases"]
 # rule -> (the model's boundary, whether releases from it on have the rule)
@@ -40,3 +41,14 @@ def test_each_boundary_puts_the_release_on_its_side(version: str) -> None:
     for rule, (first, from_on) in BOUNDARIES.items():
         expected = from_on if _version(version) >= first else not from_on
         assert RELEASES[version][rule] is expected, (rule, version, first)
+
+
+@pytest.mark.parametrize("version", sorted(RELEASES, key=_version))
+def test_a_removed_quantization_method_is_registered_exactly_before_its_boundary(
+    version: str,
+) -> None:
+    """The model refuses a method from the release it was removed in (bitsandbytes: 0.28.0,
+    where the sampled releases had put it at 0.33.0)."""
+    for method, first in vllm_kv.REMOVED_METHODS.items():
+        listed = method in RELEASES[version]["quantization_methods"]
+        assert listed is (_version(version) < first), (method, version)
