@@ -9,7 +9,33 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with the wheel of this repository, built once for the module's tests."""
+    folder = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(folder),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+        cwd=folder,
+    )
+    return folder
 
 
 def _install(source: Path, target: Path) -> Path:
@@ -22,25 +48,8 @@ def _install(source: Path, target: Path) -> Path:
     return target
 
 
-def test_wheel_ships_catalog_under_patcher_only(tmp_path: Path) -> None:
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(tmp_path / "dist"),
-            str(ROOT),
-        ],
-        check=True,
-        capture_output=True,
-        cwd=tmp_path,
-    )
-    (wheel,) = (tmp_path / "dist").glob("checkpoint_patcher-*.whl")
+def test_wheel_ships_catalog_under_patcher_only(dist: Path, tmp_path: Path) -> None:
+    (wheel,) = dist.glob("checkpoint_patcher-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     top_level = {n.split("/")[0] for n in names}
     assert top_level == {
@@ -159,27 +168,9 @@ def test_the_readme_python_example_runs_unchanged_on_the_installed_package(
     assert typed.returncode == 0, typed.stdout + typed.stderr
 
 
-def test_the_dockerfile_installs_the_wheel_built_here(tmp_path: Path) -> None:
+def test_the_dockerfile_installs_the_wheel_built_here(dist: Path, tmp_path: Path) -> None:
     """The image's install step, run in a venv: the wheel of this repository (never a
     package fetched by the name patcher) installs with its dependencies and runs."""
-    dist = tmp_path / "dist"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(dist),
-            str(ROOT),
-        ],
-        check=True,
-        capture_output=True,
-        cwd=tmp_path,
-    )
     dockerfile = (ROOT / "Dockerfile").read_text()
     (copy,) = [line.split()[1] for line in dockerfile.splitlines() if line.startswith("COPY ")]
     (run,) = [line[4:] for line in dockerfile.splitlines() if line.startswith("RUN ")]

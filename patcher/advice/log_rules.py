@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from patcher.advice.tokenizer_findings import TOKENIZER_CLASS_RENAMES
+
 
 @dataclass(frozen=True, slots=True)
 class Fix:
@@ -39,15 +41,6 @@ class LogContext:
     def at_least(self, *version: int) -> bool | None:
         return None if self.version is None else self.version >= version
 
-
-# Tokenizer classes a transformers lacks, and the one to write: an early conversion's spelling
-# (no released transformers has it), and transformers 5's generic fast tokenizer, which
-# transformers 4 calls PreTrainedTokenizerFast (present in both).
-TOKENIZER_CLASS_RENAMES = {
-    "LLaMATokenizer": "LlamaTokenizer",
-    "LLaMATokenizerFast": "LlamaTokenizerFast",
-    "TokenizersBackend": "PreTrainedTokenizerFast",
-}
 
 Explain = Callable[[re.Match[str], LogContext], tuple[str, list[Fix]]]
 Rule = tuple[str, re.Pattern[str], Explain]

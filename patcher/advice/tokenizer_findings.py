@@ -9,8 +9,16 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from patcher.advice.finding import Finding
-from patcher.advice.log_rules import TOKENIZER_CLASS_RENAMES
 from patcher.engines.templates import JINJA_FILE, served_template
+
+# Tokenizer classes a transformers lacks, and the one to write: an early conversion's spelling
+# (no released transformers has it), and transformers 5's generic fast tokenizer, which
+# transformers 4 calls PreTrainedTokenizerFast (present in both).
+TOKENIZER_CLASS_RENAMES = {
+    "LLaMATokenizer": "LlamaTokenizer",
+    "LLaMATokenizerFast": "LlamaTokenizerFast",
+    "TokenizersBackend": "PreTrainedTokenizerFast",
+}
 
 Get = Callable[[str], Any]
 Apply = Callable[..., str]

@@ -415,13 +415,7 @@ def restore(
         ckpt = checkpoint_arg(checkpoint, None)
         if upstream:
             back = restore_upstream(ckpt, file, dry_run=dry_run)
-            text = render.revert_text(back.revert)
-            if back.overwritten:
-                verb = "would write" if dry_run else "wrote"
-                text += f"\n{verb} the upstream bytes over the hand edit: " + ", ".join(
-                    back.overwritten
-                )
-            out(render.to_json(back.to_json()) if as_json else text)
+            out(render.to_json(back.to_json()) if as_json else render.revert_text(back))
             return
         result = restore_files(ckpt, file, dry_run=dry_run)
         out(render.to_json(result.to_json()) if as_json else render.restore_text(result))

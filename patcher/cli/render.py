@@ -164,6 +164,7 @@ _HOW = {
     "previous": "the bytes before this entry restored (an earlier entry's edit stays)",
     "inverse": "inverse patch applied (later transforms kept)",
     "forced": "inverse patch applied where it still matched (--force)",
+    "discarded": "the bytes before this entry restored, the hand edit discarded",
     "already-original": "already original",
 }
 

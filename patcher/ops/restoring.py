@@ -21,7 +21,7 @@ from patcher.results import JsonResult
 from patcher.store.checkpoint import open_checkpoint
 from patcher.store.file_status import file_states
 from patcher.store.files import read_current
-from patcher.store.journal import FileRecord, load_object
+from patcher.store.journal import FileRecord
 from patcher.store.session import FileWrite, read_journal, write_session
 from patcher.text.textdiff import unified
 
@@ -90,25 +90,13 @@ def restore_files(
     return RestoreResult(ckpt.root, tuple(shown), False)
 
 
-@dataclass(frozen=True, slots=True, repr=False)
-class UpstreamRestore(JsonResult):
-    """``restore --upstream``: the entries reverted, and the files whose upstream bytes were
-    then written over what the hand edit left (for a dry run: would be)."""
-
-    revert: RevertResult
-    overwritten: tuple[str, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        """An upstream restore as JSON."""
-        return {**self.revert.to_json(), "upstream_written": list(self.overwritten)}
-
-
 def restore_upstream(
     checkpoint: Path | str, file: str | None = None, *, dry_run: bool = False
-) -> UpstreamRestore:
-    """Put the upstream bytes back: revert (forced over the hand edit) every applied entry
-    that patched ``file``, or, without it, every file edited by hand or deleted since. An
-    entry that patched other files too reverts them as well; the result lists each entry."""
+) -> RevertResult:
+    """Put the upstream bytes back: revert every applied entry that patched ``file`` (or,
+    without it, every file edited by hand or deleted since), each file getting the bytes from
+    before the entry over the hand edit. An entry that patched other files too reverts them
+    as well; the result lists each entry."""
     ckpt = open_checkpoint(checkpoint)
     journal = read_journal(ckpt)
     patched = {r.path for e in journal.applied for r in e.files}
@@ -124,24 +112,5 @@ def restore_upstream(
         chosen = {f.path for f in file_states(ckpt, journal) if f.state in ("changed", "missing")}
     ids = tuple(e.id for e in journal.applied if any(r.path in chosen for r in e.files))
     if not ids:
-        return UpstreamRestore(RevertResult("nothing-to-do", ckpt.root, ()), ())
-    first: dict[str, FileRecord] = {}
-    for entry in journal.applied:
-        for record in entry.files:
-            if record.path in chosen:
-                first.setdefault(record.path, record)
-    upstream = {p: load_object(ckpt.journal_dir, r.before, journal) for p, r in first.items()}
-    result = revert_transforms(checkpoint, entries=ids, force=True, dry_run=dry_run)
-    if dry_run:
-        return UpstreamRestore(result, tuple(sorted(chosen & set(upstream))))
-    # A forced revert keeps what the hand edit changed outside the patches; the upstream
-    # bytes are what was asked for, so they are written over it, journal unchanged.
-    with write_session(ckpt) as session:
-        writes = []
-        for path, data in upstream.items():
-            now = read_current(ckpt, path)
-            if now != data:
-                writes.append(FileWrite(path, data, expect=now, old=now))
-        if writes:
-            session.write_ahead(session.journal, writes, session.journal)
-    return UpstreamRestore(result, tuple(w.path for w in writes))
+        return RevertResult("nothing-to-do", ckpt.root, ())
+    return revert_transforms(checkpoint, entries=ids, discard=True, dry_run=dry_run)

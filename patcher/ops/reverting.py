@@ -32,7 +32,7 @@ from patcher.text.document import Op
 from patcher.text.replay import replay
 from patcher.text.textdiff import unified
 
-How = Literal["original", "previous", "inverse", "forced", "already-original"]
+How = Literal["original", "previous", "inverse", "forced", "discarded", "already-original"]
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -157,10 +157,14 @@ class _Planner:
         force: bool,
         read: Callable[[str], bytes | None],
         rebuilt: RebuiltBytes,
+        discard: bool = False,
     ) -> None:
         self.checkpoint = checkpoint
         self.journal = journal
-        self.force = force
+        self.force = force or discard
+        # Put the bytes before the entry back over a hand edit, instead of the inverse patch
+        # where it still matches (restore --upstream).
+        self.discard = discard
         self.read = read
         self.objects: dict[str, bytes] = {}  # new bytes, to store
         self.loaded: dict[str, bytes] = {}  # kept originals read ahead
@@ -317,7 +321,8 @@ class _Planner:
     ) -> FileRevert:
         if current_sha == record.before:
             return FileRevert(record.path, "already-original", current, None, None)
-        if current_sha == record.after or (current is None and self.force):
+        edited = current is not None and current_sha != record.after
+        if current_sha == record.after or (current is None and self.force) or self.discard:
             try:
                 original = self.original(record.before)  # checked against record.before
             except JournalError:
@@ -328,9 +333,10 @@ class _Planner:
                 return self.replayed(record, current)
             # Under an earlier entry of the same file, the bytes back are that entry's.
             earlier = any(e.id < entry.id and e.file(record.path) for e in self.journal.applied)
+            how: How = "previous" if earlier else "original"
             return FileRevert(
                 record.path,
-                "previous" if earlier else "original",
+                "discarded" if edited and self.discard else how,
                 current,
                 original,
                 record.link,
@@ -395,10 +401,12 @@ def revert_transforms(
     dry_run: bool = False,
     revision: str | None = None,
     entries: tuple[int, ...] = (),
+    discard: bool = False,
 ) -> RevertResult:
     """Revert the applied transform ``target`` (name or entry id), the last one, all of
     them, or the applied ``entries`` (ids), latest first. With ``dry_run`` nothing is
-    written; the result says what would be."""
+    written; the result says what would be. ``discard`` (implies ``force``): a file edited by
+    hand since gets the bytes from before the entry, the hand edit discarded."""
     ckpt = open_checkpoint(checkpoint, revision)
     rebuilt = RebuiltBytes()
     if dry_run:
@@ -410,7 +418,7 @@ def revert_transforms(
 
         planned = []
         for entry in _select(journal, target, last, every, ckpt, entries):
-            planner = _Planner(ckpt, journal, force, read, rebuilt)
+            planner = _Planner(ckpt, journal, force, read, rebuilt, discard)
             plan, updates = planner.plan(entry)
             planned.append(plan)
             for change in plan.files:
@@ -428,7 +436,7 @@ def revert_transforms(
         done = []
         for entry in _select(session.journal, target, last, every, ckpt, entries):
             planner = _Planner(
-                ckpt, session.journal, force, lambda p: read_current(ckpt, p), rebuilt
+                ckpt, session.journal, force, lambda p: read_current(ckpt, p), rebuilt, discard
             )
             plan, updates = planner.plan(entry)
             _execute(session, entry, plan, updates, planner.objects)

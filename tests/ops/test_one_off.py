@@ -191,6 +191,8 @@ def test_restore_upstream_puts_back_the_upstream_bytes_over_a_hand_edit(
     code, out, err = cli("restore", kimi, "--upstream", "--dry-run")
     assert code == 0, err
     assert "strip-fp8-kv-cache" in out and "set-torch-dtype" in out
+    assert "config.json: the bytes before this entry restored, the hand edit discarded" in out
+    assert '-    "model_type": "HAND",' in out  # the diff shows what it discards
     assert b'"HAND"' in (kimi / "config.json").read_bytes()
     code, out, err = cli("restore", kimi, "--upstream", "--json")
     assert code == 0, err
