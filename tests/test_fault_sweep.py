@@ -1,5 +1,5 @@
 """Promise 3 under every fault: a kill (before or after the call) or a Ctrl-C at every write,
-fsync, rename and unlink of apply, revert under a later transform, reapply, sync and rebase, in
+fsync, rename and unlink of apply, revert under a later transform, reapply, sync, rebase and restore, in
 a folder and in a Hugging Face cache snapshot (links into shared blobs). After the next command
 the files are wholly before or wholly after, status agrees, no temp file is left, an applied
 transform is never lost, the cache's blobs are never written, and revert --all gives back the
@@ -359,4 +359,50 @@ def test_an_overlay_re_pointed_at_its_moved_store_survives_any_fault(
         assert tree_bytes(out) == {name: f"-> {moved / name}" for name in tree_bytes(reference)}, (
             where
         )
+    assert point > 3
+
+
+RESTORES = {
+    "restore": ["restore", "{root}"],
+    "restore-upstream": ["restore", "{root}", "--upstream"],
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(RESTORES))
+def test_a_restore_under_every_fault_leaves_before_or_after(
+    name: str, mode: str, tmp_path: Path
+) -> None:
+    """restore (the patched bytes back over a hand edit) and restore --upstream (the entry
+    reverted, the hand edit discarded) at every fault point: the files are the hand-edited
+    ones or the restored ones, status agrees, no temp file, and the command run again ends
+    where the unfaulted run did."""
+    prepared = _kimi(tmp_path)
+    api.apply(prepared, "strip-fp8-kv-cache")
+    config = prepared / "config.json"
+    config.write_bytes(config.read_bytes().replace(b'"kimi_k25"', b'"HAND"'))
+    command = RESTORES[name]
+    before, before_applied = tree_bytes(prepared), _applied(prepared)
+    reference = _run_copy(prepared, tmp_path / "reference")
+    assert _run_faulty(mode, 10**6, *[a.format(root=reference) for a in command]) == 99
+    after, after_applied = tree_bytes(reference), _applied(reference)
+    assert after != before
+    point = 0
+    while True:
+        point += 1
+        root = _run_copy(prepared, tmp_path / f"{mode}-{point}")
+        code = _run_faulty(mode, point, *[a.format(root=root) for a in command])
+        if code == 99:
+            break
+        where = f"{name} {mode} at call #{point} (exit {code})"
+        applied = _applied(root)
+        state = tree_bytes(root)
+        assert state in (before, after), where
+        assert applied == (after_applied if state == after else before_applied), where
+        if mode in ("eio", "enospc") and code != 0:
+            assert "Traceback" not in LAST_STDERR[0] and code == 1, (where, LAST_STDERR[0])
+        assert not _temp_files(root), where
+        assert _run_faulty(mode, 10**6, *[a.format(root=root) for a in command]) == 99, where
+        assert tree_bytes(root) == after, where
+        shutil.rmtree(root)
     assert point > 3
