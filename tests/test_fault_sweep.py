@@ -1,9 +1,9 @@
 """Promise 3 under every fault: a kill (before or after the call) or a Ctrl-C at every write,
-fsync, rename and unlink of apply, revert under a later transform, reapply, sync, rebase and restore, in
-a folder and in a Hugging Face cache snapshot (links into shared blobs). After the next command
-the files are wholly before or wholly after, status agrees, no temp file is left, an applied
-transform is never lost, the cache's blobs are never written, and revert --all gives back the
-original bytes (or links)."""
+fsync, rename and unlink of apply, revert under a later transform, reapply, sync, rebase and
+restore, in a folder and in a Hugging Face cache snapshot (links into shared blobs). After the
+next command the files are wholly before or wholly after, status agrees, no temp file is left,
+an applied transform is never lost, the cache's blobs are never written, and revert --all gives
+back the original bytes (or links)."""
 
 from __future__ import annotations
 
