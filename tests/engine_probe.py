@@ -334,7 +334,46 @@ def probe(path: str, table: dict[str, Any]) -> dict[str, Any]:
                 and found["kv_cache_dtype"] in table["backends"][name]["kv_cache_dtypes"]
             ]
         found["attention_backends"] = accepted
+        found["kv_cache_dtype_flags"] = {flag: _with_flag(mc, flag, table) for flag in KV_FLAGS}
     return found
+
+
+KV_FLAGS = ("bfloat16", "fp8")
+
+
+def _with_flag(mc: Any, flag: str, table: dict[str, Any]) -> dict[str, Any]:
+    """What ``--kv-cache-dtype FLAG`` makes the cache dtype (arg_utils resolves it against the
+    files, then VllmConfig lets the model's verify_and_update_config rewrite it), and the MLA
+    backends that accept it per capability."""
+    from vllm.config import CacheConfig, DeviceConfig, VllmConfig
+
+    try:
+        from vllm.utils.torch_utils import resolve_kv_cache_dtype_string
+
+        resolved = resolve_kv_cache_dtype_string(flag, mc)
+    except ImportError:
+        resolved = flag
+    try:
+        config = VllmConfig(
+            model_config=mc,
+            cache_config=CacheConfig(cache_dtype=resolved),
+            device_config=DeviceConfig(device="cpu"),
+        )
+        cache_dtype = config.cache_config.cache_dtype
+    except Exception as exc:
+        return {"error": _error(exc)}
+    accepted = {
+        cap: [
+            name
+            for name in order
+            if name in table["backends"]
+            and "error" not in table["backends"][name]
+            and cap in table["backends"][name]["capabilities"]
+            and cache_dtype in table["backends"][name]["kv_cache_dtypes"]
+        ]
+        for cap, order in table["mla_priority"].items()
+    }
+    return {"cache_dtype": cache_dtype, "attention_backends": accepted}
 
 
 def main() -> None:

@@ -8,13 +8,18 @@ read from the release's own pure-Python source (no import, no GPU):
 - ``kv_auto_from_checkpoint``: ``--kv-cache-dtype auto`` is resolved from the checkpoint's
   quantization config (``resolve_kv_cache_dtype_string``);
 - ``quantization_methods``: the names the release registers (``QuantizationMethods``), which
-  config/model.py checks quant_method against ("Unknown quantization method").
+  config/model.py checks quant_method against ("Unknown quantization method");
+- ``kv_cache_dtypes``: the values ``--kv-cache-dtype`` takes (``CacheDType`` in
+  config/cache.py; argparse refuses any other: "invalid choice");
+- ``float_kv_matches_model``: VllmConfig refuses an explicit float16/bfloat16 KV cache that is
+  not the model dtype (``_reject_mismatched_float_kv_cache`` in config/vllm.py).
 
     pip download --no-deps vllm==X.Y.Z -d WHEELS     # per release
     python tests/record_rules.py WHEELS/vllm-*.whl [X.Y.Z=VENV/lib/python3.11/site-packages]
 
 Writes ``snapshots/engines/rules-vllm.json``; ``tests/engines/test_rules.py`` holds the
-model's boundaries (YARN_KEEPS_MAX_POSITION, AUTO_GPTQ_FROM, KV_AUTO_FROM_CHECKPOINT) to it.
+model's boundaries (YARN_KEEPS_MAX_POSITION, AUTO_GPTQ_FROM, KV_AUTO_FROM_CHECKPOINT) and its
+``--kv-cache-dtype`` choices (``vllm_kv.kv_cache_dtype_choices``) to it.
 """
 
 from __future__ import annotations
@@ -31,6 +36,9 @@ OUT = ROOT / "snapshots" / "engines" / "rules-vllm.json"
 CONFIG_FILES = ("vllm/config/model.py", "vllm/config.py", "vllm/config/__init__.py")
 TORCH_UTILS = ("vllm/utils/torch_utils.py", "vllm/utils/__init__.py", "vllm/utils.py")
 QUANTIZATION = ("vllm/model_executor/layers/quantization/__init__.py",)
+CACHE = ("vllm/config/cache.py",)
+VLLM_CONFIG = ("vllm/config/vllm.py",)
+CACHE_DTYPES = re.compile(r"CacheDType\s*=\s*Literal\[(.*?)\]", re.S)
 METHODS = re.compile(r"QuantizationMethods\s*=\s*Literal\[(.*?)\]", re.S)
 YARN_OLD = re.compile(r"derived_max_model_len\s*=\s*\w+\[\s*\"original_max_position_embeddings\"")
 
@@ -39,19 +47,23 @@ def _rules(read: dict[str, str]) -> dict[str, Any]:
     config = "".join(read.get(name, "") for name in CONFIG_FILES)
     torch_utils = "".join(read.get(name, "") for name in TORCH_UTILS)
     listed = METHODS.search("".join(read.get(name, "") for name in QUANTIZATION))
-    if not config or listed is None:
-        raise SystemExit("no vllm/config code or QuantizationMethods in this release")
+    dtypes = CACHE_DTYPES.search("".join(read.get(name, "") for name in CACHE))
+    if not config or listed is None or dtypes is None:
+        raise SystemExit("no vllm/config code, QuantizationMethods or CacheDType in this release")
     return {
         "yarn_derives_from_original": YARN_OLD.search(config) is not None,
         "auto_gptq": '"auto_gptq"' in config,
         "kv_auto_from_checkpoint": "def resolve_kv_cache_dtype_string" in torch_utils,
         "quantization_methods": sorted(re.findall(r'"([\w-]+)"', listed.group(1))),
+        "kv_cache_dtypes": re.findall(r'"([\w-]+)"', dtypes.group(1)),
+        "float_kv_matches_model": "def _reject_mismatched_float_kv_cache"
+        in "".join(read.get(name, "") for name in VLLM_CONFIG),
     }
 
 
 def read(source: str) -> tuple[str, dict[str, Any]]:
     """A wheel (vllm-X.Y.Z-...whl), or X.Y.Z=SITE_PACKAGES for an installed release."""
-    names = (*CONFIG_FILES, *TORCH_UTILS, *QUANTIZATION)
+    names = (*CONFIG_FILES, *TORCH_UTILS, *QUANTIZATION, *CACHE, *VLLM_CONFIG)
     if "=" in source:
         version, _, folder = source.partition("=")
         return version, _rules(

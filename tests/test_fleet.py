@@ -213,6 +213,25 @@ def test_sync_returns_the_servers_flags_for_the_launch(
     assert "--max-model-len" in real["flags"] and real["argv"][:2] == ["vllm", "serve"]
 
 
+def test_sync_takes_the_kv_dtype_and_the_flags_always_passed(
+    collections: Path, tmp_path: Path, kimi_copy: Path
+) -> None:
+    """kv_cache_dtype bfloat16 keeps the files as shipped (no strip: changed false) and the
+    flags end the command line, as plan gives them."""
+    before = tree_bytes(kimi_copy)
+    args = {
+        "path": str(kimi_copy),
+        "engine": "vllm==0.16.0",
+        "gpu": "rtx-pro-6000",
+        "tensor_parallel": 8,
+        "kv_cache_dtype": "bfloat16",
+        "flags": ["--served-model-name", "kimi"],
+    }
+    _, real = playbook(collections, tmp_path, {"patcher.patcher.sync": args})
+    assert real["changed"] is False and tree_bytes(kimi_copy) == before
+    assert real["argv"][-4:] == ["--kv-cache-dtype", "bfloat16", "--served-model-name", "kimi"]
+
+
 def test_sync_puts_back_what_a_re_download_undid(
     collections: Path, tmp_path: Path, kimi_copy: Path
 ) -> None:

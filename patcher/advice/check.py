@@ -19,7 +19,7 @@ from patcher.advice.kvbudget import parse_size_gib
 from patcher.advice.memory import memory_finding
 from patcher.engines.files import READ_FILES, config_files
 from patcher.engines.gpus import Gpu, parse_gpu
-from patcher.engines.model import derive
+from patcher.engines.model import derive, refuse_unknown_kv_cache_dtype
 from patcher.engines.target import Engine, parse_engine
 from patcher.engines.templates import JINJA_FILE, served_template
 from patcher.engines.view import EngineView, StartupError
@@ -492,6 +492,7 @@ def check_checkpoint(
     revision: str | None = None,
     tensor_parallel: int | None = None,
     kv_cache_memory: float | str | None = None,
+    kv_cache_dtype: str | None = None,
 ) -> CheckReport:
     """Report known problems in the checkpoint's config files.
 
@@ -501,8 +502,9 @@ def check_checkpoint(
     engine model, which knows whether that engine runs FP8 KV on that GPU.
 
     With ``tensor_parallel`` (how many GPUs share the weights) or ``kv_cache_memory`` (GiB, or
-    a size such as "1GiB"), the
-    memory is judged too: a context that does not fit in the KV cache is a finding."""
+    a size such as "1GiB"), the memory is judged too: a context that does not fit in the KV
+    cache is a finding. ``kv_cache_dtype`` judges the files as started with that
+    ``--kv-cache-dtype`` (None: not given, 'auto')."""
     ckpt = open_checkpoint(checkpoint, revision)
     files = _Files(ckpt)
     target = parse_engine(engine) if isinstance(engine, str) else engine
@@ -513,7 +515,9 @@ def check_checkpoint(
         )
     # The engine model's view of the files (parsed once, each read for a mark once).
     parsed = config_files(ckpt, *(files.get(name) for name in READ_FILES))
-    view = None if target is None else derive(target, parsed, device)
+    if target is not None and kv_cache_dtype is not None:
+        refuse_unknown_kv_cache_dtype(target, kv_cache_dtype, None)
+    view = None if target is None else derive(target, parsed, device, kv_cache_dtype=kv_cache_dtype)
 
     engine_name = None if target is None else target.name
     journal = read_journal(ckpt)
@@ -572,6 +576,7 @@ def check_checkpoint(
                 None
                 if kv_cache_memory is None
                 else parse_size_gib(kv_cache_memory, "--kv-cache-memory"),
+                kv_cache_dtype,
             )
         )
         findings += memory

@@ -59,13 +59,25 @@ from patcher.results import JsonResult
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.text.document import shown
 
-KvDtype = Literal["auto", "fp8", "bf16"]
+# kv-budget's own short names, and the engines' --kv-cache-dtype values it knows the size of.
+KvDtype = str
 GIB = 1024**3
 BLOCK_SIZE = 16
 CPU_BLOCK_SIZE = 128
 ALLOWANCE_GIB = 1.0
 LENGTH_STEP = 1024
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "fp8": 1, "bf16": 2}
+# Bytes per element of a KV cache chosen by --kv-cache-dtype (the others, 4-bit and per-head
+# formats with scales, are not modelled: the memory is then unknown).
+KV_DTYPE_BYTES = {
+    "bf16": 2,
+    "bfloat16": 2,
+    "float16": 2,
+    "fp8": 1,
+    "fp8_e4m3": 1,
+    "fp8_e5m2": 1,
+    "fp8_inc": 1,
+}
 _SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(gib|gb|g|mib|mb|tib|tb)?\s*", re.IGNORECASE)
 _UNITS = {
     None: 1.0,
@@ -123,12 +135,16 @@ class KvBudget(JsonResult):
             return None
         if self.flag_only:  # a command that runs as pasted: the server with the cap
             tp = ["--tensor-parallel-size", str(self.tp)] if self.tp > 1 else []
+            # The KV dtype judged, when it was chosen rather than resolved, is a flag too.
+            kv = {"bf16": "bfloat16"}.get(self.kv_dtype, self.kv_dtype)
+            chosen = ["--kv-cache-dtype", kv] if self.kv_dtype in KV_DTYPE_BYTES else []
             return shlex.join(
                 [
                     "vllm",
                     "serve",
                     str(self.checkpoint),
                     *tp,
+                    *chosen,
                     "--max-model-len",
                     str(self.suggested_context),
                 ]
@@ -227,7 +243,12 @@ def _element_bytes(
     kv_dtype: KvDtype, files: ConfigFiles, engine: Engine, gpu: Gpu | None
 ) -> tuple[str, int]:
     if kv_dtype != "auto":
-        return kv_dtype, DTYPE_BYTES[kv_dtype]
+        if kv_dtype not in KV_DTYPE_BYTES:
+            raise TargetError(
+                f"patcher does not know the bytes per token of a {kv_dtype} KV cache",
+                hint="judge the memory with one it knows: " + ", ".join(KV_DTYPE_BYTES),
+            )
+        return kv_dtype, KV_DTYPE_BYTES[kv_dtype]
     view = derive(engine, files, gpu)
     if str(view.kv_cache_dtype.value).startswith("fp8"):
         return f"auto -> {view.kv_cache_dtype.value} ({view.kv_cache_dtype.reason})", 1

@@ -21,6 +21,7 @@ def memory_finding(
     device: Gpu,
     tensor_parallel: int,
     kv_cache_memory_gib: float | None,
+    kv_cache_dtype: str | None = None,
 ) -> Iterator[Finding]:
     """The KV check after the weights load: the context the engine derives does not fit in
     the KV cache each GPU has left (kv-budget's arithmetic). Unknown memory: no finding."""
@@ -35,6 +36,7 @@ def memory_finding(
             tp=tensor_parallel,
             engine=view.engine,
             kv_cache_memory_gib=kv_cache_memory_gib,
+            kv_dtype=kv_cache_dtype or "auto",
         )
     except PatcherError:
         return
@@ -44,6 +46,8 @@ def memory_finding(
     flags = ["--tensor-parallel-size", str(tensor_parallel)] if tensor_parallel > 1 else []
     if kv_cache_memory_gib is not None:
         flags += ["--kv-cache-memory-bytes", str(int(kv_cache_memory_gib * 1024**3))]
+    if kv_cache_dtype is not None:
+        flags += ["--kv-cache-dtype", kv_cache_dtype]
     where = f"{budget.bytes_per_token:,} bytes per token, {budget.kv_dtype}"
     if not budget.suggested_context:
         yield Finding(

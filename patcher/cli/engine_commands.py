@@ -21,11 +21,13 @@ from patcher.cli.options import (
     EngineOpt,
     GpuOpt,
     JsonOpt,
+    KvCacheDtypeOpt,
     KvMemoryOpt,
     MaxModelLenOpt,
     PpOpt,
     ProfileOpt,
     RevisionOpt,
+    ServerFlagsArg,
     TpOpt,
     UtilizationOpt,
     WeightsOpt,
@@ -49,6 +51,7 @@ def check(
     gpu: GpuOpt = None,
     tp: TpOpt = None,
     kv_cache_memory: KvMemoryOpt = None,
+    kv_cache_dtype: KvCacheDtypeOpt = None,
     revision: RevisionOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -69,6 +72,7 @@ def check(
             gpu=gpu,
             tensor_parallel=tp,
             kv_cache_memory=kv_cache_memory,
+            kv_cache_dtype=kv_cache_dtype,
         )
         out(render.to_json(report.to_json()) if as_json else render.check_text(report))
     if report.findings:
@@ -139,6 +143,8 @@ def make_target_from(
     weights: str | None = None,
     max_model_len: int | None = None,
     utilization: float | None = None,
+    kv_cache_dtype: str | None = None,
+    flags: list[str] | None = None,
 ) -> Target:
     """The target of plan and sync: the same options, by their profile names."""
     from patcher.ops.targets import make_target
@@ -153,11 +159,14 @@ def make_target_from(
         weights=weights,
         max_model_len=max_model_len,
         gpu_memory_utilization=utilization,
+        kv_cache_dtype=kv_cache_dtype,
+        flags=flags or None,
     )
 
 
 def plan(
     checkpoint: CheckpointArg,
+    server_flags: ServerFlagsArg = None,
     profile: ProfileOpt = None,
     engine: EngineOpt = None,
     gpu: GpuOpt = None,
@@ -167,13 +176,14 @@ def plan(
     weights: WeightsOpt = None,
     max_model_len: MaxModelLenOpt = None,
     utilization: UtilizationOpt = None,
+    kv_cache_dtype: KvCacheDtypeOpt = None,
     prune: PruneOpt = False,
     revision: RevisionOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Show what sync would do for a target (apply, revert or re-apply, with the reason) and
     how to start the server there: its flags, with --max-model-len where the context does not
-    fit, and its command line.
+    fit, and its command line. Flags after -- are passed to the server as given.
 
     Exit 0 when the checkpoint is in sync, 4 when changes are pending, 1 on an error (what
     sync would refuse, plan refuses).
@@ -185,7 +195,17 @@ def plan(
         result = plan_checkpoint(
             checkpoint_arg(checkpoint, revision),
             make_target_from(
-                profile, engine, gpu, tp, pp, kv_cache_memory, weights, max_model_len, utilization
+                profile,
+                engine,
+                gpu,
+                tp,
+                pp,
+                kv_cache_memory,
+                weights,
+                max_model_len,
+                utilization,
+                kv_cache_dtype,
+                server_flags,
             ),
             prune=prune,
         )
@@ -196,6 +216,7 @@ def plan(
 
 def sync(
     checkpoint: CheckpointArg,
+    server_flags: ServerFlagsArg = None,
     profile: ProfileOpt = None,
     engine: EngineOpt = None,
     gpu: GpuOpt = None,
@@ -205,6 +226,7 @@ def sync(
     weights: WeightsOpt = None,
     max_model_len: MaxModelLenOpt = None,
     utilization: UtilizationOpt = None,
+    kv_cache_dtype: KvCacheDtypeOpt = None,
     prune: PruneOpt = False,
     dry_run: DryRunOpt = False,
     revision: RevisionOpt = None,
@@ -230,7 +252,17 @@ def sync(
         result = sync_checkpoint(
             checkpoint_arg(checkpoint, revision),
             make_target_from(
-                profile, engine, gpu, tp, pp, kv_cache_memory, weights, max_model_len, utilization
+                profile,
+                engine,
+                gpu,
+                tp,
+                pp,
+                kv_cache_memory,
+                weights,
+                max_model_len,
+                utilization,
+                kv_cache_dtype,
+                server_flags,
             ),
             dry_run=dry_run,
             overlay=overlay,
@@ -255,6 +287,10 @@ class KvDtype(StrEnum):
     auto = "auto"
     fp8 = "fp8"
     bf16 = "bf16"
+    bfloat16 = "bfloat16"
+    float16 = "float16"
+    fp8_e4m3 = "fp8_e4m3"
+    fp8_e5m2 = "fp8_e5m2"
 
 
 def kv_budget_command(
@@ -277,7 +313,12 @@ def kv_budget_command(
     tp: TpOpt = None,
     pp: PpOpt = None,
     kv_dtype: Annotated[
-        KvDtype, typer.Option("--kv-dtype", help="KV element type.")
+        KvDtype,
+        typer.Option(
+            "--kv-dtype",
+            "--kv-cache-dtype",
+            help="KV element type (auto: what the engine resolves from the checkpoint).",
+        ),
     ] = KvDtype.auto,
     engine: EngineOpt = None,
     utilization: Annotated[

@@ -176,3 +176,21 @@ UtilizationOpt = Annotated[
         help="gpu_memory_utilization (default: that vLLM version's, 0.9, or 0.92 from 0.20).",
     ),
 ]
+KvCacheDtypeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--kv-cache-dtype",
+        metavar="DTYPE",
+        help="The engine's --kv-cache-dtype (bfloat16, fp8, auto, ...; the version's own list). "
+        "Default: not passed, so 'auto' resolves from the checkpoint.",
+    ),
+]
+ServerFlagsArg = Annotated[
+    list[str] | None,
+    typer.Argument(
+        metavar="[-- SERVER_FLAGS...]",
+        help="Flags always passed to the server (after --), e.g. -- --enable-prefix-caching. "
+        "One naming a launch setting (-tp 8) is read as that setting.",
+        show_default=False,
+    ),
+]

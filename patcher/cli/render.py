@@ -459,6 +459,8 @@ def _server(p: Plan) -> list[str]:
         lines.append(f"warning: {launch.problem}")
     if launch.memory is None or launch.memory_note not in launch.context_note:
         lines.append(f"memory: {launch.memory_note}")
+    if launch.passed:
+        lines.append(f"your flags, passed as given (not judged): {shlex.join(launch.passed)}")
     lines.append("start the server with" + (" (after sync):" if p.actions else ":"))
     lines.append(f"  {launch.command}")
     return lines

@@ -129,8 +129,24 @@ def _kv_algo(quant: Mapping[str, Any]) -> tuple[Any, str]:
     return quant.get("kv_cache_quant_algo"), "/kv_cache_quant_algo"
 
 
-def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
-    """Context length and KV dtype as SGLang derives them (quantization as declared)."""
+# --kv-cache-dtype's choices in sglang 0.5.23 (srt/arg_groups/fields/model.py).
+KV_CACHE_DTYPES = (
+    "auto",
+    "fp8_e5m2",
+    "fp8_e4m3",
+    "mxfp8",
+    "bf16",
+    "bfloat16",
+    "nvfp4",
+    "fp4_mx_block16",
+)
+
+
+def derive(
+    engine: Engine, files: ConfigFiles, gpu: Gpu | None, kv_flag: str | None = None
+) -> EngineView:
+    """Context length and KV dtype as SGLang derives them (quantization as declared); with
+    ``kv_flag``, as started with ``--kv-cache-dtype KV_FLAG``."""
     config = files.config
     if config is None:
         none = Derived(None, "no config.json")
@@ -156,6 +172,8 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
         algo, pointer = _kv_algo(quant) if modelopt else (None, "")
         if isinstance(algo, str) and algo.upper() == "FP8":
             kv = Derived("fp8_e4m3", f"{source.rstrip()}{pointer}")
+    if kv_flag is not None and kv_flag != "auto":  # configure_kv_cache_dtype: the flag wins
+        kv = Derived(kv_flag, f"--kv-cache-dtype {kv_flag} (the target's choice)")
     mla = text.get("kv_lora_rank") is not None
     return EngineView(
         engine,

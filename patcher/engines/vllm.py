@@ -28,6 +28,8 @@ from patcher.engines.vllm_kv import (
     act_dtype_error,
     attention_error,
     backend_rejections,
+    chosen_kv_cache_dtype,
+    float_kv_mismatch,
     kv_cache_dtype,
     kv_type_error,
     normalise_quantization,
@@ -445,8 +447,11 @@ def partial_sliding_window(config: Mapping[str, Any]) -> StartupError | None:
     )
 
 
-def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
-    """Everything vLLM's config stage derives from these files."""
+def derive(
+    engine: Engine, files: ConfigFiles, gpu: Gpu | None, kv_flag: str | None = None
+) -> EngineView:
+    """Everything vLLM's config stage derives from these files; with ``kv_flag``, as started
+    with ``--kv-cache-dtype KV_FLAG``."""
     errors: list[StartupError] = []
     config = files.config
     if config is None:
@@ -533,6 +538,8 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
     mla = text.get("model_type") in mla_types and text.get("kv_lora_rank") is not None
     if quant is not None and not mla and kv.value == "auto":
         kv = _layers_kv(quantization, quant, source) or kv
+    if kv_flag is not None and kv_flag != "auto":
+        kv = chosen_kv_cache_dtype(kv_flag)
     backends: tuple[str, ...] | None = None
     if gpu is not None:
         minimum = MIN_CAPABILITY.get(quantization or "")
@@ -563,6 +570,7 @@ def derive(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> EngineView:
         e
         for e in (
             act_dtype_error(quantization, dtype),
+            float_kv_mismatch(engine, kv, dtype),
             tokenizer_bom_error(files),
             partial_sliding_window(config),
         )

@@ -19,6 +19,69 @@ KV_AUTO_FROM_CHECKPOINT = (0, 14, 0)
 MODELOPT_KV_MAP = {"fp8": "fp8_e4m3", "nvfp4": "nvfp4"}
 
 
+# --kv-cache-dtype's choices (CacheDType in config/cache.py; argparse refuses any other), by
+# the release that added them: read from every minor release 0.10.1 to 0.33.0
+# (snapshots/engines/rules-vllm.json, tests/record_rules.py). None was removed.
+KV_CACHE_DTYPES_ADDED: tuple[tuple[tuple[int, int, int], tuple[str, ...]], ...] = (
+    ((0, 10, 0), ("auto", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc")),
+    ((0, 11, 0), ("bfloat16",)),
+    ((0, 12, 0), ("fp8_ds_mla",)),
+    ((0, 18, 0), ("float16",)),
+    (
+        (0, 20, 0),
+        (
+            "turboquant_k8v4",
+            "turboquant_4bit_nc",
+            "turboquant_k3v4_nc",
+            "turboquant_3bit_nc",
+            "int8_per_token_head",
+            "fp8_per_token_head",
+            "nvfp4",
+        ),
+    ),
+    ((0, 25, 0), ("int4_per_token_head",)),
+    ((0, 28, 0), ("nvfp4_4over6",)),
+    ((0, 30, 0), ("nvfp4_ds_mla",)),
+    ((0, 32, 0), ("ultraquant_4bit",)),
+    ((0, 33, 0), ("octave_k3v4", "octave_k3v3", "octave_k3v3_compact")),
+)
+
+
+def kv_cache_dtype_choices(engine: Engine) -> tuple[str, ...]:
+    """The values this release's ``--kv-cache-dtype`` takes."""
+    added = (names for first, names in KV_CACHE_DTYPES_ADDED if engine.version >= first)
+    return tuple(name for names in added for name in names)
+
+
+# From this release VllmConfig refuses an explicit float16/bfloat16 KV cache that is not the
+# model dtype (_reject_mismatched_float_kv_cache; read in every minor release: none before).
+FLOAT_KV_MATCHES_MODEL_FROM = (0, 33, 0)
+
+
+def float_kv_mismatch(engine: Engine, kv: Derived, dtype: Derived) -> StartupError | None:
+    """vLLM 0.33's refusal of ``--kv-cache-dtype bfloat16`` on a float16 model (and back)."""
+    if not engine.at_least(*FLOAT_KV_MATCHES_MODEL_FROM) or kv.file is not None:
+        return None
+    if kv.value not in ("float16", "bfloat16") or dtype.value in (None, kv.value):
+        return None
+    allowed = f"`auto` or `{dtype.value}`" if dtype.value in ("float16", "bfloat16") else "`auto`"
+    return StartupError(
+        f'kv_cache_dtype="{kv.value}" is incompatible with dtype="{dtype.value}". Please set '
+        f"`--kv-cache-dtype` to {allowed}.",
+        code="kv-dtype-mismatch",
+        flag="--kv-cache-dtype auto",
+        note=f"{engine} runs a {kv.value} KV cache only with a {kv.value} model "
+        f"(this one is {dtype.value}: {dtype.reason})",
+    )
+
+
+def chosen_kv_cache_dtype(flag: str) -> Derived:
+    """What ``--kv-cache-dtype FLAG`` (not auto) makes the KV cache: the flag wins over the
+    checkpoint's directive (resolve_kv_cache_dtype_string returns it as given, and the KV
+    scales the checkpoint ships are then set to 1.0: quantization/kv_cache.py)."""
+    return Derived(flag, f"--kv-cache-dtype {flag} (the target's choice)")
+
+
 # Methods a version no longer registers (config/model.py "Unknown quantization method"): the
 # first release whose QuantizationMethods lacks it, read from every minor release 0.10.1 to
 # 0.33.0 (snapshots/engines/rules-vllm.json): bitsandbytes is listed up to 0.27.0.

@@ -43,6 +43,8 @@ class Launch:
     memory_note: str
     # Why the server cannot start at any context on this target (None: it can, or unknown).
     problem: str | None = None
+    # The user's own flags (the target's), passed as given at the end of ``flags``.
+    passed: tuple[str, ...] = ()
 
     @property
     def command(self) -> str:
@@ -61,6 +63,7 @@ class Launch:
             "memory_note": self.memory_note,
             "kv_budget": None if self.memory is None else self.memory.to_json(),
             "problem": self.problem,
+            "passed_flags": list(self.passed),
         }
 
 
@@ -86,6 +89,7 @@ def _memory(ckpt: Checkpoint, files: ConfigFiles, target: Target) -> tuple[KvBud
             engine=target.engine,
             kv_cache_memory_gib=target.kv_cache_memory_gib,
             pp=pp,
+            kv_dtype=target.kv_cache_dtype or "auto",
         )
     except PatcherError as exc:
         return None, f"memory unknown: {exc.problem} ({exc.hint})" if exc.hint else exc.problem
@@ -105,11 +109,27 @@ def plan_launch(ckpt: Checkpoint, files: ConfigFiles, target: Target) -> Launch:
     are ``files``. Raises :class:`TargetError` when no context can start: the one wanted is
     above what the engine derives. When the weights leave no room for a KV cache the launch
     says so in ``problem`` (the files may still be right: more GPUs are the fix)."""
-    view = derive(target.engine, files, target.gpu)
+    view = derive(target.engine, files, target.gpu, kv_cache_dtype=target.kv_cache_dtype)
     derived = view.max_model_len.value
     derived = derived if isinstance(derived, int) else None
     wanted = target.max_model_len
     where = target.profile or "the target"
+    if target.kv_cache_dtype not in (None, "auto"):
+        # An error the files alone do not raise is the choice's: no file edit clears it.
+        plain = {e.message for e in derive(target.engine, files, target.gpu).startup_errors}
+        refused = next((e for e in view.startup_errors if e.message not in plain), None)
+        if refused is not None:
+            raise TargetError(
+                f"kv_cache_dtype {target.kv_cache_dtype} does not start on "
+                f"{target.describe()}: {refused.note or refused.message}",
+                file=target.profile,
+                pointer="/kv_cache_dtype" if target.profile else None,
+                hint=f"choose {refused.flag.split()[-1]}, or leave it out (plan then edits the "
+                "files)"
+                if refused.flag
+                else "leave it out: plan then edits the files",
+            )
+    unfixed = view.startup_errors[0].message if view.startup_errors else None
     if wanted is not None and derived is not None and wanted > derived:
         raise TargetError(
             f"max_model_len {wanted} is above the {derived} {target.engine} derives "
@@ -126,7 +146,7 @@ def plan_launch(ckpt: Checkpoint, files: ConfigFiles, target: Target) -> Launch:
         context_note = f"{wanted} as {where} asks ({target.engine} derives {derived})"
     else:
         context_note = f"{target.engine} derives {view.max_model_len.reason}"
-    problem = None
+    problem = None if unfixed is None else f"{target.engine} still refuses the files: {unfixed}"
     if memory is not None and serve is not None and serve > memory.max_tokens:
         if not memory.suggested_context:
             problem = (
@@ -142,6 +162,7 @@ def plan_launch(ckpt: Checkpoint, files: ConfigFiles, target: Target) -> Launch:
                 memory,
                 memory_note,
                 problem,
+                target.flags,
             )
         cap = min(memory.suggested_context, serve)
         context_note = (
@@ -156,6 +177,8 @@ def plan_launch(ckpt: Checkpoint, files: ConfigFiles, target: Target) -> Launch:
         context_note=context_note,
         memory=memory,
         memory_note=memory_note,
+        problem=problem,
+        passed=target.flags,
     )
 
 
@@ -176,7 +199,9 @@ def _flags(target: Target, context: int | None) -> tuple[str, ...]:
         flags += ["--kv-cache-memory-bytes", str(int(target.kv_cache_memory_gib * GIB))]
     if context is not None:
         flags += ["--context-length" if sglang else "--max-model-len", str(context)]
-    return tuple(flags)
+    if target.kv_cache_dtype is not None:
+        flags += ["--kv-cache-dtype", target.kv_cache_dtype]
+    return (*flags, *target.flags)
 
 
 def _argv(target: Target, root: Path, flags: tuple[str, ...]) -> tuple[str, ...]:

@@ -153,24 +153,45 @@ def plan_checkpoint(
 
     Entries applied by hand (``patcher apply``, not a sync) that the target does not want are
     kept and listed in ``manual``; ``prune`` plans their revert too."""
-    ckpt = open_checkpoint(checkpoint, revision)
+    plan, _ = _proven_plan(open_checkpoint(checkpoint, revision), target, prune)
+    return plan
+
+
+def _proven_plan(
+    ckpt: Checkpoint, target: Target, prune: bool
+) -> tuple[Plan, tuple[FileChange, ...]]:
+    """The plan with its launch, and the files a sync would change (found on a scratch copy)."""
     plan = _plan(ckpt, read_journal(ckpt), target, prune)
     if plan.drift:
-        return plan
+        return plan, ()
     files = read_config_files(ckpt)
+    changes: tuple[FileChange, ...] = ()
     if plan.actions:
-        changed = {c.path: c.after for c in _predict(ckpt, target, prune) if c.after is not None}
-        files = patched_files(files, changed, "as sync would leave it")
-    return replace(plan, launch=plan_launch(ckpt, files, target))
+        changes = _predict(ckpt, target, prune)
+        after = {c.path: c.after for c in changes if c.after is not None}
+        files = patched_files(files, after, "as sync would leave it")
+    return replace(plan, launch=plan_launch(ckpt, files, target)), changes
 
 
 def _plan(ckpt: Checkpoint, journal: Journal, target: Target, prune: bool = False) -> Plan:
-    upstream = derive(target.engine, upstream_files(ckpt, journal), target.gpu)
+    upstream = derive(
+        target.engine,
+        upstream_files(ckpt, journal),
+        target.gpu,
+        kv_cache_dtype=target.kv_cache_dtype,
+    )
     wanted: dict[str, tuple[Mapping[str, Any], str]] = {}
     for transform in builtin_transforms():
-        fixes = [e for e in upstream.startup_errors if e.code in transform.needed_when]
+        # Only an error the files cause: one a chosen flag causes, no file edit clears.
+        fixes = [
+            e
+            for e in upstream.startup_errors
+            if e.code in transform.needed_when and e.transform == transform.name
+        ]
         if fixes:
             why = f"needed: {target.describe()} refuses the upstream files: {fixes[0].message}"
+            if fixes[0].flag and fixes[0].flag.startswith("--kv-cache-dtype"):
+                why += f" (or keep the files as shipped: plan with {fixes[0].flag})"
             wanted[transform.name] = (resolve_params(transform, {}).recorded, why)
     for name, given in target.transforms.items():
         try:
@@ -308,21 +329,41 @@ def sync_checkpoint(
             ckpt = open_checkpoint(make_overlay(ckpt.root, overlay))
         elif existing_overlay(ckpt.root, overlay) is not None:
             ckpt = open_checkpoint(overlay)
-    plan = plan_checkpoint(ckpt.root, target, prune=prune)  # refuses what the sync would
-    if plan.in_sync:
-        return SyncResult(plan, (), (), dry_run)
     if dry_run:
-        return SyncResult(plan, (), (), True, _predict(ckpt, target, prune))
-    done = _carry_out(ckpt, target, prune)
-    return replace(done, plan=replace(done.plan, launch=plan.launch))
+        plan, changes = _proven_plan(ckpt, target, prune)
+        return SyncResult(plan, (), (), True, () if plan.in_sync else changes)
+    if not ckpt.journal_dir.exists():
+        # Never written by patcher: the lock would make .patcher/ even for a refused sync, so
+        # the plan is proven on a scratch copy first (a refusal then leaves the folder as is).
+        _proven_plan(ckpt, target, prune)
+    plan = _plan(ckpt, read_journal(ckpt), target, prune)
+    if plan.in_sync:  # nothing to write: no lock taken
+        return SyncResult(
+            replace(plan, launch=plan_launch(ckpt, read_config_files(ckpt), target)), (), (), False
+        )
+    # No scratch proof first: the sync itself refuses what plan refuses, before it writes
+    # (each new step's effect, then the launch on the rebuilt files, in memory).
+    return _carry_out(ckpt, target, prune, launch=True)
 
 
-def _carry_out(ckpt: Checkpoint, target: Target, prune: bool = False) -> SyncResult:
-    """The sync itself, under the lock (on the checkpoint, or on plan's scratch copy)."""
+def _carry_out(
+    ckpt: Checkpoint, target: Target, prune: bool = False, *, launch: bool = False
+) -> SyncResult:
+    """The sync itself, under the lock (on the checkpoint, or on plan's scratch copy); with
+    ``launch``, the plan's launch is worked out on the rebuilt files before they are written
+    (a launch plan refuses is refused with nothing written)."""
+    launched: list[Launch] = []
+
+    def judge(final: Mapping[str, bytes]) -> None:
+        files = patched_files(read_config_files(ckpt), final, "as sync would leave it")
+        launched.append(plan_launch(ckpt, files, target))
+
     with write_session(ckpt) as session:
         journal = session.journal
         plan = _plan(ckpt, journal, target, prune)  # under the lock: the journal it acts on
         if plan.in_sync:  # another process synced it, or recovery settled a half-done entry
+            if launch and not plan.drift:
+                plan = replace(plan, launch=plan_launch(ckpt, read_config_files(ckpt), target))
             return SyncResult(plan, (), (), False)
         refuse_unsettled_files(
             ckpt,
@@ -345,11 +386,19 @@ def _carry_out(ckpt: Checkpoint, target: Target, prune: bool = False) -> SyncRes
         ]
         for step in new_steps:  # refuse an edit this engine ignores before anything is written
             _check_effect(ckpt, step, target)
-        rebuilt = rebuild(session, upstream_bytes(session), [*steps, *new_steps], journal.applied)
+        rebuilt = rebuild(
+            session,
+            upstream_bytes(session),
+            [*steps, *new_steps],
+            journal.applied,
+            judge if launch else None,
+        )
     created = rebuilt.entries
     applied = tuple(e.id for e in created[len(steps) :] if e is not None)
     reverted = tuple(a.entry_id for a in plan.actions if a.entry_id is not None)
     changes = tuple(FileChange(p, old, new) for p, (old, new) in sorted(rebuilt.files.items()))
+    if launched:
+        plan = replace(plan, launch=launched[0])
     return SyncResult(plan, applied, reverted, False, changes)
 
 

@@ -11,7 +11,7 @@ finished by the next command (``patcher.store.recovery``); an error or Ctrl-C is
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -111,10 +111,16 @@ class Rebuilt:
 
 
 def rebuild(
-    session: Session, base: Mapping[str, bytes], steps: list[Step], retire: tuple[Entry, ...]
+    session: Session,
+    base: Mapping[str, bytes],
+    steps: list[Step],
+    retire: tuple[Entry, ...],
+    before_write: Callable[[Mapping[str, bytes]], None] | None = None,
 ) -> Rebuilt:
     """Apply ``steps`` to ``base`` in a scratch copy, then make the checkpoint that result in
-    one write-ahead step, retiring ``retire`` (see ``Rebuilt``)."""
+    one write-ahead step, retiring ``retire`` (see ``Rebuilt``). ``before_write`` is given the
+    files the rebuild leaves (path -> bytes) before anything is written: an error it raises
+    leaves the checkpoint and its journal as they were."""
     ckpt, journal = session.checkpoint, session.journal
     with tempfile.TemporaryDirectory(
         prefix="patcher-rebuild-", ignore_cleanup_errors=True
@@ -141,14 +147,16 @@ def rebuild(
         except PatcherError as exc:  # a message names the user's checkpoint, never the copy
             raise exc.relocated(work, ckpt.root) from None
         scratch_journal = load_journal(work / ".patcher")
+        touched = {r.path for e in scratch_journal.entries for r in e.files}
+        touched |= {r.path for e in retire for r in e.files}
+        final = {p: (work / p).read_bytes() for p in touched if (work / p).exists()}
+        if before_write is not None:
+            before_write(final)
         for entry in scratch_journal.entries:
             store_object(ckpt.journal_dir, load_object(work / ".patcher", entry.definition))
             for record in entry.files:
                 if (work / ".patcher" / "objects" / record.before).is_file():
                     store_object(ckpt.journal_dir, load_object(work / ".patcher", record.before))
-        touched = {r.path for e in scratch_journal.entries for r in e.files}
-        touched |= {r.path for e in retire for r in e.files}
-        final = {p: (work / p).read_bytes() for p in touched if (work / p).exists()}
     for data in final.values():
         store_object(ckpt.journal_dir, data)
     next_id = journal.next_id()

@@ -25,6 +25,14 @@ from typing import Any
 
 from patcher.advice.doctor import Diagnosis, diagnose_text, judge_fixes
 from patcher.engines.gpus import parse_gpu
+from patcher.engines.launch_flags import (
+    SGLANG_FLAGS,
+    VLLM_FLAGS,
+    engine_flags,
+    flag_words,
+    parse_bytes,
+    setting_values,
+)
 from patcher.errors import PatcherError, TargetError
 from patcher.ops.launching import Launch
 from patcher.ops.planning import Plan, plan_checkpoint, sync_checkpoint
@@ -71,35 +79,6 @@ class RunPlan:
         }
 
 
-# Each launch setting, as each engine spells it (the first spelling is the canonical one).
-VLLM_FLAGS = {
-    "tensor_parallel": ("--tensor-parallel-size", "-tp"),
-    "pipeline_parallel": ("--pipeline-parallel-size", "-pp"),
-    "max_model_len": ("--max-model-len",),
-    "kv_cache_memory": ("--kv-cache-memory-bytes",),
-    "gpu_memory_utilization": ("--gpu-memory-utilization",),
-}
-SGLANG_FLAGS = {
-    "tensor_parallel": ("--tp", "--tp-size", "--tensor-parallel-size"),
-    "pipeline_parallel": ("--pp-size", "--pipeline-parallel-size"),
-    "max_model_len": ("--context-length",),
-    "gpu_memory_utilization": ("--mem-fraction-static",),
-}
-
-
-def _value_flags(argv: Sequence[str], spellings: dict[str, tuple[str, ...]]) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for i, word in enumerate(argv):
-        name, eq, value = word.partition("=")
-        for key, names in spellings.items():
-            if name in names:
-                if eq:
-                    found[key] = value
-                elif i + 1 < len(argv):
-                    found[key] = argv[i + 1]
-    return found
-
-
 def read_engine_command(argv: Sequence[str]) -> EngineCommand:
     """The engine, checkpoint and launch flags of ``vllm serve PATH ...`` or
     ``python -m sglang.launch_server --model-path PATH ...``."""
@@ -111,13 +90,13 @@ def read_engine_command(argv: Sequence[str]) -> EngineCommand:
         checkpoint = words[2]
         if checkpoint.startswith("-"):
             raise TargetError("vllm serve needs the checkpoint as its first argument", hint=_HINT)
-        flags = _value_flags(words[3:], VLLM_FLAGS)
+        flags = setting_values(words[3:], VLLM_FLAGS)
         return EngineCommand("vllm", tuple(words), checkpoint, flags, _shebang(words[0]))
     if program.startswith("python") and words[1:3] == ["-m", "sglang.launch_server"]:
-        found = _value_flags(words[3:], {"model": ("--model-path", "--model")})
+        found = setting_values(words[3:], {"model": ("--model-path", "--model")})
         if "model" not in found:
             raise TargetError("sglang.launch_server needs --model-path PATH", hint=_HINT)
-        flags = _value_flags(words[3:], SGLANG_FLAGS)
+        flags = setting_values(words[3:], SGLANG_FLAGS)
         return EngineCommand("sglang", tuple(words), found["model"], flags, _which(words[0]))
     raise TargetError(
         f"cannot read the engine command {' '.join(words[:3])!r}",
@@ -239,7 +218,7 @@ def plan_run(
             ) from None
 
     wanted_len = flags.get("max_model_len")
-    kv_bytes = number("kv_cache_memory", _bytes)
+    kv_bytes = number("kv_cache_memory", parse_bytes)
     target = make_target(
         engine=engine,
         gpu=gpu,
@@ -249,6 +228,7 @@ def plan_run(
         gpu_memory_utilization=number("gpu_memory_utilization", float),
         kv_cache_memory=None if kv_bytes is None else kv_bytes / GIB,
         max_model_len=None if wanted_len in (None, "auto", "-1") else number("max_model_len", int),
+        kv_cache_dtype=flags.get("kv_cache_dtype"),
     )
     if check or dry_run:
         plan = plan_checkpoint(command.checkpoint, target)
@@ -267,25 +247,16 @@ def plan_run(
     return RunPlan(command, target, plan, synced, (*command.argv, *added), added)
 
 
-def _bytes(text: str) -> int:
-    """vLLM's --kv-cache-memory-bytes: a number, or with a suffix (64M, 1G, 1GiB)."""
-    units = {"k": 1000, "m": 1000**2, "g": 1000**3, "ki": 1024, "mi": 1024**2, "gi": 1024**3}
-    lowered = text.strip().lower().removesuffix("b")
-    for suffix in ("ki", "mi", "gi", "k", "m", "g"):
-        if lowered.endswith(suffix):
-            return int(float(lowered[: -len(suffix)]) * units[suffix])
-    return int(lowered)
-
-
 def _added_flags(command: EngineCommand, launch: Launch | None) -> tuple[str, ...]:
     """The planned flags the user did not give; a planned value that differs from the user's
-    is refused, naming both."""
+    is refused, naming both. The target's own flags (a profile's ``flags``) are added where
+    the command lacks them, and refused where it gives another value."""
     if launch is None:
         return ()
-    spellings = VLLM_FLAGS if command.engine == "vllm" else SGLANG_FLAGS
+    spellings = engine_flags(command.engine)
     by_flag = {names[0]: key for key, names in spellings.items()}
     added: list[str] = []
-    planned = list(launch.flags)
+    planned = launch.flags[: len(launch.flags) - len(launch.passed)]
     for i in range(0, len(planned), 2):
         flag, value = planned[i], planned[i + 1]
         key = by_flag.get(flag)
@@ -303,13 +274,22 @@ def _added_flags(command: EngineCommand, launch: Launch | None) -> tuple[str, ..
             else f"{flag} {given} contradicts the plan's {flag} {value}",
             hint=f"use {flag} {value}, or change the target (patcher plan {command.checkpoint})",
         )
+    user = {name: value for name, value, _ in flag_words(command.argv[3:])}
+    for name, wanted, taken in flag_words(launch.passed):
+        if name not in user:
+            added += taken
+        elif user[name] != wanted:
+            raise TargetError(
+                f"{name} {user[name]} contradicts the profile's flags ({' '.join(taken)})",
+                hint="give one value: drop it from the command or from the profile's flags",
+            )
     return tuple(added)
 
 
 def _same(key: str | None, given: str, planned: str) -> bool:
     try:
         if key == "kv_cache_memory":
-            return _bytes(given) == int(planned)
+            return parse_bytes(given) == int(planned)
         return float(given) == float(planned)
     except ValueError:
         return given == planned

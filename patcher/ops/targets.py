@@ -10,6 +10,8 @@ the target. Given by flags or by a profile file (TOML, anywhere), the same names
     kv_cache_memory = "1GiB"      # optional, --kv-cache-memory-bytes (the KV space itself)
     weights = "590GB"             # optional; default: the weight index's total_size
     max_model_len = 131072        # optional; default: what the engine derives
+    kv_cache_dtype = "bfloat16"   # optional, --kv-cache-dtype; default: what 'auto' resolves to
+    flags = ["--enable-prefix-caching", "--served-model-name", "kimi"]  # optional, always passed
     [transforms]                  # optional
     set-context-length = { length = 32768 }
 """
@@ -17,13 +19,15 @@ the target. Given by flags or by a profile file (TOML, anywhere), the same names
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from patcher.advice.kvbudget import parse_size_gib
 from patcher.engines.gpus import Gpu, parse_gpu
+from patcher.engines.launch_flags import engine_flags, flag_words, parse_bytes, split_settings
+from patcher.engines.model import refuse_unknown_kv_cache_dtype
 from patcher.engines.target import Engine, parse_engine
 from patcher.errors import TargetError
 from patcher.store.fsio import read_regular
@@ -46,12 +50,18 @@ class Target:
     weights_gib: float | None = None
     max_model_len: int | None = None
     overridden: tuple[str, ...] = ()  # the profile's settings a flag replaced, for people
+    kv_cache_dtype: str | None = None
+    # The user's own server flags, passed as given (a launch setting among them is read into
+    # its field above, so that the plan judges it).
+    flags: tuple[str, ...] = ()
 
     def record(self) -> dict[str, Any]:
         """What the journal keeps with each entry applied for this target."""
         found: dict[str, Any] = {"engine": str(self.engine), "gpu": self.gpu.name}
         for key, value in self.launch_fields().items():
             found[key] = value
+        if self.flags:
+            found["flags"] = list(self.flags)
         if self.profile is not None:
             found["profile"] = self.profile
         return found
@@ -65,6 +75,7 @@ class Target:
             "kv_cache_memory_gib": self.kv_cache_memory_gib,
             "weights_gib": self.weights_gib,
             "max_model_len": self.max_model_len,
+            "kv_cache_dtype": self.kv_cache_dtype,
         }
         return {k: v for k, v in fields.items() if v is not None}
 
@@ -79,6 +90,7 @@ class Target:
 
 
 MAX_PROFILE = 2**20  # a profile is a few lines
+GIB = 1024**3
 
 
 MAX_PARALLEL = 4096  # GPUs in one tensor-parallel group; far past any real deployment
@@ -121,6 +133,8 @@ LAUNCH_KEYS = (
     "kv_cache_memory",
     "weights",
     "max_model_len",
+    "kv_cache_dtype",
+    "flags",
 )
 
 
@@ -136,9 +150,15 @@ def make_target(
     kv_cache_memory: str | float | None = None,
     weights: str | float | None = None,
     max_model_len: int | None = None,
+    kv_cache_dtype: str | None = None,
+    flags: Sequence[str] | None = None,
 ) -> Target:
     """A target from a profile file, or from the engine and device and the launch settings
-    (flags override a profile). Sizes are strings such as ``1GiB`` or numbers of GiB."""
+    (flags override a profile). Sizes are strings such as ``1GiB`` or numbers of GiB.
+
+    ``flags`` are the server flags always passed (argv words): one naming a launch setting
+    (``--tensor-parallel-size 8``) is read into it, and refused when it contradicts the
+    setting given; the others are passed as given."""
     source = None
     data: dict[str, Any] = {}
     if profile is not None:
@@ -157,7 +177,7 @@ def make_target(
         stray = first_datetime(data, "")
         if stray is not None:
             raise _fail(source, stray, "TOML dates and times are not JSON values; quote it")
-    flags = {
+    named = {
         "engine": engine,
         "gpu": gpu,
         "tensor_parallel": tensor_parallel,
@@ -166,11 +186,13 @@ def make_target(
         "kv_cache_memory": kv_cache_memory,
         "weights": weights,
         "max_model_len": max_model_len,
+        "kv_cache_dtype": kv_cache_dtype,
+        "flags": None if flags is None else list(flags),
     }
     # A flag given with --profile wins, and says so: never silently.
     overridden = tuple(
         f"{key} {flag} (the profile says {data[key]})"
-        for key, flag in flags.items()
+        for key, flag in named.items()
         if flag is not None and key in data and str(data[key]) != str(flag)
     )
     engine = engine or data.get("engine")
@@ -181,8 +203,21 @@ def make_target(
     if not isinstance(engine, str | Engine) or not isinstance(gpu, str | Gpu):
         raise _fail(source, "/engine", "engine and gpu are strings such as 'vllm==0.16.0'")
 
+    parsed_engine = parse_engine(engine) if isinstance(engine, str) else engine
+    passed, settings = _server_flags(
+        parsed_engine, flags if flags is not None else data.get("flags"), source
+    )
+
     def given(key: str, flag: Any) -> Any:
-        return flag if flag is not None else data.get(key)
+        value = flag if flag is not None else data.get(key)
+        if key in settings and value is not None and not _same(key, value, settings[key]):
+            raise TargetError(
+                f"the flags say {settings[key][1]} but {key} is {value}",
+                file=source,
+                pointer="/flags" if source else None,
+                hint="give it once: in the flags, or as the setting",
+            )
+        return value if value is not None else (settings[key][0] if key in settings else None)
 
     tp = _count(given("tensor_parallel", tensor_parallel), source, "tensor_parallel", MAX_PARALLEL)
     pp = _count(
@@ -203,8 +238,11 @@ def make_target(
         isinstance(k, str) and isinstance(v, Mapping) for k, v in wanted.items()
     ):
         raise _fail(source, "/transforms", "expected a table: name = { parameter = value }")
+    kv = given("kv_cache_dtype", kv_cache_dtype)
+    if kv is not None:
+        refuse_unknown_kv_cache_dtype(parsed_engine, kv, source)
     return Target(
-        engine=parse_engine(engine) if isinstance(engine, str) else engine,
+        engine=parsed_engine,
         gpu=parse_gpu(gpu) if isinstance(gpu, str) else gpu,
         tensor_parallel=tp,
         transforms={k: dict(v) for k, v in wanted.items()},
@@ -217,4 +255,43 @@ def make_target(
         weights_gib=_size(given("weights", weights), source, "weights"),
         max_model_len=context,
         overridden=overridden,
+        kv_cache_dtype=kv,
+        flags=passed,
     )
+
+
+def _server_flags(
+    engine: Engine, words: Any, source: str | None
+) -> tuple[tuple[str, ...], dict[str, tuple[Any, str]]]:
+    """The flags passed as given, and the launch settings among them (key -> (value, the
+    flag as written))."""
+    if words is None:
+        return (), {}
+    if not isinstance(words, list | tuple) or not all(isinstance(w, str) for w in words):
+        raise _fail(source, "/flags", "expected a list of argv words, e.g. ['--enforce-eager']")
+    found, passed = split_settings(engine.name, words)
+    settings: dict[str, tuple[Any, str]] = {}
+    for key, text in found.items():
+        flag = next(n for n, v, _ in flag_words(words) if n in engine_flags(engine.name)[key])
+        try:
+            if key == "kv_cache_memory":
+                value: Any = parse_bytes(text) / GIB
+            elif key == "gpu_memory_utilization":
+                value = float(text)
+            elif key == "kv_cache_dtype":
+                value = text
+            elif key == "max_model_len" and text in ("auto", "-1"):
+                continue  # the engine fits the context itself: nothing to plan
+            else:
+                value = int(text)
+        except ValueError:
+            raise _fail(source, "/flags", f"cannot read {flag} {text!r}") from None
+        settings[key] = (value, f"{flag} {text}")
+    return passed, settings
+
+
+def _same(key: str, given: Any, from_flags: tuple[Any, str]) -> bool:
+    value = from_flags[0]
+    if key == "kv_cache_memory" and isinstance(given, str | int | float):
+        return abs(parse_size_gib(given, key) - float(value)) < 1e-6
+    return bool(given == value)

@@ -199,6 +199,48 @@ def test_dry_run_json_names_the_argv_and_starts_nothing(tmp_path: Path) -> None:
     assert found["engine"] == "vllm==0.32.0" and found["gpu"] == "cpu"
 
 
+def test_a_kv_cache_dtype_in_the_command_is_the_targets(tmp_path: Path) -> None:
+    """``--kv-cache-dtype bfloat16`` on the engine's command line is read as the target's
+    choice: the example needs no strip on vLLM 0.16 for SM120, and --check starts it as is."""
+    ckpt = tmp_path / "kimi"
+    subprocess.run(
+        ["cp", "-r", str(ROOT / "snapshots" / "example" / "kimi-k2.5-nvfp4"), str(ckpt)], check=True
+    )
+    before = tree_bytes(ckpt)
+    env = _engine(tmp_path, "print(json.dumps(sys.argv[1:]))", version=None)
+    target = ("--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", "--check", "--")
+    done = _run(env, *target, "vllm", "serve", ckpt, "-tp", "8", "--kv-cache-dtype", "bfloat16")
+    assert done.returncode == 0, done.stderr
+    argv = json.loads(done.stdout.strip().splitlines()[-1])
+    assert argv[argv.index("--max-model-len") + 1] == "183296"
+    assert argv.count("--kv-cache-dtype") == 1 and tree_bytes(ckpt) == before
+
+
+def test_a_profiles_flags_are_added_and_a_contradiction_refused(tmp_path: Path) -> None:
+    ckpt = _checkpoint(tmp_path, "a1_widekv_262k")
+    profile = tmp_path / "p.toml"
+    profile.write_text(
+        'engine = "vllm==0.32.0"\ngpu = "cpu"\n'
+        'flags = ["--enforce-eager", "--served-model-name", "tiny"]\n'
+    )
+    env = _engine(tmp_path, "print(json.dumps(sys.argv[1:]))")
+    done = _run(
+        env, "--profile", profile, "--", "vllm", "serve", ckpt, "--kv-cache-memory-bytes", KV
+    )
+    assert done.returncode == 0, done.stderr
+    argv = json.loads(done.stdout.strip().splitlines()[-1])
+    assert argv[-3:] == ["--enforce-eager", "--served-model-name", "tiny"]
+    assert "--max-model-len" in argv
+    marker = tmp_path / "started"
+    (tmp_path / "second").mkdir()
+    env = _engine(tmp_path / "second", f"open({str(marker)!r}, 'w').close()")
+    done = _run(
+        env, "--profile", profile, "--", "vllm", "serve", ckpt, "--served-model-name", "other"
+    )
+    assert done.returncode == 1 and not marker.exists()
+    assert "--served-model-name other contradicts the profile's flags" in done.stderr
+
+
 @pytest.mark.live
 @pytest.mark.skipif("PATCHER_LIVE_VLLM" not in os.environ, reason="needs PATCHER_LIVE_VLLM=VENV")
 def test_live_run(tmp_path: Path) -> None:

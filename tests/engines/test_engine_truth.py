@@ -173,6 +173,54 @@ def test_engine_model_matches_real_vllm(version: str, case: str, cases: dict[str
             assert accepted is None
 
 
+def _flag_params() -> list[tuple[str, str]]:
+    return [
+        (version, case)
+        for version, record in sorted(TRUTH.items())
+        for case, truth in sorted(record["cases"].items())
+        if "kv_cache_dtype_flags" in truth
+    ]
+
+
+@pytest.mark.parametrize(("version", "case"), _flag_params())
+def test_a_chosen_kv_cache_dtype_is_what_real_vllm_makes_of_it(
+    version: str, case: str, cases: dict[str, str]
+) -> None:
+    """``--kv-cache-dtype bfloat16`` (or fp8) as a target's choice: the cache dtype the real
+    vLLM's config leaves (the flag wins over the checkpoint's FP8 directive), and the MLA
+    backends that then accept it per capability, are the engine model's."""
+    engine = parse_engine(f"vllm=={version}")
+    files = read_config_files(open_checkpoint(cases[case]))
+    importable = {
+        name
+        for name, row in TRUTH[version]["backend_table"]["backends"].items()
+        if "error" not in row
+    }
+    for flag, recorded in TRUTH[version]["cases"][case]["kv_cache_dtype_flags"].items():
+        view = derive(engine, files, kv_cache_dtype=flag)
+        plain = {e.message for e in derive(engine, files).startup_errors}
+        chosen = [e for e in view.startup_errors if e.message not in plain]
+        if "error" in recorded:  # 0.33 refuses a bf16 cache on a float16 model
+            assert [e.code for e in chosen] == ["kv-dtype-mismatch"], recorded
+            assert _same_error(chosen[0].message, recorded["error"].split("Value error, ")[-1])
+            continue
+        assert not chosen, chosen
+        assert view.kv_cache_dtype.value == recorded["cache_dtype"], flag
+        for capability in ("12.0", "9.0"):
+            accepted = derive(engine, files, parse_gpu(capability), kv_cache_dtype=flag)
+            probed = tuple(n for n in accepted.attention_backends or () if n in importable)
+            assert probed == tuple(recorded["attention_backends"][capability]), (flag, capability)
+
+
+def test_on_sm120_vllm_0_16_takes_a_bf16_cache_chosen_for_kimi() -> None:
+    """The story's other fix, in the real vLLM 0.16.0's own terms: with --kv-cache-dtype
+    bfloat16 the example's cache is bfloat16 and TRITON_MLA takes it on 12.0."""
+    chosen = TRUTH["0.16.0"]["cases"]["example-kimi-k2.5-nvfp4"]["kv_cache_dtype_flags"]
+    assert chosen["bfloat16"]["cache_dtype"] == "bfloat16"
+    assert chosen["bfloat16"]["attention_backends"]["12.0"] == ["TRITON_MLA"]
+    assert chosen["fp8"]["attention_backends"]["12.0"] == []
+
+
 @pytest.mark.parametrize("version", sorted(TRUTH))
 def test_act_dtypes_match_real_vllm(version: str) -> None:
     """Each modelled quantization method's dtypes, as the real vLLM lists them."""

@@ -73,18 +73,40 @@ def test_kv_budget_gives_the_engines_figures_to_the_token(name: str, tmp_path: P
     (one block held back), from the CPU target with the KV space given."""
     state = STATES[name]
     ckpt = _checkpoint(tmp_path, state)
-    kv_dtype = "fp8" if _flag(state, "--kv-cache-dtype") == "fp8" else "auto"
     budget = kv_budget(
         ckpt,
         gpu="cpu",
         kv_cache_memory=state["kv_cache_memory_bytes"] / GIB,
         engine=ENGINE,
-        kv_dtype=kv_dtype,  # type: ignore[arg-type]
+        kv_dtype=_flag(state, "--kv-cache-dtype") or "auto",
     )
     if state["estimated_max_model_len"] is not None:
         assert budget.max_tokens == state["estimated_max_model_len"]
     if state["kv_cache_tokens"] is not None:
         assert budget.kv_cache_tokens == state["kv_cache_tokens"]
+
+
+@pytest.mark.parametrize("name", [n for n, s in STATES.items() if _kv_state(s)])
+def test_the_launch_planned_from_the_live_flags_has_the_engines_figures(
+    name: str, tmp_path: Path
+) -> None:
+    """The same flags the live run was given (``--kv-cache-dtype``, ``--kv-cache-memory-bytes``,
+    ...), as a target's ``flags``: plan reads the launch settings among them and its memory is
+    the engine's to the token; the context it serves starts where the engine's estimate says."""
+    state = STATES[name]
+    ckpt = _checkpoint(tmp_path, state)
+    flags = state["argv"][3:]
+    if state["kv_cache_memory_bytes"] is not None and "--kv-cache-memory-bytes" not in flags:
+        flags += ["--kv-cache-memory-bytes", str(state["kv_cache_memory_bytes"])]
+    target = make_target(engine=ENGINE, gpu="cpu", flags=flags)
+    assert target.kv_cache_dtype == _flag(state, "--kv-cache-dtype")
+    launch = plan_checkpoint(ckpt, target).launch
+    assert launch is not None and launch.memory is not None
+    if state["estimated_max_model_len"] is not None:
+        assert launch.memory.max_tokens == state["estimated_max_model_len"]
+        assert launch.context is not None and launch.context <= state["estimated_max_model_len"]
+    if state["started"] and state["max_model_len"] is not None:
+        assert launch.memory.max_tokens >= state["max_model_len"]
 
 
 def _served_context(name: str, tmp_path: Path) -> tuple[int | None, bool]:
@@ -99,10 +121,10 @@ def _served_context(name: str, tmp_path: Path) -> tuple[int | None, bool]:
     kv_bytes = state["kv_cache_memory_bytes"]
     budget = None
     if kv_bytes is not None:
-        kv_dtype = "fp8" if _flag(state, "--kv-cache-dtype") == "fp8" else "auto"
+        kv_dtype = _flag(state, "--kv-cache-dtype") or "auto"
         budget = kv_budget(
             ckpt, gpu="cpu", kv_cache_memory=kv_bytes / GIB, engine=ENGINE, kv_dtype=kv_dtype
-        )  # type: ignore[arg-type]
+        )
     if flag == "auto":
         assert budget is not None
         return min(derived, budget.max_tokens), True

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from patcher.engines import vllm, vllm_kv
+from patcher.engines.target import parse_engine
 from tests.conftest import SNAPSHOTS
 
 RELEASES: dict[str, dict[str, Any]] = json.loads(
@@ -22,6 +23,7 @@ BOUNDARIES = {
     "yarn_derives_from_original": (vllm.YARN_KEEPS_MAX_POSITION, False),
     "auto_gptq": (vllm.AUTO_GPTQ_FROM, True),
     "kv_auto_from_checkpoint": (vllm_kv.KV_AUTO_FROM_CHECKPOINT, True),
+    "float_kv_matches_model": (vllm_kv.FLOAT_KV_MATCHES_MODEL_FROM, True),
 }
 
 
@@ -52,3 +54,11 @@ def test_a_removed_quantization_method_is_registered_exactly_before_its_boundary
     for method, first in vllm_kv.REMOVED_METHODS.items():
         listed = method in RELEASES[version]["quantization_methods"]
         assert listed is (_version(version) < first), (method, version)
+
+
+@pytest.mark.parametrize("version", sorted(RELEASES, key=_version))
+def test_the_kv_cache_dtype_choices_are_the_releases_own(version: str) -> None:
+    """``--kv-cache-dtype`` takes what the release's CacheDType lists, no more and no less:
+    a target choosing bfloat16 for 0.10.1 is refused, as its argparse would refuse it."""
+    engine = parse_engine(f"vllm=={version}")
+    assert set(vllm_kv.kv_cache_dtype_choices(engine)) == set(RELEASES[version]["kv_cache_dtypes"])

@@ -237,3 +237,94 @@ def test_a_flag_given_with_a_profile_says_what_it_overrides(
     assert "note: a flag overrides the profile: tensor_parallel 4 (the profile says 8)" in out
     code, out, _ = cli("plan", kimi, "--profile", profile, "--tp", "8", "--json")
     assert json.loads(out)["overridden"] == []
+
+
+def test_a_bf16_kv_cache_chosen_keeps_the_files_as_shipped(cli: Cli, kimi: Path) -> None:
+    """The other fix for the first failure: --kv-cache-dtype bfloat16 instead of the strip.
+    plan edits nothing, judges the memory in bf16 (the same cap as after the strip) and puts
+    the flag in the command line; a checkpoint synced with the strip gets it reverted."""
+    code, out, err = cli("plan", kimi, *TARGET, "--json")
+    stripped = json.loads(out)
+    assert code == 4, err
+    assert "plan with --kv-cache-dtype bfloat16" in stripped["actions"][0]["reason"]
+    before = tree_bytes(kimi)
+    code, out, err = cli("plan", kimi, *TARGET, "--kv-cache-dtype", "bfloat16", "--json")
+    assert code == 0, err
+    chosen = json.loads(out)
+    assert chosen["in_sync"] and chosen["actions"] == []
+    assert chosen["argv"][-2:] == ["--kv-cache-dtype", "bfloat16"]
+    assert _flag(chosen["flags"], "--max-model-len") == _flag(stripped["flags"], "--max-model-len")
+    assert chosen["launch"]["kv_budget"]["element_bytes"] == 2
+    assert tree_bytes(kimi) == before
+    assert cli("sync", kimi, *TARGET)[0] == 0
+    code, out, err = cli("sync", kimi, *TARGET, "--kv-cache-dtype", "bfloat16")
+    assert code == 0, err
+    assert "revert strip-fp8-kv-cache" in out and tree_bytes(kimi) == before
+
+
+def test_an_fp8_kv_cache_chosen_where_no_backend_takes_it_is_refused(
+    cli: Cli, kimi: Path, tmp_path: Path
+) -> None:
+    """vLLM 0.16 on SM120 runs no FP8 MLA: the strip cannot help a cache the flag forces to
+    fp8, so plan and sync refuse the choice (exit 1, the profile's line named, nothing
+    written). vLLM 0.33 takes it, in half the bytes."""
+    profile = tmp_path / "p.toml"
+    profile.write_text(
+        'engine = "vllm==0.16.0"\ngpu = "rtx-pro-6000"\ntensor_parallel = 8\n'
+        'kv_cache_dtype = "fp8"\n'
+    )
+    before = tree_bytes(kimi)
+    plan_code, _, plan_err = cli("plan", kimi, "--profile", profile)
+    sync_code, _, sync_err = cli("sync", kimi, "--profile", profile)
+    assert plan_code == sync_code == 1 and plan_err == sync_err
+    assert "/kv_cache_dtype" in plan_err and "choose bfloat16" in plan_err
+    assert tree_bytes(kimi) == before and not (kimi / ".patcher").exists()
+    code, out, err = cli(
+        "plan", kimi, "--engine", "vllm==0.33.0", "--gpu", "rtx-pro-6000", "--tp", "8",
+        "--kv-cache-dtype", "fp8", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    assert json.loads(out)["launch"]["kv_budget"]["element_bytes"] == 1
+
+
+def test_the_flags_always_passed_end_the_command_line(cli: Cli, kimi: Path, tmp_path: Path) -> None:
+    """A profile's flags (and the CLI's after --) are passed as given, after the planned ones;
+    a launch setting among them is planned like the field."""
+    profile = tmp_path / "p.toml"
+    profile.write_text(
+        'engine = "vllm==0.16.0"\ngpu = "rtx-pro-6000"\n'
+        'flags = ["-tp", "8", "--served-model-name", "kimi", "--enable-prefix-caching"]\n'
+    )
+    code, out, err = cli("plan", kimi, "--profile", profile, "--json")
+    assert code == 4, err
+    plan = json.loads(out)
+    assert _flag(plan["flags"], "--tensor-parallel-size") == 8
+    assert plan["flags"][-3:] == ["--served-model-name", "kimi", "--enable-prefix-caching"]
+    assert plan["launch"]["passed_flags"] == plan["flags"][-3:]
+    code, out, err = cli("plan", kimi, *TARGET, "--", "--enforce-eager")
+    assert code == 4, err
+    assert "your flags, passed as given (not judged): --enforce-eager" in out
+    assert out.rstrip().endswith("--enforce-eager")
+
+
+def test_sync_rebuilds_once_and_refuses_before_it_writes(
+    cli: Cli, kimi: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the first sync, a sync applies its plan in one rebuild (no scratch proof
+    first), and a launch it refuses (a context above what the engine derives) is refused
+    with the checkpoint and its journal as they were."""
+    from patcher.ops import planning
+
+    assert cli("apply", kimi, "drop-auto-map")[0] in (0, 3)
+    proofs: list[object] = []
+    real = planning._predict
+    monkeypatch.setattr(planning, "_predict", lambda *a, **k: proofs.append(a) or real(*a, **k))
+    journal = (kimi / ".patcher" / "journal.json").read_bytes()
+    before = tree_bytes(kimi)
+    code, _, err = cli("sync", kimi, *TARGET, "--max-model-len", "300000")
+    assert code == 1 and "max_model_len 300000 is above the 262144" in err
+    assert tree_bytes(kimi) == before
+    assert (kimi / ".patcher" / "journal.json").read_bytes() == journal
+    code, out, err = cli("sync", kimi, *TARGET)
+    assert code == 0 and "apply strip-fp8-kv-cache: done" in out, err
+    assert "--max-model-len" in out and proofs == []

@@ -46,6 +46,17 @@ options:
   max_model_len:
     description: The context wanted (default what the engine derives).
     type: int
+  kv_cache_dtype:
+    description:
+      - The engine's --kv-cache-dtype, such as C(bfloat16) (default not passed, so C(auto)
+        resolves from the checkpoint). A choice the version or GPU cannot run fails the task.
+    type: str
+  flags:
+    description:
+      - Server flags always passed, as argv words, such as C([--enable-prefix-caching]). One
+        naming a launch setting (C(-tp 8)) is read as that setting.
+    type: list
+    elements: str
   transforms:
     description: Transforms wanted whatever the target, name to parameters.
     type: dict
@@ -142,6 +153,8 @@ def run(module, api):
         kv_cache_memory=p["kv_cache_memory"],
         weights=p["weights"],
         max_model_len=p["max_model_len"],
+        kv_cache_dtype=p["kv_cache_dtype"],
+        flags=p["flags"],
     )
     result = api.sync(checkpoint_of(p), target, dry_run=module.check_mode, overlay=p["overlay"])
     plan = result.plan
@@ -181,6 +194,8 @@ def main():
             kv_cache_memory=dict(type="str"),
             weights=dict(type="str"),
             max_model_len=dict(type="int"),
+            kv_cache_dtype=dict(type="str"),
+            flags=dict(type="list", elements="str"),
             transforms=dict(type="dict"),
             overlay=dict(type="path"),
         ),

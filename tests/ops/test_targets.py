@@ -1,0 +1,95 @@
+"""A target's KV dtype and the flags always passed: from make_target, profiles and the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from patcher.errors import TargetError
+from patcher.ops.targets import make_target
+
+GPU = "rtx-pro-6000"
+
+
+def test_a_kv_cache_dtype_the_release_does_not_take_is_refused() -> None:
+    """vLLM 0.10 has no bfloat16 choice (its argparse refuses it); 0.11 has."""
+    with pytest.raises(TargetError) as refused:
+        make_target(engine="vllm==0.10.1", gpu=GPU, kv_cache_dtype="bfloat16")
+    assert "vllm==0.10.1 has no --kv-cache-dtype bfloat16" in refused.value.problem
+    assert "fp8_e4m3" in refused.value.problem
+    assert make_target(engine="vllm==0.11.0", gpu=GPU, kv_cache_dtype="bfloat16").kv_cache_dtype
+    # SGLang spells it bf16 too; vLLM does not.
+    assert make_target(engine="sglang==0.5.23", gpu=GPU, kv_cache_dtype="bf16").kv_cache_dtype
+    with pytest.raises(TargetError):
+        make_target(engine="vllm==0.33.0", gpu=GPU, kv_cache_dtype="bf16")
+
+
+def test_a_profiles_kv_cache_dtype_names_its_line(tmp_path: Path) -> None:
+    profile = tmp_path / "p.toml"
+    profile.write_text('engine = "vllm==0.16.0"\ngpu = "rtx-pro-6000"\nkv_cache_dtype = "fp4"\n')
+    with pytest.raises(TargetError) as refused:
+        make_target(profile=profile)
+    assert refused.value.file == str(profile) and refused.value.pointer == "/kv_cache_dtype"
+
+
+def test_flags_naming_a_launch_setting_become_that_setting() -> None:
+    target = make_target(
+        engine="vllm==0.16.0",
+        gpu=GPU,
+        flags=[
+            "--enable-prefix-caching",
+            "-tp",
+            "8",
+            "--kv-cache-dtype=bfloat16",
+            "--served-model-name",
+            "kimi",
+            "--max-model-len",
+            "auto",
+        ],
+    )
+    assert target.tensor_parallel == 8 and target.kv_cache_dtype == "bfloat16"
+    assert target.max_model_len is None  # auto: the engine fits it; nothing to plan
+    assert target.flags == ("--enable-prefix-caching", "--served-model-name", "kimi")
+
+
+def test_a_flag_that_contradicts_its_setting_is_refused_naming_both(tmp_path: Path) -> None:
+    profile = tmp_path / "p.toml"
+    profile.write_text(
+        'engine = "vllm==0.16.0"\ngpu = "rtx-pro-6000"\ntensor_parallel = 8\n'
+        'flags = ["--tensor-parallel-size", "4"]\n'
+    )
+    with pytest.raises(TargetError) as refused:
+        make_target(profile=profile)
+    assert "--tensor-parallel-size 4" in refused.value.problem
+    assert "tensor_parallel is 8" in refused.value.problem
+    assert refused.value.pointer == "/flags"
+    # The same value twice is no contradiction.
+    profile.write_text(
+        'engine = "vllm==0.16.0"\ngpu = "rtx-pro-6000"\ntensor_parallel = 8\n'
+        'flags = ["-tp", "8", "--kv-cache-memory-bytes", "1GiB"]\nkv_cache_memory = "1GiB"\n'
+    )
+    assert make_target(profile=profile).tensor_parallel == 8
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ('flags = "--enforce-eager"', "a list of argv words"),
+        ('flags = ["--max-model-len", "lots"]', "cannot read --max-model-len 'lots'"),
+    ],
+)
+def test_bad_flags_in_a_profile_name_the_line(tmp_path: Path, line: str, problem: str) -> None:
+    profile = tmp_path / "p.toml"
+    profile.write_text(f'engine = "vllm==0.16.0"\ngpu = "rtx-pro-6000"\n{line}\n')
+    with pytest.raises(TargetError) as refused:
+        make_target(profile=profile)
+    assert problem in refused.value.problem and refused.value.pointer == "/flags"
+
+
+def test_the_journal_records_the_choice_and_the_flags() -> None:
+    target = make_target(
+        engine="vllm==0.16.0", gpu=GPU, kv_cache_dtype="bfloat16", flags=["--enforce-eager"]
+    )
+    assert target.record()["kv_cache_dtype"] == "bfloat16"
+    assert target.record()["flags"] == ["--enforce-eager"]
