@@ -56,12 +56,11 @@ class Target:
     flags: tuple[str, ...] = ()
 
     def record(self) -> dict[str, Any]:
-        """What the journal keeps with each entry applied for this target."""
+        """What the journal keeps with each entry applied for this target (not the user's
+        flags: one may be a secret, such as --api-key)."""
         found: dict[str, Any] = {"engine": str(self.engine), "gpu": self.gpu.name}
         for key, value in self.launch_fields().items():
             found[key] = value
-        if self.flags:
-            found["flags"] = list(self.flags)
         if self.profile is not None:
             found["profile"] = self.profile
         return found
