@@ -74,15 +74,21 @@ def setting_values(
     return found
 
 
-def split_settings(engine: str, words: Sequence[str]) -> tuple[dict[str, str], tuple[str, ...]]:
-    """``words`` as the launch settings they name and the other flags, passed as given."""
+def split_settings(
+    engine: str, words: Sequence[str]
+) -> tuple[dict[str, tuple[str, str]], tuple[str, ...]]:
+    """``words`` as the launch settings they name (key -> (the flag as written, its value);
+    the last one given wins, as argparse takes it) and the other flags, passed as given."""
     spellings = engine_flags(engine)
-    known = {n for names in spellings.values() for n in names}
+    by_name = {name: key for key, names in spellings.items() for name in names}
+    settings: dict[str, tuple[str, str]] = {}
     rest: list[str] = []
-    for name, _, taken in flag_words(words):
-        if name not in known:
+    for name, value, taken in flag_words(words):
+        if name not in by_name:
             rest += taken
-    return setting_values(words, spellings), tuple(rest)
+        elif value is not None:
+            settings[by_name[name]] = (name, value)
+    return settings, tuple(rest)
 
 
 def parse_bytes(text: str) -> int:

@@ -26,7 +26,7 @@ from typing import Any
 
 from patcher.advice.kvbudget import parse_size_gib
 from patcher.engines.gpus import Gpu, parse_gpu
-from patcher.engines.launch_flags import engine_flags, flag_words, parse_bytes, split_settings
+from patcher.engines.launch_flags import parse_bytes, split_settings
 from patcher.engines.model import refuse_unknown_kv_cache_dtype
 from patcher.engines.target import Engine, parse_engine
 from patcher.errors import TargetError
@@ -270,8 +270,7 @@ def _server_flags(
         raise _fail(source, "/flags", "expected a list of argv words, e.g. ['--enforce-eager']")
     found, passed = split_settings(engine.name, words)
     settings: dict[str, tuple[Any, str]] = {}
-    for key, text in found.items():
-        flag = next(n for n, v, _ in flag_words(words) if n in engine_flags(engine.name)[key])
+    for key, (flag, text) in found.items():
         try:
             if key == "kv_cache_memory":
                 value: Any = parse_bytes(text) / GIB

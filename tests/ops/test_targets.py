@@ -95,3 +95,18 @@ def test_the_journal_records_the_choice_and_never_the_flags() -> None:
     )
     assert target.record()["kv_cache_dtype"] == "bfloat16"
     assert "sk-1" not in str(target.record())
+
+
+def test_the_last_spelling_given_wins_as_argparse_takes_it() -> None:
+    target = make_target(
+        engine="vllm==0.16.0", gpu=GPU, flags=["-tp", "4", "--tensor-parallel-size", "8"]
+    )
+    assert target.tensor_parallel == 8
+    with pytest.raises(TargetError) as refused:
+        make_target(
+            engine="vllm==0.16.0",
+            gpu=GPU,
+            tensor_parallel=4,
+            flags=["-tp", "4", "--tensor-parallel-size", "8"],
+        )
+    assert "the flags say --tensor-parallel-size 8" in refused.value.problem
