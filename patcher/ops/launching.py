@@ -136,7 +136,12 @@ def plan_launch(ckpt: Checkpoint, files: ConfigFiles, target: Target) -> Launch:
             f"({view.max_model_len.reason}); it refuses to start",
             file=target.profile,
             pointer="/max_model_len" if target.profile else None,
-            hint=f"ask for {derived} or less in {where}, or raise the files' context first "
+            hint=(
+                f"set max_model_len = {derived} or less in {target.profile}"
+                if target.profile
+                else f"ask for --max-model-len {derived} or less"
+            )
+            + ", or raise the files' context first "
             "(set-context-length, set-rope-scaling-yarn)",
         )
     memory, memory_note = _memory(ckpt, files, target)

@@ -93,6 +93,9 @@ def test_a_context_above_what_the_engine_derives_is_refused(cli: Cli, kimi: Path
     code, _, err = cli("plan", kimi, *TARGET, "--max-model-len", "300000")
     assert code == 1
     assert "max_model_len 300000 is above the 262144" in err and "\n" not in err.strip()
+    assert "next: ask for --max-model-len 262144 or less" in err
+    # The fix printed is one plan accepts.
+    assert cli("plan", kimi, *TARGET, "--max-model-len", "262144")[0] in (0, 4)
 
 
 def test_a_context_asked_for_is_passed_as_the_flag(cli: Cli, kimi: Path) -> None:
