@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -236,18 +237,23 @@ def plan_run(
             raise TargetError(
                 f"{command.checkpoint} is not in sync with {target.describe()} "
                 f"({len(plan.actions)} pending)",
-                hint=f"patcher plan {command.checkpoint} to see them; run without --check to sync",
+                hint=f"{_plan_command(command, target)} to see them; run without --check to sync",
             )
         synced = False
     else:
         result = sync_checkpoint(command.checkpoint, target)
         plan, synced = result.plan, bool(result.applied or result.reverted)
     launch = plan.launch
-    added = _added_flags(command, launch)
+    added = _added_flags(command, target, launch)
     return RunPlan(command, target, plan, synced, (*command.argv, *added), added)
 
 
-def _added_flags(command: EngineCommand, launch: Launch | None) -> tuple[str, ...]:
+def _plan_command(command: EngineCommand, target: Target) -> str:
+    """The plan command that shows this run's target (pasted as printed)."""
+    return shlex.join(["patcher", "plan", str(command.checkpoint), *target.options()])
+
+
+def _added_flags(command: EngineCommand, target: Target, launch: Launch | None) -> tuple[str, ...]:
     """The planned flags the user did not give; a planned value that differs from the user's
     is refused, naming both. The target's own flags (a profile's ``flags``) are added where
     the command lacks them, and refused where it gives another value."""
@@ -272,7 +278,7 @@ def _added_flags(command: EngineCommand, launch: Launch | None) -> tuple[str, ..
             f"{flag} {given} contradicts the plan's {flag} {value}: {launch.context_note}"
             if key == "max_model_len"
             else f"{flag} {given} contradicts the plan's {flag} {value}",
-            hint=f"use {flag} {value}, or change the target (patcher plan {command.checkpoint})",
+            hint=f"use {flag} {value}, or change the target ({_plan_command(command, target)})",
         )
     user = {name: value for name, value, _ in flag_words(command.argv[3:])}
     for name, wanted, taken in flag_words(launch.passed):

@@ -78,6 +78,28 @@ class Target:
         }
         return {k: v for k, v in fields.items() if v is not None}
 
+    def options(self) -> tuple[str, ...]:
+        """The plan/sync options that give this target again (``--profile P``, then each
+        setting a flag gave over it; without a profile, every setting). Not the server flags:
+        one may be a secret."""
+        replaced = {note.split()[0] for note in self.overridden}
+        words: list[str] = ["--profile", self.profile] if self.profile is not None else []
+
+        def add(key: str, option: str, value: object) -> None:
+            if value is not None and (self.profile is None or key in replaced):
+                words.extend((option, str(value)))
+
+        add("engine", "--engine", self.engine)
+        add("gpu", "--gpu", self.gpu.name)
+        add("tensor_parallel", "--tp", self.tensor_parallel)
+        add("pipeline_parallel", "--pp", self.pipeline_parallel)
+        add("gpu_memory_utilization", "--gpu-utilization", self.gpu_memory_utilization)
+        add("kv_cache_memory", "--kv-cache-memory", _gib_text(self.kv_cache_memory_gib))
+        add("weights", "--weights", _gib_text(self.weights_gib))
+        add("max_model_len", "--max-model-len", self.max_model_len)
+        add("kv_cache_dtype", "--kv-cache-dtype", self.kv_cache_dtype)
+        return tuple(words)
+
     def describe(self) -> str:
         """``vllm==0.16.0 on rtx-pro-6000 (12.0) x8``."""
         if self.gpu.is_cpu:
@@ -86,6 +108,14 @@ class Target:
             where = f"{self.gpu.name} ({self.gpu.capability_text})"
         gpus = (self.tensor_parallel or 1) * (self.pipeline_parallel or 1)
         return f"{self.engine} on {where}" + (f" x{gpus}" if gpus > 1 else "")
+
+
+def _gib_text(gib: float | None) -> str | None:
+    """A size in GiB as an option value that reads back to the same number."""
+    if gib is None:
+        return None
+    short = f"{gib:g}"
+    return f"{short if float(short) == gib else repr(gib)}GiB"
 
 
 MAX_PROFILE = 2**20  # a profile is a few lines

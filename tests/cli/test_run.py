@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -97,6 +98,19 @@ def test_the_planned_context_cap_is_added_as_live(tmp_path: Path) -> None:
     assert int(cap) <= STATES["a1_widekv_262k"]["estimated_max_model_len"]
 
 
+def _paste(printed: str) -> subprocess.CompletedProcess[str]:
+    """Run a patcher command as printed (through this interpreter's patcher)."""
+    words = shlex.split(printed)
+    assert words[0] == "patcher"
+    return subprocess.run(
+        [sys.executable, "-m", "patcher", *words[1:]],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+
+
 def test_a_flag_that_contradicts_the_plan_is_refused_and_nothing_starts(tmp_path: Path) -> None:
     ckpt = _checkpoint(tmp_path, "a1_widekv_262k")
     marker = tmp_path / "started"
@@ -107,6 +121,10 @@ def test_a_flag_that_contradicts_the_plan_is_refused_and_nothing_starts(tmp_path
     assert done.returncode == 1
     assert "--max-model-len 262144 contradicts the plan's --max-model-len 130048" in done.stderr
     assert "Traceback" not in done.stderr and not marker.exists()
+    # The plan it points to is this run's target, and shows the cap.
+    shown = _paste(done.stderr.split("change the target (")[1].rsplit(")", 1)[0])
+    assert shown.returncode in (0, 4), shown.stderr
+    assert "--max-model-len 130048" in shown.stdout and "--kv-cache-memory-bytes" in shown.stdout
 
 
 def test_the_exit_code_is_the_engines(tmp_path: Path) -> None:
@@ -175,6 +193,11 @@ def test_check_refuses_a_checkpoint_out_of_sync_and_writes_nothing(tmp_path: Pat
     )
     assert done.returncode == 1
     assert "not in sync" in done.stderr and not marker.exists()
+    assert tree_bytes(ckpt) == before
+    # The plan it points to, pasted, shows the pending transform for this run's target.
+    shown = _paste(done.stderr.split("next: ")[1].split(" to see them")[0])
+    assert shown.returncode == 4, shown.stderr
+    assert "apply strip-fp8-kv-cache" in shown.stdout and "x8" in shown.stdout
     assert tree_bytes(ckpt) == before
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from patcher.errors import TargetError
-from patcher.ops.targets import make_target
+from patcher.ops.targets import Target, make_target
 
 GPU = "rtx-pro-6000"
 
@@ -110,3 +113,78 @@ def test_the_last_spelling_given_wins_as_argparse_takes_it() -> None:
             flags=["-tp", "4", "--tensor-parallel-size", "8"],
         )
     assert "the flags say --tensor-parallel-size 8" in refused.value.problem
+
+
+def _through_plan_options(words: tuple[str, ...]) -> Target:
+    """The target ``patcher plan CKPT WORDS`` builds: parsed by the CLI's own parser."""
+    from typer.main import get_command
+
+    from patcher.cli.app import app
+    from patcher.cli.engine_commands import make_target_from
+
+    group: Any = get_command(app)
+    parent = group.make_context("patcher", ["plan", "CKPT", *words])
+    params = group.commands["plan"].make_context("plan", ["CKPT", *words], parent=parent).params
+    return make_target_from(
+        params["profile"],
+        params["engine"],
+        params["gpu"],
+        params["tp"],
+        params["pp"],
+        params["kv_cache_memory"],
+        params["weights"],
+        params["max_model_len"],
+        params["utilization"],
+        params["kv_cache_dtype"],
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    engine=st.sampled_from(["vllm==0.16.0", "vllm==0.33.0", "sglang==0.5.23"]),
+    gpu=st.sampled_from(["rtx-pro-6000", "h200", "sm90", "12.0", "cpu"]),
+    tp=st.none() | st.integers(1, 64),
+    pp=st.none() | st.integers(1, 8),
+    utilization=st.none() | st.floats(0.01, 1.0),
+    kv_memory=st.none() | st.floats(0.001, 4096) | st.sampled_from(["1GiB", "590GB", "512MiB"]),
+    weights=st.none() | st.floats(0.001, 4096) | st.sampled_from(["590GB", "73GiB"]),
+    context=st.none() | st.integers(1, 2**31 - 1),
+    kv_dtype=st.none() | st.sampled_from(["auto", "fp8_e4m3", "bfloat16"]),
+)
+def test_the_options_printed_for_a_target_give_it_back(
+    engine: str,
+    gpu: str,
+    tp: int | None,
+    pp: int | None,
+    utilization: float | None,
+    kv_memory: float | str | None,
+    weights: float | str | None,
+    context: int | None,
+    kv_dtype: str | None,
+) -> None:
+    """run's hints print ``patcher plan CKPT OPTIONS``: pasted, it plans for the same target."""
+    target = make_target(
+        engine=engine,
+        gpu=gpu,
+        tensor_parallel=tp,
+        pipeline_parallel=pp,
+        gpu_memory_utilization=utilization,
+        kv_cache_memory=kv_memory,
+        weights=weights,
+        max_model_len=context,
+        kv_cache_dtype=kv_dtype,
+    )
+    assert _through_plan_options(target.options()) == target
+
+
+def test_a_profiles_target_is_given_back_by_the_profile_and_what_a_flag_replaced(
+    tmp_path: Path,
+) -> None:
+    profile = tmp_path / "p.toml"
+    profile.write_text(
+        'engine = "vllm==0.16.0"\ngpu = "rtx-pro-6000"\ntensor_parallel = 8\n'
+        'weights = "590GB"\n[transforms]\ndrop-auto-map = {}\n'
+    )
+    target = make_target(profile=profile, tensor_parallel=4)
+    assert target.options() == ("--profile", str(profile.absolute()), "--tp", "4")
+    assert _through_plan_options(target.options()) == target
