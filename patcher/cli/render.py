@@ -223,7 +223,8 @@ def diff_text(d: CheckpointDiff) -> str:
     if not d.files and not d.journalled:
         return (
             f"nothing applied: patcher has no journal for {d.checkpoint}, so it has no "
-            f"originals to compare with (against the Hub: patcher diff {d.checkpoint} --upstream)"
+            f"originals to compare with (against the Hub: "
+            f"patcher diff {shlex.quote(str(d.checkpoint))} --upstream)"
         )
     if not d.files:
         return f"no differences from the upstream originals in {d.checkpoint}"

@@ -157,6 +157,14 @@ def test_diff_on_a_folder_patcher_never_touched_says_nothing_is_applied(
     assert f"patcher diff {kimi} --upstream" in out
 
 
+def test_the_upstream_diff_suggested_pastes_for_a_path_with_a_space(cli: Cli, kimi: Path) -> None:
+    spaced = kimi.parent / "my models" / "kimi"
+    spaced.parent.mkdir()
+    kimi.rename(spaced)
+    out = cli("diff", spaced)[1]
+    assert f"patcher diff '{spaced}' --upstream" in out
+
+
 def test_reverting_a_stacked_entry_says_the_earlier_edit_stays(cli: Cli, kimi: Path) -> None:
     """Issue 32 item 9: not 'original bytes restored' when an earlier entry's edit stays."""
     assert cli("apply", kimi, "set-context-length", "--set", "length=65536")[0] == 0
