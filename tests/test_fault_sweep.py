@@ -98,6 +98,22 @@ def _prepare_sync_apply(tmp_path: Path) -> tuple[Path, list[str]]:
     return root, ["sync", "{root}", "--profile", str(profile)]
 
 
+def _prepare_sync_first(tmp_path: Path) -> tuple[Path, list[str]]:
+    # A checkpoint patcher never wrote to: sync proves its plan on a scratch copy first, then
+    # applies strip-fp8-kv-cache and plans the launch (the 8-GPU context cap).
+    root = _kimi(tmp_path)
+    return root, [
+        "sync",
+        "{root}",
+        "--engine",
+        "vllm==0.16.0",
+        "--gpu",
+        "rtx-pro-6000",
+        "--tp",
+        "8",
+    ]
+
+
 def _prepare_sync_revert(tmp_path: Path) -> tuple[Path, list[str]]:
     root = _kimi(tmp_path)
     api.sync(root, api.make_target(engine="vllm==0.16.0", gpu="rtx-pro-6000"))
@@ -186,6 +202,7 @@ SCENARIOS: dict[str, Callable[[Path], tuple[Path, list[str]]]] = {
     "apply": _prepare_apply,
     "apply-replacing": _prepare_replace,
     "sync-apply": _prepare_sync_apply,
+    "sync-first": _prepare_sync_first,
     "sync-revert": _prepare_sync_revert,
     "revert-under-later": _prepare_revert_under_later,
     "reapply": _prepare_reapply,
