@@ -458,6 +458,8 @@ def _server(p: Plan) -> list[str]:
     lines = [f"context: {launch.context_note}"]
     if launch.problem:
         lines.append(f"warning: {launch.problem}")
+    if launch.unknowns:
+        lines.append(f"starts: unknown: {'; '.join(launch.unknowns)}")
     if launch.memory is None or launch.memory_note not in launch.context_note:
         lines.append(f"memory: {launch.memory_note}")
     if launch.passed:
@@ -516,6 +518,8 @@ def run_text(r: RunPlan) -> str:
         lines.append(f"patcher: context: {r.plan.launch.context_note}")
         if r.plan.launch.problem:
             lines.append(f"patcher: warning: {r.plan.launch.problem}")
+        if r.plan.launch.unknowns:
+            lines.append(f"patcher: starts: unknown: {'; '.join(r.plan.launch.unknowns)}")
     added = f" (added: {shlex.join(r.added)})" if r.added else ""
     lines.append(f"patcher: starting {shlex.join(r.argv)}{added}")
     return "\n".join(lines)

@@ -45,6 +45,8 @@ class Launch:
     problem: str | None = None
     # The user's own flags (the target's), passed as given at the end of ``flags``.
     passed: tuple[str, ...] = ()
+    # What the engine model cannot tell about this start (check's "starts unknown").
+    unknowns: tuple[str, ...] = ()
 
     @property
     def command(self) -> str:
@@ -64,6 +66,7 @@ class Launch:
             "kv_budget": None if self.memory is None else self.memory.to_json(),
             "problem": self.problem,
             "passed_flags": list(self.passed),
+            "unknowns": list(self.unknowns),
         }
 
 
@@ -168,6 +171,7 @@ def plan_launch(ckpt: Checkpoint, files: ConfigFiles, target: Target) -> Launch:
                 memory_note,
                 problem,
                 target.flags,
+                view.unknowns,
             )
         cap = min(memory.suggested_context, serve)
         context_note = (
@@ -184,6 +188,7 @@ def plan_launch(ckpt: Checkpoint, files: ConfigFiles, target: Target) -> Launch:
         memory_note=memory_note,
         problem=problem,
         passed=target.flags,
+        unknowns=view.unknowns,
     )
 
 

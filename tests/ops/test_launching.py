@@ -339,3 +339,20 @@ def test_a_secret_among_the_flags_never_reaches_the_journal(cli: Cli, kimi: Path
     assert out.rstrip().endswith("--api-key sk-secret")
     kept = [f for f in (kimi / ".patcher").rglob("*") if f.is_file()]
     assert kept and all(b"sk-secret" not in f.read_bytes() for f in kept)
+
+
+def test_a_start_the_model_cannot_judge_says_unknown_not_in_sync_alone(
+    cli: Cli, kimi: Path
+) -> None:
+    """SGLang's attention backends on a GPU are not modelled: plan (and run) print the command
+    line with "starts: unknown", as check does, never only "in sync". vLLM's are modelled."""
+    code, out, _ = cli("plan", kimi, "--engine", "sglang==0.5.23", "--gpu", "rtx-pro-6000")
+    assert code == 0
+    assert "starts: unknown: which SGLang attention backend" in out
+    launch = json.loads(
+        cli("plan", kimi, "--engine", "sglang==0.5.23", "--gpu", "h200", "--json")[1]
+    )["launch"]
+    assert launch["unknowns"] and "SGLang attention backend" in launch["unknowns"][0]
+    code, out, _ = cli("plan", kimi, *TARGET, "--kv-cache-dtype", "bfloat16")
+    assert code == 0 and "starts:" not in out
+    assert json.loads(cli("plan", kimi, *TARGET, "--json")[1])["launch"]["unknowns"] == []
