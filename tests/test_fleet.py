@@ -211,6 +211,18 @@ def test_sync_returns_the_servers_flags_for_the_launch(
     )
     assert real["flags"] == json.loads(plan.stdout)["flags"]
     assert "--max-model-len" in real["flags"] and real["argv"][:2] == ["vllm", "serve"]
+    assert real["starts_unknown"] == []  # vLLM 0.16's backends on SM120 are modelled
+
+
+def test_sync_says_what_it_cannot_tell_of_the_start(
+    collections: Path, tmp_path: Path, kimi_copy: Path
+) -> None:
+    """SGLang's attention backends on a GPU are not modelled: the task returns why, beside the
+    command line, so a play can stop before it starts a server patcher cannot vouch for."""
+    args = {"path": str(kimi_copy), "engine": "sglang==0.5.23", "gpu": "h200"}
+    _, real = playbook(collections, tmp_path, {"patcher.patcher.sync": args})
+    assert real["argv"][:3] == ["python", "-m", "sglang.launch_server"]
+    assert "SGLang attention backend" in real["starts_unknown"][0]
 
 
 def test_sync_takes_the_kv_dtype_and_the_flags_always_passed(

@@ -127,6 +127,14 @@ argv:
   returned: always
   type: list
   elements: str
+starts_unknown:
+  description:
+    - What the engine model cannot tell about this start (empty when it can), as C(patcher plan)
+      prints after C(starts: unknown). A non-empty list means the files are right for the
+      target but patcher cannot say that the server starts.
+  returned: always
+  type: list
+  elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -177,6 +185,7 @@ def run(module, api):
         target=target.describe(),
         flags=[] if plan.launch is None else list(plan.launch.flags),
         argv=[] if plan.launch is None else list(plan.launch.argv),
+        starts_unknown=[] if plan.launch is None else list(plan.launch.unknowns),
     )
     return output, [file_diff(f.path, f.before, f.after) for f in result.files]
 
