@@ -12,7 +12,13 @@ read from the release's own pure-Python source (no import, no GPU):
 - ``kv_cache_dtypes``: the values ``--kv-cache-dtype`` takes (``CacheDType`` in
   config/cache.py; argparse refuses any other: "invalid choice");
 - ``float_kv_matches_model``: VllmConfig refuses an explicit float16/bfloat16 KV cache that is
-  not the model dtype (``_reject_mismatched_float_kv_cache`` in config/vllm.py).
+  not the model dtype (``_reject_mismatched_float_kv_cache`` in config/vllm.py);
+- ``max_model_len_auto``: ``--max-model-len auto`` (or -1) fits the context to the KV memory
+  (``human_readable_int_or_auto`` in engine/arg_utils.py);
+- ``kv_cache_memory_bytes``: EngineArgs has ``kv_cache_memory_bytes`` (the flag exists);
+- ``human_readable_int``: what the release's own ``human_readable_int`` (the type of
+  --max-model-len and --kv-cache-memory-bytes) makes of sample words, run from its source:
+  an int, or "refused".
 
     pip download --no-deps vllm==X.Y.Z -d WHEELS     # per release
     python tests/record_rules.py WHEELS/vllm-*.whl [X.Y.Z=VENV/lib/python3.11/site-packages]
@@ -24,6 +30,7 @@ model's boundaries (YARN_KEEPS_MAX_POSITION, AUTO_GPTQ_FROM, KV_AUTO_FROM_CHECKP
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -38,6 +45,30 @@ TORCH_UTILS = ("vllm/utils/torch_utils.py", "vllm/utils/__init__.py", "vllm/util
 QUANTIZATION = ("vllm/model_executor/layers/quantization/__init__.py",)
 CACHE = ("vllm/config/cache.py",)
 VLLM_CONFIG = ("vllm/config/vllm.py",)
+ARG_UTILS = ("vllm/engine/arg_utils.py",)
+ARGPARSE_UTILS = ("vllm/utils/argparse_utils.py",)  # where the parsers live from 0.20
+# Words a user may give --max-model-len or --kv-cache-memory-bytes.
+HUMAN_WORDS = (
+    "131072",
+    " 4096 ",
+    "128k",
+    "128K",
+    "25.6k",
+    "1.5K",
+    "1g",
+    "1G",
+    "2t",
+    "2T",
+    "64m",
+    "64M",
+    "1GiB",
+    "1GB",
+    "1e9",
+    "-1",
+    "auto",
+    "0x10",
+    "",
+)
 CACHE_DTYPES = re.compile(r"CacheDType\s*=\s*Literal\[(.*?)\]", re.S)
 METHODS = re.compile(r"QuantizationMethods\s*=\s*Literal\[(.*?)\]", re.S)
 YARN_OLD = re.compile(r"derived_max_model_len\s*=\s*\w+\[\s*\"original_max_position_embeddings\"")
@@ -58,12 +89,60 @@ def _rules(read: dict[str, str]) -> dict[str, Any]:
         "kv_cache_dtypes": re.findall(r'"([\w-]+)"', dtypes.group(1)),
         "float_kv_matches_model": "def _reject_mismatched_float_kv_cache"
         in "".join(read.get(name, "") for name in VLLM_CONFIG),
+        **_arg_rules(
+            "".join(read.get(name, "") for name in ARG_UTILS),
+            "".join(read.get(name, "") for name in (*ARG_UTILS, *ARGPARSE_UTILS)),
+        ),
+    }
+
+
+def _function(source: str, name: str) -> str:
+    """The text of a top-level function of ``source``."""
+    start = source.index(f"\ndef {name}(") + 1
+    end = re.compile(r"\n(?=[^\s#])").search(source, start)  # the next top-level statement
+    return source[start : end.start() if end else len(source)]
+
+
+def _arg_rules(args: str, parsers: str) -> dict[str, Any]:
+    """``args``: engine/arg_utils.py; ``parsers``: it and the module its parsers moved to."""
+    if not args:
+        raise SystemExit("no vllm/engine/arg_utils.py in this release")
+    space: dict[str, Any] = {"re": re, "argparse": argparse}
+    exec(_function(parsers, "human_readable_int"), space)  # the release's own parser
+    parse = space["human_readable_int"]
+
+    def outcome(word: str) -> int | str:
+        try:
+            return int(parse(word))
+        except (ValueError, argparse.ArgumentTypeError, KeyError):
+            return "refused"
+
+    return {
+        # The parser exists and arg_utils gives it to --max-model-len.
+        "max_model_len_auto": "def human_readable_int_or_auto" in parsers
+        and re.search(
+            r'name == "max_model_len":\s*\n\s*kwargs\[name\]\["type"\] = '
+            r"human_readable_int_or_auto",
+            args,
+        )
+        is not None,
+        "kv_cache_memory_bytes": re.search(r"^\s+kv_cache_memory_bytes\s*:", args, re.M)
+        is not None,
+        "human_readable_int": {word: outcome(word) for word in HUMAN_WORDS},
     }
 
 
 def read(source: str) -> tuple[str, dict[str, Any]]:
     """A wheel (vllm-X.Y.Z-...whl), or X.Y.Z=SITE_PACKAGES for an installed release."""
-    names = (*CONFIG_FILES, *TORCH_UTILS, *QUANTIZATION, *CACHE, *VLLM_CONFIG)
+    names = (
+        *CONFIG_FILES,
+        *TORCH_UTILS,
+        *QUANTIZATION,
+        *CACHE,
+        *VLLM_CONFIG,
+        *ARG_UTILS,
+        *ARGPARSE_UTILS,
+    )
     if "=" in source:
         version, _, folder = source.partition("=")
         return version, _rules(

@@ -158,13 +158,31 @@ WeightsOpt = Annotated[
         help="Weights of all GPUs together, e.g. 590GB (default: the index's total_size).",
     ),
 ]
+
+
+def _context_words(value: str | None) -> str | None:
+    """--max-model-len as vLLM reads it: N, 128k (1,000s) or 128K (1,024s), or auto/-1."""
+    if value is None or value.strip().lower() in ("auto", "-1"):
+        return None if value is None else "auto"
+    from patcher.engines.launch_flags import human_readable_int
+
+    try:
+        tokens = human_readable_int(value)
+    except ValueError:
+        tokens = 0
+    if tokens < 1:
+        raise typer.BadParameter(f"{value!r} is not a context: give N, 128k, 128K or auto")
+    return str(tokens)
+
+
 MaxModelLenOpt = Annotated[
-    int | None,
+    str | None,
     typer.Option(
         "--max-model-len",
-        min=1,
         metavar="N",
-        help="The context wanted (default: what the engine derives).",
+        callback=_context_words,
+        help="The context wanted: N, 128k or 128K as vLLM reads it (default: what the engine "
+        "derives; auto: vLLM 0.14 and later fit it to the KV memory, and plan caps nothing).",
     ),
 ]
 UtilizationOpt = Annotated[

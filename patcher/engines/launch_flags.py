@@ -6,7 +6,11 @@ Any other flag is the user's, passed through as given."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+
+from patcher.engines.target import Engine
+from patcher.errors import TargetError
 
 # Each launch setting, as each engine spells it (the first spelling is the canonical one).
 VLLM_FLAGS: Mapping[str, tuple[str, ...]] = {
@@ -76,26 +80,75 @@ def setting_values(
 
 def split_settings(
     engine: str, words: Sequence[str]
-) -> tuple[dict[str, tuple[str, str]], tuple[str, ...]]:
-    """``words`` as the launch settings they name (key -> (the flag as written, its value);
-    the last one given wins, as argparse takes it) and the other flags, passed as given."""
+) -> tuple[dict[str, tuple[str, str | None]], tuple[str, ...]]:
+    """``words`` as the launch settings they name (key -> (the flag as written, its value, None
+    when it has none); the last one given wins, as argparse takes it) and the other flags,
+    passed as given."""
     spellings = engine_flags(engine)
     by_name = {name: key for key, names in spellings.items() for name in names}
-    settings: dict[str, tuple[str, str]] = {}
+    settings: dict[str, tuple[str, str | None]] = {}
     rest: list[str] = []
     for name, value, taken in flag_words(words):
         if name not in by_name:
             rest += taken
-        elif value is not None:
-            settings[by_name[name]] = (name, value)
+        else:
+            settings[by_name[name]] = (name, value)  # None: the flag's value is missing
     return settings, tuple(rest)
 
 
-def parse_bytes(text: str) -> int:
-    """vLLM's --kv-cache-memory-bytes: a number, or with a suffix (64M, 1G, 1GiB)."""
-    units = {"k": 1000, "m": 1000**2, "g": 1000**3, "ki": 1024, "mi": 1024**2, "gi": 1024**3}
-    lowered = text.strip().lower().removesuffix("b")
-    for suffix in ("ki", "mi", "gi", "k", "m", "g"):
-        if lowered.endswith(suffix):
-            return int(float(lowered[: -len(suffix)]) * units[suffix])
-    return int(lowered)
+# Read from each release's engine/arg_utils.py (snapshots/engines/rules-vllm.json):
+MAX_MODEL_LEN_AUTO_FROM = (0, 14, 0)  # human_readable_int_or_auto: --max-model-len auto or -1
+KV_CACHE_MEMORY_BYTES_FROM = (0, 11, 0)  # the --kv-cache-memory-bytes argument
+TERA_SUFFIX_FROM = (0, 13, 0)  # human_readable_int takes t/T beside k/K, m/M, g/G
+
+_HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def human_readable_int(text: str, version: tuple[int, ...] = (0, 33, 0)) -> int:
+    """A number as vLLM's argparse reads --max-model-len and --kv-cache-memory-bytes
+    (``human_readable_int``): ``1k`` is 1,000, ``1K`` 1,024, ``25.6k`` 25,600; a decimal with a
+    binary suffix (``1.5G``), a unit such as ``GiB``, or anything else is refused
+    (:class:`ValueError`), as vLLM refuses it."""
+    value = text.strip()
+    match = _HUMAN.fullmatch(value)
+    tera = version >= TERA_SUFFIX_FROM
+    if match and (tera or match.group(2) not in "tT"):
+        number, suffix = match.groups()
+        if suffix in _DECIMAL:
+            return int(float(number) * _DECIMAL[suffix])
+        return int(number) * _BINARY[suffix]  # int("1.5") raises, as vLLM refuses it
+    return int(value)
+
+
+def parse_bytes(text: str, version: tuple[int, ...] = (0, 33, 0)) -> int:
+    """vLLM's --kv-cache-memory-bytes: a number, or with a suffix (``64M``, ``1G``, ``1g``)."""
+    return human_readable_int(text, version)
+
+
+def refuse_fit_context(engine: Engine, source: str | None) -> None:
+    """max_model_len "auto" where the engine has no such value."""
+    if engine.name == "vllm" and engine.version >= MAX_MODEL_LEN_AUTO_FROM:
+        return
+    raise TargetError(
+        f"{engine} has no --max-model-len auto"
+        + (" (vLLM fits the context itself from 0.14.0)" if engine.name == "vllm" else ""),
+        file=source,
+        pointer="/max_model_len" if source else None,
+        hint="leave max_model_len out: plan then caps the context to what fits",
+    )
+
+
+def refuse_kv_cache_memory(engine: Engine, source: str | None) -> None:
+    """kv_cache_memory where the engine cannot be given it (the plan would judge a KV space
+    the server does not use)."""
+    if engine.name == "vllm" and engine.version >= KV_CACHE_MEMORY_BYTES_FROM:
+        return
+    raise TargetError(
+        f"{engine} has no --kv-cache-memory-bytes"
+        + (" (vLLM takes it from 0.11.0)" if engine.name == "vllm" else ""),
+        file=source,
+        pointer="/kv_cache_memory" if source else None,
+        hint="leave kv_cache_memory out and give gpu_memory_utilization (--gpu-utilization)",
+    )

@@ -150,38 +150,40 @@ def plan_launch(ckpt: Checkpoint, files: ConfigFiles, target: Target) -> Launch:
     memory, memory_note = _memory(ckpt, files, target)
     serve = wanted if wanted is not None else derived
     cap: int | None = wanted
-    if wanted is not None:
+    if target.fit_context:
+        context_note = (
+            f"{target.engine} fits it to the KV memory itself (--max-model-len auto), up to "
+            f"the {derived} it derives"
+            if derived is not None
+            else f"{target.engine} fits it to the KV memory itself (--max-model-len auto)"
+        )
+        if memory is not None and derived is not None and derived > memory.max_tokens:
+            context_note += f"; by patcher's estimate about {memory.max_tokens:,} tokens fit"
+    elif wanted is not None:
         context_note = f"{wanted} as {where} asks ({target.engine} derives {derived})"
     else:
         context_note = f"{target.engine} derives {view.max_model_len.reason}"
     problem = None if unfixed is None else f"{target.engine} still refuses the files: {unfixed}"
+    context = cap if cap is not None else derived
     if memory is not None and serve is not None and serve > memory.max_tokens:
         if not memory.suggested_context:
+            # With --max-model-len auto, vLLM's own fit fails too ("Cannot auto-fit").
             problem = (
                 f"no KV cache fits on {target.describe()} ({memory.weights_per_gpu_gib:.1f} GiB "
                 "of weights per GPU): more GPUs (--tp), a larger GPU, or a smaller checkpoint"
             )
-            return Launch(
-                _flags(target, cap),
-                _argv(target, ckpt.root, _flags(target, cap)),
-                cap if cap is not None else derived,
-                derived,
-                context_note,
-                memory,
-                memory_note,
-                problem,
-                target.flags,
-                view.unknowns,
+        elif target.fit_context:
+            context = None  # the engine's own fit decides; patcher's estimate is in the note
+        else:
+            cap = context = min(memory.suggested_context, serve)
+            context_note = (
+                f"{serve:,} tokens do not fit ({memory_note}): capped at {cap:,} by --max-model-len"
             )
-        cap = min(memory.suggested_context, serve)
-        context_note = (
-            f"{serve:,} tokens do not fit ({memory_note}): capped at {cap:,} by --max-model-len"
-        )
     flags = _flags(target, cap)
     return Launch(
         flags=flags,
         argv=_argv(target, ckpt.root, flags),
-        context=cap if cap is not None else derived,
+        context=context,
         derived_context=derived,
         context_note=context_note,
         memory=memory,
@@ -207,7 +209,9 @@ def _flags(target: Target, context: int | None) -> tuple[str, ...]:
         flags += [name, f"{target.gpu_memory_utilization:g}"]
     if target.kv_cache_memory_gib is not None and not sglang:
         flags += ["--kv-cache-memory-bytes", str(int(target.kv_cache_memory_gib * GIB))]
-    if context is not None:
+    if target.fit_context:
+        flags += ["--max-model-len", "auto"]
+    elif context is not None:
         flags += ["--context-length" if sglang else "--max-model-len", str(context)]
     if target.kv_cache_dtype is not None:
         flags += ["--kv-cache-dtype", target.kv_cache_dtype]

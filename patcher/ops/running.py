@@ -31,6 +31,7 @@ from patcher.engines.launch_flags import (
     VLLM_FLAGS,
     engine_flags,
     flag_words,
+    human_readable_int,
     parse_bytes,
     setting_values,
 )
@@ -228,7 +229,11 @@ def plan_run(
         pipeline_parallel=number("pipeline_parallel", int),
         gpu_memory_utilization=number("gpu_memory_utilization", float),
         kv_cache_memory=None if kv_bytes is None else kv_bytes / GIB,
-        max_model_len=None if wanted_len in (None, "auto", "-1") else number("max_model_len", int),
+        max_model_len=(
+            "auto"
+            if wanted_len is not None and wanted_len.strip().lower() in ("auto", "-1")
+            else number("max_model_len", human_readable_int if command.engine == "vllm" else int)
+        ),
         kv_cache_dtype=flags.get("kv_cache_dtype"),
     )
     if check or dry_run:
@@ -270,8 +275,8 @@ def _added_flags(command: EngineCommand, target: Target, launch: Launch | None) 
         if given is None:
             added += [flag, value]
             continue
-        if key == "max_model_len" and given in ("auto", "-1"):
-            continue  # the engine fits the context itself
+        if key == "max_model_len" and given.strip().lower() in ("auto", "-1") and value == "auto":
+            continue  # the engine fits the context itself, as planned
         if _same(key, given, value):
             continue
         raise TargetError(
@@ -296,6 +301,8 @@ def _same(key: str | None, given: str, planned: str) -> bool:
     try:
         if key == "kv_cache_memory":
             return parse_bytes(given) == int(planned)
+        if key == "max_model_len":
+            return human_readable_int(given) == int(planned)
         return float(given) == float(planned)
     except ValueError:
         return given == planned

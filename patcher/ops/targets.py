@@ -9,7 +9,8 @@ the target. Given by flags or by a profile file (TOML, anywhere), the same names
     gpu_memory_utilization = 0.9  # optional; default: that version's
     kv_cache_memory = "1GiB"      # optional, --kv-cache-memory-bytes (the KV space itself)
     weights = "590GB"             # optional; default: the weight index's total_size
-    max_model_len = 131072        # optional; default: what the engine derives
+    max_model_len = 131072        # optional; default: what the engine derives; "auto": vLLM
+                                  # fits it to the KV memory (0.14 and later)
     kv_cache_dtype = "bfloat16"   # optional, --kv-cache-dtype; default: what 'auto' resolves to
     flags = ["--enable-prefix-caching", "--served-model-name", "kimi"]  # optional, always passed
     [transforms]                  # optional
@@ -26,7 +27,13 @@ from typing import Any
 
 from patcher.advice.kvbudget import parse_size_gib
 from patcher.engines.gpus import Gpu, parse_gpu
-from patcher.engines.launch_flags import parse_bytes, split_settings
+from patcher.engines.launch_flags import (
+    human_readable_int,
+    parse_bytes,
+    refuse_fit_context,
+    refuse_kv_cache_memory,
+    split_settings,
+)
 from patcher.engines.model import refuse_unknown_kv_cache_dtype
 from patcher.engines.target import Engine, parse_engine
 from patcher.errors import TargetError
@@ -54,6 +61,9 @@ class Target:
     # The user's own server flags, passed as given (a launch setting among them is read into
     # its field above, so that the plan judges it).
     flags: tuple[str, ...] = ()
+    # max_model_len "auto" (vLLM's --max-model-len auto or -1): the engine fits the context to
+    # the KV memory itself, so the plan caps nothing (max_model_len is then None).
+    fit_context: bool = False
 
     def record(self) -> dict[str, Any]:
         """What the journal keeps with each entry applied for this target (not the user's
@@ -73,7 +83,7 @@ class Target:
             "gpu_memory_utilization": self.gpu_memory_utilization,
             "kv_cache_memory_gib": self.kv_cache_memory_gib,
             "weights_gib": self.weights_gib,
-            "max_model_len": self.max_model_len,
+            "max_model_len": "auto" if self.fit_context else self.max_model_len,
             "kv_cache_dtype": self.kv_cache_dtype,
         }
         return {k: v for k, v in fields.items() if v is not None}
@@ -96,7 +106,7 @@ class Target:
         add("gpu_memory_utilization", "--gpu-utilization", self.gpu_memory_utilization)
         add("kv_cache_memory", "--kv-cache-memory", _gib_text(self.kv_cache_memory_gib))
         add("weights", "--weights", _gib_text(self.weights_gib))
-        add("max_model_len", "--max-model-len", self.max_model_len)
+        add("max_model_len", "--max-model-len", "auto" if self.fit_context else self.max_model_len)
         add("kv_cache_dtype", "--kv-cache-dtype", self.kv_cache_dtype)
         return tuple(words)
 
@@ -178,7 +188,7 @@ def make_target(
     gpu_memory_utilization: float | None = None,
     kv_cache_memory: str | float | None = None,
     weights: str | float | None = None,
-    max_model_len: int | None = None,
+    max_model_len: int | str | None = None,
     kv_cache_dtype: str | None = None,
     flags: Sequence[str] | None = None,
 ) -> Target:
@@ -252,7 +262,13 @@ def make_target(
     pp = _count(
         given("pipeline_parallel", pipeline_parallel), source, "pipeline_parallel", MAX_PARALLEL
     )
-    context = _count(given("max_model_len", max_model_len), source, "max_model_len", 2**31 - 1)
+    context_wanted = given("max_model_len", max_model_len)
+    fit = context_wanted == "auto" or (
+        context_wanted == -1 and not isinstance(context_wanted, bool)
+    )
+    if fit:
+        refuse_fit_context(parsed_engine, source)
+    context = None if fit else _count(context_wanted, source, "max_model_len", 2**31 - 1)
     utilization = given("gpu_memory_utilization", gpu_memory_utilization)
     if utilization is not None and (
         isinstance(utilization, bool)
@@ -267,6 +283,9 @@ def make_target(
         isinstance(k, str) and isinstance(v, Mapping) for k, v in wanted.items()
     ):
         raise _fail(source, "/transforms", "expected a table: name = { parameter = value }")
+    kv_memory = _size(given("kv_cache_memory", kv_cache_memory), source, "kv_cache_memory")
+    if kv_memory is not None:
+        refuse_kv_cache_memory(parsed_engine, source)
     kv = given("kv_cache_dtype", kv_cache_dtype)
     if kv is not None:
         refuse_unknown_kv_cache_dtype(parsed_engine, kv, source)
@@ -278,14 +297,13 @@ def make_target(
         profile=str(Path(profile).absolute()) if profile is not None else None,
         pipeline_parallel=pp,
         gpu_memory_utilization=None if utilization is None else float(utilization),
-        kv_cache_memory_gib=_size(
-            given("kv_cache_memory", kv_cache_memory), source, "kv_cache_memory"
-        ),
+        kv_cache_memory_gib=kv_memory,
         weights_gib=_size(given("weights", weights), source, "weights"),
         max_model_len=context,
         overridden=overridden,
         kv_cache_dtype=kv,
         flags=passed,
+        fit_context=fit,
     )
 
 
@@ -301,19 +319,29 @@ def _server_flags(
     found, passed = split_settings(engine.name, words)
     settings: dict[str, tuple[Any, str]] = {}
     for key, (flag, text) in found.items():
+        if text is None:
+            raise _fail(source, "/flags", f"{flag} needs a value (the engine refuses it alone)")
         try:
             if key == "kv_cache_memory":
-                value: Any = parse_bytes(text) / GIB
+                value: Any = parse_bytes(text, engine.version) / GIB
             elif key == "gpu_memory_utilization":
                 value = float(text)
             elif key == "kv_cache_dtype":
                 value = text
-            elif key == "max_model_len" and text in ("auto", "-1"):
-                continue  # the engine fits the context itself: nothing to plan
+            elif key == "max_model_len" and text.strip().lower() in ("auto", "-1"):
+                value = "auto"  # the engine fits the context itself
+            elif key == "max_model_len" and engine.name == "vllm":
+                value = human_readable_int(text, engine.version)  # 128k, as vLLM reads it
             else:
                 value = int(text)
         except ValueError:
-            raise _fail(source, "/flags", f"cannot read {flag} {text!r}") from None
+            spelled = {
+                "kv_cache_memory": " (vLLM takes bytes: 1073741824, 1G or 1024M; 1g is 10**9)",
+                "max_model_len": " (vLLM takes 131072, 128k, 128K or auto)",
+            }
+            raise _fail(
+                source, "/flags", f"cannot read {flag} {text!r}" + spelled.get(key, "")
+            ) from None
         settings[key] = (value, f"{flag} {text}")
     return passed, settings
 

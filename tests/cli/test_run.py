@@ -98,6 +98,22 @@ def test_the_planned_context_cap_is_added_as_live(tmp_path: Path) -> None:
     assert int(cap) <= STATES["a1_widekv_262k"]["estimated_max_model_len"]
 
 
+def test_an_auto_context_is_left_to_the_engine(tmp_path: Path) -> None:
+    """--max-model-len auto: run adds no cap of its own, and says what the engine's fit will
+    find by patcher's estimate (the live server's 'estimated maximum model length')."""
+    ckpt = _checkpoint(tmp_path, "a1_widekv_262k")
+    env = _engine(tmp_path, "print(json.dumps(sys.argv[1:]))")
+    done = _run(
+        env, "--", "vllm", "serve", ckpt, "--kv-cache-memory-bytes", "1G", "--max-model-len", "auto"
+    )
+    assert done.returncode == 0, done.stderr
+    argv = json.loads(done.stdout)
+    assert argv.count("--max-model-len") == 1 and argv[argv.index("--max-model-len") + 1] == "auto"
+    estimate = STATES["a1_widekv_262k"]["estimated_max_model_len"]
+    assert "fits it to the KV memory itself" in done.stderr
+    assert f"about {estimate:,} tokens fit" in done.stderr
+
+
 def _paste(printed: str) -> subprocess.CompletedProcess[str]:
     """Run a patcher command as printed (through this interpreter's patcher)."""
     words = shlex.split(printed)

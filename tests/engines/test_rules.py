@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
-from patcher.engines import vllm, vllm_kv
+from patcher.engines import launch_flags, vllm, vllm_kv
 from patcher.engines.target import parse_engine
+from patcher.errors import TargetError
+from patcher.ops.targets import make_target
 from tests.conftest import SNAPSHOTS
 
 RELEASES: dict[str, dict[str, Any]] = json.loads(
@@ -24,6 +26,8 @@ BOUNDARIES = {
     "auto_gptq": (vllm.AUTO_GPTQ_FROM, True),
     "kv_auto_from_checkpoint": (vllm_kv.KV_AUTO_FROM_CHECKPOINT, True),
     "float_kv_matches_model": (vllm_kv.FLOAT_KV_MATCHES_MODEL_FROM, True),
+    "max_model_len_auto": (launch_flags.MAX_MODEL_LEN_AUTO_FROM, True),
+    "kv_cache_memory_bytes": (launch_flags.KV_CACHE_MEMORY_BYTES_FROM, True),
 }
 
 
@@ -62,3 +66,32 @@ def test_the_kv_cache_dtype_choices_are_the_releases_own(version: str) -> None:
     a target choosing bfloat16 for 0.10.1 is refused, as its argparse would refuse it."""
     engine = parse_engine(f"vllm=={version}")
     assert set(vllm_kv.kv_cache_dtype_choices(engine)) == set(RELEASES[version]["kv_cache_dtypes"])
+
+
+@pytest.mark.parametrize("version", sorted(RELEASES, key=_version))
+def test_sizes_in_flags_are_read_as_the_releases_own_parser_reads_them(version: str) -> None:
+    """--max-model-len 128K and --kv-cache-memory-bytes 1G: patcher reads each word the
+    recorder gave the release's own ``human_readable_int`` (run from its source) to the same
+    number, and refuses what it refuses (1GiB, 1.5K; 2T before 0.13)."""
+    for word, expected in RELEASES[version]["human_readable_int"].items():
+        try:
+            found: int | str = launch_flags.human_readable_int(word, _version(version))
+        except ValueError:
+            found = "refused"
+        assert found == expected, (version, word)
+
+
+@pytest.mark.parametrize("version", sorted(RELEASES, key=_version))
+def test_a_target_asks_only_for_what_the_release_takes(version: str) -> None:
+    """max_model_len "auto" and kv_cache_memory make flags (--max-model-len auto,
+    --kv-cache-memory-bytes) that a release without them refuses: so does the target."""
+    engine = f"vllm=={version}"
+    for setting, rule in (
+        ({"max_model_len": "auto"}, "max_model_len_auto"),
+        ({"kv_cache_memory": "1GiB"}, "kv_cache_memory_bytes"),
+    ):
+        if RELEASES[version][rule]:
+            make_target(engine=engine, gpu="h200", **setting)  # type: ignore[arg-type]
+        else:
+            with pytest.raises(TargetError, match="has no --"):
+                make_target(engine=engine, gpu="h200", **setting)  # type: ignore[arg-type]

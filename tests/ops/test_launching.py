@@ -356,3 +356,62 @@ def test_a_start_the_model_cannot_judge_says_unknown_not_in_sync_alone(
     code, out, _ = cli("plan", kimi, *TARGET, "--kv-cache-dtype", "bfloat16")
     assert code == 0 and "starts:" not in out
     assert json.loads(cli("plan", kimi, *TARGET, "--json")[1])["launch"]["unknowns"] == []
+
+
+def test_an_auto_context_is_the_engines_to_fit_and_plan_caps_nothing(
+    cli: Cli, kimi: Path, tmp_path: Path
+) -> None:
+    """--max-model-len auto (doctor's fix for a context that does not fit, vLLM 0.14 and
+    later): plan passes it, adds no cap of its own, and says what the engine's fit will find
+    by patcher's estimate. In a profile's flags it is kept in the command line, not dropped."""
+    code, out, err = cli("plan", kimi, *TARGET, "--max-model-len", "auto", "--json")
+    assert code == 4, err
+    plan = json.loads(out)
+    assert plan["flags"] == ["--tensor-parallel-size", "8", "--max-model-len", "auto"]
+    assert plan["launch"]["max_model_len"] is None
+    assert "about 183,808 tokens fit" in plan["launch"]["context_note"]
+    profile = tmp_path / "p.toml"
+    profile.write_text(
+        'engine = "vllm==0.16.0"\ngpu = "rtx-pro-6000"\ntensor_parallel = 8\n'
+        'flags = ["--max-model-len=-1", "--enforce-eager"]\n'
+    )
+    code, out, _ = cli("plan", kimi, "--profile", profile)
+    assert code == 4
+    assert out.rstrip().endswith("--max-model-len auto --enforce-eager")
+    # Given twice, differently, it is refused naming both.
+    code, _, err = cli("plan", kimi, "--profile", profile, "--max-model-len", "131072")
+    assert code == 1 and "--max-model-len -1" in err and "131072" in err
+
+
+def test_an_auto_context_is_refused_where_the_release_has_none(cli: Cli, kimi: Path) -> None:
+    code, _, err = cli(
+        "plan", kimi, "--engine", "vllm==0.13.0", "--gpu", "h200", "--max-model-len", "auto"
+    )
+    assert code == 1 and "vllm==0.13.0 has no --max-model-len auto" in err
+    code, _, err = cli(
+        "plan", kimi, "--engine", "sglang==0.5.23", "--gpu", "h200", "--max-model-len", "auto"
+    )
+    assert code == 1 and "sglang==0.5.23 has no --max-model-len auto" in err
+
+
+def test_a_context_in_thousands_reads_as_vllm_reads_it(cli: Cli, kimi: Path) -> None:
+    """128K is 131,072 tokens and 128k 128,000 (vLLM's human_readable_int)."""
+    for word, tokens in (("128K", "131072"), ("128k", "128000")):
+        code, out, _ = cli("plan", kimi, *TARGET, "--max-model-len", word, "--json")
+        assert code == 4 and json.loads(out)["flags"][-1] == tokens
+    code, _, err = cli("plan", kimi, *TARGET, "--max-model-len", "1.5K")
+    assert code == 2 and "give N, 128k, 128K or auto" in err
+
+
+def test_a_kv_space_in_bytes_is_refused_where_the_server_cannot_be_given_it(
+    cli: Cli, kimi: Path
+) -> None:
+    """SGLang has no --kv-cache-memory-bytes: judging memory by it would be judging a cache the
+    server never gets. plan, check and kv-budget refuse it alike, and write nothing."""
+    before = tree_bytes(kimi)
+    sglang = ("--engine", "sglang==0.5.23", "--gpu", "h200", "--kv-cache-memory", "1GiB")
+    for command in ("plan", "check", "kv-budget"):
+        code, _, err = cli(command, kimi, *sglang)
+        assert code == 1, (command, err)
+        assert "sglang==0.5.23 has no --kv-cache-memory-bytes" in err, command
+    assert tree_bytes(kimi) == before

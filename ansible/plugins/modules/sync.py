@@ -130,7 +130,7 @@ argv:
 starts_unknown:
   description:
     - What the engine model cannot tell about this start (empty when it can), as C(patcher plan)
-      prints after C(starts: unknown). A non-empty list means the files are right for the
+      prints it on its C(starts) line. A non-empty list means the files are right for the
       target but patcher cannot say that the server starts.
   returned: always
   type: list
