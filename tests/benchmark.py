@@ -43,7 +43,11 @@ KIMI = ROOT / "snapshots" / "example" / "kimi-k2.5-nvfp4"
 # users get it); from the source tree only when it is not installed.
 SCRIPT = Path(sys.executable).parent / "patcher"
 INSTALLED = SCRIPT.exists()
-ENV = dict(os.environ) if INSTALLED else {**os.environ, "PYTHONPATH": str(ROOT)}
+# Bytecode is cached as on a user's machine: an editable install compiles nothing, and a
+# PYTHONDONTWRITEBYTECODE=1 inherited from the shell would make every run compile patcher from
+# source while typer's bytecode was compiled by pip (measured: 1.5x; 1.2x with it cached).
+_USER_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+ENV = _USER_ENV if INSTALLED else {**_USER_ENV, "PYTHONPATH": str(ROOT)}
 PATCHER = [str(SCRIPT)] if INSTALLED else [sys.executable, "-m", "patcher"]
 
 AUDIT = str(ROOT / "tests" / "audit_open.py")  # counts the files a run opens
