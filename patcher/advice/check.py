@@ -19,7 +19,7 @@ from patcher.advice.kvbudget import parse_size_gib
 from patcher.advice.memory import memory_finding
 from patcher.engines.files import READ_FILES, config_files
 from patcher.engines.gpus import Gpu, parse_gpu
-from patcher.engines.launch_flags import refuse_kv_cache_memory
+from patcher.engines.launch_flags import refuse_without_flag
 from patcher.engines.model import derive, refuse_unknown_kv_cache_dtype
 from patcher.engines.target import Engine, parse_engine
 from patcher.engines.templates import JINJA_FILE, served_template
@@ -511,7 +511,7 @@ def check_checkpoint(
     target = parse_engine(engine) if isinstance(engine, str) else engine
     device = parse_gpu(gpu) if isinstance(gpu, str) else gpu
     if kv_cache_memory is not None and target is not None:
-        refuse_kv_cache_memory(target, None)
+        refuse_without_flag(target, "kv_cache_memory", None)
     if device is not None and target is None:
         raise TargetError(
             "--gpu needs an engine to judge against", hint="add --engine vllm==0.16.0"

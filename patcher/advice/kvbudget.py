@@ -52,7 +52,7 @@ from patcher.advice.kv_layers import (
 from patcher.advice.weights import weights_warning
 from patcher.engines.files import ConfigFiles, read_config_files
 from patcher.engines.gpus import Gpu, parse_gpu
-from patcher.engines.launch_flags import refuse_kv_cache_memory
+from patcher.engines.launch_flags import refuse_without_flag
 from patcher.engines.model import derive
 from patcher.engines.target import Engine, parse_engine
 from patcher.errors import DoesNotApplyError, InputFileError, TargetError
@@ -415,7 +415,9 @@ def budget_of_files(
         else parse_size_gib(kv_cache_memory_gib, "--kv-cache-memory")
     )
     if kv_memory is not None and target is not None:
-        refuse_kv_cache_memory(target, None)  # a KV space the server cannot be given
+        refuse_without_flag(
+            target, "kv_cache_memory", None
+        )  # a KV space the server cannot be given
     if gpu_memory_gib is not None:
         memory = parse_size_gib(gpu_memory_gib, "--gpu-memory")
     elif device is not None and device.memory_gib is not None:

@@ -127,28 +127,33 @@ def parse_bytes(text: str, version: tuple[int, ...] = (0, 33, 0)) -> int:
     return human_readable_int(text, version)
 
 
-def refuse_fit_context(engine: Engine, source: str | None) -> None:
-    """max_model_len "auto" where the engine has no such value."""
-    if engine.name == "vllm" and engine.version >= MAX_MODEL_LEN_AUTO_FROM:
-        return
-    raise TargetError(
-        f"{engine} has no --max-model-len auto"
-        + (" (vLLM fits the context itself from 0.14.0)" if engine.name == "vllm" else ""),
-        file=source,
-        pointer="/max_model_len" if source else None,
-        hint="leave max_model_len out: plan then caps the context to what fits",
-    )
+# A setting whose flag not every release has: (the flag, the first vLLM release taking it,
+# what to do instead). SGLang has neither.
+_FLAG_FROM: Mapping[str, tuple[str, tuple[int, int, int], str]] = {
+    "max_model_len": (
+        "--max-model-len auto",
+        MAX_MODEL_LEN_AUTO_FROM,
+        "leave max_model_len out: plan then caps the context to what fits",
+    ),
+    "kv_cache_memory": (
+        "--kv-cache-memory-bytes",
+        KV_CACHE_MEMORY_BYTES_FROM,
+        "leave kv_cache_memory out and give gpu_memory_utilization (--gpu-utilization)",
+    ),
+}
 
 
-def refuse_kv_cache_memory(engine: Engine, source: str | None) -> None:
-    """kv_cache_memory where the engine cannot be given it (the plan would judge a KV space
-    the server does not use)."""
-    if engine.name == "vllm" and engine.version >= KV_CACHE_MEMORY_BYTES_FROM:
+def refuse_without_flag(engine: Engine, setting: str, source: str | None) -> None:
+    """Refuse ``setting`` (max_model_len "auto", kv_cache_memory) where ``engine`` has no flag
+    to give it to the server: the plan would judge a launch the server cannot have."""
+    flag, first, instead = _FLAG_FROM[setting]
+    if engine.name == "vllm" and engine.version >= first:
         return
+    since = ".".join(map(str, first))
     raise TargetError(
-        f"{engine} has no --kv-cache-memory-bytes"
-        + (" (vLLM takes it from 0.11.0)" if engine.name == "vllm" else ""),
+        f"{engine} has no {flag}"
+        + (f" (vLLM takes it from {since})" if engine.name == "vllm" else ""),
         file=source,
-        pointer="/kv_cache_memory" if source else None,
-        hint="leave kv_cache_memory out and give gpu_memory_utilization (--gpu-utilization)",
+        pointer=f"/{setting}" if source else None,
+        hint=instead,
     )

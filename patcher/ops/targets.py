@@ -30,8 +30,7 @@ from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.launch_flags import (
     human_readable_int,
     parse_bytes,
-    refuse_fit_context,
-    refuse_kv_cache_memory,
+    refuse_without_flag,
     split_settings,
 )
 from patcher.engines.model import refuse_unknown_kv_cache_dtype
@@ -267,7 +266,7 @@ def make_target(
         context_wanted == -1 and not isinstance(context_wanted, bool)
     )
     if fit:
-        refuse_fit_context(parsed_engine, source)
+        refuse_without_flag(parsed_engine, "max_model_len", source)
     context = None if fit else _count(context_wanted, source, "max_model_len", 2**31 - 1)
     utilization = given("gpu_memory_utilization", gpu_memory_utilization)
     if utilization is not None and (
@@ -285,7 +284,7 @@ def make_target(
         raise _fail(source, "/transforms", "expected a table: name = { parameter = value }")
     kv_memory = _size(given("kv_cache_memory", kv_cache_memory), source, "kv_cache_memory")
     if kv_memory is not None:
-        refuse_kv_cache_memory(parsed_engine, source)
+        refuse_without_flag(parsed_engine, "kv_cache_memory", source)
     kv = given("kv_cache_dtype", kv_cache_dtype)
     if kv is not None:
         refuse_unknown_kv_cache_dtype(parsed_engine, kv, source)
