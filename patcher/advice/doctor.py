@@ -25,6 +25,7 @@ from patcher.advice.log_rules import (
     Rule,
 )
 from patcher.engines.files import read_config_files
+from patcher.engines.launch_flags import MAX_MODEL_LEN_AUTO_FROM
 from patcher.engines.target import parse_engine
 from patcher.errors import InputFileError, PatcherError
 from patcher.results import JsonResult
@@ -129,7 +130,7 @@ def _kv_memory(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
             Fix("advice", "a smaller --max-model-len: patcher kv-budget CKPT --gpu NAME finds it")
         )
         cause = f"one sequence of {wanted} tokens does not fit in the KV cache"
-    if ctx.at_least(0, 14) is not False:
+    if ctx.at_least(*MAX_MODEL_LEN_AUTO_FROM) is not False:
         fixes.append(
             Fix("flag", "--max-model-len auto", note="vLLM 0.14 and later fit it themselves")
         )

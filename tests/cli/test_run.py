@@ -100,7 +100,8 @@ def test_the_planned_context_cap_is_added_as_live(tmp_path: Path) -> None:
 
 def test_an_auto_context_is_left_to_the_engine(tmp_path: Path) -> None:
     """--max-model-len auto: run adds no cap of its own, and says what the engine's fit will
-    find by patcher's estimate (the live server's 'estimated maximum model length')."""
+    find by patcher's estimate: the context the live server's auto-fit served (state a4,
+    'Auto-fit max_model_len: reduced from 262144 to 130944'). 1G is 2^30, as vLLM reads it."""
     ckpt = _checkpoint(tmp_path, "a1_widekv_262k")
     env = _engine(tmp_path, "print(json.dumps(sys.argv[1:]))")
     done = _run(
@@ -109,9 +110,10 @@ def test_an_auto_context_is_left_to_the_engine(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     argv = json.loads(done.stdout)
     assert argv.count("--max-model-len") == 1 and argv[argv.index("--max-model-len") + 1] == "auto"
-    estimate = STATES["a1_widekv_262k"]["estimated_max_model_len"]
+    live = STATES["a4_widekv_flag_auto"]
+    assert live["kv_cache_memory_bytes"] == 2**30 and "auto" in live["argv"]
     assert "fits it to the KV memory itself" in done.stderr
-    assert f"about {estimate:,} tokens fit" in done.stderr
+    assert f"about {live['max_model_len']:,} tokens fit" in done.stderr
 
 
 def _paste(printed: str) -> subprocess.CompletedProcess[str]:
