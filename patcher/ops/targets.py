@@ -349,4 +349,6 @@ def _same(key: str, given: Any, from_flags: tuple[Any, str]) -> bool:
     value = from_flags[0]
     if key == "kv_cache_memory" and isinstance(given, str | int | float):
         return abs(parse_size_gib(given, key) - float(value)) < 1e-6
+    if key == "max_model_len" and value == "auto":
+        return given in ("auto", -1) and not isinstance(given, bool)  # vLLM's two spellings
     return bool(given == value)

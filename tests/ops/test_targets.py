@@ -196,3 +196,15 @@ def test_a_profiles_target_is_given_back_by_the_profile_and_what_a_flag_replaced
     target = make_target(profile=profile, tensor_parallel=4)
     assert target.options() == ("--profile", str(profile.absolute()), "--tp", "4")
     assert _through_plan_options(target.options()) == target
+
+
+def test_an_auto_context_is_one_setting_however_it_is_spelled(tmp_path: Path) -> None:
+    """vLLM takes auto and -1 alike: a profile saying one and its flags the other agree."""
+    profile = tmp_path / "p.toml"
+    profile.write_text(
+        'engine = "vllm==0.16.0"\ngpu = "rtx-pro-6000"\nmax_model_len = -1\n'
+        'flags = ["--max-model-len", "auto"]\n'
+    )
+    target = make_target(profile=profile)
+    assert target.fit_context and target.max_model_len is None
+    assert target.record()["max_model_len"] == "auto"
