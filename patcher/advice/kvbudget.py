@@ -415,9 +415,8 @@ def budget_of_files(
         else parse_size_gib(kv_cache_memory_gib, "--kv-cache-memory")
     )
     if kv_memory is not None and target is not None:
-        refuse_without_flag(
-            target, "kv_cache_memory", None
-        )  # a KV space the server cannot be given
+        # A KV space the server cannot be given would be judged as if it had it.
+        refuse_without_flag(target, "kv_cache_memory", None)
     if gpu_memory_gib is not None:
         memory = parse_size_gib(gpu_memory_gib, "--gpu-memory")
     elif device is not None and device.memory_gib is not None:

@@ -162,15 +162,15 @@ WeightsOpt = Annotated[
 
 def _context_words(value: str | None) -> str | None:
     """--max-model-len as vLLM reads it: N, 128k (1,000s) or 128K (1,024s), or auto/-1."""
-    if value is None or value.strip().lower() in ("auto", "-1"):
-        return None if value is None else "auto"
-    from patcher.engines.launch_flags import human_readable_int
+    if value is None:
+        return None
+    from patcher.engines.launch_flags import parse_context
 
     try:
-        tokens = human_readable_int(value)
+        tokens = parse_context(value)
     except ValueError:
         tokens = 0
-    if tokens < 1:
+    if tokens != "auto" and tokens < 1:
         raise typer.BadParameter(f"{value!r} is not a context: give N, 128k, 128K or auto")
     return str(tokens)
 

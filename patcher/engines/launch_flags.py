@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 from patcher.engines.target import Engine
 from patcher.errors import TargetError
@@ -122,9 +123,19 @@ def human_readable_int(text: str, version: tuple[int, ...] = (0, 33, 0)) -> int:
     return int(value)
 
 
-def parse_bytes(text: str, version: tuple[int, ...] = (0, 33, 0)) -> int:
-    """vLLM's --kv-cache-memory-bytes: a number, or with a suffix (``64M``, ``1G``, ``1g``)."""
-    return human_readable_int(text, version)
+def parse_context(text: str, version: tuple[int, ...] = (0, 33, 0)) -> int | Literal["auto"]:
+    """--max-model-len as vLLM reads it (``human_readable_int_or_auto``): ``auto`` or ``-1``
+    (the engine fits the context to the KV memory; see :data:`MAX_MODEL_LEN_AUTO_FROM`), else
+    :func:`human_readable_int`."""
+    value = text.strip()
+    if value == "-1" or value.lower() == "auto":
+        return "auto"
+    return human_readable_int(value, version)
+
+
+def is_auto_context(value: object) -> bool:
+    """A max_model_len setting (a profile's, make_target's) that asks for vLLM's own fit."""
+    return value == "auto" or (value == -1 and not isinstance(value, bool))
 
 
 # A setting whose flag not every release has: (the flag, the first vLLM release taking it,

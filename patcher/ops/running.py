@@ -32,7 +32,7 @@ from patcher.engines.launch_flags import (
     engine_flags,
     flag_words,
     human_readable_int,
-    parse_bytes,
+    parse_context,
     setting_values,
 )
 from patcher.errors import PatcherError, TargetError
@@ -219,8 +219,7 @@ def plan_run(
                 hint="give a number",
             ) from None
 
-    wanted_len = flags.get("max_model_len")
-    kv_bytes = number("kv_cache_memory", parse_bytes)
+    kv_bytes = number("kv_cache_memory", human_readable_int)
     target = make_target(
         engine=engine,
         gpu=gpu,
@@ -229,11 +228,7 @@ def plan_run(
         pipeline_parallel=number("pipeline_parallel", int),
         gpu_memory_utilization=number("gpu_memory_utilization", float),
         kv_cache_memory=None if kv_bytes is None else kv_bytes / GIB,
-        max_model_len=(
-            "auto"
-            if wanted_len is not None and wanted_len.strip().lower() in ("auto", "-1")
-            else number("max_model_len", human_readable_int if command.engine == "vllm" else int)
-        ),
+        max_model_len=number("max_model_len", parse_context if command.engine == "vllm" else int),
         kv_cache_dtype=flags.get("kv_cache_dtype"),
     )
     if check or dry_run:
@@ -275,8 +270,6 @@ def _added_flags(command: EngineCommand, target: Target, launch: Launch | None) 
         if given is None:
             added += [flag, value]
             continue
-        if key == "max_model_len" and given.strip().lower() in ("auto", "-1") and value == "auto":
-            continue  # the engine fits the context itself, as planned
         if _same(key, given, value):
             continue
         raise TargetError(
@@ -300,9 +293,9 @@ def _added_flags(command: EngineCommand, target: Target, launch: Launch | None) 
 def _same(key: str | None, given: str, planned: str) -> bool:
     try:
         if key == "kv_cache_memory":
-            return parse_bytes(given) == int(planned)
-        if key == "max_model_len":
             return human_readable_int(given) == int(planned)
+        if key == "max_model_len":
+            return parse_context(given) == (planned if planned == "auto" else int(planned))
         return float(given) == float(planned)
     except ValueError:
         return given == planned

@@ -29,7 +29,8 @@ from patcher.advice.kvbudget import parse_size_gib
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.launch_flags import (
     human_readable_int,
-    parse_bytes,
+    is_auto_context,
+    parse_context,
     refuse_without_flag,
     split_settings,
 )
@@ -262,9 +263,7 @@ def make_target(
         given("pipeline_parallel", pipeline_parallel), source, "pipeline_parallel", MAX_PARALLEL
     )
     context_wanted = given("max_model_len", max_model_len)
-    fit = context_wanted == "auto" or (
-        context_wanted == -1 and not isinstance(context_wanted, bool)
-    )
+    fit = is_auto_context(context_wanted)
     if fit:
         refuse_without_flag(parsed_engine, "max_model_len", source)
     context = None if fit else _count(context_wanted, source, "max_model_len", 2**31 - 1)
@@ -322,15 +321,13 @@ def _server_flags(
             raise _fail(source, "/flags", f"{flag} needs a value (the engine refuses it alone)")
         try:
             if key == "kv_cache_memory":
-                value: Any = parse_bytes(text, engine.version) / GIB
+                value: Any = human_readable_int(text, engine.version) / GIB
             elif key == "gpu_memory_utilization":
                 value = float(text)
             elif key == "kv_cache_dtype":
                 value = text
-            elif key == "max_model_len" and text.strip().lower() in ("auto", "-1"):
-                value = "auto"  # the engine fits the context itself
             elif key == "max_model_len" and engine.name == "vllm":
-                value = human_readable_int(text, engine.version)  # 128k, as vLLM reads it
+                value = parse_context(text, engine.version)  # 128k or auto, as vLLM reads it
             else:
                 value = int(text)
         except ValueError:
@@ -339,7 +336,10 @@ def _server_flags(
                 "max_model_len": " (vLLM takes 131072, 128k, 128K or auto)",
             }
             raise _fail(
-                source, "/flags", f"cannot read {flag} {text!r}" + spelled.get(key, "")
+                source,
+                "/flags",
+                f"cannot read {flag} {text!r}"
+                + (spelled.get(key, "") if engine.name == "vllm" else ""),
             ) from None
         settings[key] = (value, f"{flag} {text}")
     return passed, settings
@@ -350,5 +350,5 @@ def _same(key: str, given: Any, from_flags: tuple[Any, str]) -> bool:
     if key == "kv_cache_memory" and isinstance(given, str | int | float):
         return abs(parse_size_gib(given, key) - float(value)) < 1e-6
     if key == "max_model_len" and value == "auto":
-        return given in ("auto", -1) and not isinstance(given, bool)  # vLLM's two spellings
+        return is_auto_context(given)  # vLLM's two spellings
     return bool(given == value)
