@@ -18,7 +18,8 @@ read from the release's own pure-Python source (no import, no GPU):
 - ``kv_cache_memory_bytes``: EngineArgs has ``kv_cache_memory_bytes`` (the flag exists);
 - ``human_readable_int``: what the release's own ``human_readable_int`` (the type of
   --max-model-len and --kv-cache-memory-bytes) makes of sample words, run from its source:
-  an int, or "refused".
+  an int, or "refused"; ``human_readable_int_or_auto`` the same for --max-model-len's type
+  from 0.14 (None before).
 
     pip download --no-deps vllm==X.Y.Z -d WHEELS     # per release
     python tests/record_rules.py WHEELS/vllm-*.whl [X.Y.Z=VENV/lib/python3.11/site-packages]
@@ -111,12 +112,19 @@ def _arg_rules(args: str, parsers: str) -> dict[str, Any]:
     exec(_function(parsers, "human_readable_int"), space)  # the release's own parser
     parse = space["human_readable_int"]
 
-    def outcome(word: str) -> int | str:
-        try:
-            return int(parse(word))
-        except (ValueError, argparse.ArgumentTypeError, KeyError):
-            return "refused"
+    def outcomes(parse: Any) -> dict[str, int | str]:
+        found: dict[str, int | str] = {}
+        for word in HUMAN_WORDS:
+            try:
+                found[word] = int(parse(word))
+            except (ValueError, argparse.ArgumentTypeError, KeyError):
+                found[word] = "refused"
+        return found
 
+    with_auto: dict[str, int | str] | None = None
+    if "def human_readable_int_or_auto" in parsers:
+        exec(_function(parsers, "human_readable_int_or_auto"), space)
+        with_auto = outcomes(space["human_readable_int_or_auto"])
     return {
         # The parser exists and arg_utils gives it to --max-model-len.
         "max_model_len_auto": "def human_readable_int_or_auto" in parsers
@@ -128,7 +136,9 @@ def _arg_rules(args: str, parsers: str) -> dict[str, Any]:
         is not None,
         "kv_cache_memory_bytes": re.search(r"^\s+kv_cache_memory_bytes\s*:", args, re.M)
         is not None,
-        "human_readable_int": {word: outcome(word) for word in HUMAN_WORDS},
+        "human_readable_int": outcomes(parse),
+        # --max-model-len's own type where it has one (-1: the engine fits the context).
+        "human_readable_int_or_auto": with_auto,
     }
 
 

@@ -82,6 +82,20 @@ def test_sizes_in_flags_are_read_as_the_releases_own_parser_reads_them(version: 
 
 
 @pytest.mark.parametrize("version", sorted(RELEASES, key=_version))
+def test_a_context_is_read_as_the_releases_own_max_model_len_type_reads_it(version: str) -> None:
+    """From 0.14 --max-model-len's type is human_readable_int_or_auto (auto and -1 are -1: the
+    engine's own fit); patcher's parse_context gives "auto" exactly where it gives -1."""
+    recorded = RELEASES[version]["human_readable_int_or_auto"]
+    assert (recorded is not None) is RELEASES[version]["max_model_len_auto"]
+    for word, expected in (recorded or {}).items():
+        try:
+            found: int | str = launch_flags.parse_context(word, _version(version))
+        except ValueError:
+            found = "refused"
+        assert found == ("auto" if expected == -1 else expected), (version, word)
+
+
+@pytest.mark.parametrize("version", sorted(RELEASES, key=_version))
 def test_a_target_asks_only_for_what_the_release_takes(version: str) -> None:
     """max_model_len "auto" and kv_cache_memory make flags (--max-model-len auto,
     --kv-cache-memory-bytes) that a release without them refuses: so does the target."""
