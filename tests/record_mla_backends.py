@@ -60,26 +60,40 @@ def _dtypes(source: str | None) -> dict[str, Any] | None:
     }
 
 
+def _backends(sources: dict[str, str]) -> dict[str, dict[str, Any] | None]:
+    """Every dense MLA backend class in the files of ``v1/attention/backends/mla/`` (by the
+    name its ``get_name()`` returns), beside the five the model has always known."""
+    found: dict[str, dict[str, Any] | None] = {backend: None for backend in FILES}
+    for file, text in sources.items():
+        name = NAME.search(text)
+        if name is None or "sparse" in file or any(p in file for p in NOT_CUDA):
+            continue
+        found[name.group(1)] = _dtypes(text)
+    return found
+
+
+# Backends of other platforms (ROCm, CPU, XPU), not chosen on an NVIDIA GPU.
+NOT_CUDA = ("rocm", "aiter", "cpu", "amx", "xpu")
+NAME = re.compile(r'def get_name\(\)[^:]*:\s*return "([A-Z0-9_]+_MLA|FLASHMLA)"')
+
+
 def read(wheel: Path) -> tuple[str, dict[str, dict[str, Any] | None]]:
     """A wheel (vllm-X.Y.Z-...whl), or VERSION=SITE_PACKAGES for an installed release."""
     if "=" in str(wheel):
         version, _, folder = str(wheel).partition("=")
         base = Path(folder) / "vllm" / "v1" / "attention" / "backends" / "mla"
-        return version, {
-            backend: _dtypes((base / file).read_text() if (base / file).is_file() else None)
-            for backend, file in FILES.items()
-        }
+        files = sorted(base.glob("*.py")) if base.is_dir() else []
+        return version, _backends({f.name: f.read_text() for f in files})
     found = re.match(r"vllm-(\d+\.\d+\.\d+)", wheel.name)
     assert found is not None, wheel
+    prefix = "vllm/v1/attention/backends/mla/"
     with zipfile.ZipFile(wheel) as archive:
-        names = set(archive.namelist())
         sources = {
-            backend: archive.read(path).decode() if path in names else None
-            for backend, path in (
-                (b, f"vllm/v1/attention/backends/mla/{f}") for b, f in FILES.items()
-            )
+            name[len(prefix) :]: archive.read(name).decode()
+            for name in archive.namelist()
+            if name.startswith(prefix) and "/" not in name[len(prefix) :] and name.endswith(".py")
         }
-    return found.group(1), {backend: _dtypes(text) for backend, text in sources.items()}
+    return found.group(1), _backends(sources)
 
 
 def main() -> int:

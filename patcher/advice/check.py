@@ -21,6 +21,7 @@ from patcher.engines.files import READ_FILES, config_files
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.launch_flags import refuse_without_flag
 from patcher.engines.model import derive, refuse_unknown_kv_cache_dtype
+from patcher.engines.readings import assumed
 from patcher.engines.target import Engine, parse_engine
 from patcher.engines.templates import JINJA_FILE, served_template
 from patcher.engines.view import EngineView, StartupError
@@ -472,12 +473,19 @@ def _engine_findings(
         if view.engine.name == "vllm"
         else f"python -m sglang.launch_server --model-path {checkpoint}"
     )
+    reading = assumed(view.engine)
+    who = (
+        f"{view.engine} refuses to start"
+        if reading.read
+        else f"by {view.engine.name} {reading.release_text}'s rules (assumed), {view.engine} "
+        "would refuse to start"
+    )
     for error in view.startup_errors:
         yield Finding(
             "engine-startup-error",
             error.file or "config.json",
             error.pointer or "",
-            f"{view.engine} refuses to start: {error.message}",
+            f"{who}: {error.message}",
             error.transform,
             apply(error.transform) if error.transform else None,
             (f"{serve} {error.flag}",) if error.flag else (),

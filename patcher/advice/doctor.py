@@ -26,6 +26,7 @@ from patcher.advice.log_rules import (
 )
 from patcher.engines.files import read_config_files
 from patcher.engines.launch_flags import MAX_MODEL_LEN_AUTO_FROM
+from patcher.engines.readings import Assumed, assumed
 from patcher.engines.target import parse_engine
 from patcher.errors import InputFileError, PatcherError
 from patcher.results import JsonResult
@@ -39,7 +40,8 @@ _PREFIX = re.compile(
 )
 _WRAPPERS = ("Engine core initialization failed", "Worker failed with error")
 _VERSION = re.compile(
-    r"(?:vLLM API server version|LLM engine \(v|vllm version)\s*v?(\d+\.\d+\.\d+)"
+    r"(?:vLLM API server version|LLM engine \(v|vllm version)\s*v?"
+    r"(\d+\.\d+\.\d+(?:(?:a|b|rc|\.dev)\d+)?)"
 )
 LENGTH_STEP = 1024
 
@@ -60,6 +62,17 @@ class Diagnosis(JsonResult):
         """Whether the log held a failure the doctor knows."""
         return self.code is not None
 
+    @property
+    def reading(self) -> Assumed | None:
+        """The vLLM release whose rules answer for the log's version (None: the log names
+        none, or one older than the engine model takes)."""
+        if self.engine_version is None:
+            return None
+        try:
+            return assumed(parse_engine(f"vllm=={self.engine_version}"))
+        except PatcherError:
+            return None
+
     def to_json(self) -> dict[str, Any]:
         """A log diagnosis as JSON."""
         return {
@@ -69,6 +82,7 @@ class Diagnosis(JsonResult):
             "error": self.error,
             "cause": self.cause,
             "engine_version": self.engine_version,
+            "reading": None if self.reading is None else self.reading.to_json(),
             "fixes": [{"kind": f.kind, "text": f.text, "note": f.note} for f in self.fixes],
         }
 
@@ -134,7 +148,18 @@ def _kv_memory(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
         fixes.append(
             Fix("flag", "--max-model-len auto", note="vLLM 0.14 and later fit it themselves")
         )
-    fixes.append(Fix("flag", "--gpu-memory-utilization 0.95", note="if the GPU has no other users"))
+    given = m.groupdict().get("utilization")
+    if m.groupdict().get("all"):
+        # 0.34's extensible KV cache takes all memory left: no utilization gives more.
+        fixes.append(Fix("advice", "more GPUs (--tensor-parallel-size) or GPUs with more memory"))
+    elif given is not None:
+        fixes.append(
+            Fix("flag", "--gpu-memory-utilization 1.0", note=f"up from {given}: the default there")
+        )
+    elif ctx.at_least(0, 34) is not True:  # 0.34 defaults to 1.0 on CUDA already
+        fixes.append(
+            Fix("flag", "--gpu-memory-utilization 0.95", note="if the GPU has no other users")
+        )
     return cause, fixes
 
 
@@ -308,8 +333,11 @@ RULES: tuple[Rule, ...] = (
         "kv-cache-memory",
         re.compile(
             r"To serve at least one request with the models?'s max seq len \((?P<len>\d+)\)"
-            r".*?(?:estimated maximum model length is (?P<estimate>\d+))?[.\s]*"
-            r"(?:Try increasing|$)"
+            r"(?:.*?estimated maximum model length is (?P<estimate>\d+))?"
+            # vLLM 0.34's hint, with the extensible KV cache (its default on CUDA): the
+            # utilization given, or that the cache already takes all memory left.
+            r"(?:.*?`gpu_memory_utilization`=(?P<utilization>[\d.]+))?"
+            r"(?:.*?(?P<all>already takes all device memory))?"
         ),
         _kv_memory,
     ),
@@ -503,7 +531,9 @@ def diagnose_lines(
         matched = _first_rule(line)
         if matched is not None:
             found, (code, _, explain) = matched
-            version = tuple(int(p) for p in version_text.split(".")) if version_text else None
+            version = (
+                tuple(int(p) for p in re.findall(r"\d+", version_text)[:3]) if version_text else None
+            )
             # commands are pasted into a shell
             ctx = LogContext(shlex.quote(checkpoint), version, import_failed)
             cause, fixes = explain(found, ctx)

@@ -54,6 +54,7 @@ from patcher.engines.files import ConfigFiles, read_config_files
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.launch_flags import refuse_without_flag
 from patcher.engines.model import derive
+from patcher.engines.readings import Assumed, assumed, reading
 from patcher.engines.target import Engine, parse_engine
 from patcher.errors import DoesNotApplyError, InputFileError, TargetError
 from patcher.results import JsonResult
@@ -124,6 +125,7 @@ class KvBudget(JsonResult):
     pipeline_parallel: int = 1  # the figures are the stage's that fits the least
     weights_warning: str | None = None  # the weights figure is far from what the config implies
     pool_blocks: int = 0  # the blocks of the shared pool (each holds a group of layers)
+    reading: Assumed | None = None  # the engine release whose rules were used
 
     @property
     def fits(self) -> bool:
@@ -160,6 +162,7 @@ class KvBudget(JsonResult):
         return {
             "checkpoint": str(self.checkpoint),
             "engine": self.engine,
+            "reading": None if self.reading is None else self.reading.to_json(),
             "attention": self.attention,
             "layers": self.layers,
             "per_layer_elements": self.per_layer_elements,
@@ -381,12 +384,13 @@ def _memory_known(gpu_memory_gib: float | str | None, gpu: Gpu | str | None) -> 
     return device is not None and device.memory_gib is not None
 
 
-def block_size(device: Gpu | None, attention: str) -> int:
-    """Tokens per KV block: 16 on the GPU backends; 128 on vLLM's CPU backend (16 for MLA),
-    as the live CPU engine logs it."""
-    if device is not None and device.is_cpu and attention != "MLA":
-        return CPU_BLOCK_SIZE
-    return BLOCK_SIZE
+def block_size(device: Gpu | None, attention: str, engine: Engine | None = None) -> int:
+    """Tokens per KV block: on a GPU the release's default (CacheConfig.DEFAULT_BLOCK_SIZE,
+    read from its source: 16, 64 from vLLM 0.34; 16 without an engine); 128 on vLLM's CPU
+    backend (16 for MLA), as the live CPU engine logs it."""
+    if device is not None and device.is_cpu:
+        return CPU_BLOCK_SIZE if attention != "MLA" else BLOCK_SIZE
+    return BLOCK_SIZE if engine is None else reading(engine).block_size
 
 
 def budget_of_files(
@@ -435,7 +439,17 @@ def budget_of_files(
     if tp < 1:
         raise TargetError(f"--tp must be 1 or more, got {tp}", hint="e.g. --tp 8")
     if utilization is None:
-        utilization = 0.92 if target is not None and target.at_least(0, 20) else 0.9
+        # The release's default (read from its source): 0.9, 0.92 from 0.20, and from 0.34
+        # 1.0 on CUDA, where the extensible KV cache is on by default.
+        cuda = device is None or not device.is_cpu
+        read = reading(target) if target is not None else None
+        utilization = (
+            0.9
+            if read is None
+            else read.default_utilization
+            if cuda
+            else read.gpu_memory_utilization
+        )
     if not math.isfinite(utilization) or not 0 < utilization <= 1:
         raise TargetError(
             f"--gpu-utilization must be in (0, 1], got {utilization}", hint="e.g. 0.9"
@@ -481,7 +495,7 @@ def budget_of_files(
         free = int(kv_memory * GIB)
     else:
         free = int(memory * GIB * utilization - weights_value * GIB / tp - allowance * GIB)
-    tokens_per_block = block_size(device, attention)
+    tokens_per_block = block_size(device, attention, target)
     found = sliding_layers(model, layers)
     cpu = device is not None and device.is_cpu
     # Each pipeline stage holds its layers' KV; the stage that fits the least decides.
@@ -552,6 +566,7 @@ def budget_of_files(
         context_source=context_source,
         suggested_context=suggested,
         engine=str(target) if target else None,
+        reading=assumed(target) if target else None,
         flag_only=flag_only,
         block_size=tokens_per_block,
         kv_cache_tokens=kv_cache_tokens,

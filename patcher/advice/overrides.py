@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from patcher.engines.readings import Assumed, assumed
 from patcher.engines.target import Engine, parse_engine
 from patcher.errors import PatcherError
 from patcher.results import JsonResult
@@ -48,6 +49,7 @@ class Overrides(JsonResult):
     entries: tuple[EntryOverride, ...]
     hf_overrides: dict[str, Any]
     flags: tuple[str, ...]
+    reading: Assumed | None = None  # with --engine: the release whose rules were used
 
     @property
     def command(self) -> str:
@@ -61,6 +63,7 @@ class Overrides(JsonResult):
         """Engine overrides as JSON."""
         return {
             "checkpoint": str(self.checkpoint),
+            "reading": None if self.reading is None else self.reading.to_json(),
             "hf_overrides": self.hf_overrides,
             "flags": list(self.flags),
             "command": self.command,
@@ -93,7 +96,9 @@ def flags_verdict(transform: Transform, engine: Engine) -> str | None:
         return None
     flags = " ".join(runtime.flags)
     too_old = _too_old(runtime.requires, engine)
-    return f"{flags}: {too_old}" if too_old else f"{flags}: accepted by {engine}"
+    note = assumed(engine).note
+    said = f"{flags}: {too_old}" if too_old else f"{flags}: accepted by {engine}"
+    return f"{said} ({note})" if note else said
 
 
 def _too_old(requires: str | None, engine: Engine | None) -> str | None:
@@ -164,4 +169,10 @@ def engine_overrides(
         entries.append(
             EntryOverride(entry.id, entry.transform, overrides, entry_flags, uncovered, note)
         )
-    return Overrides(ckpt.root, tuple(entries), merged, tuple(flags))
+    return Overrides(
+        ckpt.root,
+        tuple(entries),
+        merged,
+        tuple(flags),
+        assumed(target) if target is not None else None,
+    )

@@ -35,6 +35,7 @@ from patcher.cli.options import (
 from patcher.cli.output import (
     EXIT_CHANGES,
     EXIT_REFUSED,
+    EXIT_UNKNOWN,
     boundary,
     checkpoint_arg,
     err,
@@ -55,7 +56,8 @@ def check(
     revision: RevisionOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Report known problems and the transform for each; exit 1 when any is found.
+    """Report known problems and the transform for each; exit 1 when any is found, 5 when
+    none is but whether the engine starts is unknown (a release patcher has not read).
 
     With --engine (and --gpu), also show what that engine derives from the files
     (max_model_len, the KV-cache dtype 'auto' resolves to, quantization, MLA, the attention
@@ -77,6 +79,8 @@ def check(
         out(render.to_json(report.to_json()) if as_json else render.check_text(report))
     if report.findings:
         raise typer.Exit(EXIT_REFUSED)
+    if report.engine is not None and report.engine.verdict == "unknown":
+        raise typer.Exit(EXIT_UNKNOWN)
 
 
 def overrides(

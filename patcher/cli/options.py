@@ -32,12 +32,14 @@ RevisionOpt = Annotated[
 
 
 def complete_engines(incomplete: str) -> list[str]:
-    """Shell completion: each engine release line the engine model covers, newest first."""
-    from patcher.engines.target import NEWEST_READ, OLDEST
+    """Shell completion: each engine release patcher has read, newest first."""
+    from patcher.engines.readings import releases_read
 
-    newest, oldest = NEWEST_READ["vllm"], OLDEST["vllm"]
-    found = [f"vllm==0.{minor}.0" for minor in range(newest[1], oldest[1] - 1, -1)]
-    found.append("sglang==" + ".".join(map(str, NEWEST_READ["sglang"])))
+    found = [
+        f"{name}==" + ".".join(map(str, version))
+        for name in ("vllm", "sglang")
+        for version in reversed(releases_read(name))
+    ]
     return [spec for spec in found if spec.startswith(incomplete)]
 
 

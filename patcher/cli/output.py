@@ -15,6 +15,9 @@ from patcher.errors import PatcherError
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_BUG, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 EXIT_CHANGES = 4  # plan: the checkpoint is not in sync with the target (as terraform's 2)
+# check: no problem found, but whether the engine starts is unknown (a release not read, a
+# case the engine model does not cover): never the 0 of "starts: yes".
+EXIT_UNKNOWN = 5
 
 
 colour = True  # --no-color and NO_COLOR turn it off; click strips it from pipes anyway

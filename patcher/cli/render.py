@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # only for annotations: `patcher status` must not import the 
     from patcher.advice.doctor import Diagnosis
     from patcher.advice.kvbudget import KvBudget
     from patcher.advice.overrides import Overrides
+    from patcher.engines.target import Engine
     from patcher.engines.view import EngineView
     from patcher.ops.adding import ApplyResult
     from patcher.ops.forgetting import ForgetResult
@@ -231,10 +232,21 @@ def diff_text(d: CheckpointDiff) -> str:
     return "".join(f.unified for f in d.files).rstrip("\n")
 
 
+def reading_note(engine: Engine | None) -> list[str]:
+    """``note: vllm X was not read ...; Y's rules are assumed`` for an engine version patcher
+    has not read (one line, first in every answer for it); nothing for a release read."""
+    if engine is None:
+        return []
+    from patcher.engines.readings import assumed
+
+    note = assumed(engine).note
+    return [f"note: {note}"] if note else []
+
+
 def engine_text(v: EngineView) -> list[str]:
     """What an engine derives, for people."""
     on = f" on {v.gpu.name} (compute capability {v.gpu.capability_text})" if v.gpu else ""
-    lines = [f"{v.engine}{on} derives:"]
+    lines = [*reading_note(v.engine), f"{v.engine}{on} derives:"]
     lines.append(f"  max_model_len   {v.max_model_len.value}  ({v.max_model_len.reason})")
     lines.append(f"  kv_cache_dtype  {v.kv_cache_dtype.value}  ({v.kv_cache_dtype.reason})")
     dtype = "unknown" if v.dtype.value is None else v.dtype.value
@@ -258,18 +270,17 @@ def engine_text(v: EngineView) -> list[str]:
         lines.append(f"  MLA backends    {accepted}")
     elif v.mla and v.gpu is None:
         lines.append("  MLA backends    (give --gpu to check which backends accept the config)")
-    lines.append(
-        "  starts          "
-        + (
-            f"no ({_count(len(v.startup_errors), 'error')} below)"
-            if not v.starts
-            else "unknown: " + "; ".join(v.unknowns)
-            if v.unknowns
-            else "yes"
+    if v.verdict == "unknown" and not v.unknowns and v.startup_errors:
+        starts = (
+            f"unknown: this release was not read; by the rules assumed, no "
+            f"({_count(len(v.startup_errors), 'error')} below)"
         )
-    )
-    if v.engine.beyond_read:
-        lines.append(f"  note            {v.engine.beyond_read}")
+    elif v.verdict == "unknown":
+        why = list(v.unknowns) or ["this release was not read (see the note)"]
+        starts = "unknown: " + "; ".join(why)
+    else:
+        starts = f"no ({_count(len(v.startup_errors), 'error')} below)" if not v.starts else "yes"
+    lines.append(f"  starts          {starts}")
     return lines
 
 
@@ -292,9 +303,10 @@ def check_text(r: CheckReport) -> str:
 
 def overrides_text(r: Overrides) -> str:
     """Engine overrides for people."""
+    note = [f"note: {r.reading.note}"] if r.reading is not None and r.reading.note else []
     if not r.entries:
-        return f"no transform is applied to {r.checkpoint}"
-    lines = []
+        return "\n".join([*note, f"no transform is applied to {r.checkpoint}"])
+    lines = [*note]
     if r.hf_overrides or r.flags:
         lines += ["vLLM equivalent of the edits that have one:", f"  {r.command}"]
     else:
@@ -315,7 +327,9 @@ def overrides_text(r: Overrides) -> str:
 def kv_budget_text(b: KvBudget) -> str:
     """A KV budget for people."""
     divided = "divided by TP" if b.attention == "GQA" else "one latent per layer, not split by TP"
+    note = b.reading.note if b.reading is not None else None
     lines = [
+        *([f"note: {note}"] if note else []),
         f"attention: {b.attention}, {b.layers} layers, {b.per_layer_elements} cached elements "
         f"per layer per token ({divided})",
         f"KV dtype: {b.kv_dtype}, {_count(b.element_bytes, 'byte')} per element",
@@ -409,18 +423,21 @@ def doctor_text(d: Diagnosis) -> str:
         )
     lines = [f"[{d.code}] {d.cause}", f"  error: {d.error}"]
     if d.engine_version:
-        lines.append(f"  engine: vLLM {d.engine_version}")
+        note = d.reading.note if d.reading is not None else None
+        lines.append(f"  engine: vLLM {d.engine_version}" + (f" (note: {note})" if note else ""))
     lines += [f"  fix ({f.kind}): {f.text}" + (f"  ({f.note})" if f.note else "") for f in d.fixes]
     return "\n".join(lines)
 
 
 def plan_text(p: Plan) -> str:
     """A plan for people."""
-    head = f"target: {p.target.describe()}" + (
-        f" (profile {p.target.profile})" if p.target.profile else ""
+    head = "\n".join(
+        [
+            *reading_note(p.target.engine),
+            f"target: {p.target.describe()}"
+            + (f" (profile {p.target.profile})" if p.target.profile else ""),
+        ]
     )
-    if p.target.engine.beyond_read:
-        head += f"\nnote: {p.target.engine.beyond_read}"
     for replaced in p.target.overridden:
         head += f"\nnote: a flag overrides the profile: {replaced}"
     if p.in_sync:
@@ -478,7 +495,8 @@ def sync_text(r: SyncResult) -> str:
     done = [f"  {a.action} {a.name}: done" for a in r.plan.actions]
     launch = r.plan.launch
     start = [] if launch is None else ["start the server with:", f"  {launch.command}"]
-    return "\n".join([f"synced {r.plan.checkpoint} to {r.plan.target.describe()}:", *done, *start])
+    head = f"synced {r.plan.checkpoint} to {r.plan.target.describe()}:"
+    return "\n".join([*reading_note(r.plan.target.engine), head, *done, *start])
 
 
 def rebase_text(r: RebaseResult) -> str:
@@ -513,7 +531,7 @@ def run_text(r: RunPlan) -> str:
         )
     else:
         head += "checkpoint in sync"
-    lines = [head]
+    lines = [f"patcher: {line}" for line in reading_note(r.target.engine)] + [head]
     if r.plan.launch is not None:
         lines.append(f"patcher: context: {r.plan.launch.context_note}")
         if r.plan.launch.problem:

@@ -12,8 +12,6 @@ from patcher.engines.gpus import Gpu
 from patcher.engines.numbers import check_numbers
 from patcher.engines.target import Engine
 from patcher.engines.view import EngineView
-from patcher.engines.vllm_registry import architectures as architectures_read
-from patcher.engines.vllm_registry import unknown_architectures
 from patcher.errors import TargetError
 from patcher.store.checkpoint import open_checkpoint
 
@@ -45,27 +43,14 @@ def derive(
 
 
 def _unknowns(engine: Engine, files: ConfigFiles, gpu: Gpu | None) -> tuple[str, ...]:
-    """What the engine model cannot tell about these files: said, never guessed as 'yes'."""
+    """What the engine model cannot tell about these files: said, never guessed as 'yes' (a
+    release not read is said by the view's verdict and the reading's note)."""
     config: dict[str, Any] = files.config if isinstance(files.config, dict) else {}
     nested = config.get("text_config")
     text: dict[str, Any] = nested if isinstance(nested, dict) else config
     found: list[str] = []
     if not config.get("architectures") and not text.get("model_type"):
         found.append("config.json names no model (no architectures, no model_type)")
-    architectures = config.get("architectures")
-    if engine.name == "vllm" and unknown_architectures(engine, architectures) is None:
-        read = architectures_read()
-        odd = [
-            a
-            for a in architectures or []
-            if isinstance(a, str) and not any(a in names for names in read.values())
-        ]
-        if odd:
-            releases = ", ".join(f"{major}.{minor}" for major, minor in sorted(read))
-            found.append(
-                f"whether {engine}'s model registry lists {odd[0]} (the registry was read for "
-                f"vLLM {releases}, none of which does)"
-            )
     if engine.name == "sglang" and gpu is not None:
         found.append("which SGLang attention backend takes this config on this GPU (not modelled)")
     return tuple(found)

@@ -10,16 +10,15 @@ from patcher.errors import TargetError
 
 EngineName = Literal["vllm", "sglang"]
 Version = tuple[int, int, int]
-# The oldest release each engine model covers.
+# The oldest release each engine model takes at all (older ones are refused); which releases
+# were read, and whose rules answer for the others, is patcher.engines.readings'.
 OLDEST: dict[str, Version] = {"vllm": (0, 10, 0), "sglang": (0, 4, 0)}
-# The newest release each engine model was read at (vLLM: recorded in snapshots/engines/). A
-# later version gets that release's rules, and the answer says so.
-NEWEST_READ: dict[str, Version] = {"vllm": (0, 33, 0), "sglang": (0, 5, 23)}
 # A release as pip spells it: 0.16, 0.16.0, 0.16.0rc1, 0.16.0.post1, 0.32.0+cpu; no more parts.
 _SPEC = re.compile(
     r"\s*(vllm|sglang)\s*(?:==|@|=|\s)\s*v?(\d{1,4})\.(\d{1,4})(?:\.(\d{1,4}))?"
-    r"(?:(?:a|b|rc|\.post|\.dev)\d{1,4})*(?:\+[a-z0-9.]{1,32})?\s*"
+    r"((?:(?:a|b|rc|\.post|\.dev)\d{1,4})*)(?:\+[a-z0-9.]{1,32})?\s*"
 )
+_PRE = re.compile(r"(?:a|b|rc|\.dev)\d+")
 _NAMED = re.compile(r"\s*([a-z][a-z0-9_-]*)\s*(?:==|@|=)\s*\S+\s*")
 
 
@@ -29,6 +28,7 @@ class Engine:
 
     name: EngineName
     version: Version
+    pre: str = ""  # a pre-release or dev tag (rc1, .dev3), which no reading covers
 
     @property
     def version_text(self) -> str:
@@ -36,20 +36,7 @@ class Engine:
         return ".".join(str(part) for part in self.version)
 
     def __str__(self) -> str:
-        return f"{self.name}=={self.version_text}"
-
-    @property
-    def beyond_read(self) -> str | None:
-        """When this release is newer than any the model was read at, a note saying whose
-        rules it is given; else None."""
-        newest = NEWEST_READ[self.name]
-        if self.version <= newest:
-            return None
-        text = ".".join(map(str, newest))
-        return (
-            f"{self.name} {self.version_text} is newer than the releases read (up to {text}); "
-            f"{text}'s rules are assumed"
-        )
+        return f"{self.name}=={self.version_text}{self.pre}"
 
     def at_least(self, *version: int) -> bool:
         """Whether this release is ``version`` or later."""
@@ -79,4 +66,5 @@ def parse_engine(text: str) -> Engine:
             f"({name} {oldest} and later)",
             hint=f"check against --engine {name}=={oldest} or later",
         )
-    return Engine(name, version)
+    pre = "".join(_PRE.findall(match.group(5)))
+    return Engine(name, version, pre)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from patcher.engines.gpus import Gpu
+from patcher.engines.readings import assumed
 from patcher.engines.target import Engine
 from patcher.results import JsonResult
 
@@ -62,7 +63,10 @@ class EngineView(JsonResult):
 
     @property
     def verdict(self) -> str:
-        """``yes``, ``no``, or ``unknown`` where the model does not cover something."""
+        """``yes``, ``no``, or ``unknown`` where the model does not cover something (a release
+        not read included: its start-up errors are then the assumed release's)."""
+        if not assumed(self.engine).read:
+            return "unknown"
         if self.startup_errors:
             return "no"
         return "unknown" if self.unknowns else "yes"
@@ -72,7 +76,8 @@ class EngineView(JsonResult):
         return {
             "name": self.engine.name,
             "version": self.engine.version_text,
-            "note": self.engine.beyond_read,
+            "note": assumed(self.engine).note,
+            "reading": assumed(self.engine).to_json(),
             "gpu": None
             if self.gpu is None
             else {"name": self.gpu.name, "compute_capability": self.gpu.capability_text},

@@ -20,11 +20,11 @@ from patcher.engines.files import (
     readable_generation,
 )
 from patcher.engines.gpus import Gpu
+from patcher.engines.readings import reading, vllm_readings
 from patcher.engines.target import Engine
 from patcher.engines.view import Derived, EngineView, StartupError
 from patcher.engines.vllm_kv import (
     MIN_CAPABILITY,
-    REMOVED_METHODS,
     act_dtype_error,
     attention_error,
     backend_rejections,
@@ -36,7 +36,7 @@ from patcher.engines.vllm_kv import (
     quant_config,
     quantization_method,
 )
-from patcher.engines.vllm_registry import unknown_architectures
+from patcher.engines.vllm_registry import architectures, unknown_architectures
 
 # config/model.py _get_and_verify_max_len: before PR #56446 a YaRN config's length is
 # original_max_position_embeddings x factor, max_position_embeddings ignored. Read from every
@@ -60,21 +60,6 @@ MAX_LEN_KEYS = (
     "max_seq_length",
     "seq_len",
 )
-MLA_MODEL_TYPES = (
-    "deepseek_v2",
-    "deepseek_v3",
-    "deepseek_v32",
-    "deepseek_mtp",
-    "glm_moe_dsa",
-    "glm4_moe_lite",
-    "glm4_moe_lite_mtp",
-    "kimi_k2",
-    "kimi_linear",
-    "longcat_flash",
-    "pangu_ultra_moe",
-    "pangu_ultra_moe_mtp",
-)
-MLA_MODEL_TYPES_033 = (*MLA_MODEL_TYPES, "deepseek_v4", "glm5_next", "glm5_next_text")
 # quantization/modelopt.py: fields checked with `field not in quantization` (nested layout).
 REQUIRED_FIELDS = {
     "modelopt_fp4": ("NVFP4", ("group_size", "kv_cache_quant_algo", "exclude_modules")),
@@ -447,6 +432,47 @@ def partial_sliding_window(config: Mapping[str, Any]) -> StartupError | None:
     )
 
 
+def registry_elsewhere(engine: Engine, name: str) -> str | None:
+    """Where ``name`` is in the registry of another release read, what to do about it; None
+    when no release read lists it."""
+    listed = [v for v, names in architectures().items() if name in names]
+    if not listed:
+        return None
+    text = ".".join
+    if listed[0] > engine.version:
+        return f"{name} is listed from vLLM {text(map(str, listed[0]))}: upgrade vLLM"
+    return f"{engine} no longer lists {name} (last in {text(map(str, listed[-1]))}): use that vLLM"
+
+
+def unknown_method_note(engine: Engine, method: str) -> str:
+    """Why ``engine`` does not take ``method``, from the releases read that list it."""
+    listed = [v for v, r in vllm_readings().items() if method in r.quantization_methods]
+    text = ".".join
+    if not listed:
+        return f"no vLLM release read lists {method} (a misspelling, or another engine's format)"
+    if listed[-1] < engine.version:
+        return (
+            f"{engine} no longer loads {method} checkpoints (last listed in "
+            f"{text(map(str, listed[-1]))}): use that vLLM or another checkpoint"
+        )
+    return f"{method} is listed from vLLM {text(map(str, listed[0]))}: upgrade vLLM"
+
+
+def is_deepseek_mla(engine: Engine, text: Mapping[str, Any]) -> bool:
+    """ModelArchConfigConvertor.is_deepseek_mla (ModelConfig's before 0.33): the model types
+    the release lists (read from its source, ``readings``), with a ``kv_lora_rank``; from
+    DeepSeek-V4's release, a config with compress ratios by its ``head_dim`` instead."""
+    read = reading(engine)
+    if text.get("model_type") not in read.mla_model_types:
+        return False
+    compressed = text.get("compress_ratios") or (
+        isinstance(text.get("compress_rates"), dict) and text.get("layer_types")
+    )
+    if read.mla_compressed_by_head_dim and compressed:
+        return text.get("head_dim") is not None
+    return text.get("kv_lora_rank") is not None
+
+
 def derive(
     engine: Engine, files: ConfigFiles, gpu: Gpu | None, kv_flag: str | None = None
 ) -> EngineView:
@@ -482,15 +508,16 @@ def derive(
             if quantization == "mxfp4" and engine.at_least(0, 33):
                 if _text_config(config).get("model_type") == "gpt_oss":
                     quantization = "gpt_oss_mxfp4"  # GptOssMxfp4Config's override
-            removed = REMOVED_METHODS.get(quantization or "")
-            if removed is not None and engine.at_least(*removed):
+            if (
+                quantization is not None
+                and quantization not in reading(engine).quantization_methods
+            ):
                 errors.append(
                     StartupError(
                         f"Unknown quantization method: {quantization}. Must be one of [...]",
                         file=source,
                         pointer="/quantization_config/quant_method",
-                        note=f"{engine} no longer loads {quantization} checkpoints: use an "
-                        "older vLLM or another checkpoint",
+                        note=unknown_method_note(engine, quantization),
                     )
                 )
                 none = Derived(None, "the config stage failed")
@@ -522,20 +549,22 @@ def derive(
                 )
     unknown = unknown_architectures(engine, config.get("architectures"))
     if unknown:
+        elsewhere = registry_elsewhere(engine, unknown[0])
         errors.append(
             StartupError(
                 f"Model architectures {unknown!r} are not supported for now.",
                 code="unsupported-architecture",
                 file="config.json",
                 pointer="/architectures",
-                transform="set-architectures",
-                note=f"{engine}'s model registry does not list it (a misspelling, or a newer "
-                "model than this vLLM)",
+                # Renaming a real model's class is no fix: only a name no release lists is.
+                transform=None if elsewhere else "set-architectures",
+                note=elsewhere
+                or f"no vLLM release read lists {unknown[0]}: a misspelling, or a model vLLM "
+                "does not have",
             )
         )
     text = _text_config(config)
-    mla_types = MLA_MODEL_TYPES_033 if engine.at_least(0, 33) else MLA_MODEL_TYPES
-    mla = text.get("model_type") in mla_types and text.get("kv_lora_rank") is not None
+    mla = is_deepseek_mla(engine, text)
     if quant is not None and not mla and kv.value == "auto":
         kv = _layers_kv(quantization, quant, source) or kv
     if kv_flag is not None and kv_flag != "auto":

@@ -82,12 +82,6 @@ def chosen_kv_cache_dtype(flag: str) -> Derived:
     return Derived(flag, f"--kv-cache-dtype {flag} (the target's choice)")
 
 
-# Methods a version no longer registers (config/model.py "Unknown quantization method"): the
-# first release whose QuantizationMethods lacks it, read from every minor release 0.10.1 to
-# 0.33.0 (snapshots/engines/rules-vllm.json): bitsandbytes is listed up to 0.27.0.
-REMOVED_METHODS = {"bitsandbytes": (0, 28, 0)}
-
-
 # get_min_capability() of each quantization config (x10: 89 means 8.9).
 MIN_CAPABILITY = {
     "fp8": 75,
@@ -141,20 +135,40 @@ def backend_table(engine: Engine) -> dict[str, tuple[tuple[int, ...], tuple[str,
         fp8 = ("auto", "fp8", "fp8_e4m3")
         dense = ("auto",)
         triton = dense
-    return {
+    table = {
         "FLASHINFER_MLA": ((10,), fp8),
         "CUTLASS_MLA": ((10,), fp8),
         "FLASH_ATTN_MLA": ((9,), dense),
         "FLASHMLA": ((9, 10), fp8),
         "TRITON_MLA": ((), triton),  # any capability
     }
+    if engine.at_least(*TOKENSPEED_FROM):
+        table["TOKENSPEED_MLA"] = ((10,), ("fp8", "fp8_e4m3"))
+    return table
+
+
+# TOKENSPEED_MLA (an FP8-only SM100 backend) is in the wheels from 0.21.0, second on SM10
+# (tests/record_mla_backends.py finds every backend of v1/attention/backends/mla/). Its
+# supports_combination also needs the separate tokenspeed_mla package and DeepSeek-R1's
+# dimensions, which patcher cannot see: it is never counted as accepting a config (on SM10
+# FLASHINFER_MLA takes all it would).
+TOKENSPEED_FROM = (0, 21, 0)
+TOKENSPEED_UNSEEN = "tokenspeed_mla package and DeepSeek-R1 dimensions (not judged by patcher)"
 
 
 def mla_priority(engine: Engine, gpu: Gpu) -> tuple[str, ...]:
     """platforms/cuda.py _get_backend_priorities(use_mla=True, capability)."""
     major = gpu.capability[0]
     if major == 10:
-        return ("FLASHINFER_MLA", "CUTLASS_MLA", "FLASH_ATTN_MLA", "FLASHMLA", "TRITON_MLA")
+        tokenspeed = ("TOKENSPEED_MLA",) if engine.at_least(*TOKENSPEED_FROM) else ()
+        return (
+            "FLASHINFER_MLA",
+            *tokenspeed,
+            "CUTLASS_MLA",
+            "FLASH_ATTN_MLA",
+            "FLASHMLA",
+            "TRITON_MLA",
+        )
     if major == 12 and engine.at_least(0, 33):
         return ("TRITON_MLA",)
     return ("FLASH_ATTN_MLA", "FLASHMLA", "FLASHINFER_MLA", "TRITON_MLA")
@@ -171,6 +185,8 @@ def backend_rejections(engine: Engine, gpu: Gpu, kv: str) -> dict[str, list[str]
             found.append("kv_cache_dtype not supported")
         if majors and gpu.capability[0] not in majors:
             found.append("compute capability not supported")
+        if name == "TOKENSPEED_MLA":
+            found.append(TOKENSPEED_UNSEEN)
         reasons[name] = found
     return reasons
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from patcher.engines.readings import assumed
 from patcher.engines.target import parse_engine
 from patcher.ops.adding import ApplyResult, add_entry, effect_warnings
 from patcher.ops.replacing import replace_entry
@@ -61,6 +62,22 @@ def apply_transform(
         judge = parse_engine(engine)
     else:
         judge = engine
+    result = _apply(checkpoint, transform, params, dry_run, overlay, judge, stack, target, revision)
+    note = assumed(judge).note if judge is not None else None
+    return replace(result, warnings=(note, *result.warnings)) if note else result
+
+
+def _apply(
+    checkpoint: Path | str,
+    transform: str | Path | Transform,
+    params: Mapping[str, Any] | None,
+    dry_run: bool,
+    overlay: Path | str | None,
+    judge: Engine | None,
+    stack: bool,
+    target: Mapping[str, Any] | None,
+    revision: str | None,
+) -> ApplyResult:
     ckpt = open_checkpoint(checkpoint, revision)
     if overlay is not None and not dry_run:
         ckpt = open_checkpoint(make_overlay(ckpt.root, overlay))

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from patcher.engines.effects import patched_files
 from patcher.engines.files import MARKED_FILES, ConfigFiles, read_config_files
 from patcher.engines.model import derive
+from patcher.engines.readings import assumed
 from patcher.engines.view import StartupError
 from patcher.errors import PatcherError
 from patcher.ops.applying import apply_transform
@@ -85,7 +86,8 @@ class Plan(JsonResult):
         return {
             "checkpoint": str(self.checkpoint),
             "target": self.target.record(),
-            "engine_note": self.target.engine.beyond_read,
+            "engine_note": assumed(self.target.engine).note,
+            "reading": assumed(self.target.engine).to_json(),
             "overridden": list(self.target.overridden),
             "in_sync": self.in_sync,
             "actions": [

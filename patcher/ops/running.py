@@ -26,6 +26,7 @@ from typing import Any
 
 from patcher.advice.doctor import Diagnosis, diagnose_text, judge_fixes
 from patcher.engines.gpus import parse_gpu
+from patcher.engines.readings import assumed
 from patcher.engines.launch_flags import (
     SGLANG_FLAGS,
     VLLM_FLAGS,
@@ -72,6 +73,7 @@ class RunPlan:
         """A run plan as JSON (``--dry-run --json``)."""
         return {
             "engine": str(self.target.engine),
+            "reading": assumed(self.target.engine).to_json(),
             "gpu": self.target.gpu.name,
             "checkpoint": self.command.checkpoint,
             "synced": self.synced,

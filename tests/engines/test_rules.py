@@ -1,21 +1,25 @@
 """The engine model's version boundaries against every vLLM release read.
 
-``snapshots/engines/rules-vllm.json`` (tests/record_rules.py) holds, per release from 0.10.1 to
-0.33.0, which side of each rule its own source is on; the model's constant for each boundary
-must put every release read on the same side."""
+``snapshots/engines/rules-vllm.json`` (tests/record_rules.py, run by ``python -m
+tests.read_release``) holds, per release from 0.10.1 to 0.34.0, which side of each rule its own
+source is on; the model's constant for each boundary must put every release read on the same
+side."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from patcher import api
 from patcher.engines import launch_flags, vllm, vllm_kv
+from patcher.engines.readings import reading, releases_read
 from patcher.engines.target import parse_engine
 from patcher.errors import TargetError
 from patcher.ops.targets import make_target
-from tests.conftest import SNAPSHOTS
+from tests.conftest import SNAPSHOTS, build_tree
 
 RELEASES: dict[str, dict[str, Any]] = json.loads(
     (SNAPSHOTS / "engines" / "rules-vllm.json").read_text()
@@ -35,11 +39,12 @@ def _version(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in text.split("."))
 
 
-def test_every_minor_release_from_0_10_to_0_33_was_read() -> None:
+def test_every_minor_release_from_0_10_to_0_34_was_read() -> None:
     minors = {_version(v)[:2] for v in RELEASES}
-    assert {(0, m) for m in range(10, 34)} <= minors, sorted(
-        {(0, m) for m in range(10, 34)} - minors
+    assert {(0, m) for m in range(10, 35)} <= minors, sorted(
+        {(0, m) for m in range(10, 35)} - minors
     )
+    assert set(RELEASES) == {".".join(map(str, v)) for v in releases_read("vllm")}
 
 
 @pytest.mark.parametrize("version", sorted(RELEASES, key=_version))
@@ -50,14 +55,41 @@ def test_each_boundary_puts_the_release_on_its_side(version: str) -> None:
 
 
 @pytest.mark.parametrize("version", sorted(RELEASES, key=_version))
-def test_a_removed_quantization_method_is_registered_exactly_before_its_boundary(
+def test_the_model_takes_exactly_the_quantization_methods_the_release_registers(
     version: str,
 ) -> None:
-    """The model refuses a method from the release it was removed in (bitsandbytes: 0.28.0,
-    where the sampled releases had put it at 0.33.0)."""
-    for method, first in vllm_kv.REMOVED_METHODS.items():
-        listed = method in RELEASES[version]["quantization_methods"]
-        assert listed is (_version(version) < first), (method, version)
+    """config/model.py refuses a quant_method its QuantizationMethods lacks ("Unknown
+    quantization method"): the package's reading of each release is the release's own list."""
+    engine = parse_engine(f"vllm=={version}")
+    assert reading(engine).quantization_methods == set(RELEASES[version]["quantization_methods"])
+
+
+@pytest.mark.parametrize(
+    ("method", "last", "gone"),
+    [("bitsandbytes", "0.27.0", "0.28.0"), ("fp_quant", "0.33.0", "0.34.0")],
+)
+def test_a_removed_method_starts_on_its_last_release_and_is_refused_from_the_next(
+    tmp_path: Path, method: str, last: str, gone: str
+) -> None:
+    build_tree(
+        tmp_path,
+        {
+            "config.json": json.dumps(
+                {
+                    "architectures": ["LlamaForCausalLM"],
+                    "model_type": "llama",
+                    "torch_dtype": "bfloat16",
+                    "quantization_config": {"quant_method": method},
+                }
+            )
+        },
+    )
+    before = api.check(tmp_path, engine=f"vllm=={last}").engine
+    after = api.check(tmp_path, engine=f"vllm=={gone}").engine
+    assert before is not None and before.verdict == "yes", before.startup_errors
+    assert after is not None and after.verdict == "no"
+    assert after.startup_errors[0].message.startswith(f"Unknown quantization method: {method}")
+    assert f"last listed in {last}" in (after.startup_errors[0].note or "")
 
 
 @pytest.mark.parametrize("version", sorted(RELEASES, key=_version))

@@ -1,0 +1,261 @@
+"""Read one vLLM release end to end, from its wheel's own source: one command.
+
+    python -m tests.read_release vllm 0.35.0                # downloads the wheel (pip, no deps)
+    python -m tests.read_release vllm 0.35.0 --wheel W.whl  # a wheel already here
+    python -m tests.read_release --newer                    # list releases on the index not read
+
+Everything is read from the wheel as text (no import, no install, no GPU), so neither the
+release's pins (0.34.0 pins a flashinfer-python the index lacks) nor its compiled extensions
+(``vllm._C_stable_libtorch`` imported at module level by platforms/cuda.py) stand in the way:
+
+- the version rules, quantization methods, ``--kv-cache-dtype`` choices and the parsers of
+  ``--max-model-len`` (tests/record_rules.py) -> snapshots/engines/rules-vllm.json;
+- every dense MLA attention backend's KV dtypes and GPUs (tests/record_mla_backends.py)
+  -> snapshots/engines/mla-backends-vllm.json;
+- the quantization methods again (the engine model refuses a method its release lacks), the
+  model registry, the DeepSeek-MLA model types and the memory defaults (block size,
+  ``gpu_memory_utilization``, the extensible KV cache) (tests/read_source.py) ->
+  patcher/engines/vllm_releases.json, which the engine model itself reads, with the date.
+
+Every part must find what it reads: a part that finds nothing stops the command with its name
+and nothing is written (all parts are read first, then the files are written once). It ends
+with what changed since the release read before it, which says where the engine model's
+hand-written rules need a look; ``pytest tests/engines`` then holds the model to the reading.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from tests import record_mla_backends, record_rules
+from tests.read_source import (
+    Release,
+    SourceMissing,
+    architectures,
+    memory_defaults,
+    mla_compressed_by_head_dim,
+    mla_model_types,
+    version_of,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+RELEASES = ROOT / "patcher" / "engines" / "vllm_releases.json"
+ARCHITECTURES = ROOT / "patcher" / "engines" / "vllm_architectures.json"
+INDEX = "https://pypi.org/pypi/vllm/json"
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def download(version: str, into: Path) -> Path:
+    """``pip download --no-deps`` of the release's wheel (its pins are never resolved)."""
+    into.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:"]
+        + ["-d", str(into), f"vllm=={version}"],
+        check=True,
+    )
+    found = sorted(into.glob(f"vllm-{version}-*.whl"))
+    if not found:
+        raise SystemExit(f"pip downloaded no vllm-{version} wheel into {into}")
+    return found[0]
+
+
+def read_wheel(wheel: Path) -> dict[str, Any]:
+    """Every part of the reading of one wheel; SystemExit naming the part that found nothing."""
+    version = version_of(wheel)
+    release = Release(wheel)
+    parts: dict[str, Any] = {"version": version}
+    try:
+        parts["rules"] = record_rules.read(str(wheel))[1]
+    except SystemExit as exc:
+        raise SystemExit(f"vllm {version}: the rules were not read: {exc}") from None
+    backends = record_mla_backends.read(wheel)[1]
+    if _key(version) >= (0, 12, 0) and not any(backends.values()):
+        raise SystemExit(f"vllm {version}: no MLA backend declares supported_kv_cache_dtypes")
+    parts["backends"] = backends
+    for name, reader in (
+        ("architectures", architectures),
+        ("mla_model_types", mla_model_types),
+        ("mla_compressed_by_head_dim", mla_compressed_by_head_dim),
+        ("memory", memory_defaults),
+    ):
+        try:
+            parts[name] = reader(release)
+        except SourceMissing as exc:
+            raise SystemExit(f"vllm {version}: {name} was not read: {exc}") from None
+    return parts
+
+
+def _load(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _ordered(releases: dict[str, Any]) -> dict[str, Any]:
+    return dict(sorted(releases.items(), key=lambda kv: _key(kv[0])))
+
+
+def architectures_by_release(chain: dict[str, Any]) -> dict[str, list[str]]:
+    """The delta chain of vllm_architectures.json as a full list per release."""
+    names: set[str] = set()
+    full: dict[str, list[str]] = {}
+    for version, step in _ordered(chain).items():
+        names = (names - set(step["removed"])) | set(step["added"])
+        full[version] = sorted(names)
+    return full
+
+
+def _as_chain(full: dict[str, list[str]]) -> dict[str, Any]:
+    chain: dict[str, Any] = {}
+    before: set[str] = set()
+    for version, names in _ordered(full).items():
+        chain[version] = {
+            "added": sorted(set(names) - before),
+            "removed": sorted(before - set(names)),
+        }
+        before = set(names)
+    return chain
+
+
+def write(readings: list[dict[str, Any]], today: str) -> None:
+    """Write every reading into the four files, once each."""
+    rules = _load(record_rules.OUT).get("releases", {})
+    backends = _load(record_mla_backends.OUT).get("releases", {})
+    releases = _load(RELEASES).get("releases", {})
+    arch_file = _load(ARCHITECTURES)
+    full = architectures_by_release(arch_file.get("releases", {}))
+    for reading in readings:
+        version = reading["version"]
+        rules[version] = reading["rules"]
+        if any(reading["backends"].values()):
+            backends[version] = reading["backends"]
+        releases[version] = {
+            "read_on": today,
+            "quantization_methods": reading["rules"]["quantization_methods"],
+            "mla_model_types": reading["mla_model_types"],
+            "mla_compressed_by_head_dim": reading["mla_compressed_by_head_dim"],
+            "memory": reading["memory"],
+        }
+        full[version] = reading["architectures"]
+    made_by = f"python -m tests.read_release vllm VERSION ({today})"
+    outputs = (
+        (record_rules.OUT, {"made_by": made_by, "releases": _ordered(rules)}),
+        (record_mla_backends.OUT, {"made_by": made_by, "releases": _ordered(backends)}),
+        (RELEASES, {"made_by": made_by, "releases": _ordered(releases)}),
+        (
+            ARCHITECTURES,
+            {
+                "made_by": made_by + ": each release's names as added to and removed from "
+                "the release read before it",
+                "releases": _as_chain(full),
+            },
+        ),
+    )
+    for path, content in outputs:
+        path.write_text(json.dumps(content, indent=1) + "\n")
+
+
+def changes(before: dict[str, Any] | None, after: dict[str, Any]) -> list[str]:
+    """What the new reading changes against the release read before it (for the model's
+    hand-written rules: tests/engines holds them to the reading)."""
+    if before is None:
+        return ["(no earlier release read)"]
+    lines = []
+
+    def diff(what: str, old: list[str], new: list[str]) -> None:
+        added, removed = sorted(set(new) - set(old)), sorted(set(old) - set(new))
+        if added or removed:
+            lines.append(f"{what}: +{added} -{removed}")
+
+    diff(
+        "quantization methods",
+        before["rules"]["quantization_methods"],
+        after["rules"]["quantization_methods"],
+    )
+    diff(
+        "--kv-cache-dtype choices",
+        before["rules"]["kv_cache_dtypes"],
+        after["rules"]["kv_cache_dtypes"],
+    )
+    diff("MLA model types", before["mla_model_types"], after["mla_model_types"])
+    diff("architectures", before["architectures"], after["architectures"])
+    diff(
+        "MLA backends",
+        [k for k, v in before["backends"].items() if v],
+        [k for k, v in after["backends"].items() if v],
+    )
+    if before.get("mla_compressed_by_head_dim") != after["mla_compressed_by_head_dim"]:
+        lines.append(f"MLA by head_dim when compressed: {after['mla_compressed_by_head_dim']}")
+    if before["memory"] != after["memory"]:
+        lines.append(f"memory defaults: {before['memory']} -> {after['memory']}")
+    for rule in sorted(after["rules"]):
+        if (
+            rule not in ("quantization_methods", "kv_cache_dtypes")
+            and before["rules"].get(rule) != after["rules"][rule]
+        ):
+            lines.append(f"rule {rule}: {before['rules'].get(rule)} -> {after['rules'][rule]}")
+    return lines or ["nothing the engine model reads changed"]
+
+
+def newer_on_index() -> list[str]:
+    """The releases on the package index newer than the newest read (needs the network)."""
+    with urllib.request.urlopen(INDEX, timeout=30) as answer:  # noqa: S310 (a fixed https URL)
+        listed = json.load(answer)["releases"]
+    newest = max(_load(RELEASES)["releases"], key=_key)
+    final = [v for v in listed if re.fullmatch(r"\d+\.\d+\.\d+", v)]
+    return sorted((v for v in final if _key(v) > _key(newest)), key=_key)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("engine", nargs="?", choices=["vllm"], help="the engine (vllm)")
+    parser.add_argument("versions", nargs="*", metavar="VERSION", help="releases to read")
+    parser.add_argument("--wheel", type=Path, action="append", default=[], help="a wheel here")
+    parser.add_argument("--wheels", type=Path, help="where to download (default: a temp folder)")
+    parser.add_argument("--newer", action="store_true", help="list releases not read yet")
+    args = parser.parse_args(argv)
+    if args.newer:
+        print("\n".join(newer_on_index()) or "every release on the index was read")
+        return 0
+    if args.engine is None or not (args.versions or args.wheel):
+        parser.error("name the engine and at least one VERSION (or --wheel)")
+    with tempfile.TemporaryDirectory() as tmp:
+        wheels = list(args.wheel) + [download(v, args.wheels or Path(tmp)) for v in args.versions]
+        readings = sorted((read_wheel(w) for w in wheels), key=lambda r: _key(r["version"]))
+    write(readings, datetime.date.today().isoformat())
+    rules = _load(record_rules.OUT)["releases"]
+    backends = _load(record_mla_backends.OUT)["releases"]
+    releases = _load(RELEASES)["releases"]
+    names = architectures_by_release(_load(ARCHITECTURES)["releases"])
+    for reading in readings:
+        older = [v for v in releases if _key(v) < _key(reading["version"])]
+        before = None
+        if older:
+            v = max(older, key=_key)
+            before = {
+                "rules": rules[v],
+                "backends": backends.get(v, {}),
+                "mla_model_types": releases[v]["mla_model_types"],
+                "mla_compressed_by_head_dim": releases[v].get("mla_compressed_by_head_dim"),
+                "memory": releases[v]["memory"],
+                "architectures": names[v],
+            }
+        print(f"vllm {reading['version']}: read" + (f" (against {v})" if older else ""))
+        for line in changes(before, reading):
+            print(f"  {line}")
+    print("next: python -m pytest tests/engines  (holds the engine model to the reading)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
