@@ -532,7 +532,9 @@ def diagnose_lines(
         if matched is not None:
             found, (code, _, explain) = matched
             version = (
-                tuple(int(p) for p in re.findall(r"\d+", version_text)[:3]) if version_text else None
+                tuple(int(p) for p in re.findall(r"\d+", version_text)[:3])
+                if version_text
+                else None
             )
             # commands are pasted into a shell
             ctx = LogContext(shlex.quote(checkpoint), version, import_failed)

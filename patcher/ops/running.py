@@ -26,7 +26,6 @@ from typing import Any
 
 from patcher.advice.doctor import Diagnosis, diagnose_text, judge_fixes
 from patcher.engines.gpus import parse_gpu
-from patcher.engines.readings import assumed
 from patcher.engines.launch_flags import (
     SGLANG_FLAGS,
     VLLM_FLAGS,
@@ -36,6 +35,7 @@ from patcher.engines.launch_flags import (
     parse_context,
     setting_values,
 )
+from patcher.engines.readings import assumed
 from patcher.errors import PatcherError, TargetError
 from patcher.ops.launching import Launch
 from patcher.ops.planning import Plan, plan_checkpoint, sync_checkpoint
