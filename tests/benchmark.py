@@ -17,6 +17,8 @@
 8. ``patcher plan`` and ``patcher sync`` of the example for vLLM 0.16 on 8 RTX PRO 6000
    (``--only launch``): plan proves its actions on a scratch copy; sync rebuilds once, except
    on a checkpoint patcher never wrote to.
+9. ``patcher check --engine-python`` (``--only installed --engine-python VENV/bin/python``): the
+   installed engine asked, cold (its own config code in its own interpreter) and cached.
 
 Runs are interleaved and the median is reported; peak RSS comes from ``os.wait4``.
 """
@@ -642,6 +644,39 @@ def bench_launch(work: Path, runs: int) -> list[str]:
     ]
 
 
+def bench_installed(work: Path, runs: int, python: Path | None) -> list[str]:
+    if python is None:
+        return ["check --engine-python: not measured (give --engine-python VENV/bin/python)"]
+    ckpt = work / "installed"
+    shutil.copytree(KIMI, ckpt)
+    cache = work / "installed-cache"
+    args = [*PATCHER, "check", str(ckpt), "--engine-python", str(python), "--gpu", "12.0"]
+    env = {**ENV, "PATCHER_CACHE_DIR": str(cache)}
+
+    def cold() -> tuple[float, int]:
+        shutil.rmtree(cache, ignore_errors=True)
+        return timed(args, env=env)[:2]
+
+    result = median_runs(
+        runs,
+        [
+            ("check --engine-python, cold (the engine asked)", cold),
+            ("check --engine-python, cached", lambda: timed(args, env=env)[:2]),
+            (
+                "check --engine vllm==0.32.0 (the recorded model)",
+                _step([*PATCHER, "check", str(ckpt), "--engine", "vllm==0.32.0", "--gpu", "12.0"]),
+            ),
+        ],
+    )
+    return [
+        f"the installed engine asked ({python}; median of {runs}):",
+        "",
+        "| process | median wall | peak RSS (patcher's) |",
+        "|---|---|---|",
+        *(f"| {name} | {t * 1000:.0f} ms | {m // 1024} MiB |" for name, (t, m) in result.items()),
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
@@ -659,9 +694,11 @@ def main() -> None:
             "doctor",
             "diff",
             "launch",
+            "installed",
         ],
         help="run one section",
     )
+    parser.add_argument("--engine-python", type=Path, help="a venv's python with vLLM (section 9)")
     parser.add_argument(
         "--sizes",
         default=",".join(f"{s:g}" for s in SIZES_MB),
@@ -684,6 +721,7 @@ def main() -> None:
             "doctor": lambda: bench_doctor(work, args.runs),
             "diff": lambda: bench_diff(work, args.runs),
             "launch": lambda: bench_launch(work, args.runs),
+            "installed": lambda: bench_installed(work, min(args.runs, 3), args.engine_python),
         }
         sections = [run() for name, run in chosen.items() if args.only in (None, name)]
     where = f"installed ({SCRIPT})" if INSTALLED else "from the source tree"

@@ -87,6 +87,8 @@ def _own_hugging_face_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> I
     """Each test's Hugging Face home and cache are under its tmp_path (a test that wants a
     cache of its own sets HF_HUB_CACHE itself), so no test reads or writes the user's."""
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    # patcher's own cache (the installed engines' answers), never the user's
+    monkeypatch.setenv("PATCHER_CACHE_DIR", str(tmp_path / "patcher-cache"))
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     yield
 

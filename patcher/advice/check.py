@@ -3,7 +3,6 @@ addresses it. Reads config and tokenizer files (the weight index, never the weig
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import shlex
@@ -13,11 +12,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from patcher.advice import stop_findings
 from patcher.advice import tokenizer_findings as tokenizer
-from patcher.advice.finding import Finding
+from patcher.advice.finding import Finding, dig, language_model, pointer_of
 from patcher.advice.kvbudget import parse_size_gib
 from patcher.advice.memory import memory_finding
-from patcher.engines.files import READ_FILES, config_files
+from patcher.engines import installed
+from patcher.engines.files import READ_FILES, TOKENIZER_FILE, ConfigFiles, config_files
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.launch_flags import refuse_without_flag
 from patcher.engines.model import derive, refuse_unknown_kv_cache_dtype
@@ -34,7 +35,6 @@ from patcher.store.file_status import file_states
 from patcher.store.files import read_current
 from patcher.store.jsonfile import read_json_file
 from patcher.store.session import read_journal
-from patcher.text.document import shown
 
 FP8_KV_POINTERS = (
     ("hf_quant_config.json", ("quantization", "kv_cache_quant_algo")),
@@ -55,12 +55,16 @@ class CheckReport(JsonResult):
     checkpoint: Path
     findings: tuple[Finding, ...]
     engine: EngineView | None = None
+    # With --engine-python: how the installed engine answered (from the cache), or why it
+    # could not be asked and the recorded model answered instead.
+    asked: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """A check report as JSON."""
         return {
             "checkpoint": str(self.checkpoint),
             "engine": None if self.engine is None else self.engine.to_json(),
+            "asked": self.asked,
             "findings": [
                 {
                     "code": f.code,
@@ -90,24 +94,6 @@ class _Files:
         return self.cache[name]
 
 
-def dig(doc: Any, keys: tuple[str, ...]) -> Any:
-    for key in keys:
-        if not isinstance(doc, dict) or key not in doc:
-            return None
-        doc = doc[key]
-    return doc
-
-
-def _pointer(keys: tuple[str, ...]) -> str:
-    return "".join("/" + k for k in keys)
-
-
-def _language_model(config: Any) -> tuple[Any, tuple[str, ...]]:
-    if isinstance(config, dict) and isinstance(config.get("text_config"), dict):
-        return config["text_config"], ("text_config",)
-    return config, ()
-
-
 def kv_label(value: Any) -> str:
     """What a KV directive means: 'FP8', 'INT8', ... or 'none'."""
     if value is None or (isinstance(value, str) and value.lower() in ("", "none", "null")):
@@ -133,7 +119,7 @@ def _fp8_kv(files: _Files, apply: Callable[..., str]) -> Iterator[Finding]:
         yield Finding(
             "fp8-kv-directive",
             name,
-            _pointer(keys),
+            pointer_of(keys),
             f"KV-cache quantization directive {json.dumps(value)}: {how}, and some "
             f"GPUs/backends cannot run it (e.g. {example})",
             transform,
@@ -173,7 +159,7 @@ def _kv_disagreement(files: _Files, apply: Callable[..., str]) -> Iterator[Findi
 
 
 def _rope_downgrade(files: _Files, diff: str) -> Iterator[Finding]:
-    model, base = _language_model(files.get("config.json"))
+    model, base = language_model(files.get("config.json"))
     rope = dig(model, ("rope_scaling",))
     if not isinstance(rope, dict):
         return
@@ -190,131 +176,13 @@ def _rope_downgrade(files: _Files, diff: str) -> Iterator[Finding]:
         yield Finding(
             "legacy-llama3-rope-downgrade",
             "config.json",
-            _pointer((*base, "rope_scaling")),
+            pointer_of((*base, "rope_scaling")),
             f"rope_scaling {json.dumps(rope)} looks like the pre-transformers-4.43 workaround for "
             "Llama 3.1 (llama3 scaling replaced or given a stray 'type'): it silently changes the "
             "positional encoding; put the upstream llama3 block back and upgrade transformers",
             None,
             diff,
         )
-
-
-def _as_set(value: Any) -> set[Any]:
-    return set(value) if isinstance(value, list) else {value}
-
-
-def _token_ids(value: Any) -> bool:
-    """Whether ``value`` is a token id or a non-empty list of them."""
-    items = value if isinstance(value, list) else [value]
-    return bool(items) and all(
-        isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in items
-    )
-
-
-def _eos_mismatch(files: _Files, apply: Callable[..., str]) -> Iterator[Finding]:
-    generation = files.get("generation_config.json")
-    config = files.get("config.json")
-    model, base = _language_model(config)
-    ids_generation = dig(generation, ("eos_token_id",))
-    at = base if dig(model, ("eos_token_id",)) else ()
-    ids_config = dig(model, ("eos_token_id",)) or dig(config, ("eos_token_id",))
-    for name, pointer, ids in (
-        ("generation_config.json", "/eos_token_id", ids_generation),
-        ("config.json", _pointer((*at, "eos_token_id")), ids_config),
-    ):
-        if ids is not None and not _token_ids(ids):
-            fix = name == "generation_config.json" and _token_ids(ids_config)
-            yield Finding(
-                "eos-invalid",
-                name,
-                pointer,
-                f"eos_token_id {shown(ids)} is not a token id or a list of them: an engine "
-                "cannot stop on it",
-                "fix-generation-eos-token-id" if fix else None,
-                apply(
-                    "fix-generation-eos-token-id",
-                    "--set",
-                    "eos=" + json.dumps(sorted(_as_set(ids_config))),
-                )
-                if fix
-                else None,
-                note=None if fix else f"edit {name}: eos_token_id is an integer or a list of them",
-            )
-            return
-    if ids_generation is None or ids_config is None:
-        return
-    if not _as_set(ids_config) <= _as_set(ids_generation):
-        yield Finding(
-            "eos-mismatch",
-            "generation_config.json",
-            "/eos_token_id",
-            f"eos_token_id differs: generation_config.json {json.dumps(ids_generation)}, "
-            f"config.json {json.dumps(ids_config)}; engines that stop on the generation config "
-            "may not stop at the end of a turn",
-            "fix-generation-eos-token-id",
-            apply(
-                "fix-generation-eos-token-id",
-                "--set",
-                "eos=" + json.dumps(sorted(_as_set(ids_config) | _as_set(ids_generation))),
-            ),
-        )
-
-
-def _token_text(value: Any) -> str | None:
-    """A special token as tokenizer files spell it: a string, or an AddedToken's content."""
-    if isinstance(value, dict):
-        value = value.get("content")
-    return value if isinstance(value, str) else None
-
-
-def _vocabulary(tokenizer_json: Any) -> set[str]:
-    """The tokens of tokenizer.json's model: its vocabulary, a dict for BPE and WordPiece, a
-    list of [piece, score] for Unigram."""
-    vocab = dig(tokenizer_json, ("model", "vocab"))
-    if isinstance(vocab, dict):
-        return set(vocab)
-    if isinstance(vocab, list):
-        return {p[0] for p in vocab if isinstance(p, list) and p and isinstance(p[0], str)}
-    return set()
-
-
-def _token_texts(tokens: Any) -> set[str]:
-    """The texts of a list of added tokens (or of added_tokens_decoder's values)."""
-    if isinstance(tokens, dict):
-        tokens = list(tokens.values())
-    return {t for t in map(_token_text, tokens) if t} if isinstance(tokens, list) else set()
-
-
-def _unknown_eos_token(files: _Files) -> Iterator[Finding]:
-    tokenizer = files.get("tokenizer_config.json")
-    value = dig(tokenizer, ("eos_token",))
-    token = _token_text(value)
-    special = _token_texts(dig(tokenizer, ("added_tokens_decoder",)))
-    if token is None or token in special:
-        return
-    vocabulary = files.get("tokenizer.json")
-    if not isinstance(vocabulary, dict):
-        return  # the vocabulary is elsewhere (tokenizer.model, vocab.json) or absent
-    special |= _token_texts(dig(vocabulary, ("added_tokens",)))
-    if token in special or token in _vocabulary(vocabulary):
-        return
-    close = difflib.get_close_matches(token, sorted(special), n=1, cutoff=0.5)
-    yield Finding(
-        "eos-token-unknown",
-        "tokenizer_config.json",
-        "/eos_token/content" if isinstance(value, dict) else "/eos_token",
-        f"eos_token {json.dumps(token)} is not a token of this tokenizer (tokenizer.json's "
-        "vocabulary or added tokens): it is added as a new token, whose id the model never "
-        "generates, so generation does not stop on it",
-        "set-tokenizer-eos-token" if close else None,
-        f"patcher apply {files.checkpoint.arg} set-tokenizer-eos-token --set "
-        + shlex.quote(f"token={close[0]}")
-        if close
-        else None,
-        note=None
-        if close
-        else "edit tokenizer_config.json: eos_token names a token of tokenizer.json",
-    )
 
 
 def _shadowed_template(files: _Files) -> Iterator[Finding]:
@@ -360,7 +228,7 @@ def _sliding_window(
 
 
 def _missing_mtp(files: _Files, apply: Callable[..., str]) -> Iterator[Finding]:
-    model, base = _language_model(files.get("config.json"))
+    model, base = language_model(files.get("config.json"))
     index = files.get("model.safetensors.index.json")
     layers = dig(model, ("num_hidden_layers",))
     for key in ("num_nextn_predict_layers", "mtp_num_hidden_layers"):
@@ -373,7 +241,7 @@ def _missing_mtp(files: _Files, apply: Callable[..., str]) -> Iterator[Finding]:
             yield Finding(
                 "mtp-weights-missing",
                 "config.json",
-                _pointer((*base, key)),
+                pointer_of((*base, key)),
                 f"{key} is {declared} but model.safetensors.index.json has no tensors for layer "
                 f"{layers} or mtp.*: started with --speculative-config method mtp, vLLM builds "
                 "an MTP draft from weights that are not there",
@@ -419,14 +287,14 @@ def _null_dtype(files: _Files, apply: Callable[..., str], engine: str | None) ->
     (0.16.0, 0.33.0) serves bfloat16 (float16 below compute capability 8.0); SGLang 0.5.23
     reads it as float32 and serves float16, which can overflow for a model trained in bfloat16.
     So the finding is for SGLang, and left out when judging a vLLM version."""
-    model, base = _language_model(files.get("config.json"))
+    model, base = language_model(files.get("config.json"))
     if engine == "vllm" or not isinstance(model, dict):
         return
     if "torch_dtype" in model and model["torch_dtype"] is None and model.get("dtype") is None:
         yield Finding(
             "null-dtype",
             "config.json",
-            _pointer((*base, "torch_dtype")),
+            pointer_of((*base, "torch_dtype")),
             "torch_dtype is null: SGLang's --dtype auto reads it as float32 and serves float16, "
             "which can overflow for a model trained in bfloat16 (vLLM serves bfloat16)",
             "set-torch-dtype",
@@ -493,6 +361,41 @@ def _engine_findings(
         )
 
 
+def _installed_view(
+    python: Path,
+    root: Path,
+    files: _Files,
+    parsed: ConfigFiles,
+    device: Gpu | None,
+    kv_cache_dtype: str | None,
+    target: Engine | None,
+) -> tuple[EngineView | None, str | None]:
+    """The installed engine's answer as the view (None, and why, when it could not be
+    asked: the recorded model answers then, for ``target``)."""
+    answer = installed.ask(
+        python,
+        root,
+        [[name, files.get(name)] for name in (*READ_FILES, TOKENIZER_FILE)],
+        device,
+        kv_cache_dtype,
+    )
+    if answer.engine is None:
+        if target is None:
+            raise TargetError(
+                f"cannot ask the engine at {python}: {answer.failed}",
+                hint="give --engine vllm==X.Y.Z to judge with the recorded model instead",
+            )
+        return (
+            None,
+            f"the installed engine was not asked ({answer.failed}); the recorded model answers",
+        )
+    if kv_cache_dtype is not None:
+        refuse_unknown_kv_cache_dtype(answer.engine, kv_cache_dtype, None)
+    modelled = derive(answer.engine, parsed, device, kv_cache_dtype=kv_cache_dtype)
+    said = "answered from the cache" if answer.cached else "asked"
+    return installed.answered_view(answer, modelled), f"{said}: {answer.python}"
+
+
 def check_checkpoint(
     checkpoint: Path | str,
     *,
@@ -502,6 +405,7 @@ def check_checkpoint(
     tensor_parallel: int | None = None,
     kv_cache_memory: float | str | None = None,
     kv_cache_dtype: str | None = None,
+    engine_python: Path | str | None = None,
 ) -> CheckReport:
     """Report known problems in the checkpoint's config files.
 
@@ -513,14 +417,19 @@ def check_checkpoint(
     With ``tensor_parallel`` (how many GPUs share the weights) or ``kv_cache_memory`` (GiB, or
     a size such as "1GiB"), the memory is judged too: a context that does not fit in the KV
     cache is a finding. ``kv_cache_dtype`` judges the files as started with that
-    ``--kv-cache-dtype`` (None: not given, 'auto')."""
+    ``--kv-cache-dtype`` (None: not given, 'auto').
+
+    With ``engine_python`` (the interpreter of a venv with the engine installed), that
+    engine's own config code answers (``patcher.engines.installed``), for any version; the
+    engine then need not be named. Where it cannot be asked, the recorded model answers and
+    the report's ``notes`` say why."""
     ckpt = open_checkpoint(checkpoint, revision)
     files = _Files(ckpt)
     target = parse_engine(engine) if isinstance(engine, str) else engine
     device = parse_gpu(gpu) if isinstance(gpu, str) else gpu
     if kv_cache_memory is not None and target is not None:
         refuse_without_flag(target, "kv_cache_memory", None)
-    if device is not None and target is None:
+    if device is not None and target is None and engine_python is None:
         raise TargetError(
             "--gpu needs an engine to judge against", hint="add --engine vllm==0.16.0"
         )
@@ -528,7 +437,15 @@ def check_checkpoint(
     parsed = config_files(ckpt, *(files.get(name) for name in READ_FILES))
     if target is not None and kv_cache_dtype is not None:
         refuse_unknown_kv_cache_dtype(target, kv_cache_dtype, None)
-    view = None if target is None else derive(target, parsed, device, kv_cache_dtype=kv_cache_dtype)
+    view: EngineView | None = None
+    asked: str | None = None  # how the installed engine answered, or why it did not
+    if engine_python is not None:
+        view, asked = _installed_view(
+            Path(engine_python), ckpt.root, files, parsed, device, kv_cache_dtype, target
+        )
+        target = view.engine if view is not None else target
+    if view is None and target is not None:
+        view = derive(target, parsed, device, kv_cache_dtype=kv_cache_dtype)
 
     engine_name = None if target is None else target.name
     journal = read_journal(ckpt)
@@ -558,8 +475,8 @@ def check_checkpoint(
         *(_engine_findings(view, apply, ckpt.arg) if view is not None else _fp8_kv(files, apply)),
         *_kv_disagreement(files, apply),
         *_rope_downgrade(files, f"patcher diff {ckpt.arg}"),
-        *_eos_mismatch(files, apply),
-        *_unknown_eos_token(files),
+        *stop_findings.eos_mismatch(files.get, apply),
+        *stop_findings.unknown_eos_token(files.get, ckpt.arg),
         *_shadowed_template(files),
         *tokenizer.missing_template(files.get, lambda n: ckpt.path(n).is_file(), ckpt.arg),
         *tokenizer.turn_end_not_stopped(files.get, apply),
@@ -603,4 +520,4 @@ def check_checkpoint(
         replace(f, note=notes[f.transform]) if f.note is None and f.transform in notes else f
         for f in findings
     ]
-    return CheckReport(ckpt.root, tuple(findings), view)
+    return CheckReport(ckpt.root, tuple(findings), view, asked)

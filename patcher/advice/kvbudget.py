@@ -390,7 +390,7 @@ def block_size(device: Gpu | None, attention: str, engine: Engine | None = None)
     backend (16 for MLA), as the live CPU engine logs it."""
     if device is not None and device.is_cpu:
         return CPU_BLOCK_SIZE if attention != "MLA" else BLOCK_SIZE
-    return BLOCK_SIZE if engine is None else reading(engine).block_size
+    return BLOCK_SIZE if engine is None or engine.name != "vllm" else reading(engine).block_size
 
 
 def budget_of_files(
@@ -442,7 +442,7 @@ def budget_of_files(
         # The release's default (read from its source): 0.9, 0.92 from 0.20, and from 0.34
         # 1.0 on CUDA, where the extensible KV cache is on by default.
         cuda = device is None or not device.is_cpu
-        read = reading(target) if target is not None else None
+        read = reading(target) if target is not None and target.name == "vllm" else None
         utilization = (
             0.9
             if read is None

@@ -19,6 +19,7 @@ from patcher.cli.options import (
     CheckpointArg,
     DryRunOpt,
     EngineOpt,
+    EnginePythonOpt,
     GpuOpt,
     JsonOpt,
     KvCacheDtypeOpt,
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 def check(
     checkpoint: CheckpointArg,
     engine: EngineOpt = None,
+    engine_python: EnginePythonOpt = None,
     gpu: GpuOpt = None,
     tp: TpOpt = None,
     kv_cache_memory: KvMemoryOpt = None,
@@ -63,6 +65,7 @@ def check(
     (max_model_len, the KV-cache dtype 'auto' resolves to, quantization, MLA, the attention
     backends that accept the config) and the errors its config stage would raise. With --tp
     (or --kv-cache-memory) too, whether the context fits in the KV cache after the weights.
+    With --engine-python, the engine installed there answers with its own config code.
     """
     with boundary(as_json):
         from patcher.advice.check import check_checkpoint
@@ -75,6 +78,7 @@ def check(
             tensor_parallel=tp,
             kv_cache_memory=kv_cache_memory,
             kv_cache_dtype=kv_cache_dtype,
+            engine_python=engine_python,
         )
         out(render.to_json(report.to_json()) if as_json else render.check_text(report))
     if report.findings:

@@ -60,6 +60,16 @@ EngineOpt = Annotated[
     ),
 ]
 
+EnginePythonOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--engine-python",
+        metavar="PYTHON",
+        help="Ask the engine installed for this interpreter (a venv's bin/python): its own "
+        "config code answers, on the CPU, for any version (cached).",
+    ),
+]
+
 
 GpuOpt = Annotated[
     str | None,

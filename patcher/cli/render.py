@@ -246,7 +246,12 @@ def reading_note(engine: Engine | None) -> list[str]:
 def engine_text(v: EngineView) -> list[str]:
     """What an engine derives, for people."""
     on = f" on {v.gpu.name} (compute capability {v.gpu.capability_text})" if v.gpu else ""
-    lines = [*reading_note(v.engine), f"{v.engine}{on} derives:"]
+    said = [f"  answered by     {v.answered_by}"] if v.answered_by else reading_note(v.engine)
+    lines = (
+        [f"{v.engine}{on} derives:", *said]
+        if v.answered_by
+        else [*said, f"{v.engine}{on} derives:"]
+    )
     lines.append(f"  max_model_len   {v.max_model_len.value}  ({v.max_model_len.reason})")
     lines.append(f"  kv_cache_dtype  {v.kv_cache_dtype.value}  ({v.kv_cache_dtype.reason})")
     dtype = "unknown" if v.dtype.value is None else v.dtype.value
@@ -287,6 +292,8 @@ def engine_text(v: EngineView) -> list[str]:
 def check_text(r: CheckReport) -> str:
     """A check report for people."""
     lines = engine_text(r.engine) if r.engine is not None else []
+    if r.asked and (r.engine is None or r.engine.answered_by is None):
+        lines.insert(0, f"note: {r.asked}")
     if not r.findings:
         return "\n".join([*lines, f"no known problems in {r.checkpoint}"])
     lines.append(f"{_count(len(r.findings), 'known problem')} in {r.checkpoint}:")

@@ -55,6 +55,9 @@ class EngineView(JsonResult):
     # What the model cannot judge for these files (an architecture no registry read lists,
     # a config with no model in it, SGLang's attention backends): "starts" is then unknown.
     unknowns: tuple[str, ...] = ()
+    # Set when the installed engine's own config code answered (``check --engine-python``):
+    # who answered. Its answer counts for any version, read or not.
+    answered_by: str | None = None
 
     @property
     def starts(self) -> bool:
@@ -65,7 +68,7 @@ class EngineView(JsonResult):
     def verdict(self) -> str:
         """``yes``, ``no``, or ``unknown`` where the model does not cover something (a release
         not read included: its start-up errors are then the assumed release's)."""
-        if not assumed(self.engine).read:
+        if self.answered_by is None and not assumed(self.engine).read:
             return "unknown"
         if self.startup_errors:
             return "no"
@@ -76,7 +79,8 @@ class EngineView(JsonResult):
         return {
             "name": self.engine.name,
             "version": self.engine.version_text,
-            "note": assumed(self.engine).note,
+            "note": None if self.answered_by else assumed(self.engine).note,
+            "answered_by": self.answered_by,
             "reading": assumed(self.engine).to_json(),
             "gpu": None
             if self.gpu is None

@@ -20,7 +20,7 @@ from patcher.engines.files import (
     readable_generation,
 )
 from patcher.engines.gpus import Gpu
-from patcher.engines.readings import reading, vllm_readings
+from patcher.engines.readings import reading
 from patcher.engines.target import Engine
 from patcher.engines.view import Derived, EngineView, StartupError
 from patcher.engines.vllm_kv import (
@@ -36,7 +36,12 @@ from patcher.engines.vllm_kv import (
     quant_config,
     quantization_method,
 )
-from patcher.engines.vllm_registry import architectures, unknown_architectures
+from patcher.engines.vllm_registry import (
+    is_deepseek_mla,
+    registry_elsewhere,
+    unknown_architectures,
+    unknown_method_note,
+)
 
 # config/model.py _get_and_verify_max_len: before PR #56446 a YaRN config's length is
 # original_max_position_embeddings x factor, max_position_embeddings ignored. Read from every
@@ -430,47 +435,6 @@ def partial_sliding_window(config: Mapping[str, Any]) -> StartupError | None:
         note="raised when vLLM builds the model; --disable-sliding-window does not avoid it "
         "(it keeps the layer kinds, and caps the context at the window)",
     )
-
-
-def registry_elsewhere(engine: Engine, name: str) -> str | None:
-    """Where ``name`` is in the registry of another release read, what to do about it; None
-    when no release read lists it."""
-    listed = [v for v, names in architectures().items() if name in names]
-    if not listed:
-        return None
-    text = ".".join
-    if listed[0] > engine.version:
-        return f"{name} is listed from vLLM {text(map(str, listed[0]))}: upgrade vLLM"
-    return f"{engine} no longer lists {name} (last in {text(map(str, listed[-1]))}): use that vLLM"
-
-
-def unknown_method_note(engine: Engine, method: str) -> str:
-    """Why ``engine`` does not take ``method``, from the releases read that list it."""
-    listed = [v for v, r in vllm_readings().items() if method in r.quantization_methods]
-    text = ".".join
-    if not listed:
-        return f"no vLLM release read lists {method} (a misspelling, or another engine's format)"
-    if listed[-1] < engine.version:
-        return (
-            f"{engine} no longer loads {method} checkpoints (last listed in "
-            f"{text(map(str, listed[-1]))}): use that vLLM or another checkpoint"
-        )
-    return f"{method} is listed from vLLM {text(map(str, listed[0]))}: upgrade vLLM"
-
-
-def is_deepseek_mla(engine: Engine, text: Mapping[str, Any]) -> bool:
-    """ModelArchConfigConvertor.is_deepseek_mla (ModelConfig's before 0.33): the model types
-    the release lists (read from its source, ``readings``), with a ``kv_lora_rank``; from
-    DeepSeek-V4's release, a config with compress ratios by its ``head_dim`` instead."""
-    read = reading(engine)
-    if text.get("model_type") not in read.mla_model_types:
-        return False
-    compressed = text.get("compress_ratios") or (
-        isinstance(text.get("compress_rates"), dict) and text.get("layer_types")
-    )
-    if read.mla_compressed_by_head_dim and compressed:
-        return text.get("head_dim") is not None
-    return text.get("kv_lora_rank") is not None
 
 
 def derive(

