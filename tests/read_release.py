@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import urllib.request
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,47 @@ def download(version: str, into: Path) -> Path:
     if not found:
         raise SystemExit(f"pip downloaded no vllm-{version} wheel into {into}")
     return found[0]
+
+
+def requires(wheel: Path) -> list[str]:
+    """The wheel's own Requires-Dist, its markers evaluated for this machine (no extras)."""
+    from packaging.requirements import Requirement
+
+    with zipfile.ZipFile(wheel) as archive:
+        name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        metadata = archive.read(name).decode()
+    found = []
+    for line in metadata.splitlines():
+        if line.startswith("Requires-Dist: "):
+            wanted = Requirement(line.removeprefix("Requires-Dist: "))
+            if wanted.marker is None or wanted.marker.evaluate({"extra": ""}):
+                found.append(str(wanted))
+    return found
+
+
+def install(wheel: Path, venv: Path) -> list[str]:
+    """The release in a venv of its own: the wheel with --no-deps, then its own Requires-Dist,
+    less each that the index cannot give (0.34.0 pins a flashinfer-python it lacks): pip is
+    asked again without it, and it is named. Returns what was left out."""
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(python), "-m", "pip", "install", "-q"]
+    subprocess.run([*pip, "--no-deps", str(wheel)], check=True)
+    wanted, left_out = requires(wheel), []
+    for _ in range(20):
+        done = subprocess.run([*pip, *wanted], capture_output=True, text=True)
+        if done.returncode == 0:
+            return left_out
+        missing = re.search(r"No matching distribution found for ([A-Za-z0-9_.\-]+)", done.stderr)
+        if missing is None:
+            raise SystemExit(f"pip could not install vllm's requirements:\n{done.stderr[-2000:]}")
+        name = missing.group(1).lower().replace("_", "-")
+        left_out += [
+            w for w in wanted if re.split(r"[<>=!~ ;\[]", w)[0].lower().replace("_", "-") == name
+        ]
+        wanted = [w for w in wanted if w not in left_out]
+    raise SystemExit("pip kept failing after 20 requirements were left out")
 
 
 def read_wheel(wheel: Path) -> dict[str, Any]:
@@ -216,22 +258,9 @@ def newer_on_index() -> list[str]:
     return sorted((v for v in final if _key(v) > _key(newest)), key=_key)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("engine", nargs="?", choices=["vllm"], help="the engine (vllm)")
-    parser.add_argument("versions", nargs="*", metavar="VERSION", help="releases to read")
-    parser.add_argument("--wheel", type=Path, action="append", default=[], help="a wheel here")
-    parser.add_argument("--wheels", type=Path, help="where to download (default: a temp folder)")
-    parser.add_argument("--newer", action="store_true", help="list releases not read yet")
-    args = parser.parse_args(argv)
-    if args.newer:
-        print("\n".join(newer_on_index()) or "every release on the index was read")
-        return 0
-    if args.engine is None or not (args.versions or args.wheel):
-        parser.error("name the engine and at least one VERSION (or --wheel)")
-    with tempfile.TemporaryDirectory() as tmp:
-        wheels = list(args.wheel) + [download(v, args.wheels or Path(tmp)) for v in args.versions]
-        readings = sorted((read_wheel(w) for w in wheels), key=lambda r: _key(r["version"]))
+def _read(wheels: list[Path]) -> None:
+    """Read every wheel, write the readings once, and say what changed in each."""
+    readings = sorted((read_wheel(w) for w in wheels), key=lambda r: _key(r["version"]))
     write(readings, datetime.date.today().isoformat())
     rules = _load(record_rules.OUT)["releases"]
     backends = _load(record_mla_backends.OUT)["releases"]
@@ -253,6 +282,51 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vllm {reading['version']}: read" + (f" (against {v})" if older else ""))
         for line in changes(before, reading):
             print(f"  {line}")
+
+
+def _install_and_record(wheel: Path, venv_base: Path) -> None:
+    """Install the release in a venv of its own and record what its config code derives."""
+    version = version_of(wheel)
+    venv = venv_base.with_name(f"{venv_base.name}-{version}")
+    left_out = install(wheel, venv)
+    print(f"vllm {version}: installed in {venv}" + (f", less {left_out}" if left_out else ""))
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tests" / "record_engines.py"),
+            "--version",
+            version,
+            "--python",
+            str(venv / "bin" / "python"),
+        ],
+        check=True,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("engine", nargs="?", choices=["vllm"], help="the engine (vllm)")
+    parser.add_argument("versions", nargs="*", metavar="VERSION", help="releases to read")
+    parser.add_argument("--wheel", type=Path, action="append", default=[], help="a wheel here")
+    parser.add_argument("--wheels", type=Path, help="where to download (default: a temp folder)")
+    parser.add_argument("--newer", action="store_true", help="list releases not read yet")
+    parser.add_argument(
+        "--venv",
+        type=Path,
+        help="also install each release in VENV-X.Y.Z (its pins less what the index lacks) and "
+        "record what its config code derives (tests/record_engines.py)",
+    )
+    args = parser.parse_args(argv)
+    if args.newer:
+        print("\n".join(newer_on_index()) or "every release on the index was read")
+        return 0
+    if args.engine is None or not (args.versions or args.wheel):
+        parser.error("name the engine and at least one VERSION (or --wheel)")
+    with tempfile.TemporaryDirectory() as tmp:
+        wheels = list(args.wheel) + [download(v, args.wheels or Path(tmp)) for v in args.versions]
+        _read(wheels)
+        for wheel in wheels if args.venv else []:
+            _install_and_record(wheel, args.venv)
     print("next: python -m pytest tests/engines  (holds the engine model to the reading)")
     return 0
 

@@ -197,6 +197,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="append", help="vLLM version (repeatable)")
     parser.add_argument("--venvs", type=Path, default=Path.home() / ".cache/patcher-engines")
+    parser.add_argument(
+        "--python",
+        type=Path,
+        help="the interpreter of a venv that has the one --version installed already "
+        "(python -m tests.read_release --venv makes it when pip cannot resolve the pins)",
+    )
     args = parser.parse_args()
     out_dir = SNAPSHOTS / "engines"
     out_dir.mkdir(exist_ok=True)
@@ -207,7 +213,7 @@ def main() -> None:
         if not args.version:
             runs += [("sglang", v, "sglang_probe.py") for v in SGLANG_VERSIONS]
         for package, version, probe in runs:
-            python = venv_python(args.venvs, version, package)
+            python = args.python or venv_python(args.venvs, version, package)
             out = out_dir / f"{package}-{version}.json"
             subprocess.run(
                 [str(python), str(ROOT / "tests" / probe), str(cases_file), str(out)],

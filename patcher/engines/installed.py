@@ -178,12 +178,21 @@ def answered_view(answer: Answer, modelled: EngineView) -> EngineView:
     found = answer.found
     assert found is not None and answer.engine is not None
     by = f"the installed vllm {answer.version}'s own config code"
+    extra = ""
     errors: list[StartupError] = []
     if found.get("error"):
         message = str(found["error"]).split(": ", 1)[-1]
         same = [e for e in modelled.startup_errors if e.message[:40] in message]
         errors.append(replace(same[0], message=message) if same else StartupError(message))
     backends = found.get("attention_backends")
+    unloaded = found.get("backends_not_loaded") or []
+    if found.get("mla") and (unloaded or "attention_backends_error" in found):
+        # The engine could not judge every backend here (a CPU build lacks the GPU kernels'
+        # modules): the engine model's backend verdict stands, said so.
+        backends = (
+            None if modelled.attention_backends is None else list(modelled.attention_backends)
+        )
+        extra = f"; MLA backends: the engine model's ({', '.join(unloaded) or 'none'} did not load)"
     if backends == []:
         same = [e for e in modelled.startup_errors if e.code == "no-attention-backend"]
         errors += same or [StartupError("No valid attention backend found (the engine's own)")]
@@ -210,7 +219,7 @@ def answered_view(answer: Answer, modelled: EngineView) -> EngineView:
         attention_backends=None if backends is None else tuple(backends),
         startup_errors=tuple(errors),
         unknowns=(),
-        answered_by=f"{by} ({answer.python})",
+        answered_by=f"{by} ({answer.python}){extra}",
     )
 
 

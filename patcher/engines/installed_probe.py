@@ -73,7 +73,11 @@ def _memory() -> dict[str, Any]:
     return defaults
 
 
-def _backends(capability: str, kv_cache_dtype: str) -> list[str]:
+def _backends(capability: str, kv_cache_dtype: str) -> tuple[list[str], list[str]]:
+    """The dense MLA backends that take ``kv_cache_dtype`` on ``capability``, in the platform's
+    priority order, and those whose class does not load in this build (a CPU build lacks the
+    GPU kernels' modules): the first list is the engine's whole answer only when the second
+    is empty."""
     from vllm.platforms.interface import DeviceCapability
     from vllm.v1.attention.backends.registry import AttentionBackendEnum
 
@@ -83,16 +87,20 @@ def _backends(capability: str, kv_cache_dtype: str) -> list[str]:
         order = priorities(True, DeviceCapability(major, minor))
     except TypeError:
         order = priorities(True, DeviceCapability(major, minor), None)
-    accepted = []
+    accepted, unloaded = [], []
     for backend in order:
         if "SPARSE" in backend.name:
             continue
-        cls = AttentionBackendEnum[backend.name].get_class()
+        try:
+            cls = AttentionBackendEnum[backend.name].get_class()
+        except Exception:
+            unloaded.append(backend.name)
+            continue
         if kv_cache_dtype in cls.supported_kv_cache_dtypes and cls.supports_compute_capability(
             DeviceCapability(major, minor)
         ):
             accepted.append(backend.name)
-    return accepted
+    return accepted, unloaded
 
 
 def answer(request: dict[str, Any]) -> dict[str, Any]:
@@ -127,7 +135,9 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
         # 'auto' is the model dtype's cache: bfloat16 for the MLA models read
         dtype = found["dtype"] if resolved == "auto" else resolved
         try:
-            found["attention_backends"] = _backends(request["capability"], dtype)
+            found["attention_backends"], found["backends_not_loaded"] = _backends(
+                request["capability"], dtype
+            )
         except Exception as exc:
             found["attention_backends_error"] = _error(exc)
     return found

@@ -469,9 +469,12 @@ def derive(
             quantization = quantization_method(quant)
             if quantization == "gptq" and engine.at_least(*AUTO_GPTQ_FROM):
                 quantization = "auto_gptq"  # AutoGPTQConfig's override, first in the list
-            if quantization == "mxfp4" and engine.at_least(0, 33):
+            # GptOssMxfp4Config's override, in every release that registers it (0.20.0 on,
+            # read; the installed 0.32.0 CPU build answers gpt_oss_mxfp4, where the model
+            # had put the override at 0.33).
+            if quantization == "mxfp4" and "gpt_oss_mxfp4" in reading(engine).quantization_methods:
                 if _text_config(config).get("model_type") == "gpt_oss":
-                    quantization = "gpt_oss_mxfp4"  # GptOssMxfp4Config's override
+                    quantization = "gpt_oss_mxfp4"
             if (
                 quantization is not None
                 and quantization not in reading(engine).quantization_methods
