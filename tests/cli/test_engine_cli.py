@@ -17,6 +17,7 @@ ENGINE_KEYS = {
     "version",
     "note",
     "reading",
+    "answered_by",
     "gpu",
     "max_model_len",
     "kv_cache_dtype",
