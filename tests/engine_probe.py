@@ -13,10 +13,8 @@ patcher's engine model is compared against (tests/engines/test_engine_truth.py).
 from __future__ import annotations
 
 import json
-import re
+import runpy
 import sys
-import traceback
-import types
 from pathlib import Path
 from typing import Any
 
@@ -29,23 +27,11 @@ def _error(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())[:600]
 
 
-def _cuda_priorities() -> Any:
-    # vLLM's compiled extensions (vllm._C, vllm._C_stable_libtorch, ...) need libcuda at
-    # import time; the priority table does not. Stub each one that fails, then retry.
-    for _ in range(10):
-        try:
-            import vllm.platforms.cuda as cuda
-
-            return cuda._get_backend_priorities
-        except ImportError as exc:
-            lines = [f.line or "" for f in traceback.extract_tb(exc.__traceback__)]
-            found = [m.group(1) for ln in lines if (m := re.search(r"import (vllm\.\w+)", ln))]
-            name = found[-1] if found else exc.name
-            if name is None or not name.startswith("vllm.") or name in sys.modules:
-                raise
-            sys.modules[name] = types.ModuleType(name)
-            sys.modules.pop("vllm.platforms.cuda", None)
-    raise ImportError("vllm.platforms.cuda")
+# patcher's own probe of an installed engine (a script too, run here by path: this venv has
+# no patcher), for what both need: the priority table with the compiled extensions stubbed.
+_cuda_priorities = runpy.run_path(
+    str(Path(__file__).resolve().parents[1] / "patcher" / "engines" / "installed_probe.py")
+)["_cuda_priorities"]
 
 
 QUANT_METHODS = (

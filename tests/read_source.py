@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import re
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -134,27 +135,30 @@ def architectures(release: Release) -> list[str]:
     return sorted(models)
 
 
+def _is_deepseek_mla(release: Release) -> Iterator[ast.FunctionDef]:
+    """Every ``is_deepseek_mla`` in the release's config code (ModelConfig's, or the
+    convertor's where it moved)."""
+    for name in CONFIG_CODE:
+        source = release.read(name)
+        if source is not None and "def is_deepseek_mla" in source:
+            for node in ast.walk(ast.parse(source)):
+                if isinstance(node, ast.FunctionDef) and node.name == "is_deepseek_mla":
+                    yield node
+
+
 def mla_model_types(release: Release) -> list[str]:
     """The ``model_type`` values the release's ``is_deepseek_mla`` runs as DeepSeek MLA."""
     found: set[str] = set()
-    for name in CONFIG_CODE:
-        source = release.read(name)
-        if source is None or "def is_deepseek_mla" not in source:
-            continue
-        for node in ast.walk(ast.parse(source)):
-            if isinstance(node, ast.FunctionDef) and node.name == "is_deepseek_mla":
-                for compare in ast.walk(node):
-                    if not isinstance(compare, ast.Compare) or not isinstance(
-                        compare.ops[0], ast.In
-                    ):
-                        continue
-                    listed = compare.comparators[0]
-                    if isinstance(listed, ast.Tuple | ast.List | ast.Set):
-                        found |= {
-                            e.value
-                            for e in listed.elts
-                            if isinstance(e, ast.Constant) and isinstance(e.value, str)
-                        }
+    for function in _is_deepseek_mla(release):
+        for compare in ast.walk(function):
+            if isinstance(compare, ast.Compare) and isinstance(compare.ops[0], ast.In):
+                listed = compare.comparators[0]
+                if isinstance(listed, ast.Tuple | ast.List | ast.Set):
+                    found |= {
+                        e.value
+                        for e in listed.elts
+                        if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                    }
     if not found:
         raise SourceMissing("no model_type list in any is_deepseek_mla")
     return sorted(found)
@@ -163,15 +167,7 @@ def mla_model_types(release: Release) -> list[str]:
 def mla_compressed_by_head_dim(release: Release) -> bool:
     """Whether ``is_deepseek_mla`` takes a config with compress ratios (DeepSeek-V4's
     ``compress_ratios``/``compress_rates``) as MLA by its ``head_dim``, not ``kv_lora_rank``."""
-    for name in CONFIG_CODE:
-        source = release.read(name)
-        if source is None or "def is_deepseek_mla" not in source:
-            continue
-        for node in ast.walk(ast.parse(source)):
-            if isinstance(node, ast.FunctionDef) and node.name == "is_deepseek_mla":
-                if "get_compress_ratios(" in ast.unparse(node):
-                    return True
-    return False
+    return any("get_compress_ratios(" in ast.unparse(f) for f in _is_deepseek_mla(release))
 
 
 def _class(source: str, name: str) -> ast.ClassDef | None:

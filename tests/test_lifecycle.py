@@ -29,7 +29,7 @@ def _plan(cli: Cli, root: Path, *target: str) -> tuple[int, dict[str, object]]:
 
 def test_kimi_hardware_and_engine_changes(cli: Cli, kimi: Path) -> None:
     upstream = tree_bytes(kimi)
-    sm120 = ("--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000")
+    sm120 = ("--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", "--tp", "8")
     code, plan = _plan(cli, kimi, *sm120)
     assert code == 4
     (action,) = plan["actions"]  # type: ignore[misc]
@@ -41,9 +41,13 @@ def test_kimi_hardware_and_engine_changes(cli: Cli, kimi: Path) -> None:
     code, plan = _plan(cli, kimi, *sm120)
     assert code == 0 and plan["actions"] == [] and plan["in_sync"] is True
     status = json.loads(cli("status", kimi, "--json")[1])
-    assert status["applied"][0]["target"] == {"engine": "vllm==0.16.0", "gpu": "rtx-pro-6000"}
+    assert status["applied"][0]["target"] == {
+        "engine": "vllm==0.16.0",
+        "gpu": "rtx-pro-6000",
+        "tensor_parallel": 8,
+    }
     # Hardware change: FlashMLA takes FP8 KV on an H200.
-    code, plan = _plan(cli, kimi, "--engine", "vllm==0.16.0", "--gpu", "h200")
+    code, plan = _plan(cli, kimi, "--engine", "vllm==0.16.0", "--gpu", "h200", "--tp", "8")
     assert code == 4 and [a["action"] for a in plan["actions"]] == ["revert"]  # type: ignore[union-attr]
     # The revert shows what it puts back, file by file (JSON and text alike).
     undoes = plan["actions"][0]["undoes"]  # type: ignore[index]
@@ -51,16 +55,21 @@ def test_kimi_hardware_and_engine_changes(cli: Cli, kimi: Path) -> None:
     assert {"op": "replace", "path": "/quantization/kv_cache_quant_algo", "value": "FP8"} in [
         op for u in undoes for op in u["patch"]
     ]
-    text = cli("plan", kimi, "--engine", "vllm==0.16.0", "--gpu", "h200")[1]
+    text = cli("plan", kimi, "--engine", "vllm==0.16.0", "--gpu", "h200", "--tp", "8")[1]
     assert 'hf_quant_config.json: replace /quantization/kv_cache_quant_algo = "FP8"' in text
-    _sync(cli, kimi, "--engine", "vllm==0.16.0", "--gpu", "h200")
+    _sync(cli, kimi, "--engine", "vllm==0.16.0", "--gpu", "h200", "--tp", "8")
     assert tree_bytes(kimi) == upstream
     # Back to SM120 on 0.16, then an engine upgrade whose Triton MLA takes FP8 (0.18).
     _sync(cli, kimi, *sm120)
     assert tree_bytes(kimi) == patched
-    _sync(cli, kimi, "--engine", "vllm==0.18.0", "--gpu", "rtx-pro-6000")
+    _sync(cli, kimi, "--engine", "vllm==0.18.0", "--gpu", "rtx-pro-6000", "--tp", "8")
     assert tree_bytes(kimi) == upstream
-    assert _sync(cli, kimi, "--engine", "vllm==0.18.0", "--gpu", "rtx-pro-6000")["actions"] == []
+    assert (
+        _sync(cli, kimi, "--engine", "vllm==0.18.0", "--gpu", "rtx-pro-6000", "--tp", "8")[
+            "actions"
+        ]
+        == []
+    )
 
 
 def test_profile_transforms_apply_reapply_and_revert(cli: Cli, tmp_path: Path) -> None:
@@ -154,7 +163,7 @@ def test_bad_profiles_are_refused(
 
 
 def test_library_plan_and_sync_return_values(kimi: Path) -> None:
-    target = make_target(engine="vllm==0.16.0", gpu="rtx-pro-6000")
+    target = make_target(engine="vllm==0.16.0", gpu="rtx-pro-6000", tensor_parallel=8)
     plan = plan_checkpoint(kimi, target)
     assert [a.name for a in plan.actions] == ["strip-fp8-kv-cache"] and not plan.in_sync
     result = sync_checkpoint(kimi, target)
@@ -270,7 +279,7 @@ def test_check_names_reapply_when_a_re_download_undid_the_transform(cli: Cli, ki
     assert cli("check", kimi)[0] == 0
 
 
-SM120 = ("--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000")
+SM120 = ("--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", "--tp", "8")
 
 
 def test_sync_restores_a_transform_a_re_download_undid(cli: Cli, kimi: Path) -> None:

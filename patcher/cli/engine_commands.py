@@ -218,6 +218,8 @@ def plan(
             prune=prune,
         )
         out(render.to_json(result.to_json()) if as_json else render.plan_text(result))
+    if result.launch is not None and result.launch.problem is not None:
+        raise typer.Exit(EXIT_REFUSED)  # no go-ahead: the server cannot start there
     if not result.in_sync:
         raise typer.Exit(EXIT_CHANGES)
 

@@ -480,8 +480,8 @@ def _server(p: Plan) -> list[str]:
     if launch is None:
         return []
     lines = [f"context: {launch.context_note}"]
-    if launch.problem:
-        lines.append(f"warning: {launch.problem}")
+    if launch.problem:  # no go-ahead: no start command
+        return [*lines, f"memory: {launch.memory_note}", f"does not start: {launch.problem}"]
     if launch.unknowns:
         lines.append(f"starts: unknown: {'; '.join(launch.unknowns)}")
     if launch.memory is None or launch.memory_note not in launch.context_note:

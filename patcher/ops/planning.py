@@ -9,6 +9,7 @@ new parameters and applies what is missing; a second ``sync`` does nothing.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -19,7 +20,7 @@ from patcher.engines.files import MARKED_FILES, ConfigFiles, read_config_files
 from patcher.engines.model import derive
 from patcher.engines.readings import assumed
 from patcher.engines.view import StartupError
-from patcher.errors import PatcherError
+from patcher.errors import PatcherError, TargetError
 from patcher.ops.applying import apply_transform
 from patcher.ops.launching import Launch, plan_launch
 from patcher.ops.rebuilding import (
@@ -333,6 +334,7 @@ def sync_checkpoint(
             ckpt = open_checkpoint(overlay)
     if dry_run:
         plan, changes = _proven_plan(ckpt, target, prune)
+        refuse_no_start(ckpt.named or str(ckpt.root), plan.launch, target)
         return SyncResult(plan, (), (), True, () if plan.in_sync else changes)
     if not ckpt.journal_dir.exists():
         # Never written by patcher: the lock would make .patcher/ even for a refused sync, so
@@ -340,9 +342,9 @@ def sync_checkpoint(
         _proven_plan(ckpt, target, prune)
     plan = _plan(ckpt, read_journal(ckpt), target, prune)
     if plan.in_sync:  # nothing to write: no lock taken
-        return SyncResult(
-            replace(plan, launch=plan_launch(ckpt, read_config_files(ckpt), target)), (), (), False
-        )
+        plan = replace(plan, launch=plan_launch(ckpt, read_config_files(ckpt), target))
+        refuse_no_start(ckpt.named or str(ckpt.root), plan.launch, target)
+        return SyncResult(plan, (), (), False)
     # No scratch proof first: the sync itself refuses what plan refuses, before it writes
     # (each new step's effect, then the launch on the rebuilt files, in memory).
     return _carry_out(ckpt, target, prune, launch=True)
@@ -359,6 +361,9 @@ def _carry_out(
     def judge(final: Mapping[str, bytes]) -> None:
         files = patched_files(read_config_files(ckpt), final, "as sync would leave it")
         launched.append(plan_launch(ckpt, files, target))
+        refuse_no_start(
+            ckpt.named or str(ckpt.root), launched[-1], target
+        )  # before anything is written
 
     with write_session(ckpt) as session:
         journal = session.journal
@@ -366,6 +371,7 @@ def _carry_out(
         if plan.in_sync:  # another process synced it, or recovery settled a half-done entry
             if launch and not plan.drift:
                 plan = replace(plan, launch=plan_launch(ckpt, read_config_files(ckpt), target))
+                refuse_no_start(ckpt.named or str(ckpt.root), plan.launch, target)
             return SyncResult(plan, (), (), False)
         refuse_unsettled_files(
             ckpt,
@@ -402,6 +408,17 @@ def _carry_out(
     if launched:
         plan = replace(plan, launch=launched[0])
     return SyncResult(plan, applied, reverted, False, changes)
+
+
+def refuse_no_start(checkpoint: str, launch: Launch | None, target: Target) -> None:
+    """No go-ahead for a launch that cannot start at any context on the target (no KV cache
+    fits beside the weights, or the engine still refuses the files): sync and run refuse it
+    before anything is written or started; plan shows it and exits 1."""
+    if launch is not None and launch.problem is not None:
+        raise TargetError(
+            f"the server cannot start: {launch.problem}",
+            hint=shlex.join(["patcher", "plan", checkpoint, *target.options()]) + " shows why",
+        )
 
 
 def _check_effect(ckpt: Checkpoint, step: Any, target: Target) -> None:

@@ -38,7 +38,7 @@ from patcher.engines.launch_flags import (
 from patcher.engines.readings import assumed
 from patcher.errors import PatcherError, TargetError
 from patcher.ops.launching import Launch
-from patcher.ops.planning import Plan, plan_checkpoint, sync_checkpoint
+from patcher.ops.planning import Plan, plan_checkpoint, refuse_no_start, sync_checkpoint
 from patcher.ops.targets import Target, make_target
 
 GIB = 1024**3
@@ -235,6 +235,7 @@ def plan_run(
     )
     if check or dry_run:
         plan = plan_checkpoint(command.checkpoint, target)
+        refuse_no_start(str(command.checkpoint), plan.launch, target)
         if check and not plan.in_sync:
             raise TargetError(
                 f"{command.checkpoint} is not in sync with {target.describe()} "

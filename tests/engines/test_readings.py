@@ -100,8 +100,8 @@ def test_a_problem_found_by_assumed_rules_says_whose_rules(cli: Cli, kimi: Path)
 @pytest.mark.parametrize(
     "command",
     [
-        ["plan", "{ckpt}", "--engine", "vllm==0.35.0", "--gpu", "h200"],
-        ["sync", "{ckpt}", "--engine", "vllm==0.35.0", "--gpu", "h200", "--dry-run"],
+        ["plan", "{ckpt}", "--engine", "vllm==0.35.0", "--gpu", "h200", "--tp", "8"],
+        ["sync", "{ckpt}", "--engine", "vllm==0.35.0", "--gpu", "h200", "--tp", "8", "--dry-run"],
         ["kv-budget", "{ckpt}", "--engine", "vllm==0.35.0", "--gpu", "h200", "--tp", "8"],
         ["overrides", "{ckpt}", "--engine", "vllm==0.35.0"],
     ],

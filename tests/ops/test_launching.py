@@ -66,8 +66,8 @@ def test_with_the_fp8_cache_kept_the_whole_context_fits(cli: Cli, kimi: Path) ->
 
 def test_one_gpu_cannot_hold_the_weights_and_plan_says_so(cli: Cli, kimi: Path) -> None:
     code, out, err = cli("plan", kimi, "--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000")
-    assert code == 4, err
-    assert "warning: no KV cache fits" in out and "--tp" in out
+    assert code == 1, err  # no go-ahead, although the strip is pending too
+    assert "does not start: no KV cache fits" in out and "--tp" in out
 
 
 def test_plan_refuses_what_sync_refuses_with_the_same_message(
@@ -190,7 +190,7 @@ def test_sync_keeps_what_was_applied_by_hand_unless_prune(cli: Cli, kimi: Path) 
     code, _, err = cli("apply", kimi, "set-context-length", "--set", "length=65536")
     assert code == 0, err
     patched = tree_bytes(kimi)
-    h200 = ("--engine", "vllm==0.33.0", "--gpu", "h200")
+    h200 = ("--engine", "vllm==0.33.0", "--gpu", "h200", "--tp", "8")
     code, out, err = cli("plan", kimi, *h200)
     assert code == 0, err
     assert "kept: set-context-length (entry 1), applied by hand" in out
@@ -346,12 +346,11 @@ def test_a_start_the_model_cannot_judge_says_unknown_not_in_sync_alone(
 ) -> None:
     """SGLang's attention backends on a GPU are not modelled: plan (and run) print the command
     line with "starts: unknown", as check does, never only "in sync". vLLM's are modelled."""
-    code, out, _ = cli("plan", kimi, "--engine", "sglang==0.5.23", "--gpu", "rtx-pro-6000")
+    sglang = ("--engine", "sglang==0.5.23", "--tp", "8")
+    code, out, _ = cli("plan", kimi, *sglang, "--gpu", "rtx-pro-6000")
     assert code == 0
     assert "starts: unknown: which SGLang attention backend" in out
-    launch = json.loads(
-        cli("plan", kimi, "--engine", "sglang==0.5.23", "--gpu", "h200", "--json")[1]
-    )["launch"]
+    launch = json.loads(cli("plan", kimi, *sglang, "--gpu", "h200", "--json")[1])["launch"]
     assert launch["unknowns"] and "SGLang attention backend" in launch["unknowns"][0]
     code, out, _ = cli("plan", kimi, *TARGET, "--kv-cache-dtype", "bfloat16")
     assert code == 0 and "starts:" not in out
@@ -415,3 +414,33 @@ def test_a_kv_space_in_bytes_is_refused_where_the_server_cannot_be_given_it(
         assert code == 1, (command, err)
         assert "sglang==0.5.23 has no --kv-cache-memory-bytes" in err, command
     assert tree_bytes(kimi) == before
+
+
+@pytest.mark.parametrize(
+    ("model", "gpu"),
+    [("devstral-small-2507", "l4"), ("kimi", "h100")],  # 43.9 and 584 GiB of weights per GPU
+)
+def test_no_go_ahead_where_no_kv_cache_fits(
+    cli: Cli, kimi: Path, model_checkpoint: object, model: str, gpu: str
+) -> None:
+    """A launch that cannot start at any context gets no start command and no exit 0: plan
+    says "does not start" and exits 1; sync and run refuse before anything is written or
+    started, naming the plan that shows why; check says "starts: no" alike."""
+    root = kimi if model == "kimi" else model_checkpoint(model)  # type: ignore[operator]
+    before = tree_bytes(root)
+    target = ["--engine", "vllm==0.16.0", "--gpu", gpu]
+    code, out, _ = cli("plan", root, *target)
+    assert code == 1 and "start the server with" not in out
+    assert out.splitlines()[-1].startswith(
+        f"does not start: no KV cache fits on vllm==0.16.0 on {gpu}"
+    )
+    assert json.loads(cli("plan", root, *target, "--json")[1])["launch"]["problem"]
+    code, _, err = cli("sync", root, *target)
+    assert code == 1 and err.startswith("error: the server cannot start: no KV cache fits")
+    assert f"next: patcher plan {root} --engine vllm==0.16.0 --gpu {gpu} shows why" in err
+    assert cli("sync", root, *target, "--dry-run")[0] == 1
+    code, _, err = cli("run", *target, "--dry-run", "--", "vllm", "serve", root)
+    assert code == 1 and "the server cannot start" in err
+    assert tree_bytes(root) == before
+    code, out, _ = cli("check", root, *target, "--tp", "1")
+    assert code == 1 and "starts          no" in out

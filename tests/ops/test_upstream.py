@@ -367,7 +367,7 @@ def test_an_overlay_follows_entries_its_source_gains_or_loses(tmp_path: Path) ->
     source = tmp_path / "store" / "kimi"
     shutil.copytree(EXAMPLE, source)
     out = tmp_path / "overlay"
-    target = ("--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", "--overlay", out)
+    target = ("--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", "--tp", "8", "--overlay", out)
     assert run("sync", source, *target)[0] == 0
     (source / "generation_config.json").write_text('{"eos_token_id": 163586}\n')
     (source / "model.safetensors.index.json").unlink()
@@ -387,7 +387,7 @@ def test_an_overlay_follows_its_store_when_the_store_moves(tmp_path: Path) -> No
     source = tmp_path / "store" / "kimi"
     shutil.copytree(EXAMPLE, source)
     out = tmp_path / "overlay"
-    target = ("--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", "--overlay", out)
+    target = ("--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", "--tp", "8", "--overlay", out)
     assert run("sync", source, *target)[0] == 0
     patched = (out / "config.json").read_bytes()
     moved = tmp_path / "mnt" / "kimi"
@@ -422,7 +422,7 @@ def test_an_overlay_whose_store_moved_with_a_new_revision_asks_for_a_rebase(
     source = tmp_path / "store" / "kimi"
     shutil.copytree(EXAMPLE, source)
     out = tmp_path / "overlay"
-    target = ("--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", "--overlay", out)
+    target = ("--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", "--tp", "8", "--overlay", out)
     assert run("sync", source, *target)[0] == 0
     moved = tmp_path / "mnt" / "kimi"
     moved.parent.mkdir()
@@ -463,10 +463,14 @@ def test_sync_in_the_cache_restores_the_links(hub: tuple[Hub, str], tmp_path: Pa
     env = {"HF_HUB_CACHE": str(cache)}
     snapshot = fill_cache(url, cache)
     before = tree_bytes(snapshot)
-    code, _, err = run("sync", REPO, "--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", env=env)
+    code, _, err = run(
+        "sync", REPO, "--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", "--tp", "8", env=env
+    )
     assert code == 0, err
     assert not (snapshot / "config.json").is_symlink()
-    code, _, err = run("sync", REPO, "--engine", "vllm==0.16.0", "--gpu", "h200", env=env)
+    code, _, err = run(
+        "sync", REPO, "--engine", "vllm==0.16.0", "--gpu", "h200", "--tp", "8", env=env
+    )
     assert code == 0, err
     assert (snapshot / "config.json").is_symlink() and tree_bytes(snapshot) == before
 

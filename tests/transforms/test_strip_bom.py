@@ -69,7 +69,7 @@ def test_vllm_refuses_a_marked_config_and_the_plan_strips_it(cli: Cli, kimi: Pat
         f"config file at '{kimi}/config.json' is not a valid JSON file." in out
     )
     assert "[bom]" not in out  # the engine's own error, not the generic finding as well
-    target = ("--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000")
+    target = ("--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", "--tp", "8")
     code, out, _ = cli("plan", kimi, *target, "--json")
     assert code == 4
     assert [a["name"] for a in json.loads(out)["actions"]] == [
@@ -195,7 +195,7 @@ def test_a_marked_tokenizer_config_is_found_stripped_and_put_back(
         "[engine-startup-error] tokenizer_config.json: vllm==0.33.0 refuses to start: Unexpected "
         "UTF-8 BOM (decode using utf-8-sig): line 1 column 1 (char 0)" in out
     )
-    target = ("--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000")
+    target = ("--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", "--tp", "8")
     code, out, _ = cli("plan", root, *target, "--json")
     assert code == 4 and [a["name"] for a in json.loads(out)["actions"]] == ["strip-bom"]
     assert tree_bytes(root) == before
