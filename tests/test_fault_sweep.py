@@ -91,7 +91,7 @@ def _prepare_sync_apply(tmp_path: Path) -> tuple[Path, list[str]]:
     api.apply(root, "set-architectures", {"architecture": "DeepseekV3ForCausalLM"})
     profile = tmp_path / "profile.toml"
     profile.write_text(
-        'engine = "vllm==0.16.0"\ngpu = "rtx-pro-6000"\n'
+        'engine = "vllm==0.16.0"\ngpu = "rtx-pro-6000"\ntensor_parallel = 8\n'
         '[transforms]\nset-torch-dtype = { dtype = "float16" }\n'
     )
     # strip-fp8-kv-cache and set-torch-dtype applied, set-architectures reverted: one step.
@@ -116,8 +116,8 @@ def _prepare_sync_first(tmp_path: Path) -> tuple[Path, list[str]]:
 
 def _prepare_sync_revert(tmp_path: Path) -> tuple[Path, list[str]]:
     root = _kimi(tmp_path)
-    api.sync(root, api.make_target(engine="vllm==0.16.0", gpu="rtx-pro-6000"))
-    return root, ["sync", "{root}", "--engine", "vllm==0.16.0", "--gpu", "h200"]
+    api.sync(root, api.make_target(engine="vllm==0.16.0", gpu="rtx-pro-6000", tensor_parallel=8))
+    return root, ["sync", "{root}", "--engine", "vllm==0.16.0", "--gpu", "h200", "--tp", "8"]
 
 
 def _prepare_replace(tmp_path: Path) -> tuple[Path, list[str]]:
@@ -181,7 +181,7 @@ def _prepare_sync_new_params(tmp_path: Path) -> tuple[Path, list[str]]:
     root = _kimi(tmp_path)
     profile = tmp_path / "profile.toml"
     profile.write_text(
-        'engine = "vllm==0.33.0"\ngpu = "rtx-pro-6000"\n'
+        'engine = "vllm==0.33.0"\ngpu = "rtx-pro-6000"\ntensor_parallel = 8\n'
         "[transforms]\nset-context-length = { length = 131072 }\n"
     )
     api.sync(root, api.make_target(profile=profile))

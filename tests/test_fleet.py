@@ -160,7 +160,12 @@ def test_sync_for_the_gpu_applies_strip_fp8_kv_cache_to_kimi(
     collections: Path, tmp_path: Path, kimi_copy: Path
 ) -> None:
     before = tree_bytes(kimi_copy)
-    args = {"path": str(kimi_copy), "engine": "vllm==0.16.0", "gpu": "rtx-pro-6000"}
+    args = {
+        "path": str(kimi_copy),
+        "engine": "vllm==0.16.0",
+        "gpu": "rtx-pro-6000",
+        "tensor_parallel": 8,
+    }
     task = {"patcher.patcher.sync": args}
     done, predicted = playbook(collections, tmp_path, task, "--check", "--diff")
     assert predicted["changed"] is True
@@ -184,7 +189,7 @@ def test_sync_for_the_gpu_applies_strip_fp8_kv_cache_to_kimi(
     _, again = playbook(collections, tmp_path, task)
     assert again["changed"] is False and again["actions"] == []
     # Another GPU where the FP8 KV cache runs: the transform is no longer needed.
-    _, moved = playbook(collections, tmp_path, {"patcher.patcher.sync": {**args, "gpu": "h100"}})
+    _, moved = playbook(collections, tmp_path, {"patcher.patcher.sync": {**args, "gpu": "h200"}})
     assert [(a["action"], a["name"]) for a in moved["actions"]] == [
         ("revert", "strip-fp8-kv-cache")
     ]
@@ -219,7 +224,7 @@ def test_sync_says_what_it_cannot_tell_of_the_start(
 ) -> None:
     """SGLang's attention backends on a GPU are not modelled: the task returns why, beside the
     command line, so a play can stop before it starts a server patcher cannot vouch for."""
-    args = {"path": str(kimi_copy), "engine": "sglang==0.5.23", "gpu": "h200"}
+    args = {"path": str(kimi_copy), "engine": "sglang==0.5.23", "gpu": "h200", "tensor_parallel": 8}
     _, real = playbook(collections, tmp_path, {"patcher.patcher.sync": args})
     assert real["argv"][:3] == ["python", "-m", "sglang.launch_server"]
     assert "SGLang attention backend" in real["starts_unknown"][0]
@@ -255,6 +260,7 @@ def test_sync_puts_back_what_a_re_download_undid(
             "path": str(kimi_copy),
             "engine": "vllm==0.16.0",
             "gpu": "rtx-pro-6000",
+            "tensor_parallel": 8,
         }
     }
     playbook(collections, tmp_path, task)

@@ -17,7 +17,7 @@ from patcher import api
 from tests.conftest import SNAPSHOTS, Cli, tree_bytes
 
 EXAMPLE = SNAPSHOTS / "example" / "kimi-k2.5-nvfp4"
-SYNC = ("--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000")
+SYNC = ("--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", "--tp", "8")
 
 
 @contextlib.contextmanager
