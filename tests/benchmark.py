@@ -671,7 +671,7 @@ def bench_installed(work: Path, runs: int, python: Path | None) -> list[str]:
     return [
         f"the installed engine asked ({python}; median of {runs}):",
         "",
-        "| process | median wall | peak RSS (patcher's) |",
+        "| process | median wall | peak RSS (the largest process of the run) |",
         "|---|---|---|",
         *(f"| {name} | {t * 1000:.0f} ms | {m // 1024} MiB |" for name, (t, m) in result.items()),
     ]
