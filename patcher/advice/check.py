@@ -22,6 +22,7 @@ from patcher.engines.files import READ_FILES, TOKENIZER_FILE, ConfigFiles, confi
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.launch_flags import refuse_without_flag
 from patcher.engines.model import derive, refuse_unknown_kv_cache_dtype
+from patcher.engines.parallel import tensor_parallel_error
 from patcher.engines.readings import assumed
 from patcher.engines.target import Engine, parse_engine
 from patcher.engines.templates import JINJA_FILE, served_template
@@ -447,6 +448,9 @@ def check_checkpoint(
     if view is None and target is not None:
         view = derive(target, parsed, device, kv_cache_dtype=kv_cache_dtype)
 
+    split = None if target is None else tensor_parallel_error(target, parsed, tensor_parallel)
+    if view is not None and split is not None:  # vLLM refuses the size before any weight
+        view = replace(view, startup_errors=(*view.startup_errors, split))
     engine_name = None if target is None else target.name
     journal = read_journal(ckpt)
     applied = {e.transform for e in journal.applied}

@@ -21,6 +21,7 @@ from typing import Any
 from patcher.advice.kvbudget import KvBudget, budget_of_files, index_weights
 from patcher.engines.files import ConfigFiles
 from patcher.engines.model import derive
+from patcher.engines.parallel import tensor_parallel_error
 from patcher.errors import PatcherError, TargetError
 from patcher.ops.targets import Target
 from patcher.store.checkpoint import Checkpoint
@@ -133,6 +134,7 @@ def plan_launch(ckpt: Checkpoint, files: ConfigFiles, target: Target) -> Launch:
                 else "leave it out: plan then edits the files",
             )
     unfixed = view.startup_errors[0].message if view.startup_errors else None
+    split = tensor_parallel_error(target.engine, files, target.tensor_parallel)
     if wanted is not None and derived is not None and wanted > derived:
         raise TargetError(
             f"max_model_len {wanted} is above the {derived} {target.engine} derives "
@@ -164,6 +166,8 @@ def plan_launch(ckpt: Checkpoint, files: ConfigFiles, target: Target) -> Launch:
     else:
         context_note = f"{target.engine} derives {view.max_model_len.reason}"
     problem = None if unfixed is None else f"{target.engine} still refuses the files: {unfixed}"
+    if problem is None and split is not None:
+        problem = f"{target.engine} refuses the parallel size: {split.message} ({split.note})"
     context = cap if cap is not None else derived
     if memory is not None and serve is not None and serve > memory.max_tokens:
         if not memory.suggested_context:

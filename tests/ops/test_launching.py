@@ -444,3 +444,25 @@ def test_no_go_ahead_where_no_kv_cache_fits(
     assert tree_bytes(root) == before
     code, out, _ = cli("check", root, *target, "--tp", "1")
     assert code == 1 and "starts          no" in out
+
+
+def test_a_tensor_parallel_size_that_does_not_divide_the_heads_does_not_start(
+    cli: Cli, model_checkpoint: object
+) -> None:
+    """vLLM refuses --tensor-parallel-size 3 for 40 attention heads before loading a weight
+    (ModelConfig.verify_with_parallel_config, every release read): check says "starts: no"
+    with the sizes that divide, plan gives no start command, sync refuses; 4 starts."""
+    root: Path = model_checkpoint("deepseek-r1-distill-qwen-32b")  # type: ignore[operator]
+    target = ["--engine", "vllm==0.16.0", "--gpu", "h100"]
+    code, out, _ = cli("check", root, *target, "--tp", "3")
+    assert code == 1 and "starts          no" in out
+    assert (
+        "Total number of attention heads (40) must be divisible by tensor parallel size (3)" in out
+    )
+    assert "--tensor-parallel-size 1 or 2 or 4 or 8 divides 40 heads" in out
+    code, out, _ = cli("plan", root, *target, "--tp", "3")
+    assert code == 1 and "start the server with" not in out
+    assert "does not start: vllm==0.16.0 refuses the parallel size" in out
+    assert cli("sync", root, *target, "--tp", "3")[0] == 1
+    code, out, _ = cli("plan", root, *target, "--tp", "4")
+    assert code == 0 and "vllm serve" in out and "--tensor-parallel-size 4" in out
