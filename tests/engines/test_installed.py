@@ -83,6 +83,13 @@ def test_the_memory_defaults_answered_are_the_releases_read() -> None:
         read = reading(parse_engine(f"vllm=={version}"))
         assert memory["block_size"] in (None, read.block_size)
         assert memory["gpu_memory_utilization"] == read.gpu_memory_utilization
+        assert memory["extensible_kv_cache_utilization"] == read.extensible_kv_cache_utilization
+    # 0.34.0's own CacheConfig: 64-token blocks, and 1.0 with the extensible KV cache.
+    assert RECORDED["0.34.0"][0]["answer"]["memory"] == {
+        "block_size": 64,
+        "gpu_memory_utilization": 0.92,
+        "extensible_kv_cache_utilization": 1.0,
+    }
 
 
 def test_an_interpreter_without_the_engine_falls_back_in_one_line(
