@@ -90,3 +90,55 @@ def parse_gpu(text: str) -> Gpu:
         f"unknown GPU {text!r}" + (f"; did you mean {close[0]!r}?" if close else ""),
         hint="give a compute capability such as --gpu 12.0, cpu, or one of: " + ", ".join(GPUS),
     )
+
+
+# The driver's product names (nvidia-smi's ``name``), by the words that tell the model apart:
+# "NVIDIA RTX PRO 6000 Blackwell Server Edition", "NVIDIA H100 80GB HBM3", "NVIDIA
+# A100-SXM4-80GB", "NVIDIA H200 NVL", "NVIDIA GeForce RTX 5090", "Tesla T4". First match wins.
+DRIVER_NAMES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), name)
+    for pattern, name in (
+        (r"\brtx pro 6000\b", "rtx-pro-6000"),
+        (r"\brtx 6000 ada\b", "rtx-6000-ada"),
+        (r"\brtx a6000\b", "a6000"),
+        (r"\brtx 5090\b", "rtx-5090"),
+        (r"\brtx 5080\b", "rtx-5080"),
+        (r"\brtx 4090\b", "rtx-4090"),
+        (r"\brtx 3090\b", "rtx-3090"),
+        (r"\bgb10\b", "dgx-spark"),
+        (r"\bgb200\b", "gb200"),
+        (r"\bgh200\b", "gh200"),
+        (r"\bb300\b", "b300"),
+        (r"\bb200\b", "b200"),
+        (r"\bh200\b", "h200"),
+        (r"\bh100\b", "h100"),
+        (r"\bh20\b", "h20"),
+        (r"\ba100\b.*\b40gb\b", "a100-40gb"),
+        (r"\ba100\b", "a100"),
+        (r"\bl40s\b", "l40s"),
+        (r"\bl4\b", "l4"),
+        (r"\ba10g\b", "a10g"),
+        (r"\ba10\b", "a10"),
+        (r"\bt4\b", "t4"),
+        (r"\bv100\b", "v100"),
+    )
+)
+
+
+def gpu_from_driver(name: str, memory_mib: str, capability: str) -> Gpu:
+    """The GPU nvidia-smi reports (``--query-gpu=name,memory.total,compute_cap
+    --format=csv,noheader,nounits``): its memory and compute capability as the driver gives
+    them; the name is only a label, recognised where the table knows the model (else
+    ``smXY``). Raises :class:`TargetError` for a line it cannot read."""
+    words = re.sub(r"[^a-z0-9]+", " ", name.lower())
+    known = next((gpu for pattern, gpu in DRIVER_NAMES if pattern.search(words)), None)
+    try:
+        major, minor = (int(part) for part in capability.strip().split("."))
+        memory = round(float(memory_mib) / 1024, 2) if memory_mib.strip() else None
+    except ValueError:
+        raise TargetError(
+            f"cannot read nvidia-smi's line {name!r}, {memory_mib!r}, {capability!r}",
+            hint="add --gpu NAME",
+        ) from None
+    label = known or f"sm{major}{minor}"
+    return Gpu(label, (major, minor), memory)

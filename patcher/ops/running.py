@@ -25,7 +25,7 @@ from types import FrameType
 from typing import Any
 
 from patcher.advice.doctor import Diagnosis, diagnose_text, judge_fixes
-from patcher.engines.gpus import parse_gpu
+from patcher.engines.gpus import CPU, Gpu, gpu_from_driver
 from patcher.engines.launch_flags import (
     SGLANG_FLAGS,
     VLLM_FLAGS,
@@ -155,30 +155,35 @@ def engine_version(command: EngineCommand) -> str | None:
     return version or None
 
 
-def detect_gpu(version: str | None) -> str | None:
-    """The GPU from nvidia-smi (its compute capability and memory), or ``cpu`` for a CPU
-    build of vLLM (a version ending in ``+cpu``); None when neither tells."""
+def detect_gpu(version: str | None) -> Gpu | None:
+    """The GPU nvidia-smi reports (its name, total memory and compute capability: the memory
+    is the driver's own figure), or the CPU for a CPU build of vLLM (a version ending in
+    ``+cpu``); None when there is no nvidia-smi. A failing nvidia-smi (the driver not loaded)
+    is refused as such."""
     smi = _which("nvidia-smi")
     if smi is not None:
+        query = "--query-gpu=name,memory.total,compute_cap"
         try:
             done = subprocess.run(
-                [smi, "--query-gpu=name,compute_cap", "--format=csv,noheader"],
+                [smi, query, "--format=csv,noheader,nounits"],
                 capture_output=True,
                 text=True,
                 timeout=20,
                 check=False,
             )
-        except (OSError, subprocess.TimeoutExpired):
-            done = None
-        first = done.stdout.strip().splitlines()[0] if done and done.stdout.strip() else ""
-        name, _, capability = first.rpartition(",")
-        for text in (name.replace("NVIDIA", "").strip(), capability.strip()):
-            try:
-                return parse_gpu(text).name if text else None
-            except TargetError:
-                continue
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise TargetError(f"nvidia-smi failed ({exc})", hint="add --gpu NAME") from None
+        lines = done.stdout.strip().splitlines()
+        if done.returncode != 0 or not lines:
+            said = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[0]
+            raise TargetError(
+                f"nvidia-smi failed (exit {done.returncode}: {said[:200]})",
+                hint="check the driver, or add --gpu NAME",
+            )
+        name, memory, capability = ([*lines[0].rsplit(",", 2)] + ["", ""])[:3]
+        return gpu_from_driver(name, memory, capability)
     if version is not None and "+cpu" in version:
-        return "cpu"
+        return CPU
     return None
 
 
@@ -186,7 +191,7 @@ def plan_run(
     argv: Sequence[str],
     *,
     engine: str | None = None,
-    gpu: str | None = None,
+    gpu: str | Gpu | None = None,
     profile: Path | str | None = None,
     check: bool = False,
     dry_run: bool = False,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -342,3 +343,63 @@ def test_live_run(tmp_path: Path) -> None:
     finally:
         child.send_signal(signal.SIGINT)
         child.wait(60)
+
+
+def _smi(tmp_path: Path, env: dict[str, str], body: str) -> dict[str, str]:
+    """A ``nvidia-smi`` on PATH that runs ``body`` (a shell script)."""
+    bin_dir = tmp_path / "smi"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text(f"#!/bin/sh\n{body}\n")
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    return {**env, "PATH": f"{bin_dir}{os.pathsep}{env['PATH']}"}
+
+
+@pytest.mark.parametrize(
+    ("line", "label", "memory"),
+    [
+        ("NVIDIA RTX PRO 6000 Blackwell Server Edition, 97887, 12.0", "rtx-pro-6000", 95.59),
+        ("NVIDIA H100 80GB HBM3, 81559, 9.0", "h100", 79.65),
+        ("NVIDIA A100-SXM4-80GB, 81920, 8.0", "a100", 80.0),
+        ("NVIDIA H200 NVL, 143771, 9.0", "h200", 140.4),
+        ("NVIDIA Some Future GPU, 200000, 11.0", "sm110", 195.31),
+    ],
+)
+def test_the_gpu_is_the_drivers_name_memory_and_capability(
+    line: str, label: str, memory: float
+) -> None:
+    from patcher.engines.gpus import gpu_from_driver
+
+    gpu = gpu_from_driver(*line.rsplit(",", 2))
+    assert (gpu.name, gpu.memory_gib) == (label, memory)
+
+
+def test_run_reads_the_gpu_from_nvidia_smi_and_caps_the_context(tmp_path: Path) -> None:
+    """The README's story on 8 RTX PRO 6000 as the driver names them: the strip is planned
+    and --max-model-len 183296 added, as plan --gpu rtx-pro-6000 --tp 8 does."""
+    ckpt = tmp_path / "kimi"
+    shutil.copytree(ROOT / "snapshots" / "example" / "kimi-k2.5-nvfp4", ckpt)
+    env = _engine(tmp_path, "pass", version="0.16.0")
+    env = _smi(tmp_path, env, 'echo "NVIDIA RTX PRO 6000 Blackwell Server Edition, 97887, 12.0"')
+    done = _run(
+        env, "--dry-run", "--json", "--", "vllm", "serve", ckpt, "--tensor-parallel-size", "8"
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["gpu"] == "rtx-pro-6000"
+    assert found["added_flags"] == ["--max-model-len", "183296"]
+    assert [a["name"] for a in found["plan"]["actions"]] == ["strip-fp8-kv-cache"]
+
+
+def test_a_failing_nvidia_smi_is_named_as_such(tmp_path: Path) -> None:
+    ckpt = _checkpoint(tmp_path, "c1_base")
+    env = _smi(
+        tmp_path,
+        _engine(tmp_path, "pass", version="0.16.0"),
+        'echo "NVIDIA-SMI has failed because it couldn\'t communicate with the NVIDIA driver."'
+        "; exit 9",
+    )
+    done = _run(env, "--dry-run", "--", "vllm", "serve", ckpt)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(
+        "error: nvidia-smi failed (exit 9: NVIDIA-SMI has failed because it couldn't communicate"
+    )
