@@ -335,13 +335,16 @@ def _bom(
 
 
 def _engine_findings(
-    view: EngineView, apply: Callable[..., str], checkpoint: str
+    view: EngineView, apply: Callable[..., str], checkpoint: str, tensor_parallel: int | None
 ) -> Iterator[Finding]:
     serve = (
         f"vllm serve {checkpoint}"
         if view.engine.name == "vllm"
         else f"python -m sglang.launch_server --model-path {checkpoint}"
     )
+    if tensor_parallel and tensor_parallel > 1:  # a fix pasted starts on the target's GPUs
+        serve += f" {'--tensor-parallel-size' if view.engine.name == 'vllm' else '--tp-size'}"
+        serve += f" {tensor_parallel}"
     reading = assumed(view.engine)
     who = (
         f"{view.engine} refuses to start"
@@ -476,7 +479,11 @@ def check_checkpoint(
         return f"patcher rebase {ckpt.arg}"
 
     findings = [
-        *(_engine_findings(view, apply, ckpt.arg) if view is not None else _fp8_kv(files, apply)),
+        *(
+            _engine_findings(view, apply, ckpt.arg, tensor_parallel)
+            if view is not None
+            else _fp8_kv(files, apply)
+        ),
         *_kv_disagreement(files, apply),
         *_rope_downgrade(files, f"patcher diff {ckpt.arg}"),
         *stop_findings.eos_mismatch(files.get, apply),

@@ -465,3 +465,11 @@ def test_check_says_unknown_where_the_model_does_not_cover_it(
     code, text, _ = cli("check", tmp_path, "--engine", engine)
     assert "starts          unknown:" in text and "starts          yes" not in text
     assert code == 5  # no problem found, and no "yes" either
+
+
+def test_a_fix_command_keeps_the_targets_tensor_parallel_size(cli: Cli, kimi: Path) -> None:
+    """check --tp 8's engine flag alternative starts on the 8 GPUs it judged, not on one."""
+    _, out, _ = cli("check", kimi, "--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", "--tp", "8")
+    assert f"or: vllm serve {kimi} --tensor-parallel-size 8 --kv-cache-dtype bfloat16" in out
+    _, out, _ = cli("check", kimi, "--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000")
+    assert f"or: vllm serve {kimi} --kv-cache-dtype bfloat16" in out
