@@ -46,36 +46,54 @@ def _is_value(word: str) -> bool:
     return True
 
 
-def flag_words(words: Sequence[str]) -> tuple[tuple[str, str | None, tuple[str, ...]], ...]:
+def vllm_spelling(name: str) -> str:
+    """A flag's name as vLLM's FlexibleArgumentParser reads it: underscores are dashes up to
+    the first dot (``--max_model_len`` is ``--max-model-len``; utils/argparse_utils.py)."""
+    if not name.startswith("--"):
+        return name
+    head, dot, tail = name[2:].partition(".")
+    return "--" + head.replace("_", "-") + dot + tail
+
+
+def flag_words(
+    words: Sequence[str], engine: str | None = None
+) -> tuple[tuple[str, str | None, tuple[str, ...]], ...]:
     """Each flag in ``words`` with its value (None: a switch such as --enforce-eager) and the
-    words it took: ``--name=value``, ``--name value`` (a value is a word that is not a flag)."""
+    words it took: ``--name=value``, ``--name value`` (a value is a word that is not a flag).
+    For ``engine`` "vllm" the names are as vLLM reads them (underscores as dashes)."""
     found: list[tuple[str, str | None, tuple[str, ...]]] = []
+    spell = vllm_spelling if engine == "vllm" else str
     i = 0
     while i < len(words):
         word = words[i]
         name, eq, value = word.partition("=")
+        name = spell(name)
         if eq and word.startswith("-"):
             found.append((name, value, (word,)))
             i += 1
         elif word.startswith("-") and i + 1 < len(words) and _is_value(words[i + 1]):
-            found.append((word, words[i + 1], (word, words[i + 1])))
+            found.append((spell(word), words[i + 1], (word, words[i + 1])))
             i += 2
         else:
-            found.append((word, None, (word,)))
+            found.append((spell(word), None, (word,)))
             i += 1
     return tuple(found)
 
 
 def setting_values(
-    words: Sequence[str], spellings: Mapping[str, tuple[str, ...]]
+    words: Sequence[str], spellings: Mapping[str, tuple[str, ...]], engine: str | None = None
 ) -> dict[str, str]:
     """The launch settings ``words`` name, by their target names (the last one given wins, as
-    argparse takes it)."""
+    argparse takes it; for vLLM, ``--max_model_len`` as ``--max-model-len``)."""
     found: dict[str, str] = {}
-    for name, value, _ in flag_words(words):
+    for name, value, _ in flag_words(words, engine):
         for key, names in spellings.items():
-            if name in names and value is not None:
-                found[key] = value
+            if name in names and value is None:
+                raise TargetError(
+                    f"{name} is given no value", hint=f"give it one ({name} VALUE) or leave it out"
+                )
+            if name in names:
+                found[key] = value  # type: ignore[assignment]
     return found
 
 
@@ -89,7 +107,7 @@ def split_settings(
     by_name = {name: key for key, names in spellings.items() for name in names}
     settings: dict[str, tuple[str, str | None]] = {}
     rest: list[str] = []
-    for name, value, taken in flag_words(words):
+    for name, value, taken in flag_words(words, engine):
         if name not in by_name:
             rest += taken
         else:

@@ -94,7 +94,7 @@ def read_engine_command(argv: Sequence[str]) -> EngineCommand:
         checkpoint = words[2]
         if checkpoint.startswith("-"):
             raise TargetError("vllm serve needs the checkpoint as its first argument", hint=_HINT)
-        flags = setting_values(words[3:], VLLM_FLAGS)
+        flags = setting_values(words[3:], VLLM_FLAGS, "vllm")
         return EngineCommand("vllm", tuple(words), checkpoint, flags, _shebang(words[0]))
     if program.startswith("python") and words[1:3] == ["-m", "sglang.launch_server"]:
         found = setting_values(words[3:], {"model": ("--model-path", "--model")})
@@ -286,8 +286,8 @@ def _added_flags(command: EngineCommand, target: Target, launch: Launch | None) 
             else f"{flag} {given} contradicts the plan's {flag} {value}",
             hint=f"use {flag} {value}, or change the target ({_plan_command(command, target)})",
         )
-    user = {name: value for name, value, _ in flag_words(command.argv[3:])}
-    for name, wanted, taken in flag_words(launch.passed):
+    user = {name: value for name, value, _ in flag_words(command.argv[3:], command.engine)}
+    for name, wanted, taken in flag_words(launch.passed, command.engine):
         if name not in user:
             added += taken
         elif user[name] != wanted:

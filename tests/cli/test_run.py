@@ -403,3 +403,22 @@ def test_a_failing_nvidia_smi_is_named_as_such(tmp_path: Path) -> None:
     assert done.stderr.startswith(
         "error: nvidia-smi failed (exit 9: NVIDIA-SMI has failed because it couldn't communicate"
     )
+
+
+def test_run_reads_the_flags_as_vllm_spells_them(tmp_path: Path) -> None:
+    """vLLM's parser takes --max_model_len for --max-model-len and --flag=value: run judges
+    what the user gave in any of those spellings, never appends a second value, and refuses
+    a setting flag given no value, naming it."""
+    ckpt = tmp_path / "kimi"
+    shutil.copytree(ROOT / "snapshots" / "example" / "kimi-k2.5-nvfp4", ckpt)
+    env = _engine(tmp_path, "pass", version="0.16.0")
+    target = ("--gpu", "rtx-pro-6000", "--dry-run", "--json", "--", "vllm", "serve", ckpt)
+    done = _run(env, *target, "--tensor_parallel_size=8")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["added_flags"] == ["--max-model-len", "183296"]
+    done = _run(env, *target, "--tensor_parallel_size", "8", "--max_model_len", "262144")
+    assert done.returncode == 1  # --json: the refusal is JSON on stdout too
+    assert "--max-model-len 262144 contradicts the plan's --max-model-len 183296" in done.stderr
+    done = _run(env, *target, "--tensor-parallel-size", "8", "--max-model-len")
+    assert done.returncode == 1
+    assert "error: --max-model-len is given no value" in done.stderr
