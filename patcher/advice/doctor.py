@@ -32,7 +32,13 @@ from patcher.errors import InputFileError, PatcherError
 from patcher.results import JsonResult
 from patcher.store.checkpoint import open_checkpoint
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# Terminal control sequences a log may carry, none of which is echoed: CSI (colours, cursor),
+# OSC (window title, clipboard writes: ESC ] ... BEL or ESC \), other ESC sequences, and the
+# C0 and C1 controls but the tab.
+_ANSI = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]?"
+    r"|[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]"
+)
 _PREFIX = re.compile(
     r"^\s*(?:\((?:Worker|EngineCore|APIServer|VllmWorker|RayWorker)\S*\s+pid=\d+\)\s*)?"
     r"(?:(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+"
@@ -476,6 +482,12 @@ def _uncoloured(line: str) -> str:
     return _ANSI.sub("", line) if "\x1b" in line else line
 
 
+def _shown(line: str) -> str:
+    """A log line as doctor may print it: no terminal control sequence, no control character."""
+    body = line.rstrip("\r\n")
+    return body if body.isprintable() else _ANSI.sub("", body)
+
+
 def _first_rule(line: str) -> tuple[re.Match[str], Rule] | None:
     if any(line.lstrip().startswith(w) or f": {w}" in line for w in _WRAPPERS):
         if "Worker failed with error '" not in line:
@@ -529,6 +541,9 @@ def diagnose_lines(
             continue
         line = _PREFIX.sub("", line).rstrip()
         matched = _first_rule(line)
+        if matched is not None and not line.isprintable():  # echoed: every control stripped
+            line = _shown(line)
+            matched = _first_rule(line) or matched
         if matched is not None:
             found, (code, _, explain) = matched
             version = (

@@ -573,3 +573,19 @@ def test_vllm_0_34_kv_memory_wording_keeps_the_estimate_and_no_lower_utilization
         if utilization_fix
         else not any("utilization" in t for t in texts)
     )
+
+
+def test_terminal_control_sequences_in_a_log_are_never_echoed(tmp_path: Path) -> None:
+    """A log's OSC escapes (a clipboard write, a window title), colours and other controls
+    are stripped from what doctor prints: the root error reads as the engine wrote it."""
+    log = tmp_path / "hostile.log"
+    log.write_bytes(
+        b"\x1b]52;c;ZXZpbA==\x07\x1b]0;owned\x1b\\"
+        + b"ValueError: \x1b[1;31mNo available memory for the cache blocks.\x1b[0m"
+        + "\u009b\x07\n".encode()  # a C1 control (CSI) and a bell
+    )
+    found = diagnose(log)
+    assert found.code == "no-kv-cache-memory"
+    assert found.error == "ValueError: No available memory for the cache blocks."
+    shown = diagnose_text(log.read_text(errors="replace")).error or ""
+    assert "\x1b" not in shown and "\x07" not in shown
