@@ -215,16 +215,32 @@ def plan_run(
         if gpu is None:
             raise TargetError("cannot tell the GPU (no nvidia-smi)", hint="add --gpu NAME")
 
+    spellings = engine_flags(command.engine)
+    written = {
+        key: name
+        for name, _, _ in flag_words(command.argv[3:], command.engine)
+        for key, names in spellings.items()
+        if name in names
+    }
+
     def number(key: str, kind: Callable[[str], Any]) -> Any:
+        """The setting's value as the engine reads it; a bad one refused naming the flag."""
         if key not in flags:
             return None
+        flag = written.get(key, key)
         try:
-            return kind(flags[key])
+            value = kind(flags[key])
         except ValueError:
             raise TargetError(
-                f"cannot read {flags[key]!r} as the engine's {key.replace('_', ' ')}",
-                hint="give a number",
+                f"{flag} {flags[key]}: not a number the engine reads", hint=f"give {flag} N"
             ) from None
+        bad = (key in ("tensor_parallel", "pipeline_parallel") and not 1 <= value <= 4096) or (
+            key == "gpu_memory_utilization" and not 0 < value <= 1
+        )
+        if bad:
+            wanted = "(0, 1]" if key == "gpu_memory_utilization" else "1 to 4096"
+            raise TargetError(f"{flag} {flags[key]}: expected {wanted}", hint=f"give {flag} N")
+        return value
 
     kv_bytes = number("kv_cache_memory", human_readable_int)
     target = make_target(

@@ -422,3 +422,20 @@ def test_run_reads_the_flags_as_vllm_spells_them(tmp_path: Path) -> None:
     done = _run(env, *target, "--tensor-parallel-size", "8", "--max-model-len")
     assert done.returncode == 1
     assert "error: --max-model-len is given no value" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("flag", "said"),
+    [
+        (["--tensor-parallel-size", "0"], "error: --tensor-parallel-size 0: expected 1 to 4096"),
+        (["-tp", "x"], "error: -tp x: not a number the engine reads"),
+        (["--gpu_memory_utilization=1.5"], "error: --gpu-memory-utilization 1.5: expected (0, 1]"),
+    ],
+)
+def test_a_bad_value_is_refused_naming_the_flag(tmp_path: Path, flag: list[str], said: str) -> None:
+    ckpt = _checkpoint(tmp_path, "c1_base")
+    marker = tmp_path / "started"
+    env = _engine(tmp_path, f"open({str(marker)!r}, 'w').close()", version="0.16.0")
+    done = _run(env, "--gpu", "h200", "--", "vllm", "serve", ckpt, *flag)
+    assert done.returncode == 1 and done.stderr.startswith(said), done.stderr
+    assert not marker.exists()
