@@ -32,12 +32,10 @@ from patcher.errors import InputFileError, PatcherError
 from patcher.results import JsonResult
 from patcher.store.checkpoint import open_checkpoint
 
-# Terminal control sequences a log may carry, none of which is echoed: CSI (colours, cursor),
-# OSC (window title, clipboard writes: ESC ] ... BEL or ESC \), other ESC sequences, and the
-# C0 and C1 controls but the tab.
+# Never echoed: CSI (colours), OSC (titles, clipboard writes), other ESC sequences, C0/C1.
 _ANSI = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]?"
-    r"|[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
 )
 _PREFIX = re.compile(
     r"^\s*(?:\((?:Worker|EngineCore|APIServer|VllmWorker|RayWorker)\S*\s+pid=\d+\)\s*)?"
@@ -70,8 +68,7 @@ class Diagnosis(JsonResult):
 
     @property
     def reading(self) -> Assumed | None:
-        """The vLLM release whose rules answer for the log's version (None: the log names
-        none, or one older than the engine model takes)."""
+        """The vLLM release whose rules answer for the log's version (None: none named)."""
         if self.engine_version is None:
             return None
         try:
