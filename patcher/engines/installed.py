@@ -24,6 +24,7 @@ import os
 import subprocess
 import tempfile
 from dataclasses import dataclass, replace
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -82,8 +83,14 @@ def _distributions(python: Path) -> list[str]:
     return found
 
 
+@cache
+def probe_source() -> str:
+    """The probe's source, read once per process (the cache key and the run both need it)."""
+    return resources.files("patcher.engines").joinpath("installed_probe.py").read_text()
+
+
 def _key(python: Path, request: dict[str, Any], files: Any) -> str:
-    probe = resources.files("patcher.engines").joinpath("installed_probe.py").read_bytes()
+    probe = probe_source().encode()
     try:
         stat = python.resolve().stat()
         interpreter = f"{python.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
@@ -104,7 +111,7 @@ def _key(python: Path, request: dict[str, Any], files: Any) -> str:
 
 
 def _run(python: Path, request: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
-    source = resources.files("patcher.engines").joinpath("installed_probe.py").read_text()
+    source = probe_source()
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": os.environ.get("HOME", "/"),
@@ -157,9 +164,11 @@ def ask(
     key = _key(python, request, files)
     kept = cache_dir() / f"{key}.json"
     try:
-        return Answer(str(python), json.loads(kept.read_text()), None, cached=True)
+        kept_answer = json.loads(kept.read_text())
+        if isinstance(kept_answer, dict) and isinstance(kept_answer.get("version"), str):
+            return Answer(str(python), kept_answer, None, cached=True)
     except (OSError, ValueError):
-        pass
+        pass  # none kept, or not one patcher wrote whole: the engine is asked again
     found, failed = _run(python, request)
     if found is not None:
         try:  # written whole or not at all; a cache that cannot be written is only slower

@@ -166,3 +166,24 @@ def test_live_the_installed_engine_answers_as_recorded() -> None:
         if a["case"] == "example-kimi-k2.5-nvfp4"
     }
     assert found == recorded["12.0"]
+
+
+def test_a_damaged_cache_entry_asks_again(
+    cli: Cli, kimi: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kept answer that is not one patcher wrote (JSON, but not an answer) is not trusted:
+    the engine is asked again, no exit 3."""
+    monkeypatch.setenv("PATCHER_CACHE_DIR", str(tmp_path / "cache"))
+    recorded = RECORDED["0.32.0+cpu"][0]["answer"]
+    asked: list[int] = []
+
+    def engine(_python: Path, _request: dict[str, Any]) -> tuple[dict[str, Any], None]:
+        asked.append(1)
+        return recorded, None
+
+    monkeypatch.setattr(installed, "_run", engine)
+    assert cli("check", kimi, "--engine-python", sys.executable)[0] == 0
+    (kept,) = (tmp_path / "cache" / "installed").iterdir()
+    kept.write_text("[]")
+    code, out, _ = cli("check", kimi, "--engine-python", sys.executable)
+    assert code == 0 and len(asked) == 2 and "answered by" in out
