@@ -371,17 +371,30 @@ def unset_command(
         )
 
 
-def forget(checkpoint: CheckpointArg, dry_run: DryRunOpt = False, as_json: JsonOpt = False) -> None:
+def forget(
+    checkpoint: CheckpointArg,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Forget even when a file is not the upstream bytes (edited, missing, "
+            "half-done): the only copy of those bytes is deleted.",
+        ),
+    ] = False,
+    dry_run: DryRunOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
     """Remove .patcher/ (journal, lock, stored originals) once nothing is applied.
 
-    Refused while a transform is applied (revert --all first). Keep .patcher/ out of an
+    Refused while a transform is applied (revert --all first), and while a journalled file is
+    not the upstream bytes patcher kept (--force deletes them anyway). Keep .patcher/ out of an
     upload or a copy of the weights (hf upload --exclude '.patcher/*', rsync --exclude .patcher).
     """
     with boundary(as_json):
         from patcher.cli import render
         from patcher.ops.forgetting import forget_checkpoint
 
-        result = forget_checkpoint(checkpoint_arg(checkpoint, None), dry_run=dry_run)
+        result = forget_checkpoint(checkpoint_arg(checkpoint, None), dry_run=dry_run, force=force)
         out(render.to_json(result.to_json()) if as_json else render.forget_text(result))
 
 

@@ -13,7 +13,7 @@ from patcher.errors import DoesNotApplyError
 from patcher.results import JsonResult
 from patcher.store.checkpoint import Checkpoint
 from patcher.store.files import holds_bytes
-from patcher.store.fsio import mtime_ns
+from patcher.store.fsio import mtime_ns, sha256
 from patcher.store.journal import Entry, FileRecord, Journal, must_keep, now, store_object
 from patcher.store.session import FileWrite, read_journal, write_session
 from patcher.text.document import canonical
@@ -84,9 +84,20 @@ def _records(
     )
 
 
+def same_definition(entry: Entry, transform: Transform) -> bool:
+    """Whether ``entry`` was applied from exactly ``transform``'s text: a second ``set`` of
+    the same member with another value, or a transform file edited since, is another
+    definition under the same name."""
+    return entry.definition == sha256(transform.text.encode("utf-8"))
+
+
 def _same_applied(journal: Journal, transform: Transform, params: Mapping[str, Any]) -> int | None:
     for entry in reversed(journal.applied):
-        if entry.transform == transform.name and canonical(entry.params) == canonical(params):
+        if (
+            entry.transform == transform.name
+            and canonical(entry.params) == canonical(params)
+            and same_definition(entry, transform)
+        ):
             return entry.id
     return None
 

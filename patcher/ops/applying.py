@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from patcher.engines.readings import assumed
 from patcher.engines.target import parse_engine
-from patcher.ops.adding import ApplyResult, add_entry, effect_warnings
+from patcher.ops.adding import ApplyResult, add_entry, effect_warnings, same_definition
 from patcher.ops.replacing import replace_entry
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.fsio import check_real_dir
@@ -25,12 +25,17 @@ if TYPE_CHECKING:
     from patcher.engines.target import Engine
 
 
-def _applied_with_other_params(
+def _applied_otherwise(
     checkpoint: Checkpoint, transform: Transform, params: Mapping[str, Any]
 ) -> bool:
+    """Whether the transform's latest entry has other parameters or another definition (a
+    second ``set`` of one member, a transform file edited since): it is replaced."""
     check_real_dir(checkpoint.journal_dir)  # a linked journal is refused, not read
     applied = [e for e in read_journal(checkpoint).applied if e.transform == transform.name]
-    return bool(applied) and canonical(applied[-1].params) != canonical(params)
+    return bool(applied) and (
+        canonical(applied[-1].params) != canonical(params)
+        or not same_definition(applied[-1], transform)
+    )
 
 
 def apply_transform(
@@ -83,7 +88,7 @@ def _apply(
         ckpt = open_checkpoint(make_overlay(ckpt.root, overlay))
     chosen = transform if isinstance(transform, Transform) else find_transform(str(transform))
     resolved = resolve_params(chosen, params or {})
-    if not stack and _applied_with_other_params(ckpt, chosen, resolved.recorded):
+    if not stack and _applied_otherwise(ckpt, chosen, resolved.recorded):
         warnings: tuple[str, ...] = ()
         if chosen.effects or dry_run:  # judged on the predicted bytes, before any write
             preview = replace_entry(ckpt, chosen, resolved, dry_run=True, target=target)

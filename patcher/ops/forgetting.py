@@ -9,8 +9,10 @@ from typing import Any
 
 from patcher.errors import ConflictError, WriteError
 from patcher.results import JsonResult
-from patcher.store.checkpoint import open_checkpoint
+from patcher.store.checkpoint import Checkpoint, open_checkpoint
+from patcher.store.file_status import file_states
 from patcher.store.fsio import check_real_dir
+from patcher.store.journal import Journal
 from patcher.store.session import write_session
 
 
@@ -35,10 +37,15 @@ class ForgetResult(JsonResult):
         }
 
 
-def forget_checkpoint(checkpoint: Path | str, *, dry_run: bool = False) -> ForgetResult:
+def forget_checkpoint(
+    checkpoint: Path | str, *, dry_run: bool = False, force: bool = False
+) -> ForgetResult:
     """Remove the checkpoint's journal, lock and stored originals (``.patcher/``), under the
     lock, only when no transform is applied: the files are then the upstream bytes, and the
-    history has nothing left to undo. Refused while anything is applied."""
+    history has nothing left to undo. Refused while anything is applied, and, unless
+    ``force``, while a journalled file is not the upstream bytes (edited by hand after a
+    forced revert, missing, or half-done): ``.patcher/objects`` then holds the only copy of
+    those bytes (a local folder has no re-download)."""
     ckpt = open_checkpoint(checkpoint)
     folder = ckpt.journal_dir
     if not folder.exists() and not folder.is_symlink():
@@ -53,6 +60,8 @@ def forget_checkpoint(checkpoint: Path | str, *, dry_run: bool = False) -> Forge
                 file=folder,
                 hint=f"patcher revert {ckpt.arg} --all, then patcher forget {ckpt.arg}",
             )
+        if not force:
+            _refuse_losing_upstream(ckpt, session.journal)
         size = sum(
             p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink()
         )
@@ -67,3 +76,19 @@ def forget_checkpoint(checkpoint: Path | str, *, dry_run: bool = False) -> Forge
                 hint="check the folder's permissions",
             ) from None
     return ForgetResult(ckpt.root, True, True, False, size)
+
+
+def _refuse_losing_upstream(ckpt: Checkpoint, journal: Journal) -> None:
+    """Refuse while a journalled file is anything but the upstream bytes patcher kept."""
+    lost = [f for f in file_states(ckpt, journal) if f.state != "reverted"]
+    if not lost:
+        return
+    first = lost[0]
+    names = ", ".join(f"{f.path} ({f.state})" for f in lost)
+    raise ConflictError(
+        f"{names}: not the upstream bytes, and .patcher/objects holds the only copy of them; "
+        "forget would lose it",
+        file=ckpt.path(first.path),
+        hint=f"put them back: patcher restore {ckpt.arg} --upstream (or keep the edit and "
+        f"drop the copy: patcher forget {ckpt.arg} --force)",
+    )

@@ -16,12 +16,12 @@ from typing import Any
 
 from patcher.errors import ConflictError
 from patcher.ops.reapplying import patched_bytes
-from patcher.ops.reverting import RevertResult, revert_transforms
+from patcher.ops.reverting import EntryRevert, FileRevert, RevertResult, revert_transforms
 from patcher.results import JsonResult
-from patcher.store.checkpoint import open_checkpoint
+from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.file_status import file_states
 from patcher.store.files import read_current
-from patcher.store.journal import FileRecord
+from patcher.store.journal import FileRecord, Journal, load_object
 from patcher.store.session import FileWrite, read_journal, write_session
 from patcher.text.textdiff import unified
 
@@ -100,6 +100,9 @@ def restore_upstream(
     ckpt = open_checkpoint(checkpoint)
     journal = read_journal(ckpt)
     patched = {r.path for e in journal.applied for r in e.files}
+    unpatched = _edited_unpatched(ckpt, journal, patched, file)
+    if unpatched:
+        return _put_upstream_back(ckpt, unpatched, dry_run)
     if file is not None and file not in patched:
         raise ConflictError(
             "no applied transform patched this file",
@@ -114,3 +117,41 @@ def restore_upstream(
     if not ids:
         return RevertResult("nothing-to-do", ckpt.root, ())
     return revert_transforms(checkpoint, entries=ids, discard=True, dry_run=dry_run)
+
+
+def _edited_unpatched(
+    ckpt: Checkpoint, journal: Journal, patched: set[str], file: str | None
+) -> list[str]:
+    """The journalled files no applied entry patches that are not the upstream bytes now (a
+    hand edit a forced revert kept, a deletion): nothing is left to revert, the kept upstream
+    bytes are written back."""
+    return [
+        f.path
+        for f in file_states(ckpt, journal)
+        if f.path not in patched and f.state in ("edited", "missing") and file in (None, f.path)
+    ]
+
+
+def _put_upstream_back(ckpt: Checkpoint, paths: list[str], dry_run: bool) -> RevertResult:
+    """Write the upstream bytes (what the file's first entry found) over ``paths``, in one
+    step; the journal is unchanged (nothing applied, the files reverted)."""
+    with write_session(ckpt) as session:
+        journal = session.journal
+        writes: list[FileWrite] = []
+        files: list[FileRevert] = []
+        entries: list[EntryRevert] = []
+        for path in paths:
+            first = next(e for e in journal.entries if e.file(path))
+            record = first.file(path)
+            assert record is not None
+            data = load_object(ckpt.journal_dir, record.before, journal)
+            now = read_current(ckpt, path)
+            writes.append(
+                FileWrite(path, data, expect=now, link=record.link, old=now, mtime_ns=None)
+            )
+            change = FileRevert(path, "discarded", now, data, record.link)
+            files.append(change)
+            entries.append(EntryRevert(first.id, first.transform, (change,)))
+        if not dry_run:
+            session.write_ahead(journal, writes, journal)
+    return RevertResult("dry-run" if dry_run else "reverted", ckpt.root, tuple(entries))

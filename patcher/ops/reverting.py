@@ -273,14 +273,16 @@ class _Planner:
             new = result.data
             new_sha = sha256(new)
             self.objects[new_sha] = new
-            befores = [record.before]
+            # Each later entry's record follows the revert underneath it: its bytes before and
+            # after (hash and size, which status compares first) are those without this entry.
+            befores = [(record.before, record.before_size)]
             for other in later[1:]:
                 other_record = other.file(record.path)
                 assert other_record is not None
                 original = self.original(other_record.before)
                 rebased = replay(original, record.inverse, file=path, strict=True, hint=hint).data
                 self.objects[sha256(rebased)] = rebased
-                befores.append(sha256(rebased))
+                befores.append((sha256(rebased), len(rebased)))
             # The last later entry now "leaves" the file as it would be without hand edits:
             # a hand edit kept by --force stays visible as one (status: changed), never
             # absorbed into what patcher recorded and silently dropped by a later revert.
@@ -293,14 +295,16 @@ class _Planner:
                     strict=True,
                     hint=hint,
                 ).data
-            afters = [*befores[1:], sha256(expected_new)]
+            afters = [*befores[1:], (sha256(expected_new), len(expected_new))]
             for index, other in enumerate(later):
                 base = updated.get(other.id, other)
                 records = tuple(
                     replace(
                         r,
-                        before=befores[index],
-                        after=afters[index],
+                        before=befores[index][0],
+                        after=afters[index][0],
+                        before_size=befores[index][1],
+                        after_size=afters[index][1],
                         link=record.link if index == 0 else r.link,
                     )
                     if r.path == record.path

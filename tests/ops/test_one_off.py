@@ -31,7 +31,10 @@ def test_set_is_an_entry_of_its_own_and_reverts_byte_for_byte(cli: Cli, kimi: Pa
     name = "set-config-json-text-config-max-position-embeddings"
     assert f"undo with: patcher revert {kimi} {name}" in out
     # The same member again replaces the entry; another member is an entry of its own.
-    assert cli("set", kimi, "config.json", "/text_config/max_position_embeddings", "65536")[0] == 0
+    code, out, _ = cli("set", kimi, "config.json", "/text_config/max_position_embeddings", "65536")
+    assert code == 0 and "replacing entry 1" in out
+    config = json.loads((kimi / "config.json").read_bytes())
+    assert config["text_config"]["max_position_embeddings"] == 65536
     assert cli("set", kimi, "config.json", "/text_config/model_type", "llama")[0] == 0
     code, out, _ = cli("status", kimi, "--json")
     applied = json.loads(out)["applied"]
@@ -90,6 +93,59 @@ def test_forget_removes_the_journal_only_when_nothing_is_applied(cli: Cli, kimi:
     assert {p.name for p in kimi.iterdir()} == {p.name for p in EXAMPLE.iterdir()}
     code, out, _ = cli("forget", kimi)
     assert code == 0 and "nothing to forget" in out
+
+
+def test_an_edited_transform_file_replaces_its_entry(cli: Cli, kimi: Path, tmp_path: Path) -> None:
+    """An entry is matched by its definition, not its name: a transform file edited between
+    two applies is applied again (replacing its entry), never "already applied"."""
+    before = tree_bytes(kimi)
+    own = tmp_path / "cap.toml"
+    text = (
+        'name = "cap"\nsummary = "Cap the context."\nwhy = "Memory."\nundo_when = "Never."\n'
+        '[[edits]]\nfile = "config.json"\n'
+        'ops = [{ op = "set", path = "/text_config/max_position_embeddings", value_json = "%d" }]\n'
+    )
+    own.write_text(text % 131072)
+    assert cli("apply", kimi, own)[0] == 0
+    own.write_text(text % 65536)
+    code, out, err = cli("apply", kimi, own)
+    assert code == 0 and "replacing entry 1" in out, out + err
+    config = json.loads((kimi / "config.json").read_bytes())
+    assert config["text_config"]["max_position_embeddings"] == 65536
+    code, out, _ = cli("apply", kimi, own)
+    assert code == 0 and "already applied" in out
+    assert cli("revert", kimi, "--all")[0] == 0
+    assert tree_bytes(kimi) == before
+
+
+def test_forget_keeps_the_only_copy_of_the_upstream_bytes(cli: Cli, kimi: Path) -> None:
+    """After a forced revert kept a hand edit, .patcher/objects holds the only upstream copy:
+    forget refuses (naming the file), restore --upstream puts it back, then forget goes."""
+    upstream = tree_bytes(kimi)
+    assert cli("apply", kimi, "strip-fp8-kv-cache")[0] == 0
+    config = kimi / "config.json"
+    config.write_bytes(config.read_bytes().replace(b'"kimi_k25"', b'"HAND"'))
+    assert cli("revert", kimi, "--all", "--force")[0] == 0
+    code, _, err = cli("forget", kimi)
+    assert code == 1 and "config.json (edited)" in err and "--force" in err
+    assert len(err.strip().splitlines()) == 1 and (kimi / ".patcher").is_dir()
+    code, out, _ = cli("restore", kimi, "--upstream", "--dry-run")
+    assert code == 0 and '-    "model_type": "HAND"' in out and b"HAND" in config.read_bytes()
+    code, out, err = cli("restore", kimi, "--upstream")
+    assert code == 0, err
+    assert cli("status", kimi, "--check")[0] == 0
+    assert cli("forget", kimi)[0] == 0
+    assert tree_bytes(kimi) == upstream
+
+
+def test_forget_force_drops_the_kept_bytes(cli: Cli, kimi: Path) -> None:
+    assert cli("apply", kimi, "strip-fp8-kv-cache")[0] == 0
+    assert cli("revert", kimi, "--all")[0] == 0
+    (kimi / "config.json").unlink()
+    code, _, err = cli("forget", kimi)
+    assert code == 1 and "config.json (missing)" in err
+    code, out, err = cli("forget", kimi, "--force")
+    assert code == 0 and not (kimi / ".patcher").exists(), err
 
 
 def test_forget_refuses_a_linked_journal_folder(cli: Cli, kimi: Path, tmp_path: Path) -> None:

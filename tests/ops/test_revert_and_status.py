@@ -60,6 +60,30 @@ def test_revert_earlier_keeps_later_and_both_end_byte_identical(kimi: Path, tmp_
     assert tree_bytes(kimi) == original
 
 
+def test_reverting_under_later_entries_leaves_them_as_recorded(
+    cli: Cli, kimi: Path, tmp_path: Path
+) -> None:
+    """The later entries' records follow the revert underneath them (their bytes before and
+    after, sizes included): no hand edit is reported, status --check passes, sync is not
+    blocked, and reverting the rest ends on the upstream bytes."""
+    original = tree_bytes(kimi)
+    assert cli("apply", kimi, "strip-fp8-kv-cache")[0] == 0
+    assert (
+        cli("apply", kimi, setter(tmp_path, "short", "/text_config/max_position_embeddings", 8))[0]
+        == 0
+    )
+    assert cli("apply", kimi, setter(tmp_path, "dtype", "/dtype", "float16"))[0] == 0
+    code, out, _ = cli("revert", kimi, "strip-fp8-kv-cache")
+    assert code == 0 and "later transforms kept" in out
+    code, out, _ = cli("status", kimi, "--check", "--json")
+    assert code == 0, out
+    assert {f["path"]: f["state"] for f in json.loads(out)["files"]}["config.json"] == "patched"
+    assert cli("revert", kimi, "short")[0] == 0
+    assert cli("status", kimi, "--check")[0] == 0
+    assert cli("revert", kimi, "--all")[0] == 0
+    assert tree_bytes(kimi) == original
+
+
 def test_force_reports_what_it_could_not_restore(cli: Cli, kimi: Path) -> None:
     cli("apply", kimi, "strip-fp8-kv-cache")
     config = kimi / "config.json"
