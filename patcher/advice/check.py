@@ -34,7 +34,7 @@ from patcher.results import JsonResult
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.file_status import file_states
 from patcher.store.files import read_current
-from patcher.store.jsonfile import read_json_file
+from patcher.store.jsonfile import read_config
 from patcher.store.session import read_journal
 
 FP8_KV_POINTERS = (
@@ -91,7 +91,7 @@ class _Files:
 
     def get(self, name: str) -> Any:
         if name not in self.cache:
-            self.cache[name] = read_json_file(self.checkpoint.path(name))
+            self.cache[name] = read_config(self.checkpoint, name)
         return self.cache[name]
 
 

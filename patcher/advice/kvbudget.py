@@ -59,6 +59,7 @@ from patcher.engines.target import Engine, parse_engine
 from patcher.errors import DoesNotApplyError, InputFileError, TargetError
 from patcher.results import JsonResult
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
+from patcher.store.files import read_current
 from patcher.text.document import shown
 
 # kv-budget's own short names, and the engines' --kv-cache-dtype values it knows the size of.
@@ -227,10 +228,11 @@ def index_weights_gib(ckpt: Checkpoint) -> float:
     """The weights' size from ``metadata.total_size`` of the weight index (never the shards)."""
     path = ckpt.path("model.safetensors.index.json")
     hint = "give the weights' size with --weights (e.g. --weights 590GB)"
-    if not path.is_file():
+    data = read_current(ckpt, "model.safetensors.index.json")
+    if data is None:
         raise InputFileError("no weight index to size the weights from", file=path, hint=hint)
     try:
-        total = json.loads(path.read_bytes()).get("metadata", {}).get("total_size")
+        total = json.loads(data).get("metadata", {}).get("total_size")
     except (ValueError, AttributeError, RecursionError):
         total = None
     if not isinstance(total, int) or isinstance(total, bool) or not 0 < total <= 2**60:

@@ -17,7 +17,7 @@ from patcher.errors import PatcherError
 from patcher.results import JsonResult
 from patcher.store.checkpoint import open_checkpoint
 from patcher.store.journal import load_object
-from patcher.store.jsonfile import read_json_file
+from patcher.store.jsonfile import read_config
 from patcher.store.session import read_journal
 from patcher.transforms.definition import Transform, parse_transform, substitute
 
@@ -124,7 +124,7 @@ def engine_overrides(
     journal = read_journal(ckpt)
     # Whether the flags nest under text_config follows the file the engine will read: one it
     # cannot read is refused, not taken for a flat config.
-    config = read_json_file(ckpt.path("config.json"))
+    config = read_config(ckpt, "config.json")
     nested = isinstance(config, dict) and isinstance(config.get("text_config"), dict)
     merged: dict[str, Any] = {}
     flags: list[str] = []

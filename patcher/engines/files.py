@@ -9,8 +9,7 @@ from typing import Any
 
 from patcher.errors import InputFileError
 from patcher.store.checkpoint import Checkpoint
-from patcher.store.fsio import open_regular
-from patcher.store.jsonfile import read_json_file
+from patcher.store.jsonfile import read_config
 from patcher.text.document import BOM
 
 ENGINE_FILES = ("config.json", "hf_quant_config.json")
@@ -36,7 +35,7 @@ class ConfigFiles:
 
 def _load(checkpoint: Checkpoint, name: str) -> dict[str, Any] | None:
     path = checkpoint.path(name)
-    value = read_json_file(path)
+    value = read_config(checkpoint, name)
     if value is None:
         return None
     if not isinstance(value, dict):
@@ -57,7 +56,7 @@ def starts_with_bom(checkpoint: Checkpoint, name: str) -> bool:
     """Whether the file starts with a UTF-8 byte-order mark (False when it cannot be read:
     reading it for its values reports why)."""
     try:
-        with os.fdopen(open_regular(checkpoint.path(name)), "rb") as handle:
+        with os.fdopen(checkpoint.open(name), "rb") as handle:
             return handle.read(len(BOM)) == BOM
     except OSError:
         return False

@@ -21,6 +21,7 @@ from typing import Any
 from patcher import progress
 from patcher.errors import UpstreamError
 from patcher.results import JsonResult
+from patcher.store.beneath import open_link_target
 from patcher.store.checkpoint import JOURNAL_DIR, Checkpoint, open_checkpoint
 from patcher.store.files import read_current
 from patcher.store.hfcache import RepoRef, local_dir_commit, parse_repo_ref, snapshot_repo
@@ -276,12 +277,18 @@ class _Fetcher:
     def _cached_bytes(self, located: Path, path: str) -> bytes:
         # The cached snapshot may be this very checkpoint: a file patcher de-linked is not
         # upstream any more, but the blob its link pointed to still is.
-        if located.absolute() == (self.ckpt.root / path).absolute() and not located.is_symlink():
+        if located.absolute() != (self.ckpt.root / path).absolute():
+            return located.read_bytes()
+        # This checkpoint's own file: read the one way a checkpoint file is (no link out).
+        if not located.is_symlink():
             for entry in self.journal.entries:
                 record = entry.file(path)
                 if record is not None and record.link:
-                    return (located.parent / record.link).read_bytes()
-        return located.read_bytes()
+                    folder = (self.ckpt.root / path).parent.resolve()
+                    bases = (self.ckpt.root.resolve(), *self.ckpt.link_bases)
+                    with os.fdopen(open_link_target(folder, record.link, bases), "rb") as kept:
+                        return kept.read()
+        return read_current(self.ckpt, path) or b""
 
 
 def _steps(entry: Entry, path: str) -> Iterator[tuple[Op, Any]]:

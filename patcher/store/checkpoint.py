@@ -6,11 +6,13 @@ are never read (listing the directory does not open them).
 
 from __future__ import annotations
 
+import errno
 import json
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from patcher.errors import CheckpointError, UnsafePathError
+from patcher.store.beneath import open_beneath
 from patcher.store.hfcache import parse_repo_ref, resolve_snapshot
 
 CONFIG_FILES = (
@@ -75,7 +77,10 @@ class Checkpoint:
         path = self.root / safe_relative(self.root, relative, self.link_bases)
         source = self.overlay_source
         if source is not None and path.is_symlink():
-            resolved = path.resolve()
+            try:
+                resolved = path.resolve()
+            except OSError:  # swapped for a file meanwhile: the open itself decides
+                return path
             own = [b for b in self.link_bases if b != source]
             if (
                 not any(_inside(resolved, b) for b in own)
@@ -112,7 +117,19 @@ class Checkpoint:
     def link_target(self, relative: str) -> str | None:
         """The symlink target of ``relative`` if it is a link, else None."""
         path = self.path(relative)
-        return str(path.readlink()) if path.is_symlink() else None
+        try:
+            return str(path.readlink())
+        except OSError as exc:  # not a link (EINVAL), or gone: never an error of its own
+            if exc.errno in (errno.EINVAL, errno.ENOENT, errno.ENOTDIR):
+                return None
+            raise
+
+    def open(self, relative: str) -> int:
+        """A read-only descriptor of the regular file ``relative``: the one way a checkpoint
+        file is read (``beneath.open_beneath``: no link is followed out, whatever another
+        process does to the folder meanwhile). FileNotFoundError when it is absent."""
+        self.path(relative)  # its name, and an overlay's links lead to the same file of its source
+        return open_beneath(self.root, relative, (self.root.resolve(), *self.link_bases))
 
 
 def open_checkpoint(path: Path | str, revision: str | None = None) -> Checkpoint:
@@ -248,7 +265,10 @@ def safe_relative(root: Path, relative: str, link_bases: tuple[Path, ...] = ()) 
             )
     final = root / rel
     if final.is_symlink():
-        resolved = final.resolve()
+        try:
+            resolved = final.resolve()
+        except OSError:  # swapped for a file meanwhile: the open itself decides (beneath)
+            return rel
         if not any(_inside(resolved, base) for base in link_bases or (root.resolve(),)):
             raise UnsafePathError(
                 f"symlink leads outside the checkpoint (to {resolved})",

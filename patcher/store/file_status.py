@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from patcher.errors import ConflictError
+from patcher.errors import ConflictError, UnsafePathError
 from patcher.results import JsonResult
+from patcher.store.beneath import open_beneath
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
-from patcher.store.files import current_hash, read_current
-from patcher.store.fsio import file_sha256, open_regular
+from patcher.store.files import open_current, read_current
+from patcher.store.fsio import file_sha256
 from patcher.store.hfcache import downloaded_etag, git_blob_sha1, patched_siblings, snapshot_repo
 from patcher.store.journal import Entry, FileRecord, Journal
 from patcher.store.session import read_journal
@@ -85,15 +85,16 @@ def _current(ckpt: Checkpoint, path: str, journal: Journal, touching: list[Entry
     (a journalled file replaced by a 2 GB one must not be read whole)."""
     records = [r for e in journal.entries for r in e.files if r.path == path]
     sizes = {r.before_size for r in records} | {r.after_size for r in records}
-    if touching and None not in sizes:
-        try:
-            info = ckpt.path(path).stat()
-            size = info.st_size if stat.S_ISREG(info.st_mode) else None
-        except OSError:
-            size = None
-        if size is not None and size not in sizes:
+    fd = open_current(ckpt, path)  # opened once: the size and the hash are of one file
+    if fd is None:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        if touching and None not in sizes and size not in sizes:
             return f"size:{size}"  # matches no recorded hash: changed
-    return current_hash(ckpt, path)
+        return file_sha256(fd)
+    finally:
+        os.close(fd)
 
 
 def _redownloaded(ckpt: Checkpoint, path: str) -> bool:
@@ -112,8 +113,8 @@ def _new_in_source(ckpt: Checkpoint, path: str, first: FileRecord) -> bool:
     if source is None or first.link is None:
         return False
     try:
-        fd = open_regular(source / path)
-    except OSError:
+        fd = open_beneath(source, path)
+    except (OSError, UnsafePathError):
         return False  # gone from the source, or not a file: nothing newer to rebase onto
     try:
         size = os.fstat(fd).st_size

@@ -14,7 +14,6 @@ from patcher.store.fsio import (
     file_mode,
     file_sha256,
     holds,
-    open_regular,
 )
 from patcher.store.jsonfile import not_a_file
 
@@ -22,17 +21,19 @@ from patcher.store.jsonfile import not_a_file
 def read_current(checkpoint: Checkpoint, relative: str) -> bytes | None:
     """The current bytes of ``relative`` (through a link), or None when it is missing.
     Anything but a regular file (a folder, a FIFO that would block) is refused."""
-    fd = _open_current(checkpoint, relative)
+    fd = open_current(checkpoint, relative)
     if fd is None:
         return None
     with os.fdopen(fd, "rb") as handle:
         return handle.read()
 
 
-def _open_current(checkpoint: Checkpoint, relative: str) -> int | None:
+def open_current(checkpoint: Checkpoint, relative: str) -> int | None:
+    """A descriptor of ``relative`` (see ``Checkpoint.open``), None when it is missing; a
+    refusal naming it when it is not a readable regular file."""
     path = checkpoint.path(relative)
     try:
-        return open_regular(path)
+        return checkpoint.open(relative)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except (IsADirectoryError, NotRegularFileError):
@@ -46,7 +47,7 @@ def _open_current(checkpoint: Checkpoint, relative: str) -> int | None:
 def holds_bytes(checkpoint: Checkpoint, relative: str, data: bytes | None) -> bool:
     """Whether ``relative`` holds exactly ``data`` (None: whether it is missing); compared in
     place, which is cheaper than hashing it."""
-    fd = _open_current(checkpoint, relative)
+    fd = open_current(checkpoint, relative)
     if fd is None:
         return data is None
     try:
@@ -57,7 +58,7 @@ def holds_bytes(checkpoint: Checkpoint, relative: str, data: bytes | None) -> bo
 
 def current_hash(checkpoint: Checkpoint, relative: str) -> str | None:
     """sha256 of the current bytes, or None when the file is missing (read in pieces)."""
-    fd = _open_current(checkpoint, relative)
+    fd = open_current(checkpoint, relative)
     if fd is None:
         return None
     try:

@@ -27,14 +27,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from patcher.errors import ConflictError, JournalError
+from patcher.errors import ConflictError, JournalError, UnsafePathError
+from patcher.store.beneath import open_beneath
 from patcher.store.checkpoint import Checkpoint
 from patcher.store.fsio import (
     NotRegularFileError,
     atomic_link,
     atomic_write,
     ensure_dir,
-    file_mode,
     holds,
     read_regular,
     sha256,
@@ -404,7 +404,7 @@ def store_object(
     instead of a copy (``atomic_link``); a copy takes its mode, so it is no more readable than
     the original, and a private original makes the journal folder private."""
     digest = sha256(data) if digest is None else digest
-    mode = None if source is None else file_mode(source)
+    mode = None if source is None else _source_mode(source, directory.parent, data)
     objects = directory / "objects"
     target = objects / digest
     private = mode is not None and not mode & 0o077
@@ -426,6 +426,20 @@ def store_object(
             target, data, mode=0o644 if mode is None else mode & 0o666, root=directory.parent
         )
     return digest
+
+
+def _source_mode(source: Path, root: Path, data: bytes) -> int:
+    """The mode of the checkpoint file ``source`` if it still holds ``data``, opened the one
+    way a checkpoint file is; else 0600: a kept copy is never more readable than its original,
+    even if the file was swapped since it was read."""
+    try:
+        fd = open_beneath(root, source.relative_to(root).as_posix())
+    except (OSError, ValueError, UnsafePathError):
+        return 0o600
+    try:
+        return stat.S_IMODE(os.fstat(fd).st_mode) if holds(fd, data) else 0o600
+    finally:
+        os.close(fd)
 
 
 def load_object(

@@ -4,19 +4,34 @@ regular file of JSON is a one-line refusal naming it."""
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from patcher.errors import InputFileError
-from patcher.store.fsio import NotRegularFileError, read_regular
+from patcher.store.fsio import NotRegularFileError
 from patcher.text.document import json_problem
 
+if TYPE_CHECKING:
+    from patcher.store.checkpoint import Checkpoint
 
-def read_json_file(path: Path) -> Any:
-    """A config file parsed (None when absent), or a one-line refusal naming it. A folder, a
-    pipe or a device in its place is refused, not taken for a missing file."""
+
+def read_config(checkpoint: Checkpoint, name: str) -> Any:
+    """The checkpoint's file ``name`` parsed (None when absent), or a one-line refusal naming
+    it; a folder, a pipe or a device in its place is refused, not taken for a missing file.
+    Opened the one way a checkpoint file is (``Checkpoint.open``: no link followed out)."""
+
+    def read() -> bytes:
+        with os.fdopen(checkpoint.open(name), "rb") as handle:
+            return handle.read()
+
+    return _parsed(checkpoint.path(name), read)
+
+
+def _parsed(path: Path, read: Callable[[], bytes]) -> Any:
     try:
-        return json.loads(read_regular(path))
+        return json.loads(read())
     except (FileNotFoundError, NotADirectoryError):
         return None
     except (IsADirectoryError, NotRegularFileError):
