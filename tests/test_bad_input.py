@@ -619,3 +619,41 @@ def test_architectures_that_are_not_names_are_not_a_crash(cli: Cli, tmp_path: Pa
     for engine in ((), ("--engine", "vllm==0.16.0")):
         code, out, err = cli("check", tmp_path, *engine)
         assert code == 0 and "no known problems" in out and "unexpected" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("config.json", "/a", '"\\ud800"'), "lone surrogate"),
+        (("config.json\n", "/a", "1"), "is not a file name"),
+        (("config.json ", "/a", "1"), "is not a file name"),
+        (("config.json", "/a", "[" * 900 + "]" * 900), "nested more than 100 deep"),
+        (("config.json", "/a", "[" * 5000 + "]" * 5000), "nested more than 100 deep"),
+        (("config.json", "/text_config/0/x", "1"), "next: patcher set --help"),
+    ],
+)
+def test_hostile_set_arguments_are_one_line_naming_the_value(
+    cli: Cli, kimi: Path, args: tuple[str, ...], needle: str
+) -> None:
+    """The value, not the file, is blamed; nothing is applied; no exit 3; a hint names a
+    command that exists."""
+    message = refused(cli, kimi, "set", kimi, *args)
+    assert needle in message
+    assert "patcher show set-" not in message
+
+
+@pytest.mark.parametrize("content", [b"[]", b'"text"', b"3"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["check", "--engine", "vllm==0.16.0", "--gpu", "B200"],
+        ["kv-budget", "--gpu", "B200"],
+        ["plan", "--engine", "vllm==0.16.0", "--gpu", "B200"],
+    ],
+)
+def test_a_config_that_is_json_but_not_an_object(
+    cli: Cli, kimi: Path, content: bytes, command: list[str]
+) -> None:
+    (kimi / "config.json").write_bytes(content)
+    message = refused(cli, kimi, command[0], kimi, *command[1:])
+    assert "config.json" in message and "expected a JSON object" in message

@@ -45,6 +45,9 @@ def paint(text: str) -> str:
 
 
 def out(text: str) -> None:
+    # A lone surrogate (a JSON file's "\ud800" escape, shown in a diff) cannot be written as
+    # UTF-8: it is shown as its escape, never a crash after the work is done.
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     try:
         typer.echo(text if text.lstrip().startswith(("{", "[")) else paint(text))
         sys.stdout.flush()

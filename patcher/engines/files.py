@@ -81,13 +81,31 @@ def bom_after(before: frozenset[str], replaced: Mapping[str, bytes]) -> frozense
     )
 
 
+_JSON_KINDS = {
+    list: "an array",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "true or false",
+}
+
+
 def config_files(
     checkpoint: Checkpoint,
     config: dict[str, Any] | None,
     hf_quant: dict[str, Any] | None,
     generation: dict[str, Any] | None,
 ) -> ConfigFiles:
-    """The engine model's view of the checkpoint's files, given them parsed."""
+    """The engine model's view of the checkpoint's files, given them parsed; a file that is
+    JSON but not an object (``[]``) is refused naming it, as the engines refuse it."""
+    for name, value in zip(READ_FILES, (config, hf_quant, generation), strict=True):
+        if value is not None and not isinstance(value, dict):
+            raise InputFileError(
+                f"expected a JSON object, found {_JSON_KINDS.get(type(value), 'another value')}",
+                file=checkpoint.path(name),
+                pointer="",
+                hint="fix the file (one JSON object), then run the command again",
+            )
     return ConfigFiles(
         config,
         hf_quant,

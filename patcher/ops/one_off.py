@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from patcher.errors import TransformError
 from patcher.ops.adding import ApplyResult
@@ -23,6 +23,7 @@ from patcher.transforms.definition import Transform, parse_transform
 
 _SLUG = re.compile(r"[^a-z0-9]+")
 MAX_NAME = 80
+MAX_DEPTH = 100  # a config value nests a few levels; the file's editor recurses per level
 
 
 def one_off_name(verb: str, file: str, pointer: str) -> str:
@@ -38,21 +39,63 @@ def _value(text: str) -> Any:
         json.loads(text)
     except ValueError:
         return text
+    except RecursionError:
+        return _refuse_depth()
     try:
-        return strict_loads(text)
+        value = strict_loads(text)
     except ValueError as exc:  # NaN, Infinity, 1e999: JSON to Python, not in a JSON file
         raise TransformError(
             f"{text!r} cannot be written as JSON ({exc})",
             hint=f"give a finite number, or '\"{text}\"' for the string",
         ) from None
+    except RecursionError:
+        return _refuse_depth()
+    return value
+
+
+def _check_value(value: Any) -> None:
+    """Refuse a value no JSON file should get: nested past ``MAX_DEPTH``, or holding a lone
+    surrogate (not Unicode; it cannot be written as UTF-8)."""
+    if _depth(value) > MAX_DEPTH:
+        _refuse_depth()
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise TransformError(
+            "the value holds a lone surrogate (such as \\ud800), which is not Unicode",
+            hint="give the character itself, or a surrogate pair (\\ud83d\\ude00)",
+        ) from None
+
+
+def _refuse_depth() -> NoReturn:
+    raise TransformError(
+        f"the value is nested more than {MAX_DEPTH} deep; patcher sets values up to that",
+        hint="give a flatter value",
+    )
+
+
+def _depth(value: Any) -> int:
+    """How deep ``value`` nests (1 for a scalar), counted without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if level > MAX_DEPTH:
+            break
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        )
+        stack += [(child, level + 1) for child in children]
+    return deepest
 
 
 def one_off_transform(verb: str, file: str, pointer: str, value: Any = None) -> Transform:
     """The transform that sets (``verb`` "set") or removes ("unset") ``pointer`` in ``file``."""
-    if "/" in file or file in ("", ".", ".."):
+    if "/" in file or file in ("", ".", "..") or not file.isprintable() or file != file.strip():
         raise TransformError(
             f"{file!r} is not a file name of the checkpoint",
-            hint="name a config file such as config.json (no folders)",
+            hint="name a config file such as config.json (no folders, spaces or control "
+            "characters around it)",
         )
     try:
         parts = split_pointer(pointer)
@@ -64,6 +107,8 @@ def one_off_transform(verb: str, file: str, pointer: str, value: Any = None) -> 
         raise TransformError(
             "the pointer names the whole document", hint="name a member, e.g. /eos_token_id"
         )
+    if verb == "set":
+        _check_value(value)
     name = one_off_name(verb, file, pointer)
     op: dict[str, Any]
     if verb == "set":

@@ -124,9 +124,7 @@ def _found(value: Any) -> str:
 def _does_not_apply(
     transform: Transform, file: str, pointer: str, problem: str
 ) -> DoesNotApplyError:
-    return DoesNotApplyError(
-        problem, file=file, pointer=pointer, hint=f"patcher show {transform.name}"
-    )
+    return DoesNotApplyError(problem, file=file, pointer=pointer, hint=transform.explained_by)
 
 
 def _not_finite(value: Any) -> bool:
@@ -251,7 +249,7 @@ class _Compiler:
         return TransformError(
             "a new value is not valid Unicode (a lone surrogate such as \\ud800)",
             file=self.checkpoint.path(relative),
-            hint=f"patcher show {self.transform.name}",
+            hint=self.transform.explained_by,
         )
 
     def write_text(self, state: _FileState, edit: Edit) -> None:

@@ -119,6 +119,18 @@ class Transform:
         """The files this transform may touch, in order, without repeats."""
         return tuple(dict.fromkeys(edit.file for edit in self.edits))
 
+    @property
+    def explained_by(self) -> str:
+        """The command that explains this transform, for a refusal's hint: ``patcher show``
+        with its name (built in) or its file; a one-off edit's own help (it has no entry)."""
+        import shlex
+
+        if self.source in ("patcher set", "patcher unset"):
+            return f"{self.source} --help"
+        if self.source.startswith("builtin:"):
+            return f"patcher show {self.name}"
+        return f"patcher show {shlex.quote(self.source)}"
+
     def param(self, name: str) -> Param | None:
         """The parameter called ``name``, if any."""
         return next((p for p in self.params if p.name == name), None)

@@ -57,7 +57,7 @@ def _fail(transform: Transform, param: Param, problem: str) -> TransformError:
         if builtin
         else f"parameter {param.name!r}: {problem}",
         file=None if builtin else transform.source,
-        hint=f"patcher show {transform.name}",
+        hint=transform.explained_by,
     )
 
 
@@ -203,7 +203,7 @@ def resolve_params(
             raise TransformError(
                 f"unknown parameter {key!r} (known: {known}){suggestion}",
                 file=transform.source,
-                hint=f"patcher show {transform.name}",
+                hint=transform.explained_by,
             )
     recorded: dict[str, Any] = {}
     values: dict[str, Any] = {}
