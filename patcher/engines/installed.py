@@ -22,7 +22,6 @@ import hashlib
 import json
 import os
 import subprocess
-import tempfile
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
@@ -33,6 +32,7 @@ from patcher.engines.gpus import Gpu
 from patcher.engines.target import Engine, parse_engine
 from patcher.engines.view import Derived, EngineView, StartupError
 from patcher.errors import PatcherError
+from patcher.store.scratch import work_folder
 
 MARK = "@@patcher-answer@@"
 TIMEOUT_S = 300  # an import of vLLM on a loaded 2-core machine took 97 s at worst
@@ -122,7 +122,7 @@ def _run(python: Path, request: dict[str, Any]) -> tuple[dict[str, Any] | None, 
         "VLLM_NO_USAGE_STATS": "1",
         "DO_NOT_TRACK": "1",
     }
-    with tempfile.TemporaryDirectory(prefix="patcher-ask-") as work:
+    with work_folder("ask") as work:
         try:
             done = subprocess.run(
                 [str(python), "-I", "-c", source],

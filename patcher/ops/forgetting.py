@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from patcher.errors import ConflictError, WriteError
+from patcher.errors import ConflictError, JournalError, WriteError
 from patcher.results import JsonResult
-from patcher.store.checkpoint import Checkpoint, open_checkpoint
+from patcher.store.checkpoint import OVERLAY_FILE, Checkpoint, open_checkpoint
 from patcher.store.file_status import file_states
-from patcher.store.fsio import check_real_dir
+from patcher.store.fsio import TMP_SUFFIX, check_real_dir
 from patcher.store.journal import Journal
 from patcher.store.session import write_session
 
@@ -62,9 +63,7 @@ def forget_checkpoint(
             )
         if not force:
             _refuse_losing_upstream(ckpt, session.journal)
-        size = sum(
-            p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink()
-        )
+        size = _journal_size(folder)
         if dry_run:
             return ForgetResult(ckpt.root, False, True, True, size)
         try:
@@ -92,3 +91,43 @@ def _refuse_losing_upstream(ckpt: Checkpoint, journal: Journal) -> None:
         hint=f"put them back: patcher restore {ckpt.arg} --upstream (or keep the edit and "
         f"drop the copy: patcher forget {ckpt.arg} --force)",
     )
+
+
+_OURS = frozenset({"journal.json", "lock", "objects", OVERLAY_FILE})
+
+
+def _journal_size(folder: Path) -> int:
+    """The bytes of ``.patcher/``, walking only what patcher makes there (two levels: the
+    journal, the lock, the objects); anything else is refused as damage, not walked or
+    removed (a folder tree thousands deep, a link, a file of the user's)."""
+    size = 0
+    for directory in (folder, folder / "objects"):
+        try:
+            entries = list(os.scandir(directory))
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise WriteError(
+                f"cannot read the journal folder ({exc.strerror})",
+                file=directory,
+                hint="check the folder's permissions",
+            ) from None
+        for entry in entries:
+            temp = entry.name.endswith(TMP_SUFFIX)
+            if (
+                directory == folder
+                and entry.name == "objects"
+                and entry.is_dir(follow_symlinks=False)
+            ):
+                continue
+            if (directory != folder or entry.name in _OURS or temp) and entry.is_file(
+                follow_symlinks=False
+            ):
+                size += entry.stat(follow_symlinks=False).st_size
+                continue
+            raise JournalError(
+                "journal is damaged (it holds something patcher did not make); nothing was removed",
+                file=entry.path,
+                hint=f"move it out of {folder}, then run patcher forget again",
+            )
+    return size

@@ -10,7 +10,6 @@ finished by the next command (``patcher.store.recovery``); an error or Ctrl-C is
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,7 +29,7 @@ from patcher.store.journal import (
     originals,
     store_object,
 )
-from patcher.store.scratch import SCRATCH_SUFFIXES, scratch_error
+from patcher.store.scratch import SCRATCH_SUFFIXES, scratch_error, work_folder
 from patcher.store.session import FileWrite, Session
 from patcher.transforms.definition import Transform, parse_transform
 from patcher.transforms.params import resolve_params
@@ -122,9 +121,7 @@ def rebuild(
     files the rebuild leaves (path -> bytes) before anything is written: an error it raises
     leaves the checkpoint and its journal as they were."""
     ckpt, journal = session.checkpoint, session.journal
-    with tempfile.TemporaryDirectory(
-        prefix="patcher-rebuild-", ignore_cleanup_errors=True
-    ) as scratch:
+    with work_folder("rebuild") as scratch:
         work = Path(scratch)
         try:
             for path, data in base.items():

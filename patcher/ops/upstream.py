@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,6 +25,7 @@ from patcher.store.checkpoint import JOURNAL_DIR, Checkpoint, open_checkpoint
 from patcher.store.files import read_current
 from patcher.store.hfcache import RepoRef, local_dir_commit, parse_repo_ref, snapshot_repo
 from patcher.store.journal import Entry, Journal, load_object
+from patcher.store.scratch import work_folder
 from patcher.store.session import read_journal, write_session
 from patcher.text import jsontext, pointers, scanner
 from patcher.text.document import MISSING, Op, canonical, get
@@ -426,9 +426,7 @@ def diff_upstream(
     journal = read_journal(ckpt)
     ref = _repo_ref(ckpt, journal, upstream)
     paths = _compared_files(ckpt.root)
-    with tempfile.TemporaryDirectory(
-        prefix="patcher-upstream-", ignore_cleanup_errors=True
-    ) as workdir:
+    with work_folder("upstream") as workdir:
         fetcher = _Fetcher(ckpt, journal, ref, workdir)
         first = "config.json" if "config.json" in paths else (paths[0] if paths else "config.json")
         report = progress.fetch_reporter

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from patcher.errors import ConflictError, InputFileError
+from patcher.errors import ConflictError, InputFileError, JournalError, UnsafePathError
+from patcher.store.beneath import open_link_target
 from patcher.store.checkpoint import Checkpoint
 from patcher.store.fsio import (
     NotRegularFileError,
@@ -90,6 +91,32 @@ def replace_file(
             hint=f"patcher status {checkpoint.arg}",
         )
     if link is not None:
-        atomic_symlink(path, checkpoint.restored_link(relative, link), root=checkpoint.root)
+        link = checkpoint.restored_link(relative, link)
+        _refuse_link_elsewhere(checkpoint, relative, link, data)
+        atomic_symlink(path, link, root=checkpoint.root)
     else:
         atomic_write(path, data, mode=file_mode(path), root=checkpoint.root)
+
+
+def _refuse_link_elsewhere(checkpoint: Checkpoint, relative: str, link: str, data: bytes) -> None:
+    """A link the journal records is put back only where it leads to a file holding the
+    bytes it stands for: an edited journal's link to a weight shard, or to any other file of
+    the checkpoint, is damage, never followed."""
+    folder = checkpoint.path(relative).parent.resolve()
+    bases = (checkpoint.root.resolve(), *checkpoint.link_bases)
+    try:
+        fd = open_link_target(folder, link, bases)
+    except (OSError, UnsafePathError):
+        fd = None
+    try:
+        if fd is not None and holds(fd, data):
+            return
+    finally:
+        if fd is not None:
+            os.close(fd)
+    raise JournalError(
+        f"journal is damaged (the link it records, {link}, does not lead to the file's "
+        "original bytes); nothing more was written",
+        file=checkpoint.path(relative),
+        hint=f"inspect {checkpoint.journal_dir / 'journal.json'} (edited by hand?)",
+    )

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import stat
 from collections.abc import Mapping
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from patcher.errors import ConflictError, JournalError, UnsafePathError
+from patcher.store import journal_fields as fields
 from patcher.store.beneath import open_beneath
 from patcher.store.checkpoint import Checkpoint
 from patcher.store.fsio import (
@@ -51,7 +51,7 @@ JOURNAL_LIMIT = 256 * 2**20
 KEYFRAME = 8
 JOURNAL_FILE = "journal.json"
 State = Literal["pending", "applied", "reverting", "reverted", "reapplying"]
-STATES = ("pending", "applied", "reverting", "reverted", "reapplying")
+STATES = fields.STATES
 
 
 def now() -> str:
@@ -144,72 +144,37 @@ def _damaged(path: Path, problem: str) -> JournalError:
     )
 
 
-_DIGEST = re.compile(r"[0-9a-f]{64}")
-
-
-def _expect(ok: bool, what: str) -> None:
-    if not ok:
-        raise ValueError(what)
-
-
-def _ops(raw: Any, what: str) -> tuple[dict[str, Any], ...]:
-    _expect(
-        isinstance(raw, list)
-        and all(isinstance(op, dict) and isinstance(op.get("path"), str) for op in raw),
-        f"{what} is not a list of operations",
-    )
-    return tuple(raw)
-
-
 def _file_from(raw: Any) -> FileRecord:
-    _expect(isinstance(raw, dict), "a file record is not an object")
-    _expect(isinstance(raw["path"], str) and raw["path"] != "", "path is not a string")
-    _expect(raw["kind"] in ("json", "text"), "kind is not json or text")
-    _expect(raw.get("link") is None or isinstance(raw.get("link"), str), "link is not a string")
-    for key in ("before", "after"):
-        _expect(isinstance(raw[key], str) and bool(_DIGEST.fullmatch(raw[key])), f"bad {key}")
+    fields.check_file(raw)
     return FileRecord(
         path=raw["path"],
         kind=raw["kind"],
         link=raw.get("link"),
         before=raw["before"],
         after=raw["after"],
-        forward=_ops(raw["forward"], "forward"),
-        inverse=_ops(raw["inverse"], "inverse"),
-        before_size=_optional_int(raw.get("before_size")),
-        after_size=_optional_int(raw.get("after_size")),
-        before_mtime_ns=_optional_int(raw.get("before_mtime_ns")),
+        forward=tuple(raw["forward"]),
+        inverse=tuple(raw["inverse"]),
+        before_size=raw.get("before_size"),
+        after_size=raw.get("after_size"),
+        before_mtime_ns=raw.get("before_mtime_ns"),
     )
 
 
-def _optional_int(value: Any) -> int | None:
-    if value is None:
-        return None
-    _expect(isinstance(value, int) and not isinstance(value, bool), "a size or time is not int")
-    return int(value)
-
-
 def _entry_from(raw: Any) -> Entry:
-    _expect(isinstance(raw, dict), "an entry is not an object")
-    if raw["state"] not in STATES:
-        raise ValueError(f"unknown state {raw['state']!r}")
-    _expect(isinstance(raw["id"], int) and not isinstance(raw["id"], bool), "id is not a number")
-    _expect(isinstance(raw["params"], dict), "params is not an object")
-    _expect(isinstance(raw["files"], list), "files is not a list")
-    _expect(bool(_DIGEST.fullmatch(str(raw["definition"]))), "bad definition")
+    fields.check_entry(raw)
     return Entry(
         id=int(raw["id"]),
         state=raw["state"],
-        transform=str(raw["transform"]),
-        source=str(raw["source"]),
-        definition=str(raw["definition"]),
+        transform=raw["transform"],
+        source=raw["source"],
+        definition=raw["definition"],
         params=dict(raw["params"]),
-        time=str(raw["time"]),
-        tool_version=str(raw["tool_version"]),
+        time=raw["time"],
+        tool_version=raw["tool_version"],
         files=tuple(_file_from(f) for f in raw["files"]),
         reverted_time=raw.get("reverted_time"),
-        targets={str(k): str(v) for k, v in dict(raw.get("targets", {})).items()},
-        sources={str(k): str(v) for k, v in dict(raw.get("sources", {})).items()},
+        targets=dict(raw.get("targets", {})),
+        sources=dict(raw.get("sources", {})),
         target=dict(raw["target"]) if isinstance(raw.get("target"), dict) else None,
     )
 
@@ -247,6 +212,7 @@ def load_journal(directory: Path) -> Journal:
             hint="upgrade patcher: pip install -U patcher",
         )
     try:
+        fields.expect(isinstance(raw["entries"], list), "entries is not a list")
         entries = tuple(_entry_from(e) for e in raw["entries"])
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise _damaged(path, f"malformed entry: {exc}") from None

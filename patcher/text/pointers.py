@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
+_BAD_ESCAPE = re.compile(r"~(?![01])")
+
 
 class PointerError(Exception):
     """A pointer does not lead to a value in the text (message is the pointer)."""
@@ -11,8 +15,8 @@ def split_pointer(pointer: str) -> list[str]:
     """Split an RFC 6901 pointer into unescaped tokens ('' is the whole document)."""
     if pointer == "":
         return []
-    if not pointer.startswith("/"):
-        raise PointerError(pointer)
+    if not pointer.startswith("/") or _BAD_ESCAPE.search(pointer):
+        raise PointerError(pointer)  # RFC 6901: '~' only as '~0' or '~1'
     return [t.replace("~1", "/").replace("~0", "~") for t in pointer[1:].split("/")]
 
 

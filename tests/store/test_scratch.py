@@ -3,6 +3,8 @@ journal and its stored originals stay exactly as they were."""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -61,3 +63,37 @@ def test_a_refusal_in_a_scratch_copy_names_the_checkpoint_not_the_copy(kimi: Pat
     with pytest.raises(DoesNotApplyError) as raised, write_session(ckpt) as session:
         rebuild(session, upstream_bytes(session), [Step(failing, {})], ())
     assert "patcher-rebuild" not in str(raised.value) and str(kimi) in str(raised.value)
+
+
+def test_work_folders_a_killed_patcher_left_are_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kill skips the clean-up of $TMPDIR/patcher-*: the next command removes those of
+    processes that are gone, and never a running one's, a link, or another name."""
+    import subprocess
+    import sys
+
+    from patcher.store import scratch
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    dead = int(gone.stdout)
+    left = [tmp_path / f"patcher-{kind}-{dead}-abc" for kind in ("scratch", "rebuild", "upstream")]
+    for folder in left:
+        (folder / "checkpoint").mkdir(parents=True)
+        (folder / "checkpoint" / "config.json").write_text("{}")
+    mine = tmp_path / f"patcher-scratch-{os.getpid()}-xyz"
+    mine.mkdir()
+    other = tmp_path / f"patcher-notes-{dead}-x"
+    other.mkdir()
+    link = tmp_path / f"patcher-rebuild-{dead}-link"
+    link.symlink_to(other)
+    with scratch.work_folder("scratch") as made:
+        assert Path(made).name.startswith(f"patcher-scratch-{os.getpid()}-")
+    assert not any(folder.exists() for folder in left)
+    assert mine.is_dir() and other.is_dir() and link.is_symlink()
