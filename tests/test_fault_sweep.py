@@ -382,22 +382,40 @@ def test_an_overlay_re_pointed_at_its_moved_store_survives_any_fault(
 RESTORES = {
     "restore": ["restore", "{root}"],
     "restore-upstream": ["restore", "{root}", "--upstream"],
+    "revert-all": ["revert", "{root}", "--all", "--force"],
+}
+
+
+def _hand_edit(path: Path) -> None:
+    path.write_bytes(path.read_bytes().replace(b"NVFP4", b"HAND", 1))
+
+
+# What is applied and edited by hand before the multi-entry command runs: one entry over a
+# hand edit; two files edited; two entries on one file under a hand edit.
+SETUPS = {
+    "one": (("strip-fp8-kv-cache", {}),),
+    "two-files": (("strip-fp8-kv-cache", {}),),
+    "two-entries": (("strip-fp8-kv-cache", {}), ("set-torch-dtype", {"dtype": "float16"})),
 }
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("setup", sorted(SETUPS))
 @pytest.mark.parametrize("name", sorted(RESTORES))
 def test_a_restore_under_every_fault_leaves_before_or_after(
-    name: str, mode: str, tmp_path: Path
+    name: str, setup: str, mode: str, tmp_path: Path
 ) -> None:
-    """restore (the patched bytes back over a hand edit) and restore --upstream (the entry
-    reverted, the hand edit discarded) at every fault point: the files are the hand-edited
-    ones or the restored ones, status agrees, no temp file, and the command run again ends
-    where the unfaulted run did."""
+    """restore (the patched bytes back over a hand edit), restore --upstream (the entries
+    reverted, the hand edit discarded) and revert --all --force, each one step for all its
+    entries and files, at every fault point: the files are the hand-edited ones or the
+    restored ones, status agrees, no temp file, and the command run again ends where the
+    unfaulted run did."""
     prepared = _kimi(tmp_path)
-    api.apply(prepared, "strip-fp8-kv-cache")
-    config = prepared / "config.json"
-    config.write_bytes(config.read_bytes().replace(b'"kimi_k25"', b'"HAND"'))
+    for transform, params in SETUPS[setup]:
+        api.apply(prepared, transform, params)
+    _hand_edit(prepared / "config.json")
+    if setup == "two-files":
+        _hand_edit(prepared / "hf_quant_config.json")
     command = RESTORES[name]
     before, before_applied = tree_bytes(prepared), _applied(prepared)
     reference = _run_copy(prepared, tmp_path / "reference")
@@ -423,3 +441,34 @@ def test_a_restore_under_every_fault_leaves_before_or_after(
         assert tree_bytes(root) == after, where
         shutil.rmtree(root)
     assert point > 3
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_forget_under_every_fault_leaves_the_journal_whole_or_gone(
+    mode: str, tmp_path: Path
+) -> None:
+    """forget at every fault point: .patcher/ is whole (status reads it, every kept original
+    is there) or gone, never a journal without its objects; forget run again finishes, and
+    leaves nothing of it behind."""
+    prepared = _kimi(tmp_path)
+    api.apply(prepared, "strip-fp8-kv-cache")
+    api.revert(prepared, every=True)
+    files = {k: v for k, v in tree_bytes(prepared).items() if not k.startswith(".patcher")}
+    kept = sorted(p.name for p in (prepared / ".patcher" / "objects").iterdir())
+    point = 0
+    while True:
+        point += 1
+        root = _copy(prepared, tmp_path / f"{mode}-{point}")
+        if _run_faulty(mode, point, "forget", str(root)) == 99:
+            break
+        where = f"forget {mode} at call #{point}"
+        if (root / ".patcher").exists():
+            assert [e.transform for e in api.status(root).reverted] == ["strip-fp8-kv-cache"]
+            assert sorted(p.name for p in (root / ".patcher" / "objects").iterdir()) == kept, where
+        assert _run_faulty(mode, 10**6, "forget", str(root)) == 99, where
+        assert not (root / ".patcher").exists(), where
+        assert not list(root.glob(".patcher-forgotten-*")), where
+        now = {k: v for k, v in tree_bytes(root).items() if not k.startswith(".patcher")}
+        assert now == files, where
+        shutil.rmtree(root)
+    assert point > 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from dataclasses import dataclass
@@ -49,6 +50,8 @@ def forget_checkpoint(
     those bytes (a local folder has no re-download)."""
     ckpt = open_checkpoint(checkpoint)
     folder = ckpt.journal_dir
+    if not dry_run:
+        _remove_forgotten(ckpt.root)
     if not folder.exists() and not folder.is_symlink():
         return ForgetResult(ckpt.root, False, False, dry_run)
     check_real_dir(folder)  # a linked journal folder is refused, never followed
@@ -66,15 +69,30 @@ def forget_checkpoint(
         size = _journal_size(folder)
         if dry_run:
             return ForgetResult(ckpt.root, False, True, True, size)
+        # One step: renamed away whole, then removed. A kill mid-removal never leaves a
+        # journal without its objects (or the reverse); what it leaves is removed next time.
+        gone = ckpt.root / f"{_FORGOTTEN}{os.urandom(4).hex()}"
         try:
-            shutil.rmtree(folder)  # unlinks links inside, never follows them
+            folder.rename(gone)
         except OSError as exc:
             raise WriteError(
                 f"cannot remove the journal folder ({exc.strerror})",
                 file=folder,
                 hint="check the folder's permissions",
             ) from None
+    _remove_forgotten(ckpt.root)
     return ForgetResult(ckpt.root, True, True, False, size)
+
+
+_FORGOTTEN = ".patcher-forgotten-"
+
+
+def _remove_forgotten(root: Path) -> None:
+    """Remove the journal folders a forget renamed away (its own, and any a kill left)."""
+    with contextlib.suppress(OSError), os.scandir(root) as entries:
+        for entry in entries:
+            if entry.name.startswith(_FORGOTTEN) and entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)  # never follows a link inside
 
 
 def _refuse_losing_upstream(ckpt: Checkpoint, journal: Journal) -> None:

@@ -21,7 +21,8 @@ from patcher.results import JsonResult
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.file_status import file_states
 from patcher.store.files import read_current
-from patcher.store.journal import FileRecord, Journal, load_object
+from patcher.store.fsio import sha256
+from patcher.store.journal import Entry, FileRecord, Journal, State, load_object, store_object
 from patcher.store.session import FileWrite, read_journal, write_session
 from patcher.text.textdiff import unified
 
@@ -56,9 +57,11 @@ def restore_files(
         journal = session.journal
         states = {f.path: f.state for f in file_states(ckpt, journal)}
         last: dict[str, FileRecord] = {}
+        owner: dict[str, Entry] = {}  # the entry that last patched each file
         for entry in journal.applied:
             for record in entry.files:
                 last[record.path] = record
+                owner[record.path] = entry
         if file is not None:
             if file not in last:
                 raise ConflictError(
@@ -86,7 +89,14 @@ def restore_files(
             shown.append((path, unified(now or b"", data, f"{path} (now)", f"{path} (patched)")))
         if dry_run or not writes:
             return RestoreResult(ckpt.root, tuple(shown), dry_run)
-        session.write_ahead(journal, writes, journal)
+        # One pending record for the whole step: the entries that last patched the files are
+        # "reapplying", with the bytes each file holds now and the patched bytes it gets (kept
+        # as objects), so a kill between two files is rolled forward by the next command.
+        ahead = journal
+        for write in writes:
+            target = store_object(ckpt.journal_dir, write.data)
+            ahead = _pending(ahead, owner[write.path].id, "reapplying", write, target)
+        session.write_ahead(ahead, writes, journal)
     return RestoreResult(ckpt.root, tuple(shown), False)
 
 
@@ -153,5 +163,26 @@ def _put_upstream_back(ckpt: Checkpoint, paths: list[str], dry_run: bool) -> Rev
             files.append(change)
             entries.append(EntryRevert(first.id, first.transform, (change,)))
         if not dry_run:
-            session.write_ahead(journal, writes, journal)
+            # Pending as one step: each file's first entry "reverting" to the upstream bytes.
+            ahead = journal
+            for write, entry in zip(writes, entries, strict=True):
+                record = next(e for e in ahead.entries if e.id == entry.entry_id).file(write.path)
+                assert record is not None
+                ahead = _pending(ahead, entry.entry_id, "reverting", write, record.before)
+            session.write_ahead(ahead, writes, journal)
     return RevertResult("dry-run" if dry_run else "reverted", ckpt.root, tuple(entries))
+
+
+def _pending(
+    journal: Journal, entry_id: int, state: State, write: FileWrite, target: str
+) -> Journal:
+    """``journal`` with entry ``entry_id`` half done (``state``) for ``write``: the file holds
+    ``write.old`` now (absent: no source) and gets the object ``target``; the next command
+    rolls a killed step forward (``store.recovery``)."""
+    entry = next(e for e in journal.entries if e.id == entry_id)
+    sources = dict(entry.sources)
+    if write.old is not None:
+        sources[write.path] = sha256(write.old)
+    return journal.put(
+        entry.with_state(state, targets={**entry.targets, write.path: target}, sources=sources)
+    )

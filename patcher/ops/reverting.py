@@ -363,35 +363,85 @@ class _Planner:
         return FileRevert(record.path, "forced", current, new, None, result.skipped)
 
 
-def _execute(
-    session: Session,
-    entry: Entry,
-    plan: EntryRevert,
-    updates: list[Entry],
-    objects: dict[str, bytes],
-) -> None:
-    for digest, data in objects.items():
+@dataclass(slots=True)
+class _Step:
+    """Every selected entry's revert, planned in memory against the files as the entries
+    before it leave them: one write-ahead step writes them all (a kill, Ctrl-C or full disk
+    between two entries leaves all of them or none)."""
+
+    journal: Journal
+    plans: list[EntryRevert]
+    objects: dict[str, bytes]
+    first: dict[str, FileRevert]  # each path's first change: the bytes there now
+    last: dict[str, FileRevert]  # and its last: the bytes the step leaves
+
+
+def _plan_all(
+    ckpt: Checkpoint,
+    journal: Journal,
+    chosen: list[Entry],
+    force: bool,
+    discard: bool,
+    rebuilt: RebuiltBytes,
+) -> _Step:
+    contents: dict[str, bytes | None] = {}
+
+    def read(path: str) -> bytes | None:
+        return contents[path] if path in contents else read_current(ckpt, path)
+
+    step = _Step(journal, [], {}, {}, {})
+    for entry in chosen:
+        planner = _Planner(ckpt, step.journal, force, read, rebuilt, discard)
+        plan, updates = planner.plan(entry)
+        step.plans.append(plan)
+        step.objects.update(planner.objects)
+        for change in plan.files:
+            if change.new is not None:
+                contents[change.path] = change.new
+                step.first.setdefault(change.path, change)
+                step.last[change.path] = change
+        for other in updates:
+            step.journal = step.journal.put(other)
+        step.journal = step.journal.put(entry.with_state("reverted"))
+    return step
+
+
+def _execute(session: Session, step: _Step, chosen: list[Entry]) -> None:
+    for digest, data in step.objects.items():
         store_object(session.checkpoint.journal_dir, data, digest=digest)
-    changes = [f for f in plan.files if f.new is not None]
-    targets = {f.path: f.new_sha or sha256(f.new) for f in changes if f.new is not None}
-    sources = {f.path: f.current_sha or sha256(f.current) for f in changes if f.current is not None}
-    ahead = session.journal.put(entry.with_state("reverting", targets=targets, sources=sources))
-    for other in updates:
-        ahead = ahead.put(other)
-    writes = []
-    for change in changes:
-        assert change.new is not None
+    writes: list[FileWrite] = []
+    targets: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    for path, last in step.last.items():
+        first = step.first[path]
+        assert last.new is not None
+        targets[path] = last.new_sha or sha256(last.new)
+        if first.current is not None:
+            sources[path] = first.current_sha or sha256(first.current)
         writes.append(
             FileWrite(
-                change.path,
-                change.new,
-                expect=change.current,
-                link=change.link,
-                mtime_ns=change.mtime_ns,
-                old=change.current,
+                path,
+                last.new,
+                expect=first.current,
+                link=last.link,
+                mtime_ns=last.mtime_ns,
+                old=first.current,
             )
         )
-    done = ahead.put(entry.with_state("reverted", reverted_time=now(), targets={}, sources={}))
+    # Pending while written: every entry is "reverting" with the bytes its files hold now and
+    # the bytes the whole step leaves; the next command rolls a killed step forward.
+    ahead = step.journal
+    done = step.journal
+    latest = {e.id: e for e in step.journal.entries}
+    for entry in (latest[e.id] for e in chosen):
+        mine = {r.path for r in entry.files}
+        reverting = entry.with_state(
+            "reverting",
+            targets={p: h for p, h in targets.items() if p in mine},
+            sources={p: h for p, h in sources.items() if p in mine},
+        )
+        ahead = ahead.put(reverting)
+        done = done.put(entry.with_state("reverted", reverted_time=now(), targets={}, sources={}))
     session.write_ahead(ahead, writes, done)
 
 
@@ -415,34 +465,20 @@ def revert_transforms(
     rebuilt = RebuiltBytes()
     if dry_run:
         journal = load_journal(ckpt.journal_dir)
-        contents: dict[str, bytes | None] = {}
-
-        def read(path: str) -> bytes | None:
-            return contents[path] if path in contents else read_current(ckpt, path)
-
-        planned = []
-        for entry in _select(journal, target, last, every, ckpt, entries):
-            planner = _Planner(ckpt, journal, force, read, rebuilt, discard)
-            plan, updates = planner.plan(entry)
-            planned.append(plan)
-            for change in plan.files:
-                if change.new is not None:
-                    contents[change.path] = change.new
-            for other in updates:
-                journal = journal.put(other)
-            journal = journal.put(entry.with_state("reverted"))
-        return RevertResult("dry-run" if planned else "nothing-to-do", ckpt.root, tuple(planned))
+        chosen = _select(journal, target, last, every, ckpt, entries)
+        step = _plan_all(ckpt, journal, chosen, force, discard, rebuilt)
+        return RevertResult(
+            "dry-run" if step.plans else "nothing-to-do", ckpt.root, tuple(step.plans)
+        )
     existing = load_journal(ckpt.journal_dir)
     if not existing.applied and not existing.unsettled:
         _select(existing, target, last, every, ckpt, entries)  # refuses a named or --last revert
         return RevertResult("nothing-to-do", ckpt.root, ())  # and writes nothing
     with write_session(ckpt) as session:
-        done = []
-        for entry in _select(session.journal, target, last, every, ckpt, entries):
-            planner = _Planner(
-                ckpt, session.journal, force, lambda p: read_current(ckpt, p), rebuilt, discard
-            )
-            plan, updates = planner.plan(entry)
-            _execute(session, entry, plan, updates, planner.objects)
-            done.append(plan)
-        return RevertResult("reverted" if done else "nothing-to-do", ckpt.root, tuple(done))
+        chosen = _select(session.journal, target, last, every, ckpt, entries)
+        step = _plan_all(ckpt, session.journal, chosen, force, discard, rebuilt)
+        if chosen:
+            _execute(session, step, chosen)
+        return RevertResult(
+            "reverted" if step.plans else "nothing-to-do", ckpt.root, tuple(step.plans)
+        )

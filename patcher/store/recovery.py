@@ -50,8 +50,8 @@ def _roll_forward(checkpoint: Checkpoint, entry: Entry) -> None:
         current = current_hash(checkpoint, record.path)
         if target is None or current == target:
             continue
-        source = entry.sources.get(record.path)
-        if source is None or current != source:
+        source = entry.sources.get(record.path)  # None: the file was absent at the start
+        if current != source:
             # Changed since the interrupted revert (a hand edit?): writing would lose it.
             raise JournalError(
                 f"an interrupted revert of {entry.transform!r} cannot be finished: the file "
