@@ -142,9 +142,8 @@ NEW_UPSTREAM = (
 
 
 # ... and one whose config.json already says float16 (set-torch-dtype's edit, made upstream).
-NEW_UPSTREAM_FLOAT16 = NEW_UPSTREAM.replace(
-    b'"torch_dtype": "bfloat16"', b'"torch_dtype": "float16"'
-)
+NEW_UPSTREAM_FLOAT16 = NEW_UPSTREAM.replace(b'"dtype": "bfloat16"', b'"dtype": "float16"')
+assert NEW_UPSTREAM_FLOAT16.count(b'"dtype": "float16"') == 2  # both of set-torch-dtype's edits
 
 
 def _cache_snapshot(tmp_path: Path) -> Path:
@@ -269,6 +268,10 @@ def test_every_fault_point_leaves_before_or_after(scenario: str, mode: str, tmp_
             assert "Traceback" not in message and code == 1, (where, message)
             if state == after:
                 assert "nothing was changed" not in message, (where, message)
+            for gone in set(before_applied) - set(after_applied):
+                if state == after and scenario.startswith("rebase"):
+                    # A transform the rebase drops is named, not dropped without a word.
+                    assert f"{gone} is no longer applied" in message, (where, message)
         assert not _temp_files(_sandbox(root)), (where, _temp_files(_sandbox(root)))
         if blobs:  # the cache's blobs are shared with other revisions: never written
             assert tree_bytes(_sandbox(root) / "blobs") == blobs, where

@@ -218,5 +218,15 @@ def rebuild(
         done = done.put(entry.with_state("reverted", reverted_time=now(), targets={}, sources={}))
     for entry in new_entries:
         done = done.put(entry.with_state("applied", targets={}, sources={}))
-    session.write_ahead(ahead, writes, done)
+    try:
+        session.write_ahead(ahead, writes, done)
+    except PatcherError as exc:
+        dropped = [s.transform.name for s, e in zip(steps, created, strict=True) if e is None]
+        kept = "all the same" in exc.problem or "half done" in (exc.hint or "")
+        if dropped and kept:  # made, or to be settled by the next command
+            exc.reworded(
+                problem=f"{exc.problem}; once finished, {', '.join(dropped)} is no longer "
+                "applied (its edit changes nothing in the new files)"
+            )
+        raise
     return Rebuilt(created, {p: (current[p], d) for p, d in changing.items()})
