@@ -15,7 +15,7 @@ from patcher.store.checkpoint import OVERLAY_FILE, Checkpoint, open_checkpoint
 from patcher.store.file_status import file_states
 from patcher.store.fsio import TMP_SUFFIX, check_real_dir
 from patcher.store.journal import Journal
-from patcher.store.session import write_session
+from patcher.store.session import read_journal, write_session
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -55,20 +55,11 @@ def forget_checkpoint(
     if not folder.exists() and not folder.is_symlink():
         return ForgetResult(ckpt.root, False, False, dry_run)
     check_real_dir(folder)  # a linked journal folder is refused, never followed
+    if dry_run:  # no lock taken, nothing written
+        size = _forgettable(ckpt, read_journal(ckpt), force)
+        return ForgetResult(ckpt.root, False, True, True, size)
     with write_session(ckpt) as session:
-        applied = session.journal.applied
-        if applied:
-            names = ", ".join(f"{e.transform} (entry {e.id})" for e in applied)
-            raise ConflictError(
-                f"{len(applied)} transform(s) still applied: {names}",
-                file=folder,
-                hint=f"patcher revert {ckpt.arg} --all, then patcher forget {ckpt.arg}",
-            )
-        if not force:
-            _refuse_losing_upstream(ckpt, session.journal)
-        size = _journal_size(folder)
-        if dry_run:
-            return ForgetResult(ckpt.root, False, True, True, size)
+        size = _forgettable(ckpt, session.journal, force)
         # One step: renamed away whole, then removed. A kill mid-removal never leaves a
         # journal without its objects (or the reverse); what it leaves is removed next time.
         gone = ckpt.root / f"{_FORGOTTEN}{os.urandom(4).hex()}"
@@ -93,6 +84,22 @@ def _remove_forgotten(root: Path) -> None:
         for entry in entries:
             if entry.name.startswith(_FORGOTTEN) and entry.is_dir(follow_symlinks=False):
                 shutil.rmtree(entry.path, ignore_errors=True)  # never follows a link inside
+
+
+def _forgettable(ckpt: Checkpoint, journal: Journal, force: bool) -> int:
+    """Refuse what forget must not remove; else the size of ``.patcher/``."""
+    folder = ckpt.journal_dir
+    applied = journal.applied
+    if applied:
+        names = ", ".join(f"{e.transform} (entry {e.id})" for e in applied)
+        raise ConflictError(
+            f"{len(applied)} transform(s) still applied: {names}",
+            file=folder,
+            hint=f"patcher revert {ckpt.arg} --all, then patcher forget {ckpt.arg}",
+        )
+    if not force:
+        _refuse_losing_upstream(ckpt, journal)
+    return _journal_size(folder)
 
 
 def _refuse_losing_upstream(ckpt: Checkpoint, journal: Journal) -> None:

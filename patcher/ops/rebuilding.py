@@ -222,8 +222,7 @@ def rebuild(
         session.write_ahead(ahead, writes, done)
     except PatcherError as exc:
         dropped = [s.transform.name for s, e in zip(steps, created, strict=True) if e is None]
-        kept = "all the same" in exc.problem or "half done" in (exc.hint or "")
-        if dropped and kept:  # made, or to be settled by the next command
+        if dropped and session.journal is not journal:  # made, or settled forward next
             exc.reworded(
                 problem=f"{exc.problem}; once finished, {', '.join(dropped)} is no longer "
                 "applied (its edit changes nothing in the new files)"

@@ -51,53 +51,64 @@ def restore_files(
     """Write the bytes patcher left back over every journalled file that was edited by hand
     or deleted since (``file``: that one only). Files as patcher left them are untouched; a
     file patcher never patched, or one a new upstream download replaced (``rebase``), is
-    refused."""
+    refused. A dry run takes no lock and writes nothing."""
     ckpt = open_checkpoint(checkpoint)
+    if dry_run:
+        writes, _ = _plan_restore(ckpt, read_journal(ckpt), file)
+        return RestoreResult(ckpt.root, _shown(writes), True)
     with write_session(ckpt) as session:
         journal = session.journal
-        states = {f.path: f.state for f in file_states(ckpt, journal)}
-        last: dict[str, FileRecord] = {}
-        owner: dict[str, Entry] = {}  # the entry that last patched each file
-        for entry in journal.applied:
-            for record in entry.files:
-                last[record.path] = record
-                owner[record.path] = entry
-        if file is not None:
-            if file not in last:
-                raise ConflictError(
-                    "no applied transform patched this file",
-                    file=ckpt.root / file,
-                    hint=f"patcher status {ckpt.arg} lists the patched files",
-                )
-            if states.get(file) == "upstream":
-                raise ConflictError(
-                    "a new upstream version is here, not a hand edit",
-                    file=ckpt.path(file),
-                    hint=f"patcher rebase {ckpt.arg}",
-                )
-        chosen = [
-            p
-            for p in last
-            if (file is None or p == file) and states.get(p) in ("changed", "missing")
-        ]
-        writes: list[FileWrite] = []
-        shown: list[tuple[str, str]] = []
-        for path in chosen:
-            data = patched_bytes(ckpt, last[path])
+        writes, owner = _plan_restore(ckpt, journal, file)
+        if writes:
+            # One pending record for the whole step: the entries that last patched the files
+            # are "reapplying", with the bytes each file holds now and the patched bytes it
+            # gets (kept as objects), so a kill between two files is rolled forward.
+            ahead = journal
+            for write in writes:
+                target = store_object(ckpt.journal_dir, write.data)
+                ahead = _pending(ahead, owner[write.path].id, "reapplying", write, target)
+            session.write_ahead(ahead, writes, journal)
+    return RestoreResult(ckpt.root, _shown(writes), False)
+
+
+def _plan_restore(
+    ckpt: Checkpoint, journal: Journal, file: str | None
+) -> tuple[list[FileWrite], dict[str, Entry]]:
+    """The writes that put the patched bytes back, and the entry that last patched each file."""
+    states = {f.path: f.state for f in file_states(ckpt, journal)}
+    last: dict[str, FileRecord] = {}
+    owner: dict[str, Entry] = {}
+    for entry in journal.applied:
+        for record in entry.files:
+            last[record.path] = record
+            owner[record.path] = entry
+    if file is not None:
+        if file not in last:
+            raise ConflictError(
+                "no applied transform patched this file",
+                file=ckpt.root / file,
+                hint=f"patcher status {ckpt.arg} lists the patched files",
+            )
+        if states.get(file) == "upstream":
+            raise ConflictError(
+                "a new upstream version is here, not a hand edit",
+                file=ckpt.path(file),
+                hint=f"patcher rebase {ckpt.arg}",
+            )
+    writes = []
+    for path in last:
+        if (file is None or path == file) and states.get(path) in ("changed", "missing"):
             now = read_current(ckpt, path)
-            writes.append(FileWrite(path, data, expect=now, old=now))
-            shown.append((path, unified(now or b"", data, f"{path} (now)", f"{path} (patched)")))
-        if dry_run or not writes:
-            return RestoreResult(ckpt.root, tuple(shown), dry_run)
-        # One pending record for the whole step: the entries that last patched the files are
-        # "reapplying", with the bytes each file holds now and the patched bytes it gets (kept
-        # as objects), so a kill between two files is rolled forward by the next command.
-        ahead = journal
-        for write in writes:
-            target = store_object(ckpt.journal_dir, write.data)
-            ahead = _pending(ahead, owner[write.path].id, "reapplying", write, target)
-        session.write_ahead(ahead, writes, journal)
-    return RestoreResult(ckpt.root, tuple(shown), False)
+            writes.append(FileWrite(path, patched_bytes(ckpt, last[path]), expect=now, old=now))
+    return writes, owner
+
+
+def _shown(writes: list[FileWrite]) -> tuple[tuple[str, str], ...]:
+    """Each file's diff from what is there now to the patched bytes (what a restore discards)."""
+    return tuple(
+        (w.path, unified(w.old or b"", w.data, f"{w.path} (now)", f"{w.path} (patched)"))
+        for w in writes
+    )
 
 
 def restore_upstream(
@@ -144,33 +155,39 @@ def _edited_unpatched(
 
 def _put_upstream_back(ckpt: Checkpoint, paths: list[str], dry_run: bool) -> RevertResult:
     """Write the upstream bytes (what the file's first entry found) over ``paths``, in one
-    step; the journal is unchanged (nothing applied, the files reverted)."""
+    step; the journal is unchanged (nothing applied, the files reverted). A dry run takes no
+    lock and writes nothing."""
+    if dry_run:
+        _, entries = _upstream_writes(ckpt, read_journal(ckpt), paths)
+        return RevertResult("dry-run", ckpt.root, entries)
     with write_session(ckpt) as session:
         journal = session.journal
-        writes: list[FileWrite] = []
-        files: list[FileRevert] = []
-        entries: list[EntryRevert] = []
-        for path in paths:
-            first = next(e for e in journal.entries if e.file(path))
-            record = first.file(path)
+        writes, entries = _upstream_writes(ckpt, journal, paths)
+        # Pending as one step: each file's first entry "reverting" to the upstream bytes.
+        ahead = journal
+        for write, entry in zip(writes, entries, strict=True):
+            record = next(e for e in ahead.entries if e.id == entry.entry_id).file(write.path)
             assert record is not None
-            data = load_object(ckpt.journal_dir, record.before, journal)
-            now = read_current(ckpt, path)
-            writes.append(
-                FileWrite(path, data, expect=now, link=record.link, old=now, mtime_ns=None)
-            )
-            change = FileRevert(path, "discarded", now, data, record.link)
-            files.append(change)
-            entries.append(EntryRevert(first.id, first.transform, (change,)))
-        if not dry_run:
-            # Pending as one step: each file's first entry "reverting" to the upstream bytes.
-            ahead = journal
-            for write, entry in zip(writes, entries, strict=True):
-                record = next(e for e in ahead.entries if e.id == entry.entry_id).file(write.path)
-                assert record is not None
-                ahead = _pending(ahead, entry.entry_id, "reverting", write, record.before)
-            session.write_ahead(ahead, writes, journal)
-    return RevertResult("dry-run" if dry_run else "reverted", ckpt.root, tuple(entries))
+            ahead = _pending(ahead, entry.entry_id, "reverting", write, record.before)
+        session.write_ahead(ahead, writes, journal)
+    return RevertResult("reverted", ckpt.root, entries)
+
+
+def _upstream_writes(
+    ckpt: Checkpoint, journal: Journal, paths: list[str]
+) -> tuple[list[FileWrite], tuple[EntryRevert, ...]]:
+    writes: list[FileWrite] = []
+    entries: list[EntryRevert] = []
+    for path in paths:
+        first = next(e for e in journal.entries if e.file(path))
+        record = first.file(path)
+        assert record is not None
+        data = load_object(ckpt.journal_dir, record.before, journal)
+        now = read_current(ckpt, path)
+        writes.append(FileWrite(path, data, expect=now, link=record.link, old=now))
+        change = FileRevert(path, "discarded", now, data, record.link)
+        entries.append(EntryRevert(first.id, first.transform, (change,)))
+    return writes, tuple(entries)
 
 
 def _pending(

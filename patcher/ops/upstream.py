@@ -20,7 +20,6 @@ from typing import Any
 from patcher import progress
 from patcher.errors import UpstreamError
 from patcher.results import JsonResult
-from patcher.store.beneath import open_link_target
 from patcher.store.checkpoint import JOURNAL_DIR, Checkpoint, open_checkpoint
 from patcher.store.files import read_current
 from patcher.store.hfcache import RepoRef, local_dir_commit, parse_repo_ref, snapshot_repo
@@ -284,9 +283,7 @@ class _Fetcher:
             for entry in self.journal.entries:
                 record = entry.file(path)
                 if record is not None and record.link:
-                    folder = (self.ckpt.root / path).parent.resolve()
-                    bases = (self.ckpt.root.resolve(), *self.ckpt.link_bases)
-                    with os.fdopen(open_link_target(folder, record.link, bases), "rb") as kept:
+                    with os.fdopen(self.ckpt.open_link(path, record.link), "rb") as kept:
                         return kept.read()
         return read_current(self.ckpt, path) or b""
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from patcher.errors import CheckpointError, UnsafePathError
-from patcher.store.beneath import open_beneath
+from patcher.store.beneath import open_beneath, open_link_target
 from patcher.store.hfcache import parse_repo_ref, resolve_snapshot
 
 CONFIG_FILES = (
@@ -129,7 +129,18 @@ class Checkpoint:
         file is read (``beneath.open_beneath``: no link is followed out, whatever another
         process does to the folder meanwhile). FileNotFoundError when it is absent."""
         self.path(relative)  # its name, and an overlay's links lead to the same file of its source
-        return open_beneath(self.root, relative, (self.root.resolve(), *self.link_bases))
+        return open_beneath(self.root, relative, self._read_bases())
+
+    def open_link(self, relative: str, link: str) -> int:
+        """A descriptor of the file that ``link``, a link recorded for ``relative``, leads to:
+        opened as :meth:`open` opens, only inside the checkpoint's own bases."""
+        folder = (self.root / relative).parent.resolve()
+        return open_link_target(folder, link, self._read_bases())
+
+    def _read_bases(self) -> tuple[Path, ...]:
+        # The checkpoint itself first: a scratch copy standing in for one has only the
+        # real checkpoint's bases.
+        return (self.root.resolve(), *self.link_bases)
 
 
 def open_checkpoint(path: Path | str, revision: str | None = None) -> Checkpoint:

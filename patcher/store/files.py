@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 from patcher.errors import ConflictError, InputFileError, JournalError, UnsafePathError
-from patcher.store.beneath import open_link_target
 from patcher.store.checkpoint import Checkpoint
 from patcher.store.fsio import (
     NotRegularFileError,
@@ -32,7 +31,7 @@ def read_current(checkpoint: Checkpoint, relative: str) -> bytes | None:
 def open_current(checkpoint: Checkpoint, relative: str) -> int | None:
     """A descriptor of ``relative`` (see ``Checkpoint.open``), None when it is missing; a
     refusal naming it when it is not a readable regular file."""
-    path = checkpoint.path(relative)
+    path = checkpoint.root / relative  # named in a refusal; open() checks the name itself
     try:
         return checkpoint.open(relative)
     except (FileNotFoundError, NotADirectoryError):
@@ -102,10 +101,8 @@ def _refuse_link_elsewhere(checkpoint: Checkpoint, relative: str, link: str, dat
     """A link the journal records is put back only where it leads to a file holding the
     bytes it stands for: an edited journal's link to a weight shard, or to any other file of
     the checkpoint, is damage, never followed."""
-    folder = checkpoint.path(relative).parent.resolve()
-    bases = (checkpoint.root.resolve(), *checkpoint.link_bases)
     try:
-        fd = open_link_target(folder, link, bases)
+        fd = checkpoint.open_link(relative, link)
     except (OSError, UnsafePathError):
         fd = None
     try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,17 +20,10 @@ def read_config(checkpoint: Checkpoint, name: str) -> Any:
     """The checkpoint's file ``name`` parsed (None when absent), or a one-line refusal naming
     it; a folder, a pipe or a device in its place is refused, not taken for a missing file.
     Opened the one way a checkpoint file is (``Checkpoint.open``: no link followed out)."""
-
-    def read() -> bytes:
-        with os.fdopen(checkpoint.open(name), "rb") as handle:
-            return handle.read()
-
-    return _parsed(checkpoint.path(name), read)
-
-
-def _parsed(path: Path, read: Callable[[], bytes]) -> Any:
+    path = checkpoint.root / name  # named in a refusal; open() checks the name itself
     try:
-        return json.loads(read())
+        with os.fdopen(checkpoint.open(name), "rb") as handle:
+            return json.loads(handle.read())
     except (FileNotFoundError, NotADirectoryError):
         return None
     except (IsADirectoryError, NotRegularFileError):

@@ -266,3 +266,23 @@ def test_restore_upstream_puts_back_the_upstream_bytes_over_a_hand_edit(
     code, out, _ = cli("status", kimi, "--check")
     assert code == 0, out
     assert cli("restore", kimi, "--upstream")[0] == 0  # nothing left: nothing to do
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("restore", "--dry-run"), ("restore", "--upstream", "--dry-run"), ("forget", "--dry-run")],
+)
+def test_a_dry_run_takes_no_lock_and_writes_nothing(
+    cli: Cli, kimi: Path, command: tuple[str, ...]
+) -> None:
+    """A what-if writes nothing anywhere: not even the lock file and its holder note."""
+    assert cli("apply", kimi, "strip-fp8-kv-cache")[0] == 0
+    config = kimi / "config.json"
+    config.write_bytes(config.read_bytes().replace(b'"kimi_k25"', b'"HAND"'))
+    if command[0] == "forget" or "--upstream" in command:
+        assert cli("revert", kimi, "--all", "--force")[0] == 0
+    (kimi / ".patcher" / "lock").unlink()
+    before = tree_bytes(kimi)
+    code, out, err = cli(command[0], kimi, *command[1:])
+    assert code in (0, 1), out + err
+    assert tree_bytes(kimi) == before and not (kimi / ".patcher" / "lock").exists()
