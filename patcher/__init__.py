@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from patcher.api import reapply as reapply
     from patcher.api import rebase as rebase
     from patcher.api import revert as revert
+    from patcher.api import secret_values as secret_values
     from patcher.api import status as status
     from patcher.api import sync as sync
 
@@ -107,6 +108,7 @@ __all__ = [
     "reapply",
     "rebase",
     "revert",
+    "secret_values",
     "status",
     "sync",
 ]

@@ -49,6 +49,7 @@ from patcher.ops.targets import Target, make_target
 from patcher.ops.upstream import UpstreamDiff, diff_upstream
 from patcher.store.file_status import Status
 from patcher.store.file_status import checkpoint_status as status
+from patcher.text.secrets import secret_values
 from patcher.transforms.catalog import builtin_transforms as list_transforms
 from patcher.transforms.catalog import find_transform as get_transform
 from patcher.transforms.definition import Transform
@@ -98,6 +99,7 @@ __all__ = [
     "reapply",
     "rebase",
     "revert",
+    "secret_values",
     "status",
     "sync",
 ]

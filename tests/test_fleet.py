@@ -249,6 +249,25 @@ def test_sync_takes_the_kv_dtype_and_the_flags_always_passed(
     assert real["argv"][-4:] == ["--kv-cache-dtype", "bfloat16", "--served-model-name", "kimi"]
 
 
+def test_sync_never_returns_a_secret_flags_value(
+    collections: Path, tmp_path: Path, kimi_copy: Path
+) -> None:
+    """An --api-key among the flags is the server's: neither the registered result nor -vvv
+    output holds it (no_log), and the rest of the command line is as plan gives it."""
+    secret = "sk-live-4f2b9c"
+    args = {
+        "path": str(kimi_copy),
+        "engine": "vllm==0.16.0",
+        "gpu": "rtx-pro-6000",
+        "tensor_parallel": 8,
+        "kv_cache_dtype": "bfloat16",
+        "flags": ["--api-key", secret],
+    }
+    done, real = playbook(collections, tmp_path, {"patcher.patcher.sync": args}, "-vvv")
+    assert secret not in json.dumps(real) and secret not in done.stdout + done.stderr
+    assert real["argv"][:2] == ["vllm", "serve"] and "--api-key" in real["argv"]
+
+
 def test_sync_puts_back_what_a_re_download_undid(
     collections: Path, tmp_path: Path, kimi_copy: Path
 ) -> None:

@@ -579,18 +579,19 @@ def diagnose(log: Path | str, *, checkpoint: Path | str | None = None) -> Diagno
     return found if checkpoint is None else judge_fixes(found, checkpoint)
 
 
-def judge_fixes(found: Diagnosis, checkpoint: Path | str) -> Diagnosis:
-    """``found`` with the fixes the engine version of the log would ignore on this checkpoint
-    left out: a context edit that the version does not follow (vLLM before 0.30 derives a
-    YaRN config's context from original_max_position_embeddings x factor), so ``apply
-    --engine`` would refuse it. A log that names no version, or a checkpoint that cannot be
-    read, leaves the fixes as they are."""
-    if found.engine_version is None:
+def judge_fixes(
+    found: Diagnosis, checkpoint: Path | str, *, engine: str | None = None
+) -> Diagnosis:
+    """``found`` less the fixes that ``engine`` (``run``'s target; else the log's vLLM version)
+    would ignore on this checkpoint: a context edit it does not follow (vLLM before 0.30
+    derives a YaRN context from original_max_position_embeddings x factor)."""
+    named = engine or (None if found.engine_version is None else f"vllm=={found.engine_version}")
+    if named is None or not named.startswith("vllm"):
         return found
     try:
-        engine = parse_engine(f"vllm=={found.engine_version}")
-        files = read_config_files(open_checkpoint(checkpoint))
-        follows = edit_takes_effect(engine, files)
+        follows = edit_takes_effect(
+            parse_engine(named), read_config_files(open_checkpoint(checkpoint))
+        )
     except PatcherError:
         return found
     if follows:

@@ -390,15 +390,27 @@ def run(
     ] = False,
     dry_run: DryRunOpt = False,
     as_json: JsonOpt = False,
+    stop_timeout: Annotated[
+        float,
+        typer.Option(
+            "--stop-timeout",
+            metavar="SECONDS",
+            min=0,
+            help="After SIGTERM, SIGINT or SIGHUP, how long the engine gets to shut down "
+            "before its process group is killed.",
+        ),
+    ] = 30.0,
 ) -> None:
     """Sync the checkpoint for the launch, add the planned flags and start the engine.
 
     The target comes from the command line (parallel sizes, --max-model-len,
     --kv-cache-memory-bytes), the engine's version (from its own interpreter) and the GPU
     (nvidia-smi; a +cpu vLLM build is the CPU target); --engine, --gpu or --profile override.
-    A flag of yours that contradicts the plan is refused, naming both values. The engine's
-    output is passed through and signals are forwarded; when it fails, doctor reads what it
-    printed. The exit code is the engine's (1 when patcher refuses before starting it).
+    A flag of yours that contradicts the plan is refused, naming both values. The engine runs
+    in its own process group and never outlives patcher; its stdout and stderr are passed
+    through byte for byte and each signal reaches it once. When it fails, doctor reads what it
+    printed. The exit code is the engine's (128+N when a signal N ended it; 1 when patcher
+    refuses before starting it).
     """
     with boundary(as_json):
         from patcher.cli import render
@@ -417,11 +429,15 @@ def run(
         err(render.run_text(prepared))
     from patcher.ops.running import start_engine
 
-    def passed_through(line: str) -> None:
-        sys.stdout.write(line)
-        sys.stdout.flush()
+    sys.stdout.flush()
+    sys.stderr.flush()
 
-    ended = start_engine(prepared, passed_through)
+    def closed(stream: str) -> None:
+        if stream == "stdout":
+            err("patcher: stdout was closed; the engine's stdout is closed too")
+
+    with boundary(as_json):
+        ended = start_engine(prepared, stop_timeout=stop_timeout, on_closed=closed)
     if ended.diagnosis is not None and ended.diagnosis.recognised:
         from patcher.cli import render
 

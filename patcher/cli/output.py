@@ -12,6 +12,7 @@ from pathlib import Path
 import typer
 
 from patcher.errors import PatcherError
+from patcher.text.secrets import mask
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_BUG, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 EXIT_CHANGES = 4  # plan: the checkpoint is not in sync with the target (as terraform's 2)
@@ -47,7 +48,7 @@ def paint(text: str) -> str:
 def out(text: str) -> None:
     # A lone surrogate (a JSON file's "\ud800" escape, shown in a diff) cannot be written as
     # UTF-8: it is shown as its escape, never a crash after the work is done.
-    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    text = mask(text.encode("utf-8", "backslashreplace").decode("utf-8"))
     try:
         typer.echo(text if text.lstrip().startswith(("{", "[")) else paint(text))
         sys.stdout.flush()
@@ -61,6 +62,7 @@ def out(text: str) -> None:
 
 
 def err(text: str) -> None:
+    text = mask(text)
     if colour and not os.environ.get("NO_COLOR") and text.startswith("error:"):
         text = typer.style("error:", fg="red", bold=True) + text[len("error:") :]
     typer.echo(text, err=True)
@@ -122,7 +124,7 @@ def boundary(as_json: bool = False) -> Iterator[None]:
                 "hint": exc.hint,
                 "exit_code": exc.exit_code,
             }
-            typer.echo(json.dumps({"error": error}, indent=2))
+            typer.echo(mask(json.dumps({"error": error}, indent=2)))
         err(f"error: {exc.message}")
         if exc.detail:
             err(exc.detail.rstrip("\n"))

@@ -7,6 +7,7 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from patcher.text.document import BOM
+from patcher.text.secrets import mask_words
 from patcher.text.textdiff import unified
 
 if TYPE_CHECKING:  # only for annotations: `patcher status` must not import the apply machinery
@@ -487,7 +488,9 @@ def _server(p: Plan) -> list[str]:
     if launch.memory is None or launch.memory_note not in launch.context_note:
         lines.append(f"memory: {launch.memory_note}")
     if launch.passed:
-        lines.append(f"your flags, passed as given (not judged): {shlex.join(launch.passed)}")
+        lines.append(
+            f"your flags, passed as given (not judged): {shlex.join(mask_words(launch.passed))}"
+        )
     lines.append("start the server with" + (" (after sync):" if p.actions else ":"))
     lines.append(f"  {launch.command}")
     return lines
@@ -545,8 +548,8 @@ def run_text(r: RunPlan) -> str:
             lines.append(f"patcher: warning: {r.plan.launch.problem}")
         if r.plan.launch.unknowns:
             lines.append(f"patcher: starts: unknown: {'; '.join(r.plan.launch.unknowns)}")
-    added = f" (added: {shlex.join(r.added)})" if r.added else ""
-    lines.append(f"patcher: starting {shlex.join(r.argv)}{added}")
+    added = f" (added: {shlex.join(mask_words(r.added))})" if r.added else ""
+    lines.append(f"patcher: starting {shlex.join(mask_words(r.argv))}{added}")
     return "\n".join(lines)
 
 

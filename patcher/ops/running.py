@@ -12,16 +12,12 @@ exit code is the run's.
 
 from __future__ import annotations
 
-import collections
-import os
 import shlex
 import shutil
-import signal
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from patcher.advice.doctor import Diagnosis, diagnose_text, judge_fixes
@@ -39,10 +35,11 @@ from patcher.engines.readings import assumed
 from patcher.errors import PatcherError, TargetError
 from patcher.ops.launching import Launch
 from patcher.ops.planning import Plan, plan_checkpoint, refuse_no_start, sync_checkpoint
+from patcher.ops.supervising import STOP_TIMEOUT, check_runnable, refuse_nul, supervise
 from patcher.ops.targets import Target, make_target
+from patcher.text.secrets import remember, secret_values
 
 GIB = 1024**3
-KEPT_LINES = 4000  # of the engine's output, for doctor; the root error sits near the end
 VERSION_TIMEOUT = 60.0
 _HINT = "patcher run --engine vllm==X.Y.Z --gpu NAME -- vllm serve CKPT ..."
 
@@ -87,6 +84,7 @@ def read_engine_command(argv: Sequence[str]) -> EngineCommand:
     """The engine, checkpoint and launch flags of ``vllm serve PATH ...`` or
     ``python -m sglang.launch_server --model-path PATH ...``."""
     words = list(argv)
+    remember(secret_values(words))
     if not words:
         raise TargetError("no engine command after --", hint=_HINT)
     program = Path(words[0]).name
@@ -200,6 +198,8 @@ def plan_run(
     fill in or override), sync the checkpoint (``check``: refuse unless in sync; ``dry_run``:
     only plan) and return the argv to start, with the planned flags added."""
     command = read_engine_command(argv)
+    if not dry_run:  # a dry run may plan for an engine this machine does not have
+        check_runnable(command.argv)
     flags = command.flags
     version = None
     if engine is None and profile is None:
@@ -254,6 +254,7 @@ def plan_run(
         max_model_len=number("max_model_len", parse_context if command.engine == "vllm" else int),
         kv_cache_dtype=flags.get("kv_cache_dtype"),
     )
+    refuse_nul(target.flags, "the profile's flags")
     if check or dry_run:
         plan = plan_checkpoint(command.checkpoint, target)
         refuse_no_start(str(command.checkpoint), plan.launch, target)
@@ -336,52 +337,20 @@ class EngineExit:
 
 def start_engine(
     run: RunPlan,
-    on_line: Callable[[str], None],
     *,
     env: dict[str, str] | None = None,
+    stop_timeout: float = STOP_TIMEOUT,
+    on_closed: Callable[[str], None] | None = None,
 ) -> EngineExit:
-    """Start the engine as a child, pass each line it prints to ``on_line``, forward SIGINT
-    and SIGTERM to it, and return its exit code; on a failure, doctor's diagnosis of the last
-    lines it printed."""
-    kept: collections.deque[str] = collections.deque(maxlen=KEPT_LINES)
+    """Start the engine and supervise it to its end (ops/supervising.py: its own process
+    group, each signal forwarded once, output passed through byte for byte); on a failure,
+    doctor's diagnosis of the tail of what it printed, for the run's target."""
+    ended = supervise(run.argv, env=env, stop_timeout=stop_timeout, on_closed=on_closed)
+    if ended.code == 0 or ended.signalled:
+        return EngineExit(ended.code, None)
+    found = diagnose_text(ended.tail, checkpoint=run.command.checkpoint, source=run.argv[0])
     try:
-        child = subprocess.Popen(
-            run.argv,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=env if env is not None else dict(os.environ),
-            text=True,
-            errors="replace",
-            bufsize=1,
-        )
-    except OSError as exc:
-        raise TargetError(
-            f"cannot start {run.argv[0]} ({exc.strerror})",
-            hint="check that the engine is installed and on PATH",
-        ) from None
-    forwarded: list[int] = []
-
-    def forward(signum: int, _frame: FrameType | None) -> None:
-        forwarded.append(signum)
-        if child.poll() is None:
-            child.send_signal(signum)
-
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        assert child.stdout is not None
-        for line in child.stdout:
-            kept.append(line)
-            on_line(line)
-        code = child.wait()
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-    if code == 0 or forwarded:
-        return EngineExit(code if code >= 0 else 128 - code, None)
-    found = diagnose_text("".join(kept), checkpoint=run.command.checkpoint, source=run.argv[0])
-    try:
-        found = judge_fixes(found, run.command.checkpoint)
+        found = judge_fixes(found, run.command.checkpoint, engine=str(run.target.engine))
     except PatcherError:
         pass
-    return EngineExit(code if code >= 0 else 128 - code, found)
+    return EngineExit(ended.code, found)

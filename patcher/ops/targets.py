@@ -39,6 +39,7 @@ from patcher.engines.target import Engine, parse_engine
 from patcher.errors import TargetError
 from patcher.store.fsio import read_regular
 from patcher.text.document import json_problem
+from patcher.text.secrets import remember, secret_values
 from patcher.transforms.definition import first_datetime
 
 
@@ -314,6 +315,7 @@ def _server_flags(
         return (), {}
     if not isinstance(words, list | tuple) or not all(isinstance(w, str) for w in words):
         raise _fail(source, "/flags", "expected a list of argv words, e.g. ['--enforce-eager']")
+    remember(secret_values(words))
     found, passed = split_settings(engine.name, words)
     settings: dict[str, tuple[Any, str]] = {}
     for key, (flag, text) in found.items():

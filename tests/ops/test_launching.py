@@ -336,7 +336,7 @@ def test_sync_rebuilds_once_and_refuses_before_it_writes(
 def test_a_secret_among_the_flags_never_reaches_the_journal(cli: Cli, kimi: Path) -> None:
     code, out, err = cli("sync", kimi, *TARGET, "--", "--api-key", "sk-secret")
     assert code == 0, err
-    assert out.rstrip().endswith("--api-key sk-secret")
+    assert out.rstrip().endswith("--api-key ***") and "sk-secret" not in out + err
     kept = [f for f in (kimi / ".patcher").rglob("*") if f.is_file()]
     assert kept and all(b"sk-secret" not in f.read_bytes() for f in kept)
 

@@ -164,6 +164,9 @@ def run(module, api):
         kv_cache_dtype=p["kv_cache_dtype"],
         flags=p["flags"],
     )
+    # A secret flag's value (--api-key) is the server's, not the task output's: no_log masks
+    # it in the result, the diff and -v.
+    module.no_log_values.update(api.secret_values(list(target.flags)))
     result = api.sync(checkpoint_of(p), target, dry_run=module.check_mode, overlay=p["overlay"])
     plan = result.plan
     actions = [
