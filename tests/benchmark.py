@@ -19,6 +19,9 @@
    on a checkpoint patcher never wrote to.
 9. ``patcher check --engine-python`` (``--only installed --engine-python VENV/bin/python``): the
    installed engine asked, cold (its own config code in its own interpreter) and cached.
+10. ``patcher run`` (``--only run``): its own cost before the engine starts (an engine that
+   exits at once, against that engine alone), and its throughput passing 1 GiB of engine
+   output through to a pipe, against the engine writing to the pipe itself.
 
 Runs are interleaved and the median is reported; peak RSS comes from ``os.wait4``.
 """
@@ -677,6 +680,53 @@ def bench_installed(work: Path, runs: int, python: Path | None) -> list[str]:
     ]
 
 
+_ENGINE = """import os, sys
+lines = int(os.environ.get("LINES_OUT", "0"))
+chunk = (b"x" * 1023 + b"\\n") * 1024
+for _ in range(lines // 1024):
+    os.write(1, chunk)
+"""
+
+
+def bench_run(work: Path, runs: int, mebibytes: int = 1024) -> list[str]:
+    """``patcher run``: the cost before the engine starts, and the output passed through."""
+    ckpt = work / "run"
+    shutil.copytree(KIMI, ckpt)
+    timed([*PATCHER, "sync", str(ckpt), *LAUNCH])
+    bin_dir = work / "bin"
+    bin_dir.mkdir()
+    engine = bin_dir / "vllm"
+    engine.write_text(f"#!{sys.executable}\n{_ENGINE}")
+    engine.chmod(0o755)
+    env = {**ENV, "PATH": f"{bin_dir}{os.pathsep}{ENV['PATH']}"}
+    loud = {**env, "LINES_OUT": str(mebibytes * 1024)}
+    serve = ["vllm", "serve", str(ckpt), "--tensor-parallel-size", "8"]
+    serve += ["--kv-cache-dtype", "bfloat16", "--max-model-len", "131072"]
+    run = [*PATCHER, "run", "--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", "--", *serve]
+    # Through a pipe to cat > /dev/null: what a terminal, a log shipper or journald reads from.
+    piped = ["sh", "-c", 'exec "$@" | cat > /dev/null', "sh"]
+    result = median_runs(
+        runs,
+        [
+            ("the engine alone, exiting at once", _step([str(engine), *serve[1:]], env)),
+            ("patcher run of it (sync check, plan, start, wait)", _step(run, env)),
+            (f"the engine writing {mebibytes} MiB to a pipe", _step([*piped, str(engine)], loud)),
+            (f"patcher run passing {mebibytes} MiB through", _step([*piped, *run], loud)),
+        ],
+    )
+    alone, through = (t for t, _ in list(result.values())[2:])
+    return [
+        f"patcher run of a stand-in engine, the example on 8 RTX PRO 6000 (median of {runs}):",
+        "",
+        "| process | median wall | peak RSS |",
+        "|---|---|---|",
+        *(f"| {name} | {t * 1000:.0f} ms | {m // 1024} MiB |" for name, (t, m) in result.items()),
+        "",
+        f"throughput through patcher: {mebibytes * 2**20 / 1e6 / through:.0f} MB/s "
+        f"(the engine alone into the pipe: {mebibytes * 2**20 / 1e6 / alone:.0f} MB/s)",
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
@@ -695,6 +745,7 @@ def main() -> None:
             "diff",
             "launch",
             "installed",
+            "run",
         ],
         help="run one section",
     )
@@ -722,6 +773,7 @@ def main() -> None:
             "diff": lambda: bench_diff(work, args.runs),
             "launch": lambda: bench_launch(work, args.runs),
             "installed": lambda: bench_installed(work, min(args.runs, 3), args.engine_python),
+            "run": lambda: bench_run(work, args.runs),
         }
         sections = [run() for name, run in chosen.items() if args.only in (None, name)]
     where = f"installed ({SCRIPT})" if INSTALLED else "from the source tree"

@@ -348,7 +348,7 @@ def start_engine(
     ended = supervise(run.argv, env=env, stop_timeout=stop_timeout, on_closed=on_closed)
     if ended.code == 0 or ended.signalled:
         return EngineExit(ended.code, None)
-    found = diagnose_text(ended.tail, checkpoint=run.command.checkpoint, source=run.argv[0])
+    found = diagnose_text(ended.tail.text(), checkpoint=run.command.checkpoint, source=run.argv[0])
     try:
         found = judge_fixes(found, run.command.checkpoint, engine=str(run.target.engine))
     except PatcherError:

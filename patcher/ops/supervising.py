@@ -21,6 +21,7 @@ What a supervisor owes the engine and the user, and why each piece is here:
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import ctypes
 import errno
@@ -57,11 +58,12 @@ _PR_SET_PDEATHSIG = 1
 @dataclass(frozen=True, slots=True)
 class Ended:
     """How the engine ended: the exit code to give (the engine's; 128+N for a signal N),
-    whether a signal patcher forwarded stopped it, and the tail of what it printed."""
+    whether a signal patcher forwarded stopped it, and the tail of what it printed (made
+    text only when asked: a failure)."""
 
     code: int
     signalled: bool
-    tail: str
+    tail: Tail
 
 
 class Tail:
@@ -70,7 +72,8 @@ class Tail:
 
     def __init__(self, limit: int = TAIL_BYTES) -> None:
         self.limit = limit
-        self.kept = bytearray()
+        self.kept: collections.deque[bytes] = collections.deque()
+        self.size = 0
         self.pending: dict[int, bytearray] = {}
 
     def add(self, stream: int, chunk: bytes) -> None:
@@ -80,19 +83,18 @@ class Tail:
         if end < 0:
             pending += chunk[: max(0, LINE_BYTES - len(pending))]
             return
-        self.kept += pending
-        self.kept += chunk[: end + 1]
+        whole = bytes(pending) + chunk[: end + 1]
         pending[:] = chunk[end + 1 : end + 1 + LINE_BYTES]
-        if len(self.kept) > self.limit + CHUNK * 4:
-            del self.kept[: len(self.kept) - self.limit]
+        self.kept.append(whole)
+        self.size += len(whole)
+        while self.size - len(self.kept[0]) >= self.limit:
+            self.size -= len(self.kept.popleft())
 
     def text(self) -> str:
         """The tail as text, each line cut at ``LINE_BYTES``, unfinished lines last."""
-        whole = bytes(self.kept[-self.limit :]) + b"".join(
-            bytes(p) + b"\n" for p in self.pending.values() if p
-        )
-        lines = whole.split(b"\n")
-        return "\n".join(line[:LINE_BYTES].decode("utf-8", "replace") for line in lines)
+        whole = b"".join([*self.kept, *(bytes(p) + b"\n" for p in self.pending.values() if p)])
+        text = whole[-self.limit :].decode("utf-8", "replace")
+        return "\n".join(line[:LINE_BYTES] for line in text.split("\n"))
 
 
 def refuse_nul(words: Sequence[str], where: str) -> None:
@@ -205,7 +207,7 @@ def supervise(
             signal.signal(signum, handler)
     code = child.returncode
     stopped = any(s in STOPPING for s in received)
-    return Ended(code if code >= 0 else 128 - code, stopped, tail.text())
+    return Ended(code if code >= 0 else 128 - code, stopped, tail)
 
 
 def _pump(
