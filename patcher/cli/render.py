@@ -548,6 +548,11 @@ def run_text(r: RunPlan) -> str:
             lines.append(f"patcher: warning: {r.plan.launch.problem}")
         if r.plan.launch.unknowns:
             lines.append(f"patcher: starts: unknown: {'; '.join(r.plan.launch.unknowns)}")
+    if r.command.unjudged:
+        lines.append(
+            f"patcher: not judged: {shlex.join(mask_words(r.command.unjudged))} (changes what "
+            "the engine reads; patcher judged the checkpoint's own files)"
+        )
     added = f" (added: {shlex.join(mask_words(r.added))})" if r.added else ""
     lines.append(f"patcher: starting {shlex.join(mask_words(r.argv))}{added}")
     return "\n".join(lines)

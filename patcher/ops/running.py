@@ -12,6 +12,7 @@ exit code is the run's.
 
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
 import subprocess
@@ -40,6 +41,20 @@ from patcher.ops.targets import Target, make_target
 from patcher.text.secrets import remember, secret_values
 
 GIB = 1024**3
+# vLLM flags that change what it reads from the checkpoint or beside it: passed as given, and
+# said to be unjudged (patcher judged the checkpoint's own files).
+READ_CHANGING = frozenset(
+    {
+        "--hf-config-path",
+        "--hf-overrides",
+        "--tokenizer",
+        "--tokenizer-revision",
+        "--code-revision",
+        "--config-format",
+        "--generation-config",
+        "--override-generation-config",
+    }
+)
 VERSION_TIMEOUT = 60.0
 _HINT = "patcher run --engine vllm==X.Y.Z --gpu NAME -- vllm serve CKPT ..."
 
@@ -53,6 +68,10 @@ class EngineCommand:
     checkpoint: str
     flags: dict[str, str]  # the user's flags that name a launch setting, by canonical name
     interpreter: str | None  # the Python the engine runs under, if found
+    # The flags as the engine reads them: vLLM's --config FILE spliced in where vLLM puts it.
+    words: tuple[str, ...] = ()
+    # The user's flags that change what the engine reads, which patcher did not judge.
+    unjudged: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +94,7 @@ class RunPlan:
             "checkpoint": self.command.checkpoint,
             "synced": self.synced,
             "added_flags": list(self.added),
+            "unjudged_flags": list(self.command.unjudged),
             "argv": list(self.argv),
             "plan": self.plan.to_json(),
         }
@@ -88,22 +108,79 @@ def read_engine_command(argv: Sequence[str]) -> EngineCommand:
     if not words:
         raise TargetError("no engine command after --", hint=_HINT)
     program = Path(words[0]).name
-    if program == "vllm" and len(words) > 2 and words[1] == "serve":
-        checkpoint = words[2]
-        if checkpoint.startswith("-"):
+    if program == "vllm" and len(words) > 1 and words[1] == "serve":
+        model = words[2] if len(words) > 2 and not words[2].startswith("-") else None
+        read = _with_config(words[2 if model is None else 3 :])
+        if model is None:  # vLLM takes --model from the config file when no positional is given
+            model = setting_values(read, {"model": ("--model",)}, "vllm").get("model")
+        if model is None:
             raise TargetError("vllm serve needs the checkpoint as its first argument", hint=_HINT)
-        flags = setting_values(words[3:], VLLM_FLAGS, "vllm")
-        return EngineCommand("vllm", tuple(words), checkpoint, flags, _shebang(words[0]))
+        flags = setting_values(read, VLLM_FLAGS, "vllm")
+        revision = setting_values(read, {"revision": ("--revision",)}, "vllm").get("revision")
+        if revision is not None and not Path(model).exists():
+            model = f"{model}@{revision}"  # a Hub repository: the revision's snapshot is served
+        unjudged = tuple(
+            taken
+            for name, _, words_taken in flag_words(read, "vllm")
+            if name in READ_CHANGING
+            for taken in words_taken
+        )
+        return EngineCommand("vllm", tuple(words), model, flags, _shebang(words[0]), read, unjudged)
     if program.startswith("python") and words[1:3] == ["-m", "sglang.launch_server"]:
         found = setting_values(words[3:], {"model": ("--model-path", "--model")})
         if "model" not in found:
             raise TargetError("sglang.launch_server needs --model-path PATH", hint=_HINT)
         flags = setting_values(words[3:], SGLANG_FLAGS)
-        return EngineCommand("sglang", tuple(words), found["model"], flags, _which(words[0]))
+        return EngineCommand(
+            "sglang", tuple(words), found["model"], flags, _which(words[0]), tuple(words[3:])
+        )
     raise TargetError(
         f"cannot read the engine command {' '.join(words[:3])!r}",
         hint="give 'vllm serve CKPT ...' or 'python -m sglang.launch_server --model-path CKPT ...'",
     )
+
+
+def _with_config(words: list[str]) -> tuple[str, ...]:
+    """vLLM's flags with ``--config FILE`` (YAML) spliced in as its FlexibleArgumentParser
+    does: the file's keys as flags before the rest, so the command line wins."""
+    if "--config" not in words:
+        return tuple(words)
+    if words.count("--config") > 1:
+        raise TargetError("--config is given twice (vLLM takes one)", hint="give one --config")
+    at = words.index("--config")
+    if at == len(words) - 1:
+        raise TargetError("--config is given no value", hint="give it one (--config FILE.yaml)")
+    path = words[at + 1]
+    if path.rsplit(".", 1)[-1] not in ("yaml", "yml"):
+        raise TargetError(f"--config {path}: vLLM takes a .yaml or .yml file", hint="rename it")
+    import yaml
+
+    try:
+        with Path(path).open(encoding="utf-8") as config_file:
+            config = yaml.safe_load(config_file)
+    except OSError as exc:
+        raise TargetError(
+            f"--config {path}: cannot be read ({exc.strerror})", hint="check the path"
+        ) from None
+    except yaml.YAMLError as exc:
+        raise TargetError(
+            f"--config {path}: not YAML ({str(exc).splitlines()[0]})", hint="fix it"
+        ) from None
+    if not isinstance(config, dict):
+        raise TargetError(
+            f"--config {path}: expected a mapping of flag names to values", hint="fix it"
+        )
+    spliced: list[str] = []
+    for key, value in config.items():
+        if isinstance(value, bool):
+            spliced += [f"--{key}"] if value else []
+        elif isinstance(value, list):
+            spliced += [f"--{key}", *map(str, value)] if value else []
+        elif isinstance(value, dict):
+            spliced += [f"--{key}", json.dumps(value)]
+        else:
+            spliced += [f"--{key}", str(value)]
+    return (*spliced, *words[:at], *words[at + 2 :])
 
 
 def _which(program: str) -> str | None:
@@ -218,7 +295,7 @@ def plan_run(
     spellings = engine_flags(command.engine)
     written = {
         key: name
-        for name, _, _ in flag_words(command.argv[3:], command.engine)
+        for name, _, _ in flag_words(command.words, command.engine)
         for key, names in spellings.items()
         if name in names
     }
@@ -303,7 +380,7 @@ def _added_flags(command: EngineCommand, target: Target, launch: Launch | None) 
             else f"{flag} {given} contradicts the plan's {flag} {value}",
             hint=f"use {flag} {value}, or change the target ({_plan_command(command, target)})",
         )
-    user = {name: value for name, value, _ in flag_words(command.argv[3:], command.engine)}
+    user = {name: value for name, value, _ in flag_words(command.words, command.engine)}
     for name, wanted, taken in flag_words(launch.passed, command.engine):
         if name not in user:
             added += taken

@@ -439,3 +439,62 @@ def test_a_bad_value_is_refused_naming_the_flag(tmp_path: Path, flag: list[str],
     done = _run(env, "--gpu", "h200", "--", "vllm", "serve", ckpt, *flag)
     assert done.returncode == 1 and done.stderr.startswith(said), done.stderr
     assert not marker.exists()
+
+
+def _example(tmp_path: Path) -> Path:
+    ckpt = tmp_path / "kimi"
+    shutil.copytree(ROOT / "snapshots" / "example" / "kimi-k2.5-nvfp4", ckpt)
+    return ckpt
+
+
+STORY = ["--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", "--dry-run", "--json", "--"]
+
+
+def test_a_vllm_config_file_is_read_as_vllm_reads_it(tmp_path: Path) -> None:
+    """``--config vllm.yaml`` (vLLM's FlexibleArgumentParser: the file's keys spliced in before
+    the other flags, so the command line wins): the story's 8 GPUs and BF16 cache come from the
+    file, nothing is appended twice. Read as one GPU, the plan would not start."""
+    ckpt = _example(tmp_path)
+    config = tmp_path / "vllm.yaml"
+    config.write_text(
+        "tensor_parallel_size: 4\nkv-cache-dtype: bfloat16\nmax-model-len: 131072\n"
+        "enforce-eager: true\n"
+    )
+    env = _engine(tmp_path, "pass", version=None)
+    command = ["vllm", "serve", ckpt, "--config", config, "--tensor-parallel-size", "8"]
+    done = _run(env, *STORY, *command)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["added_flags"] == [] and found["plan"]["target"]["tensor_parallel"] == 8
+    assert found["argv"] == [*map(str, command)]
+    config.write_text("tensor-parallel-size: [8\n")
+    broken = _run(env, *STORY, *command)
+    assert broken.returncode == 1 and f"--config {config}: not YAML" in broken.stderr
+
+
+def test_a_revision_serves_and_syncs_that_snapshot(tmp_path: Path) -> None:
+    """``vllm serve ORG/NAME --revision v2`` serves the v2 snapshot: that is the one planned."""
+    from tests.test_api import _cache
+
+    cache = tmp_path / "hub"
+    snapshot = _cache(cache, "nvidia/Kimi-K2.5-NVFP4", _example(tmp_path))
+    env = _engine(tmp_path, "pass", version=None) | {"HF_HUB_CACHE": str(cache)}
+    command = ["vllm", "serve", "nvidia/Kimi-K2.5-NVFP4", "--revision", "v2", "-tp", "8"]
+    done = _run(env, *STORY, *command, "--kv-cache-dtype", "bfloat16")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["plan"]["checkpoint"] == str(snapshot)
+    missing = _run(env, *STORY, *command[:4], "v3", "-tp", "8")
+    assert missing.returncode == 1 and "revision 'v3' of" in missing.stderr
+
+
+def test_flags_that_change_what_vllm_reads_are_named_as_not_judged(tmp_path: Path) -> None:
+    ckpt = _checkpoint(tmp_path, "c1_base")
+    env = _engine(tmp_path, "print('up')")
+    overrides = '{"max_position_embeddings": 4096}'
+    done = _run(
+        env, "--", "vllm", "serve", ckpt, "--kv-cache-memory-bytes", KV,
+        "--hf-overrides", overrides, "--tokenizer=other/tok",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    line = next(x for x in done.stderr.splitlines() if x.startswith("patcher: not judged:"))
+    assert shlex.join(["--hf-overrides", overrides]) in line and "--tokenizer=other/tok" in line
