@@ -400,6 +400,16 @@ def run(
             "before its process group is killed.",
         ),
     ] = 30.0,
+    startup_lock: Annotated[
+        float,
+        typer.Option(
+            "--startup-lock",
+            metavar="SECONDS",
+            min=0,
+            help="While the engine starts, patcher writers (a revert from another shell) wait: "
+            "until the engine says it serves, or at most this long.",
+        ),
+    ] = 900.0,
 ) -> None:
     """Sync the checkpoint for the launch, add the planned flags and start the engine.
 
@@ -427,7 +437,7 @@ def run(
             )
             return
         err(render.run_text(prepared))
-    from patcher.ops.running import start_engine
+    from patcher.ops.running import hold_for_start, start_engine
 
     sys.stdout.flush()
     sys.stderr.flush()
@@ -437,7 +447,14 @@ def run(
             err("patcher: stdout was closed; the engine's stdout is closed too")
 
     with boundary(as_json):
-        ended = start_engine(prepared, stop_timeout=stop_timeout, on_closed=closed)
+        held = hold_for_start(prepared, startup_lock)
+        ended = start_engine(
+            prepared,
+            stop_timeout=stop_timeout,
+            on_closed=closed,
+            on_ready=None if held is None else held.release,
+            ready_timeout=startup_lock,
+        )
     if ended.diagnosis is not None and ended.diagnosis.recognised:
         from patcher.cli import render
 

@@ -33,11 +33,13 @@ from patcher.engines.launch_flags import (
     setting_values,
 )
 from patcher.engines.readings import assumed
-from patcher.errors import PatcherError, TargetError
+from patcher.errors import ConflictError, PatcherError, TargetError
 from patcher.ops.launching import Launch
 from patcher.ops.planning import Plan, plan_checkpoint, refuse_no_start, sync_checkpoint
 from patcher.ops.supervising import STOP_TIMEOUT, check_runnable, refuse_nul, supervise
 from patcher.ops.targets import Target, make_target
+from patcher.store.checkpoint import open_checkpoint
+from patcher.store.lock import Shared, hold_shared
 from patcher.text.secrets import remember, secret_values
 
 GIB = 1024**3
@@ -403,6 +405,27 @@ def _same(key: str | None, given: str, planned: str) -> bool:
         return given == planned
 
 
+def hold_for_start(run: RunPlan, seconds: float) -> Shared | None:
+    """Hold the checkpoint's lock shared while the engine starts, so that no patcher writes
+    the files it is about to read (a revert from another shell waits, naming the run, then
+    times out); checked again under the hold, since a writer may have come between the sync
+    and the hold. None where the checkpoint has no journal folder."""
+    checkpoint = open_checkpoint(run.command.checkpoint)
+    engine = Path(run.argv[0]).name
+    why = f"patcher run: {engine} is starting (until it serves, at most {seconds:g} s)"
+    held = hold_shared(checkpoint.journal_dir / "lock", why)
+    if held is None:
+        return None
+    if not plan_checkpoint(run.command.checkpoint, run.target).in_sync:
+        held.release()
+        raise ConflictError(
+            f"{run.command.checkpoint} changed after the sync (another patcher wrote it); "
+            "nothing was started",
+            hint="run the command again",
+        )
+    return held
+
+
 @dataclass(frozen=True, slots=True)
 class EngineExit:
     """How the engine ended: its exit code, and doctor's reading of what it printed when it
@@ -418,11 +441,20 @@ def start_engine(
     env: dict[str, str] | None = None,
     stop_timeout: float = STOP_TIMEOUT,
     on_closed: Callable[[str], None] | None = None,
+    on_ready: Callable[[], None] | None = None,
+    ready_timeout: float = 0.0,
 ) -> EngineExit:
     """Start the engine and supervise it to its end (ops/supervising.py: its own process
     group, each signal forwarded once, output passed through byte for byte); on a failure,
     doctor's diagnosis of the tail of what it printed, for the run's target."""
-    ended = supervise(run.argv, env=env, stop_timeout=stop_timeout, on_closed=on_closed)
+    ended = supervise(
+        run.argv,
+        env=env,
+        stop_timeout=stop_timeout,
+        on_closed=on_closed,
+        on_ready=on_ready,
+        ready_timeout=ready_timeout,
+    )
     if ended.code == 0 or ended.signalled:
         return EngineExit(ended.code, None)
     found = diagnose_text(ended.tail.text(), checkpoint=run.command.checkpoint, source=run.argv[0])

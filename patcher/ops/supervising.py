@@ -52,6 +52,8 @@ FORWARDED = (
     signal.SIGUSR2,
 )
 STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# What the engines print once they serve (every file read): uvicorn under vLLM, and SGLang.
+READY_MARKERS = (b"Application startup complete", b"The server is fired up and ready to roll")
 _PR_SET_PDEATHSIG = 1
 
 
@@ -167,9 +169,13 @@ def supervise(
     stdout_fd: int = 1,
     stderr_fd: int = 2,
     on_closed: Callable[[str], None] | None = None,
+    on_ready: Callable[[], None] | None = None,
+    ready_timeout: float = 0.0,
 ) -> Ended:
     """Start ``argv`` and supervise it to its end (module docstring); the engine's exit code,
-    whether patcher's forwarded signal stopped it, and the tail of its output."""
+    whether patcher's forwarded signal stopped it, and the tail of its output. ``on_ready`` is
+    called once, when the engine says it serves (``READY_MARKERS``), exits, or
+    ``ready_timeout`` seconds have passed: ``run`` lets writers back in then."""
     received: list[int] = []
     child: subprocess.Popen[bytes] | None = None
 
@@ -198,9 +204,11 @@ def supervise(
         for signum in received:
             _signal_group(child.pid, signum)
         tail = Tail()
+        ready = _Ready(on_ready, ready_timeout)
         try:
-            _pump(child, tail, received, stop_timeout, (stdout_fd, stderr_fd), on_closed)
+            _pump(child, tail, received, stop_timeout, (stdout_fd, stderr_fd), on_closed, ready)
         finally:
+            ready.fire()
             _stop_group(child, stop_timeout if child.poll() is None else 0.0)
     finally:
         for signum, handler in previous.items():
@@ -210,6 +218,28 @@ def supervise(
     return Ended(code if code >= 0 else 128 - code, stopped, tail)
 
 
+class _Ready:
+    """Watches the output for the engine's "serving" line; calls back once."""
+
+    def __init__(self, callback: Callable[[], None] | None, timeout: float) -> None:
+        self.callback = callback
+        self.deadline = time.monotonic() + timeout
+        self.seen = b""
+
+    def watch(self, chunk: bytes) -> None:
+        if self.callback is None:
+            return
+        window = self.seen + chunk
+        if any(marker in window for marker in READY_MARKERS) or time.monotonic() > self.deadline:
+            self.fire()
+        self.seen = window[-64:]
+
+    def fire(self) -> None:
+        callback, self.callback = self.callback, None
+        if callback is not None:
+            callback()
+
+
 def _pump(
     child: subprocess.Popen[bytes],
     tail: Tail,
@@ -217,6 +247,7 @@ def _pump(
     stop_timeout: float,
     targets: tuple[int, int],
     on_closed: Callable[[str], None] | None,
+    ready: _Ready,
 ) -> None:
     """Pass the engine's output through until both pipes close, or the engine has exited and
     the drain time is over, or a stop signal's grace period is over."""
@@ -236,6 +267,9 @@ def _pump(
                 stop_asked = now
             if exited_at is None and child.poll() is not None:
                 exited_at = now
+                ready.fire()
+            if now > ready.deadline:
+                ready.fire()
             if exited_at is not None and now - exited_at >= DRAIN_TIMEOUT:
                 return
             if stop_asked is not None and exited_at is None and now - stop_asked >= stop_timeout:
@@ -252,6 +286,7 @@ def _pump(
                     selector.unregister(source)
                     continue
                 tail.add(source, chunk)
+                ready.watch(chunk)
                 if not _write_all(out_of[source], chunk):
                     # Our reader is gone (``| head``): close the engine's pipe as well, so it
                     # meets the broken pipe it would have met alone.

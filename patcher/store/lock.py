@@ -146,3 +146,54 @@ def locked(lock_path: Path, timeout: float | None = None) -> Iterator[Held]:
         os.close(fd)
         if folder_fd is not None:
             os.close(folder_fd)
+
+
+class Shared:
+    """A shared hold on a checkpoint's lock (``hold_shared``): writers wait while it lasts."""
+
+    __slots__ = ("fd", "folder_fd")
+
+    def __init__(self, folder_fd: int, fd: int) -> None:
+        self.folder_fd, self.fd = folder_fd, fd
+
+    def release(self) -> None:
+        """Let writers in (idempotent)."""
+        for fd in (self.fd, self.folder_fd):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.fd = self.folder_fd = -1
+
+
+def hold_shared(lock_path: Path, why: str, timeout: float | None = None) -> Shared | None:
+    """Hold the journal folder's lock shared, so that no patcher writes the checkpoint while
+    it lasts (a writer waits, naming ``why``, then times out); None where there is no journal
+    folder or the filesystem has no locks. Waits for a writer in progress."""
+    limit = lock_timeout() if timeout is None else timeout
+    try:
+        folder_fd = os.open(lock_path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    start = time.monotonic()
+    while True:
+        try:
+            fcntl.flock(folder_fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() - start >= limit:
+                os.close(folder_fd)
+                raise LockTimeoutError(
+                    f"locked by another patcher for more than {limit:g}s",
+                    file=lock_path,
+                    hint="wait for it to finish and run the command again",
+                ) from None
+            time.sleep(0.02)
+        except OSError:
+            os.close(folder_fd)
+            return None
+    fd = -1
+    with contextlib.suppress(OSError):  # who holds it is a courtesy for the writer that waits
+        fd = os.open(lock_path, os.O_WRONLY | os.O_NOFOLLOW)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}: {why}".encode("utf-8", "replace"), 0)
+    return Shared(folder_fd, fd)

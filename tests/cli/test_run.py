@@ -498,3 +498,43 @@ def test_flags_that_change_what_vllm_reads_are_named_as_not_judged(tmp_path: Pat
     assert done.returncode == 0, done.stderr
     line = next(x for x in done.stderr.splitlines() if x.startswith("patcher: not judged:"))
     assert shlex.join(["--hf-overrides", overrides]) in line and "--tokenizer=other/tok" in line
+
+
+def test_a_revert_while_the_engine_starts_waits_for_it_to_serve(tmp_path: Path) -> None:
+    """The engine reads the files while it starts: a revert from another shell in that window
+    is held (here refused after PATCHER_LOCK_TIMEOUT, naming the run); once the engine says it
+    serves, the revert goes through."""
+    ckpt = _example(tmp_path)
+    go = tmp_path / "go"
+    env = _engine(
+        tmp_path,
+        f"print('loading', flush=True)\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)\n"
+        "print('INFO:     Application startup complete.', flush=True)\ntime.sleep(60)",
+        version=None,
+    )
+    run = subprocess.Popen(
+        [sys.executable, "-m", "patcher", "run", "--engine", "vllm==0.16.0", "--gpu"]
+        + ["rtx-pro-6000", "--", "vllm", "serve", str(ckpt), "-tp", "8"]
+        + ["--max-model-len", "131072"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        assert run.stdout is not None and run.stdout.readline() == "loading\n"
+        synced = tree_bytes(ckpt)
+        revert = [sys.executable, "-m", "patcher", "revert", str(ckpt), "--all"]
+        quick = {**os.environ, "PATCHER_LOCK_TIMEOUT": "1"}
+        held = subprocess.run(revert, env=quick, capture_output=True, text=True, cwd=ROOT)
+        assert held.returncode == 1, held.stderr
+        assert "patcher run: vllm is starting (until it serves" in held.stderr
+        assert tree_bytes(ckpt) == synced
+        go.touch()
+        assert run.stdout.readline() == "INFO:     Application startup complete.\n"
+        done = subprocess.run(revert, env=quick, capture_output=True, text=True, cwd=ROOT)
+        assert done.returncode == 0, done.stderr
+    finally:
+        run.terminate()
+        run.communicate(timeout=60)
