@@ -527,8 +527,67 @@ def check_checkpoint(
                     StartupError(memory[0].message, code="kv-memory", file="config.json"),
                 ),
             )
+    elif view is not None and target is not None and device is not None and not view.starts:
+        if tensor_parallel is not None or kv_cache_memory is not None:
+            after = (ckpt, parsed, target, device, view, tensor_parallel, kv_cache_memory)
+            findings = _after_the_fix(findings, *after)
     findings = [
         replace(f, note=notes[f.transform]) if f.note is None and f.transform in notes else f
         for f in findings
     ]
     return CheckReport(ckpt.root, tuple(findings), view, asked)
+
+
+def _after_the_fix(
+    findings: list[Finding],
+    ckpt: Checkpoint,
+    parsed: Any,
+    target: Engine,
+    device: Gpu,
+    view: EngineView,
+    tensor_parallel: int | None,
+    kv_cache_memory: float | str | None,
+) -> list[Finding]:
+    """Each fix in context: where the one start-up error is a KV dtype the engine cannot run,
+    the memory as that fix leaves it (BF16 has twice FP8's bytes), reported now."""
+    kv_fixes = [e for e in view.startup_errors if e.flag and e.flag.startswith("--kv-cache-dtype ")]
+    if len(view.startup_errors) != 1 or not kv_fixes:
+        return findings
+    dtype = kv_fixes[0].flag.split()[1]  # type: ignore[union-attr]
+    fixed = derive(target, parsed, device, kv_cache_dtype=dtype)
+    if not fixed.starts:
+        return findings
+    memory = list(
+        memory_finding(
+            ckpt,
+            parsed,
+            fixed,
+            device,
+            tensor_parallel or 1,
+            None
+            if kv_cache_memory is None
+            else parse_size_gib(kv_cache_memory, "--kv-cache-memory"),
+            dtype,
+        )
+    )
+    if not memory:
+        return findings
+    options = ["--engine", str(target), "--gpu", device.name]
+    options += ["--tp", str(tensor_parallel)] if tensor_parallel else []
+    plan = f"patcher plan {ckpt.arg} {shlex.join(options)}"
+    leads = (
+        f"either fix leads to the next problem (kv-memory, below); {plan} gives the whole launch"
+    )
+    then = replace(
+        memory[0],
+        message=f"after the fix above (a {dtype} KV cache): {memory[0].message}",
+        note=f"{plan} gives both fixes together",
+    )
+    out = [
+        replace(f, note=f"{f.note}; {leads}" if f.note else leads)
+        if f.code == "engine-startup-error"
+        else f
+        for f in findings
+    ]
+    at = max(i for i, f in enumerate(out) if f.code == "engine-startup-error") + 1
+    return [*out[:at], then, *out[at:]]

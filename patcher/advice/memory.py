@@ -72,7 +72,7 @@ def memory_finding(
             [
                 "vllm",
                 "serve",
-                str(ckpt.arg),
+                *shlex.split(ckpt.arg),  # the argument as given, quoted once by the join
                 *flags,
                 "--max-model-len",
                 str(budget.suggested_context),

@@ -466,3 +466,32 @@ def test_a_tensor_parallel_size_that_does_not_divide_the_heads_does_not_start(
     assert cli("sync", root, *target, "--tp", "3")[0] == 1
     code, out, _ = cli("plan", root, *target, "--tp", "4")
     assert code == 0 and "vllm serve" in out and "--tensor-parallel-size 4" in out
+
+
+def test_check_reports_the_failure_its_fix_leads_to(cli: Cli, tmp_path: Path) -> None:
+    """The README's story at once: the FP8 KV directive, and the BF16 context that then does
+    not fit. Each printed command keeps the 8 GPUs, runs as pasted (a path with a space is
+    quoted once), and run takes the last one as it is; the plan it names gives both fixes."""
+    import shlex
+
+    ckpt = tmp_path / "my models" / "kimi"
+    shutil.copytree(EXAMPLE, ckpt)
+    code, out, err = cli("check", ckpt, *TARGET, "--json")
+    assert code == 1, err
+    found = json.loads(out)["findings"]
+    assert [f["code"] for f in found[:2]] == ["engine-startup-error", "kv-memory"]
+    assert "leads to the next problem" in found[0]["note"]
+    assert found[1]["message"].startswith("after the fix above (a bfloat16 KV cache)")
+    assert shlex.split(found[0]["command"])[2] == str(ckpt)
+    for command in (found[0]["alternatives"][0], found[1]["command"]):
+        words = shlex.split(command)
+        assert words[2] == str(ckpt) and words[3:5] == ["--tensor-parallel-size", "8"]
+    last = shlex.split(found[1]["command"])
+    assert last[-2] == "--max-model-len"
+    code, out, err = cli("run", *TARGET[:4], "--dry-run", "--json", "--", *last)
+    assert code == 0, err
+    assert json.loads(out)["added_flags"] == [] and json.loads(out)["plan"]["in_sync"]
+    plan = shlex.split(found[1]["note"].split(" gives both")[0])
+    code, out, err = cli(*plan[1:])
+    assert code == 4, err
+    assert "apply strip-fp8-kv-cache" in out and f"--max-model-len {last[-1]}" in out
