@@ -13,10 +13,11 @@ exit code is the run's.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -322,7 +323,7 @@ def plan_run(
         return value
 
     kv_bytes = number("kv_cache_memory", human_readable_int)
-    target = make_target(
+    settings: dict[str, Any] = dict(
         engine=engine,
         gpu=gpu,
         profile=profile,
@@ -333,6 +334,17 @@ def plan_run(
         max_model_len=number("max_model_len", parse_context if command.engine == "vllm" else int),
         kv_cache_dtype=flags.get("kv_cache_dtype"),
     )
+    target = make_target(**settings)
+    space = cpu_kv_space(os.environ) if target.gpu.is_cpu and command.engine == "vllm" else None
+    if space is not None:  # vLLM's CPU build: the variable wins over --kv-cache-memory-bytes
+        if kv_bytes is not None and kv_bytes != space * GIB:
+            flag = written.get("kv_cache_memory", "--kv-cache-memory-bytes")
+            raise TargetError(
+                f"VLLM_CPU_KVCACHE_SPACE={space} overrides {flag} {flags['kv_cache_memory']} in "
+                "vLLM's CPU build: the flag would be ignored",
+                hint="give one: unset the variable, or drop the flag",
+            )
+        target = make_target(**{**settings, "kv_cache_memory": float(space)})
     refuse_nul(target.flags, "the profile's flags")
     if check or dry_run:
         plan = plan_checkpoint(command.checkpoint, target)
@@ -349,7 +361,33 @@ def plan_run(
         plan, synced = result.plan, bool(result.applied or result.reverted)
     launch = plan.launch
     added = _added_flags(command, target, launch)
+    if space is not None:  # the variable gives the engine its KV space; no flag to add
+        at = [i for i, word in enumerate(added) if word == "--kv-cache-memory-bytes"]
+        added = tuple(w for i, w in enumerate(added) if not any(i in (a, a + 1) for a in at))
     return RunPlan(command, target, plan, synced, (*command.argv, *added), added)
+
+
+def cpu_kv_space(environ: Mapping[str, str]) -> int | None:
+    """The KV space in GiB that ``VLLM_CPU_KVCACHE_SPACE`` gives vLLM's CPU build (read with
+    ``int()``, whole GiB; when set it overrides ``--kv-cache-memory-bytes``); None unset."""
+    text = environ.get("VLLM_CPU_KVCACHE_SPACE")
+    if text is None:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise TargetError(
+            f"VLLM_CPU_KVCACHE_SPACE={text}: vLLM reads whole GiB (int()) and would refuse it",
+            hint="give whole GiB (VLLM_CPU_KVCACHE_SPACE=1), or unset it and give "
+            "--kv-cache-memory-bytes",
+        ) from None
+    if value <= 0:
+        raise TargetError(
+            f"VLLM_CPU_KVCACHE_SPACE={text}: patcher cannot tell the KV space this gives",
+            hint="give whole GiB (VLLM_CPU_KVCACHE_SPACE=1), or unset it and give "
+            "--kv-cache-memory-bytes",
+        )
+    return value
 
 
 def _plan_command(command: EngineCommand, target: Target) -> str:

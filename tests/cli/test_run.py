@@ -538,3 +538,27 @@ def test_a_revert_while_the_engine_starts_waits_for_it_to_serve(tmp_path: Path) 
     finally:
         run.terminate()
         run.communicate(timeout=60)
+
+
+def test_the_cpu_builds_kv_space_variable_is_read_as_vllm_reads_it(tmp_path: Path) -> None:
+    """VLLM_CPU_KVCACHE_SPACE=1 is the 1 GiB the live server was given: the same cap as the
+    flag (the run the live server started with), and no flag added, since the variable is
+    what the engine uses. Whole GiB only (vLLM's int()); beside a different flag, refused:
+    the variable wins and the flag would be ignored."""
+    ckpt = _checkpoint(tmp_path, "a1_widekv_262k")
+    env = _engine(tmp_path, "print(json.dumps(sys.argv[1:]))")
+    by_flag = json.loads(
+        _run(env, "--", "vllm", "serve", ckpt, "--kv-cache-memory-bytes", KV).stdout
+    )
+    space = env | {"VLLM_CPU_KVCACHE_SPACE": "1"}
+    done = _run(space, "--", "vllm", "serve", ckpt)
+    assert done.returncode == 0, done.stderr
+    argv = json.loads(done.stdout)
+    assert "--kv-cache-memory-bytes" not in argv
+    assert argv[argv.index("--max-model-len") + 1] == by_flag[by_flag.index("--max-model-len") + 1]
+    half = _run(env | {"VLLM_CPU_KVCACHE_SPACE": "1.5"}, "--", "vllm", "serve", ckpt)
+    assert (
+        half.returncode == 1 and "VLLM_CPU_KVCACHE_SPACE=1.5: vLLM reads whole GiB" in half.stderr
+    )
+    both = _run(space, "--", "vllm", "serve", ckpt, "--kv-cache-memory-bytes", "2G")
+    assert both.returncode == 1 and "overrides --kv-cache-memory-bytes 2G" in both.stderr
