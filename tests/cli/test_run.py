@@ -562,3 +562,30 @@ def test_the_cpu_builds_kv_space_variable_is_read_as_vllm_reads_it(tmp_path: Pat
     )
     both = _run(space, "--", "vllm", "serve", ckpt, "--kv-cache-memory-bytes", "2G")
     assert both.returncode == 1 and "overrides --kv-cache-memory-bytes 2G" in both.stderr
+
+
+def test_doctor_after_a_failed_start_judges_fixes_for_the_runs_engine(tmp_path: Path) -> None:
+    """A KV failure whose log names no version: doctor alone offers set-context-length; for
+    ``run --engine vllm==0.16.0`` it does not, since that release derives the example's YaRN
+    context from the rope scaling and would ignore the edit (apply --engine refuses it)."""
+    from tests.advice.test_doctor import CASES
+
+    ckpt = _example(tmp_path)
+    error = CASES[2][0]
+    log = tmp_path / "engine.log"
+    log.write_text(error + "\n")
+    alone = subprocess.run(
+        [sys.executable, "-m", "patcher", "doctor", str(log), "--checkpoint", str(ckpt)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert "set-context-length" in alone.stdout
+    env = _engine(tmp_path, f"print({error!r}, file=sys.stderr); sys.exit(1)", version=None)
+    done = _run(
+        env, "--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", "--",
+        "vllm", "serve", ckpt, "-tp", "8", "--kv-cache-dtype", "bfloat16",
+        "--max-model-len", "131072",
+    )  # fmt: skip
+    assert done.returncode == 1 and "doctor reads its output" in done.stderr
+    assert "--max-model-len 179200" in done.stderr and "set-context-length" not in done.stderr
