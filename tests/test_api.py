@@ -87,8 +87,10 @@ def test_a_mistyped_repo_id_gets_did_you_mean(
     for typed in ("nvidia/kimi-k2.5-nvfp4", "nvidia/Kimi-K2.5-NVFP5"):
         code, _, err = cli("status", typed)
         assert code == 1 and "did you mean nvidia/Kimi-K2.5-NVFP4?" in err
+        # The hint leads to the cached id first, not to a download of the typo.
+        assert "next: use nvidia/Kimi-K2.5-NVFP4, which is in the cache" in err
     code, _, err = cli("status", "someone/else")
-    assert code == 1 and "did you mean" not in err
+    assert code == 1 and "did you mean" not in err and "hf download someone/else" in err
 
 
 def test_errors_carry_their_parts(kimi: Path) -> None:

@@ -68,7 +68,11 @@ def resolve_snapshot(ref: RepoRef) -> Path:
             f"{ref.repo_id} is not in the Hugging Face cache ({cache})"
             + (f"; did you mean {near}?" if near else ""),
             file=folder,
-            hint=f"download it: {download} (or pass a folder path)",
+            # A near name that is cached is what the user meant: the hint names it, not a
+            # download of the typo.
+            hint=f"use {near}, which is in the cache; or, if {ref.repo_id} is right, {download}"
+            if near
+            else f"download it: {download} (or pass a folder path)",
         )
     commit = ref.revision
     if not _COMMIT.fullmatch(commit):
