@@ -548,6 +548,8 @@ def run_text(r: RunPlan) -> str:
             lines.append(f"patcher: warning: {r.plan.launch.problem}")
         if r.plan.launch.unknowns:
             lines.append(f"patcher: starts: unknown: {'; '.join(r.plan.launch.unknowns)}")
+    if r.asked:
+        lines.append(f"patcher: {r.asked}")
     if r.command.unjudged:
         lines.append(
             f"patcher: not judged: {shlex.join(mask_words(r.command.unjudged))} (changes what "

@@ -69,7 +69,7 @@ def cache_dir() -> Path:
     return Path(base) / "patcher" / "installed"
 
 
-def _distributions(python: Path) -> list[str]:
+def distributions(python: Path) -> list[str]:
     """The installed vLLM distributions beside ``python`` (names and mtimes): an upgrade in
     the same venv changes the key."""
     prefix = python.parent.parent
@@ -99,7 +99,7 @@ def _key(python: Path, request: dict[str, Any], files: Any) -> str:
     material = json.dumps(
         [
             interpreter,
-            _distributions(python),
+            distributions(python),
             hashlib.sha256(probe).hexdigest(),
             {k: v for k, v in request.items() if k != "checkpoint"},
             files,

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from patcher.advice.doctor import Diagnosis, diagnose_text, judge_fixes
+from patcher.engines import installed
 from patcher.engines.gpus import CPU, Gpu, gpu_from_driver
 from patcher.engines.launch_flags import (
     SGLANG_FLAGS,
@@ -87,6 +88,9 @@ class RunPlan:
     synced: bool
     argv: tuple[str, ...]
     added: tuple[str, ...]
+    # What the installed engine's own config code said of the files (None: not installed
+    # beside the interpreter, so not asked).
+    asked: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """A run plan as JSON (``--dry-run --json``)."""
@@ -98,6 +102,7 @@ class RunPlan:
             "synced": self.synced,
             "added_flags": list(self.added),
             "unjudged_flags": list(self.command.unjudged),
+            "installed_engine": self.asked,
             "argv": list(self.argv),
             "plan": self.plan.to_json(),
         }
@@ -359,12 +364,47 @@ def plan_run(
     else:
         result = sync_checkpoint(command.checkpoint, target)
         plan, synced = result.plan, bool(result.applied or result.reverted)
+    asked = ask_installed(command, target)
     launch = plan.launch
     added = _added_flags(command, target, launch)
     if space is not None:  # the variable gives the engine its KV space; no flag to add
         at = [i for i, word in enumerate(added) if word == "--kv-cache-memory-bytes"]
         added = tuple(w for i, w in enumerate(added) if not any(i in (a, a + 1) for a in at))
-    return RunPlan(command, target, plan, synced, (*command.argv, *added), added)
+    return RunPlan(command, target, plan, synced, (*command.argv, *added), added, asked)
+
+
+def ask_installed(command: EngineCommand, target: Target) -> str | None:
+    """The installed engine's own config code on the files as they now are (``check
+    --engine-python``'s question, cached), where vLLM is installed beside the interpreter
+    the command runs: what it says, or why it could not be asked. A refusal by the engine's
+    own code is refused here, before it starts, for any version, nightlies included. The
+    context is left to the plan (run adds its cap as a flag), so only the config stage is
+    asked."""
+    python = command.interpreter
+    if command.engine != "vllm" or python is None or not installed.distributions(Path(python)):
+        return None
+    from patcher.advice.check import check_checkpoint
+
+    report = check_checkpoint(
+        command.checkpoint,
+        engine=None if target.engine is None else str(target.engine),
+        gpu=target.gpu,
+        kv_cache_dtype=target.kv_cache_dtype,
+        engine_python=python,
+    )
+    view = report.engine
+    if view is None or view.answered_by is None:
+        return report.asked
+    if view.startup_errors:
+        raise TargetError(
+            f"{view.answered_by} refuses {command.checkpoint}: {view.startup_errors[0].message}",
+            hint=f"patcher check {shlex.quote(command.checkpoint)} --engine-python {python} "
+            "shows it",
+        )
+    return (
+        f"{view.answered_by} accepts the files (max_model_len {view.max_model_len.value}, "
+        f"KV cache {view.kv_cache_dtype.value})"
+    )
 
 
 def cpu_kv_space(environ: Mapping[str, str]) -> int | None:

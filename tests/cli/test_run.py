@@ -589,3 +589,66 @@ def test_doctor_after_a_failed_start_judges_fixes_for_the_runs_engine(tmp_path: 
     )  # fmt: skip
     assert done.returncode == 1 and "doctor reads its output" in done.stderr
     assert "--max-model-len 179200" in done.stderr and "set-context-length" not in done.stderr
+
+
+def _installed_vllm(tmp_path: Path, version: str) -> dict[str, str]:
+    """A venv whose ``vllm`` runs under an interpreter with vLLM ``version`` installed beside
+    it: the interpreter answers patcher's probe with the answers the real vLLM 0.34.0 gave for
+    the same folder and GPU (snapshots/engines/installed-vllm-0.34.0.json), as a nightly built
+    from it would, and runs everything else with this Python."""
+    venv = tmp_path / "venv"
+    site = venv / "lib" / "python3.11" / "site-packages"
+    dist = site / f"vllm-{version}.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n")
+    recorded = ROOT / "snapshots" / "engines" / "installed-vllm-0.34.0.json"
+    python = venv / "bin" / "python"
+    python.parent.mkdir()
+    python.write_text(
+        f"#!{sys.executable}\nimport json, os, sys\nargs = sys.argv[1:]\n"
+        "if args[:2] == ['-I', '-c']:\n"
+        "    request = json.load(sys.stdin)\n"
+        f"    for a in json.load(open({str(recorded)!r}))['answers']:\n"
+        f"        as_file = {str(venv / 'answer-as')!r}\n"
+        "        case = open(as_file).read() if os.path.exists(as_file) else "
+        "os.path.basename(request['checkpoint'])\n"
+        "        if a['case'] == case and "
+        "a['capability'] == request['capability']:\n"
+        f"            print('@@patcher-answer@@' + json.dumps({{**a['answer'], 'version': "
+        f"{version!r}}}))\n"
+        "    sys.exit(0)\n"
+        f"os.environ['PYTHONPATH'] = {str(site)!r}\n"
+        f"os.execv({sys.executable!r}, [{sys.executable!r}, *args])\n"
+    )
+    python.chmod(0o755)
+    engine = venv / "bin" / "vllm"
+    engine.write_text(f"#!{python}\nprint('engine up')\n")
+    engine.chmod(0o755)
+    return {
+        **os.environ,
+        "PATH": f"{engine.parent}{os.pathsep}{os.environ['PATH']}",
+        "PATCHER_CACHE_DIR": str(tmp_path / "cache"),
+    }
+
+
+def test_run_asks_the_installed_engine_of_a_release_never_read(tmp_path: Path) -> None:
+    """A nightly (0.35.0.dev1, never read) under the vllm on PATH: run asks its own config
+    code about the files and says what it answered; where the engine's own code refuses the
+    files, nothing starts."""
+    env = _installed_vllm(tmp_path, "0.35.0.dev1")
+    kimi = tmp_path / "kimi-k2.5-nvfp4"
+    shutil.copytree(ROOT / "snapshots" / "configs" / "kimi-k2.5-nvfp4", kimi)
+    done = _run(env, "--gpu", "rtx-pro-6000", "--", "vllm", "serve", kimi, "-tp", "8")
+    assert done.returncode == 0, done.stderr
+    assert "vllm==0.35.0.dev1" in done.stderr and done.stdout == "engine up\n"
+    said = "patcher: the installed vllm 0.35.0.dev1's own config code (" + str(tmp_path)
+    assert said in done.stderr
+    assert "accepts the files (max_model_len 262144, KV cache fp8_e4m3)" in done.stderr
+    # A nightly that refuses what 0.34.0's rules accept: it answers with the words 0.34.0's own
+    # code refused another folder with (the recorded model cannot know; the engine can).
+    (tmp_path / "venv" / "answer-as").write_text("llama-3.1-8b-instruct-bnb8bit")
+    nightly = env | {"PATCHER_CACHE_DIR": str(tmp_path / "other-cache")}
+    refused = _run(nightly, "--gpu", "rtx-pro-6000", "--", "vllm", "serve", kimi, "-tp", "8")
+    assert refused.returncode == 1 and "engine up" not in refused.stdout
+    assert "own config code (" in refused.stderr and "refuses" in refused.stderr
+    assert "Unknown quantization method" in refused.stderr and "--engine-python" in refused.stderr
