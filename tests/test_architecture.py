@@ -1,7 +1,7 @@
 """The house: every runtime import of the package (module level and inside functions, not the
 ``if TYPE_CHECKING:`` ones) goes down the layers, and none closes a circle.
 
-The layers, bottom to top (docs/architecture.md): the leaves (errors, version, progress,
+The layers, bottom to top (docs/architecture.md): the leaves (errors, version, progress, units,
 results), text, store, transforms, engines, advice, ops, cli, and the faces (the flat
 ``patcher`` API, ``patcher.api``, ``python -m patcher``).
 """
@@ -16,7 +16,13 @@ import pytest
 from tests.conftest import ROOT
 
 PACKAGE = ROOT / "patcher"
-LEAVES = ("patcher.errors", "patcher.version", "patcher.progress", "patcher.results")
+LEAVES = (
+    "patcher.errors",
+    "patcher.version",
+    "patcher.progress",
+    "patcher.results",
+    "patcher.units",
+)
 LAYERS = ("text", "store", "transforms", "engines", "advice", "ops", "cli")
 FACES = ("patcher", "patcher.api", "patcher.__main__")
 

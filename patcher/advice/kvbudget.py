@@ -61,10 +61,10 @@ from patcher.results import JsonResult
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.files import read_current
 from patcher.text.document import shown
+from patcher.units import GIB
 
 # kv-budget's own short names, and the engines' --kv-cache-dtype values it knows the size of.
 KvDtype = str
-GIB = 1024**3
 BLOCK_SIZE = 16
 CPU_BLOCK_SIZE = 128
 ALLOWANCE_GIB = 1.0

@@ -12,6 +12,7 @@ from patcher.engines.gpus import Gpu
 from patcher.engines.view import EngineView
 from patcher.errors import PatcherError
 from patcher.store.checkpoint import Checkpoint
+from patcher.units import GIB
 
 
 def memory_finding(
@@ -45,7 +46,7 @@ def memory_finding(
         return
     flags = ["--tensor-parallel-size", str(tensor_parallel)] if tensor_parallel > 1 else []
     if kv_cache_memory_gib is not None:
-        flags += ["--kv-cache-memory-bytes", str(int(kv_cache_memory_gib * 1024**3))]
+        flags += ["--kv-cache-memory-bytes", str(int(kv_cache_memory_gib * GIB))]
     if kv_cache_dtype is not None:
         flags += ["--kv-cache-dtype", kv_cache_dtype]
     where = f"{budget.bytes_per_token:,} bytes per token, {budget.kv_dtype}"

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-GIB = 1024**3
+from patcher.units import GIB
+
 # Bytes per parameter of the formats a quantization config names: 4-bit values with one 8-bit
 # scale per 16 (NVFP4) or per 32 (MXFP4), 8 bits, or the bits a GPTQ/AWQ config gives.
 FORMAT_BYTES = {"nvfp4": 0.5625, "mxfp4": 0.53125, "fp8": 1.0, "int8": 1.0, "int4": 0.5}

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from patcher.text.document import BOM
 from patcher.text.secrets import mask_words
 from patcher.text.textdiff import unified
+from patcher.units import GIB
 
 if TYPE_CHECKING:  # only for annotations: `patcher status` must not import the apply machinery
     from patcher.advice.check import CheckReport
@@ -352,7 +353,7 @@ def kv_budget_text(b: KvBudget) -> str:
         else f"per GPU: {b.memory_gib:.2f} GiB x {b.utilization} - weights "
         f"{b.weights_per_gpu_gib:.2f} GiB ({b.weights_source} / TP) - allowance "
         f"{b.allowance_gib:g} GiB",
-        f"free for the KV cache per GPU: {b.free_bytes / 1024**3:.2f} GiB",
+        f"free for the KV cache per GPU: {b.free_bytes / GIB:.2f} GiB",
         f"KV cache: {b.pool_blocks or b.kv_cache_tokens // b.block_size:,} blocks of "
         f"{b.block_size} tokens ({b.kv_cache_tokens:,} tokens), one held back",
         "longest context that fits: any (every layer's KV is bounded by its window)"

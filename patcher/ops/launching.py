@@ -25,8 +25,7 @@ from patcher.engines.parallel import tensor_parallel_error
 from patcher.errors import PatcherError, TargetError
 from patcher.ops.targets import Target
 from patcher.store.checkpoint import Checkpoint
-
-GIB = 1024**3
+from patcher.units import GIB
 
 
 @dataclass(frozen=True, slots=True)

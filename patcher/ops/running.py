@@ -43,8 +43,8 @@ from patcher.ops.targets import Target, make_target
 from patcher.store.checkpoint import open_checkpoint
 from patcher.store.lock import Shared, hold_shared
 from patcher.text.secrets import remember, secret_values
+from patcher.units import GIB
 
-GIB = 1024**3
 # vLLM flags that change what it reads from the checkpoint or beside it: passed as given, and
 # said to be unjudged (patcher judged the checkpoint's own files).
 READ_CHANGING = frozenset(

@@ -41,6 +41,7 @@ from patcher.store.fsio import read_regular
 from patcher.text.document import json_problem
 from patcher.text.secrets import remember, secret_values
 from patcher.transforms.definition import first_datetime
+from patcher.units import GIB
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +131,6 @@ def _gib_text(gib: float | None) -> str | None:
 
 
 MAX_PROFILE = 2**20  # a profile is a few lines
-GIB = 1024**3
 
 
 MAX_PARALLEL = 4096  # GPUs in one tensor-parallel group; far past any real deployment
