@@ -230,20 +230,25 @@ def test_sync_says_what_it_cannot_tell_of_the_start(
     assert "SGLang attention backend" in real["starts_unknown"][0]
 
 
+def _bf16_story(kimi_copy: Path, flags: list[str]) -> dict[str, Any]:
+    """The sync task's arguments for the story's 8 GPUs with a BF16 KV cache, and ``flags``."""
+    return {
+        "path": str(kimi_copy),
+        "engine": "vllm==0.16.0",
+        "gpu": "rtx-pro-6000",
+        "tensor_parallel": 8,
+        "kv_cache_dtype": "bfloat16",
+        "flags": flags,
+    }
+
+
 def test_sync_takes_the_kv_dtype_and_the_flags_always_passed(
     collections: Path, tmp_path: Path, kimi_copy: Path
 ) -> None:
     """kv_cache_dtype bfloat16 keeps the files as shipped (no strip: changed false) and the
     flags end the command line, as plan gives them."""
     before = tree_bytes(kimi_copy)
-    args = {
-        "path": str(kimi_copy),
-        "engine": "vllm==0.16.0",
-        "gpu": "rtx-pro-6000",
-        "tensor_parallel": 8,
-        "kv_cache_dtype": "bfloat16",
-        "flags": ["--served-model-name", "kimi"],
-    }
+    args = _bf16_story(kimi_copy, ["--served-model-name", "kimi"])
     _, real = playbook(collections, tmp_path, {"patcher.patcher.sync": args})
     assert real["changed"] is False and tree_bytes(kimi_copy) == before
     assert real["argv"][-4:] == ["--kv-cache-dtype", "bfloat16", "--served-model-name", "kimi"]
@@ -255,14 +260,7 @@ def test_sync_never_returns_a_secret_flags_value(
     """An --api-key among the flags is the server's: neither the registered result nor -vvv
     output holds it (no_log), and the rest of the command line is as plan gives it."""
     secret = "sk-live-4f2b9c"
-    args = {
-        "path": str(kimi_copy),
-        "engine": "vllm==0.16.0",
-        "gpu": "rtx-pro-6000",
-        "tensor_parallel": 8,
-        "kv_cache_dtype": "bfloat16",
-        "flags": ["--api-key", secret],
-    }
+    args = _bf16_story(kimi_copy, ["--api-key", secret])
     done, real = playbook(collections, tmp_path, {"patcher.patcher.sync": args}, "-vvv")
     assert secret not in json.dumps(real) and secret not in done.stdout + done.stderr
     assert real["argv"][:2] == ["vllm", "serve"] and "--api-key" in real["argv"]

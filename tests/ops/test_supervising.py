@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -122,6 +123,21 @@ def _signals(notes: Path) -> list[int]:
     return [n for kind, n in _notes(notes) if kind == "signal"]
 
 
+def _run_plain(
+    env: dict[str, str], ckpt: Path, text: bool = False
+) -> subprocess.CompletedProcess[Any]:
+    """``patcher run`` of the stand-in engine to its end, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "patcher", "run", "--", "vllm", "serve", str(ckpt)]
+        + ["--kv-cache-memory-bytes", KV],
+        env=env,
+        capture_output=True,
+        text=text,
+        cwd=ROOT,
+        timeout=120,
+    )
+
+
 def test_output_passes_through_byte_for_byte(tmp_path: Path) -> None:
     """Progress bars' ``\\r``, CRLF and bytes that are not UTF-8 reach the user unchanged, the
     engine's stdout on stdout and its stderr on stderr."""
@@ -133,14 +149,7 @@ def test_output_passes_through_byte_for_byte(tmp_path: Path) -> None:
         f"sys.stdout.buffer.write({said!r}); sys.stdout.flush(); "
         f"sys.stderr.buffer.write({warned!r}); sys.stderr.flush()",
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "patcher", "run", "--", "vllm", "serve", str(ckpt)]
-        + ["--kv-cache-memory-bytes", KV],
-        env=env,
-        capture_output=True,
-        cwd=ROOT,
-        timeout=120,
-    )
+    done = _run_plain(env, ckpt)
     assert done.returncode == 0, done.stderr
     assert done.stdout == said
     assert done.stderr.endswith(warned)
@@ -238,15 +247,7 @@ def test_patcher_returns_when_the_engine_exits_though_a_worker_holds_the_pipe(
     ckpt = _checkpoint(tmp_path, "c1_base")
     env = _engine(tmp_path, ENGINE) | {"ENGINE_NOTES": str(tmp_path / "notes"), "MODE": "leaky"}
     began = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "patcher", "run", "--", "vllm", "serve", str(ckpt)]
-        + ["--kv-cache-memory-bytes", KV],
-        env=env,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-    )
+    done = _run_plain(env, ckpt, text=True)
     assert done.returncode == 3 and "fatal: the engine gave up" in done.stdout
     assert time.monotonic() - began < 30
     assert _none_left(tmp_path / "notes", within=1)
