@@ -366,10 +366,9 @@ def plan_run(
         plan, synced = result.plan, bool(result.applied or result.reverted)
     asked = ask_installed(command, target)
     launch = plan.launch
-    added = _added_flags(command, target, launch)
-    if space is not None:  # the variable gives the engine its KV space; no flag to add
-        at = [i for i, word in enumerate(added) if word == "--kv-cache-memory-bytes"]
-        added = tuple(w for i, w in enumerate(added) if not any(i in (a, a + 1) for a in at))
+    # The variable gives the engine its KV space, as a flag of the same value would.
+    environment = {} if space is None else {"kv_cache_memory": str(space * GIB)}
+    added = _added_flags(command, target, launch, environment)
     return RunPlan(command, target, plan, synced, (*command.argv, *added), added, asked)
 
 
@@ -435,7 +434,12 @@ def _plan_command(command: EngineCommand, target: Target) -> str:
     return shlex.join(["patcher", "plan", str(command.checkpoint), *target.options()])
 
 
-def _added_flags(command: EngineCommand, target: Target, launch: Launch | None) -> tuple[str, ...]:
+def _added_flags(
+    command: EngineCommand,
+    target: Target,
+    launch: Launch | None,
+    environment: Mapping[str, str] | None = None,
+) -> tuple[str, ...]:
     """The planned flags the user did not give; a planned value that differs from the user's
     is refused, naming both. The target's own flags (a profile's ``flags``) are added where
     the command lacks them, and refused where it gives another value."""
@@ -448,7 +452,7 @@ def _added_flags(command: EngineCommand, target: Target, launch: Launch | None) 
     for i in range(0, len(planned), 2):
         flag, value = planned[i], planned[i + 1]
         key = by_flag.get(flag)
-        given = command.flags.get(key) if key else None
+        given = {**command.flags, **(environment or {})}.get(key) if key else None
         if given is None:
             added += [flag, value]
             continue

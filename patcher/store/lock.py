@@ -78,13 +78,20 @@ def _open(lock_path: Path) -> int:
     return fd
 
 
-def _wait(fd: int, holder_fd: int, lock_path: Path, start: float, limit: float) -> bool:
-    """Take an exclusive flock on ``fd``, reporting the holder (from ``holder_fd``) while
-    waiting; False where the filesystem has no locks."""
+def _wait(
+    fd: int,
+    holder_fd: int,
+    lock_path: Path,
+    start: float,
+    limit: float,
+    operation: int = fcntl.LOCK_EX,
+) -> bool:
+    """Take a flock on ``fd`` (exclusive, or ``operation``), reporting the holder (from
+    ``holder_fd``) while waiting; False where the filesystem has no locks."""
     reported = 0
     while True:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, operation | fcntl.LOCK_NB)
             break
         except BlockingIOError:
             waited = time.monotonic() - start
@@ -174,26 +181,16 @@ def hold_shared(lock_path: Path, why: str, timeout: float | None = None) -> Shar
         folder_fd = os.open(lock_path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:
         return None
-    start = time.monotonic()
-    while True:
-        try:
-            fcntl.flock(folder_fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            break
-        except BlockingIOError:
-            if time.monotonic() - start >= limit:
-                os.close(folder_fd)
-                raise LockTimeoutError(
-                    f"locked by another patcher for more than {limit:g}s",
-                    file=lock_path,
-                    hint="wait for it to finish and run the command again",
-                ) from None
-            time.sleep(0.02)
-        except OSError:
+    try:
+        fd = _open(lock_path)
+        if not _wait(folder_fd, fd, lock_path, time.monotonic(), limit, fcntl.LOCK_SH):
+            os.close(fd)
             os.close(folder_fd)
             return None
-    fd = -1
+    except BaseException:
+        os.close(folder_fd)
+        raise
     with contextlib.suppress(OSError):  # who holds it is a courtesy for the writer that waits
-        fd = os.open(lock_path, os.O_WRONLY | os.O_NOFOLLOW)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()}: {why}".encode("utf-8", "replace"), 0)
     return Shared(folder_fd, fd)
