@@ -15,7 +15,9 @@ release's pins (0.34.0 pins a flashinfer-python the index lacks) nor its compile
 - the quantization methods again (the engine model refuses a method its release lacks), the
   model registry, the DeepSeek-MLA model types and the memory defaults (block size,
   ``gpu_memory_utilization``, the extensible KV cache) (tests/read_source.py) ->
-  patcher/engines/vllm_releases.json, which the engine model itself reads, with the date.
+  patcher/engines/vllm_releases.json, which the engine model itself reads, with the date;
+- every start-up error message (tests/read_errors.py) -> patcher/advice/errors-vllm.json,
+  the catalogue doctor matches logs against.
 
 Every part must find what it reads: a part that finds nothing stops the command with its name
 and nothing is written (all parts are read first, then the files are written once). It ends
@@ -37,7 +39,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from tests import record_mla_backends, record_rules
+from tests import read_errors, record_mla_backends, record_rules
 from tests.read_source import (
     Release,
     SourceMissing,
@@ -262,6 +264,8 @@ def _read(wheels: list[Path]) -> None:
     """Read every wheel, write the readings once, and say what changed in each."""
     readings = sorted((read_wheel(w) for w in wheels), key=lambda r: _key(r["version"]))
     write(readings, datetime.date.today().isoformat())
+    catalogue = read_errors.record("vllm", wheels, datetime.date.today().isoformat())
+    print(f"start-up errors: {catalogue}")
     rules = _load(record_rules.OUT)["releases"]
     backends = _load(record_mla_backends.OUT)["releases"]
     releases = _load(RELEASES)["releases"]

@@ -988,7 +988,7 @@ def test_doctor_is_linear_on_one_long_line(tmp_path: Path) -> None:
     """A megabyte-long line of a repeated error prefix (quadratic for the patterns when
     whole) and a 64 MiB line without a newline cost bounded time and memory; the real error
     on the next line is still found."""
-    from patcher.advice import doctor
+    from patcher.advice import doctor, log_lines
 
     prefix = "ERROR ValueError: Missing required keys in 'rope_scaling' for 'rope_type'='yarn': {"
     log = tmp_path / "long.log"
@@ -1006,7 +1006,7 @@ def test_doctor_is_linear_on_one_long_line(tmp_path: Path) -> None:
     found = doctor.diagnose(log)
     assert time.perf_counter() - started < 5  # 104 s for the first line alone, uncut
     assert found.recognised and found.error is not None and "262144" in found.error
-    assert list(doctor._bounded(iter(["x" * 10_000]))) == ["x" * doctor.LINE_LIMIT]
+    assert list(log_lines.bounded(iter(["x" * 10_000]))) == ["x" * log_lines.LINE_LIMIT]
 
 
 def test_clear_refusals_enospc_on_the_last_fsync_never_says_nothing_changed(

@@ -10,44 +10,44 @@ from __future__ import annotations
 import functools
 import re
 import shlex
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from patcher.advice import catalogue
+from patcher.advice.catalogue import Template
+from patcher.advice.engine_rules import _MARKERS, RULES
+from patcher.advice.families import Family, family_of
 from patcher.advice.kvbudget import edit_takes_effect
+from patcher.advice.log_lines import (
+    ERRORISH,
+    PREFIX,
+    RAISED,
+    SGLANG_PREFIX,
+    SOURCE,
+    WRAPPERS,
+    bounded,
+    shown,
+    uncoloured,
+)
 from patcher.advice.log_rules import (
-    FAMILY_MARKERS,
-    FAMILY_RULES,
     IMPORT_FAILED,
     Fix,
     LogContext,
     Rule,
 )
 from patcher.engines.files import read_config_files
-from patcher.engines.launch_flags import MAX_MODEL_LEN_AUTO_FROM
 from patcher.engines.readings import Assumed, assumed
 from patcher.engines.target import parse_engine
 from patcher.errors import InputFileError, PatcherError
 from patcher.results import JsonResult
 from patcher.store.checkpoint import open_checkpoint
 
-# Never echoed: CSI (colours), OSC (titles, clipboard writes), other ESC sequences, C0/C1.
-_ANSI = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]?"
-    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
-)
-_PREFIX = re.compile(
-    r"^\s*(?:\((?:Worker|EngineCore|APIServer|VllmWorker|RayWorker)\S*\s+pid=\d+\)\s*)?"
-    r"(?:(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+"
-    r"\[[^\]]*\]\s?)?"
-)
-_WRAPPERS = ("Engine core initialization failed", "Worker failed with error")
 _VERSION = re.compile(
     r"(?:vLLM API server version|LLM engine \(v|vllm version)\s*v?"
     r"(\d+\.\d+\.\d+(?:(?:a|b|rc|\.dev)\d+)?)"
 )
-LENGTH_STEP = 1024
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -60,6 +60,10 @@ class Diagnosis(JsonResult):
     cause: str
     fixes: tuple[Fix, ...]
     engine_version: str | None
+    # A failure read from the engines' own messages (catalogue.py): the family, its answer
+    # kind, and where the engine raises it.
+    family: Family | None = None
+    template: Template | None = None
 
     @property
     def recognised(self) -> bool:
@@ -87,387 +91,17 @@ class Diagnosis(JsonResult):
             "engine_version": self.engine_version,
             "reading": None if self.reading is None else self.reading.to_json(),
             "fixes": [{"kind": f.kind, "text": f.text, "note": f.note} for f in self.fixes],
+            "family": None if self.family is None else self.family.name,
+            "answer": None if self.family is None else self.family.answer,
+            "raised_by": None
+            if self.template is None
+            else {
+                "engine": self.template.engine,
+                "file": self.template.file,
+                "releases": list(self.template.releases),
+                "message": self.template.text,
+            },
         }
-
-
-_Context = LogContext
-
-
-def _attention(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
-    text = m.group(0)
-    kv = re.search(r"kv_cache_dtype=([\w.]+)", text)
-    kv_dtype = kv.group(1) if kv else "?"
-    dense = re.findall(
-        r"(?<!_)(?:FLASH_ATTN_MLA|FLASHMLA|FLASHINFER_MLA|TRITON_MLA): \[([^\]]*)\]", text
-    )
-    if dense and all("sparse not supported" in reasons for reasons in dense):
-        return (
-            "a sparse-MLA model (DeepSeek-V3.2, GLM-5 style) on a GPU without a sparse MLA "
-            "kernel in this vLLM; no config edit helps",
-            [Fix("advice", "use a vLLM with a sparse MLA backend for this GPU, or other GPUs")],
-        )
-    if not kv_dtype.startswith("fp8"):
-        return (
-            f"no attention backend accepts this configuration (KV {kv_dtype}); see the reasons",
-            [Fix("advice", "check the GPU and vLLM version against the listed reasons")],
-        )
-    fixes = [ctx.apply("strip-fp8-kv-cache")]
-    if ctx.at_least(0, 15) is not False:
-        fixes.append(Fix("flag", "--kv-cache-dtype bfloat16", note="vLLM 0.15 and later"))
-    fixes.append(Fix("advice", "vLLM 0.18 and later run an FP8 MLA KV cache on SM12x"))
-    return (
-        f"the checkpoint declares a {kv_dtype} KV cache and no MLA attention backend of this "
-        "vLLM accepts it on this GPU (SM12x before vLLM 0.18: only TRITON_MLA, no FP8)",
-        fixes,
-    )
-
-
-def _selected_backend(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
-    fixes = [Fix("advice", "drop --attention-backend: let vLLM choose")]
-    if "kv_cache_dtype not supported" in m.group(0):
-        fixes.append(ctx.apply("strip-fp8-kv-cache"))
-    return (f"the forced attention backend {m.group(1)} cannot run this configuration", fixes)
-
-
-def _round(length: int) -> int:
-    return max(LENGTH_STEP, length // LENGTH_STEP * LENGTH_STEP)
-
-
-def _kv_memory(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
-    wanted = int(m.group("len"))
-    estimate = m.groupdict().get("estimate")
-    fixes: list[Fix] = []
-    if estimate:
-        length = _round(int(estimate))
-        fixes.append(Fix("flag", f"--max-model-len {length}"))
-        fixes.append(ctx.apply("set-context-length", f" --set length={length}"))
-        cause = f"one sequence of {wanted} tokens does not fit in the KV cache; about {estimate} do"
-    else:
-        fixes.append(
-            Fix("advice", "a smaller --max-model-len: patcher kv-budget CKPT --gpu NAME finds it")
-        )
-        cause = f"one sequence of {wanted} tokens does not fit in the KV cache"
-    if ctx.at_least(*MAX_MODEL_LEN_AUTO_FROM) is not False:
-        fixes.append(
-            Fix("flag", "--max-model-len auto", note="vLLM 0.14 and later fit it themselves")
-        )
-    given = m.groupdict().get("utilization")
-    if m.groupdict().get("all"):
-        # 0.34's extensible KV cache takes all memory left: no utilization gives more.
-        fixes.append(Fix("advice", "more GPUs (--tensor-parallel-size) or GPUs with more memory"))
-    elif given is not None:
-        fixes.append(
-            Fix("flag", "--gpu-memory-utilization 1.0", note=f"up from {given}: the default there")
-        )
-    elif ctx.at_least(0, 34) is not True:  # 0.34 defaults to 1.0 on CUDA already
-        fixes.append(
-            Fix("flag", "--gpu-memory-utilization 0.95", note="if the GPU has no other users")
-        )
-    return cause, fixes
-
-
-def _no_memory(_m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
-    return (
-        "the weights and activations leave no memory for the KV cache; no config edit helps",
-        [
-            Fix(
-                "flag",
-                "--gpu-memory-utilization 0.95",
-                note="or more GPUs: --tensor-parallel-size N",
-            ),
-            Fix("advice", "a smaller or more quantized checkpoint"),
-        ],
-    )
-
-
-def _too_long(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
-    derived = int(m.group(3))  # vLLM prints a float (262144.0); the whole part
-    return (
-        f"--max-model-len {m.group(1)} is above the {derived} vLLM derives from {m.group(2)}",
-        [
-            Fix("flag", f"--max-model-len {derived}"),
-            # VLLM_ALLOW_LONG_MAX_MODEL_LEN is no fix: positions past the derived length give
-            # NaNs (vLLM PR #20904). YaRN over the derived length is, with its factor.
-            ctx.apply(
-                "set-rope-scaling-yarn",
-                f" --set factor={_yarn_factor(int(m.group(1)), derived)} --set original={derived}",
-            ),
-        ],
-    )
-
-
-def _yarn_factor(wanted: int, derived: int) -> str:
-    factor = wanted / derived if derived else 1.0
-    return f"{max(1.0, float(int(factor) if factor == int(factor) else int(factor) + 1)):g}"
-
-
-def _required_fields(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
-    return (
-        f"{m.group(1)} quantization needs {m.group(2)} in hf_quant_config.json's 'quantization' "
-        "table: an edit deleted it (kv_cache_quant_algo: null means no KV quantization)",
-        [
-            Fix("transform", f"patcher revert {ctx.checkpoint} strip-fp8-kv-cache"),
-            ctx.apply("strip-fp8-kv-cache"),
-            Fix("advice", 'or put the key back by hand: "kv_cache_quant_algo": null'),
-        ],
-    )
-
-
-def _unknown_quant(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
-    return (
-        f"this vLLM does not know the quantization method {m.group(1)}",
-        [
-            Fix("advice", "upgrade vLLM, or fix quantization_config.quant_method"),
-            Fix(
-                "transform",
-                f"patcher apply {ctx.checkpoint} remove-quantization-config",
-                note="only if the weights are not quantized",
-            ),
-        ],
-    )
-
-
-def _quant_gpu(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
-    return (
-        f"{m.group(1)} needs compute capability {m.group(2)}, this GPU has {m.group(3)}: a "
-        "hardware limit, no config edit helps",
-        [Fix("advice", "another GPU, or a checkpoint in a format this GPU runs")],
-    )
-
-
-def _modelopt_algo(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
-    return (
-        f"this vLLM cannot load ModelOpt {m.group(1)}",
-        [Fix("advice", "upgrade vLLM; do not edit quant_algo")],
-    )
-
-
-def _architecture(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
-    return (
-        f"this vLLM has no model class for {m.group(1)}",
-        [
-            ctx.apply("set-architectures", " --set architecture=NAME"),
-            Fix("flag", '--hf-overrides \'{"architectures": ["NAME"]}\''),
-            Fix("advice", "or upgrade vLLM"),
-        ],
-    )
-
-
-def _block_size(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
-    return (
-        f"no attention backend takes the KV block size {m.group(1)} the model asks for "
-        f"({m.group(2)}); an MLA model type (deepseek_v3, kimi_k2) asks for 16, which the CPU "
-        "backend does not take: a model_type that does not match the weights does this",
-        [
-            Fix("advice", "check config.json model_type against architectures and the weights"),
-            Fix("advice", "or --block-size with a size the backend lists"),
-        ],
-    )
-
-
-def _remote_code(_m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
-    return (
-        "the config needs the checkpoint's own Python code (auto_map)",
-        [
-            Fix("flag", "--trust-remote-code", note="after reading the repository's code"),
-            Fix(
-                "advice",
-                f"offline with a foreign auto_map: patcher apply {ctx.checkpoint} drop-auto-map",
-            ),
-        ],
-    )
-
-
-def _bf16(_m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
-    return (
-        "bfloat16 was forced on a GPU below compute capability 8.0",
-        [Fix("flag", "--dtype half"), ctx.apply("set-torch-dtype", " --set dtype=float16")],
-    )
-
-
-def _bom(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
-    fixes = [ctx.apply("strip-bom")]
-    if m.group(1) is None:
-        cause = "a JSON config file (hf_quant_config.json, read as text) starts with a UTF-8 BOM"
-        return cause, fixes
-    fixes.append(Fix("advice", "if patcher check finds no byte-order mark: fix the JSON syntax"))
-    return (
-        f"{m.group(1)} cannot be parsed; a UTF-8 byte-order mark at its start is the usual cause",
-        fixes,
-    )
-
-
-def _rope_keys(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
-    fixes = [ctx.apply("set-rope-scaling-yarn", " --set factor=F")]
-    if "rope_theta" in m.group(3):
-        fixes.insert(0, ctx.apply("add-rope-theta-to-rope-parameters"))
-    return (f"the {m.group(2)} RoPE block lacks {m.group(3)} in {m.group(1)}", fixes)
-
-
-def _sglang_memory(_m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
-    return (
-        "SGLang's KV pool has no room left",
-        [Fix("flag", "--mem-fraction-static 0.9", note="raise it, or lower --context-length")],
-    )
-
-
-def _sglang_length(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
-    return (
-        f"the context length {m.group(1)} is above the derived {m.group(2)}",
-        [
-            Fix("flag", f"--context-length {m.group(2)}"),
-            Fix("env", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"),
-        ],
-    )
-
-
-RULES: tuple[Rule, ...] = (
-    (
-        "no-attention-backend",
-        re.compile(r"No valid attention backend found for \w+ with AttentionSelectorConfig\(.*"),
-        _attention,
-    ),
-    (
-        "forced-attention-backend",
-        re.compile(r"Selected backend (\S+) is not valid for this configuration\. Reason: (.*)"),
-        _selected_backend,
-    ),
-    (
-        "kv-cache-memory",
-        re.compile(
-            r"To serve at least one request with the models?'s max seq len \((?P<len>\d+)\)"
-            r"(?:.*?estimated maximum model length is (?P<estimate>\d+))?"
-            # vLLM 0.34's hint, with the extensible KV cache (its default on CUDA): the
-            # utilization given, or that the cache already takes all memory left.
-            r"(?:.*?`gpu_memory_utilization`=(?P<utilization>[\d.]+))?"
-            r"(?:.*?(?P<all>already takes all device memory))?"
-        ),
-        _kv_memory,
-    ),
-    (
-        "kv-cache-memory",
-        re.compile(
-            r"The model's max seq len \((?P<len>\d+)\) is larger than the maximum number of "
-            r"tokens that can be stored in KV cache \((?P<estimate>\d+)\)"
-        ),
-        _kv_memory,
-    ),
-    ("no-kv-cache-memory", re.compile(r"No available memory for the cache blocks"), _no_memory),
-    (
-        "no-kv-cache-memory",
-        re.compile(r"Cannot auto-fit max_model_len: not enough GPU memory"),
-        _no_memory,
-    ),
-    (
-        "max-model-len-too-long",
-        re.compile(
-            r"User-specified max_model_len \((\d+)\) is greater than the derived max_model_len "
-            r"\((\w+)=(\d+)(?:\.\d*)?"
-        ),
-        _too_long,
-    ),
-    (
-        "quant-required-fields",
-        re.compile(
-            r"(NVFP4|MXFP8) quantization requires the following fields in "
-            r"hf_quant_config\.json: (\[.*?\])"
-        ),
-        _required_fields,
-    ),
-    ("unknown-modelopt-algo", re.compile(r"Unknown ModelOpt quant algo: (\S+)"), _modelopt_algo),
-    (
-        "unknown-quantization",
-        re.compile(r"Unknown quantization method: (\S+?)\.? Must be one of"),
-        _unknown_quant,
-    ),
-    (
-        "quantization-gpu",
-        re.compile(
-            r"The quantization method (\S+) is not supported for the current GPU\. Minimum "
-            r"capability: (\d+)\. Current capability: (\d+)"
-        ),
-        _quant_gpu,
-    ),
-    (
-        "unsupported-architecture",
-        re.compile(r"Model architectures (\[.*?\]) are not supported for now"),
-        _architecture,
-    ),
-    (
-        "block-size",
-        re.compile(r"No common block size for (\d+) \((.*)\)"),
-        _block_size,
-    ),
-    (
-        "remote-code",
-        re.compile(
-            r"consider setting .trust_remote_code=True.|contains custom code which must be "
-            r"executed|Please pass the argument .trust_remote_code=True."
-        ),
-        _remote_code,
-    ),
-    (
-        # transformers' wrapper of config.json's JSONDecodeError; json's own BOM refusal
-        "unreadable-json",
-        re.compile(
-            r"It looks like the config file at '(?:[^']*/)?([^'/]+)' is not a valid JSON file"
-            r"|Unexpected UTF-8 BOM \(decode using utf-8-sig\)()"
-        ),
-        _bom,
-    ),
-    (
-        "bfloat16-gpu",
-        re.compile(r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0"),
-        _bf16,
-    ),
-    (
-        "rope-missing-keys",
-        re.compile(
-            r"Missing required keys in .(rope_(?:scaling|parameters)). for "
-            r"'rope_type'='(\w+)': (\{.*?\}|\[.*?\]|set\(.*?\))"
-        ),
-        _rope_keys,
-    ),
-    (
-        "sglang-memory",
-        re.compile(r"Not enough memory\. Please try to increase --mem-fraction-static"),
-        _sglang_memory,
-    ),
-    (
-        "sglang-context-length",
-        re.compile(
-            r"context_length \((\d+)\) is greater than the derived context_length \((\d+)\)"
-        ),
-        _sglang_length,
-    ),
-    *FAMILY_RULES,
-)
-
-
-# A line can only meet a rule if it holds one of these words (each is plain text of a rule's
-# pattern, one per alternative), so every other line of a debug log is passed over after one
-# C search and is never cleaned nor tried against each rule.
-_MARKERS = (
-    "No common block size",
-    "attention backend found",
-    "is not valid for this configuration",
-    "max seq len",
-    "memory for the cache blocks",
-    "max_model_len",
-    "quantization requires",
-    "quant algo",
-    "quantization method",
-    "Model architectures",
-    "trust_remote_code",
-    "custom code",
-    "Bfloat16",
-    "is not a valid JSON file",
-    "Unexpected UTF-8 BOM",
-    "Missing required keys",
-    "Not enough memory",
-    "context_length",
-    *FAMILY_MARKERS,
-)
 
 
 @functools.cache
@@ -475,18 +109,14 @@ def _marked() -> re.Pattern[str]:
     return re.compile("|".join(re.escape(marker) for marker in _MARKERS))
 
 
-def _uncoloured(line: str) -> str:
-    return _ANSI.sub("", line) if "\x1b" in line else line
-
-
-def _shown(line: str) -> str:
-    """A log line as doctor may print it: no terminal control sequence, no control character."""
-    body = line.rstrip("\r\n")
-    return body if body.isprintable() else _ANSI.sub("", body)
+@functools.cache
+def _heeded() -> re.Pattern[str]:
+    """A rule's marker, or a word every error line holds (``ERRORISH``)."""
+    return re.compile("|".join(re.escape(w) for w in (*_MARKERS, *ERRORISH)))
 
 
 def _first_rule(line: str) -> tuple[re.Match[str], Rule] | None:
-    if any(line.lstrip().startswith(w) or f": {w}" in line for w in _WRAPPERS):
+    if any(line.lstrip().startswith(w) or f": {w}" in line for w in WRAPPERS):
         if "Worker failed with error '" not in line:
             return None
     for rule in RULES:
@@ -496,63 +126,76 @@ def _first_rule(line: str) -> tuple[re.Match[str], Rule] | None:
     return None
 
 
-# An engine's error line is well under this; past it a line is cut, so that a hostile or
-# runaway line (megabytes without a newline) costs bounded memory and bounded matching time.
-LINE_LIMIT = 8192
-
-
-def _bounded(lines: Iterable[str]) -> Iterator[str]:
-    """Each line cut to ``LINE_LIMIT`` characters; from a stream, the rest of a long line is
-    read past in pieces, never held whole."""
-    readline = getattr(lines, "readline", None)
-    if readline is None:
-        for line in lines:
-            yield line[:LINE_LIMIT]
-        return
-    while True:
-        line = readline(LINE_LIMIT)
-        if not line:
-            return
-        yield line
-        while len(line) == LINE_LIMIT and not line.endswith("\n"):
-            line = readline(LINE_LIMIT)  # the rest of an overlong line: skipped
+def _from_catalogue(line: str, ctx: LogContext) -> Diagnosis | None:
+    raised = RAISED.match(line)
+    message = raised.group("message") if raised else line.strip()
+    engine = ctx.engine if ctx.engine in ("vllm", "sglang") else None
+    found = catalogue.match(message, engine)  # type: ignore[arg-type]
+    if found is None:
+        return None
+    family = family_of(found.template)
+    if family is None:  # tests/advice/test_catalogue.py keeps this from happening
+        return None
+    cause, fixes = family.explain(found, ctx)
+    if not fixes:
+        fixes = [Fix("advice", "change what the message names: " + found.template.literal[:80])]
+    return Diagnosis(
+        "-", family.name, line.strip(), cause, tuple(fixes), None, family, found.template
+    )
 
 
 def diagnose_lines(
     lines: Iterable[str], *, checkpoint: str = "CKPT", source: str = "-"
 ) -> Diagnosis:
     """Find the root failure in a log read line by line (see :func:`diagnose`): the first
-    line a rule knows, and the engine version the log names before it (the engine prints it
-    as it starts). Reading stops at the root error, and a log of any size costs one line of
-    memory."""
+    line a rule knows, or that one of the engines' own messages (the catalogue read from
+    their source) made, and the engine version the log names before it (the engine prints
+    it as it starts). Reading stops at the root error, and a log of any size costs one line
+    of memory. When nothing is known, the first exception line is quoted, with no fix."""
     version_text: str | None = None
     import_failed = False
-    marked = _marked()
-    for raw in _bounded(lines):
-        line = _uncoloured(raw)
+    root: str | None = None
+    engine: str | None = None
+    marked, heeded = _marked(), _heeded()
+    for raw in bounded(lines):
+        line = uncoloured(raw)
         if version_text is None:
             version_match = _VERSION.search(line)
             version_text = version_match.group(1) if version_match else None
+            engine = "vllm" if version_text else engine
         import_failed = import_failed or IMPORT_FAILED in line
-        if marked.search(line) is None:
+        if heeded.search(line) is None:
             continue
-        line = _PREFIX.sub("", line).rstrip()
-        matched = _first_rule(line)
-        if matched is not None and not line.isprintable():  # echoed: every control stripped
-            line = _shown(line)
-            matched = _first_rule(line) or matched
-        if matched is not None:
-            found, (code, _, explain) = matched
-            version = (
-                tuple(int(p) for p in re.findall(r"\d+", version_text)[:3])
-                if version_text
+        if engine is None:  # the first error line, or a traceback's path, says whose log
+            engine = (
+                "sglang"
+                if "sglang" in line or SGLANG_PREFIX.match(line)
+                else "vllm"
+                if "vllm" in line
                 else None
             )
-            # commands are pasted into a shell
-            ctx = LogContext(shlex.quote(checkpoint), version, import_failed)
+        marked_line = marked.search(line) is not None
+        line = PREFIX.sub("", line).rstrip()
+        if not line.isprintable():  # echoed: every control stripped
+            line = shown(line)
+        version = (
+            tuple(int(p) for p in re.findall(r"\d+", version_text)[:3]) if version_text else None
+        )
+        # commands are pasted into a shell
+        ctx = LogContext(shlex.quote(checkpoint), version, import_failed, engine)
+        matched = _first_rule(line) if marked_line else None
+        if matched is not None:
+            found, (code, _, explain) = matched
             cause, fixes = explain(found, ctx)
             return Diagnosis(source, code, line.strip(), cause, tuple(fixes), version_text)
-    return Diagnosis(source, None, None, "no failure the doctor knows", (), version_text)
+        if SOURCE.match(line) or any(w in line for w in WRAPPERS):
+            continue
+        known = _from_catalogue(line, ctx)
+        if known is not None:
+            return replace(known, log=source, engine_version=version_text)
+        if root is None and RAISED.match(line):
+            root = line.strip()
+    return Diagnosis(source, None, root, "no failure the doctor knows", (), version_text)
 
 
 def diagnose_text(text: str, *, checkpoint: str = "CKPT", source: str = "-") -> Diagnosis:

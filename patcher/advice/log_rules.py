@@ -34,6 +34,7 @@ class LogContext:
     checkpoint: str
     version: tuple[int, ...] | None
     import_failed: bool = False
+    engine: str | None = None  # "vllm" or "sglang", when the log's earlier lines say which
 
     def apply(self, transform: str, params: str = "") -> Fix:
         return Fix("transform", f"patcher apply {self.checkpoint} {transform}{params}".rstrip())

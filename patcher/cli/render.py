@@ -426,11 +426,22 @@ def reapply_text(r: ReapplyResult) -> str:
 def doctor_text(d: Diagnosis) -> str:
     """A log diagnosis for people."""
     if not d.recognised:
+        if d.error is not None:
+            return (
+                f"not recognised: the root error in {d.log} is\n  {d.error}\n"
+                "  doctor names no fix for it (it matches no rule and no message of the "
+                "engines' read source)"
+            )
         return (
             f"no known failure in {d.log}: give the whole log from the server's start, "
             "or report the last error line"
         )
     lines = [f"[{d.code}] {d.cause}", f"  error: {d.error}"]
+    if d.template is not None:
+        releases = ", ".join(d.template.releases)
+        lines.append(f"  raised by: {d.template.engine} {releases}, {d.template.file}")
+    if d.family is not None and d.family.answer == "none":
+        lines.append("  no config fix")
     if d.engine_version:
         note = d.reading.note if d.reading is not None else None
         lines.append(f"  engine: vLLM {d.engine_version}" + (f" (note: {note})" if note else ""))

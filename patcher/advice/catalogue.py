@@ -1,0 +1,198 @@
+"""The engines' own start-up errors, read from their source, and matching a log line to one.
+
+``errors-<engine>.json`` (beside this module) holds every message a read release can raise or
+log on its start-up path, as a template: literal text and holes (``tests/read_errors.py``
+reads them with ``ast`` from each wheel and records the releases that have each wording).
+:func:`match` finds the template a log line was made from and what filled its holes, so that a
+family (``families.py``) can read the sizes, names and flags the message carries.
+
+A line is looked up by its words: each template is filed under its rarest literal word, so a
+line costs one split and a few dictionary lookups, however many templates there are. A
+template with too little literal text to be told apart from others (``"{msg}"``,
+``"Invalid value: {x}"``) is never matched: a guess there would be a false diagnosis.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from importlib import resources
+from typing import Literal
+
+Engine = Literal["vllm", "sglang", "transformers"]
+ENGINES: tuple[Engine, ...] = ("vllm", "sglang", "transformers")
+# Below this much literal text (letters and digits, first line) a template is too generic.
+MIN_LITERAL = 24
+# A line cut short (wrapped, or truncated by a log viewer) still matches when at least this
+# many characters of the template's literal text were seen in order.
+MIN_PREFIX = 40
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{3,}")
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    """One error message of an engine's source: alternating literal text and holes."""
+
+    engine: Engine
+    exception: str
+    parts: tuple[str, ...]
+    file: str
+    releases: tuple[str, ...]
+
+    @property
+    def head(self) -> tuple[str, ...]:
+        """The parts of the message's first line (a log shows a message line by line)."""
+        kept: list[str] = []
+        for index, part in enumerate(self.parts):
+            if index % 2 == 0 and "\n" in part:
+                kept.append(part.split("\n", 1)[0])
+                break
+            kept.append(part)
+        return tuple(kept)
+
+    @property
+    def literal(self) -> str:
+        """The first line's literal text, holes left out."""
+        return " ".join(p for p in self.head[::2] if p)
+
+    @property
+    def text(self) -> str:
+        """The message as the source writes it, holes as ``{name}``."""
+        return "".join(p if i % 2 == 0 else "{" + p + "}" for i, p in enumerate(self.parts))
+
+    @property
+    def matchable(self) -> bool:
+        """Whether the template has enough literal text to be recognised in a log."""
+        return sum(c.isalnum() for c in self.literal) >= MIN_LITERAL
+
+    def holes(self) -> tuple[str, ...]:
+        """The names (source expressions) of the first line's holes."""
+        return self.head[1::2]
+
+
+@dataclass(frozen=True, slots=True)
+class Matched:
+    """A log line read as one template: which template, and what filled each hole."""
+
+    template: Template
+    line: str
+    values: tuple[tuple[str, str], ...]
+    whole: bool = True  # False: the line was cut short; the holes after the cut are unknown
+
+    def value(self, *words: str) -> str | None:
+        """The first hole whose name holds one of ``words`` (lower case), or None."""
+        for name, value in self.values:
+            if any(w in name.lower() for w in words):
+                return value
+        return None
+
+    def number(self, *words: str) -> int | None:
+        """The first whole number in the hole :meth:`value` finds."""
+        text = self.value(*words)
+        found = re.search(r"-?\d+", text or "")
+        return int(found.group(0)) if found else None
+
+
+def _pattern(template: Template) -> re.Pattern[str]:
+    head = template.head
+    pieces = []
+    for index, part in enumerate(head):
+        if index % 2:
+            last = index == len(head) - 2 and not head[-1].strip()
+            pieces.append("(.*)" if last else "(.*?)")
+        else:
+            pieces.append(r"\s*".join(re.escape(w) for w in part.split()) if part.strip() else "")
+            if part[:1].isspace() and index:
+                pieces[-1] = r"\s*" + pieces[-1]
+            if part[-1:].isspace() and index < len(head) - 1:
+                pieces[-1] += r"\s*"
+    return re.compile("".join(pieces))
+
+
+@functools.cache
+def templates(engine: Engine | None = None) -> tuple[Template, ...]:
+    """Every recorded template (of one engine, or of all)."""
+    engines = ENGINES if engine is None else (engine,)
+    found: list[Template] = []
+    for name in engines:
+        text = resources.files("patcher.advice").joinpath(f"errors-{name}.json").read_text()
+        for entry in json.loads(text)["templates"]:
+            found.append(
+                Template(
+                    name,
+                    entry["exception"],
+                    tuple(entry["parts"]),
+                    entry["file"],
+                    tuple(entry["releases"]),
+                )
+            )
+    return tuple(found)
+
+
+def releases(engine: Engine) -> dict[str, str]:
+    """The releases whose errors were read, each with the date it was read."""
+    text = resources.files("patcher.advice").joinpath(f"errors-{engine}.json").read_text()
+    read: dict[str, str] = json.loads(text).get("read", {})
+    return read
+
+
+@functools.cache
+def _index() -> dict[str, tuple[Template, ...]]:
+    """Each matchable template filed under its rarest literal word (and its start's)."""
+    kept = [t for t in templates() if t.matchable]
+    words = {t: set(_WORD.findall(t.literal)) for t in kept}
+    counts = Counter(w for ws in words.values() for w in ws)
+    index: dict[str, set[Template]] = {}
+    for template, ws in words.items():
+        # Also under the rarest word of the message's start, for a line cut short.
+        early = set(_WORD.findall(template.head[0][: MIN_PREFIX + 8]))
+        for group in (ws, early):
+            if group:
+                word = min(group, key=lambda w: (counts[w], -len(w)))
+                index.setdefault(word, set()).add(template)
+    return {word: tuple(group) for word, group in index.items()}
+
+
+@functools.cache
+def _compiled(template: Template) -> tuple[re.Pattern[str], re.Pattern[str] | None]:
+    words: list[str] = []
+    for word in template.head[0].split():
+        if sum(c.isalnum() for c in "".join(words)) >= MIN_PREFIX:
+            break
+        words.append(word)
+    prefix = None
+    if sum(c.isalnum() for c in "".join(words)) >= MIN_PREFIX:
+        prefix = re.compile(r"\s*".join(re.escape(w) for w in words))
+    return _pattern(template), prefix
+
+
+def _read(template: Template, line: str) -> Matched | None:
+    full, prefix = _compiled(template)
+    found = full.search(line)
+    if found is not None:
+        names = template.holes()
+        return Matched(template, line, tuple(zip(names, found.groups(), strict=False)))
+    if prefix is not None and prefix.search(line) and len(line) >= 60:
+        return Matched(template, line, (), whole=False)
+    return None
+
+
+def match(line: str, engine: Engine | None = None) -> Matched | None:
+    """The template ``line`` was made from, or None. Where several fit, a template of
+    ``engine`` (the log's) wins, then a whole match over a cut one, then the longest literal
+    text."""
+    index = _index()
+    candidates = {t for w in set(_WORD.findall(line)) for t in index.get(w, ())}
+    best: Matched | None = None
+    best_key: tuple[bool, bool, int] | None = None
+    for template in candidates:
+        found = _read(template, line)
+        if found is None:
+            continue
+        key = (template.engine in (engine, "transformers"), found.whole, len(template.literal))
+        if best_key is None or key > best_key:
+            best, best_key = found, key
+    return best

@@ -1,0 +1,411 @@
+"""doctor's rules for the engines' own start-up strings, with the structured parts read.
+
+Each rule is (code, pattern, explain), like ``log_rules.py``'s: these are vLLM's and SGLang's
+format strings (sources in docs/advice.md, "doctor"); the patterns read the parts a fix needs
+(the AttentionSelectorConfig and each backend's reasons, the sizes of a memory error, the
+lengths of a context error). ``_MARKERS`` holds one plain word of each, so that every other
+line of a log is passed over after one search.
+"""
+
+from __future__ import annotations
+
+import re
+
+from patcher.advice.log_rules import FAMILY_MARKERS, FAMILY_RULES, Fix, LogContext, Rule
+from patcher.engines.launch_flags import MAX_MODEL_LEN_AUTO_FROM
+
+LENGTH_STEP = 1024
+
+_Context = LogContext
+
+
+def _attention(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    text = m.group(0)
+    kv = re.search(r"kv_cache_dtype=([\w.]+)", text)
+    kv_dtype = kv.group(1) if kv else "?"
+    dense = re.findall(
+        r"(?<!_)(?:FLASH_ATTN_MLA|FLASHMLA|FLASHINFER_MLA|TRITON_MLA): \[([^\]]*)\]", text
+    )
+    if dense and all("sparse not supported" in reasons for reasons in dense):
+        return (
+            "a sparse-MLA model (DeepSeek-V3.2, GLM-5 style) on a GPU without a sparse MLA "
+            "kernel in this vLLM; no config edit helps",
+            [Fix("advice", "use a vLLM with a sparse MLA backend for this GPU, or other GPUs")],
+        )
+    if "use_sparse=True" in text:
+        return (
+            "a sparse-MLA model on a GPU where no sparse MLA backend of this vLLM runs "
+            f"(KV {kv_dtype}): a missing kernel, not a checkpoint directive; no config edit helps",
+            [Fix("advice", "use a vLLM with a sparse MLA backend for this GPU, or other GPUs")],
+        )
+    reasons = re.findall(r"\b([A-Z][A-Z0-9_]+): \[([^\]]*)\]", text)
+    kv_only = [name for name, why in reasons if why.strip(" '\"") == "kv_cache_dtype not supported"]
+    if kv_dtype.startswith("fp8") and reasons and not kv_only:
+        return (
+            "no attention backend of this vLLM runs this configuration on this GPU, whatever "
+            "the KV dtype (each lists another reason than kv_cache_dtype): a kernel or GPU gap, "
+            "not the checkpoint's KV directive; no config edit helps",
+            [Fix("advice", "check the GPU and vLLM version against the listed reasons")],
+        )
+    if not kv_dtype.startswith("fp8"):
+        return (
+            f"no attention backend accepts this configuration (KV {kv_dtype}); see the reasons",
+            [Fix("advice", "check the GPU and vLLM version against the listed reasons")],
+        )
+    fixes = [ctx.apply("strip-fp8-kv-cache")]
+    if ctx.at_least(0, 15) is not False:
+        fixes.append(Fix("flag", "--kv-cache-dtype bfloat16", note="vLLM 0.15 and later"))
+    fixes.append(Fix("advice", "vLLM 0.18 and later run an FP8 MLA KV cache on SM12x"))
+    return (
+        f"the checkpoint declares a {kv_dtype} KV cache and no MLA attention backend of this "
+        "vLLM accepts it on this GPU (SM12x before vLLM 0.18: only TRITON_MLA, no FP8)",
+        fixes,
+    )
+
+
+def _selected_backend(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    fixes = [Fix("advice", "drop --attention-backend: let vLLM choose")]
+    if "kv_cache_dtype not supported" in m.group(0):
+        fixes.append(ctx.apply("strip-fp8-kv-cache"))
+    return (f"the forced attention backend {m.group(1)} cannot run this configuration", fixes)
+
+
+def _round(length: int) -> int:
+    return max(LENGTH_STEP, length // LENGTH_STEP * LENGTH_STEP)
+
+
+def _kv_memory(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    wanted = int(m.group("len"))
+    estimate = m.groupdict().get("estimate")
+    fixes: list[Fix] = []
+    if estimate:
+        length = _round(int(estimate))
+        fixes.append(Fix("flag", f"--max-model-len {length}"))
+        fixes.append(ctx.apply("set-context-length", f" --set length={length}"))
+        cause = f"one sequence of {wanted} tokens does not fit in the KV cache; about {estimate} do"
+    else:
+        fixes.append(
+            Fix("advice", "a smaller --max-model-len: patcher kv-budget CKPT --gpu NAME finds it")
+        )
+        cause = f"one sequence of {wanted} tokens does not fit in the KV cache"
+    if ctx.at_least(*MAX_MODEL_LEN_AUTO_FROM) is not False:
+        fixes.append(
+            Fix("flag", "--max-model-len auto", note="vLLM 0.14 and later fit it themselves")
+        )
+    given = m.groupdict().get("utilization")
+    if m.groupdict().get("all"):
+        # 0.34's extensible KV cache takes all memory left: no utilization gives more.
+        fixes.append(Fix("advice", "more GPUs (--tensor-parallel-size) or GPUs with more memory"))
+    elif given is not None:
+        fixes.append(
+            Fix("flag", "--gpu-memory-utilization 1.0", note=f"up from {given}: the default there")
+        )
+    elif ctx.at_least(0, 34) is not True:  # 0.34 defaults to 1.0 on CUDA already
+        fixes.append(
+            Fix("flag", "--gpu-memory-utilization 0.95", note="if the GPU has no other users")
+        )
+    return cause, fixes
+
+
+def _no_memory(_m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
+    return (
+        "the weights and activations leave no memory for the KV cache; no config edit helps",
+        [
+            Fix(
+                "flag",
+                "--gpu-memory-utilization 0.95",
+                note="or more GPUs: --tensor-parallel-size N",
+            ),
+            Fix("advice", "a smaller or more quantized checkpoint"),
+        ],
+    )
+
+
+def _too_long(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    derived = int(m.group(3))  # vLLM prints a float (262144.0); the whole part
+    return (
+        f"--max-model-len {m.group(1)} is above the {derived} vLLM derives from {m.group(2)}",
+        [
+            Fix("flag", f"--max-model-len {derived}"),
+            # VLLM_ALLOW_LONG_MAX_MODEL_LEN is no fix: positions past the derived length give
+            # NaNs (vLLM PR #20904). YaRN over the derived length is, with its factor.
+            ctx.apply(
+                "set-rope-scaling-yarn",
+                f" --set factor={_yarn_factor(int(m.group(1)), derived)} --set original={derived}",
+            ),
+        ],
+    )
+
+
+def _yarn_factor(wanted: int, derived: int) -> str:
+    factor = wanted / derived if derived else 1.0
+    return f"{max(1.0, float(int(factor) if factor == int(factor) else int(factor) + 1)):g}"
+
+
+def _required_fields(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    return (
+        f"{m.group(1)} quantization needs {m.group(2)} in hf_quant_config.json's 'quantization' "
+        "table: an edit deleted it (kv_cache_quant_algo: null means no KV quantization)",
+        [
+            Fix("transform", f"patcher revert {ctx.checkpoint} strip-fp8-kv-cache"),
+            ctx.apply("strip-fp8-kv-cache"),
+            Fix("advice", 'or put the key back by hand: "kv_cache_quant_algo": null'),
+        ],
+    )
+
+
+def _unknown_quant(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    return (
+        f"this vLLM does not know the quantization method {m.group(1)}",
+        [
+            Fix("advice", "upgrade vLLM, or fix quantization_config.quant_method"),
+            Fix(
+                "transform",
+                f"patcher apply {ctx.checkpoint} remove-quantization-config",
+                note="only if the weights are not quantized",
+            ),
+        ],
+    )
+
+
+def _quant_gpu(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
+    return (
+        f"{m.group(1)} needs compute capability {m.group(2)}, this GPU has {m.group(3)}: a "
+        "hardware limit, no config edit helps",
+        [Fix("advice", "another GPU, or a checkpoint in a format this GPU runs")],
+    )
+
+
+def _modelopt_algo(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
+    return (
+        f"this vLLM cannot load ModelOpt {m.group(1)}",
+        [Fix("advice", "upgrade vLLM; do not edit quant_algo")],
+    )
+
+
+def _architecture(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    return (
+        f"this vLLM has no model class for {m.group(1)}",
+        [
+            ctx.apply("set-architectures", " --set architecture=NAME"),
+            Fix("flag", '--hf-overrides \'{"architectures": ["NAME"]}\''),
+            Fix("advice", "or upgrade vLLM"),
+        ],
+    )
+
+
+def _block_size(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
+    return (
+        f"no attention backend takes the KV block size {m.group(1)} the model asks for "
+        f"({m.group(2)}); an MLA model type (deepseek_v3, kimi_k2) asks for 16, which the CPU "
+        "backend does not take: a model_type that does not match the weights does this",
+        [
+            Fix("advice", "check config.json model_type against architectures and the weights"),
+            Fix("advice", "or --block-size with a size the backend lists"),
+        ],
+    )
+
+
+def _remote_code(_m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    return (
+        "the config needs the checkpoint's own Python code (auto_map)",
+        [
+            Fix("flag", "--trust-remote-code", note="after reading the repository's code"),
+            Fix(
+                "advice",
+                f"offline with a foreign auto_map: patcher apply {ctx.checkpoint} drop-auto-map",
+            ),
+        ],
+    )
+
+
+def _bf16(_m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    return (
+        "bfloat16 was forced on a GPU below compute capability 8.0",
+        [Fix("flag", "--dtype half"), ctx.apply("set-torch-dtype", " --set dtype=float16")],
+    )
+
+
+def _bom(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    fixes = [ctx.apply("strip-bom")]
+    if m.group(1) is None:
+        cause = "a JSON config file (hf_quant_config.json, read as text) starts with a UTF-8 BOM"
+        return cause, fixes
+    fixes.append(Fix("advice", "if patcher check finds no byte-order mark: fix the JSON syntax"))
+    return (
+        f"{m.group(1)} cannot be parsed; a UTF-8 byte-order mark at its start is the usual cause",
+        fixes,
+    )
+
+
+def _rope_keys(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    fixes = [ctx.apply("set-rope-scaling-yarn", " --set factor=F")]
+    if "rope_theta" in m.group(3):
+        fixes.insert(0, ctx.apply("add-rope-theta-to-rope-parameters"))
+    return (f"the {m.group(2)} RoPE block lacks {m.group(3)} in {m.group(1)}", fixes)
+
+
+def _sglang_memory(_m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
+    return (
+        "SGLang's KV pool has no room left",
+        [Fix("flag", "--mem-fraction-static 0.9", note="raise it, or lower --context-length")],
+    )
+
+
+def _sglang_length(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
+    return (
+        f"the context length {m.group(1)} is above the derived {m.group(2)}",
+        [
+            Fix("flag", f"--context-length {m.group(2)}"),
+            Fix("env", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"),
+        ],
+    )
+
+
+RULES: tuple[Rule, ...] = (
+    (
+        "no-attention-backend",
+        re.compile(r"No valid attention backend found for \w+ with AttentionSelectorConfig\(.*"),
+        _attention,
+    ),
+    (
+        "forced-attention-backend",
+        re.compile(r"Selected backend (\S+) is not valid for this configuration\. Reason: (.*)"),
+        _selected_backend,
+    ),
+    (
+        "kv-cache-memory",
+        re.compile(
+            r"To serve at least one request with the models?'s max seq len \((?P<len>\d+)\)"
+            r"(?:.*?estimated maximum model length is (?P<estimate>\d+))?"
+            # vLLM 0.34's hint, with the extensible KV cache (its default on CUDA): the
+            # utilization given, or that the cache already takes all memory left.
+            r"(?:.*?`gpu_memory_utilization`=(?P<utilization>[\d.]+))?"
+            r"(?:.*?(?P<all>already takes all device memory))?"
+        ),
+        _kv_memory,
+    ),
+    (
+        "kv-cache-memory",
+        re.compile(
+            r"The model's max seq len \((?P<len>\d+)\) is larger than the maximum number of "
+            r"tokens that can be stored in KV cache \((?P<estimate>\d+)\)"
+        ),
+        _kv_memory,
+    ),
+    ("no-kv-cache-memory", re.compile(r"No available memory for the cache blocks"), _no_memory),
+    (
+        "no-kv-cache-memory",
+        re.compile(r"Cannot auto-fit max_model_len: not enough GPU memory"),
+        _no_memory,
+    ),
+    (
+        "max-model-len-too-long",
+        re.compile(
+            r"User-specified max_model_len \((\d+)\) is greater than the derived max_model_len "
+            r"\((\w+)=(\d+)(?:\.\d*)?"
+        ),
+        _too_long,
+    ),
+    (
+        "quant-required-fields",
+        re.compile(
+            r"(NVFP4|MXFP8) quantization requires the following fields in "
+            r"hf_quant_config\.json: (\[.*?\])"
+        ),
+        _required_fields,
+    ),
+    ("unknown-modelopt-algo", re.compile(r"Unknown ModelOpt quant algo: (\S+)"), _modelopt_algo),
+    (
+        "unknown-quantization",
+        re.compile(r"Unknown quantization method: (\S+?)\.? Must be one of"),
+        _unknown_quant,
+    ),
+    (
+        "quantization-gpu",
+        re.compile(
+            r"The quantization method (\S+) is not supported for the current GPU\. Minimum "
+            r"capability: (\d+)\. Current capability: (\d+)"
+        ),
+        _quant_gpu,
+    ),
+    (
+        "unsupported-architecture",
+        re.compile(r"Model architectures (\[.*?\]) are not supported for now"),
+        _architecture,
+    ),
+    (
+        "block-size",
+        re.compile(r"No common block size for (\d+) \((.*)\)"),
+        _block_size,
+    ),
+    (
+        "remote-code",
+        re.compile(
+            r"consider setting .trust_remote_code=True.|contains custom code which must be "
+            r"executed|Please pass the argument .trust_remote_code=True."
+        ),
+        _remote_code,
+    ),
+    (
+        # transformers' wrapper of config.json's JSONDecodeError; json's own BOM refusal
+        "unreadable-json",
+        re.compile(
+            r"It looks like the config file at '(?:[^']*/)?([^'/]+)' is not a valid JSON file"
+            r"|Unexpected UTF-8 BOM \(decode using utf-8-sig\)()"
+        ),
+        _bom,
+    ),
+    (
+        "bfloat16-gpu",
+        re.compile(r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0"),
+        _bf16,
+    ),
+    (
+        "rope-missing-keys",
+        re.compile(
+            r"Missing required keys in .(rope_(?:scaling|parameters)). for "
+            r"'rope_type'='(\w+)': (\{.*?\}|\[.*?\]|set\(.*?\))"
+        ),
+        _rope_keys,
+    ),
+    (
+        "sglang-memory",
+        re.compile(r"Not enough memory\. Please try to increase --mem-fraction-static"),
+        _sglang_memory,
+    ),
+    (
+        "sglang-context-length",
+        re.compile(
+            r"context_length \((\d+)\) is greater than the derived context_length \((\d+)\)"
+        ),
+        _sglang_length,
+    ),
+    *FAMILY_RULES,
+)
+
+
+# A line can only meet a rule if it holds one of these words (each is plain text of a rule's
+# pattern, one per alternative), so every other line of a debug log is passed over after one
+# C search and is never cleaned nor tried against each rule.
+_MARKERS = (
+    "No common block size",
+    "attention backend found",
+    "is not valid for this configuration",
+    "max seq len",
+    "memory for the cache blocks",
+    "max_model_len",
+    "quantization requires",
+    "quant algo",
+    "quantization method",
+    "Model architectures",
+    "trust_remote_code",
+    "custom code",
+    "Bfloat16",
+    "is not a valid JSON file",
+    "Unexpected UTF-8 BOM",
+    "Missing required keys",
+    "Not enough memory",
+    "context_length",
+    *FAMILY_MARKERS,
+)

@@ -1,0 +1,239 @@
+"""The families of start-up errors, and each family's answer.
+
+Every template of the catalogue (``catalogue.py``: the engines' own messages, read from
+their source) belongs to the first family here whose ``claims`` accepts it; a test lists any
+template no family claims. A family's ``answer`` is the kind of way out it has, a closed set:
+
+- ``transform``: a patcher transform edits the checkpoint's directive;
+- ``flag``: an engine flag (its value computed from the sizes the message carries, where it
+  carries them);
+- ``env``: an environment variable;
+- ``dependency``: a package to install or upgrade;
+- ``none``: no config fix (a kernel, GPU or engine gap); it says what would help.
+
+Besides its own fixes, a family passes on the remedy the engine's message itself names
+(``use --x y``, ``set X=1``, ``pip install z``): those are the engine's words, read from the
+line, not guessed.
+
+How to add a family: write ``explain(matched, ctx) -> (cause, fixes)``, add a ``Family`` to
+``FAMILIES`` before any broader family that would claim its templates, and run
+``pytest tests/advice/test_catalogue.py`` (every template still claimed; a log written from
+each of its templates gets its answer).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from patcher.advice.answers import (
+    _ENV,
+    _architecture,
+    _backend,
+    _chat_template,
+    _context,
+    _dependency,
+    _environment,
+    _files,
+    _gap,
+    _internal,
+    _kv_dtype,
+    _memory,
+    _named_flags,
+    _parallel,
+    _quantization,
+    _remote_code,
+    _rope,
+    _shape,
+    _tokenizer,
+)
+from patcher.advice.catalogue import Matched, Template
+from patcher.advice.log_rules import Fix, LogContext
+
+Answer = Literal["transform", "flag", "env", "dependency", "none"]
+Explain = Callable[[Matched, LogContext], tuple[str, list[Fix]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    """A class of start-up errors that share a cause and a way out."""
+
+    name: str
+    answer: Answer
+    claims: Callable[[Template], bool]
+    explain: Explain
+
+
+def _says(pattern: str, *, flags: int = re.IGNORECASE) -> Callable[[Template], bool]:
+    compiled = re.compile(pattern, flags)
+    return lambda t: compiled.search(t.text) is not None
+
+
+def _raised(*kinds: str) -> Callable[[Template], bool]:
+    return lambda t: t.exception in kinds
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family(
+        "dependency",
+        "dependency",
+        lambda t: (
+            t.exception in {"ImportError", "ModuleNotFoundError"}
+            or _says(
+                r"pip install|not installed|No module named|please "
+                r"install|is required to use|upgrade (your )?[a-z]"
+            )(t)
+        ),
+        _dependency,
+    ),
+    Family("remote-code", "flag", _says(r"trust.?remote.?code|custom code|auto_map"), _remote_code),
+    Family(
+        "kv-cache-dtype",
+        "transform",
+        _says(
+            r"kv.?cache.?(?:dtype|quant|scheme)|kv_cache_dtype|fp8 kv|kv cache .*fp8|"
+            r"fp8_ds_mla|fp8e4nv|\bk_scale|\bv_scale|kv_scale"
+        ),
+        _kv_dtype,
+    ),
+    Family("environment", "env", _says(_ENV.pattern, flags=0), _environment),
+    Family(
+        "kv-cache-memory",
+        "flag",
+        _says(
+            r"memory|kv.?cache (?:blocks|size|space|tokens)|num_gpu_blocks|cache blocks|"
+            r"mem.?fraction|max_total_(?:num_)?tokens|max seq len|\bOOM\b|memory pool"
+        ),
+        _memory,
+    ),
+    Family("rope-config", "transform", _says(r"rope|rotary|yarn|original_max_position"), _rope),
+    Family(
+        "context-length",
+        "flag",
+        _says(
+            r"max.?model.?len|max_position_embeddings|context.?len|max_seq_len|"
+            r"model_max_length|sliding.?window"
+        ),
+        _context,
+    ),
+    Family(
+        "moe-backend",
+        "flag",
+        _says(
+            r"moe.?(?:runner.?)?backend|all2all|\ba2a\b|deepep|megamoe|moe .*(?:kernel|"
+            r"runner)|fused.?moe"
+        ),
+        _backend,
+    ),
+    Family(
+        "attention-backend",
+        "flag",
+        _says(
+            r"attention.?backend|attn.?backend|AttentionBackend|mla backend|"
+            r"sparse.?mla|flash.?attn"
+        ),
+        _backend,
+    ),
+    Family(
+        "parallel-sizes",
+        "flag",
+        _says(
+            r"divisible|tensor.?parallel|pipeline.?parallel|expert.?parallel|"
+            r"data.?parallel|context.?parallel|world.?size|tp.?size|ep.?size|\bdp\b"
+        ),
+        _parallel,
+    ),
+    Family(
+        "chat-template",
+        "transform",
+        _says(r"chat.?template|jinja|generation prompt|conversation|tool.?call"),
+        _chat_template,
+    ),
+    Family(
+        "tokenizer", "transform", _says(r"tokeni[sz]er|special.?token|vocab|detokeni"), _tokenizer
+    ),
+    Family(
+        "hardware",
+        "none",
+        _says(
+            r"compute capability|\bsm[ _]?\d{2,3}|blackwell|hopper|ampere|volta|turing|"
+            r"rocm|gfx\d|\bhip\b|\bnpu\b|\bxpu\b|\btpu\b|\bcpu\b|cuda \d|platform|"
+            r"device|\bgpu|\bamx\b|\bhpu\b|gaudi|triton|cutlass|flashinfer|kernel"
+        ),
+        _gap,
+    ),
+    Family(
+        "quantization-config",
+        "transform",
+        _says(
+            r"quant|scale|group.?size|block.?size|weight_block|bits|awq|gptq|marlin|"
+            r"modelopt|compressed|fp8|fp4|int4|int8|mxfp|nvfp4|w4a|w8a|zero.?point"
+        ),
+        _quantization,
+    ),
+    Family(
+        "architecture",
+        "transform",
+        _says(
+            r"architecture|model.?type|model class|registry|not supported for now|"
+            r"Unrecognized configuration"
+        ),
+        _architecture,
+    ),
+    Family(
+        "checkpoint-files",
+        "none",
+        _says(
+            r"safetensors|\.bin\b|checkpoint|weights?\b|file|path|director|download|"
+            r"\brepo|revision|does not exist|not found|no such"
+        ),
+        _files,
+    ),
+    Family(
+        "engine-flags",
+        "flag",
+        _says(
+            r"--[a-z]|mutually exclusive|must be (?:set|specified|provided|enabled|"
+            r"disabled|one of|positive|greater|less|at least|at most|>|<|an?\b)|"
+            r"cannot be (?:used|set|combined|enabled)|only (?:be )?supported|"
+            r"not (?:yet )?supported|is not compatible|incompatible|requires|invalid|"
+            r"should be|must not|unknown|unsupported|not allowed|expected|"
+            r"does not support|only supports|cannot (?:set|use) both|please specify|"
+            r"must (?:match|have|contain|be)|cannot|should only|only valid|"
+            r"`\w+`|\b[a-z]+_[a-z_]+\b|only one\b|unless|not (?:currently )?compatible|"
+            r"were provided|not an allowed|has been removed|can't be used|either|both|"
+            r"\bmode\b|is not (?:a|an)\b|not (?:a )?multimodal|only choose|"
+            r"should all be|isn't in|can't derive|supports only|speculative"
+        ),
+        _named_flags,
+    ),
+    Family(
+        "model-shape",
+        "none",
+        _says(
+            r"shape|hidden|layer|intermediate|rotation|placeholder|codebook|patch|"
+            r"element|copy_|broadcast|dense|tensor|sparse config|member for value|"
+            r"multimodal|field|docstring|sleep retention|positional args"
+        ),
+        _shape,
+    ),
+    Family(
+        "engine-internal",
+        "none",
+        lambda t: (
+            t.exception != "ValueError"
+            or _says(
+                r"already|twice|mismatch|no free|out of range|limit|store|table|"
+                r"could not|failed"
+            )(t)
+        ),
+        _internal,
+    ),
+)
+
+
+def family_of(template: Template) -> Family | None:
+    """The family that claims ``template`` (the first in ``FAMILIES``), or None."""
+    return next((f for f in FAMILIES if f.claims(template)), None)

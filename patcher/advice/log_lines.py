@@ -1,0 +1,69 @@
+"""Reading an engine's log: the lines, cut to a bound, without colours or process prefixes.
+
+vLLM prefixes each line of a worker with ``(EngineCore_DP0 pid=…) ERROR date [file:line]``,
+torchrun with ``[rank0]:``, SGLang with ``[date TP0]``; terminals add ANSI colours. doctor and
+``run`` read the engine's words beneath them, and a runaway line costs bounded memory.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+
+# Never echoed: CSI (colours), OSC (titles, clipboard writes), other ESC sequences, C0/C1.
+ANSI = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]?"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+)
+PREFIX = re.compile(
+    r"^\s*(?:\[rank\d+\]:\s*|\[\d{4}-\d\d-\d\d [\d:]+(?: [A-Z]{2}\d+)*\]\s*)?"
+    r"(?:\((?:Worker|EngineCore|APIServer|VllmWorker|RayWorker)\S*\s+pid=\d+\)\s*)?"
+    r"(?:(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+"
+    r"\[[^\]]*\]\s?)?"
+)
+WRAPPERS = ("Engine core initialization failed", "Worker failed with error")
+# The line an exception is printed on (``ValueError: ...``), the root of a traceback.
+RAISED = re.compile(
+    r"^\s*(?:[\w.]+\.)?(?P<kind>[A-Z]\w*(?:Error|Exception|Exit)|Fallback)"
+    r"(?:\([^)]*\))?: (?P<message>.+)"
+)
+# A line can hold an engine's error only with one of these (a raised exception, or a log call
+# at error level); every other line is passed over with one search each.
+ERRORISH = ("rror", "xception", "ERROR", "CRITICAL", "Fallback")
+# SGLang's log prefix: "[2026-12-04 10:00:00 TP0] ".
+SGLANG_PREFIX = re.compile(r"\[\d{4}-\d\d-\d\d [\d:]+(?: [A-Z]{2}\d+)*\] ")
+# Source lines a traceback echoes: they hold a message's text but are not the message.
+SOURCE = re.compile(r"^\s*(?:raise |assert |logger\.|log\.|File \"|\^|~|\w+ = f?[\"'])")
+
+
+def uncoloured(line: str) -> str:
+    """``line`` without terminal control sequences (a fast path when it has none)."""
+    return ANSI.sub("", line) if "\x1b" in line else line
+
+
+def shown(line: str) -> str:
+    """A log line as doctor may print it: no terminal control sequence, no control character."""
+    body = line.rstrip("\r\n")
+    return body if body.isprintable() else ANSI.sub("", body)
+
+
+# An engine's error line is well under this; past it a line is cut, so that a hostile or
+# runaway line (megabytes without a newline) costs bounded memory and bounded matching time.
+LINE_LIMIT = 8192
+
+
+def bounded(lines: Iterable[str]) -> Iterator[str]:
+    """Each line cut to ``LINE_LIMIT`` characters; from a stream, the rest of a long line is
+    read past in pieces, never held whole."""
+    readline = getattr(lines, "readline", None)
+    if readline is None:
+        for line in lines:
+            yield line[:LINE_LIMIT]
+        return
+    while True:
+        line = readline(LINE_LIMIT)
+        if not line:
+            return
+        yield line
+        while len(line) == LINE_LIMIT and not line.endswith("\n"):
+            line = readline(LINE_LIMIT)  # the rest of an overlong line: skipped

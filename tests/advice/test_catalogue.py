@@ -1,0 +1,270 @@
+"""doctor from the engines' own words: the catalogue of start-up errors read from the source of
+vLLM 0.16.0 and 0.34.0, SGLang 0.5.23 and transformers 5.25.0 (tests/read_errors.py), the
+families that answer them, and logs written from every recorded template.
+
+The logs here are made from the templates themselves, with the prefixes, colours and wrapping
+real engines print (vLLM's ``(EngineCore_DP0 pid=…) ERROR … [file:line]``, torchrun's
+``[rank0]:``, SGLang's ``[date TP0]``), so every family is tried on every wording a read
+release has, and a new release's wording is tried the day it is read.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from patcher.advice import catalogue
+from patcher.advice.answers import own_remedy
+from patcher.advice.catalogue import Template
+from patcher.advice.doctor import diagnose_text
+from patcher.advice.families import FAMILIES, family_of
+
+ROOT = Path(__file__).resolve().parents[2]
+PREFIXES = (
+    "(EngineCore_DP0 pid=4242) ERROR 12-04 10:00:01 [core.py:708] ",
+    "[rank0]: ",
+    "[2026-12-04 10:00:01 TP0] ",
+    "\x1b[1;31mERROR\x1b[0m 12-04 10:00:01 [api_server.py:99] ",
+    "",
+)
+
+
+def _filled(template: Template, seed: int) -> str:
+    """The message's first line as the engine prints it, each hole filled with a value."""
+    values = ("40", "16", "fp8", "DeepseekV3ForCausalLM", "131072", "0.9", "cutlass")
+    head = template.head
+    return "".join(
+        p if i % 2 == 0 else values[(seed + i) % len(values)] for i, p in enumerate(head)
+    )
+
+
+def _log_line(template: Template, seed: int) -> str:
+    kind = template.exception
+    body = _filled(template, seed)
+    if kind.startswith("log."):
+        return PREFIXES[seed % 2] + body
+    return PREFIXES[seed % len(PREFIXES)] + f"{kind}: {body}"
+
+
+def test_every_template_of_every_read_release_is_in_a_family() -> None:
+    unclaimed = [
+        f"{t.engine} {t.file}: {t.text[:80]}" for t in catalogue.templates() if family_of(t) is None
+    ]
+    assert unclaimed == []
+
+
+def test_every_family_answers_some_template() -> None:
+    claimed = {family_of(t).name for t in catalogue.templates()}  # type: ignore[union-attr]
+    assert {f.name for f in FAMILIES} == claimed
+    assert len(FAMILIES) == len({f.name for f in FAMILIES})
+
+
+def test_the_catalogue_names_the_releases_read_and_when() -> None:
+    for engine, newest in (("vllm", "0.34.0"), ("sglang", "0.5.23"), ("transformers", "5.25.0")):
+        read = catalogue.releases(engine)
+        assert newest in read, engine
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d", read[newest])
+    assert {"0.16.0", "0.34.0"} <= set(catalogue.releases("vllm"))
+
+
+def test_a_wording_that_changed_between_releases_is_two_templates() -> None:
+    releases = {t.releases for t in catalogue.templates("vllm")}
+    assert ("0.16.0",) in releases and ("0.34.0",) in releases
+    assert ("0.16.0", "0.34.0") in releases
+
+
+def test_a_log_written_from_each_template_gets_that_template_and_its_family() -> None:
+    missed: list[str] = []
+    matchable = [t for t in catalogue.templates() if t.matchable]
+    assert len(matchable) > 1500
+    for seed, template in enumerate(matchable):
+        log = "INFO starting\n" + _log_line(template, seed) + "\n"
+        found = diagnose_text(log)
+        if not found.recognised:
+            missed.append(f"{template.file}: {template.text[:70]}")
+            continue
+        if found.template is not None:
+            assert found.family is not None and found.fixes, template.text
+    # A line whose holes swallow a word boundary (``{x}s``) can be cut apart differently.
+    assert len(missed) <= len(matchable) // 100, missed[:10]
+
+
+@pytest.mark.parametrize(
+    ("log", "family", "fix"),
+    [
+        (
+            "(EngineCore_DP0 pid=7) ERROR 12-04 10:00:00 [core.py:1] ValueError: Total number "
+            "of attention heads (40) must be divisible by tensor parallel size (16).",
+            "parallel-sizes",
+            "--tensor-parallel-size 8",
+        ),
+        (
+            "[2026-12-04 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call "
+            "last):\nNotImplementedError: moe_runner_backend=cutlass is not supported for NVFP4 "
+            "MoE. Use --moe-runner-backend flashinfer_cutlass instead.",
+            "moe-backend",
+            "--moe-runner-backend flashinfer_cutlass",
+        ),
+        (
+            "[2026-12-04 10:00:00 TP0] ValueError: The output_size of gate's and up's weight = "
+            "1408 is not divisible by weight quantization block_n = 128.",
+            "parallel-sizes",
+            "--ep-size",
+        ),
+    ],
+)
+def test_the_answer_is_computed_from_what_the_message_carries(
+    log: str, family: str, fix: str
+) -> None:
+    found = diagnose_text(log)
+    assert found.code == family
+    assert any(fix in f.text for f in found.fixes), found.fixes
+
+
+def test_a_hardware_gap_gets_no_config_fix() -> None:
+    found = diagnose_text(
+        "ValueError: nvfp4_per_token online quantization requires a Blackwell (SM100) GPU."
+    )
+    assert found.family is not None and found.family.answer == "none"
+    assert all(f.kind == "advice" for f in found.fixes)
+    assert not any("patcher apply" in f.text for f in found.fixes)
+
+
+def test_the_root_of_a_chained_traceback_wins_over_the_wrapper() -> None:
+    log = "\n".join(
+        [
+            "Traceback (most recent call last):",
+            '  File "/x/vllm/config/model.py", line 9, in __post_init__',
+            '    raise ValueError(f"Total number of attention heads ({h}) must be divisible")',
+            "ValueError: Total number of attention heads (40) must be divisible by tensor "
+            "parallel size (16).",
+            "",
+            "The above exception was the direct cause of the following exception:",
+            "",
+            "RuntimeError: Engine core initialization failed. See root cause above. Failed "
+            "core proc(s): {}",
+        ]
+    )
+    found = diagnose_text(log)
+    assert found.code == "parallel-sizes"
+    assert found.error is not None and found.error.startswith("ValueError: Total number")
+
+
+def test_a_line_cut_short_still_names_the_message() -> None:
+    # A log viewer's cut, or a terminal's wrap: the start of a long message is enough.
+    template = next(
+        t
+        for t in catalogue.templates("vllm")
+        if t.text.startswith("Hybrid KV cache manager is disabled but failed to convert")
+    )
+    found = diagnose_text("ValueError: " + _filled(template, 0)[:70])
+    assert found.template is not None and found.template.text == template.text
+
+
+def test_an_error_no_release_raises_is_quoted_and_given_no_fix() -> None:
+    found = diagnose_text("INFO up\n[rank0]: RuntimeError: the flux capacitor is not charged\n")
+    assert not found.recognised
+    assert found.error == "RuntimeError: the flux capacitor is not charged"
+    assert found.fixes == ()
+
+
+def test_the_message_s_own_remedy_is_read_as_it_says() -> None:
+    fixes = own_remedy(
+        "use --moe-runner-backend triton for this router; set the env var "
+        "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1; leave --all2all-backend unset; "
+        "pip install 'flashinfer-python>=0.6'"
+    )
+    assert [(f.kind, f.text) for f in fixes] == [
+        ("flag", "--moe-runner-backend triton"),
+        ("flag", "drop --all2all-backend"),
+        ("env", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"),
+        ("dependency", "pip install flashinfer-python>=0.6"),
+    ]
+
+
+def test_the_recorder_reads_templates_from_source() -> None:
+    from tests.read_errors import templates_in
+
+    source = (
+        "def f(h, tp):\n"
+        "    msg = f'heads ({h}) must be divisible by tp ({tp})'\n"
+        "    if h % tp:\n"
+        "        raise ValueError(msg)\n"
+        "    assert tp > 0, 'tp must be positive: %d' % tp\n"
+        "    logger.error('cannot start %s', h)\n"
+    )
+    found = [(t["exception"], t["parts"]) for t in templates_in(source, "x.py")]
+    assert found == [
+        ("ValueError", ["heads (", "h", ") must be divisible by tp (", "tp", ")"]),
+        ("AssertionError", ["tp must be positive: ", "tp", ""]),
+        ("log.error", ["cannot start ", "h", ""]),
+    ]
+
+
+def test_the_catalogue_files_are_the_recorders_output() -> None:
+    for engine in ("vllm", "sglang", "transformers"):
+        data = json.loads((ROOT / "patcher" / "advice" / f"errors-{engine}.json").read_text())
+        assert data["engine"] == engine and data["templates"]
+        assert all(
+            set(t) == {"exception", "parts", "file", "line", "releases"} for t in data["templates"]
+        )
+
+
+def test_doctor_reads_a_large_log_line_by_line() -> None:
+    rng = random.Random(5)
+    noise = [
+        f"(EngineCore_DP0 pid=1) ERROR 12-04 10:00:00 [x.py:1] Error {rng.random()}"
+        for _ in range(2000)
+    ]
+    found = diagnose_text(
+        "\n".join(
+            [
+                *noise,
+                "ValueError: Total number of attention heads "
+                "(40) must be divisible by tensor parallel size (16).",
+            ]
+        )
+    )
+    assert found.code == "parallel-sizes"
+
+
+@pytest.mark.parametrize(
+    ("reasons", "strips"),
+    [
+        (
+            "{FLASHMLA: [kv_cache_dtype not supported], TRITON_MLA: [compute capability not "
+            "supported]}",
+            True,
+        ),
+        (
+            "{FLASHMLA: [compute capability not supported], TRITON_MLA: [head_size not "
+            "supported, kv_cache_dtype not supported]}",
+            False,
+        ),
+    ],
+)
+def test_stripping_the_fp8_kv_directive_is_offered_only_where_a_backend_then_runs(
+    reasons: str, strips: bool
+) -> None:
+    line = (
+        "ValueError: No valid attention backend found for cuda with AttentionSelectorConfig("
+        "head_size=576, dtype=torch.bfloat16, kv_cache_dtype=fp8, block_size=64, use_mla=True, "
+        f"has_sink=False, use_sparse=False). Reasons: {reasons}."
+    )
+    found = diagnose_text(line)
+    assert any("strip-fp8-kv-cache" in f.text for f in found.fixes) is strips
+
+
+def test_a_sparse_mla_model_never_gets_the_strip() -> None:
+    found = diagnose_text(
+        "ValueError: No valid attention backend found for cuda with AttentionSelectorConfig("
+        "head_size=576, dtype=torch.bfloat16, kv_cache_dtype=fp8_ds_mla, block_size=64, "
+        "use_mla=True, has_sink=False, use_sparse=True). Reasons: {FLASHMLA_SPARSE: "
+        "[kv_cache_dtype not supported]}."
+    )
+    assert found.code == "no-attention-backend"
+    assert not any("strip" in f.text for f in found.fixes)

@@ -1,0 +1,365 @@
+"""Read every start-up error a release can raise from its own source (no import, no install).
+
+    python -m tests.read_errors vllm W.whl [W.whl ...]   # into patcher/advice/errors-vllm.json
+    python -m tests.read_errors sglang W.whl
+    python -m tests.read_errors transformers W.whl
+
+A start-up error is a ``raise X("...")``, an ``assert cond, "..."`` or a ``logger.error`` /
+``logger.critical`` / ``logger.exception`` call with a message, in a file of the start-up path
+(``START_UP`` below: config and argument parsing, the model registry, loading, quantization,
+attention and MoE kernel selection, KV-cache memory, tokenizer and chat template, parallel
+sizes, and the transformers config classes the engines call). Each message becomes a
+template: its literal text and its holes (the f-string fields, ``%`` and ``.format``
+arguments, a message built in a local variable first), with the exception's class, the file
+and the names it interpolates. Templates are kept per release: each records the releases that
+have that exact wording, so a wording that changed shows as two templates.
+
+The catalogue is what doctor matches a log against (patcher/advice/catalogue.py); every
+template must fall in a family (patcher/advice/families.py), which tests/advice/test_catalogue
+checks. Reading a vLLM release with ``python -m tests.read_release`` records its errors too.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import json
+import sys
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+CATALOGUE = Path(__file__).resolve().parents[1] / "patcher" / "advice"
+
+# The files of each engine's start-up path, as glob patterns inside the wheel.
+START_UP: dict[str, tuple[str, ...]] = {
+    "vllm": (
+        "vllm/config/*.py",
+        "vllm/config.py",
+        "vllm/engine/arg_utils.py",
+        "vllm/transformers_utils/config.py",
+        "vllm/transformers_utils/tokenizer*.py",
+        "vllm/transformers_utils/model_arch_config_convertor.py",
+        "vllm/tokenizers/*.py",
+        "vllm/model_executor/models/registry.py",
+        "vllm/model_executor/models/config.py",
+        "vllm/model_executor/model_loader/*.py",
+        "vllm/model_executor/layers/quantization/*.py",
+        "vllm/model_executor/layers/fused_moe/oracle/*.py",
+        "vllm/model_executor/layers/fused_moe/config.py",
+        "vllm/model_executor/layers/fused_moe/layer.py",
+        "vllm/attention/selector.py",
+        "vllm/v1/attention/selector.py",
+        "vllm/platforms/cuda.py",
+        "vllm/platforms/interface.py",
+        "vllm/platforms/rocm.py",
+        "vllm/platforms/cpu.py",
+        "vllm/v1/core/kv_cache_utils.py",
+        "vllm/v1/engine/core.py",
+        "vllm/v1/worker/gpu_worker.py",
+        "vllm/v1/worker/utils.py",
+        "vllm/distributed/parallel_state.py",
+        "vllm/entrypoints/chat_utils.py",
+        "vllm/entrypoints/openai/api_server.py",
+        "vllm/entrypoints/cli/serve.py",
+    ),
+    "sglang": (
+        "sglang/srt/server_args.py",
+        "sglang/srt/configs/model_config.py",
+        "sglang/srt/configs/load_config.py",
+        "sglang/srt/model_executor/model_runner.py",
+        "sglang/srt/model_executor/model_runner_kv_cache_mixin.py",
+        "sglang/srt/managers/scheduler.py",
+        "sglang/srt/managers/tp_worker.py",
+        "sglang/srt/model_loader/loader.py",
+        "sglang/srt/model_loader/utils.py",
+        "sglang/srt/models/registry.py",
+        "sglang/srt/layers/quantization/__init__.py",
+        "sglang/srt/layers/quantization/modelopt_quant.py",
+        "sglang/srt/layers/quantization/fp8.py",
+        "sglang/srt/layers/quantization/compressed_tensors/compressed_tensors.py",
+        "sglang/srt/layers/attention/attention_registry.py",
+        "sglang/srt/layers/moe/utils.py",
+        "sglang/srt/utils/hf_transformers_utils.py",
+        "sglang/srt/hf_transformers_utils.py",
+        "sglang/srt/distributed/parallel_state.py",
+    ),
+    "transformers": (
+        "transformers/configuration_utils.py",
+        "transformers/modeling_rope_utils.py",
+        "transformers/models/auto/configuration_auto.py",
+        "transformers/models/auto/tokenization_auto.py",
+        "transformers/tokenization_utils_base.py",
+        "transformers/utils/quantization_config.py",
+        "transformers/models/deepseek_v3/configuration_deepseek_v3.py",
+        "transformers/models/qwen3_moe/configuration_qwen3_moe.py",
+        "transformers/models/llama/configuration_llama.py",
+    ),
+}
+
+_LOG_CALLS = {"error", "critical", "exception", "fatal"}
+
+
+def _hole(node: ast.expr) -> str:
+    """A hole's name: the interpolated expression, as short source text."""
+    text = ast.unparse(node)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+class _Messages:
+    """Turns a message expression into template parts: literal, hole, literal, ..."""
+
+    def __init__(self, function: ast.AST | None) -> None:
+        self.locals: dict[str, list[ast.expr]] = {}
+        if function is not None:
+            for node in ast.walk(function):
+                if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                    target = node.targets[0]
+                    if isinstance(target, ast.Name):
+                        self.locals.setdefault(target.id, []).append(node.value)
+                elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                    if isinstance(node.op, ast.Add) and node.target.id in self.locals:
+                        self.locals[node.target.id].append(node.value)
+
+    def parts(self, node: ast.expr, depth: int = 0) -> list[str] | None:
+        """Alternating literal and hole texts (even: literal, odd: hole), or None when the
+        message is not text this reader can follow."""
+        if depth > 6:
+            return None
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return [node.value]
+        if isinstance(node, ast.JoinedStr):
+            out: list[str] = [""]
+            for value in node.values:
+                if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                    out[-1] += value.value
+                elif isinstance(value, ast.FormattedValue):
+                    out += [_hole(value.value), ""]
+            return out
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = self.parts(node.left, depth + 1), self.parts(node.right, depth + 1)
+            if left is None and right is None:
+                return None
+            left = left if left is not None else ["", _hole(node.left), ""]
+            right = right if right is not None else ["", _hole(node.right), ""]
+            return [*left[:-1], left[-1] + right[0], *right[1:]]
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+            base = self.parts(node.left, depth + 1)
+            args = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
+            return None if base is None else _percent(base, [_hole(a) for a in args])
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "format"
+        ):
+            base = self.parts(node.func.value, depth + 1)
+            names = [_hole(a) for a in node.args] + [k.arg or "kw" for k in node.keywords]
+            return None if base is None else _braces(base, names)
+        if isinstance(node, ast.Name) and node.id in self.locals:
+            pieces = [self.parts(v, depth + 1) for v in self.locals[node.id]]
+            if pieces[0] is None:
+                return None
+            out = list(pieces[0])
+            for more in pieces[1:]:
+                more = more if more is not None else ["", "...", ""]
+                out = [*out[:-1], out[-1] + more[0], *more[1:]]
+            return out
+        if isinstance(node, ast.Call) and node.args and isinstance(node.func, ast.Name):
+            if node.func.id in {"str", "repr"}:
+                return self.parts(node.args[0], depth + 1)
+        return None
+
+
+def _split_literal(text: str, holes: Iterator[str], marker: str) -> list[str]:
+    out = [""]
+    i = 0
+    while i < len(text):
+        if marker == "%" and text[i] == "%" and i + 1 < len(text):
+            if text[i + 1] == "%":
+                out[-1] += "%"
+                i += 2
+                continue
+            j = i + 1
+            while j < len(text) and text[j] in "-+ #0123456789.()":
+                j += 1
+            if j < len(text) and text[j].isalpha():
+                out += [next(holes, "arg"), ""]
+                i = j + 1
+                continue
+        if marker == "{" and text[i] in "{}":
+            if text[i : i + 2] in {"{{", "}}"}:
+                out[-1] += text[i]
+                i += 2
+                continue
+            end = text.find("}", i)
+            if text[i] == "{" and end > 0:
+                field = text[i + 1 : end].split(":")[0].split("!")[0]
+                out += [field if field and not field.isdigit() else next(holes, "arg"), ""]
+                i = end + 1
+                continue
+        out[-1] += text[i]
+        i += 1
+    return out
+
+
+def _percent(parts: list[str], names: list[str]) -> list[str]:
+    holes = iter(names)
+    out: list[str] = []
+    for index, part in enumerate(parts):
+        if index % 2:
+            out += [part, ""] if out else ["", part, ""]
+            continue
+        split = _split_literal(part, holes, "%")
+        out = [*out[:-1], (out[-1] if out else "") + split[0], *split[1:]]
+    return out
+
+
+def _braces(parts: list[str], names: list[str]) -> list[str]:
+    holes = iter(names)
+    out: list[str] = []
+    for index, part in enumerate(parts):
+        if index % 2:
+            out += [part, ""] if out else ["", part, ""]
+            continue
+        split = _split_literal(part, holes, "{")
+        out = [*out[:-1], (out[-1] if out else "") + split[0], *split[1:]]
+    return out
+
+
+def _exception_name(node: ast.expr | None) -> str | None:
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _enclosing(tree: ast.Module) -> Iterator[tuple[ast.AST | None, ast.AST]]:
+    """Each node with the function it is in (None at module level)."""
+
+    def walk(node: ast.AST, function: ast.AST | None) -> Iterator[tuple[ast.AST | None, ast.AST]]:
+        for child in ast.iter_child_nodes(node):
+            inner = child if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) else function
+            yield function, child
+            yield from walk(child, inner)
+
+    yield from walk(tree, None)
+
+
+def templates_in(source: str, file: str) -> Iterator[dict[str, Any]]:
+    """Each error message ``file``'s source can raise or log, as a template."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return
+    readers: dict[int, _Messages] = {}
+    for function, node in _enclosing(tree):
+        message: ast.expr | None = None
+        kind: str | None = None
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
+            message, kind = node.exc.args[0], _exception_name(node.exc)
+        elif isinstance(node, ast.Assert) and node.msg is not None:
+            message, kind = node.msg, "AssertionError"
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _LOG_CALLS
+            and isinstance(node.func.value, ast.Name)
+            and "log" in node.func.value.id.lower()
+            and node.args
+        ):
+            message = node.args[0]
+            if len(node.args) > 1:
+                message = ast.BinOp(message, ast.Mod(), ast.Tuple(list(node.args[1:])))
+            kind = "log." + node.func.attr
+        if message is None or kind is None:
+            continue
+        reader = readers.setdefault(id(function), _Messages(function))
+        parts = reader.parts(message)
+        if parts is None or not "".join(parts[::2]).strip():
+            continue
+        yield {
+            "exception": kind,
+            "parts": parts,
+            "file": file,
+            "line": getattr(node, "lineno", 0),
+        }
+
+
+def read_wheel(wheel: Path, engine: str) -> list[dict[str, Any]]:
+    """Every start-up template of one wheel (see ``START_UP``)."""
+    patterns = START_UP[engine]
+    found: list[dict[str, Any]] = []
+    with zipfile.ZipFile(wheel) as archive:
+        for name in sorted(archive.namelist()):
+            if any(fnmatch.fnmatch(name, p) for p in patterns):
+                text = archive.read(name).decode("utf-8", errors="replace")
+                found += templates_in(text, name)
+    if not found:
+        raise RuntimeError(f"{wheel.name}: no start-up error found in {engine}'s source")
+    return found
+
+
+def merge(
+    catalogue: dict[str, Any], release: str, templates: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The catalogue with ``release``'s templates: a wording seen before gains the release."""
+    by_key = {json.dumps([t["exception"], t["parts"]]): t for t in catalogue.get("templates", [])}
+    for template in by_key.values():
+        template["releases"] = [r for r in template["releases"] if r != release]
+    for template in templates:
+        key = json.dumps([template["exception"], template["parts"]])
+        kept = by_key.setdefault(key, {**template, "releases": []})
+        if release not in kept["releases"]:
+            kept["releases"].append(release)
+    kept_templates = [t for t in by_key.values() if t["releases"]]
+    releases = sorted({*catalogue.get("releases", []), release}, key=_version_key)
+    for template in kept_templates:
+        template["releases"].sort(key=_version_key)
+    kept_templates.sort(key=lambda t: (t["file"], t["line"], t["releases"][0]))
+    return {**catalogue, "releases": releases, "templates": kept_templates}
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split(".")[:3] if p.isdigit())
+
+
+def _wheel_version(wheel: Path) -> str:
+    return wheel.name.split("-")[1]
+
+
+def record(engine: str, wheels: list[Path], today: str) -> Path:
+    """Add each wheel's templates to the engine's catalogue file; returns the file."""
+    target = CATALOGUE / f"errors-{engine}.json"
+    catalogue: dict[str, Any] = (
+        json.loads(target.read_text()) if target.exists() else {"engine": engine}
+    )
+    for wheel in wheels:
+        catalogue = merge(catalogue, _wheel_version(wheel), read_wheel(wheel, engine))
+        catalogue.setdefault("read", {})[_wheel_version(wheel)] = today
+    catalogue["source"] = (
+        f"{engine}'s wheels, read with ast by tests/read_errors.py (files: START_UP there)"
+    )
+    target.write_text(json.dumps(catalogue, indent=0, ensure_ascii=False) + "\n")
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Record the start-up errors of the wheels given."""
+    import datetime
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) < 2 or args[0] not in START_UP:
+        print(__doc__)
+        return 2
+    target = record(args[0], [Path(a) for a in args[1:]], datetime.date.today().isoformat())
+    count = len(json.loads(target.read_text())["templates"])
+    print(f"{target}: {count} templates")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
