@@ -147,7 +147,7 @@ class _Messages:
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
             base = self.parts(node.left, depth + 1)
             args = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
-            return None if base is None else _percent(base, [_hole(a) for a in args])
+            return None if base is None else _fill(base, [_hole(a) for a in args], "%")
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -155,7 +155,7 @@ class _Messages:
         ):
             base = self.parts(node.func.value, depth + 1)
             names = [_hole(a) for a in node.args] + [k.arg or "kw" for k in node.keywords]
-            return None if base is None else _braces(base, names)
+            return None if base is None else _fill(base, names, "{")
         if isinstance(node, ast.Name) and node.id in self.locals:
             pieces = [self.parts(v, depth + 1) for v in self.locals[node.id]]
             if pieces[0] is None:
@@ -203,26 +203,16 @@ def _split_literal(text: str, holes: Iterator[str], marker: str) -> list[str]:
     return out
 
 
-def _percent(parts: list[str], names: list[str]) -> list[str]:
+def _fill(parts: list[str], names: list[str], marker: str) -> list[str]:
+    """``parts`` with each ``%s`` (marker ``%``) or ``{}`` (marker ``{``) of its literal text
+    made a hole, named by the argument at that place."""
     holes = iter(names)
     out: list[str] = []
     for index, part in enumerate(parts):
         if index % 2:
             out += [part, ""] if out else ["", part, ""]
             continue
-        split = _split_literal(part, holes, "%")
-        out = [*out[:-1], (out[-1] if out else "") + split[0], *split[1:]]
-    return out
-
-
-def _braces(parts: list[str], names: list[str]) -> list[str]:
-    holes = iter(names)
-    out: list[str] = []
-    for index, part in enumerate(parts):
-        if index % 2:
-            out += [part, ""] if out else ["", part, ""]
-            continue
-        split = _split_literal(part, holes, "{")
+        split = _split_literal(part, holes, marker)
         out = [*out[:-1], (out[-1] if out else "") + split[0], *split[1:]]
     return out
 
