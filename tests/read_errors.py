@@ -43,7 +43,8 @@ START_UP: dict[str, tuple[str, ...]] = {
         "vllm/transformers_utils/model_arch_config_convertor.py",
         "vllm/tokenizers/*.py",
         "vllm/model_executor/models/registry.py",
-        "vllm/model_executor/models/config.py",
+        "vllm/model_executor/models/*.py",
+        "vllm/models/*.py",
         "vllm/model_executor/model_loader/*.py",
         "vllm/model_executor/layers/quantization/*.py",
         "vllm/model_executor/layers/fused_moe/oracle/*.py",
@@ -55,7 +56,7 @@ START_UP: dict[str, tuple[str, ...]] = {
         "vllm/platforms/interface.py",
         "vllm/platforms/rocm.py",
         "vllm/platforms/cpu.py",
-        "vllm/v1/core/kv_cache_utils.py",
+        "vllm/v1/core/kv_cache_*.py",
         "vllm/v1/engine/core.py",
         "vllm/v1/worker/gpu_worker.py",
         "vllm/v1/worker/utils.py",
@@ -74,7 +75,7 @@ START_UP: dict[str, tuple[str, ...]] = {
         "sglang/srt/managers/tp_worker.py",
         "sglang/srt/model_loader/loader.py",
         "sglang/srt/model_loader/utils.py",
-        "sglang/srt/models/registry.py",
+        "sglang/srt/models/*.py",
         "sglang/srt/layers/quantization/__init__.py",
         "sglang/srt/layers/quantization/modelopt_quant.py",
         "sglang/srt/layers/quantization/fp8.py",
@@ -333,7 +334,16 @@ def record(engine: str, wheels: list[Path], today: str) -> Path:
     catalogue["source"] = (
         f"{engine}'s wheels, read with ast by tests/read_errors.py (files: START_UP there)"
     )
-    target.write_text(json.dumps(catalogue, indent=0, ensure_ascii=False) + "\n")
+    head = {k: v for k, v in catalogue.items() if k != "templates"}
+    lines = [
+        json.dumps(t, ensure_ascii=False, separators=(",", ":")) for t in catalogue["templates"]
+    ]
+    target.write_text(
+        json.dumps(head, ensure_ascii=False)[:-1]
+        + ', "templates": [\n'
+        + ",\n".join(lines)
+        + "\n]}\n"
+    )
     return target
 
 

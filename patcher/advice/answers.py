@@ -31,8 +31,13 @@ _DROP = re.compile(
     r"\s+`?(--[a-z0-9][a-z0-9-]*)",
     re.IGNORECASE,
 )
+_DIRECTION = re.compile(
+    r"\b(increase|raise|larger|higher|decrease|reduce|lower|smaller)\b[\w ]{0,30}?"
+    r"`?(--[a-z0-9][a-z0-9-]*)`?",
+    re.IGNORECASE,
+)
 _ENV_SET = re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]{2,})=([\w.-]+)")
-_ENV = re.compile(r"\b((?:VLLM|SGLANG|TRTLLM|NCCL|CUDA|HF|TORCH|FLASHINFER)_[A-Z0-9_]{3,})\b")
+ENV_NAME = re.compile(r"\b((?:VLLM|SGLANG|TRTLLM|NCCL|CUDA|HF|TORCH|FLASHINFER)_[A-Z0-9_]{3,})\b")
 _PIP = re.compile(r"pip install\s+(?:-U\s+|--upgrade\s+)?([\"']?[\w.\[\]-]+(?:[<>=!~]=?[\w.]+)?)")
 _REQUIRES = re.compile(
     r"\b(?:requires?|upgrade(?: to)?|install)\s+`?([A-Za-z][\w.-]*)`?\s*(?:version\s*)?"
@@ -49,8 +54,19 @@ def own_remedy(line: str) -> list[Fix]:
             fixes.append(Fix("flag", f"{flag} {value}".rstrip(".,;:")))
         else:
             fixes.append(Fix("flag", flag, note="the engine's message names this flag"))
+    for direction, flag in _DIRECTION.findall(line):
+        lower = direction.lower() in {"decrease", "reduce", "lower", "smaller"}
+        fixes.append(
+            Fix(
+                "flag",
+                f"{flag} N",
+                note=f"a {'smaller' if lower else 'larger'} value than now, as the message says",
+            )
+        )
     for flag in _DROP.findall(line):
-        fixes.append(Fix("flag", f"drop {flag}", note="the engine's message says to leave it out"))
+        fixes.append(
+            Fix("advice", f"drop {flag}", note="the engine's message says to leave it out")
+        )
     for name, value in _ENV_SET.findall(line):
         fixes.append(Fix("env", f"{name}={value.rstrip('.')}"))
     for package in _PIP.findall(line):
@@ -76,7 +92,8 @@ def _divisor_below(total: int, size: int) -> int | None:
     return candidate if candidate < size else None
 
 
-def _parallel(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+def explain_parallel(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A parallel size that does not divide what it splits: sizes that divide."""
     engine = _engine(m, ctx)
     line = m.line
     total = m.number("head", "expert", "num_", "hidden", "intermediate", "vocab", "size_per")
@@ -87,35 +104,37 @@ def _parallel(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
             total, size = max(numbers), min(numbers)
     fixes: list[Fix] = []
     expert = re.search(r"expert", line, re.IGNORECASE) is not None
-    flag = _flag_word(engine, "--tensor-parallel-size", "--tp-size")
-    if total and size and size > 1 and total % size:
+    tp = _flag_word(engine, "--tensor-parallel-size", "--tp-size")
+    pp = _flag_word(engine, "--pipeline-parallel-size", "--pp-size")
+    blocked = re.search(r"block_[nk]|block size|group.?size", line, re.IGNORECASE)
+    if total and size and size > 1 and total % size and not blocked:
         smaller = _divisor_below(total, size)
-        if expert and re.search(r"\bep\b|expert.?parallel", line, re.IGNORECASE):
+        if smaller is not None:
+            fixes.append(Fix("flag", f"{tp} {smaller}", note=f"{smaller} divides {total}"))
+        fixes.append(
+            Fix(
+                "flag",
+                f"{tp} 1 {pp} {size}",
+                note="the same GPUs split by layers, which has no divisibility rule",
+            )
+        )
+        if expert and re.search(r"\bep\b|ep_size|expert.?parallel", line, re.IGNORECASE):
             ep = _flag_word(engine, "--enable-expert-parallel", "--ep-size")
             fixes.append(
-                Fix("flag", f"drop {ep}", note=f"or an expert-parallel size dividing {total}")
+                Fix("advice", f"drop {ep}", note=f"or an expert-parallel size dividing {total}")
             )
-        elif smaller is not None:
-            fixes.append(
-                Fix(
-                    "flag",
-                    f"{flag} {smaller}",
-                    note=f"{smaller} divides {total}; more GPUs "
-                    "go to --pipeline-parallel-size or data parallel",
-                )
-            )
-    if re.search(r"block_[nk]|block size|group.?size", line, re.IGNORECASE):
+    if blocked:
         fixes.append(
             Fix(
                 "flag",
                 _flag_word(engine, "--enable-expert-parallel", "--ep-size 8"),
-                note=f"or a smaller {flag}: each GPU's slice must stay a multiple of the block",
+                note=f"or a smaller {tp}: each GPU's slice must stay a multiple of the block",
             )
         )
     return (
         "a parallel size does not divide the model's dimension it splits (heads, experts, or "
         "a quantization block's slice): choose sizes that divide",
-        [*own_remedy(line), *fixes],
+        _unique([*own_remedy(line), *fixes]),
     )
 
 
@@ -123,7 +142,8 @@ def _round_down(length: int) -> int:
     return max(1024, length // 1024 * 1024)
 
 
-def _memory(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+def explain_memory(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+    """The memory plan does not fit: a shorter context, more memory, more GPUs."""
     engine = _engine(m, ctx)
     fixes = own_remedy(m.line)
     if engine == "sglang":
@@ -161,14 +181,20 @@ def _unique(fixes: list[Fix]) -> list[Fix]:
     seen: set[str] = set()
     kept: list[Fix] = []
     for fix in fixes:
-        key = fix.text.split()[0] if fix.kind == "flag" and fix.text.startswith("--") else fix.text
+        words = fix.text.split()
+        key = (
+            words[0]
+            if fix.kind == "flag" and fix.text.startswith("--") and len(words) <= 2
+            else fix.text
+        )
         if key not in seen:
             seen.add(key)
             kept.append(fix)
     return kept
 
 
-def _context(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+def explain_context(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A context longer than the model allows: the longest it declares."""
     engine = _engine(m, ctx)
     numbers = _numbers(m.line)
     fixes = own_remedy(m.line)
@@ -192,7 +218,8 @@ def _context(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-def _rope(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+def explain_rope(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A RoPE block in a layout this transformers or engine does not read."""
     fixes = own_remedy(m.line)
     line = m.line
     if "rope_theta" in line:
@@ -220,12 +247,13 @@ def _rope(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-def _kv_dtype(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+def explain_kv_dtype(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A KV-cache dtype with no kernel here: a BF16 cache, or FP8 where it is required."""
     line = m.line
     if re.search(r"sparse|fp8_ds_mla", line, re.IGNORECASE) and not re.search(
         r"requires? .*fp8|must be fp8", line, re.IGNORECASE
     ):
-        return _gap(m, ctx)
+        return explain_gap(m, ctx)
     fixes = own_remedy(line)
     if re.search(r"(requires?|needs?|must be|only supports?)\s+(an?\s+)?`?fp8", line, re.I):
         fixes.append(Fix("flag", "--kv-cache-dtype fp8"))
@@ -244,7 +272,8 @@ def _kv_dtype(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-def _gap(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
+def explain_gap(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A kernel, GPU or engine gap: no config fix, and what would help."""
     fixes = [f for f in own_remedy(m.line) if f.kind != "dependency"]
     return (
         "an engine or hardware gap: this engine has no kernel for the configuration on this "
@@ -260,7 +289,8 @@ def _gap(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-def _quantization(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+def explain_quantization(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A quantization config the method does not read: the fields or method named."""
     line = m.line
     fixes = own_remedy(line)
     unknown = re.search(
@@ -277,7 +307,7 @@ def _quantization(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
             )
         )
     if re.search(r"divisible", line, re.IGNORECASE):
-        return _parallel(m, ctx)
+        return explain_parallel(m, ctx)
     fixes.append(
         Fix(
             "advice",
@@ -292,13 +322,14 @@ def _quantization(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-def _named_flags(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
+def explain_named_flags(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A flag or a combination of flags refused: the flags the message names."""
     fixes = own_remedy(m.line)
     named = re.findall(r"--[a-z0-9][a-z0-9-]+", m.line)
     if not fixes and named:
         fixes = [
             Fix(
-                "flag",
+                "advice",
                 f"change {' / '.join(dict.fromkeys(named))}",
                 note="the engine refuses this combination of flags",
             )
@@ -309,9 +340,10 @@ def _named_flags(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-def _backend(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+def explain_backend(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A forced attention or MoE kernel backend: the one the message names, else drop it."""
     if re.search(r"sparse", m.line, re.IGNORECASE):
-        return _gap(m, ctx)
+        return explain_gap(m, ctx)
     fixes = own_remedy(m.line)
     kind = "MoE" if re.search(r"moe|expert|a2a|all2all", m.line, re.IGNORECASE) else "attention"
     flag = {
@@ -319,11 +351,39 @@ def _backend(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
         "attention": "--attention-backend",
     }[kind]
     if not any(f.text.startswith(flag) for f in fixes):
-        fixes.append(Fix("flag", f"drop {flag}", note="let the engine choose a kernel that runs"))
+        fixes.append(Fix("advice", f"drop {flag}", note="let the engine choose a kernel that runs"))
     return (f"the {kind} kernel backend chosen cannot run this model or GPU", _unique(fixes))
 
 
-def _chat_template(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+def explain_config_field(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A config.json value transformers' config class refuses: set it, or pin transformers 4."""
+    fields = list(dict.fromkeys(re.findall(r"`(\w+)`", m.line)))
+    fixes = own_remedy(m.line)
+    if fields:
+        fixes.append(
+            Fix(
+                "transform",
+                f"patcher set {ctx.checkpoint} config.json /{fields[0]} VALUE",
+                note="a value the message accepts"
+                + (f" (it names {', '.join(fields)})" if len(fields) > 1 else ""),
+            )
+        )
+    fixes.append(
+        Fix(
+            "dependency",
+            "pip install 'transformers<5'",
+            note="transformers 5 validates config classes strictly; or the engine's own pin",
+        )
+    )
+    return (
+        "transformers' config class refuses a value of config.json (transformers 5 validates "
+        "each config strictly when it loads)",
+        fixes,
+    )
+
+
+def explain_chat_template(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A missing or unfit chat template: set one in the checkpoint or by flag."""
     return (
         "the chat template is missing or does not fit the request",
         [
@@ -334,7 +394,8 @@ def _chat_template(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-def _tokenizer(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+def explain_tokenizer(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+    """Tokenizer files that do not load: the tokenizer class, or the transformers."""
     return (
         "the tokenizer files do not load as this transformers reads them",
         [
@@ -345,14 +406,16 @@ def _tokenizer(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-def _remote_code(_m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+def explain_remote_code(_m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A config that needs its own code: --trust-remote-code, or drop auto_map."""
     return (
         "the checkpoint's config needs its own code (auto_map)",
         [Fix("flag", "--trust-remote-code"), ctx.apply("drop-auto-map")],
     )
 
 
-def _architecture(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
+def explain_architecture(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """No model class for the architecture: a release that lists it."""
     return (
         "this engine release has no model class for the checkpoint's architecture or model type",
         [
@@ -366,7 +429,8 @@ def _architecture(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-def _dependency(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
+def explain_dependency(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A package missing or too old: the one the message names."""
     fixes = own_remedy(m.line)
     missing = re.search(r"No module named '?([\w.]+)", m.line)
     if missing:
@@ -377,12 +441,13 @@ def _dependency(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-def _environment(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
+def explain_environment(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """An environment variable decides the path: set or unset the one named."""
     fixes = own_remedy(m.line)
     if not any(f.kind == "env" for f in fixes):
         fixes += [
             Fix("env", f"unset {name}", note="the message names it")
-            for name in dict.fromkeys(_ENV.findall(m.line))
+            for name in dict.fromkeys(ENV_NAME.findall(m.line))
         ]
     return (
         "an environment variable of the engine decides this start-up path",
@@ -390,7 +455,8 @@ def _environment(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-def _files(_m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
+def explain_files(_m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A file of the checkpoint missing or unreadable: no config fix."""
     return (
         "a file the engine needs is missing or unreadable in the checkpoint (weights, "
         "index, config): no config edit helps",
@@ -404,7 +470,8 @@ def _files(_m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-def _shape(_m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
+def explain_shape(_m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """Weights or sizes that do not match the model class: no config fix."""
     return (
         "the weights' shapes or the config's sizes do not match what the engine's model "
         "class builds: a checkpoint saved for another configuration, or an engine gap; no "
@@ -419,7 +486,17 @@ def _shape(_m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-def _internal(_m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
+def explain_request(_m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A request's input the model cannot take (a modality, a size): not a start-up failure."""
+    return (
+        "a request's input (its modality, size or prompt) that this model's processor refuses: "
+        "the server itself runs; no config edit helps",
+        [Fix("advice", "send the input the message asks for, or serve a model that takes it")],
+    )
+
+
+def explain_internal(_m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """An engine invariant or an unimplemented path: no config fix."""
     return (
         "an engine invariant failed, or the path is not implemented for this model: an "
         "engine bug or gap; no config edit helps",

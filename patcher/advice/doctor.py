@@ -17,8 +17,10 @@ from typing import Any
 
 from patcher.advice import catalogue
 from patcher.advice.catalogue import Template
+from patcher.advice.check import FP8_KV_POINTERS, kv_label
 from patcher.advice.engine_rules import _MARKERS, RULES
 from patcher.advice.families import Family, family_of
+from patcher.advice.finding import dig
 from patcher.advice.kvbudget import edit_takes_effect
 from patcher.advice.log_lines import (
     ERRORISH,
@@ -37,7 +39,7 @@ from patcher.advice.log_rules import (
     LogContext,
     Rule,
 )
-from patcher.engines.files import read_config_files
+from patcher.engines.files import ConfigFiles, read_config_files
 from patcher.engines.readings import Assumed, assumed
 from patcher.engines.target import parse_engine
 from patcher.errors import InputFileError, PatcherError
@@ -222,19 +224,42 @@ def diagnose(log: Path | str, *, checkpoint: Path | str | None = None) -> Diagno
     return found if checkpoint is None else judge_fixes(found, checkpoint)
 
 
+def _declares_fp8_kv(files: ConfigFiles) -> bool:
+    """Whether the checkpoint's own quantization config declares an FP8 KV cache."""
+    parsed = {"config.json": files.config, "hf_quant_config.json": files.hf_quant}
+    return any(kv_label(dig(parsed.get(name), keys)) != "none" for name, keys in FP8_KV_POINTERS)
+
+
 def judge_fixes(
     found: Diagnosis, checkpoint: Path | str, *, engine: str | None = None
 ) -> Diagnosis:
-    """``found`` less the fixes that ``engine`` (``run``'s target; else the log's vLLM version)
-    would ignore on this checkpoint: a context edit it does not follow (vLLM before 0.30
-    derives a YaRN context from original_max_position_embeddings x factor)."""
+    """``found`` less the fixes that do not apply to this checkpoint: stripping an FP8 KV
+    directive it does not declare (the FP8 cache came from a flag, not from the files), and
+    a context edit ``engine`` (``run``'s target; else the log's vLLM version) would ignore
+    (vLLM before 0.30 derives a YaRN context from original_max_position_embeddings x factor)."""
+    try:
+        files = read_config_files(open_checkpoint(checkpoint))
+    except PatcherError:
+        return found
+    if not _declares_fp8_kv(files):
+        kept = tuple(f for f in found.fixes if " strip-fp8-kv-cache" not in f.text)
+        if len(kept) != len(found.fixes):
+            found = replace(
+                found,
+                fixes=kept
+                or (
+                    Fix(
+                        "advice",
+                        "the checkpoint declares no FP8 KV cache: drop --kv-cache-dtype "
+                        "fp8, or see the reasons",
+                    ),
+                ),
+            )
     named = engine or (None if found.engine_version is None else f"vllm=={found.engine_version}")
     if named is None or not named.startswith("vllm"):
         return found
     try:
-        follows = edit_takes_effect(
-            parse_engine(named), read_config_files(open_checkpoint(checkpoint))
-        )
+        follows = edit_takes_effect(parse_engine(named), files)
     except PatcherError:
         return found
     if follows:

@@ -262,6 +262,27 @@ def _sglang_length(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
     )
 
 
+def _strict_field(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    field = m.group(1)
+    return (
+        f"transformers 5 validates each config field strictly (huggingface_hub's @strict): "
+        f"config.json's {field} has a type or value its config class refuses (the next line "
+        "says which); transformers 4 read it",
+        [
+            Fix(
+                "transform",
+                f"patcher set {ctx.checkpoint} config.json /{field} VALUE",
+                note="VALUE of the type the next log line names",
+            ),
+            Fix(
+                "dependency",
+                "pip install 'transformers<5'",
+                note="or the transformers the engine release pins",
+            ),
+        ],
+    )
+
+
 RULES: tuple[Rule, ...] = (
     (
         "no-attention-backend",
@@ -381,6 +402,12 @@ RULES: tuple[Rule, ...] = (
         ),
         _sglang_length,
     ),
+    (
+        # huggingface_hub's @strict, which transformers 5's config classes use
+        "config-field-validation",
+        re.compile(r"Validation error for field '(\w+)'"),
+        _strict_field,
+    ),
     *FAMILY_RULES,
 )
 
@@ -389,6 +416,7 @@ RULES: tuple[Rule, ...] = (
 # pattern, one per alternative), so every other line of a debug log is passed over after one
 # C search and is never cleaned nor tried against each rule.
 _MARKERS = (
+    "Validation error for field",
     "No common block size",
     "attention backend found",
     "is not valid for this configuration",

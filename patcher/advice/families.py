@@ -29,25 +29,27 @@ from dataclasses import dataclass
 from typing import Literal
 
 from patcher.advice.answers import (
-    _ENV,
-    _architecture,
-    _backend,
-    _chat_template,
-    _context,
-    _dependency,
-    _environment,
-    _files,
-    _gap,
-    _internal,
-    _kv_dtype,
-    _memory,
-    _named_flags,
-    _parallel,
-    _quantization,
-    _remote_code,
-    _rope,
-    _shape,
-    _tokenizer,
+    ENV_NAME,
+    explain_architecture,
+    explain_backend,
+    explain_chat_template,
+    explain_config_field,
+    explain_context,
+    explain_dependency,
+    explain_environment,
+    explain_files,
+    explain_gap,
+    explain_internal,
+    explain_kv_dtype,
+    explain_memory,
+    explain_named_flags,
+    explain_parallel,
+    explain_quantization,
+    explain_remote_code,
+    explain_request,
+    explain_rope,
+    explain_shape,
+    explain_tokenizer,
 )
 from patcher.advice.catalogue import Matched, Template
 from patcher.advice.log_rules import Fix, LogContext
@@ -71,10 +73,6 @@ def _says(pattern: str, *, flags: int = re.IGNORECASE) -> Callable[[Template], b
     return lambda t: compiled.search(t.text) is not None
 
 
-def _raised(*kinds: str) -> Callable[[Template], bool]:
-    return lambda t: t.exception in kinds
-
-
 FAMILIES: tuple[Family, ...] = (
     Family(
         "dependency",
@@ -83,12 +81,18 @@ FAMILIES: tuple[Family, ...] = (
             t.exception in {"ImportError", "ModuleNotFoundError"}
             or _says(
                 r"pip install|not installed|No module named|please "
-                r"install|is required to use|upgrade (your )?[a-z]"
+                r"install|is required to use|upgrade (your )?[a-z]|"
+                r"requires? `?[A-Za-z][\w-]*`?\s*[<>=]=\s*[\d{]"
             )(t)
         ),
-        _dependency,
+        explain_dependency,
     ),
-    Family("remote-code", "flag", _says(r"trust.?remote.?code|custom code|auto_map"), _remote_code),
+    Family(
+        "remote-code",
+        "flag",
+        _says(r"trust.?remote.?code|custom code|auto_map"),
+        explain_remote_code,
+    ),
     Family(
         "kv-cache-dtype",
         "transform",
@@ -96,9 +100,9 @@ FAMILIES: tuple[Family, ...] = (
             r"kv.?cache.?(?:dtype|quant|scheme)|kv_cache_dtype|fp8 kv|kv cache .*fp8|"
             r"fp8_ds_mla|fp8e4nv|\bk_scale|\bv_scale|kv_scale"
         ),
-        _kv_dtype,
+        explain_kv_dtype,
     ),
-    Family("environment", "env", _says(_ENV.pattern, flags=0), _environment),
+    Family("environment", "env", _says(ENV_NAME.pattern, flags=0), explain_environment),
     Family(
         "kv-cache-memory",
         "flag",
@@ -106,9 +110,17 @@ FAMILIES: tuple[Family, ...] = (
             r"memory|kv.?cache (?:blocks|size|space|tokens)|num_gpu_blocks|cache blocks|"
             r"mem.?fraction|max_total_(?:num_)?tokens|max seq len|\bOOM\b|memory pool"
         ),
-        _memory,
+        explain_memory,
     ),
-    Family("rope-config", "transform", _says(r"rope|rotary|yarn|original_max_position"), _rope),
+    Family(
+        "rope-config", "transform", _says(r"rope|rotary|yarn|original_max_position"), explain_rope
+    ),
+    Family(
+        "config-validation",
+        "transform",
+        lambda t: t.engine == "transformers" and "/configuration_" in t.file,
+        explain_config_field,
+    ),
     Family(
         "context-length",
         "flag",
@@ -116,7 +128,7 @@ FAMILIES: tuple[Family, ...] = (
             r"max.?model.?len|max_position_embeddings|context.?len|max_seq_len|"
             r"model_max_length|sliding.?window"
         ),
-        _context,
+        explain_context,
     ),
     Family(
         "moe-backend",
@@ -125,7 +137,7 @@ FAMILIES: tuple[Family, ...] = (
             r"moe.?(?:runner.?)?backend|all2all|\ba2a\b|deepep|megamoe|moe .*(?:kernel|"
             r"runner)|fused.?moe"
         ),
-        _backend,
+        explain_backend,
     ),
     Family(
         "attention-backend",
@@ -134,7 +146,7 @@ FAMILIES: tuple[Family, ...] = (
             r"attention.?backend|attn.?backend|AttentionBackend|mla backend|"
             r"sparse.?mla|flash.?attn"
         ),
-        _backend,
+        explain_backend,
     ),
     Family(
         "parallel-sizes",
@@ -143,16 +155,19 @@ FAMILIES: tuple[Family, ...] = (
             r"divisible|tensor.?parallel|pipeline.?parallel|expert.?parallel|"
             r"data.?parallel|context.?parallel|world.?size|tp.?size|ep.?size|\bdp\b"
         ),
-        _parallel,
+        explain_parallel,
     ),
     Family(
         "chat-template",
         "transform",
         _says(r"chat.?template|jinja|generation prompt|conversation|tool.?call"),
-        _chat_template,
+        explain_chat_template,
     ),
     Family(
-        "tokenizer", "transform", _says(r"tokeni[sz]er|special.?token|vocab|detokeni"), _tokenizer
+        "tokenizer",
+        "transform",
+        _says(r"tokeni[sz]er|special.?token|vocab|detokeni"),
+        explain_tokenizer,
     ),
     Family(
         "hardware",
@@ -162,7 +177,7 @@ FAMILIES: tuple[Family, ...] = (
             r"rocm|gfx\d|\bhip\b|\bnpu\b|\bxpu\b|\btpu\b|\bcpu\b|cuda \d|platform|"
             r"device|\bgpu|\bamx\b|\bhpu\b|gaudi|triton|cutlass|flashinfer|kernel"
         ),
-        _gap,
+        explain_gap,
     ),
     Family(
         "quantization-config",
@@ -171,7 +186,7 @@ FAMILIES: tuple[Family, ...] = (
             r"quant|scale|group.?size|block.?size|weight_block|bits|awq|gptq|marlin|"
             r"modelopt|compressed|fp8|fp4|int4|int8|mxfp|nvfp4|w4a|w8a|zero.?point"
         ),
-        _quantization,
+        explain_quantization,
     ),
     Family(
         "architecture",
@@ -180,7 +195,7 @@ FAMILIES: tuple[Family, ...] = (
             r"architecture|model.?type|model class|registry|not supported for now|"
             r"Unrecognized configuration"
         ),
-        _architecture,
+        explain_architecture,
     ),
     Family(
         "checkpoint-files",
@@ -189,7 +204,7 @@ FAMILIES: tuple[Family, ...] = (
             r"safetensors|\.bin\b|checkpoint|weights?\b|file|path|director|download|"
             r"\brepo|revision|does not exist|not found|no such"
         ),
-        _files,
+        explain_files,
     ),
     Family(
         "engine-flags",
@@ -205,9 +220,10 @@ FAMILIES: tuple[Family, ...] = (
             r"`\w+`|\b[a-z]+_[a-z_]+\b|only one\b|unless|not (?:currently )?compatible|"
             r"were provided|not an allowed|has been removed|can't be used|either|both|"
             r"\bmode\b|is not (?:a|an)\b|not (?:a )?multimodal|only choose|"
-            r"should all be|isn't in|can't derive|supports only|speculative"
+            r"should all be|isn't in|can't derive|supports only|speculative|\bis set\b|"
+            r"can only be set|is supported for|no loader provided"
         ),
-        _named_flags,
+        explain_named_flags,
     ),
     Family(
         "model-shape",
@@ -217,19 +233,29 @@ FAMILIES: tuple[Family, ...] = (
             r"element|copy_|broadcast|dense|tensor|sparse config|member for value|"
             r"multimodal|field|docstring|sleep retention|positional args"
         ),
-        _shape,
+        explain_shape,
+    ),
+    Family(
+        "request-input",
+        "none",
+        _says(
+            r"modality|audio|image|video|pixel|waveform|processor|projector|frames?\b|"
+            r"prompt|input|striding|convolution|chunk|crop|grid|metadata"
+        ),
+        explain_request,
     ),
     Family(
         "engine-internal",
         "none",
         lambda t: (
             t.exception != "ValueError"
+            or "/models/" in t.file
             or _says(
                 r"already|twice|mismatch|no free|out of range|limit|store|table|"
                 r"could not|failed"
             )(t)
         ),
-        _internal,
+        explain_internal,
     ),
 )
 

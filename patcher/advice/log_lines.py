@@ -21,7 +21,12 @@ PREFIX = re.compile(
     r"(?:(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+"
     r"\[[^\]]*\]\s?)?"
 )
-WRAPPERS = ("Engine core initialization failed", "Worker failed with error")
+WRAPPERS = (
+    "Engine core initialization failed",
+    "Worker failed with error",
+    # huggingface_hub's @strict (transformers 5's config classes): the cause is the next line
+    "Class validation error for validator",
+)
 # The line an exception is printed on (``ValueError: ...``), the root of a traceback.
 RAISED = re.compile(
     r"^\s*(?:[\w.]+\.)?(?P<kind>[A-Z]\w*(?:Error|Exception|Exit)|Fallback)"

@@ -13,15 +13,20 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from patcher.advice.tokenizer_findings import TOKENIZER_CLASS_RENAMES
+
+# transform: a patcher command; flag: engine flags alone; env: NAME=value (or unset NAME);
+# dependency: a package to install; advice: prose, when no runnable fix is known.
+FixKind = Literal["transform", "flag", "env", "dependency", "advice"]
 
 
 @dataclass(frozen=True, slots=True)
 class Fix:
     """One way out: a patcher command, an engine flag, an environment variable, or advice."""
 
-    kind: str  # "transform" | "flag" | "env" | "advice"
+    kind: FixKind
     text: str  # a transform: a command that runs as pasted; a flag: the flags alone
     note: str | None = None  # prose about it, never inside text
 

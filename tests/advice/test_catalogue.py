@@ -72,9 +72,16 @@ def test_the_catalogue_names_the_releases_read_and_when() -> None:
 
 
 def test_a_wording_that_changed_between_releases_is_two_templates() -> None:
-    releases = {t.releases for t in catalogue.templates("vllm")}
-    assert ("0.16.0",) in releases and ("0.34.0",) in releases
-    assert ("0.16.0", "0.34.0") in releases
+    # vLLM's KV-memory refusal said "models's" until 0.21.0 and "model's" from 0.22.0.
+    kv = [
+        t
+        for t in catalogue.templates("vllm")
+        if t.text.startswith("To serve at least one request with the model")
+    ]
+    old = {r for t in kv if "models's" in t.text for r in t.releases}
+    new = {r for t in kv if "model's max" in t.text for r in t.releases}
+    assert "0.16.0" in old and "0.16.0" not in new
+    assert {"0.22.0", "0.34.0"} <= new and not {"0.22.0", "0.34.0"} & old
 
 
 def test_a_log_written_from_each_template_gets_that_template_and_its_family() -> None:
@@ -180,7 +187,7 @@ def test_the_message_s_own_remedy_is_read_as_it_says() -> None:
     )
     assert [(f.kind, f.text) for f in fixes] == [
         ("flag", "--moe-runner-backend triton"),
-        ("flag", "drop --all2all-backend"),
+        ("advice", "drop --all2all-backend"),
         ("env", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"),
         ("dependency", "pip install flashinfer-python>=0.6"),
     ]
@@ -268,3 +275,28 @@ def test_a_sparse_mla_model_never_gets_the_strip() -> None:
     )
     assert found.code == "no-attention-backend"
     assert not any("strip" in f.text for f in found.fixes)
+
+
+@pytest.mark.parametrize("declares", [True, False])
+def test_the_strip_is_offered_only_for_a_checkpoint_that_declares_the_fp8_cache(
+    tmp_path: Path, declares: bool
+) -> None:
+    from patcher.advice.doctor import diagnose
+    from tests.conftest import build_tree
+
+    quant = {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8" if declares else None}
+    build_tree(
+        tmp_path / "ckpt",
+        {
+            "config.json": json.dumps({"architectures": ["DeepseekV3ForCausalLM"]}),
+            "hf_quant_config.json": json.dumps({"quantization": quant}),
+        },
+    )
+    log = tmp_path / "server.log"
+    log.write_text(
+        "ValueError: Selected backend AttentionBackendEnum.TRITON_MLA is not valid for this "
+        "configuration. Reason: ['kv_cache_dtype not supported']\n"
+    )
+    found = diagnose(log, checkpoint=tmp_path / "ckpt")
+    assert any("strip-fp8-kv-cache" in f.text for f in found.fixes) is declares
+    assert found.fixes

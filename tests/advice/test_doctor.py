@@ -304,6 +304,14 @@ CASES = [
         "sglang-context-length",
         "--context-length 262144",
     ),
+    # huggingface_hub/errors.py @ 2.4.0 (StrictDataclassFieldValidationError), raised by
+    # transformers 5's @strict config classes; the cause is the next line
+    (
+        "huggingface_hub.errors.StrictDataclassFieldValidationError: Validation error for field "
+        "'rope_theta':\n    TypeError: Field 'rope_theta' expected float, got str (value: '1e6')",
+        "config-field-validation",
+        "patcher set /m/kimi config.json /rope_theta VALUE",
+    ),
     # The real reports' own lines (snapshots/logs/real-errors-train.json, indexes 0, 4, 10, 72,
     # 66): the error named in an issue title, a backend's reason quoted alone, TensorRT-LLM's
     # per-model refusal, the 2x of FP4 packing, and a chat template's mapping filter.

@@ -169,10 +169,13 @@ def test_the_new_rules_on_their_decoys() -> None:
 
 
 def _fixes_of_every_case() -> list[tuple[str, object]]:
+    from patcher.advice import catalogue
+    from tests.advice.test_catalogue import _log_line
     from tests.advice.test_doctor import CASES
 
+    written = [_log_line(t, seed) for seed, t in enumerate(catalogue.templates()) if t.matchable]
     found = []
-    for text in [c[0] for c in CASES] + [e["error_excerpt"] for e in CORPUS]:
+    for text in [c[0] for c in CASES] + [e["error_excerpt"] for e in CORPUS] + written:
         found += [(text[:60], f) for f in diagnose_text(text, checkpoint="CKPT").fixes]
     return found
 
@@ -188,7 +191,7 @@ def test_every_flag_fix_is_flags_alone_and_every_command_names_real_parameters()
 
     flag = re.compile(r"--[a-z][a-z0-9-]*(?: (?!--)\S+)?")
     for where, fix in _fixes_of_every_case():
-        assert fix.kind in ("transform", "flag", "env", "advice"), where
+        assert fix.kind in ("transform", "flag", "env", "dependency", "advice"), where
         if fix.kind == "flag":
             words = shlex.split(fix.text)
             assert words and words[0].startswith("--"), (where, fix.text)
