@@ -148,7 +148,7 @@ def explain_memory(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     fixes = own_remedy(m.line)
     if engine == "sglang":
         fixes += [
-            Fix("flag", "--mem-fraction-static 0.9", note="if the GPU has no other users"),
+            ctx.mem_fraction(),
             Fix(
                 "flag",
                 "--context-length 32768",

@@ -46,6 +46,8 @@ from patcher.errors import InputFileError, PatcherError
 from patcher.results import JsonResult
 from patcher.store.checkpoint import open_checkpoint
 
+# SGLang's free memory per GPU around the weights' load (model_executor/model_runner.py).
+_LOADED = re.compile(r"Load weight (begin|end)\..*?avail mem=([\d.]+) GB")
 _VERSION = re.compile(
     r"(?:vLLM API server version|LLM engine \(v|vllm version)\s*v?"
     r"(\d+\.\d+\.\d+(?:(?:a|b|rc|\.dev)\d+)?)"
@@ -158,6 +160,7 @@ def diagnose_lines(
     import_failed = False
     root: str | None = None
     engine: str | None = None
+    memory: tuple[float, float] | None = None
     marked, heeded = _marked(), _heeded()
     for raw in bounded(lines):
         line = uncoloured(raw)
@@ -166,6 +169,12 @@ def diagnose_lines(
             version_text = version_match.group(1) if version_match else None
             engine = "vllm" if version_text else engine
         import_failed = import_failed or IMPORT_FAILED in line
+        if "avail mem=" in line:
+            loaded = _LOADED.search(line)
+            if loaded is not None and loaded.group(1) == "begin":
+                memory = (float(loaded.group(2)), 0.0)
+            elif loaded is not None and memory is not None:
+                memory = (memory[0], float(loaded.group(2)))
         if heeded.search(line) is None:
             continue
         if engine is None:  # the first error line, or a traceback's path, says whose log
@@ -184,7 +193,13 @@ def diagnose_lines(
             tuple(int(p) for p in re.findall(r"\d+", version_text)[:3]) if version_text else None
         )
         # commands are pasted into a shell
-        ctx = LogContext(shlex.quote(checkpoint), version, import_failed, engine)
+        ctx = LogContext(
+            shlex.quote(checkpoint),
+            version,
+            import_failed,
+            engine,
+            memory if memory is not None and memory[1] > 0 else None,
+        )
         matched = _first_rule(line) if marked_line else None
         if matched is not None:
             found, (code, _, explain) = matched

@@ -245,11 +245,8 @@ def _rope_keys(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
     return (f"the {m.group(2)} RoPE block lacks {m.group(3)} in {m.group(1)}", fixes)
 
 
-def _sglang_memory(_m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
-    return (
-        "SGLang's KV pool has no room left",
-        [Fix("flag", "--mem-fraction-static 0.9", note="raise it, or lower --context-length")],
-    )
+def _sglang_memory(_m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    return ("SGLang's KV pool has no room left after the weights", [ctx.mem_fraction()])
 
 
 def _sglang_length(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:

@@ -10,6 +10,7 @@ kernel), the cause says what it cannot tell and both fixes are given.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -40,6 +41,40 @@ class LogContext:
     version: tuple[int, ...] | None
     import_failed: bool = False
     engine: str | None = None  # "vllm" or "sglang", when the log's earlier lines say which
+    # SGLang's free memory per GPU before and after the weights load (GB), from its
+    # "Load weight begin/end. ... avail mem=X GB" lines: what --mem-fraction-static must leave.
+    memory: tuple[float, float] | None = None
+
+    def mem_fraction(self) -> Fix:
+        """SGLang's ``--mem-fraction-static`` that leaves the KV pool room after the weights.
+
+        SGLang 0.5.23 (mem_cache/kv_cache_configurator.py ``_profile_available_bytes``) sizes
+        the pool from ``free after load - free before load x (1 - mem_fraction_static)``; it
+        must be positive, so the fraction must exceed ``1 - after / before``. 0.03 more leaves
+        the pool about 3% of the GPU."""
+        if self.memory is None or self.memory[0] <= 0:
+            return Fix(
+                "flag",
+                "--mem-fraction-static 0.9",
+                note="raise it, if the GPU has no "
+                "other users (the log shows no free-memory figures to compute it)",
+            )
+        before, after = self.memory
+        least = 1 - after / before
+        wanted = math.ceil((least + 0.03) * 100) / 100
+        if wanted > 0.95:
+            return Fix(
+                "advice",
+                f"the weights leave {after:.1f} of {before:.1f} GB free per "
+                "GPU: no fraction leaves a KV pool; more GPUs (--tp-size 2x) or a "
+                "smaller checkpoint",
+            )
+        return Fix(
+            "flag",
+            f"--mem-fraction-static {wanted:.2f}",
+            note=f"the weights leave {after:.1f} of {before:.1f} GB free per GPU: "
+            f"above {least:.2f} the KV pool gets room",
+        )
 
     def apply(self, transform: str, params: str = "") -> Fix:
         return Fix("transform", f"patcher apply {self.checkpoint} {transform}{params}".rstrip())
@@ -107,15 +142,13 @@ def _negative_kv(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-def _sglang_negative(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+def _sglang_negative(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     return (
         f"SGLang profiled {m.group(2)} tokens of KV space: the weights leave no memory for "
         "the KV cache on each GPU",
         [
+            ctx.mem_fraction(),
             Fix("advice", "more GPUs (--tp N), or a smaller or more quantized checkpoint"),
-            Fix(
-                "flag", "--mem-fraction-static 0.9", note="raise it, if the GPU has no other users"
-            ),
         ],
     )
 

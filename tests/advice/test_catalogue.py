@@ -300,3 +300,28 @@ def test_the_strip_is_offered_only_for_a_checkpoint_that_declares_the_fp8_cache(
     found = diagnose(log, checkpoint=tmp_path / "ckpt")
     assert any("strip-fp8-kv-cache" in f.text for f in found.fixes) is declares
     assert found.fixes
+
+
+@pytest.mark.parametrize(
+    ("after", "fix"),
+    [("30.00", "--mem-fraction-static 0.82"), ("4.00", "more GPUs")],
+)
+def test_sglang_s_memory_fraction_is_computed_from_the_log_s_own_free_memory(
+    after: str, fix: str
+) -> None:
+    # SGLang sizes its pool from free-after-load - free-before-load x (1 - fraction): with
+    # 139.2 GB free before and 30 after, the fraction must pass 1 - 30/139.2 = 0.785.
+    log = "\n".join(
+        [
+            "[2026-12-04 10:00:00 TP0] Load weight begin. avail mem=139.20 GB",
+            f"[2026-12-04 10:00:30 TP0] Load weight end. type=Qwen3MoeForCausalLM, "
+            f"dtype=torch.bfloat16, avail mem={after} GB, mem usage=109.20 GB.",
+            "[2026-12-04 10:00:31 TP0] Scheduler hit an exception: Traceback (most recent call "
+            "last):",
+            "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+            "Current value: mem_fraction_static=0.7",
+        ]
+    )
+    found = diagnose_text(log)
+    assert found.code == "sglang-memory"
+    assert fix in found.fixes[0].text
