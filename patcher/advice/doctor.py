@@ -19,7 +19,7 @@ from patcher.advice import catalogue
 from patcher.advice.catalogue import Template
 from patcher.advice.check import FP8_KV_POINTERS, kv_label
 from patcher.advice.engine_rules import _MARKERS, RULES
-from patcher.advice.families import Family, family_of
+from patcher.advice.families import FAMILIES, Family, family_of
 from patcher.advice.finding import dig
 from patcher.advice.kvbudget import edit_takes_effect
 from patcher.advice.log_lines import (
@@ -48,6 +48,11 @@ from patcher.store.checkpoint import open_checkpoint
 
 # SGLang's free memory per GPU around the weights' load (model_executor/model_runner.py).
 _LOADED = re.compile(r"Load weight (begin|end)\..*?avail mem=([\d.]+) GB")
+# A bare ``assert a % b == 0`` (SGLang's models, vLLM's ``ensure_divisibility``): Python prints
+# the source line above a message-less ``AssertionError``.
+_DIVIDES = re.compile(r"assert\s+\(?([\w.\[\]()]+?)\)?\s*%\s*\(?([\w.\[\]()]+?)\)?\s*==\s*0")
+# vLLM's wrapper quoting a worker's error: "Worker failed with error 'MSG', please check ..."
+_QUOTED = re.compile(r"Worker failed with error '(.+?)'(?:, please check|$)")
 _VERSION = re.compile(
     r"(?:vLLM API server version|LLM engine \(v|vllm version)\s*v?"
     r"(\d+\.\d+\.\d+(?:(?:a|b|rc|\.dev)\d+)?)"
@@ -148,6 +153,39 @@ def _from_catalogue(line: str, ctx: LogContext) -> Diagnosis | None:
     )
 
 
+def _divisibility(asserted: tuple[str, str], line: str, ctx: LogContext) -> Diagnosis:
+    """A message-less assertion that ``a % b == 0``: a size that does not divide another."""
+    family = next(f for f in FAMILIES if f.name == "parallel-sizes")
+    total, size = asserted
+    flag = "--tp-size" if ctx.engine == "sglang" else "--tensor-parallel-size"
+    what = (
+        "experts"
+        if "expert" in total.lower()
+        else "KV heads"
+        if "kv" in total.lower()
+        else "attention heads"
+        if "head" in total.lower()
+        else "a dimension the GPUs split"
+    )
+    return Diagnosis(
+        "-",
+        family.name,
+        f"{line} (assert {total} % {size} == 0)",
+        f"the engine asserts that {total} divides by {size}: {what} that the parallel size "
+        "does not split evenly",
+        (
+            Fix(
+                "flag",
+                f"{flag} N",
+                note=f"N dividing the model's {what}; patcher check CKPT --engine ENGINE --tp N "
+                "tells before start-up",
+            ),
+        ),
+        None,
+        family,
+    )
+
+
 def diagnose_lines(
     lines: Iterable[str], *, checkpoint: str = "CKPT", source: str = "-"
 ) -> Diagnosis:
@@ -161,6 +199,7 @@ def diagnose_lines(
     root: str | None = None
     engine: str | None = None
     memory: tuple[float, float] | None = None
+    asserted: tuple[str, str] | None = None  # the last ``assert a % b == 0`` a traceback echoed
     marked, heeded = _marked(), _heeded()
     for raw in bounded(lines):
         line = uncoloured(raw)
@@ -175,6 +214,9 @@ def diagnose_lines(
                 memory = (float(loaded.group(2)), 0.0)
             elif loaded is not None and memory is not None:
                 memory = (memory[0], float(loaded.group(2)))
+        if "assert " in line and "%" in line:
+            divides = _DIVIDES.search(line)
+            asserted = (divides.group(1), divides.group(2)) if divides else asserted
         if heeded.search(line) is None:
             continue
         if engine is None:  # the first error line, or a traceback's path, says whose log
@@ -205,7 +247,14 @@ def diagnose_lines(
             found, (code, _, explain) = matched
             cause, fixes = explain(found, ctx)
             return Diagnosis(source, code, line.strip(), cause, tuple(fixes), version_text)
-        if SOURCE.match(line) or any(w in line for w in WRAPPERS):
+        if asserted is not None and line.strip().endswith("AssertionError"):
+            return replace(
+                _divisibility(asserted, line.strip(), ctx), log=source, engine_version=version_text
+            )
+        quoted = _QUOTED.search(line)
+        if quoted is not None:  # the wrapper's quote of the worker's error: read the quote
+            line = quoted.group(1)
+        elif SOURCE.match(line) or any(w in line for w in WRAPPERS):
             continue
         known = _from_catalogue(line, ctx)
         if known is not None:

@@ -325,3 +325,31 @@ def test_sglang_s_memory_fraction_is_computed_from_the_log_s_own_free_memory(
     found = diagnose_text(log)
     assert found.code == "sglang-memory"
     assert fix in found.fixes[0].text
+
+
+def test_a_message_less_divisibility_assert_is_read_from_the_source_line_above_it() -> None:
+    # SGLang's models assert `self.total_num_heads % tp_size == 0` with no message: Python
+    # prints the source line, then a bare AssertionError.
+    log = "\n".join(
+        [
+            "[2026-12-04 10:00:00 TP6] Scheduler hit an exception: Traceback (most recent call "
+            "last):",
+            '  File "/x/sglang/srt/models/llama.py", line 183, in __init__',
+            "    assert self.total_num_heads % tp_size == 0",
+            "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+            "AssertionError",
+        ]
+    )
+    found = diagnose_text(log)
+    assert found.code == "parallel-sizes"
+    assert found.fixes[0].text == "--tp-size N" and "attention heads" in found.cause
+
+
+def test_the_error_a_worker_wrapper_quotes_is_read() -> None:
+    found = diagnose_text(
+        "(EngineCore pid=1) ERROR 12-04 10:00:00 [core.py:1] RuntimeError: Worker failed with "
+        "error 'Total number of attention heads (40) must be divisible by tensor parallel size "
+        "(16).', please check the stack trace above for the root cause"
+    )
+    assert found.code == "parallel-sizes"
+    assert found.fixes[0].text == "--tensor-parallel-size 8"
