@@ -240,6 +240,19 @@ def _enclosing(tree: ast.Module) -> Iterator[tuple[ast.AST | None, ast.AST]]:
     yield from walk(tree, None)
 
 
+def _callees(message: ast.expr, reader: _Messages) -> list[str]:
+    """The functions whose result is the message: called in place, or into a local first."""
+    values = reader.locals.get(message.id, []) if isinstance(message, ast.Name) else [message]
+    names = []
+    for value in values:
+        if isinstance(value, ast.Call):
+            func = value.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if name is not None:
+                names.append(name)
+    return names
+
+
 def templates_in(source: str, file: str) -> Iterator[dict[str, Any]]:
     """Each error message ``file``'s source can raise or log, as a template."""
     try:
@@ -247,6 +260,7 @@ def templates_in(source: str, file: str) -> Iterator[dict[str, Any]]:
     except SyntaxError:
         return
     readers: dict[int, _Messages] = {}
+    built: dict[str, str] = {}  # a helper that builds a message -> what its caller raises
     for function, node in _enclosing(tree):
         message: ast.expr | None = None
         kind: str | None = None
@@ -270,7 +284,11 @@ def templates_in(source: str, file: str) -> Iterator[dict[str, Any]]:
             continue
         reader = readers.setdefault(id(function), _Messages(function))
         parts = reader.parts(message)
-        if parts is None or not "".join(parts[::2]).strip():
+        if parts is None:
+            for name in _callees(message, reader):
+                built.setdefault(name, kind)
+            continue
+        if not "".join(parts[::2]).strip():
             continue
         yield {
             "exception": kind,
@@ -278,6 +296,65 @@ def templates_in(source: str, file: str) -> Iterator[dict[str, Any]]:
             "file": file,
             "line": getattr(node, "lineno", 0),
         }
+    # A message a helper of the module builds (``raise ValueError(_make_log_unsupported(b,
+    # r))``): each string the helper returns, raised as the caller raises it.
+    for helper in ast.walk(tree):
+        if not isinstance(helper, ast.FunctionDef) or helper.name not in built:
+            continue
+        reader = _Messages(helper)
+        for node in ast.walk(helper):
+            if isinstance(node, ast.Return) and node.value is not None:
+                parts = reader.parts(node.value)
+                if parts is not None and "".join(parts[::2]).strip():
+                    yield {
+                        "exception": built[helper.name],
+                        "parts": parts,
+                        "file": file,
+                        "line": node.lineno,
+                    }
+
+
+MODEL_TYPES = (
+    "transformers/models/auto/auto_mappings.py",
+    "transformers/models/auto/configuration_auto.py",
+)
+
+
+def model_types(sources: list[str]) -> list[str]:
+    """The model types transformers' ``AutoConfig`` knows: the keys ``CONFIG_MAPPING_NAMES``
+    is built from (a list of pairs, a dict, ``.update`` calls) in the auto-mapping modules."""
+    found: set[str] = set()
+    for source in sources:
+        for node in ast.walk(ast.parse(source)):
+            holder: ast.AST | None = None
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "CONFIG_MAPPING_NAMES" for t in node.targets
+            ):
+                holder = node.value
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "update"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "CONFIG_MAPPING_NAMES"
+            ):
+                holder = node
+            if holder is None:
+                continue
+            for inner in ast.walk(holder):
+                if isinstance(inner, ast.Tuple) and len(inner.elts) == 2:
+                    key = inner.elts[0]
+                    if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                        found.add(key.value)
+                elif isinstance(inner, ast.Dict):
+                    found |= {
+                        k.value
+                        for k in inner.keys
+                        if isinstance(k, ast.Constant) and isinstance(k.value, str)
+                    }
+                elif isinstance(inner, ast.keyword) and inner.arg is not None:
+                    found.add(inner.arg)
+    return sorted(found)
 
 
 def read_wheel(wheel: Path, engine: str) -> list[dict[str, Any]]:
@@ -331,6 +408,28 @@ def record(engine: str, wheels: list[Path], today: str) -> Path:
     for wheel in wheels:
         catalogue = merge(catalogue, _wheel_version(wheel), read_wheel(wheel, engine))
         catalogue.setdefault("read", {})[_wheel_version(wheel)] = today
+        if engine == "transformers":
+            version_of_wheel = _wheel_version(wheel)
+            with zipfile.ZipFile(wheel) as archive:
+                names = set(archive.namelist())
+                texts = [archive.read(n).decode() for n in MODEL_TYPES if n in names]
+            with zipfile.ZipFile(wheel) as archive:
+                config_code = archive.read("transformers/configuration_utils.py").decode()
+            if "huggingface_hub.dataclasses" in config_code:  # @strict config classes
+                since = catalogue.get("strict_since") or version_of_wheel
+                catalogue["strict_since"] = min(since, version_of_wheel, key=_version_key)
+            types = model_types(texts)
+            if len(types) < 100:
+                raise RuntimeError(f"{wheel.name}: CONFIG_MAPPING_NAMES not found")
+            # Each model type with the first and the last release read that knows it.
+            known = catalogue.setdefault("model_types", {})
+            version = _wheel_version(wheel)
+            for name in types:
+                first, last = known.get(name, [version, version])
+                known[name] = [
+                    min(first, version, key=_version_key),
+                    max(last, version, key=_version_key),
+                ]
     catalogue["source"] = (
         f"{engine}'s wheels, read with ast by tests/read_errors.py (files: START_UP there)"
     )

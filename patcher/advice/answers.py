@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import Matched
+from patcher.advice.catalogue import Matched, strict_since
 from patcher.advice.log_rules import Fix, LogContext
 
 
@@ -350,9 +350,36 @@ def explain_backend(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
         "MoE": "--moe-backend" if _engine(m, ctx) == "vllm" else "--moe-runner-backend",
         "attention": "--attention-backend",
     }[kind]
+    if re.search(r"\bNo\b[\w ]*backend[\w ]*(?:supports|found|available)", m.line, re.I):
+        return (
+            f"no {kind} kernel of this release runs this model's quantization, activation or "
+            f"layout on this GPU: a kernel gap (if {flag} was given, the engine's own choice "
+            "may still run)",
+            [
+                *fixes,
+                Fix(
+                    "advice",
+                    f"drop {flag} if it was given; else another engine release or GPU, "
+                    "or a checkpoint in another quantization",
+                ),
+            ],
+        )
     if not any(f.text.startswith(flag) for f in fixes):
         fixes.append(Fix("advice", f"drop {flag}", note="let the engine choose a kernel that runs"))
     return (f"the {kind} kernel backend chosen cannot run this model or GPU", _unique(fixes))
+
+
+def before_strict() -> Fix:
+    """The transformers release before strict config validation, as the reading has it."""
+    since = strict_since()
+    if since is None:
+        return Fix("advice", "the transformers release the engine pins")
+    return Fix(
+        "dependency",
+        f"pip install 'transformers<{since}'",
+        note=f"transformers {since} and later validate config classes strictly (read from "
+        "their source); or the engine release's own pin",
+    )
 
 
 def explain_config_field(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
@@ -368,16 +395,10 @@ def explain_config_field(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
                 + (f" (it names {', '.join(fields)})" if len(fields) > 1 else ""),
             )
         )
-    fixes.append(
-        Fix(
-            "dependency",
-            "pip install 'transformers<5'",
-            note="transformers 5 validates config classes strictly; or the engine's own pin",
-        )
-    )
+    fixes.append(before_strict())
     return (
-        "transformers' config class refuses a value of config.json (transformers 5 validates "
-        "each config strictly when it loads)",
+        "transformers' config class refuses a value of config.json (newer transformers "
+        "validate each config strictly when it loads)",
         fixes,
     )
 

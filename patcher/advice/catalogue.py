@@ -140,6 +140,23 @@ def releases(engine: Engine) -> dict[str, str]:
 
 
 @functools.cache
+def model_types() -> dict[str, tuple[str, str]]:
+    """Each model type a read transformers release's ``AutoConfig`` knows, with the first and
+    the last release read that knows it."""
+    text = resources.files("patcher.advice").joinpath("errors-transformers.json").read_text()
+    read: dict[str, list[str]] = json.loads(text).get("model_types", {})
+    return {name: (span[0], span[1]) for name, span in read.items()}
+
+
+def strict_since() -> str | None:
+    """The first transformers release read whose config classes validate strictly
+    (huggingface_hub's ``@strict``), or None when none does."""
+    text = resources.files("patcher.advice").joinpath("errors-transformers.json").read_text()
+    found: str | None = json.loads(text).get("strict_since")
+    return found
+
+
+@functools.cache
 def _index() -> dict[str, tuple[Template, ...]]:
     """Each matchable template filed under its rarest literal word (and its start's)."""
     kept = [t for t in templates() if t.matchable]

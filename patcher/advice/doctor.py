@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from patcher.advice import catalogue
-from patcher.advice.catalogue import Template
+from patcher.advice.catalogue import Matched, Template
 from patcher.advice.check import FP8_KV_POINTERS, kv_label
 from patcher.advice.engine_rules import _MARKERS, RULES
 from patcher.advice.families import FAMILIES, Family, family_of
@@ -153,6 +153,54 @@ def _from_catalogue(line: str, ctx: LogContext) -> Diagnosis | None:
     )
 
 
+# Outside the catalogue (a release not read, a kernel library's message), an error line is
+# still read by its words where they leave one cause: a KV dtype refused, a size that does not
+# divide. Anything else stays "not recognised".
+_WORDS = (
+    (
+        "kv-cache-dtype",
+        re.compile(
+            r"(?=.*\bkv\b|.*kv[_-]?cache|.*kv_data_type)(?=.*(?:fp8|float8|uint8|e4m3|e5m2))"
+            r"(?=.*(?:not (?:yet )?supported|unsupported|only supports?))",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "parallel-sizes",
+        re.compile(
+            r"(?=.*(?:divisible|divide))(?=.*(?:tensor|tp|parallel|expert|ep_size|world))",
+            re.IGNORECASE,
+        ),
+    ),
+)
+
+
+def _by_words(line: str, ctx: LogContext) -> Diagnosis | None:
+    raised = RAISED.match(line)
+    message = raised.group("message") if raised else line.strip()
+    for name, words in _WORDS:
+        if words.match(message):
+            family = next(f for f in FAMILIES if f.name == name)
+            template = Template(
+                "sglang" if ctx.engine == "sglang" else "vllm",
+                raised.group("kind") if raised else "?",
+                (message,),
+                "",
+                (),
+            )
+            cause, fixes = family.explain(Matched(template, message, ()), ctx)
+            return Diagnosis(
+                "-",
+                name,
+                line.strip(),
+                cause + " (read from its words: no read release has this message)",
+                tuple(fixes),
+                None,
+                family,
+            )
+    return None
+
+
 def _divisibility(asserted: tuple[str, str], line: str, ctx: LogContext) -> Diagnosis:
     """A message-less assertion that ``a % b == 0``: a size that does not divide another."""
     family = next(f for f in FAMILIES if f.name == "parallel-sizes")
@@ -256,11 +304,11 @@ def diagnose_lines(
             line = quoted.group(1)
         elif SOURCE.match(line) or any(w in line for w in WRAPPERS):
             continue
-        known = _from_catalogue(line, ctx)
+        known = _from_catalogue(line, ctx) or _by_words(line, ctx)
         if known is not None:
             return replace(known, log=source, engine_version=version_text)
-        if root is None and RAISED.match(line):
-            root = line.strip()
+        if root is None and (RAISED.match(line) or quoted is not None):
+            root = (raw if quoted is not None else line).strip()
     return Diagnosis(source, None, root, "no failure the doctor knows", (), version_text)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from patcher.advice.answers import before_strict
 from patcher.advice.log_rules import FAMILY_MARKERS, FAMILY_RULES, Fix, LogContext, Rule
 from patcher.engines.launch_flags import MAX_MODEL_LEN_AUTO_FROM
 
@@ -262,20 +263,16 @@ def _sglang_length(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
 def _strict_field(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     field = m.group(1)
     return (
-        f"transformers 5 validates each config field strictly (huggingface_hub's @strict): "
+        f"transformers validates each config field strictly (huggingface_hub's @strict): "
         f"config.json's {field} has a type or value its config class refuses (the next line "
-        "says which); transformers 4 read it",
+        "says which); releases before the strict ones read it",
         [
             Fix(
                 "transform",
                 f"patcher set {ctx.checkpoint} config.json /{field} VALUE",
                 note="VALUE of the type the next log line names",
             ),
-            Fix(
-                "dependency",
-                "pip install 'transformers<5'",
-                note="or the transformers the engine release pins",
-            ),
+            before_strict(),
         ],
     )
 
@@ -400,7 +397,7 @@ RULES: tuple[Rule, ...] = (
         _sglang_length,
     ),
     (
-        # huggingface_hub's @strict, which transformers 5's config classes use
+        # huggingface_hub's @strict, which transformers' config classes use from 5.4.0 (read)
         "config-field-validation",
         re.compile(r"Validation error for field '(\w+)'"),
         _strict_field,

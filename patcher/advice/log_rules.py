@@ -265,10 +265,30 @@ def _sglang_architecture(m: re.Match[str], ctx: LogContext) -> tuple[str, list[F
 
 
 def _transformers_model_type(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    from patcher.advice.catalogue import model_types, releases
+
+    span = model_types().get(m.group(1))
+    if span is None:
+        read = list(releases("transformers"))
+        return (
+            f"no transformers release read ({read[0]} to {read[-1]}) knows model type "
+            f"{m.group(1)}: an upgrade is not known to help; no config edit helps",
+            [
+                Fix("flag", "--trust-remote-code", note="if the checkpoint ships its own code"),
+                Fix("advice", "an engine release that registers this model type's config"),
+            ],
+        )
     return (
-        f"this transformers does not know model type {m.group(1)}: it is older than the "
-        "model; no config edit helps",
-        [Fix("advice", "upgrade transformers in the engine's environment (or the engine)")],
+        f"this transformers does not know model type {m.group(1)}, which transformers "
+        f"{span[0]} and later know (read from their source, up to {span[1]}): it is older "
+        "than the model",
+        [
+            Fix(
+                "dependency",
+                f"pip install 'transformers>={span[0]}'",
+                note="in the engine's environment, within the engine release's own bounds",
+            )
+        ],
     )
 
 

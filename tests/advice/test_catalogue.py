@@ -353,3 +353,78 @@ def test_the_error_a_worker_wrapper_quotes_is_read() -> None:
     )
     assert found.code == "parallel-sizes"
     assert found.fixes[0].text == "--tensor-parallel-size 8"
+
+
+def test_the_recorder_follows_a_message_a_helper_builds() -> None:
+    from tests.read_errors import templates_in
+
+    source = (
+        "def _unsupported(backend, reason):\n"
+        "    if reason:\n"
+        "        return f'MoE backend {backend} does not support this since {reason}.'\n"
+        "    return f'MoE backend {backend} does not support this.'\n"
+        "def select(backend, reason):\n"
+        "    raise ValueError(_unsupported(backend, reason))\n"
+    )
+    found = sorted((t["exception"], t["parts"]) for t in templates_in(source, "x.py"))
+    assert found == [
+        ("ValueError", ["MoE backend ", "backend", " does not support this since ", "reason", "."]),
+        ("ValueError", ["MoE backend ", "backend", " does not support this."]),
+    ]
+
+
+def test_an_upgrade_is_named_only_where_a_read_release_knows_the_model_type() -> None:
+    template = (
+        "ValueError: The checkpoint you are trying to load has model type `{}` but Transformers "
+        "does not recognize this architecture."
+    )
+    known = diagnose_text(template.format("qwen3_5_moe"))
+    assert [f.text for f in known.fixes] == ["pip install 'transformers>=5.2.0'"]
+    unknown = diagnose_text(template.format("not_a_model_anyone_wrote"))
+    assert unknown.code == "transformers-too-old"
+    assert not any("transformers" in f.text for f in unknown.fixes)
+    assert "not known to help" in unknown.cause
+
+
+def test_the_pin_before_strict_config_validation_is_the_reading_s() -> None:
+    # 5.4.0 is the first release read whose configuration_utils.py uses @strict.
+    assert catalogue.strict_since() == "5.4.0"
+    found = diagnose_text(
+        "huggingface_hub.errors.StrictDataclassFieldValidationError: Validation error for field "
+        "'rope_theta':"
+    )
+    assert "pip install 'transformers<5.4.0'" in [f.text for f in found.fixes]
+
+
+@pytest.mark.parametrize(
+    ("line", "family"),
+    [
+        # a kernel library's wording, quoted by vLLM's worker wrapper (no read release has it)
+        (
+            "(EngineCore pid=1) ERROR 12-04 10:00:00 [core.py:1] RuntimeError: Worker failed "
+            "with error 'MLA kv_data_type torch.uint8 is not supported. Supported dtypes: "
+            "[torch.float16, torch.bfloat16].', please check the stack trace above",
+            "kv-cache-dtype",
+        ),
+        (
+            "NotImplementedError: SomeAttention with FP8 KV cache not yet supported",
+            "kv-cache-dtype",
+        ),
+        ("ValueError: world size 6 is not divisible by expert count 4", "parallel-sizes"),
+    ],
+)
+def test_an_error_no_read_release_has_is_read_by_its_words_only_where_they_leave_one_cause(
+    line: str, family: str
+) -> None:
+    found = diagnose_text(line)
+    assert found.code == family and "read from its words" in found.cause
+    assert found.template is None
+
+
+def test_no_kernel_for_any_backend_is_a_gap_not_a_flag_to_drop() -> None:
+    found = diagnose_text(
+        "NotImplementedError: No NvFp4 MoE backend supports the deployment configuration."
+    )
+    assert found.code == "moe-backend"
+    assert "kernel gap" in found.cause
+    assert all(f.kind == "advice" for f in found.fixes)

@@ -54,7 +54,7 @@ EXPECTED = {
     74: ("unsupported-quantization-format", "ModelOpt-format"),
     78: ("unsupported-architecture", "set-architectures"),
     82: ("unsupported-architecture", "set-architectures"),
-    84: ("transformers-too-old", "upgrade transformers"),
+    84: ("transformers-too-old", "pip install 'transformers>=4.49.0'"),
     88: ("float16-refused", "--dtype bfloat16"),
     90: ("quantized-dtype", "--dtype auto"),
 }
