@@ -186,6 +186,29 @@ def _compiled(template: Template) -> tuple[re.Pattern[str], re.Pattern[str] | No
     return _pattern(template), prefix
 
 
+def _solid_words(parts: tuple[str, ...]) -> frozenset[str]:
+    """The literal words of ``parts`` that a line shows whole: not glued to a hole."""
+    found: set[str] = set()
+    for index in range(0, len(parts), 2):
+        part = parts[index]
+        for word in _WORD.finditer(part):
+            glued_left = word.start() == 0 and index > 0
+            glued_right = word.end() == len(part) and index < len(parts) - 1
+            if not glued_left and not glued_right:
+                found.add(word.group(0))
+    return frozenset(found)
+
+
+@functools.cache
+def _needs(template: Template) -> tuple[frozenset[str], frozenset[str] | None]:
+    """The words a line must hold to be the template whole, and to be its start cut short."""
+    _, prefix = _compiled(template)
+    if prefix is None:
+        return _solid_words(template.head), None
+    start = template.head[0]
+    return _solid_words(template.head), _solid_words((start[: MIN_PREFIX + 8].rsplit(" ", 1)[0],))
+
+
 def _read(template: Template, line: str) -> Matched | None:
     full, prefix = _compiled(template)
     found = full.search(line)
@@ -202,10 +225,14 @@ def match(line: str, engine: Engine | None = None) -> Matched | None:
     ``engine`` (the log's) wins, then a whole match over a cut one, then the longest literal
     text."""
     index = _index()
-    candidates = {t for w in set(_WORD.findall(line)) for t in index.get(w, ())}
+    words = set(_WORD.findall(line))
+    candidates = {t for w in words for t in index.get(w, ())}
     best: Matched | None = None
     best_key: tuple[bool, bool, int] | None = None
     for template in candidates:
+        whole, start = _needs(template)
+        if not whole <= words and (start is None or not start <= words):
+            continue  # a word of the message is missing: no pattern can match
         found = _read(template, line)
         if found is None:
             continue
