@@ -36,6 +36,11 @@ _DIRECTION = re.compile(
     r"`?(--[a-z0-9][a-z0-9-]*)`?",
     re.IGNORECASE,
 )
+_DIRECTION_NAMED = re.compile(
+    r"\b(increas(?:e|ing)|rais(?:e|ing)|decreas(?:e|ing)|reduc(?:e|ing)|lower(?:ing)?)\s+"
+    r"`?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?",
+    re.IGNORECASE,
+)
 _ENV_SET = re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]{2,})=([\w.-]+)")
 ENV_NAME = re.compile(r"\b((?:VLLM|SGLANG|TRTLLM|NCCL|CUDA|HF|TORCH|FLASHINFER)_[A-Z0-9_]{3,})\b")
 _PIP = re.compile(r"pip install\s+(?:-U\s+|--upgrade\s+)?([\"']?[\w.\[\]-]+(?:[<>=!~]=?[\w.]+)?)")
@@ -54,6 +59,17 @@ def own_remedy(line: str) -> list[Fix]:
             fixes.append(Fix("flag", f"{flag} {value}".rstrip(".,;:")))
         else:
             fixes.append(Fix("flag", flag, note="the engine's message names this flag"))
+    for direction, name in _DIRECTION_NAMED.findall(line):
+        flag = "--" + name.replace("_", "-")
+        if not _DIRECTION.search(line):
+            lower = direction.lower() in {"decrease", "reduce", "lower", "smaller"}
+            fixes.append(
+                Fix(
+                    "flag",
+                    f"{flag} N",
+                    note=f"a {'smaller' if lower else 'larger'} value, as the message says",
+                )
+            )
     for direction, flag in _DIRECTION.findall(line):
         lower = direction.lower() in {"decrease", "reduce", "lower", "smaller"}
         fixes.append(
@@ -211,9 +227,12 @@ def explain_context(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
                 "set-rope-scaling-yarn) where the model was trained for it",
             )
         )
+    model_limit = re.search(r"derived|max_position|model's config|rope", m.line, re.IGNORECASE)
     return (
         "the context asked for is longer than the model's config allows (max_position_"
-        "embeddings, or the RoPE scaling it declares)",
+        "embeddings, or the RoPE scaling it declares)"
+        if model_limit
+        else "the context length conflicts with another limit the message names",
         _unique(fixes) or [Fix("flag", f"{flag} N", note="N at most the model's limit")],
     )
 

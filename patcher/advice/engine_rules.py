@@ -14,6 +14,7 @@ import re
 from patcher.advice.answers import before_strict
 from patcher.advice.log_rules import FAMILY_MARKERS, FAMILY_RULES, Fix, LogContext, Rule
 from patcher.engines.launch_flags import MAX_MODEL_LEN_AUTO_FROM
+from patcher.engines.readings import vllm_readings
 
 LENGTH_STEP = 1024
 
@@ -156,16 +157,35 @@ def _required_fields(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
 
 
 def _unknown_quant(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    method = m.group(1)
+    listed = [v for v, r in vllm_readings().items() if method in r.quantization_methods]
+    text = ".".join
+    fixes = [
+        Fix(
+            "transform",
+            f"patcher apply {ctx.checkpoint} remove-quantization-config",
+            note="only if the weights are not quantized",
+        )
+    ]
+    if not listed:
+        return (
+            f"no vLLM release read (0.10.1 on) lists the quantization method {method}: a "
+            "misspelt quant_method, or another engine's format; an upgrade is not known to help",
+            [
+                Fix("advice", "fix quantization_config.quant_method to the method the weights use"),
+                *fixes,
+            ],
+        )
+    first, last = listed[0], listed[-1]
+    if ctx.version is not None and ctx.version[:3] > last:
+        return (
+            f"this vLLM no longer lists {method} (last in vLLM {text(map(str, last))}, read)",
+            [Fix("dependency", f"pip install 'vllm=={text(map(str, last))}'"), *fixes],
+        )
     return (
-        f"this vLLM does not know the quantization method {m.group(1)}",
-        [
-            Fix("advice", "upgrade vLLM, or fix quantization_config.quant_method"),
-            Fix(
-                "transform",
-                f"patcher apply {ctx.checkpoint} remove-quantization-config",
-                note="only if the weights are not quantized",
-            ),
-        ],
+        f"this vLLM does not know the quantization method {method}, which vLLM "
+        f"{text(map(str, first))} and later list (read from their source)",
+        [Fix("dependency", f"pip install 'vllm>={text(map(str, first))}'"), *fixes],
     )
 
 

@@ -428,3 +428,30 @@ def test_no_kernel_for_any_backend_is_a_gap_not_a_flag_to_drop() -> None:
     assert found.code == "moe-backend"
     assert "kernel gap" in found.cause
     assert all(f.kind == "advice" for f in found.fixes)
+
+
+@pytest.mark.parametrize(
+    ("version", "method", "fix"),
+    [
+        (None, "fp_quant", "pip install 'vllm>=0.12.0'"),  # listed from 0.12.0 (read)
+        ("0.34.0", "fp_quant", "pip install 'vllm==0.33.0'"),  # 0.34.0 removed it
+        (None, "not_a_method", None),  # no release read lists it: no upgrade named
+    ],
+)
+def test_a_vllm_release_is_named_for_a_quantization_method_only_from_the_reading(
+    version: str | None, method: str, fix: str | None
+) -> None:
+    head = f"INFO vLLM API server version {version}\n" if version else ""
+    found = diagnose_text(
+        f"{head}ValueError: Unknown quantization method: {method}. Must be one of"
+    )
+    dependencies = [f.text for f in found.fixes if f.kind == "dependency"]
+    assert dependencies == ([fix] if fix else [])
+
+
+def test_a_setting_the_message_says_to_raise_becomes_its_flag() -> None:
+    fixes = own_remedy("Please increase max_num_batched_tokens or decrease max_model_len.")
+    assert [(f.text, f.note) for f in fixes] == [
+        ("--max-num-batched-tokens N", "a larger value, as the message says"),
+        ("--max-model-len N", "a smaller value, as the message says"),
+    ]
