@@ -148,6 +148,22 @@ def model_types() -> dict[str, tuple[str, str]]:
     return {name: (span[0], span[1]) for name, span in read.items()}
 
 
+def no_longer_raised(engine: Engine, fragment: str) -> str | None:
+    """The first release read after the last one with a message holding ``fragment`` (the
+    release that no longer raises it); None when the newest release read still does, or no
+    release has it."""
+    raising = [t.releases[-1] for t in templates(engine) if fragment in t.text]
+    if not raising:
+        return None
+    last = max(raising, key=_key)
+    later = [r for r in releases(engine) if _key(r) > _key(last)]
+    return min(later, key=_key) if later else None
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", version)[:3])
+
+
 def strict_since() -> str | None:
     """The first transformers release read whose config classes validate strictly
     (huggingface_hub's ``@strict``), or None when none does."""

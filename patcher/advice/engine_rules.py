@@ -15,6 +15,7 @@ from patcher.advice.answers import before_strict
 from patcher.advice.log_rules import FAMILY_MARKERS, FAMILY_RULES, Fix, LogContext, Rule
 from patcher.engines.launch_flags import MAX_MODEL_LEN_AUTO_FROM
 from patcher.engines.readings import vllm_readings
+from patcher.engines.vllm_registry import architectures
 
 LENGTH_STEP = 1024
 
@@ -199,18 +200,46 @@ def _quant_gpu(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
 
 def _modelopt_algo(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
     return (
-        f"this vLLM cannot load ModelOpt {m.group(1)}",
-        [Fix("advice", "upgrade vLLM; do not edit quant_algo")],
+        f"this vLLM's ModelOpt loader does not read the algorithm {m.group(1)}; which release "
+        "does is not in patcher's reading",
+        [Fix("advice", "a vLLM release whose ModelOpt loader lists it; do not edit quant_algo")],
+    )
+
+
+def _release_for(name: str, version: tuple[int, ...] | None) -> Fix | None:
+    """The vLLM release whose registry (read) lists ``name``: the first, or the last where a
+    newer one dropped it; None when no release read lists it."""
+    registry = architectures()
+    listed = [v for v, names in registry.items() if name in names]
+    if not listed:
+        return None
+    text = ".".join
+    dropped = listed[-1] < max(registry)
+    if (version is not None and version[:3] > listed[-1]) or (version is None and dropped):
+        return Fix(
+            "dependency",
+            f"pip install 'vllm=={text(map(str, listed[-1]))}'",
+            note=f"the last release read that lists {name}",
+        )
+    if version is not None and version[:3] >= listed[0]:
+        return None  # this release lists it: the refusal has another cause
+    return Fix(
+        "dependency",
+        f"pip install 'vllm>={text(map(str, listed[0]))}'",
+        note=f"the releases read that list {name}",
     )
 
 
 def _architecture(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    names = re.findall(r"'([^']+)'", m.group(1))
+    releases = [f for f in (_release_for(n, ctx.version) for n in names) if f is not None]
     return (
-        f"this vLLM has no model class for {m.group(1)}",
+        f"this vLLM has no model class for {m.group(1)}"
+        + ("" if releases else "; no vLLM release read (0.10.1 on) lists it"),
         [
+            *releases[:1],
             ctx.apply("set-architectures", " --set architecture=NAME"),
             Fix("flag", '--hf-overrides \'{"architectures": ["NAME"]}\''),
-            Fix("advice", "or upgrade vLLM"),
         ],
     )
 

@@ -173,13 +173,23 @@ def _sglang_too_long(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]
 
 
 def _rope_two_fields(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    from patcher.advice.catalogue import no_longer_raised
+
+    after = no_longer_raised("transformers", "must be a dictionary with two fields")
+    fixes = [Fix("advice", "rewriting rope_scaling is a last resort: the config is right")]
+    if after is not None:
+        fixes.insert(
+            0,
+            Fix(
+                "dependency",
+                f"pip install 'transformers>={after}'",
+                note="the first release read whose config classes no longer raise this",
+            ),
+        )
     return (
-        "a transformers older than 4.43 cannot read a Llama 3.1 style rope_scaling "
-        "(rope_type llama3): the config is right, the library is old",
-        [
-            Fix("advice", "pip install 'transformers>=4.43' in the engine's environment"),
-            Fix("advice", "or upgrade the engine; rewriting rope_scaling is a last resort"),
-        ],
+        "an old transformers cannot read a Llama 3.1 style rope_scaling (rope_type llama3): "
+        "the config is right, the library is old",
+        fixes,
     )
 
 
@@ -242,7 +252,6 @@ def _excluded_scale(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
                 ctx.apply("remove-quant-exclude-modules", f" --set 'pattern={module}*'"),
                 note="the pattern exactly as exclude_modules holds it (lm_head* or lm_head)",
             ),
-            Fix("advice", "or upgrade vLLM (it loads such a module unquantized)"),
         ],
     )
 
@@ -259,7 +268,11 @@ def _sglang_architecture(m: re.Match[str], ctx: LogContext) -> tuple[str, list[F
         f"this SGLang has no model class for {m.group(1)}",
         [
             ctx.apply("set-architectures", " --set architecture=NAME"),
-            Fix("advice", "only when the weights match NAME's layout; or upgrade SGLang"),
+            Fix(
+                "advice",
+                "only when the weights match NAME's layout; or a SGLang release "
+                "whose registry lists it",
+            ),
         ],
     )
 
@@ -386,7 +399,7 @@ def _packed_size(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
         "tell which module: the traceback above names the loader",
         [
             ctx.apply("add-quant-exclude-modules", " --set 'pattern=mtp.*'"),
-            Fix("advice", "use the module prefix the traceback's loader names; or upgrade vLLM"),
+            Fix("advice", "use the module prefix the traceback's loader names"),
         ],
     )
 

@@ -455,3 +455,32 @@ def test_a_setting_the_message_says_to_raise_becomes_its_flag() -> None:
         ("--max-num-batched-tokens N", "a larger value, as the message says"),
         ("--max-model-len N", "a smaller value, as the message says"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("head", "name", "fix"),
+    [
+        ("", "KeyeForConditionalGeneration", "pip install 'vllm==0.33.0'"),  # 0.34.0 dropped it
+        (
+            "INFO vLLM API server version 0.12.0\n",
+            "Qwen3_5MoeForConditionalGeneration",
+            "pip install 'vllm>=0.17.0'",
+        ),
+        ("", "NoSuchModelForCausalLM", None),
+    ],
+)
+def test_a_vllm_release_is_named_for_an_architecture_only_from_the_registries_read(
+    head: str, name: str, fix: str | None
+) -> None:
+    found = diagnose_text(
+        f"{head}ValueError: Model architectures ['{name}'] are not supported for now."
+    )
+    assert [f.text for f in found.fixes if f.kind == "dependency"] == ([fix] if fix else [])
+
+
+def test_the_release_that_stopped_raising_a_message_is_read_from_the_catalogue() -> None:
+    # transformers' llama config raised it from 4.40.0 (the first read) to 4.42.0.
+    assert catalogue.no_longer_raised("transformers", "must be a dictionary with two fields") == (
+        "4.43.0"
+    )
+    assert catalogue.no_longer_raised("vllm", "Total number of attention heads") is None

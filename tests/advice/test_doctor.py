@@ -289,7 +289,11 @@ CASES = [
         "set-rope-scaling-yarn",
     ),
     # transformers_utils/model_arch_config_convertor.py @ v0.16.0 L208
-    ("ValueError: Unknown ModelOpt quant algo: W4A8_AWQ", "unknown-modelopt-algo", "upgrade"),
+    (
+        "ValueError: Unknown ModelOpt quant algo: W4A8_AWQ",
+        "unknown-modelopt-algo",
+        "do not edit quant_algo",
+    ),
     # sglang 0.5.23 srt/model_executor/pool_configurator.py L96
     (
         "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
