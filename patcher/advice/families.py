@@ -251,7 +251,7 @@ FAMILIES: tuple[Family, ...] = (
             t.exception != "ValueError"
             or "/models/" in t.file
             or _says(
-                r"already|twice|mismatch|no free|out of range|limit|store|table|reused|"
+                r"already|twice|mismatch|no free|out of range|limit|store|table|reused|not set yet|"
                 r"could not|failed"
             )(t)
         ),
