@@ -147,6 +147,15 @@ def explain_parallel(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
                 note=f"or a smaller {tp}: each GPU's slice must stay a multiple of the block",
             )
         )
+    if not fixes:
+        fixes.append(
+            Fix(
+                "flag",
+                f"{tp} N",
+                note="a smaller N that divides the model's heads, experts and quantized sizes "
+                "(the message does not carry them); patcher check CKPT --tp N tells",
+            )
+        )
     return (
         "a parallel size does not divide the model's dimension it splits (heads, experts, or "
         "a quantization block's slice): choose sizes that divide",
