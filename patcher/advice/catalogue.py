@@ -29,6 +29,9 @@ MIN_LITERAL = 24
 # A line cut short (wrapped, or truncated by a log viewer) still matches when at least this
 # many characters of the template's literal text were seen in order.
 MIN_PREFIX = 40
+# A message's first line is read up to here: the engines' longest first lines are well under
+# it, and the lazy holes' backtracking on a hostile line grows with its length.
+MAX_LINE = 2048
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{3,}")
 
 
@@ -96,20 +99,32 @@ class Matched:
         return int(found.group(0)) if found else None
 
 
-def _pattern(template: Template) -> re.Pattern[str]:
-    head = template.head
-    pieces = []
-    for index, part in enumerate(head):
-        if index % 2:
-            last = index == len(head) - 2 and not head[-1].strip()
-            pieces.append("(.*)" if last else "(.*?)")
+def _fill(literals: tuple[str, ...], line: str) -> list[str] | None:
+    """What fills the holes between ``literals`` in ``line``: each literal found after the one
+    before (leftmost), the text between them a hole. No backtracking, so a hostile line costs
+    a few linear scans; the first literal is tried at its first few places."""
+    start = 0
+    for _attempt in range(8):
+        at = line.find(literals[0], start)
+        if at < 0:
+            return None
+        cursor, values = at + len(literals[0]), []
+        for literal in literals[1:]:
+            if not literal and literal is literals[-1]:
+                values.append(line[cursor:])  # a trailing hole: the rest of the line
+                cursor = len(line)
+                continue
+            found = line.find(literal, cursor)
+            if found < 0:
+                break
+            values.append(line[cursor:found])
+            cursor = found + len(literal)
         else:
-            pieces.append(r"\s*".join(re.escape(w) for w in part.split()) if part.strip() else "")
-            if part[:1].isspace() and index:
-                pieces[-1] = r"\s*" + pieces[-1]
-            if part[-1:].isspace() and index < len(head) - 1:
-                pieces[-1] += r"\s*"
-    return re.compile("".join(pieces))
+            return values
+        if not literals[0]:
+            return None
+        start = at + 1
+    return None
 
 
 @functools.cache
@@ -190,16 +205,16 @@ def _index() -> dict[str, tuple[Template, ...]]:
 
 
 @functools.cache
-def _compiled(template: Template) -> tuple[re.Pattern[str], re.Pattern[str] | None]:
+def _compiled(template: Template) -> re.Pattern[str] | None:
+    """The start of the message, for a line cut short (None: too short to tell apart)."""
     words: list[str] = []
     for word in template.head[0].split():
         if sum(c.isalnum() for c in "".join(words)) >= MIN_PREFIX:
             break
         words.append(word)
-    prefix = None
-    if sum(c.isalnum() for c in "".join(words)) >= MIN_PREFIX:
-        prefix = re.compile(r"\s*".join(re.escape(w) for w in words))
-    return _pattern(template), prefix
+    if sum(c.isalnum() for c in "".join(words)) < MIN_PREFIX:
+        return None
+    return re.compile(r"\s*".join(re.escape(w) for w in words))
 
 
 def _solid_words(parts: tuple[str, ...]) -> frozenset[str]:
@@ -218,19 +233,17 @@ def _solid_words(parts: tuple[str, ...]) -> frozenset[str]:
 @functools.cache
 def _needs(template: Template) -> tuple[frozenset[str], frozenset[str] | None]:
     """The words a line must hold to be the template whole, and to be its start cut short."""
-    _, prefix = _compiled(template)
-    if prefix is None:
+    if _compiled(template) is None:
         return _solid_words(template.head), None
     start = template.head[0]
     return _solid_words(template.head), _solid_words((start[: MIN_PREFIX + 8].rsplit(" ", 1)[0],))
 
 
 def _read(template: Template, line: str) -> Matched | None:
-    full, prefix = _compiled(template)
-    found = full.search(line)
-    if found is not None:
-        names = template.holes()
-        return Matched(template, line, tuple(zip(names, found.groups(), strict=False)))
+    values = _fill(template.head[::2], line)
+    if values is not None:
+        return Matched(template, line, tuple(zip(template.holes(), values, strict=False)))
+    prefix = _compiled(template)
     if prefix is not None and prefix.search(line) and len(line) >= 60:
         return Matched(template, line, (), whole=False)
     return None
@@ -241,6 +254,7 @@ def match(line: str, engine: Engine | None = None) -> Matched | None:
     ``engine`` (the log's) wins, then a whole match over a cut one, then the longest literal
     text."""
     index = _index()
+    line = line[:MAX_LINE]
     words = set(_WORD.findall(line))
     candidates = {t for w in words for t in index.get(w, ())}
     best: Matched | None = None

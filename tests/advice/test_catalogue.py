@@ -484,3 +484,20 @@ def test_the_release_that_stopped_raising_a_message_is_read_from_the_catalogue()
         "4.43.0"
     )
     assert catalogue.no_longer_raised("vllm", "Total number of attention heads") is None
+
+
+def test_a_hostile_line_of_a_message_s_pieces_costs_linear_scans() -> None:
+    # Each piece of a many-hole message repeated, never completed: a backtracking pattern
+    # took minutes on one such line (nested lazy holes); the scan finds each piece in turn.
+    import time
+
+    template = max((t for t in catalogue.templates() if t.matchable), key=lambda t: len(t.holes()))
+    pieces = [p for p in template.head[::2] if p.strip()]
+    lines = []
+    for k in range(1, len(pieces)):
+        line = "ValueError: " + " x ".join(pieces[:k]) + " "
+        lines.append((line * (8000 // len(line)))[:8190])
+    started = time.perf_counter()
+    for line in lines * 20:
+        diagnose_text(line)
+    assert time.perf_counter() - started < 5
