@@ -6,6 +6,7 @@ message carries, and the remedy the message names itself (:func:`own_remedy`).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from patcher.advice.catalogue import Matched, strict_since
 from patcher.advice.log_rules import Fix, LogContext
@@ -504,50 +505,41 @@ def explain_environment(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-def explain_files(_m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
-    """A file of the checkpoint missing or unreadable: no config fix."""
-    return (
-        "a file the engine needs is missing or unreadable in the checkpoint (weights, "
-        "index, config): no config edit helps",
-        [
-            Fix(
-                "advice",
-                "check the model path and download the missing files "
-                "(huggingface-cli download REPO)",
-            )
-        ],
-    )
+def _no_config_fix(
+    cause: str, advice: str
+) -> Callable[[Matched, LogContext], tuple[str, list[Fix]]]:
+    """An answer that is the same for every message of its family: the cause, and what would
+    help where no config edit does."""
+
+    def explain(_m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
+        return cause, [Fix("advice", advice)]
+
+    return explain
 
 
-def explain_shape(_m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
-    """Weights or sizes that do not match the model class: no config fix."""
-    return (
-        "the weights' shapes or the config's sizes do not match what the engine's model "
-        "class builds: a checkpoint saved for another configuration, or an engine gap; no "
-        "transform fixes it",
-        [
-            Fix(
-                "advice",
-                "compare the config's sizes (hidden, intermediate, layers) with the "
-                "weights; or another engine release",
-            )
-        ],
-    )
-
-
-def explain_request(_m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
-    """A request's input the model cannot take (a modality, a size): not a start-up failure."""
-    return (
-        "a request's input (its modality, size or prompt) that this model's processor refuses: "
-        "the server itself runs; no config edit helps",
-        [Fix("advice", "send the input the message asks for, or serve a model that takes it")],
-    )
-
-
-def explain_internal(_m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
-    """An engine invariant or an unimplemented path: no config fix."""
-    return (
-        "an engine invariant failed, or the path is not implemented for this model: an "
-        "engine bug or gap; no config edit helps",
-        [Fix("advice", "report it to the engine with the full log; try another release")],
-    )
+# A file of the checkpoint missing or unreadable.
+explain_files = _no_config_fix(
+    "a file the engine needs is missing or unreadable in the checkpoint (weights, index, "
+    "config): no config edit helps",
+    "check the model path and download the missing files (huggingface-cli download REPO)",
+)
+# Weights or sizes that do not match the model class.
+explain_shape = _no_config_fix(
+    "the weights' shapes or the config's sizes do not match what the engine's model class "
+    "builds: a checkpoint saved for another configuration, or an engine gap; no transform "
+    "fixes it",
+    "compare the config's sizes (hidden, intermediate, layers) with the weights; or another "
+    "engine release",
+)
+# A request's input the model cannot take (a modality, a size): not a start-up failure.
+explain_request = _no_config_fix(
+    "a request's input (its modality, size or prompt) that this model's processor refuses: "
+    "the server itself runs; no config edit helps",
+    "send the input the message asks for, or serve a model that takes it",
+)
+# An engine invariant, or a path not implemented.
+explain_internal = _no_config_fix(
+    "an engine invariant failed, or the path is not implemented for this model: an engine "
+    "bug or gap; no config edit helps",
+    "report it to the engine with the full log; try another release",
+)
