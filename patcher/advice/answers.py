@@ -60,24 +60,14 @@ def own_remedy(line: str) -> list[Fix]:
             fixes.append(Fix("flag", f"{flag} {value}".rstrip(".,;:")))
         else:
             fixes.append(Fix("flag", flag, note="the engine's message names this flag"))
-    for direction, name in _DIRECTION_NAMED.findall(line):
-        flag = "--" + name.replace("_", "-")
-        if not _DIRECTION.search(line):
-            lower = direction.lower() in {"decrease", "reduce", "lower", "smaller"}
-            fixes.append(
-                Fix(
-                    "flag",
-                    f"{flag} N",
-                    note=f"a {'smaller' if lower else 'larger'} value, as the message says",
-                )
-            )
-    for direction, flag in _DIRECTION.findall(line):
-        lower = direction.lower() in {"decrease", "reduce", "lower", "smaller"}
+    named = [(d, "--" + n.replace("_", "-")) for d, n in _DIRECTION_NAMED.findall(line)]
+    for direction, flag in _DIRECTION.findall(line) or named:
+        lower = direction.lower().startswith(("decreas", "reduc", "lower", "smaller"))
         fixes.append(
             Fix(
                 "flag",
                 f"{flag} N",
-                note=f"a {'smaller' if lower else 'larger'} value than now, as the message says",
+                note=f"a {'smaller' if lower else 'larger'} value, as the message says",
             )
         )
     for flag in _DROP.findall(line):
