@@ -262,6 +262,8 @@ def diagnose_lines(
                 memory = (float(loaded.group(2)), 0.0)
             elif loaded is not None and memory is not None:
                 memory = (memory[0], float(loaded.group(2)))
+        if "Traceback (most" in line:  # a new traceback: an earlier one's assert is not its
+            asserted = None
         if "assert " in line and "%" in line:
             divides = _DIVIDES.search(line)
             asserted = (divides.group(1), divides.group(2)) if divides else asserted
@@ -305,6 +307,9 @@ def diagnose_lines(
         elif SOURCE.match(line) or any(w in line for w in WRAPPERS):
             continue
         known = _from_catalogue(line, ctx) or _by_words(line, ctx)
+        raised = RAISED.match(line)
+        if known is None and asserted is not None and raised and raised["kind"] == "AssertionError":
+            known = _divisibility(asserted, line.strip(), ctx)  # "12 is not divisible by 24"
         if known is not None:
             return replace(known, log=source, engine_version=version_text)
         if root is None and (RAISED.match(line) or quoted is not None):

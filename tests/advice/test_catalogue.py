@@ -501,3 +501,20 @@ def test_a_hostile_line_of_a_message_s_pieces_costs_linear_scans() -> None:
     for line in lines * 20:
         diagnose_text(line)
     assert time.perf_counter() - started < 5
+
+
+def test_a_divisibility_assert_with_a_bare_numbers_message_is_read_from_its_source_line() -> None:
+    log = "\n".join(
+        [
+            "[2026-12-04 10:00:00 TP6] Scheduler hit an exception: Traceback (most recent call "
+            "last):",
+            '  File "/x/sglang/srt/distributed/utils.py", line 20, in ensure_divisibility',
+            '    assert numerator % denominator == 0, "{} is not divisible by {}".format(',
+            "AssertionError: 12 is not divisible by 24",
+        ]
+    )
+    found = diagnose_text(log)
+    assert found.code == "parallel-sizes" and found.fixes[0].text == "--tp-size N"
+    # the same message after a traceback with no such assert is not read as one
+    other = "Traceback (most recent call last):\nAssertionError: 12 is not divisible by 24"
+    assert not diagnose_text(other).recognised
