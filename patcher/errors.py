@@ -55,17 +55,6 @@ class PatcherError(Exception):
         self.args = (self.message,)
         return self
 
-    def relocated(self, scratch: Path, real: Path) -> PatcherError:
-        """This error as the user must see it: every mention of the internal folder
-        ``scratch`` (a scratch copy, gone once the error is out) named as ``real``, the
-        checkpoint it stands for. Changed in place; returned for ``raise``."""
-
-        def moved(text: str | None) -> str | None:
-            return None if text is None else text.replace(str(scratch), str(real))
-
-        self.file, self.detail = moved(self.file), moved(self.detail)
-        return self.reworded(problem=moved(self.problem) or "", hint=moved(self.hint))
-
 
 class CheckpointError(PatcherError):
     """The checkpoint directory is missing, empty or not usable."""

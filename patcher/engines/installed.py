@@ -32,7 +32,7 @@ from patcher.engines.gpus import Gpu
 from patcher.engines.target import Engine, parse_engine
 from patcher.engines.view import Derived, EngineView, StartupError
 from patcher.errors import PatcherError
-from patcher.store.scratch import work_folder
+from patcher.store.work_folder import work_folder
 
 MARK = "@@patcher-answer@@"
 TIMEOUT_S = 300  # an import of vLLM on a loaded 2-core machine took 97 s at worst

@@ -1,6 +1,7 @@
 """Adding one journal entry for a transform: compile in memory, write the entry ahead, then
 the files (``Session.write_ahead``). ``apply`` uses it for a transform not yet applied, and a
-rebuild (sync, rebase, replacing an entry) for each transform it applies in its scratch copy."""
+rebuild (sync, rebase, replacing an entry) compiles its steps in memory the same way
+(``patcher.ops.rebuilding``)."""
 
 from __future__ import annotations
 

@@ -25,10 +25,11 @@ from patcher.ops.applying import apply_transform
 from patcher.ops.launching import Launch, plan_launch
 from patcher.ops.rebuilding import (
     FileChange,
+    Rebuild,
     Step,
-    file_changes,
+    commit_rebuild,
     journalled_step,
-    rebuild,
+    plan_rebuild,
     upstream_bytes,
 )
 from patcher.ops.targets import Target
@@ -37,7 +38,6 @@ from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.file_status import FileStatus, file_states, refuse_unsettled_files
 from patcher.store.journal import Entry, Journal, originals
 from patcher.store.overlay import existing_overlay, make_overlay
-from patcher.store.scratch import config_bytes, copy_bytes, scratch_copy
 from patcher.store.session import read_journal, write_session
 from patcher.text.document import canonical
 from patcher.text.pointers import join_pointer
@@ -150,8 +150,8 @@ def plan_checkpoint(
     profile's transforms, and return the actions with a reason for each, and the launch: the
     server's flags and command line for the files as sync would leave them.
 
-    The plan is proven as sync would carry it out: the actions run on a scratch copy, so an
-    action sync would refuse (an edit the engine ignores, say) is refused here, with the same
+    The plan is proven as sync would carry it out: the same code plans the change in memory,
+    so an action sync would refuse (an edit the engine ignores, say) is refused here, with the same
     message.
 
     Entries applied by hand (``patcher apply``, not a sync) that the target does not want are
@@ -163,16 +163,20 @@ def plan_checkpoint(
 def _proven_plan(
     ckpt: Checkpoint, target: Target, prune: bool
 ) -> tuple[Plan, tuple[FileChange, ...]]:
-    """The plan with its launch, and the files a sync would change (found on a scratch copy)."""
-    plan = _plan(ckpt, read_journal(ckpt), target, prune)
+    """The plan with its launch, and the files a sync would change (planned in memory by
+    the code sync runs, with nothing written)."""
+    journal = read_journal(ckpt)
+    plan = _plan(ckpt, journal, target, prune)
     if plan.drift:
         return plan, ()
     files = read_config_files(ckpt)
     changes: tuple[FileChange, ...] = ()
     if plan.actions:
-        changes = _predict(ckpt, target, prune)
-        after = {c.path: c.after for c in changes if c.after is not None}
-        files = patched_files(files, after, "as sync would leave it")
+        change = _rebuild_for(ckpt, journal, plan, target)
+        changes = tuple(
+            FileChange(p, old, new) for p, (old, new) in sorted(change.rebuilt.files.items())
+        )
+        files = patched_files(files, change.final, "as sync would leave it")
     return replace(plan, launch=plan_launch(ckpt, files, target)), changes
 
 
@@ -292,22 +296,6 @@ def _why_not(entry: Entry, target: Target) -> str:
     return f"not wanted by {target.profile or 'the target'}"
 
 
-def _predict(ckpt: Checkpoint, target: Target, prune: bool = False) -> tuple[FileChange, ...]:
-    """What a real sync would change, found by running one on a scratch copy of the config
-    files and the journal (the checkpoint is not written, nor locked)."""
-    before = config_bytes(ckpt)
-    with scratch_copy(ckpt) as copy:
-        stand_in = replace(
-            open_checkpoint(copy),
-            link_bases=ckpt.link_bases,
-            overlay_source=ckpt.overlay_source,
-            overlay_moved_from=ckpt.overlay_moved_from,
-            stands_for=ckpt.root,
-        )
-        _carry_out(stand_in, target, prune)
-        return file_changes(before, copy_bytes(ckpt, copy, before))
-
-
 def sync_checkpoint(
     checkpoint: Path | str,
     target: Target,
@@ -318,7 +306,7 @@ def sync_checkpoint(
     prune: bool = False,
 ) -> SyncResult:
     """Carry out the plan as one all-or-nothing step: the wanted transforms (those kept, then
-    the new ones) are applied to the upstream bytes in a scratch copy, and the checkpoint is
+    the new ones) are applied to the upstream bytes in memory, and the checkpoint is
     moved to the result under one write-ahead record (see ``patcher.ops.rebuilding``). Entries
     kept are re-recorded under new ids; the old ones are marked reverted.
 
@@ -338,76 +326,73 @@ def sync_checkpoint(
         return SyncResult(plan, (), (), True, () if plan.in_sync else changes)
     if not ckpt.journal_dir.exists():
         # Never written by patcher: the lock would make .patcher/ even for a refused sync, so
-        # the plan is proven on a scratch copy first (a refusal then leaves the folder as is).
+        # the plan is proven in memory first (a refusal then leaves the folder as is).
         _proven_plan(ckpt, target, prune)
     plan = _plan(ckpt, read_journal(ckpt), target, prune)
     if plan.in_sync:  # nothing to write: no lock taken
         plan = replace(plan, launch=plan_launch(ckpt, read_config_files(ckpt), target))
         refuse_no_start(ckpt.named or str(ckpt.root), plan.launch, target)
         return SyncResult(plan, (), (), False)
-    # No scratch proof first: the sync itself refuses what plan refuses, before it writes
-    # (each new step's effect, then the launch on the rebuilt files, in memory).
-    return _carry_out(ckpt, target, prune, launch=True)
+    # The sync itself refuses what plan refuses, before it writes (each new step's effect,
+    # then the launch on the rebuilt files, in memory).
+    return _carry_out(ckpt, target, prune)
 
 
-def _carry_out(
-    ckpt: Checkpoint, target: Target, prune: bool = False, *, launch: bool = False
-) -> SyncResult:
-    """The sync itself, under the lock (on the checkpoint, or on plan's scratch copy); with
-    ``launch``, the plan's launch is worked out on the rebuilt files before they are written
-    (a launch plan refuses is refused with nothing written)."""
-    launched: list[Launch] = []
+def _rebuild_for(ckpt: Checkpoint, journal: Journal, plan: Plan, target: Target) -> Rebuild:
+    """The rebuild that carries out ``plan`` (made on ``journal``), worked out in memory; an
+    edit the target's engine ignores, or unsettled files, are refused."""
+    refuse_unsettled_files(
+        ckpt,
+        journal,
+        "sync",
+        f"patcher status {ckpt.arg} (then revert --force, reapply or rebase)",
+    )
+    # A restored transform is re-applied as recorded, with the others kept.
+    changed = {a.name for a in plan.actions if a.action != "restore"}
+    latest = {e.transform: e for e in journal.applied}
+    steps = [
+        journalled_step(ckpt, e)
+        for e in journal.applied
+        if latest[e.transform] is e and e.transform not in changed
+    ]
+    new_steps = [
+        Step(find_transform(a.name), a.params, target.record())
+        for a in plan.actions
+        if a.action in ("apply", "reapply")
+    ]
+    for step in new_steps:  # refuse an edit this engine ignores before anything is written
+        _check_effect(ckpt, step, target)
+    base = upstream_bytes(ckpt, journal)
+    return plan_rebuild(ckpt, journal, base, [*steps, *new_steps], journal.applied)
 
-    def judge(final: Mapping[str, bytes]) -> None:
-        files = patched_files(read_config_files(ckpt), final, "as sync would leave it")
-        launched.append(plan_launch(ckpt, files, target))
-        refuse_no_start(
-            ckpt.named or str(ckpt.root), launched[-1], target
-        )  # before anything is written
 
+def _carry_out(ckpt: Checkpoint, target: Target, prune: bool = False) -> SyncResult:
+    """The sync itself, under the lock: the plan's launch is worked out on the rebuilt files
+    before they are written (a launch plan refuses is refused with nothing written)."""
     with write_session(ckpt) as session:
-        journal = session.journal
-        plan = _plan(ckpt, journal, target, prune)  # under the lock: the journal it acts on
+        plan = _plan(ckpt, session.journal, target, prune)  # under the lock: the journal it acts on
         if plan.in_sync:  # another process synced it, or recovery settled a half-done entry
-            if launch and not plan.drift:
+            if not plan.drift:
                 plan = replace(plan, launch=plan_launch(ckpt, read_config_files(ckpt), target))
                 refuse_no_start(ckpt.named or str(ckpt.root), plan.launch, target)
             return SyncResult(plan, (), (), False)
-        refuse_unsettled_files(
-            ckpt,
-            journal,
-            "sync",
-            f"patcher status {ckpt.arg} (then revert --force, reapply or rebase)",
-        )
-        # A restored transform is re-applied as recorded, with the others kept.
-        changed = {a.name for a in plan.actions if a.action != "restore"}
-        latest = {e.transform: e for e in journal.applied}
-        steps = [
-            journalled_step(ckpt, e)
-            for e in journal.applied
-            if latest[e.transform] is e and e.transform not in changed
-        ]
-        new_steps = [
-            Step(find_transform(a.name), a.params, target.record())
-            for a in plan.actions
-            if a.action in ("apply", "reapply")
-        ]
-        for step in new_steps:  # refuse an edit this engine ignores before anything is written
-            _check_effect(ckpt, step, target)
-        rebuilt = rebuild(
-            session,
-            upstream_bytes(session),
-            [*steps, *new_steps],
-            journal.applied,
-            judge if launch else None,
-        )
+        change = _rebuild_for(ckpt, session.journal, plan, target)
+        files = patched_files(read_config_files(ckpt), change.final, "as sync would leave it")
+        plan = replace(plan, launch=plan_launch(ckpt, files, target))
+        refuse_no_start(ckpt.named or str(ckpt.root), plan.launch, target)  # before any write
+        rebuilt = commit_rebuild(session, change)
     created = rebuilt.entries
-    applied = tuple(e.id for e in created[len(steps) :] if e is not None)
+    kept = len(change.steps) - sum(a.action in ("apply", "reapply") for a in plan.actions)
+    applied = tuple(e.id for e in created[kept:] if e is not None)
     reverted = tuple(a.entry_id for a in plan.actions if a.entry_id is not None)
     changes = tuple(FileChange(p, old, new) for p, (old, new) in sorted(rebuilt.files.items()))
-    if launched:
-        plan = replace(plan, launch=launched[0])
     return SyncResult(plan, applied, reverted, False, changes)
+
+
+def _check_effect(ckpt: Checkpoint, step: Step, target: Target) -> None:
+    apply_transform(
+        ckpt.root, step.transform, dict(step.params), dry_run=True, engine=target.engine
+    )
 
 
 def refuse_no_start(checkpoint: str, launch: Launch | None, target: Target) -> None:
@@ -419,9 +404,3 @@ def refuse_no_start(checkpoint: str, launch: Launch | None, target: Target) -> N
             f"the server cannot start: {launch.problem}",
             hint=shlex.join(["patcher", "plan", checkpoint, *target.options()]) + " shows why",
         )
-
-
-def _check_effect(ckpt: Checkpoint, step: Any, target: Target) -> None:
-    apply_transform(
-        ckpt.root, step.transform, dict(step.params), dry_run=True, engine=target.engine
-    )

@@ -9,8 +9,8 @@ transform is then, per JSON pointer it edits:
 - a conflict, when upstream changed the member to something else: nothing is written and the
   three versions (original, patched, new upstream) are shown.
 
-The transforms are re-compiled from the definitions and parameters the journal kept, in a
-scratch copy of the journalled files, then the result is written to the checkpoint as one
+The transforms are re-compiled from the definitions and parameters the journal kept, in
+memory (``patcher.ops.rebuilding``), then the result is written to the checkpoint as one
 write-ahead step (the new entries are ``reapplying`` until every file is in place).
 """
 
@@ -150,7 +150,7 @@ def rebase_checkpoint(
     with write_session(ckpt) as session:
         applied = session.journal.applied
         paths = list(dict.fromkeys(r.path for e in applied for r in e.files))
-        base = upstream_bytes(session)
+        base = upstream_bytes(session.checkpoint, session.journal)
         source = open_checkpoint(ckpt.overlay_source) if ckpt.overlay_source else None
         fresh_paths = []
         for path in paths:
@@ -184,7 +184,9 @@ def _carry(old: Checkpoint, new: Checkpoint, revert_old: bool) -> RebaseResult:
         _conflicts(old, entry, upstream)
     with write_session(new) as session:
         steps = [journalled_step(old, e) for e in applied]
-        created = rebuild(session, upstream_bytes(session), steps, ()).entries
+        created = rebuild(
+            session, upstream_bytes(session.checkpoint, session.journal), steps, ()
+        ).entries
     if revert_old:
         revert_transforms(old.root, every=True)
     return RebaseResult(new.root, _outcomes(applied, created), old.root, revert_old)

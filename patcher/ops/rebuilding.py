@@ -1,38 +1,42 @@
 """Rebuild a checkpoint's patched state from its upstream bytes, as one write-ahead step.
 
-Used by ``sync`` and ``rebase``: the wanted transforms are applied in a scratch copy of the
-upstream files (compiled by the same code as ``apply``), then the checkpoint is moved to the
-result in one step. The retired entries are written ``reverting`` and the new ones
-``reapplying``, each with the hash every file has now (``sources``) and will have
-(``targets``); the files are replaced; then the entries are settled. A kill at any point is
-finished by the next command (``patcher.store.recovery``); an error or Ctrl-C is undone at once.
+Used by ``sync``, ``rebase`` and replacing an entry: the wanted transforms are applied in
+memory, one after the other, to the upstream bytes (compiled by the same code as ``apply``):
+``plan_rebuild``, which writes nothing, and is all a dry run or ``plan`` does. ``rebuild``
+then moves the checkpoint to the result in one step. The retired entries are written
+``reverting`` and the new ones ``reapplying``, each with the hash every file has now
+(``sources``) and will have (``targets``); the files are replaced; then the entries are
+settled. A kill at any point is finished by the next command (``patcher.store.recovery``);
+an error or Ctrl-C is undone at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from patcher.errors import PatcherError
-from patcher.ops.adding import add_entry
-from patcher.store.checkpoint import Checkpoint, open_checkpoint
-from patcher.store.files import read_current
+from patcher.ops.adding import same_definition
+from patcher.store.checkpoint import Checkpoint
+from patcher.store.files import CONFIG_SUFFIXES, read_current
 from patcher.store.fsio import mtime_ns, sha256
 from patcher.store.journal import (
     Entry,
+    FileRecord,
+    Journal,
     State,
-    load_journal,
     load_object,
     now,
     originals,
     store_object,
 )
-from patcher.store.scratch import SCRATCH_SUFFIXES, scratch_error, work_folder
 from patcher.store.session import FileWrite, Session
+from patcher.text.document import canonical
+from patcher.transforms.compiler import compile_transform
 from patcher.transforms.definition import Transform, parse_transform
 from patcher.transforms.params import resolve_params
+from patcher.version import __version__
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,17 +55,16 @@ def journalled_step(checkpoint: Checkpoint, entry: Entry) -> Step:
     return Step(parse_transform(text, entry.source), dict(entry.params), entry.target)
 
 
-def upstream_bytes(session: Session) -> dict[str, bytes]:
+def upstream_bytes(ckpt: Checkpoint, journal: Journal) -> dict[str, bytes]:
     """The checkpoint's config files as upstream shipped them: the journal's originals where
     a file is patched, the file as it is otherwise."""
-    ckpt = session.checkpoint
     found: dict[str, bytes] = {}
     for child in sorted(ckpt.root.iterdir()):
-        if child.name.endswith(SCRATCH_SUFFIXES) and child.is_file():
+        if child.name.endswith(CONFIG_SUFFIXES) and child.is_file():
             data = read_current(ckpt, child.name)
             if data is not None:
                 found[child.name] = data
-    return {**found, **originals(ckpt, session.journal)}
+    return {**found, **originals(ckpt, journal)}
 
 
 def _upstream_link_and_mtime(
@@ -103,89 +106,123 @@ def file_changes(
 @dataclass(frozen=True, slots=True)
 class Rebuilt:
     """Per step, its new entry (None when the step changed nothing); and each file the
-    rebuild changed, with its bytes before (None: absent) and after."""
+    rebuild changes, with its bytes before (None: absent) and after."""
 
     entries: list[Entry | None]
     files: dict[str, tuple[bytes | None, bytes]]
 
 
-def rebuild(
-    session: Session,
+@dataclass(frozen=True, slots=True)
+class Rebuild:
+    """A rebuild worked out in memory: what it makes (``rebuilt``), every file it touches as
+    the steps leave it (``final``), the bytes the journal must keep, and its write-ahead step
+    (the journal ``ahead`` while the files are written, the ``writes``, the journal ``done``)."""
+
+    steps: tuple[Step, ...]
+    rebuilt: Rebuilt
+    final: Mapping[str, bytes]
+    keep: tuple[bytes, ...]
+    ahead: Journal
+    writes: tuple[FileWrite, ...]
+    done: Journal
+
+
+def _fold(
+    ckpt: Checkpoint, base: Mapping[str, bytes], steps: list[Step], retire: tuple[Entry, ...]
+) -> tuple[list[Entry | None], dict[str, bytes | None], list[bytes]]:
+    """Each step compiled against the files the steps before it leave, from ``base``: its
+    entry (ids from 1, to be renumbered), the files at the end and the bytes to keep."""
+    held: dict[str, bytes | None] = dict(base)
+    held.setdefault("config.json", b"{}")  # a checkpoint needs a config file
+    made: list[Entry | None] = []
+    keep: list[bytes] = []
+    seen: set[str] = set()
+    for step in steps:
+        resolved = resolve_params(step.transform, dict(step.params))
+        plans = compile_transform(ckpt, step.transform, resolved, held)
+        recorded = canonical(dict(resolved.recorded))
+        if not plans or any(
+            e is not None
+            and e.transform == step.transform.name
+            and canonical(dict(e.params)) == recorded
+            and same_definition(e, step.transform)
+            for e in made
+        ):
+            made.append(None)
+            continue
+        records = []
+        for plan in plans:
+            # The first entry on a file records what the real one was upstream (a Hugging
+            # Face cache link, its mtime), so a revert puts that back.
+            link, mtime = (
+                _upstream_link_and_mtime(ckpt, retire, plan.path)
+                if plan.path not in seen
+                else (None, None)
+            )
+            seen.add(plan.path)
+            keep.append(plan.before)
+            records.append(
+                FileRecord(
+                    path=plan.path,
+                    kind=plan.kind,
+                    link=link,
+                    before=plan.before_hash,
+                    after=plan.after_hash,
+                    forward=plan.forward,
+                    inverse=plan.inverse,
+                    before_size=len(plan.before),
+                    after_size=len(plan.after),
+                    before_mtime_ns=mtime,
+                )
+            )
+            held[plan.path] = plan.after
+        definition = step.transform.text.encode("utf-8")
+        keep.append(definition)
+        made.append(
+            Entry(
+                id=0,
+                state="pending",
+                transform=step.transform.name,
+                source=step.transform.source,
+                definition=sha256(definition),
+                params=dict(resolved.recorded),
+                time=now(),
+                tool_version=__version__,
+                files=tuple(records),
+                target=None if step.target is None else dict(step.target),
+            )
+        )
+    return made, held, keep
+
+
+def plan_rebuild(
+    ckpt: Checkpoint,
+    journal: Journal,
     base: Mapping[str, bytes],
     steps: list[Step],
     retire: tuple[Entry, ...],
-    before_write: Callable[[Mapping[str, bytes]], None] | None = None,
-) -> Rebuilt:
-    """Apply ``steps`` to ``base`` in a scratch copy, then make the checkpoint that result in
-    one write-ahead step, retiring ``retire`` (see ``Rebuilt``). ``before_write`` is given the
-    files the rebuild leaves (path -> bytes) before anything is written: an error it raises
-    leaves the checkpoint and its journal as they were."""
-    ckpt, journal = session.checkpoint, session.journal
-    with work_folder("rebuild") as scratch:
-        work = Path(scratch)
-        try:
-            for path, data in base.items():
-                (work / path).parent.mkdir(parents=True, exist_ok=True)
-                (work / path).write_bytes(data)
-            if not (work / "config.json").exists():
-                (work / "config.json").write_text("{}")  # a checkpoint needs a config file
-        except OSError as exc:
-            raise scratch_error(exc) from None
-        try:
-            results = [
-                add_entry(
-                    open_checkpoint(work),
-                    s.transform,
-                    resolve_params(s.transform, dict(s.params)),
-                    target=s.target,
-                )
-                for s in steps
-            ]
-        except PatcherError as exc:  # a message names the user's checkpoint, never the copy
-            raise exc.relocated(work, ckpt.root) from None
-        scratch_journal = load_journal(work / ".patcher")
-        touched = {r.path for e in scratch_journal.entries for r in e.files}
-        touched |= {r.path for e in retire for r in e.files}
-        final = {p: (work / p).read_bytes() for p in touched if (work / p).exists()}
-        if before_write is not None:
-            before_write(final)
-        for entry in scratch_journal.entries:
-            store_object(ckpt.journal_dir, load_object(work / ".patcher", entry.definition))
-            for record in entry.files:
-                if (work / ".patcher" / "objects" / record.before).is_file():
-                    store_object(ckpt.journal_dir, load_object(work / ".patcher", record.before))
-    for data in final.values():
-        store_object(ckpt.journal_dir, data)
-    next_id = journal.next_id()
+) -> Rebuild:
+    """Apply ``steps`` to ``base`` in memory, retiring ``retire`` (entries of ``journal``):
+    the change a rebuild would make to the checkpoint, with nothing written."""
+    made, held, keep = _fold(ckpt, base, steps, retire)
     created: list[Entry | None] = []
-    seen: set[str] = set()
-    for result in results:
-        if result.entry_id is None:
-            created.append(None)
-            continue
-        entry = next(e for e in scratch_journal.entries if e.id == result.entry_id)
-        records = []
-        for record in entry.files:
-            # The scratch files were plain: the first entry on a file records what the real one
-            # was upstream (a Hugging Face cache link, its mtime), so a revert puts that back.
-            first = record.path not in seen
-            seen.add(record.path)
-            link, mtime = (
-                _upstream_link_and_mtime(ckpt, retire, record.path) if first else (None, None)
-            )
-            records.append(replace(record, link=link, before_mtime_ns=mtime))
-        created.append(replace(entry, id=next_id, time=now(), files=tuple(records)))
-        next_id += 1
+    next_id = journal.next_id()
+    for entry in made:
+        created.append(None if entry is None else replace(entry, id=next_id))
+        next_id += entry is not None
     new_entries = [e for e in created if e is not None]
+    touched = {r.path for e in [*new_entries, *retire] for r in e.files}
+    final = {p: d for p in sorted(touched) if (d := held.get(p)) is not None}
     current = {p: read_current(ckpt, p) for p in final}
     changing = {p: d for p, d in final.items() if current[p] != d}
     owner: dict[str, Entry] = {}
     for entry in new_entries:
         for record in entry.files:
             owner[record.path] = entry
+    written = {r.path for e in new_entries for r in e.files}
     for entry in reversed(retire):  # a file no new entry writes goes back to its original
         for record in entry.files:
-            if record.path not in {r.path for e in new_entries for r in e.files}:
+            if record.path not in written:
                 owner[record.path] = entry
     ahead = journal
     for entry in [*retire, *new_entries]:
@@ -201,15 +238,17 @@ def rebuild(
     writes = []
     for path, data in changing.items():
         holder = owner[path]
-        held = holder.file(path)
-        restored = held is not None and holder in retire and sha256(data) == held.before
+        held_record = holder.file(path)
+        restored = (
+            held_record is not None and holder in retire and sha256(data) == held_record.before
+        )
         old = current[path]
         writes.append(
             FileWrite(
                 path,
                 data,
                 expect=None if old is None else sha256(old),
-                link=held.link if restored and held is not None else None,
+                link=held_record.link if restored and held_record is not None else None,
                 old=old,
             )
         )
@@ -218,14 +257,42 @@ def rebuild(
         done = done.put(entry.with_state("reverted", reverted_time=now(), targets={}, sources={}))
     for entry in new_entries:
         done = done.put(entry.with_state("applied", targets={}, sources={}))
+    rebuilt = Rebuilt(created, {p: (current[p], d) for p, d in changing.items()})
+    return Rebuild(tuple(steps), rebuilt, final, tuple(keep), ahead, tuple(writes), done)
+
+
+def rebuild(
+    session: Session,
+    base: Mapping[str, bytes],
+    steps: list[Step],
+    retire: tuple[Entry, ...],
+    before_write: Callable[[Mapping[str, bytes]], None] | None = None,
+) -> Rebuilt:
+    """Apply ``steps`` to ``base`` in memory, then make the checkpoint that result in one
+    write-ahead step, retiring ``retire`` (see ``Rebuilt``). ``before_write`` is given the
+    files the rebuild leaves (path -> bytes) before anything is written: an error it raises
+    leaves the checkpoint and its journal as they were."""
+    change = plan_rebuild(session.checkpoint, session.journal, base, steps, retire)
+    if before_write is not None:
+        before_write(change.final)
+    return commit_rebuild(session, change)
+
+
+def commit_rebuild(session: Session, change: Rebuild) -> Rebuilt:
+    """Write a rebuild planned on ``session``'s journal: the bytes it keeps, then its
+    write-ahead step."""
+    journal = session.journal
+    for data in (*change.keep, *change.final.values()):
+        store_object(session.checkpoint.journal_dir, data)
     try:
-        session.write_ahead(ahead, writes, done)
+        session.write_ahead(change.ahead, change.writes, change.done)
     except PatcherError as exc:
-        dropped = [s.transform.name for s, e in zip(steps, created, strict=True) if e is None]
+        made = change.rebuilt.entries
+        dropped = [s.transform.name for s, e in zip(change.steps, made, strict=True) if e is None]
         if dropped and session.journal is not journal:  # made, or settled forward next
             exc.reworded(
                 problem=f"{exc.problem}; once finished, {', '.join(dropped)} is no longer "
                 "applied (its edit changes nothing in the new files)"
             )
         raise
-    return Rebuilt(created, {p: (current[p], d) for p, d in changing.items()})
+    return change.rebuilt

@@ -2,8 +2,8 @@
 transform, the old one kept in the history as reverted.
 
 It is done as ``sync`` does a re-apply, in one all-or-nothing step: the journal's other
-transforms and then this one, with its new parameters, are applied to the upstream bytes in a
-scratch copy, and the checkpoint is moved to the result under one write-ahead record
+transforms and then this one, with its new parameters, are applied to the upstream bytes in
+memory, and the checkpoint is moved to the result under one write-ahead record
 (``patcher.ops.rebuilding``). The entries kept are re-recorded under new ids.
 """
 
@@ -14,12 +14,19 @@ from typing import Any
 
 from patcher.errors import ConflictError
 from patcher.ops.adding import ApplyResult
-from patcher.ops.rebuilding import Step, file_changes, journalled_step, rebuild, upstream_bytes
-from patcher.store.checkpoint import Checkpoint, open_checkpoint
+from patcher.ops.rebuilding import (
+    Rebuild,
+    Step,
+    commit_rebuild,
+    file_changes,
+    journalled_step,
+    plan_rebuild,
+    upstream_bytes,
+)
+from patcher.store.checkpoint import Checkpoint
 from patcher.store.file_status import refuse_unsettled_files
-from patcher.store.journal import Entry
-from patcher.store.scratch import config_bytes, copy_bytes, scratch_copy
-from patcher.store.session import write_session
+from patcher.store.journal import Entry, Journal
+from patcher.store.session import read_journal, write_session
 from patcher.transforms.compiler import FilePlan
 from patcher.transforms.definition import Transform
 from patcher.transforms.params import ResolvedParams
@@ -46,6 +53,34 @@ def _plans(
     return tuple(plans)
 
 
+def _replacement(
+    ckpt: Checkpoint,
+    journal: Journal,
+    transform: Transform,
+    params: ResolvedParams,
+    target: Mapping[str, Any] | None,
+) -> tuple[Entry, Rebuild]:
+    """The entry replaced and the rebuild that replaces it, planned on ``journal``."""
+    mine = [e for e in journal.applied if e.transform == transform.name]
+    if not mine:
+        raise ConflictError(
+            f"{transform.name} was reverted by another process meanwhile",
+            file=ckpt.root,
+            hint=f"run the command again (patcher status {ckpt.arg})",
+        )
+    refuse_unsettled_files(
+        ckpt,
+        journal,
+        f"replacing {transform.name}'s entry",
+        f"patcher status {ckpt.arg} (or apply with --stack to add an entry)",
+    )
+    steps = [journalled_step(ckpt, e) for e in journal.applied if e.transform != transform.name]
+    steps.append(Step(transform, dict(params.recorded), target))
+    return mine[-1], plan_rebuild(
+        ckpt, journal, upstream_bytes(ckpt, journal), steps, journal.applied
+    )
+
+
 def replace_entry(
     ckpt: Checkpoint,
     transform: Transform,
@@ -54,50 +89,28 @@ def replace_entry(
     dry_run: bool,
     target: Mapping[str, Any] | None,
 ) -> ApplyResult:
-    """Replace the applied entry of ``transform`` with one for ``params`` (see the module)."""
+    """Replace the applied entry of ``transform`` with one for ``params`` (see the module);
+    a dry run plans it in memory and writes nothing."""
     if dry_run:
-        before = config_bytes(ckpt)
-        with scratch_copy(ckpt) as copy:
-            done = replace_entry(
-                open_checkpoint(copy), transform, params, dry_run=False, target=target
-            )
-            after = copy_bytes(ckpt, copy, before)
-        return ApplyResult(
-            "dry-run",
-            ckpt.root,
-            transform,
-            params.recorded,
-            _plans(None, before, after),
-            None,
-            done.warnings,
-            replaced=done.replaced,
-        )
-    with write_session(ckpt) as session:
-        journal = session.journal
-        mine = [e for e in journal.applied if e.transform == transform.name]
-        if not mine:
-            raise ConflictError(
-                f"{transform.name} was reverted by another process meanwhile",
-                file=ckpt.root,
-                hint=f"run the command again (patcher status {ckpt.arg})",
-            )
-        refuse_unsettled_files(
-            ckpt,
-            journal,
-            f"replacing {transform.name}'s entry",
-            f"patcher status {ckpt.arg} (or apply with --stack to add an entry)",
-        )
-        old = mine[-1]
-        steps = [journalled_step(ckpt, e) for e in journal.applied if e.transform != transform.name]
-        steps.append(Step(transform, dict(params.recorded), target))
-        rebuilt = rebuild(session, upstream_bytes(session), steps, journal.applied)
+        old, change = _replacement(ckpt, read_journal(ckpt), transform, params, target)
+        rebuilt = change.rebuilt
+    else:
+        with write_session(ckpt) as session:
+            old, change = _replacement(ckpt, session.journal, transform, params, target)
+            rebuilt = commit_rebuild(session, change)
     new = rebuilt.entries[-1]
     plans = _plans(
         new,
         {p: old for p, (old, _) in rebuilt.files.items()},
         {p: data for p, (_, data) in rebuilt.files.items()},
     )
-    entry_id = None if new is None else new.id
+    entry_id = None if new is None or dry_run else new.id
     return ApplyResult(
-        "applied", ckpt.root, transform, params.recorded, plans, entry_id, replaced=old.id
+        "dry-run" if dry_run else "applied",
+        ckpt.root,
+        transform,
+        params.recorded,
+        plans,
+        entry_id,
+        replaced=old.id,
     )

@@ -24,8 +24,8 @@ from patcher.store.checkpoint import JOURNAL_DIR, Checkpoint, open_checkpoint
 from patcher.store.files import read_current
 from patcher.store.hfcache import RepoRef, local_dir_commit, parse_repo_ref, snapshot_repo
 from patcher.store.journal import Entry, Journal, load_object
-from patcher.store.scratch import work_folder
 from patcher.store.session import read_journal, write_session
+from patcher.store.work_folder import work_folder
 from patcher.text import jsontext, pointers, scanner
 from patcher.text.document import MISSING, Op, canonical, get
 from patcher.text.structdiff import compare_json

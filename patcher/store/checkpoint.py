@@ -55,9 +55,6 @@ class Checkpoint:
     overlay_source: Path | None = None
     named: str | None = None  # how the user named it (a relative path, ORG/NAME@REV)
     overlay_moved_from: tuple[str, ...] = ()  # an overlay's former sources (the store moved)
-    # A scratch copy of the config files standing for this real checkpoint (a predicted sync):
-    # the journal's links are judged where they will be put back, in the real one.
-    stands_for: Path | None = None
 
     @property
     def arg(self) -> str:
@@ -104,7 +101,7 @@ class Checkpoint:
             link = str(source / relative)
         # The link comes from the journal, a file anyone may edit: it must lead where the
         # checkpoint's own links may (itself, a cache snapshot's blobs, an overlay's source).
-        here = self.path(relative) if self.stands_for is None else self.stands_for / relative
+        here = self.path(relative)
         resolved = (here.parent / link).resolve()
         if not any(_inside(resolved, base) for base in self.link_bases or (self.root.resolve(),)):
             raise UnsafePathError(
@@ -138,8 +135,7 @@ class Checkpoint:
         return open_link_target(folder, link, self._read_bases())
 
     def _read_bases(self) -> tuple[Path, ...]:
-        # The checkpoint itself first: a scratch copy standing in for one has only the
-        # real checkpoint's bases.
+        # The checkpoint itself first, then the cache snapshot's or overlay's bases.
         return (self.root.resolve(), *self.link_bases)
 
 

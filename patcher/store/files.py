@@ -17,6 +17,8 @@ from patcher.store.fsio import (
 )
 from patcher.store.jsonfile import not_a_file
 
+CONFIG_SUFFIXES = (".json", ".jinja")  # the files a rebuild starts from; weights never read
+
 
 def read_current(checkpoint: Checkpoint, relative: str) -> bytes | None:
     """The current bytes of ``relative`` (through a link), or None when it is missing.

@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import InitVar, dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import jsonpatch
@@ -139,11 +140,26 @@ def _not_finite(value: Any) -> bool:
 
 
 class _Compiler:
-    def __init__(self, checkpoint: Checkpoint, transform: Transform, params: ResolvedParams):
+    def __init__(
+        self,
+        checkpoint: Checkpoint,
+        transform: Transform,
+        params: ResolvedParams,
+        held: Mapping[str, bytes | None] | None,
+    ):
         self.checkpoint = checkpoint
         self.transform = transform
         self.params = params
+        self.held = held
         self.states: dict[str, _FileState] = {}
+
+    def path(self, relative: str) -> Path:
+        """Where ``relative`` is, for messages (held bytes stand for the checkpoint's file)."""
+        return (
+            self.checkpoint.root / relative
+            if self.held is not None
+            else self.checkpoint.path(relative)
+        )
 
     def fail(self, relative: str, pointer: str, problem: str) -> DoesNotApplyError:
         return _does_not_apply(
@@ -167,9 +183,9 @@ class _Compiler:
     def load(self, edit: Edit) -> _FileState | None:
         if edit.file in self.states:
             return self.states[edit.file]
-        path = self.checkpoint.path(edit.file)
+        path = self.path(edit.file)
         # A folder or a pipe in the file's place is refused, not skipped as a missing file.
-        data = read_current(self.checkpoint, edit.file)
+        data = _read(self.checkpoint, edit.file, self.held)
         if data is None:
             if edit.optional:
                 return None
@@ -177,7 +193,7 @@ class _Compiler:
                 self.transform, str(path), "", "file not found, and this transform needs it"
             )
         hint = f"fix the file, then run: patcher apply {self.checkpoint.arg} {self.transform.name}"
-        link = self.checkpoint.link_target(edit.file)
+        link = None if self.held is not None else self.checkpoint.link_target(edit.file)
         digest = Digest(data)  # hashed while the file is validated
         if edit.is_text:
             text = decode_text(data, str(path), hint)
@@ -217,7 +233,7 @@ class _Compiler:
             except jsontext.DuplicateKeyError as exc:
                 raise exc.refusal(self.checkpoint.root / edit.file) from None
             except (RecursionError, ValueError) as exc:
-                path = self.checkpoint.path(edit.file)
+                path = self.path(edit.file)
                 raise InputFileError(json_problem(exc), file=path, hint="fix the file") from None
         plans = []
         for state in self.states.values():
@@ -248,7 +264,7 @@ class _Compiler:
     def not_unicode(self, relative: str) -> TransformError:
         return TransformError(
             "a new value is not valid Unicode (a lone surrogate such as \\ud800)",
-            file=self.checkpoint.path(relative),
+            file=self.path(relative),
             hint=self.transform.explained_by,
         )
 
@@ -448,10 +464,15 @@ def _default_named(op: Mapping[str, Any], defaulted: frozenset[str]) -> str | No
     return match.group(1) if match and match.group(1) in defaulted else None
 
 
-def _vocabulary_size(checkpoint: Checkpoint) -> tuple[int, str] | None:
+def _read(
+    checkpoint: Checkpoint, relative: str, held: Mapping[str, bytes | None] | None
+) -> bytes | None:
+    return read_current(checkpoint, relative) if held is None else held.get(relative)
+
+
+def _vocabulary_size(data: bytes | None) -> tuple[int, str] | None:
     """config.json's vocab_size (its text_config's for a multimodal config) and where, or
     None."""
-    data = read_current(checkpoint, "config.json")
     try:
         config = json.loads(data) if data is not None else None
     except ValueError:
@@ -466,11 +487,18 @@ def _vocabulary_size(checkpoint: Checkpoint) -> tuple[int, str] | None:
     return None
 
 
-def _check_token_ids(checkpoint: Checkpoint, transform: Transform, params: ResolvedParams) -> None:
+def _check_token_ids(
+    checkpoint: Checkpoint,
+    transform: Transform,
+    params: ResolvedParams,
+    held: Mapping[str, bytes | None] | None,
+) -> None:
     """A token id given for a token-ids parameter must be inside the model's vocabulary: an
     id past it is one the model never generates, so an engine would never stop on it."""
     given = [p for p in transform.params if p.meaning == "token-ids" and p.name in params.recorded]
-    if not given or (found := _vocabulary_size(checkpoint)) is None:
+    if not given:
+        return
+    if (found := _vocabulary_size(_read(checkpoint, "config.json", held))) is None:
         return
     size, pointer = found
     for param in given:
@@ -480,7 +508,7 @@ def _check_token_ids(checkpoint: Checkpoint, transform: Transform, params: Resol
                 raise TransformError(
                     f"{transform.name}: parameter {param.name!r}: token id {token} is past the "
                     f"vocabulary (config.json vocab_size {size}): the model never generates it",
-                    file=str(checkpoint.path("config.json")),
+                    file=str(checkpoint.root / "config.json"),
                     pointer=pointer,
                     hint=f"give ids below {size}; the tokenizer's special tokens are in "
                     "tokenizer_config.json added_tokens_decoder",
@@ -488,8 +516,13 @@ def _check_token_ids(checkpoint: Checkpoint, transform: Transform, params: Resol
 
 
 def compile_transform(
-    checkpoint: Checkpoint, transform: Transform, params: ResolvedParams
+    checkpoint: Checkpoint,
+    transform: Transform,
+    params: ResolvedParams,
+    held: Mapping[str, bytes | None] | None = None,
 ) -> tuple[FilePlan, ...]:
-    """Compile ``transform`` against the checkpoint's current files (nothing is written)."""
-    _check_token_ids(checkpoint, transform, params)
-    return _Compiler(checkpoint, transform, params).run()
+    """Compile ``transform`` against the checkpoint's current files, or against ``held``
+    (path -> bytes, None or missing: absent; a rebuild's files in memory, which stand for the
+    checkpoint's and are plain, not links). Nothing is written."""
+    _check_token_ids(checkpoint, transform, params, held)
+    return _Compiler(checkpoint, transform, params, held).run()

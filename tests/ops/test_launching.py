@@ -313,15 +313,17 @@ def test_the_flags_always_passed_end_the_command_line(cli: Cli, kimi: Path, tmp_
 def test_sync_rebuilds_once_and_refuses_before_it_writes(
     cli: Cli, kimi: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """After the first sync, a sync applies its plan in one rebuild (no scratch proof
+    """After the first sync, a sync plans under its lock only (no proof of the plan
     first), and a launch it refuses (a context above what the engine derives) is refused
     with the checkpoint and its journal as they were."""
     from patcher.ops import planning
 
     assert cli("apply", kimi, "drop-auto-map")[0] in (0, 3)
     proofs: list[object] = []
-    real = planning._predict
-    monkeypatch.setattr(planning, "_predict", lambda *a, **k: proofs.append(a) or real(*a, **k))
+    real = planning._proven_plan
+    monkeypatch.setattr(
+        planning, "_proven_plan", lambda *a, **k: proofs.append(a) or real(*a, **k)
+    )
     journal = (kimi / ".patcher" / "journal.json").read_bytes()
     before = tree_bytes(kimi)
     code, _, err = cli("sync", kimi, *TARGET, "--max-model-len", "300000")
