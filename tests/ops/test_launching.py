@@ -321,9 +321,7 @@ def test_sync_rebuilds_once_and_refuses_before_it_writes(
     assert cli("apply", kimi, "drop-auto-map")[0] in (0, 3)
     proofs: list[object] = []
     real = planning._proven_plan
-    monkeypatch.setattr(
-        planning, "_proven_plan", lambda *a, **k: proofs.append(a) or real(*a, **k)
-    )
+    monkeypatch.setattr(planning, "_proven_plan", lambda *a, **k: proofs.append(a) or real(*a, **k))
     journal = (kimi / ".patcher" / "journal.json").read_bytes()
     before = tree_bytes(kimi)
     code, _, err = cli("sync", kimi, *TARGET, "--max-model-len", "300000")
