@@ -15,8 +15,8 @@
 7. ``patcher apply --dry-run``, ``diff``, ``diff --json`` and ``diff --upstream`` (against a
    local Hub) of one edit of a 15 MB tokenizer.json (``--only diff``).
 8. ``patcher plan`` and ``patcher sync`` of the example for vLLM 0.16 on 8 RTX PRO 6000
-   (``--only launch``): plan proves its actions on a scratch copy; sync rebuilds once, except
-   on a checkpoint patcher never wrote to.
+   (``--only launch``): plan proves its actions by planning the sync in memory; sync plans once,
+   except on a checkpoint patcher never wrote to.
 9. ``patcher check --engine-python`` (``--only installed --engine-python VENV/bin/python``): the
    installed engine asked, cold (its own config code in its own interpreter) and cached.
 10. ``patcher run`` (``--only run``): its own cost before the engine starts (an engine that

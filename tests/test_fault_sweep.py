@@ -99,7 +99,7 @@ def _prepare_sync_apply(tmp_path: Path) -> tuple[Path, list[str]]:
 
 
 def _prepare_sync_first(tmp_path: Path) -> tuple[Path, list[str]]:
-    # A checkpoint patcher never wrote to: sync proves its plan on a scratch copy first, then
+    # A checkpoint patcher never wrote to: sync proves its plan in memory first, then
     # applies strip-fp8-kv-cache and plans the launch (the 8-GPU context cap).
     root = _kimi(tmp_path)
     return root, [
