@@ -18,7 +18,7 @@ from patcher.advice.finding import Finding, dig, language_model, pointer_of
 from patcher.advice.kvbudget import parse_size_gib
 from patcher.advice.memory import memory_finding
 from patcher.engines import installed
-from patcher.engines.files import READ_FILES, TOKENIZER_FILE, ConfigFiles, config_files
+from patcher.engines.files import READ_FILES, TOKENIZER_FILE, config_files
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.launch_flags import refuse_without_flag
 from patcher.engines.model import derive, refuse_unknown_kv_cache_dtype
@@ -365,41 +365,6 @@ def _engine_findings(
         )
 
 
-def _installed_view(
-    python: Path,
-    root: Path,
-    files: _Files,
-    parsed: ConfigFiles,
-    device: Gpu | None,
-    kv_cache_dtype: str | None,
-    target: Engine | None,
-) -> tuple[EngineView | None, str | None]:
-    """The installed engine's answer as the view (None, and why, when it could not be
-    asked: the recorded model answers then, for ``target``)."""
-    answer = installed.ask(
-        python,
-        root,
-        [[name, files.get(name)] for name in (*READ_FILES, TOKENIZER_FILE)],
-        device,
-        kv_cache_dtype,
-    )
-    if answer.engine is None:
-        if target is None:
-            raise TargetError(
-                f"cannot ask the engine at {python}: {answer.failed}",
-                hint="give --engine vllm==X.Y.Z to judge with the recorded model instead",
-            )
-        return (
-            None,
-            f"the installed engine was not asked ({answer.failed}); the recorded model answers",
-        )
-    if kv_cache_dtype is not None:
-        refuse_unknown_kv_cache_dtype(answer.engine, kv_cache_dtype, None)
-    modelled = derive(answer.engine, parsed, device, kv_cache_dtype=kv_cache_dtype)
-    said = "answered from the cache" if answer.cached else "asked"
-    return installed.answered_view(answer, modelled), f"{said}: {answer.python}"
-
-
 def check_checkpoint(
     checkpoint: Path | str,
     *,
@@ -444,9 +409,11 @@ def check_checkpoint(
     view: EngineView | None = None
     asked: str | None = None  # how the installed engine answered, or why it did not
     if engine_python is not None:
-        view, asked = _installed_view(
-            Path(engine_python), ckpt.root, files, parsed, device, kv_cache_dtype, target
+        key = [[name, files.get(name)] for name in (*READ_FILES, TOKENIZER_FILE)]
+        answered = installed.installed_view(
+            Path(engine_python), ckpt.root, key, parsed, device, kv_cache_dtype, target
         )
+        view, asked = answered.view, answered.said
         target = view.engine if view is not None else target
     if view is None and target is not None:
         view = derive(target, parsed, device, kv_cache_dtype=kv_cache_dtype)

@@ -21,7 +21,6 @@ from patcher.advice.check import FP8_KV_POINTERS, kv_label
 from patcher.advice.engine_rules import _MARKERS, RULES
 from patcher.advice.families import FAMILIES, Family, family_of
 from patcher.advice.finding import dig
-from patcher.advice.kvbudget import edit_takes_effect
 from patcher.advice.log_lines import (
     ERRORISH,
     PREFIX,
@@ -40,6 +39,7 @@ from patcher.advice.log_rules import (
     Rule,
 )
 from patcher.engines.files import ConfigFiles, read_config_files
+from patcher.engines.model import edit_takes_effect
 from patcher.engines.readings import Assumed, assumed
 from patcher.engines.target import parse_engine
 from patcher.errors import InputFileError, PatcherError

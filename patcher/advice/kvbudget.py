@@ -29,7 +29,6 @@ given). The figure is an estimate; the suggested context is rounded down to a mu
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 import re
@@ -50,16 +49,19 @@ from patcher.advice.kv_layers import (
     sliding_layers,
 )
 from patcher.advice.weights import weights_warning
-from patcher.engines.files import ConfigFiles, read_config_files
+from patcher.engines.files import READ_FILES, ConfigFiles, read_config_files
 from patcher.engines.gpus import Gpu, parse_gpu
+from patcher.engines.installed import Asked, installed_view
 from patcher.engines.launch_flags import refuse_without_flag
-from patcher.engines.model import derive
-from patcher.engines.readings import Assumed, assumed, reading
+from patcher.engines.model import derive, edit_takes_effect
+from patcher.engines.readings import Assumed, Reading, assumed, reading
 from patcher.engines.target import Engine, parse_engine
+from patcher.engines.view import EngineView
 from patcher.errors import DoesNotApplyError, InputFileError, TargetError
 from patcher.results import JsonResult
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.files import read_current
+from patcher.store.fsio import sha256
 from patcher.text.document import shown
 from patcher.units import GIB
 
@@ -127,6 +129,7 @@ class KvBudget(JsonResult):
     weights_warning: str | None = None  # the weights figure is far from what the config implies
     pool_blocks: int = 0  # the blocks of the shared pool (each holds a group of layers)
     reading: Assumed | None = None  # the engine release whose rules were used
+    asked: str | None = None  # how the installed engine answered, or why it could not
 
     @property
     def fits(self) -> bool:
@@ -164,6 +167,7 @@ class KvBudget(JsonResult):
             "checkpoint": str(self.checkpoint),
             "engine": self.engine,
             "reading": None if self.reading is None else self.reading.to_json(),
+            "installed_engine": self.asked,
             "attention": self.attention,
             "layers": self.layers,
             "per_layer_elements": self.per_layer_elements,
@@ -245,9 +249,7 @@ def index_weights_gib(ckpt: Checkpoint) -> float:
     return total / GIB
 
 
-def _element_bytes(
-    kv_dtype: KvDtype, files: ConfigFiles, engine: Engine, gpu: Gpu | None
-) -> tuple[str, int]:
+def _element_bytes(kv_dtype: KvDtype, view: EngineView) -> tuple[str, int]:
     if kv_dtype != "auto":
         if kv_dtype not in KV_DTYPE_BYTES:
             raise TargetError(
@@ -255,7 +257,6 @@ def _element_bytes(
                 hint="judge the memory with one it knows: " + ", ".join(KV_DTYPE_BYTES),
             )
         return kv_dtype, KV_DTYPE_BYTES[kv_dtype]
-    view = derive(engine, files, gpu)
     if str(view.kv_cache_dtype.value).startswith("fp8"):
         return f"auto -> {view.kv_cache_dtype.value} ({view.kv_cache_dtype.reason})", 1
     # --dtype auto never serves float32 on a GPU that has float16: a float32 (or null) config
@@ -265,22 +266,6 @@ def _element_bytes(
         return f"auto -> the model dtype ({dtype.reason}; 2 bytes assumed)", 2
     return f"auto -> {dtype.value} (the model dtype: {dtype.reason})", DTYPE_BYTES.get(
         str(dtype.value), 2
-    )
-
-
-def edit_takes_effect(engine: Engine, files: ConfigFiles) -> bool:
-    """Whether ``engine`` follows an edit of max_position_embeddings (not so for YaRN configs
-    before vLLM 0.33)."""
-    config = copy.deepcopy(files.config or {})
-    text = config.get("text_config")
-    model = text if isinstance(text, dict) else config
-    probe = 12_345
-    model["max_position_embeddings"] = probe
-    return bool(
-        derive(
-            engine, ConfigFiles(config, files.hf_quant, files.source, files.weights)
-        ).max_model_len.value
-        == probe
     )
 
 
@@ -309,6 +294,7 @@ def kv_budget(
     kv_cache_memory: float | str | None = None,
     pipeline_parallel: int = 1,
     revision: str | None = None,
+    engine_python: Path | str | None = None,
     **renamed: Any,
 ) -> KvBudget:
     """Estimate KV-cache bytes per token and the longest context that fits on each GPU.
@@ -320,8 +306,10 @@ def kv_budget(
     that version's. ``kv_cache_memory`` is vLLM's ``--kv-cache-memory-bytes``: the KV space
     itself, which no profiling then sizes (on the CPU, the only way to know it). With
     ``pipeline_parallel``, each stage holds its share of the weights and its layers (split as
-    vLLM splits them); the stage that fits the least context decides. The older
-    keywords (``tp``, ``weights_gib``, ...) still work and warn."""
+    vLLM splits them); the stage that fits the least context decides. With ``engine_python``
+    (the interpreter of a venv with vLLM installed), that engine's own config code gives the
+    KV dtype, the context and the memory defaults, for any version (``check`` does the same).
+    The older keywords (``tp``, ``weights_gib``, ...) still work and warn."""
     if renamed:
         given = _renamed(renamed)
         gpu_memory = given.get("gpu_memory", gpu_memory)
@@ -340,6 +328,19 @@ def kv_budget(
         figure = index_weights(ckpt)
     if figure is not None and pipeline_parallel > 1:  # each stage holds its share
         figure = (figure[0] / pipeline_parallel, f"{figure[1]}, over {pipeline_parallel} stages")
+    asked = None
+    if engine_python is not None:
+        key = [[name, sha256(read_current(ckpt, name) or b"")] for name in READ_FILES]
+        asked = installed_view(
+            Path(engine_python),
+            ckpt.root,
+            key,
+            files,
+            parse_gpu(gpu) if isinstance(gpu, str) else gpu,
+            None if kv_dtype == "auto" else kv_dtype,
+            parse_engine(engine) if isinstance(engine, str) else engine,
+        )
+        engine = asked.view.engine if asked.view is not None else engine
     return budget_of_files(
         ckpt.root,
         files,
@@ -354,6 +355,7 @@ def kv_budget(
         allowance_gib=allowance,
         kv_cache_memory_gib=kv_cache_memory,
         pp=pipeline_parallel,
+        asked=asked,
     )
 
 
@@ -386,12 +388,16 @@ def _memory_known(gpu_memory_gib: float | str | None, gpu: Gpu | str | None) -> 
     return device is not None and device.memory_gib is not None
 
 
-def block_size(device: Gpu | None, attention: str, engine: Engine | None = None) -> int:
+def block_size(
+    device: Gpu | None, attention: str, engine: Engine | None = None, read: Reading | None = None
+) -> int:
     """Tokens per KV block: on a GPU the release's default (CacheConfig.DEFAULT_BLOCK_SIZE,
-    read from its source: 16, 64 from vLLM 0.34; 16 without an engine); 128 on vLLM's CPU
-    backend (16 for MLA), as the live CPU engine logs it."""
+    read from its source, or ``read``: 16, 64 from vLLM 0.34; 16 without an engine); 128 on
+    vLLM's CPU backend (16 for MLA), as the live CPU engine logs it."""
     if device is not None and device.is_cpu:
         return CPU_BLOCK_SIZE if attention != "MLA" else BLOCK_SIZE
+    if read is not None:
+        return read.block_size
     return BLOCK_SIZE if engine is None or engine.name != "vllm" else reading(engine).block_size
 
 
@@ -410,6 +416,7 @@ def budget_of_files(
     allowance_gib: float | str = ALLOWANCE_GIB,
     kv_cache_memory_gib: float | str | None = None,
     pp: int = 1,
+    asked: Asked | None = None,
 ) -> KvBudget:
     """:func:`kv_budget` on config files in memory (``path``: config.json, for messages), with
     the weights as (GiB, where the figure came from; a pipeline stage's share with ``pp``)."""
@@ -445,6 +452,7 @@ def budget_of_files(
         # 1.0 on CUDA, where the extensible KV cache is on by default.
         cuda = device is None or not device.is_cpu
         read = reading(target) if target is not None and target.name == "vllm" else None
+        read = asked.memory if asked is not None and asked.memory is not None else read
         utilization = (
             0.9
             if read is None
@@ -492,12 +500,13 @@ def budget_of_files(
         per_layer = 2 * kv_heads * head_dim
         per_rank = 2 * max(1, kv_heads // tp) * head_dim
     judge = target or Engine("vllm", (0, 16, 0))
-    label, element = _element_bytes(kv_dtype, files, judge, device)
+    view = None if asked is None else asked.view
+    label, element = _element_bytes(kv_dtype, view or derive(judge, files, device))
     if kv_memory is not None:
         free = int(kv_memory * GIB)
     else:
         free = int(memory * GIB * utilization - weights_value * GIB / tp - allowance * GIB)
-    tokens_per_block = block_size(device, attention, target)
+    tokens_per_block = block_size(device, attention, target, asked.memory if asked else None)
     found = sliding_layers(model, layers)
     cpu = device is not None and device.is_cpu
     # Each pipeline stage holds its layers' KV; the stage that fits the least decides.
@@ -538,7 +547,7 @@ def budget_of_files(
     )
     flag_only = False
     if target is not None:
-        derived = derive(target, files).max_model_len
+        derived = (view or derive(target, files)).max_model_len
         context, context_source = derived.value, f"{target} derives {derived.reason}"
         flag_only = not edit_takes_effect(target, files)
     else:
@@ -568,7 +577,8 @@ def budget_of_files(
         context_source=context_source,
         suggested_context=suggested,
         engine=str(target) if target else None,
-        reading=assumed(target) if target else None,
+        reading=assumed(target) if target and view is None else None,
+        asked=None if asked is None else (view.answered_by if view else asked.said),
         flag_only=flag_only,
         block_size=tokens_per_block,
         kv_cache_tokens=kv_cache_tokens,

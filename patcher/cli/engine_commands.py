@@ -346,6 +346,7 @@ def kv_budget_command(
         ),
     ] = "1GiB",
     kv_cache_memory: KvMemoryOpt = None,
+    engine_python: EnginePythonOpt = None,
     revision: RevisionOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -367,6 +368,7 @@ def kv_budget_command(
             engine=engine,
             allowance=allowance,
             kv_cache_memory=kv_cache_memory,
+            engine_python=engine_python,
         )
         out(render.to_json(budget.to_json()) if as_json else render.kv_budget_text(budget))
     if budget.config_context is not None and not budget.fits:

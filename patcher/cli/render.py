@@ -338,6 +338,8 @@ def kv_budget_text(b: KvBudget) -> str:
     divided = "divided by TP" if b.attention == "GQA" else "one latent per layer, not split by TP"
     note = b.reading.note if b.reading is not None else None
     lines = [
+        *([f"note: answered by {b.asked}"] if b.asked and "own config code" in b.asked else []),
+        *([f"note: {b.asked}"] if b.asked and "own config code" not in b.asked else []),
         *([f"note: {note}"] if note else []),
         f"attention: {b.attention}, {b.layers} layers, {b.per_layer_elements} cached elements "
         f"per layer per token ({divided})",

@@ -28,10 +28,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from patcher.engines.files import ConfigFiles
 from patcher.engines.gpus import Gpu
+from patcher.engines.model import derive, refuse_unknown_kv_cache_dtype
+from patcher.engines.readings import Reading, reading
 from patcher.engines.target import Engine, parse_engine
 from patcher.engines.view import Derived, EngineView, StartupError
-from patcher.errors import PatcherError
+from patcher.errors import PatcherError, TargetError
 from patcher.store.work_folder import work_folder
 
 MARK = "@@patcher-answer@@"
@@ -235,3 +238,66 @@ def answered_view(answer: Answer, modelled: EngineView) -> EngineView:
 # The start-up errors the probe does not ask the engine about (it runs ModelConfig and the
 # attention selection only): VllmConfig's dtype checks, the tokenizer, the model build.
 NOT_ASKED = frozenset({"quant-dtype", "kv-dtype-mismatch", "bom", "partial-sliding-window"})
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """What a command takes from the installed engine: its view of the files and its memory
+    defaults (None when it could not be asked; ``said`` then says why, else how it answered)."""
+
+    view: EngineView | None
+    said: str | None
+    memory: Reading | None = None
+
+
+def memory_reading(answer: Answer) -> Reading | None:
+    """The reading of the answering release (or the one assumed for it) with the engine's own
+    memory defaults (block size, utilization, the extensible KV cache's), where it gave them."""
+    assert answer.found is not None and answer.engine is not None
+    memory = answer.found.get("memory")
+    if not isinstance(memory, dict) or "error" in memory or answer.engine.name != "vllm":
+        return None
+    block, utilization = memory.get("block_size"), memory.get("gpu_memory_utilization")
+    if not isinstance(block, int) or not isinstance(utilization, int | float):
+        return None
+    extensible = memory.get("extensible_kv_cache_utilization")
+    return replace(
+        reading(answer.engine),
+        block_size=block,
+        gpu_memory_utilization=float(utilization),
+        extensible_kv_cache_utilization=float(extensible)
+        if isinstance(extensible, int | float)
+        else None,
+    )
+
+
+def installed_view(
+    python: Path,
+    root: Path,
+    key: Any,
+    parsed: ConfigFiles,
+    device: Gpu | None,
+    kv_cache_dtype: str | None,
+    target: Engine | None,
+) -> Asked:
+    """The installed engine's answer for the checkpoint at ``root`` (``key``: its files, for
+    the cache), as a view; where it cannot be asked, None and why (the recorded model answers
+    then, for ``target``; without one, that is a refusal)."""
+    answer = ask(python, root, key, device, kv_cache_dtype)
+    if answer.engine is None:
+        if target is None:
+            raise TargetError(
+                f"cannot ask the engine at {python}: {answer.failed}",
+                hint="give --engine vllm==X.Y.Z to judge with the recorded model instead",
+            )
+        return Asked(
+            None,
+            f"the installed engine was not asked ({answer.failed}); the recorded model answers",
+        )
+    if kv_cache_dtype is not None:
+        refuse_unknown_kv_cache_dtype(answer.engine, kv_cache_dtype, None)
+    modelled = derive(answer.engine, parsed, device, kv_cache_dtype=kv_cache_dtype)
+    said = "answered from the cache" if answer.cached else "asked"
+    return Asked(
+        answered_view(answer, modelled), f"{said}: {answer.python}", memory_reading(answer)
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -81,3 +82,19 @@ def refuse_unknown_kv_cache_dtype(engine: Engine, value: object, source: str | N
             pointer="/kv_cache_dtype" if source else None,
             hint="choose one of those, or leave it out: 'auto' resolves from the checkpoint",
         )
+
+
+def edit_takes_effect(engine: Engine, files: ConfigFiles) -> bool:
+    """Whether ``engine`` follows an edit of max_position_embeddings (not so for YaRN configs
+    before vLLM 0.33)."""
+    config = copy.deepcopy(files.config or {})
+    text = config.get("text_config")
+    model = text if isinstance(text, dict) else config
+    probe = 12_345
+    model["max_position_embeddings"] = probe
+    return bool(
+        derive(
+            engine, ConfigFiles(config, files.hf_quant, files.source, files.weights)
+        ).max_model_len.value
+        == probe
+    )

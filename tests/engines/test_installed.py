@@ -187,3 +187,64 @@ def test_a_damaged_cache_entry_asks_again(
     kept.write_text("[]")
     code, out, _ = cli("check", kimi, "--engine-python", sys.executable)
     assert code == 0 and len(asked) == 2 and "answered by" in out
+
+
+def _answering(version: str, case: str, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The installed engine answers as the real 0.34.0 did for ``case`` on SM120, under
+    ``version`` (a nightly built from it); returns the capabilities it was asked about."""
+    recorded = next(
+        a["answer"] for a in RECORDED["0.34.0"] if a["case"] == case and a["capability"] == "12.0"
+    )
+    asked: list[str] = []
+
+    def engine(_python: Path, request: dict[str, Any]) -> tuple[dict[str, Any], None]:
+        asked.append(request["capability"])
+        return {**recorded, "version": version}, None
+
+    monkeypatch.setattr(installed, "_run", engine)
+    return asked
+
+
+def test_kv_budget_counts_with_the_installed_engines_own_defaults(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A nightly never read (0.35.0.dev1, answering as 0.34.0 does): kv-budget takes its memory
+    defaults (utilization 1.0 with the extensible KV cache, 64-token blocks), its KV dtype
+    and its context from the engine itself, and gives 0.34.0's own arithmetic; named by
+    version alone, the release's rules are only assumed (0.34.0's), and it says so."""
+    folder = SNAPSHOTS / "configs" / "deepseek-r1-distill-qwen-32b"
+    asked = _answering("0.35.0.dev1", "deepseek-r1-distill-qwen-32b", monkeypatch)
+    on_gpu = ("--gpu", "rtx-pro-6000", "--json")
+    code, out, err = cli("kv-budget", folder, "--engine-python", sys.executable, *on_gpu)
+    assert code == 0 and asked == ["12.0"], err
+    mine = json.loads(out)
+    read = json.loads(cli("kv-budget", folder, "--engine", "vllm==0.34.0", *on_gpu)[1])
+    assert mine["engine"] == "vllm==0.35.0.dev1" and mine["reading"] is None
+    assert mine["installed_engine"].startswith("the installed vllm 0.35.0.dev1's own config code")
+    same = ("gpu_memory_utilization", "block_size", "kv_dtype", "max_tokens", "config_context")
+    assert [mine[k] for k in same[:2]] == [1.0, 64]
+    assert [mine[k] for k in same[3:]] == [read[k] for k in same[3:]]
+    assumed_only = json.loads(cli("kv-budget", folder, "--engine", "vllm==0.35.0.dev1", *on_gpu)[1])
+    assert "0.34.0's rules are assumed" in assumed_only["reading"]["note"]
+    text = cli("kv-budget", folder, "--engine-python", sys.executable, "--gpu", "rtx-pro-6000")[1]
+    assert text.startswith("note: answered by the installed vllm 0.35.0.dev1's own config code")
+    assert "was not read" not in text
+
+
+def test_kv_budget_without_the_engine_falls_back_to_the_named_release(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine cannot be imported: with --engine, the recorded model counts, and says why;
+    without one, one line and exit 1, a refusal (nothing to count with)."""
+    monkeypatch.setattr(installed, "_run", lambda *_: (None, "No module named 'vllm'"))
+    folder = SNAPSHOTS / "configs" / "deepseek-r1-distill-qwen-32b"
+    args = ("kv-budget", folder, "--engine-python", sys.executable, "--gpu", "rtx-pro-6000")
+    code, out, _ = cli(*args, "--engine", "vllm==0.34.0")
+    assert code == 0 and out.startswith(
+        "note: the installed engine was not asked (No module named 'vllm'); "
+        "the recorded model answers"
+    )
+    assert "blocks of 64 tokens" in out
+    code, out, err = cli(*args)
+    assert code == 1 and "cannot ask the engine at" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1

@@ -456,8 +456,8 @@ def test_local_dir_new_upstream_is_not_a_hand_edit(hub: tuple[Hub, str], tmp_pat
 
 
 def test_sync_in_the_cache_restores_the_links(hub: tuple[Hub, str], tmp_path: Path) -> None:
-    """sync rebuilds in memory, from plain bytes: its entries must still remember the blob links, so a
-    later sync that no longer needs the transform puts the symlinks back."""
+    """sync rebuilds in memory, from plain bytes: its entries must still remember the blob
+    links, so a later sync that no longer needs the transform puts the symlinks back."""
     _, url = hub
     cache = tmp_path / "cache"
     env = {"HF_HUB_CACHE": str(cache)}
