@@ -160,7 +160,7 @@ def test_safe_together_journal_is_compare_and_swapped(
     def no_lock(*_args: object, **_kwargs: object) -> Iterator[None]:
         yield
 
-    import patcher.ops.adding as applying
+    import patcher.store.change as applying
     import patcher.store.session as session
 
     monkeypatch.setattr(session, "locked", no_lock)
@@ -194,7 +194,7 @@ def test_safe_together_file_write_is_compare_and_swapped(
 ) -> None:
     """A writer that changes a file between our check and our write (a lock that does not
     hold) keeps its bytes: ours are refused, not written over them."""
-    import patcher.ops.adding as applying
+    import patcher.store.change as applying
 
     quant = kimi / "hf_quant_config.json"
     real_store = applying.store_object

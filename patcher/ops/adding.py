@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from patcher.errors import DoesNotApplyError
 from patcher.results import JsonResult
+from patcher.store.change import Change, Keep, commit
 from patcher.store.checkpoint import Checkpoint
 from patcher.store.files import holds_bytes
 from patcher.store.fsio import mtime_ns, sha256
-from patcher.store.journal import Entry, FileRecord, Journal, must_keep, now, store_object
+from patcher.store.journal import Entry, FileRecord, Journal, must_keep, now
 from patcher.store.session import FileWrite, read_journal, write_session
 from patcher.text.document import canonical
 from patcher.text.textdiff import unified
@@ -157,6 +158,56 @@ def effect_warnings(
     return tuple(warnings)
 
 
+def plan_entry(
+    ckpt: Checkpoint,
+    journal: Journal,
+    chosen: Transform,
+    params: Mapping[str, Any],
+    plans: tuple[FilePlan, ...],
+    target: Mapping[str, Any] | None,
+) -> Change:
+    """The change that records ``plans`` (``chosen`` compiled with ``params``) as a new entry
+    of ``journal``: pending while its files are written, then applied."""
+    definition = chosen.text.encode("utf-8")
+    keep = [Keep(definition)]
+    for plan in plans:
+        # Bytes an entry of this version can rebuild from kept bytes need not be kept again.
+        if must_keep(ckpt.journal_dir, journal, plan.before_hash, plan.kind, __version__):
+            keep.append(Keep(plan.before, plan.before_hash, plan.path))
+    entry = Entry(
+        id=journal.next_id(),
+        state="pending",
+        transform=chosen.name,
+        source=chosen.source,
+        definition=sha256(definition),
+        params=dict(params),
+        time=now(),
+        tool_version=__version__,
+        files=_records(ckpt, plans, {p.path: p.before_hash for p in plans}),
+        target=None if target is None else dict(target),
+    )
+    writes = tuple(
+        FileWrite(
+            plan.path,
+            plan.after,
+            expect=plan.before,
+            old=plan.before,
+            old_link=record.link,
+            old_mtime_ns=record.before_mtime_ns,
+        )
+        for plan, record in zip(plans, entry.files, strict=True)
+    )
+    # Pending while written: a failure puts every file back by hashing, not by what we
+    # think was written (a write can land and the step after it fail).
+    return Change(
+        journal,
+        journal.put(entry),
+        writes,
+        journal.put(entry.with_state("applied")),
+        tuple(keep),
+    )
+
+
 def add_entry(
     ckpt: Checkpoint,
     chosen: Transform,
@@ -189,51 +240,9 @@ def add_entry(
             plans = compile_transform(ckpt, chosen, resolved)  # changed while we waited
             if not plans:
                 return ApplyResult("nothing-to-do", ckpt.root, chosen, resolved.recorded, ())
-        journal_dir = ckpt.journal_dir
-        definition = store_object(journal_dir, chosen.text.encode("utf-8"))
-        befores = {
-            plan.path: (
-                store_object(
-                    journal_dir,
-                    plan.before,
-                    digest=plan.before_hash,
-                    source=ckpt.path(plan.path),
-                )
-                if must_keep(journal_dir, session.journal, plan.before_hash, plan.kind, __version__)
-                else plan.before_hash
-            )
-            for plan in plans
-        }
-        entry = Entry(
-            id=session.journal.next_id(),
-            state="pending",
-            transform=chosen.name,
-            source=chosen.source,
-            definition=definition,
-            params=dict(resolved.recorded),
-            time=now(),
-            tool_version=__version__,
-            files=_records(ckpt, plans, befores),
-            target=None if target is None else dict(target),
-        )
-        writes = [
-            FileWrite(
-                plan.path,
-                plan.after,
-                expect=plan.before,
-                old=plan.before,
-                old_link=record.link,
-                old_mtime_ns=record.before_mtime_ns,
-            )
-            for plan, record in zip(plans, entry.files, strict=True)
-        ]
-        # Pending while written: a failure puts every file back by hashing, not by what we
-        # think was written (a write can land and the step after it fail).
-        session.write_ahead(
-            session.journal.put(entry),
-            writes,
-            session.journal.put(entry.with_state("applied")),
-        )
+        change = plan_entry(ckpt, session.journal, chosen, resolved.recorded, plans, target)
+        commit(session, change)
+        entry_id = change.done.entries[-1].id
         return ApplyResult(
-            "applied", ckpt.root, chosen, resolved.recorded, plans, entry.id, warnings
+            "applied", ckpt.root, chosen, resolved.recorded, plans, entry_id, warnings
         )

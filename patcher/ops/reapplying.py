@@ -17,10 +17,11 @@ from typing import Any
 
 from patcher.errors import ConflictError
 from patcher.results import JsonResult
+from patcher.store.change import Change, Keep, commit
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.file_status import file_states
 from patcher.store.fsio import sha256
-from patcher.store.journal import Entry, FileRecord, load_journal, load_object, store_object
+from patcher.store.journal import Entry, FileRecord, load_journal, load_object
 from patcher.store.session import FileWrite, write_session
 from patcher.text.replay import replay
 
@@ -111,8 +112,6 @@ def reapply_transforms(checkpoint: Path | str, *, revision: str | None = None) -
             )
             for p, (_, record) in todo.items()
         }
-        for data in rebuilt.values():
-            store_object(ckpt.journal_dir, data)
         ahead = journal
         for entry in journal.applied:
             mine = [p for p, (owner, _) in todo.items() if owner.id == entry.id]
@@ -133,7 +132,8 @@ def reapply_transforms(checkpoint: Path | str, *, revision: str | None = None) -
             for path, data in rebuilt.items()
         ]
         # Done, the entries are as they were: applied, their files patched again.
-        session.write_ahead(ahead, writes, journal)
+        keep = tuple(Keep(data) for data in rebuilt.values())
+        commit(session, Change(journal, ahead, tuple(writes), journal, keep))
         return ReapplyResult(
             ckpt.root,
             tuple(e for e in journal.applied if any(r.path in rebuilt for r in e.files)),

@@ -18,6 +18,7 @@ from typing import Any
 
 from patcher.errors import PatcherError
 from patcher.ops.adding import same_definition
+from patcher.store.change import Change, Keep, commit
 from patcher.store.checkpoint import Checkpoint
 from patcher.store.files import CONFIG_SUFFIXES, read_current
 from patcher.store.fsio import mtime_ns, sha256
@@ -29,7 +30,6 @@ from patcher.store.journal import (
     load_object,
     now,
     originals,
-    store_object,
 )
 from patcher.store.session import FileWrite, Session
 from patcher.text.document import canonical
@@ -115,16 +115,12 @@ class Rebuilt:
 @dataclass(frozen=True, slots=True)
 class Rebuild:
     """A rebuild worked out in memory: what it makes (``rebuilt``), every file it touches as
-    the steps leave it (``final``), the bytes the journal must keep, and its write-ahead step
-    (the journal ``ahead`` while the files are written, the ``writes``, the journal ``done``)."""
+    the steps leave it (``final``), and the change that writes it."""
 
     steps: tuple[Step, ...]
     rebuilt: Rebuilt
     final: Mapping[str, bytes]
-    keep: tuple[bytes, ...]
-    ahead: Journal
-    writes: tuple[FileWrite, ...]
-    done: Journal
+    change: Change
 
 
 def _fold(
@@ -258,7 +254,9 @@ def plan_rebuild(
     for entry in new_entries:
         done = done.put(entry.with_state("applied", targets={}, sources={}))
     rebuilt = Rebuilt(created, {p: (current[p], d) for p, d in changing.items()})
-    return Rebuild(tuple(steps), rebuilt, final, tuple(keep), ahead, tuple(writes), done)
+    kept = tuple(Keep(data) for data in (*keep, *final.values()))
+    change = Change(journal, ahead, tuple(writes), done, kept)
+    return Rebuild(tuple(steps), rebuilt, final, change)
 
 
 def rebuild(
@@ -278,21 +276,18 @@ def rebuild(
     return commit_rebuild(session, change)
 
 
-def commit_rebuild(session: Session, change: Rebuild) -> Rebuilt:
-    """Write a rebuild planned on ``session``'s journal: the bytes it keeps, then its
-    write-ahead step."""
+def commit_rebuild(session: Session, planned: Rebuild) -> Rebuilt:
+    """Write a rebuild planned on ``session``'s journal (``patcher.store.change.commit``)."""
     journal = session.journal
-    for data in (*change.keep, *change.final.values()):
-        store_object(session.checkpoint.journal_dir, data)
     try:
-        session.write_ahead(change.ahead, change.writes, change.done)
+        commit(session, planned.change)
     except PatcherError as exc:
-        made = change.rebuilt.entries
-        dropped = [s.transform.name for s, e in zip(change.steps, made, strict=True) if e is None]
+        made = planned.rebuilt.entries
+        dropped = [s.transform.name for s, e in zip(planned.steps, made, strict=True) if e is None]
         if dropped and session.journal is not journal:  # made, or settled forward next
             exc.reworded(
                 problem=f"{exc.problem}; once finished, {', '.join(dropped)} is no longer "
                 "applied (its edit changes nothing in the new files)"
             )
         raise
-    return change.rebuilt
+    return planned.rebuilt

@@ -18,11 +18,12 @@ from patcher.errors import ConflictError
 from patcher.ops.reapplying import patched_bytes
 from patcher.ops.reverting import EntryRevert, FileRevert, RevertResult, revert_transforms
 from patcher.results import JsonResult
+from patcher.store.change import Change, Keep, commit
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.file_status import file_states
 from patcher.store.files import read_current
 from patcher.store.fsio import sha256
-from patcher.store.journal import Entry, FileRecord, Journal, State, load_object, store_object
+from patcher.store.journal import Entry, FileRecord, Journal, State, load_object
 from patcher.store.session import FileWrite, read_journal, write_session
 from patcher.text.textdiff import unified
 
@@ -65,9 +66,10 @@ def restore_files(
             # gets (kept as objects), so a kill between two files is rolled forward.
             ahead = journal
             for write in writes:
-                target = store_object(ckpt.journal_dir, write.data)
+                target = sha256(write.data)
                 ahead = _pending(ahead, owner[write.path].id, "reapplying", write, target)
-            session.write_ahead(ahead, writes, journal)
+            keep = tuple(Keep(write.data) for write in writes)
+            commit(session, Change(journal, ahead, tuple(writes), journal, keep))
     return RestoreResult(ckpt.root, _shown(writes), False)
 
 
@@ -169,7 +171,7 @@ def _put_upstream_back(ckpt: Checkpoint, paths: list[str], dry_run: bool) -> Rev
             record = next(e for e in ahead.entries if e.id == entry.entry_id).file(write.path)
             assert record is not None
             ahead = _pending(ahead, entry.entry_id, "reverting", write, record.before)
-        session.write_ahead(ahead, writes, journal)
+        commit(session, Change(journal, ahead, tuple(writes), journal))
     return RevertResult("reverted", ckpt.root, entries)
 
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from patcher.errors import ConflictError, JournalError
 from patcher.results import JsonResult, ShortRepr
+from patcher.store.change import Change, Keep, commit
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.files import read_current
 from patcher.store.fsio import Digest, sha256
@@ -24,7 +25,6 @@ from patcher.store.journal import (
     load_journal,
     load_object,
     now,
-    store_object,
 )
 from patcher.store.session import FileWrite, Session, write_session
 from patcher.text import jsontext, pointers, scanner
@@ -407,8 +407,6 @@ def _plan_all(
 
 
 def _execute(session: Session, step: _Step, chosen: list[Entry]) -> None:
-    for digest, data in step.objects.items():
-        store_object(session.checkpoint.journal_dir, data, digest=digest)
     writes: list[FileWrite] = []
     targets: dict[str, str] = {}
     sources: dict[str, str] = {}
@@ -442,7 +440,8 @@ def _execute(session: Session, step: _Step, chosen: list[Entry]) -> None:
         )
         ahead = ahead.put(reverting)
         done = done.put(entry.with_state("reverted", reverted_time=now(), targets={}, sources={}))
-    session.write_ahead(ahead, writes, done)
+    keep = tuple(Keep(data, digest) for digest, data in step.objects.items())
+    commit(session, Change(session.journal, ahead, tuple(writes), done, keep))
 
 
 def revert_transforms(
