@@ -1,7 +1,7 @@
 """The engines' own start-up errors, read from their source, and matching a log line to one.
 
 ``errors-<engine>.json`` (beside this module) holds every message a read release can raise or
-log on its start-up path, as a template: literal text and holes (``tests/read_errors.py``
+log on its start-up path, as a template: literal text and holes (``tools/read_errors.py``
 reads them with ``ast`` from each wheel and records the releases that have each wording).
 :func:`match` finds the template a log line was made from and what filled its holes, so that a
 family (``families.py``) can read the sizes, names and flags the message carries.

@@ -1,10 +1,10 @@
 """What patcher has read of each engine release, and which read release answers for a version.
 
 vLLM: every release in ``vllm_releases.json`` beside this module, read from its wheel's own
-source by ``python -m tests.read_release vllm X.Y.Z`` (its DeepSeek-MLA model types and memory
+source by ``python -m tools.read_release vllm X.Y.Z`` (its DeepSeek-MLA model types and memory
 defaults here, its model registry in ``vllm_architectures.json``, its version rules and
 attention backends under ``snapshots/engines/``). SGLang: 0.5.23, whose config code was run in
-a venv (``tests/record_engines.py``).
+a venv (``tools/record_engines.py``).
 
 A version is *read* when that exact release was (a local build tag such as ``+cpu`` or a
 ``.postN`` aside). Any other version (newer than the newest read, older than the oldest, a

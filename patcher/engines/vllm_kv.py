@@ -21,7 +21,7 @@ MODELOPT_KV_MAP = {"fp8": "fp8_e4m3", "nvfp4": "nvfp4"}
 
 # --kv-cache-dtype's choices (CacheDType in config/cache.py; argparse refuses any other), by
 # the release that added them: read from every minor release 0.10.1 to 0.33.0
-# (snapshots/engines/rules-vllm.json, tests/record_rules.py). None was removed.
+# (snapshots/engines/rules-vllm.json, tools/record_rules.py). None was removed.
 KV_CACHE_DTYPES_ADDED: tuple[tuple[tuple[int, int, int], tuple[str, ...]], ...] = (
     ((0, 10, 0), ("auto", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc")),
     ((0, 11, 0), ("bfloat16",)),
@@ -115,7 +115,7 @@ ACT_DTYPES = {
 # From this release every dense MLA backend lists float16, and TRITON_MLA (the one on SM12x)
 # takes an FP8 cache (PR #34597). Read from each backend's supported_kv_cache_dtypes in the
 # wheels and venvs of 0.13.0 to 0.23.0, 0.30.0, 0.32.0 and 0.33.0
-# (snapshots/engines/mla-backends-vllm.json, tests/record_mla_backends.py).
+# (snapshots/engines/mla-backends-vllm.json, tools/record_mla_backends.py).
 MLA_DTYPES_WIDENED = (0, 18, 0)
 # Before this release no dense MLA backend lists bfloat16 (0.13.0, 0.14.0 read; PR #32795).
 MLA_BFLOAT16_FROM = (0, 15, 0)
@@ -148,7 +148,7 @@ def backend_table(engine: Engine) -> dict[str, tuple[tuple[int, ...], tuple[str,
 
 
 # TOKENSPEED_MLA (an FP8-only SM100 backend) is in the wheels from 0.21.0, second on SM10
-# (tests/record_mla_backends.py finds every backend of v1/attention/backends/mla/). Its
+# (tools/record_mla_backends.py finds every backend of v1/attention/backends/mla/). Its
 # supports_combination also needs the separate tokenspeed_mla package and DeepSeek-R1's
 # dimensions, which patcher cannot see: it is never counted as accepting a config (on SM10
 # FLASHINFER_MLA takes all it would).

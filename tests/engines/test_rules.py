@@ -1,7 +1,7 @@
 """The engine model's version boundaries against every vLLM release read.
 
-``snapshots/engines/rules-vllm.json`` (tests/record_rules.py, run by ``python -m
-tests.read_release``) holds, per release from 0.10.1 to 0.34.0, which side of each rule its own
+``snapshots/engines/rules-vllm.json`` (tools/record_rules.py, run by ``python -m
+tools.read_release``) holds, per release from 0.10.1 to 0.34.0, which side of each rule its own
 source is on; the model's constant for each boundary must put every release read on the same
 side."""
 

@@ -1,15 +1,15 @@
 """Record what real engines derive from every snapshot config: the engine truth.
 
-    python tests/record_engines.py                    # vLLM 0.16.0 and 0.33.0, SGLang 0.5.23
-    python tests/record_engines.py --version 0.18.0   # add a vLLM version
+    python tools/record_engines.py                    # vLLM 0.16.0 and 0.33.0, SGLang 0.5.23
+    python tools/record_engines.py --version 0.18.0   # add a vLLM version
 
 For each version this makes a venv under ``--venvs`` (default ~/.cache/patcher-engines) with
 ``pip install vllm==X`` (about 6 minutes and 10 GB each, CPU only), then runs
-``tests/engine_probe.py`` in it on every case: each ``snapshots/configs/<model>`` as published,
+``tools/engine_probe.py`` in it on every case: each ``snapshots/configs/<model>`` as published,
 the same model after each transform (``snapshots/expected/<transform>/<model>``), and the
 example checkpoint. The result goes to ``snapshots/engines/vllm-X.json``, which
 ``tests/engines/test_engine_truth.py`` compares with patcher's engine model (no vLLM needed there).
-SGLang's venv (``pip install sglang==X``) runs ``tests/sglang_probe.py`` on the same cases
+SGLang's venv (``pip install sglang==X``) runs ``tools/sglang_probe.py`` on the same cases
 into ``snapshots/engines/sglang-X.json``: its dtype and context length.
 """
 
@@ -201,7 +201,7 @@ def main() -> None:
         "--python",
         type=Path,
         help="the interpreter of a venv that has the one --version installed already "
-        "(python -m tests.read_release --venv makes it when pip cannot resolve the pins)",
+        "(python -m tools.read_release --venv makes it when pip cannot resolve the pins)",
     )
     args = parser.parse_args()
     out_dir = SNAPSHOTS / "engines"

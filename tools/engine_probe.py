@@ -1,6 +1,6 @@
 """Runs inside a venv that has a real engine installed (never in patcher's own venv).
 
-Usage: ENGINE_VENV/bin/python tests/engine_probe.py CASES.json OUT.json
+Usage: ENGINE_VENV/bin/python tools/engine_probe.py CASES.json OUT.json
 
 CASES.json is ``{"case name": "/path/to/checkpoint/dir", ...}``. For each case this runs vLLM's
 own config code on CPU and records what it derives, then builds the model class it picks on the

@@ -1,8 +1,8 @@
 """Read every start-up error a release can raise from its own source (no import, no install).
 
-    python -m tests.read_errors vllm W.whl [W.whl ...]   # into patcher/advice/errors-vllm.json
-    python -m tests.read_errors sglang W.whl
-    python -m tests.read_errors transformers W.whl
+    python -m tools.read_errors vllm W.whl [W.whl ...]   # into patcher/advice/errors-vllm.json
+    python -m tools.read_errors sglang W.whl
+    python -m tools.read_errors transformers W.whl
 
 A start-up error is a ``raise X("...")``, an ``assert cond, "..."`` or a ``logger.error`` /
 ``logger.critical`` / ``logger.exception`` call with a message, in a file of the start-up path
@@ -16,7 +16,7 @@ have that exact wording, so a wording that changed shows as two templates.
 
 The catalogue is what doctor matches a log against (patcher/advice/catalogue.py); every
 template must fall in a family (patcher/advice/families.py), which tests/advice/test_catalogue
-checks. Reading a vLLM release with ``python -m tests.read_release`` records its errors too.
+checks. Reading a vLLM release with ``python -m tools.read_release`` records its errors too.
 """
 
 from __future__ import annotations
@@ -431,7 +431,7 @@ def record(engine: str, wheels: list[Path], today: str) -> Path:
                     max(last, version, key=_version_key),
                 ]
     catalogue["source"] = (
-        f"{engine}'s wheels, read with ast by tests/read_errors.py (files: START_UP there)"
+        f"{engine}'s wheels, read with ast by tools/read_errors.py (files: START_UP there)"
     )
     head = {k: v for k, v in catalogue.items() if k != "templates"}
     lines = [

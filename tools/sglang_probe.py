@@ -1,6 +1,6 @@
 """Runs inside a venv that has a real SGLang installed (never in patcher's own venv).
 
-Usage: SGLANG_VENV/bin/python tests/sglang_probe.py CASES.json OUT.json
+Usage: SGLANG_VENV/bin/python tools/sglang_probe.py CASES.json OUT.json
 
 For each case (``{"case name": "/path/to/checkpoint/dir"}``) this builds SGLang's own
 ``ModelConfig(model_path=DIR)`` on CPU and records the model dtype ``--dtype auto`` resolves
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine_probe import template_hash  # the same hash (run as tests/sglang_probe.py)
+from engine_probe import template_hash  # the same hash (run as tools/sglang_probe.py)
 
 
 def _error(exc: BaseException) -> str:

@@ -3,7 +3,7 @@ wheels' own source (no vLLM import): ``supported_kv_cache_dtypes`` of each backe
 ``vllm/v1/attention/backends/mla/``.
 
     pip download --no-deps vllm==X.Y.Z -d WHEELS    # per release
-    python tests/record_mla_backends.py WHEELS/vllm-*.whl [X.Y.Z=VENV/lib/python3.11/site-packages]
+    python tools/record_mla_backends.py WHEELS/vllm-*.whl [X.Y.Z=VENV/lib/python3.11/site-packages]
 
 Writes ``snapshots/engines/mla-backends-vllm.json``; ``tests/engines/test_mla_backends.py``
 holds the engine model's backend table to it for every release read.
@@ -108,7 +108,7 @@ def main() -> int:
     OUT.write_text(
         json.dumps(
             {
-                "made_by": "python tests/record_mla_backends.py WHEELS/vllm-*.whl (2026-12-02)",
+                "made_by": "python tools/record_mla_backends.py WHEELS/vllm-*.whl (2026-12-02)",
                 "releases": dict(
                     sorted(recorded.items(), key=lambda kv: tuple(map(int, kv[0].split("."))))
                 ),

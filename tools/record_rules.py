@@ -22,7 +22,7 @@ read from the release's own pure-Python source (no import, no GPU):
   from 0.14 (None before).
 
     pip download --no-deps vllm==X.Y.Z -d WHEELS     # per release
-    python tests/record_rules.py WHEELS/vllm-*.whl [X.Y.Z=VENV/lib/python3.11/site-packages]
+    python tools/record_rules.py WHEELS/vllm-*.whl [X.Y.Z=VENV/lib/python3.11/site-packages]
 
 Writes ``snapshots/engines/rules-vllm.json``; ``tests/engines/test_rules.py`` holds the
 model's boundaries (YARN_KEEPS_MAX_POSITION, AUTO_GPTQ_FROM, KV_AUTO_FROM_CHECKPOINT) and its
@@ -175,7 +175,7 @@ def main() -> int:
     OUT.write_text(
         json.dumps(
             {
-                "made_by": "python tests/record_rules.py WHEELS/vllm-*.whl (2026-12-02)",
+                "made_by": "python tools/record_rules.py WHEELS/vllm-*.whl (2026-12-02)",
                 "releases": dict(ordered),
             },
             indent=1,

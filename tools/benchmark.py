@@ -1,4 +1,4 @@
-"""Speed and memory of patcher, as whole processes: ``python tests/benchmark.py [--runs N]``.
+"""Speed and memory of patcher, as whole processes: ``python tools/benchmark.py [--runs N]``.
 
 1. One edit of a tokenizer.json-shaped file at 1 to 150 MB: ``patcher apply`` and ``patcher
    revert`` against ``jq`` making the same edit and writing the file, with peak memory.

