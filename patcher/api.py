@@ -16,6 +16,7 @@ from patcher.advice.kvbudget import KvBudget, kv_budget
 from patcher.advice.overrides import Overrides
 from patcher.advice.overrides import engine_overrides as overrides
 from patcher.engines.model import engine_view
+from patcher.engines.target import Target, make_target
 from patcher.engines.view import EngineView
 from patcher.errors import (
     CheckpointError,
@@ -45,7 +46,6 @@ from patcher.ops.rebasing import rebase_checkpoint as rebase
 from patcher.ops.rebuilding import FileChange
 from patcher.ops.reverting import RevertResult
 from patcher.ops.reverting import revert_transforms as revert
-from patcher.ops.targets import Target, make_target
 from patcher.ops.upstream import UpstreamDiff, diff_upstream
 from patcher.store.file_status import Status
 from patcher.store.file_status import checkpoint_status as status

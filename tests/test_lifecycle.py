@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from patcher import api
+from patcher.engines.target import make_target
 from patcher.ops.planning import plan_checkpoint, sync_checkpoint
-from patcher.ops.targets import make_target
 from tests.conftest import CONFIGS, SNAPSHOTS, Cli, tree_bytes
 
 

@@ -15,16 +15,15 @@ from typing import Any
 from patcher.advice import stop_findings
 from patcher.advice import tokenizer_findings as tokenizer
 from patcher.advice.finding import Finding, dig, language_model, pointer_of
-from patcher.advice.kvbudget import parse_size_gib
 from patcher.advice.memory import memory_finding
 from patcher.engines import installed
+from patcher.engines.engine import Engine, parse_engine
 from patcher.engines.files import READ_FILES, TOKENIZER_FILE, config_files
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.launch_flags import refuse_without_flag
 from patcher.engines.model import derive, refuse_unknown_kv_cache_dtype
 from patcher.engines.parallel import tensor_parallel_error
 from patcher.engines.readings import assumed
-from patcher.engines.target import Engine, parse_engine
 from patcher.engines.templates import JINJA_FILE, served_template
 from patcher.engines.view import EngineView, StartupError
 from patcher.engines.vllm import BOM_JUDGED as VLLM_BOM_JUDGED
@@ -36,6 +35,7 @@ from patcher.store.file_status import file_states
 from patcher.store.files import read_current
 from patcher.store.jsonfile import read_config
 from patcher.store.session import read_journal
+from patcher.units import parse_size_gib
 
 FP8_KV_POINTERS = (
     ("hf_quant_config.json", ("quantization", "kv_cache_quant_algo")),

@@ -38,10 +38,10 @@ from patcher.advice.log_rules import (
     LogContext,
     Rule,
 )
+from patcher.engines.engine import parse_engine
 from patcher.engines.files import ConfigFiles, read_config_files
 from patcher.engines.model import edit_takes_effect
 from patcher.engines.readings import Assumed, assumed
-from patcher.engines.target import parse_engine
 from patcher.errors import InputFileError, PatcherError
 from patcher.results import JsonResult
 from patcher.store.checkpoint import open_checkpoint

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import shlex
 import warnings
 from dataclasses import dataclass
@@ -49,13 +48,13 @@ from patcher.advice.kv_layers import (
     sliding_layers,
 )
 from patcher.advice.weights import weights_warning
+from patcher.engines.engine import Engine, parse_engine
 from patcher.engines.files import READ_FILES, ConfigFiles, read_config_files
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.installed import Asked, installed_view
 from patcher.engines.launch_flags import refuse_without_flag
 from patcher.engines.model import derive, edit_takes_effect
 from patcher.engines.readings import Assumed, Reading, assumed, reading
-from patcher.engines.target import Engine, parse_engine
 from patcher.engines.view import EngineView
 from patcher.errors import DoesNotApplyError, InputFileError, TargetError
 from patcher.results import JsonResult
@@ -63,7 +62,7 @@ from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.files import read_current
 from patcher.store.fsio import sha256
 from patcher.text.document import shown
-from patcher.units import GIB
+from patcher.units import GIB, parse_size_gib
 
 # kv-budget's own short names, and the engines' --kv-cache-dtype values it knows the size of.
 KvDtype = str
@@ -82,17 +81,6 @@ KV_DTYPE_BYTES = {
     "fp8_e4m3": 1,
     "fp8_e5m2": 1,
     "fp8_inc": 1,
-}
-_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(gib|gb|g|mib|mb|tib|tb)?\s*", re.IGNORECASE)
-_UNITS = {
-    None: 1.0,
-    "gib": 1.0,
-    "g": 1.0,
-    "gb": 1e9 / GIB,
-    "mib": 1 / 1024,
-    "mb": 1e6 / GIB,
-    "tib": 1024.0,
-    "tb": 1e12 / GIB,
 }
 
 
@@ -196,23 +184,6 @@ class KvBudget(JsonResult):
             "suggested_context": None if self.fits else self.suggested_context,
             "command": self.command(),
         }
-
-
-def parse_size_gib(text: str | float, what: str) -> float:
-    """``75GiB``, ``80GB``, ``512MiB`` or a plain number of GiB, as GiB."""
-    if isinstance(text, int | float):
-        value = float(text)
-    else:
-        match = _SIZE.fullmatch(text)
-        if not match:
-            raise TargetError(
-                f"cannot read {what} {text!r}",
-                hint=f"give {what} as a size such as 80GiB, 80GB or 80 (GiB)",
-            )
-        value = float(match.group(1)) * _UNITS[(match.group(2) or "").lower() or None]
-    if not math.isfinite(value) or value < 0:
-        raise TargetError(f"{what} must be a finite size, got {text!r}", hint="e.g. 80GiB")
-    return value
 
 
 def _need(model: dict[str, Any], key: str, file: Path, within: str) -> int:

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from patcher.engines.engine import Engine, parse_engine
 from patcher.engines.readings import Assumed, assumed
-from patcher.engines.target import Engine, parse_engine
 from patcher.errors import PatcherError
 from patcher.results import JsonResult
 from patcher.store.checkpoint import open_checkpoint

@@ -44,7 +44,7 @@ from patcher.cli.output import (
 )
 
 if TYPE_CHECKING:
-    from patcher.ops.targets import Target
+    from patcher.engines.target import Target
 
 
 def check(
@@ -142,6 +142,7 @@ def doctor(
 
 
 def make_target_from(
+    *,
     profile: Path | None,
     engine: str | None,
     gpu: str | None,
@@ -155,7 +156,7 @@ def make_target_from(
     flags: list[str] | None = None,
 ) -> Target:
     """The target of plan and sync: the same options, by their profile names."""
-    from patcher.ops.targets import make_target
+    from patcher.engines.target import make_target
 
     return make_target(
         engine=engine,
@@ -203,17 +204,17 @@ def plan(
         result = plan_checkpoint(
             checkpoint_arg(checkpoint, revision),
             make_target_from(
-                profile,
-                engine,
-                gpu,
-                tp,
-                pp,
-                kv_cache_memory,
-                weights,
-                max_model_len,
-                utilization,
-                kv_cache_dtype,
-                server_flags,
+                profile=profile,
+                engine=engine,
+                gpu=gpu,
+                tp=tp,
+                pp=pp,
+                kv_cache_memory=kv_cache_memory,
+                weights=weights,
+                max_model_len=max_model_len,
+                utilization=utilization,
+                kv_cache_dtype=kv_cache_dtype,
+                flags=server_flags,
             ),
             prune=prune,
         )
@@ -262,17 +263,17 @@ def sync(
         result = sync_checkpoint(
             checkpoint_arg(checkpoint, revision),
             make_target_from(
-                profile,
-                engine,
-                gpu,
-                tp,
-                pp,
-                kv_cache_memory,
-                weights,
-                max_model_len,
-                utilization,
-                kv_cache_dtype,
-                server_flags,
+                profile=profile,
+                engine=engine,
+                gpu=gpu,
+                tp=tp,
+                pp=pp,
+                kv_cache_memory=kv_cache_memory,
+                weights=weights,
+                max_model_len=max_model_len,
+                utilization=utilization,
+                kv_cache_dtype=kv_cache_dtype,
+                flags=server_flags,
             ),
             dry_run=dry_run,
             overlay=overlay,

@@ -65,7 +65,7 @@ def show(
     with boundary(as_json):
         from patcher.advice.overrides import flags_verdict
         from patcher.cli import render
-        from patcher.engines.target import parse_engine
+        from patcher.engines.engine import parse_engine
         from patcher.transforms.catalog import find_transform
 
         transform = find_transform(name)

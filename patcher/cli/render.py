@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # only for annotations: `patcher status` must not import the 
     from patcher.advice.doctor import Diagnosis
     from patcher.advice.kvbudget import KvBudget
     from patcher.advice.overrides import Overrides
-    from patcher.engines.target import Engine
+    from patcher.engines.engine import Engine
     from patcher.engines.view import EngineView
     from patcher.ops.adding import ApplyResult
     from patcher.ops.forgetting import ForgetResult
@@ -460,8 +460,9 @@ def plan_text(p: Plan) -> str:
             + (f" (profile {p.target.profile})" if p.target.profile else ""),
         ]
     )
-    for replaced in p.target.overridden:
-        head += f"\nnote: a flag overrides the profile: {replaced}"
+    for o in p.target.overridden:
+        head += "\nnote: a flag overrides the profile: "
+        head += f"{o.key} {o.given} (the profile says {o.profile})"
     if p.in_sync:
         return "\n".join([f"{head}\nin sync: nothing to do for {p.checkpoint}", *_launch(p)])
     lines = [head]

@@ -11,9 +11,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from patcher.engines.engine import Engine
 from patcher.engines.files import ConfigFiles, bom_after
 from patcher.engines.model import derive
-from patcher.engines.target import Engine
 from patcher.engines.view import Derived, StartupError
 from patcher.transforms.definition import Transform, substitute
 

@@ -28,11 +28,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from patcher.engines.engine import Engine, parse_engine
 from patcher.engines.files import ConfigFiles
 from patcher.engines.gpus import Gpu
 from patcher.engines.model import derive, refuse_unknown_kv_cache_dtype
 from patcher.engines.readings import Reading, reading
-from patcher.engines.target import Engine, parse_engine
 from patcher.engines.view import Derived, EngineView, StartupError
 from patcher.errors import PatcherError, TargetError
 from patcher.store.work_folder import work_folder

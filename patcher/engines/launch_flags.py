@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from patcher.engines.target import Engine
+from patcher.engines.engine import Engine
 from patcher.errors import TargetError
 
 # Each launch setting, as each engine spells it (the first spelling is the canonical one).

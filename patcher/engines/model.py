@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from patcher.engines import sglang, vllm, vllm_kv
+from patcher.engines.engine import Engine
 from patcher.engines.files import ConfigFiles, read_config_files
 from patcher.engines.gpus import Gpu
 from patcher.engines.numbers import check_numbers
-from patcher.engines.target import Engine
 from patcher.engines.view import EngineView
 from patcher.errors import TargetError
 from patcher.store.checkpoint import open_checkpoint

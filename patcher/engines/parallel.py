@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from patcher.engines.engine import Engine
 from patcher.engines.files import ConfigFiles
-from patcher.engines.target import Engine
 from patcher.engines.view import StartupError
 
 SIZES = (1, 2, 4, 8, 16, 32, 64)

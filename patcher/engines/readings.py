@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from patcher.engines.target import Engine, EngineName, Version
+from patcher.engines.engine import Engine, EngineName, Version
 
 # The SGLang releases read, with the day each was (snapshots/engines/sglang-0.5.23.json).
 SGLANG_READ: dict[Version, str] = {(0, 5, 23): "2026-11-30"}

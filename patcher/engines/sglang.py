@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from patcher.engines import vllm
+from patcher.engines.engine import Engine
 from patcher.engines.files import GENERATION_FILE, ConfigFiles, readable_generation
 from patcher.engines.gpus import Gpu
-from patcher.engines.target import Engine
 from patcher.engines.view import Derived, EngineView, StartupError
 
 CONTEXT_LENGTH_KEYS = (

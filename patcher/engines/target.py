@@ -1,70 +1,368 @@
-"""An engine and its version, as the user names it (``vllm==0.16.0``)."""
+"""A target: the whole launch. An engine version on a device (a GPU, or ``cpu`` for vLLM's CPU
+build), the parallel sizes, the memory, the context wanted and the transforms wanted whatever
+the target. Given by flags or by a profile file (TOML, anywhere), the same names in both::
+
+    engine = "vllm==0.16.0"
+    gpu = "rtx-pro-6000"          # a name, a compute capability such as "12.0", or "cpu"
+    tensor_parallel = 8           # optional, as vLLM's --tensor-parallel-size (-tp)
+    pipeline_parallel = 1         # optional, --pipeline-parallel-size
+    gpu_memory_utilization = 0.9  # optional; default: that version's
+    kv_cache_memory = "1GiB"      # optional, --kv-cache-memory-bytes (the KV space itself)
+    weights = "590GB"             # optional; default: the weight index's total_size
+    max_model_len = 131072        # optional; default: what the engine derives; "auto": vLLM
+                                  # fits it to the KV memory (0.14 and later)
+    kv_cache_dtype = "bfloat16"   # optional, --kv-cache-dtype; default: what 'auto' resolves to
+    flags = ["--enable-prefix-caching", "--served-model-name", "kimi"]  # optional, always passed
+    [transforms]                  # optional
+    set-context-length = { length = 32768 }
+"""
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-from typing import Literal
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
-from patcher.errors import TargetError
-
-EngineName = Literal["vllm", "sglang"]
-Version = tuple[int, int, int]
-# The oldest release each engine model takes at all (older ones are refused); which releases
-# were read, and whose rules answer for the others, is patcher.engines.readings'.
-OLDEST: dict[str, Version] = {"vllm": (0, 10, 0), "sglang": (0, 4, 0)}
-# A release as pip spells it: 0.16, 0.16.0, 0.16.0rc1, 0.16.0.post1, 0.32.0+cpu; no more parts.
-_SPEC = re.compile(
-    r"\s*(vllm|sglang)\s*(?:==|@|=|\s)\s*v?(\d{1,4})\.(\d{1,4})(?:\.(\d{1,4}))?"
-    r"((?:(?:a|b|rc|\.post|\.dev)\d{1,4})*)(?:\+[a-z0-9.]{1,32})?\s*"
+from patcher.engines.engine import Engine, parse_engine
+from patcher.engines.gpus import Gpu, parse_gpu
+from patcher.engines.launch_flags import (
+    human_readable_int,
+    is_auto_context,
+    parse_context,
+    refuse_without_flag,
+    split_settings,
 )
-_PRE = re.compile(r"(?:a|b|rc|\.dev)\d+")
-_NAMED = re.compile(r"\s*([a-z][a-z0-9_-]*)\s*(?:==|@|=)\s*\S+\s*")
+from patcher.engines.model import refuse_unknown_kv_cache_dtype
+from patcher.errors import TargetError
+from patcher.store.fsio import read_regular
+from patcher.text.document import json_problem
+from patcher.text.secrets import remember, secret_values
+from patcher.transforms.definition import first_datetime
+from patcher.units import GIB, parse_size_gib
 
 
 @dataclass(frozen=True, slots=True)
-class Engine:
-    """An inference engine at one version."""
+class Override:
+    """A profile's setting that a flag replaced: its key, the value given and the profile's."""
 
-    name: EngineName
-    version: Version
-    pre: str = ""  # a pre-release or dev tag (rc1, .dev3), which no reading covers
+    key: str
+    given: Any
+    profile: Any
 
-    @property
-    def version_text(self) -> str:
-        """The version as ``0.16.0``."""
-        return ".".join(str(part) for part in self.version)
-
-    def __str__(self) -> str:
-        return f"{self.name}=={self.version_text}{self.pre}"
-
-    def at_least(self, *version: int) -> bool:
-        """Whether this release is ``version`` or later."""
-        return self.version >= tuple(version)
+    def to_json(self) -> dict[str, Any]:
+        """An override as JSON."""
+        return {"key": self.key, "given": self.given, "profile": self.profile}
 
 
-def parse_engine(text: str) -> Engine:
-    """``vllm==0.16.0`` (also ``vllm@0.16``, ``sglang==0.5.23``) as an :class:`Engine`."""
-    match = _SPEC.fullmatch(text.lower())
-    named = _NAMED.fullmatch(text.lower())
-    if not match and named and named.group(1) not in ("vllm", "sglang"):
-        raise TargetError(
-            f"engine {named.group(1)!r} is not in the engine model (it knows vllm and sglang)",
-            hint="check against --engine vllm==X.Y.Z or --engine sglang==X.Y.Z",
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What the checkpoint is to be served with, and the transforms wanted regardless."""
+
+    engine: Engine
+    gpu: Gpu
+    tensor_parallel: int | None = None
+    transforms: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    profile: str | None = None
+    pipeline_parallel: int | None = None
+    gpu_memory_utilization: float | None = None
+    kv_cache_memory_gib: float | None = None
+    weights_gib: float | None = None
+    max_model_len: int | None = None
+    overridden: tuple[Override, ...] = ()  # the profile's settings a flag replaced
+    kv_cache_dtype: str | None = None
+    # The user's own server flags, passed as given (a launch setting among them is read into
+    # its field above, so that the plan judges it).
+    flags: tuple[str, ...] = ()
+    # max_model_len "auto" (vLLM's --max-model-len auto or -1): the engine fits the context to
+    # the KV memory itself, so the plan caps nothing (max_model_len is then None).
+    fit_context: bool = False
+
+    def record(self) -> dict[str, Any]:
+        """What the journal keeps with each entry applied for this target (not the user's
+        flags: one may be a secret, such as --api-key)."""
+        found: dict[str, Any] = {"engine": str(self.engine), "gpu": self.gpu.name}
+        for key, value in self.launch_fields().items():
+            found[key] = value
+        if self.profile is not None:
+            found["profile"] = self.profile
+        return found
+
+    def launch_fields(self) -> dict[str, Any]:
+        """The launch settings given (parallel sizes, memory, context), by their profile names."""
+        fields = {
+            "tensor_parallel": self.tensor_parallel,
+            "pipeline_parallel": self.pipeline_parallel,
+            "gpu_memory_utilization": self.gpu_memory_utilization,
+            "kv_cache_memory_gib": self.kv_cache_memory_gib,
+            "weights_gib": self.weights_gib,
+            "max_model_len": "auto" if self.fit_context else self.max_model_len,
+            "kv_cache_dtype": self.kv_cache_dtype,
+        }
+        return {k: v for k, v in fields.items() if v is not None}
+
+    def options(self) -> tuple[str, ...]:
+        """The plan/sync options that give this target again (``--profile P``, then each
+        setting a flag gave over it; without a profile, every setting). Not the server flags:
+        one may be a secret."""
+        replaced = {o.key for o in self.overridden}
+        words: list[str] = ["--profile", self.profile] if self.profile is not None else []
+
+        def add(key: str, option: str, value: object) -> None:
+            if value is not None and (self.profile is None or key in replaced):
+                words.extend((option, str(value)))
+
+        add("engine", "--engine", self.engine)
+        add("gpu", "--gpu", self.gpu.name)
+        add("tensor_parallel", "--tp", self.tensor_parallel)
+        add("pipeline_parallel", "--pp", self.pipeline_parallel)
+        add("gpu_memory_utilization", "--gpu-utilization", self.gpu_memory_utilization)
+        add("kv_cache_memory", "--kv-cache-memory", _gib_text(self.kv_cache_memory_gib))
+        add("weights", "--weights", _gib_text(self.weights_gib))
+        add("max_model_len", "--max-model-len", "auto" if self.fit_context else self.max_model_len)
+        add("kv_cache_dtype", "--kv-cache-dtype", self.kv_cache_dtype)
+        return tuple(words)
+
+    def describe(self) -> str:
+        """``vllm==0.16.0 on rtx-pro-6000 (12.0) x8``."""
+        if self.gpu.is_cpu:
+            where = "the CPU"
+        else:
+            where = f"{self.gpu.name} ({self.gpu.capability_text})"
+        gpus = (self.tensor_parallel or 1) * (self.pipeline_parallel or 1)
+        return f"{self.engine} on {where}" + (f" x{gpus}" if gpus > 1 else "")
+
+
+def _gib_text(gib: float | None) -> str | None:
+    """A size in GiB as an option value that reads back to the same number."""
+    if gib is None:
+        return None
+    short = f"{gib:g}"
+    return f"{short if float(short) == gib else repr(gib)}GiB"
+
+
+MAX_PROFILE = 2**20  # a profile is a few lines
+
+
+MAX_PARALLEL = 4096  # GPUs in one tensor-parallel group; far past any real deployment
+
+
+def _fail(file: str | None, pointer: str, problem: str) -> TargetError:
+    return TargetError(
+        problem,
+        file=file,
+        pointer=pointer if file else None,
+        hint="fix the profile (format: docs/plan-and-sync.md)"
+        if file
+        else "e.g. --engine vllm==0.16.0 --gpu rtx-pro-6000",
+    )
+
+
+def _size(value: Any, source: str | None, key: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise _fail(source, f"/{key}", f"expected a size such as '1GiB' or '590GB', got {value!r}")
+    try:
+        return parse_size_gib(value, key.replace("_", "-"))
+    except TargetError as exc:
+        raise _fail(source, f"/{key}", exc.problem) from None
+
+
+def _count(value: Any, source: str | None, key: str, top: int) -> int | None:
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top
+    ):
+        raise _fail(source, f"/{key}", f"expected an integer from 1 to {top}, got {value!r}")
+    return value
+
+
+LAUNCH_KEYS = (
+    "tensor_parallel",
+    "pipeline_parallel",
+    "gpu_memory_utilization",
+    "kv_cache_memory",
+    "weights",
+    "max_model_len",
+    "kv_cache_dtype",
+    "flags",
+)
+
+
+def make_target(
+    *,
+    engine: str | Engine | None = None,
+    gpu: str | Gpu | None = None,
+    tensor_parallel: int | None = None,
+    transforms: Mapping[str, Mapping[str, Any]] | None = None,
+    profile: Path | str | None = None,
+    pipeline_parallel: int | None = None,
+    gpu_memory_utilization: float | None = None,
+    kv_cache_memory: str | float | None = None,
+    weights: str | float | None = None,
+    max_model_len: int | str | None = None,
+    kv_cache_dtype: str | None = None,
+    flags: Sequence[str] | None = None,
+) -> Target:
+    """A target from a profile file, or from the engine and device and the launch settings
+    (flags override a profile). Sizes are strings such as ``1GiB`` or numbers of GiB.
+
+    ``flags`` are the server flags always passed (argv words): one naming a launch setting
+    (``--tensor-parallel-size 8``) is read into it, and refused when it contradicts the
+    setting given; the others are passed as given."""
+    source = None
+    data: dict[str, Any] = {}
+    if profile is not None:
+        source = str(profile)
+        try:
+            data = tomllib.loads(read_regular(Path(profile), MAX_PROFILE).decode("utf-8"))
+        except OSError as exc:
+            raise TargetError(
+                f"cannot read the profile ({exc.strerror})", file=source, hint="check the path"
+            ) from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
+            raise _fail(source, "", f"invalid TOML ({json_problem(exc)})") from None
+        unknown = set(data) - {"engine", "gpu", "transforms", *LAUNCH_KEYS}
+        if unknown:
+            raise _fail(source, f"/{sorted(unknown)[0]}", "unknown key")
+        stray = first_datetime(data, "")
+        if stray is not None:
+            raise _fail(source, stray, "TOML dates and times are not JSON values; quote it")
+    named = {
+        "engine": engine,
+        "gpu": gpu,
+        "tensor_parallel": tensor_parallel,
+        "pipeline_parallel": pipeline_parallel,
+        "gpu_memory_utilization": gpu_memory_utilization,
+        "kv_cache_memory": kv_cache_memory,
+        "weights": weights,
+        "max_model_len": max_model_len,
+        "kv_cache_dtype": kv_cache_dtype,
+        "flags": None if flags is None else list(flags),
+    }
+    # A flag given with --profile wins, and says so: never silently.
+    overridden = tuple(
+        Override(key, flag, data[key])
+        for key, flag in named.items()
+        if flag is not None and key in data and str(data[key]) != str(flag)
+    )
+    engine = engine or data.get("engine")
+    gpu = gpu or data.get("gpu")
+    if engine is None or gpu is None:
+        missing = "engine" if engine is None else "gpu"
+        raise _fail(source, f"/{missing}", f"a target needs an engine and a GPU; no {missing}")
+    if not isinstance(engine, str | Engine) or not isinstance(gpu, str | Gpu):
+        raise _fail(source, "/engine", "engine and gpu are strings such as 'vllm==0.16.0'")
+
+    parsed_engine = parse_engine(engine) if isinstance(engine, str) else engine
+    passed, settings = _server_flags(
+        parsed_engine, flags if flags is not None else data.get("flags"), source
+    )
+
+    def given(key: str, flag: Any) -> Any:
+        value = flag if flag is not None else data.get(key)
+        if key in settings and value is not None and not _same(key, value, settings[key]):
+            raise TargetError(
+                f"the flags say {settings[key][1]} but {key} is {value}",
+                file=source,
+                pointer="/flags" if source else None,
+                hint="give it once: in the flags, or as the setting",
+            )
+        return value if value is not None else (settings[key][0] if key in settings else None)
+
+    tp = _count(given("tensor_parallel", tensor_parallel), source, "tensor_parallel", MAX_PARALLEL)
+    pp = _count(
+        given("pipeline_parallel", pipeline_parallel), source, "pipeline_parallel", MAX_PARALLEL
+    )
+    context_wanted = given("max_model_len", max_model_len)
+    fit = is_auto_context(context_wanted)
+    if fit:
+        refuse_without_flag(parsed_engine, "max_model_len", source)
+    context = None if fit else _count(context_wanted, source, "max_model_len", 2**31 - 1)
+    utilization = given("gpu_memory_utilization", gpu_memory_utilization)
+    if utilization is not None and (
+        isinstance(utilization, bool)
+        or not isinstance(utilization, int | float)
+        or not 0 < utilization <= 1
+    ):
+        raise _fail(
+            source, "/gpu_memory_utilization", f"expected a number in (0, 1], got {utilization!r}"
         )
-    if not match:
-        raise TargetError(
-            f"cannot read engine {text!r}",
-            hint="name it as NAME==VERSION, e.g. --engine vllm==0.16.0 or --engine sglang==0.5.23",
-        )
-    name: EngineName = "vllm" if match.group(1) == "vllm" else "sglang"
-    version = (int(match.group(2)), int(match.group(3)), int(match.group(4) or 0))
-    if version < OLDEST[name]:
-        oldest = ".".join(map(str, OLDEST[name]))
-        raise TargetError(
-            f"{name} {'.'.join(map(str, version))} is older than the engine model covers "
-            f"({name} {oldest} and later)",
-            hint=f"check against --engine {name}=={oldest} or later",
-        )
-    pre = "".join(_PRE.findall(match.group(5)))
-    return Engine(name, version, pre)
+    wanted = transforms if transforms is not None else data.get("transforms", {})
+    if not isinstance(wanted, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, Mapping) for k, v in wanted.items()
+    ):
+        raise _fail(source, "/transforms", "expected a table: name = { parameter = value }")
+    kv_memory = _size(given("kv_cache_memory", kv_cache_memory), source, "kv_cache_memory")
+    if kv_memory is not None:
+        refuse_without_flag(parsed_engine, "kv_cache_memory", source)
+    kv = given("kv_cache_dtype", kv_cache_dtype)
+    if kv is not None:
+        refuse_unknown_kv_cache_dtype(parsed_engine, kv, source)
+    return Target(
+        engine=parsed_engine,
+        gpu=parse_gpu(gpu) if isinstance(gpu, str) else gpu,
+        tensor_parallel=tp,
+        transforms={k: dict(v) for k, v in wanted.items()},
+        profile=str(Path(profile).absolute()) if profile is not None else None,
+        pipeline_parallel=pp,
+        gpu_memory_utilization=None if utilization is None else float(utilization),
+        kv_cache_memory_gib=kv_memory,
+        weights_gib=_size(given("weights", weights), source, "weights"),
+        max_model_len=context,
+        overridden=overridden,
+        kv_cache_dtype=kv,
+        flags=passed,
+        fit_context=fit,
+    )
+
+
+def _server_flags(
+    engine: Engine, words: Any, source: str | None
+) -> tuple[tuple[str, ...], dict[str, tuple[Any, str]]]:
+    """The flags passed as given, and the launch settings among them (key -> (value, the
+    flag as written))."""
+    if words is None:
+        return (), {}
+    if not isinstance(words, list | tuple) or not all(isinstance(w, str) for w in words):
+        raise _fail(source, "/flags", "expected a list of argv words, e.g. ['--enforce-eager']")
+    remember(secret_values(words))
+    found, passed = split_settings(engine.name, words)
+    settings: dict[str, tuple[Any, str]] = {}
+    for key, (flag, text) in found.items():
+        if text is None:
+            raise _fail(source, "/flags", f"{flag} needs a value (the engine refuses it alone)")
+        try:
+            if key == "kv_cache_memory":
+                value: Any = human_readable_int(text, engine.version) / GIB
+            elif key == "gpu_memory_utilization":
+                value = float(text)
+            elif key == "kv_cache_dtype":
+                value = text
+            elif key == "max_model_len" and engine.name == "vllm":
+                value = parse_context(text, engine.version)  # 128k or auto, as vLLM reads it
+            else:
+                value = int(text)
+        except ValueError:
+            spelled = {
+                "kv_cache_memory": " (vLLM takes bytes: 1073741824, 1G or 1024M; 1g is 10**9)",
+                "max_model_len": " (vLLM takes 131072, 128k, 128K or auto)",
+            }
+            raise _fail(
+                source,
+                "/flags",
+                f"cannot read {flag} {text!r}"
+                + (spelled.get(key, "") if engine.name == "vllm" else ""),
+            ) from None
+        settings[key] = (value, f"{flag} {text}")
+    return passed, settings
+
+
+def _same(key: str, given: Any, from_flags: tuple[Any, str]) -> bool:
+    value = from_flags[0]
+    if key == "kv_cache_memory" and isinstance(given, str | int | float):
+        return abs(parse_size_gib(given, key) - float(value)) < 1e-6
+    if key == "max_model_len" and value == "auto":
+        return is_auto_context(given)  # vLLM's two spellings
+    return bool(given == value)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from patcher.engines.engine import Engine
 from patcher.engines.gpus import Gpu
 from patcher.engines.readings import assumed
-from patcher.engines.target import Engine
 from patcher.results import JsonResult
 
 

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from patcher.engines.engine import Engine
 from patcher.engines.files import (
     GENERATION_FILE,
     TOKENIZER_FILE,
@@ -21,7 +22,6 @@ from patcher.engines.files import (
 )
 from patcher.engines.gpus import Gpu
 from patcher.engines.readings import reading
-from patcher.engines.target import Engine
 from patcher.engines.view import Derived, EngineView, StartupError
 from patcher.engines.vllm_kv import (
     MIN_CAPABILITY,

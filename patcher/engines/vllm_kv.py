@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from patcher.engines.engine import Engine
 from patcher.engines.files import ConfigFiles
 from patcher.engines.gpus import Gpu
-from patcher.engines.target import Engine
 from patcher.engines.view import Derived, StartupError
 
 # arg_utils.py calls resolve_kv_cache_dtype_string('auto', ...) from 0.14.0 (PR #30785).

@@ -17,8 +17,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from patcher.engines.engine import Engine, Version
 from patcher.engines.readings import assumed, reading, vllm_readings
-from patcher.engines.target import Engine, Version
 
 
 @cache

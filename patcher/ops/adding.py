@@ -26,7 +26,7 @@ from patcher.transforms.params import ResolvedParams
 from patcher.version import __version__
 
 if TYPE_CHECKING:
-    from patcher.engines.target import Engine
+    from patcher.engines.engine import Engine
 
 ApplyOutcome = Literal["applied", "dry-run", "nothing-to-do", "already-applied"]
 

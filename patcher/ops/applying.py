@@ -8,8 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from patcher.engines.engine import parse_engine
 from patcher.engines.readings import assumed
-from patcher.engines.target import parse_engine
 from patcher.ops.adding import ApplyResult, add_entry, effect_warnings, same_definition
 from patcher.ops.replacing import replace_entry
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
@@ -22,7 +22,7 @@ from patcher.transforms.definition import Transform
 from patcher.transforms.params import resolve_params
 
 if TYPE_CHECKING:
-    from patcher.engines.target import Engine
+    from patcher.engines.engine import Engine
 
 
 def _applied_otherwise(

@@ -22,8 +22,8 @@ from patcher.advice.kvbudget import KvBudget, budget_of_files, index_weights
 from patcher.engines.files import ConfigFiles
 from patcher.engines.model import derive
 from patcher.engines.parallel import tensor_parallel_error
+from patcher.engines.target import Target
 from patcher.errors import PatcherError, TargetError
-from patcher.ops.targets import Target
 from patcher.store.checkpoint import Checkpoint
 from patcher.units import GIB
 

@@ -19,6 +19,7 @@ from patcher.engines.effects import patched_files
 from patcher.engines.files import MARKED_FILES, ConfigFiles, read_config_files
 from patcher.engines.model import derive
 from patcher.engines.readings import assumed
+from patcher.engines.target import Target
 from patcher.engines.view import StartupError
 from patcher.errors import PatcherError, TargetError
 from patcher.ops.applying import apply_transform
@@ -32,7 +33,6 @@ from patcher.ops.rebuilding import (
     plan_rebuild,
     upstream_bytes,
 )
-from patcher.ops.targets import Target
 from patcher.results import JsonResult
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.file_status import FileStatus, file_states, refuse_unsettled_files
@@ -89,7 +89,7 @@ class Plan(JsonResult):
             "target": self.target.record(),
             "engine_note": assumed(self.target.engine).note,
             "reading": assumed(self.target.engine).to_json(),
-            "overridden": list(self.target.overridden),
+            "overridden": [o.to_json() for o in self.target.overridden],
             "in_sync": self.in_sync,
             "actions": [
                 {

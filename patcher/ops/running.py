@@ -35,11 +35,11 @@ from patcher.engines.launch_flags import (
     setting_values,
 )
 from patcher.engines.readings import assumed
+from patcher.engines.target import Target, make_target
 from patcher.errors import ConflictError, PatcherError, TargetError
 from patcher.ops.launching import Launch
 from patcher.ops.planning import Plan, plan_checkpoint, refuse_no_start, sync_checkpoint
 from patcher.ops.supervising import STOP_TIMEOUT, check_runnable, refuse_nul, supervise
-from patcher.ops.targets import Target, make_target
 from patcher.store.checkpoint import open_checkpoint
 from patcher.store.lock import Shared, hold_shared
 from patcher.text.secrets import remember, secret_values

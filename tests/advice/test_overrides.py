@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from patcher import api
+from patcher.engines.engine import parse_engine
 from patcher.engines.files import read_config_files
 from patcher.engines.model import derive
-from patcher.engines.target import parse_engine
 from patcher.store.checkpoint import open_checkpoint
 from tests.conftest import CONFIGS, MODELS
 from tests.test_golden import params_for

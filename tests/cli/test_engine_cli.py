@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from patcher.engines.engine import parse_engine
 from patcher.engines.gpus import parse_gpu
-from patcher.engines.target import parse_engine
 from patcher.errors import TargetError
 from tests.conftest import Cli, tree_bytes
 

@@ -10,11 +10,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from patcher.engines.engine import parse_engine
 from patcher.engines.files import ConfigFiles
 from patcher.engines.gpus import parse_gpu
 from patcher.engines.model import derive
 from patcher.engines.numbers import MAX_COUNT, MAX_FACTOR, NUMBER_KEYS
-from patcher.engines.target import parse_engine
 from patcher.errors import InputFileError
 from tests.conftest import CONFIGS, SNAPSHOTS
 

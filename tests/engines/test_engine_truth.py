@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from patcher import api
+from patcher.engines.engine import parse_engine
 from patcher.engines.files import TOKENIZER_FILE, ConfigFiles, read_config_files
 from patcher.engines.gpus import parse_gpu
 from patcher.engines.model import derive
-from patcher.engines.target import parse_engine
 from patcher.engines.templates import JINJA_FILE, served_template
 from patcher.store.checkpoint import open_checkpoint
 from tests.conftest import SNAPSHOTS

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from patcher.engines import installed
+from patcher.engines.engine import parse_engine
 from patcher.engines.files import read_config_files
 from patcher.engines.gpus import parse_gpu
 from patcher.engines.model import derive
 from patcher.engines.readings import assumed, reading
-from patcher.engines.target import parse_engine
 from patcher.store.checkpoint import open_checkpoint
 from tests.conftest import SNAPSHOTS, Cli
 

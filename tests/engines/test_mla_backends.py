@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from patcher.engines.target import parse_engine
+from patcher.engines.engine import parse_engine
 from patcher.engines.vllm_kv import MLA_BFLOAT16_FROM, MLA_DTYPES_WIDENED, backend_table
 from tests.conftest import SNAPSHOTS
 

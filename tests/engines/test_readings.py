@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from patcher.engines.engine import parse_engine
 from patcher.engines.readings import assumed, newest_read, reading, releases_read
-from patcher.engines.target import parse_engine
 from tests.conftest import ROOT, SNAPSHOTS, Cli
 
 RULES = json.loads((SNAPSHOTS / "engines" / "rules-vllm.json").read_text())["releases"]

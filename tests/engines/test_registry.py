@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from patcher import api
+from patcher.engines.engine import parse_engine
 from patcher.engines.readings import releases_read
-from patcher.engines.target import parse_engine
 from patcher.engines.vllm_registry import architectures, unknown_architectures
 from tests.conftest import SNAPSHOTS, build_tree
 

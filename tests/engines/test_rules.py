@@ -15,10 +15,10 @@ import pytest
 
 from patcher import api
 from patcher.engines import launch_flags, vllm, vllm_kv
+from patcher.engines.engine import parse_engine
 from patcher.engines.readings import reading, releases_read
-from patcher.engines.target import parse_engine
+from patcher.engines.target import make_target
 from patcher.errors import TargetError
-from patcher.ops.targets import make_target
 from tests.conftest import SNAPSHOTS, build_tree
 
 RELEASES: dict[str, dict[str, Any]] = json.loads(

@@ -238,6 +238,8 @@ def test_a_flag_given_with_a_profile_says_what_it_overrides(
     profile.write_text('engine = "vllm==0.16.0"\ngpu = "rtx-pro-6000"\ntensor_parallel = 8\n')
     code, out, _ = cli("plan", kimi, "--profile", profile, "--tp", "4")
     assert "note: a flag overrides the profile: tensor_parallel 4 (the profile says 8)" in out
+    said = json.loads(cli("plan", kimi, "--profile", profile, "--tp", "4", "--json")[1])
+    assert said["overridden"] == [{"key": "tensor_parallel", "given": 4, "profile": 8}]
     code, out, _ = cli("plan", kimi, "--profile", profile, "--tp", "8", "--json")
     assert json.loads(out)["overridden"] == []
 

