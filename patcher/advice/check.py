@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
@@ -14,7 +14,7 @@ from typing import Any
 
 from patcher.advice import stop_findings
 from patcher.advice import tokenizer_findings as tokenizer
-from patcher.advice.finding import Finding, dig, language_model, pointer_of
+from patcher.advice.finding import CheckContext, Finding, Rule, dig, language_model, pointer_of
 from patcher.advice.memory import memory_finding
 from patcher.engines import installed
 from patcher.engines.engine import Engine, parse_engine
@@ -105,12 +105,16 @@ def kv_label(value: Any) -> str:
     return str(value).upper()
 
 
-def _fp8_kv(files: _Files, apply: Callable[..., str]) -> Iterator[Finding]:
+def _fp8_kv(ctx: CheckContext) -> Iterator[Finding]:
+    """Without an engine named: a KV-cache quantization directive some GPUs cannot run."""
+    if ctx.view is not None:
+        return  # the engine model knows whether that engine runs it on that GPU
+    apply = ctx.apply
     for name, keys in FP8_KV_POINTERS:
-        value = dig(files.get(name), keys)
+        value = dig(ctx.get(name), keys)
         if kv_label(value) == "none":
             continue
-        method = dig(files.get(name), (*keys[:-1], "quant_method"))
+        method = dig(ctx.get(name), (*keys[:-1], "quant_method"))
         if method == "compressed-tensors":  # recorded: the attention layers switch to fp8
             how = "vLLM's attention layers switch the KV cache to fp8 for it"
             example, transform = "SM89 with MTP, vLLM #44879", "strip-ct-kv-cache-scheme"
@@ -128,9 +132,10 @@ def _fp8_kv(files: _Files, apply: Callable[..., str]) -> Iterator[Finding]:
         )
 
 
-def _kv_disagreement(files: _Files, apply: Callable[..., str]) -> Iterator[Finding]:
-    legacy = files.get("hf_quant_config.json")
-    config = files.get("config.json")
+def _kv_disagreement(ctx: CheckContext) -> Iterator[Finding]:
+    apply = ctx.apply
+    legacy = ctx.get("hf_quant_config.json")
+    config = ctx.get("config.json")
     if legacy is None or config is None:
         return
     inline = dig(config, ("quantization_config",)) or dig(
@@ -159,8 +164,9 @@ def _kv_disagreement(files: _Files, apply: Callable[..., str]) -> Iterator[Findi
         )
 
 
-def _rope_downgrade(files: _Files, diff: str) -> Iterator[Finding]:
-    model, base = language_model(files.get("config.json"))
+def _rope_downgrade(ctx: CheckContext) -> Iterator[Finding]:
+    diff = f"patcher diff {ctx.checkpoint.arg}"
+    model, base = language_model(ctx.get("config.json"))
     rope = dig(model, ("rope_scaling",))
     if not isinstance(rope, dict):
         return
@@ -186,14 +192,14 @@ def _rope_downgrade(files: _Files, diff: str) -> Iterator[Finding]:
         )
 
 
-def _shadowed_template(files: _Files) -> Iterator[Finding]:
-    tokenizer = files.get("tokenizer_config.json")
+def _shadowed_template(ctx: CheckContext) -> Iterator[Finding]:
+    tokenizer = ctx.get("tokenizer_config.json")
     if dig(tokenizer, ("chat_template",)) is None:
         return
-    data = read_current(files.checkpoint, JINJA_FILE)
+    data = read_current(ctx.checkpoint, JINJA_FILE)
     if data is None or served_template(tokenizer, None) == data.decode("utf-8", "replace"):
         return
-    jinja = shlex.quote(str(files.checkpoint.path(JINJA_FILE)))
+    jinja = shlex.quote(str(ctx.checkpoint.path(JINJA_FILE)))
     yield Finding(
         "chat-template-shadowed",
         "tokenizer_config.json",
@@ -202,17 +208,16 @@ def _shadowed_template(files: _Files) -> Iterator[Finding]:
         "this template is not served, and an edit to it changes nothing (set-chat-template "
         "writes the template to serve to both; the fix keeps the one served now)",
         "set-chat-template",
-        f"patcher apply {files.checkpoint.arg} set-chat-template --set template={jinja}",
+        f"patcher apply {ctx.checkpoint.arg} set-chat-template --set template={jinja}",
     )
 
 
-def _sliding_window(
-    files: _Files, apply: Callable[..., str], engine: str | None
-) -> Iterator[Finding]:
+def _sliding_window(ctx: CheckContext) -> Iterator[Finding]:
     """Sliding window on only some layers of a model vLLM builds on its Qwen2Model, which
     refuses it when the model is built (recorded with vLLM 0.16.0 and 0.33.0). Judged against
     vLLM it is the engine model's start-up error instead; SGLang is not claimed."""
-    config = files.get("config.json")
+    apply, engine = ctx.apply, ctx.engine
+    config = ctx.get("config.json")
     if engine is not None or not isinstance(config, dict):
         return
     refused = vllm_partial_sliding_window(config)
@@ -228,9 +233,10 @@ def _sliding_window(
         )
 
 
-def _missing_mtp(files: _Files, apply: Callable[..., str]) -> Iterator[Finding]:
-    model, base = language_model(files.get("config.json"))
-    index = files.get("model.safetensors.index.json")
+def _missing_mtp(ctx: CheckContext) -> Iterator[Finding]:
+    apply = ctx.apply
+    model, base = language_model(ctx.get("config.json"))
+    index = ctx.get("model.safetensors.index.json")
     layers = dig(model, ("num_hidden_layers",))
     for key in ("num_nextn_predict_layers", "mtp_num_hidden_layers"):
         declared = dig(model, (key,))
@@ -251,14 +257,13 @@ def _missing_mtp(files: _Files, apply: Callable[..., str]) -> Iterator[Finding]:
             )
 
 
-def _generation_cap(
-    files: _Files, apply: Callable[..., str], view: EngineView | None
-) -> Iterator[Finding]:
+def _generation_cap(ctx: CheckContext) -> Iterator[Finding]:
     """max_new_tokens in generation_config.json. Recorded: vLLM 0.16.0 cuts every response at
     it, whatever max_tokens the request asks; 0.33.0 takes it only as the default of requests
     that set none (PR #34063, first in 0.17.0), and SGLang 0.5.23 does not take it. So judged
     against an engine, it is a finding only where that engine caps responses."""
-    value = dig(files.get("generation_config.json"), ("max_new_tokens",))
+    apply, view = ctx.apply, ctx.view
+    value = dig(ctx.get("generation_config.json"), ("max_new_tokens",))
     if not isinstance(value, int):
         return
     if view is None:
@@ -283,12 +288,13 @@ def _generation_cap(
     )
 
 
-def _null_dtype(files: _Files, apply: Callable[..., str], engine: str | None) -> Iterator[Finding]:
+def _null_dtype(ctx: CheckContext) -> Iterator[Finding]:
     """A null torch_dtype in the config section the engines read the dtype from. Recorded: vLLM
     (0.16.0, 0.33.0) serves bfloat16 (float16 below compute capability 8.0); SGLang 0.5.23
     reads it as float32 and serves float16, which can overflow for a model trained in bfloat16.
     So the finding is for SGLang, and left out when judging a vLLM version."""
-    model, base = language_model(files.get("config.json"))
+    apply, engine = ctx.apply, ctx.engine
+    model, base = language_model(ctx.get("config.json"))
     if engine == "vllm" or not isinstance(model, dict):
         return
     if "torch_dtype" in model and model["torch_dtype"] is None and model.get("dtype") is None:
@@ -317,9 +323,8 @@ BOM_EFFECTS = {
 }
 
 
-def _bom(
-    marked: frozenset[str], apply: Callable[..., str], engine: str | None
-) -> Iterator[Finding]:
+def _bom(ctx: CheckContext) -> Iterator[Finding]:
+    marked, apply, engine = ctx.marked, ctx.apply, ctx.engine
     for name, effect in BOM_EFFECTS.items():
         if engine == "vllm" and name in VLLM_BOM_JUDGED:
             continue  # the engine model reports these as start-up errors, where they are ones
@@ -334,9 +339,12 @@ def _bom(
             )
 
 
-def _engine_findings(
-    view: EngineView, apply: Callable[..., str], checkpoint: str, tensor_parallel: int | None
-) -> Iterator[Finding]:
+def _engine_findings(ctx: CheckContext) -> Iterator[Finding]:
+    """What the engine named derives from the files, and its start-up errors as findings."""
+    if ctx.view is None:
+        return
+    view, apply, checkpoint = ctx.view, ctx.apply, ctx.checkpoint.arg
+    tensor_parallel = ctx.tensor_parallel
     serve = (
         f"vllm serve {checkpoint}"
         if view.engine.name == "vllm"
@@ -363,6 +371,28 @@ def _engine_findings(
             (f"{serve} {error.flag}",) if error.flag else (),
             error.note,
         )
+
+
+# Every check rule, in the order their findings are listed (how to add one:
+# docs/development.md).
+RULES: tuple[Rule, ...] = (
+    _engine_findings,
+    _fp8_kv,
+    _kv_disagreement,
+    _rope_downgrade,
+    stop_findings.eos_mismatch,
+    stop_findings.unknown_eos_token,
+    _shadowed_template,
+    tokenizer.missing_template,
+    tokenizer.turn_end_not_stopped,
+    tokenizer.add_eos_token,
+    tokenizer.tokenizer_class,
+    _sliding_window,
+    _missing_mtp,
+    _generation_cap,
+    _null_dtype,
+    _bom,
+)
 
 
 def check_checkpoint(
@@ -445,27 +475,8 @@ def check_checkpoint(
         notes[name] = f"{name} is applied; the files are a new upstream version"
         return f"patcher rebase {ckpt.arg}"
 
-    findings = [
-        *(
-            _engine_findings(view, apply, ckpt.arg, tensor_parallel)
-            if view is not None
-            else _fp8_kv(files, apply)
-        ),
-        *_kv_disagreement(files, apply),
-        *_rope_downgrade(files, f"patcher diff {ckpt.arg}"),
-        *stop_findings.eos_mismatch(files.get, apply),
-        *stop_findings.unknown_eos_token(files.get, ckpt.arg),
-        *_shadowed_template(files),
-        *tokenizer.missing_template(files.get, lambda n: ckpt.path(n).is_file(), ckpt.arg),
-        *tokenizer.turn_end_not_stopped(files.get, apply),
-        *tokenizer.add_eos_token(files.get, apply),
-        *tokenizer.tokenizer_class(files.get, apply),
-        *_sliding_window(files, apply, engine_name),
-        *_missing_mtp(files, apply),
-        *_generation_cap(files, apply, view),
-        *_null_dtype(files, apply, engine_name),
-        *_bom(parsed.bom, apply, engine_name),
-    ]
+    ctx = CheckContext(ckpt, files.get, parsed.bom, apply, engine_name, view, tensor_parallel)
+    findings = [finding for rule in RULES for finding in rule(ctx)]
     if (
         view is not None
         and device is not None

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from patcher.engines.view import EngineView
+    from patcher.store.checkpoint import Checkpoint
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +25,32 @@ class Finding:
     command: str | None
     alternatives: tuple[str, ...] = ()
     note: str | None = None
+
+
+Get = Callable[[str], Any]  # a file of the checkpoint, parsed once (None: absent, unreadable)
+Apply = Callable[..., str]  # the command that applies a transform here (its --set words)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckContext:
+    """What every check rule is given: the checkpoint, its files, the engine judged against
+    (None: none named) and its view, and how to name a fix."""
+
+    checkpoint: Checkpoint
+    get: Get
+    marked: frozenset[str]  # the files that start with a byte-order mark
+    apply: Apply
+    engine: str | None
+    view: EngineView | None
+    tensor_parallel: int | None
+
+    def has_file(self, name: str) -> bool:
+        """Whether the checkpoint has a regular file ``name``."""
+        return self.checkpoint.path(name).is_file()
+
+
+# A check rule: the findings of one known problem (how to add one: docs/development.md).
+Rule = Callable[[CheckContext], Iterable[Finding]]
 
 
 def dig(doc: Any, keys: tuple[str, ...]) -> Any:

@@ -6,13 +6,11 @@ from __future__ import annotations
 import difflib
 import json
 import shlex
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-from patcher.advice.finding import Finding, dig, language_model, pointer_of
+from patcher.advice.finding import CheckContext, Finding, dig, language_model, pointer_of
 from patcher.text.document import shown
-
-Get = Callable[[str], Any]
 
 
 def _as_set(value: Any) -> set[Any]:
@@ -27,9 +25,10 @@ def _token_ids(value: Any) -> bool:
     )
 
 
-def eos_mismatch(files: Get, apply: Callable[..., str]) -> Iterator[Finding]:
+def eos_mismatch(ctx: CheckContext) -> Iterator[Finding]:
     """generation_config.json's eos ids, against config.json's: not ids at all, or missing
     one of config.json's (an engine stopping on the first may run past a turn's end)."""
+    files, apply = ctx.get, ctx.apply
     generation = files("generation_config.json")
     config = files("config.json")
     model, base = language_model(config)
@@ -103,8 +102,9 @@ def _token_texts(tokens: Any) -> set[str]:
     return {t for t in map(_token_text, tokens) if t} if isinstance(tokens, list) else set()
 
 
-def unknown_eos_token(files: Get, checkpoint: str) -> Iterator[Finding]:
+def unknown_eos_token(ctx: CheckContext) -> Iterator[Finding]:
     """tokenizer_config.json's eos_token, when the tokenizer has no such token."""
+    files, checkpoint = ctx.get, ctx.checkpoint.arg
     tokenizer = files("tokenizer_config.json")
     value = dig(tokenizer, ("eos_token",))
     token = _token_text(value)

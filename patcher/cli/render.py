@@ -460,9 +460,8 @@ def plan_text(p: Plan) -> str:
             + (f" (profile {p.target.profile})" if p.target.profile else ""),
         ]
     )
-    for o in p.target.overridden:
-        head += "\nnote: a flag overrides the profile: "
-        head += f"{o.key} {o.given} (the profile says {o.profile})"
+    said = [f"{o.key} {o.given} (the profile says {o.profile})" for o in p.target.overridden]
+    head += "".join(f"\nnote: a flag overrides the profile: {line}" for line in said)
     if p.in_sync:
         return "\n".join([f"{head}\nin sync: nothing to do for {p.checkpoint}", *_launch(p)])
     lines = [head]
