@@ -9,9 +9,10 @@ about 100 ms to ``patcher status`` (1.5x ``import typer`` is its budget; 2026-12
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -141,39 +142,29 @@ def doctor(
         raise typer.Exit(EXIT_REFUSED)
 
 
-def make_target_from(
-    *,
-    profile: Path | None,
-    engine: str | None,
-    gpu: str | None,
-    tp: int | None,
-    pp: int | None = None,
-    kv_cache_memory: str | None = None,
-    weights: str | None = None,
-    max_model_len: str | None = None,
-    utilization: float | None = None,
-    kv_cache_dtype: str | None = None,
-    flags: list[str] | None = None,
-) -> Target:
-    """The target of plan and sync: the same options, by their profile names."""
+def target_from(options: Mapping[str, Any]) -> Target:
+    """The target of plan and sync, built once from their one group of options (``ctx.params``,
+    by the options' parameter names; the flags after ``--`` are ``server_flags``)."""
     from patcher.engines.target import make_target
 
+    context = options.get("max_model_len")
     return make_target(
-        engine=engine,
-        gpu=gpu,
-        tensor_parallel=tp,
-        profile=profile,
-        pipeline_parallel=pp,
-        kv_cache_memory=kv_cache_memory,
-        weights=weights,
-        max_model_len=max_model_len if max_model_len in (None, "auto") else int(max_model_len),
-        gpu_memory_utilization=utilization,
-        kv_cache_dtype=kv_cache_dtype,
-        flags=flags or None,
+        engine=options.get("engine"),
+        gpu=options.get("gpu"),
+        tensor_parallel=options.get("tp"),
+        profile=options.get("profile"),
+        pipeline_parallel=options.get("pp"),
+        kv_cache_memory=options.get("kv_cache_memory"),
+        weights=options.get("weights"),
+        max_model_len=context if context in (None, "auto") else int(context),
+        gpu_memory_utilization=options.get("utilization"),
+        kv_cache_dtype=options.get("kv_cache_dtype"),
+        flags=options.get("server_flags") or None,
     )
 
 
 def plan(
+    ctx: typer.Context,
     checkpoint: CheckpointArg,
     server_flags: ServerFlagsArg = None,
     profile: ProfileOpt = None,
@@ -203,19 +194,7 @@ def plan(
 
         result = plan_checkpoint(
             checkpoint_arg(checkpoint, revision),
-            make_target_from(
-                profile=profile,
-                engine=engine,
-                gpu=gpu,
-                tp=tp,
-                pp=pp,
-                kv_cache_memory=kv_cache_memory,
-                weights=weights,
-                max_model_len=max_model_len,
-                utilization=utilization,
-                kv_cache_dtype=kv_cache_dtype,
-                flags=server_flags,
-            ),
+            target_from(ctx.params),
             prune=prune,
         )
         out(render.to_json(result.to_json()) if as_json else render.plan_text(result))
@@ -226,6 +205,7 @@ def plan(
 
 
 def sync(
+    ctx: typer.Context,
     checkpoint: CheckpointArg,
     server_flags: ServerFlagsArg = None,
     profile: ProfileOpt = None,
@@ -262,19 +242,7 @@ def sync(
 
         result = sync_checkpoint(
             checkpoint_arg(checkpoint, revision),
-            make_target_from(
-                profile=profile,
-                engine=engine,
-                gpu=gpu,
-                tp=tp,
-                pp=pp,
-                kv_cache_memory=kv_cache_memory,
-                weights=weights,
-                max_model_len=max_model_len,
-                utilization=utilization,
-                kv_cache_dtype=kv_cache_dtype,
-                flags=server_flags,
-            ),
+            target_from(ctx.params),
             dry_run=dry_run,
             overlay=overlay,
             prune=prune,

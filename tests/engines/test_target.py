@@ -126,17 +126,12 @@ def _through_plan_options(words: tuple[str, ...]) -> Target:
     from typer.main import get_command
 
     from patcher.cli.app import app
-    from patcher.cli.engine_commands import make_target_from
+    from patcher.cli.engine_commands import target_from
 
     group: Any = get_command(app)
     parent = group.make_context("patcher", ["plan", "CKPT", *words])
-    params = group.commands["plan"].make_context("plan", ["CKPT", *words], parent=parent).params
-    named = ("profile", "engine", "gpu", "tp", "pp", "kv_cache_memory", "weights")
-    return make_target_from(
-        **{name: params[name] for name in named},
-        max_model_len=params["max_model_len"],
-        utilization=params["utilization"],
-        kv_cache_dtype=params["kv_cache_dtype"],
+    return target_from(
+        group.commands["plan"].make_context("plan", ["CKPT", *words], parent=parent).params
     )
 
 
