@@ -297,7 +297,7 @@ def _install_and_record(wheel: Path, venv_base: Path) -> None:
     subprocess.run(
         [
             sys.executable,
-            str(ROOT / "tests" / "record_engines.py"),
+            str(ROOT / "tools" / "record_engines.py"),
             "--version",
             version,
             "--python",

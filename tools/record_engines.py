@@ -216,7 +216,7 @@ def main() -> None:
             python = args.python or venv_python(args.venvs, version, package)
             out = out_dir / f"{package}-{version}.json"
             subprocess.run(
-                [str(python), str(ROOT / "tests" / probe), str(cases_file), str(out)],
+                [str(python), str(ROOT / "tools" / probe), str(cases_file), str(out)],
                 check=True,
                 env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "VLLM_LOGGING_LEVEL": "ERROR"},
             )

@@ -1,6 +1,6 @@
 """Run the patcher CLI with an audit hook that counts the files it opens.
 
-``python tools/audit_open.py ARGS...`` behaves like ``patcher ARGS...`` and finally writes
+``python tests/audit_open.py ARGS...`` behaves like ``patcher ARGS...`` and finally writes
 ``SHARDS-OPENED:N CONFIGS-OPENED:M`` to stderr (weight shards vs config files opened).
 Used by the tests and the benchmark to show that weights are never read.
 """
