@@ -18,7 +18,7 @@ from patcher.advice.finding import CheckContext, Finding, Rule, dig, language_mo
 from patcher.advice.memory import memory_finding
 from patcher.engines import installed
 from patcher.engines.engine import Engine, parse_engine
-from patcher.engines.files import READ_FILES, TOKENIZER_FILE, config_files
+from patcher.engines.files import READ_FILES, config_files
 from patcher.engines.gpus import Gpu, parse_gpu
 from patcher.engines.launch_flags import refuse_without_flag
 from patcher.engines.model import derive, refuse_unknown_kv_cache_dtype
@@ -439,9 +439,14 @@ def check_checkpoint(
     view: EngineView | None = None
     asked: str | None = None  # how the installed engine answered, or why it did not
     if engine_python is not None:
-        key = [[name, files.get(name)] for name in (*READ_FILES, TOKENIZER_FILE)]
         answered = installed.installed_view(
-            Path(engine_python), ckpt.root, key, parsed, device, kv_cache_dtype, target
+            Path(engine_python),
+            ckpt.root,
+            installed.files_key(ckpt),
+            parsed,
+            device,
+            kv_cache_dtype,
+            target,
         )
         view, asked = answered.view, answered.said
         target = view.engine if view is not None else target

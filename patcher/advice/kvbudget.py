@@ -49,9 +49,9 @@ from patcher.advice.kv_layers import (
 )
 from patcher.advice.weights import weights_warning
 from patcher.engines.engine import Engine, parse_engine
-from patcher.engines.files import READ_FILES, ConfigFiles, read_config_files
+from patcher.engines.files import ConfigFiles, read_config_files
 from patcher.engines.gpus import Gpu, parse_gpu
-from patcher.engines.installed import Asked, installed_view
+from patcher.engines.installed import Asked, files_key, installed_view
 from patcher.engines.launch_flags import refuse_without_flag
 from patcher.engines.model import derive, edit_takes_effect
 from patcher.engines.readings import Assumed, Reading, assumed, reading
@@ -60,7 +60,6 @@ from patcher.errors import DoesNotApplyError, InputFileError, TargetError
 from patcher.results import JsonResult
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.files import read_current
-from patcher.store.fsio import sha256
 from patcher.text.document import shown
 from patcher.units import GIB, parse_size_gib
 
@@ -301,11 +300,10 @@ def kv_budget(
         figure = (figure[0] / pipeline_parallel, f"{figure[1]}, over {pipeline_parallel} stages")
     asked = None
     if engine_python is not None:
-        key = [[name, sha256(read_current(ckpt, name) or b"")] for name in READ_FILES]
         asked = installed_view(
             Path(engine_python),
             ckpt.root,
-            key,
+            files_key(ckpt),
             files,
             parse_gpu(gpu) if isinstance(gpu, str) else gpu,
             None if kv_dtype == "auto" else kv_dtype,

@@ -29,12 +29,15 @@ from pathlib import Path
 from typing import Any
 
 from patcher.engines.engine import Engine, parse_engine
-from patcher.engines.files import ConfigFiles
+from patcher.engines.files import READ_FILES, TOKENIZER_FILE, ConfigFiles
 from patcher.engines.gpus import Gpu
 from patcher.engines.model import derive, refuse_unknown_kv_cache_dtype
 from patcher.engines.readings import Reading, reading
 from patcher.engines.view import Derived, EngineView, StartupError
 from patcher.errors import PatcherError, TargetError
+from patcher.store.checkpoint import Checkpoint
+from patcher.store.files import read_current
+from patcher.store.fsio import sha256
 from patcher.store.work_folder import work_folder
 
 MARK = "@@patcher-answer@@"
@@ -148,6 +151,14 @@ def _run(python: Path, request: dict[str, Any]) -> tuple[dict[str, Any] | None, 
     if "failed" in found:
         return None, f"the engine's code raised {found['failed'][:300]}"
     return found, None
+
+
+def files_key(ckpt: Checkpoint) -> list[list[str]]:
+    """What the engine's answer depends on in the checkpoint, for the cache key: the files its
+    config code reads, by hash (an edit asks again)."""
+    return [
+        [name, sha256(read_current(ckpt, name) or b"")] for name in (*READ_FILES, TOKENIZER_FILE)
+    ]
 
 
 def ask(

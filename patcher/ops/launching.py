@@ -20,6 +20,7 @@ from typing import Any
 
 from patcher.advice.kvbudget import KvBudget, budget_of_files, index_weights
 from patcher.engines.files import ConfigFiles
+from patcher.engines.installed import Asked
 from patcher.engines.model import derive
 from patcher.engines.parallel import tensor_parallel_error
 from patcher.engines.target import Target
@@ -70,7 +71,9 @@ class Launch:
         }
 
 
-def _memory(ckpt: Checkpoint, files: ConfigFiles, target: Target) -> tuple[KvBudget | None, str]:
+def _memory(
+    ckpt: Checkpoint, files: ConfigFiles, target: Target, asked: Asked | None
+) -> tuple[KvBudget | None, str]:
     tp = target.tensor_parallel or 1
     pp = target.pipeline_parallel or 1
     try:
@@ -93,6 +96,7 @@ def _memory(ckpt: Checkpoint, files: ConfigFiles, target: Target) -> tuple[KvBud
             kv_cache_memory_gib=target.kv_cache_memory_gib,
             pp=pp,
             kv_dtype=target.kv_cache_dtype or "auto",
+            asked=asked,
         )
     except PatcherError as exc:
         return None, f"memory unknown: {exc.problem} ({exc.hint})" if exc.hint else exc.problem
@@ -102,16 +106,22 @@ def _memory(ckpt: Checkpoint, files: ConfigFiles, target: Target) -> tuple[KvBud
     )
     if pp > 1:
         note += f" on the pipeline stage that fits the least (of {pp})"
+    if asked is not None and asked.view is not None and asked.view.answered_by:
+        note += f"; counted by {asked.view.answered_by.split(' (')[0]}"
     if budget.weights_warning:
         note += f"; warning: {budget.weights_warning}"
     return budget, note
 
 
-def plan_launch(ckpt: Checkpoint, files: ConfigFiles, target: Target) -> Launch:
+def plan_launch(
+    ckpt: Checkpoint, files: ConfigFiles, target: Target, asked: Asked | None = None
+) -> Launch:
     """The launch for ``target`` of a checkpoint whose files (after the planned transforms)
-    are ``files``. Raises :class:`TargetError` when no context can start: the one wanted is
-    above what the engine derives. When the weights leave no room for a KV cache the launch
-    says so in ``problem`` (the files may still be right: more GPUs are the fix)."""
+    are ``files``; ``asked``: the installed engine's answer about those files, whose memory
+    defaults, KV dtype and context then count the memory. Raises :class:`TargetError` when
+    no context can start: the one wanted is above what the engine derives. When the weights
+    leave no room for a KV cache the launch says so in ``problem`` (the files may still be
+    right: more GPUs are the fix)."""
     view = derive(target.engine, files, target.gpu, kv_cache_dtype=target.kv_cache_dtype)
     derived = view.max_model_len.value
     derived = derived if isinstance(derived, int) else None
@@ -148,7 +158,7 @@ def plan_launch(ckpt: Checkpoint, files: ConfigFiles, target: Target) -> Launch:
             + ", or raise the files' context first "
             "(set-context-length, set-rope-scaling-yarn)",
         )
-    memory, memory_note = _memory(ckpt, files, target)
+    memory, memory_note = _memory(ckpt, files, target, asked)
     serve = wanted if wanted is not None else derived
     cap: int | None = wanted
     if target.fit_context:

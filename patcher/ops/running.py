@@ -18,12 +18,13 @@ import shlex
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from patcher.advice.doctor import Diagnosis, diagnose_text, judge_fixes
 from patcher.engines import installed
+from patcher.engines.files import read_config_files
 from patcher.engines.gpus import CPU, Gpu, gpu_from_driver
 from patcher.engines.launch_flags import (
     SGLANG_FLAGS,
@@ -37,7 +38,7 @@ from patcher.engines.launch_flags import (
 from patcher.engines.readings import assumed
 from patcher.engines.target import Target, make_target
 from patcher.errors import ConflictError, PatcherError, TargetError
-from patcher.ops.launching import Launch
+from patcher.ops.launching import Launch, plan_launch
 from patcher.ops.planning import Plan, plan_checkpoint, refuse_no_start, sync_checkpoint
 from patcher.ops.supervising import STOP_TIMEOUT, check_runnable, refuse_nul, supervise
 from patcher.store.checkpoint import open_checkpoint
@@ -364,7 +365,13 @@ def plan_run(
     else:
         result = sync_checkpoint(command.checkpoint, target)
         plan, synced = result.plan, bool(result.applied or result.reverted)
-    asked = ask_installed(command, target)
+    asked, answer = ask_installed(command, target)
+    if answer is not None and answer.memory is not None and plan.launch is not None:
+        # The installed engine's own memory defaults, KV dtype and context count the memory
+        # (a nightly's may not be the assumed release's).
+        ckpt = open_checkpoint(command.checkpoint)
+        plan = replace(plan, launch=plan_launch(ckpt, read_config_files(ckpt), target, answer))
+        refuse_no_start(str(command.checkpoint), plan.launch, target)
     launch = plan.launch
     # The variable gives the engine its KV space, as a flag of the same value would.
     environment = {} if space is None else {"kv_cache_memory": str(space * GIB)}
@@ -372,16 +379,18 @@ def plan_run(
     return RunPlan(command, target, plan, synced, (*command.argv, *added), added, asked)
 
 
-def ask_installed(command: EngineCommand, target: Target) -> str | None:
+def ask_installed(
+    command: EngineCommand, target: Target
+) -> tuple[str | None, installed.Asked | None]:
     """The installed engine's own config code on the files as they now are (``check
     --engine-python``'s question, cached), where vLLM is installed beside the interpreter
-    the command runs: what it says, or why it could not be asked. A refusal by the engine's
-    own code is refused here, before it starts, for any version, nightlies included. The
-    context is left to the plan (run adds its cap as a flag), so only the config stage is
-    asked."""
+    the command runs: what it says, or why it could not be asked, and its answer where it
+    accepts the files. A refusal by the engine's own code is refused here, before it starts,
+    for any version, nightlies included. The context is left to the plan (run adds its cap
+    as a flag), so only the config stage is asked."""
     python = command.interpreter
     if command.engine != "vllm" or python is None or not installed.distributions(Path(python)):
-        return None
+        return None, None
     from patcher.advice.check import check_checkpoint
 
     report = check_checkpoint(
@@ -393,17 +402,28 @@ def ask_installed(command: EngineCommand, target: Target) -> str | None:
     )
     view = report.engine
     if view is None or view.answered_by is None:
-        return report.asked
+        return report.asked, None
     if view.startup_errors:
         raise TargetError(
             f"{view.answered_by} refuses {command.checkpoint}: {view.startup_errors[0].message}",
             hint=f"patcher check {shlex.quote(command.checkpoint)} --engine-python {python} "
             "shows it",
         )
-    return (
+    ckpt = open_checkpoint(command.checkpoint)
+    answer = installed.installed_view(
+        Path(python),
+        ckpt.root,
+        installed.files_key(ckpt),  # check's own question: answered from its cache
+        read_config_files(ckpt),
+        target.gpu,
+        target.kv_cache_dtype,
+        target.engine,
+    )
+    said = (
         f"{view.answered_by} accepts the files (max_model_len {view.max_model_len.value}, "
         f"KV cache {view.kv_cache_dtype.value})"
     )
+    return said, answer
 
 
 def cpu_kv_space(environ: Mapping[str, str]) -> int | None:

@@ -652,3 +652,34 @@ def test_run_asks_the_installed_engine_of_a_release_never_read(tmp_path: Path) -
     assert refused.returncode == 1 and "engine up" not in refused.stdout
     assert "own config code (" in refused.stderr and "refuses" in refused.stderr
     assert "Unknown quantization method" in refused.stderr and "--engine-python" in refused.stderr
+
+
+def test_run_counts_the_memory_with_the_installed_engines_own_defaults(tmp_path: Path) -> None:
+    """A nightly built after 0.33.0 (0.33.1.dev42: 0.33.0's rules are assumed) whose own code
+    has 0.34.0's memory defaults (here the real 0.34.0's answers: 64-token blocks, utilization
+    1.0 with the extensible KV cache). run counts the memory with what the engine says: the
+    32B model on one RTX PRO 6000 starts with its own 131,072 tokens, where the assumed
+    release's defaults would cap it (as plan, which does not ask, still does)."""
+    env = _installed_vllm(tmp_path, "0.33.1.dev42")
+    folder = tmp_path / "deepseek-r1-distill-qwen-32b"
+    shutil.copytree(ROOT / "snapshots" / "configs" / folder.name, folder)
+    done = _run(env, "--gpu", "rtx-pro-6000", "--dry-run", "--json", "--", "vllm", "serve", folder)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["engine"] == "vllm==0.33.1.dev42" and found["added_flags"] == []
+    assert "0.33.1.dev42's own config code" in found["installed_engine"]
+    launch = found["plan"]["launch"]
+    assert launch["kv_budget"]["block_size"] == 64
+    assert launch["kv_budget"]["gpu_memory_utilization"] == 1.0
+    assert launch["max_model_len"] == 131072 and "counted by the installed" in launch["memory_note"]
+    planned = subprocess.run(
+        [sys.executable, "-m", "patcher", "plan", folder, "--engine", "vllm==0.33.1.dev42"]
+        + ["--gpu", "rtx-pro-6000", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assumed_launch = json.loads(planned.stdout)["launch"]
+    assert assumed_launch["kv_budget"]["block_size"] == 16
+    assert "--max-model-len" in assumed_launch["flags"]  # the assumed defaults cap it
