@@ -4,11 +4,34 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from patcher.engines.view import EngineView
     from patcher.store.checkpoint import Checkpoint
+
+
+# Every finding check reports, by its stable code (``--json``'s ``code``; scripts match it).
+FindingCode = Literal[
+    "add-eos-token",
+    "bom",
+    "chat-template-missing",
+    "chat-template-shadowed",
+    "engine-startup-error",
+    "eos-invalid",
+    "eos-mismatch",
+    "eos-token-unknown",
+    "eos-turn-end-missing",
+    "fp8-kv-directive",
+    "generation-max-new-tokens",
+    "kv-disagreement",
+    "kv-memory",
+    "legacy-llama3-rope-downgrade",
+    "mtp-weights-missing",
+    "null-dtype",
+    "partial-sliding-window",
+    "tokenizer-class-unknown",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,7 +40,7 @@ class Finding:
     into a shell (None when no command fixes it), ``alternatives`` are other commands that do
     (an engine flag), and ``note`` is prose, never inside a command."""
 
-    code: str
+    code: FindingCode
     file: str
     pointer: str
     message: str
