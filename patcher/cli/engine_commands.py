@@ -160,6 +160,7 @@ def target_from(options: Mapping[str, Any]) -> Target:
         gpu_memory_utilization=options.get("utilization"),
         kv_cache_dtype=options.get("kv_cache_dtype"),
         flags=options.get("server_flags") or None,
+        engine_python=options.get("engine_python"),
     )
 
 
@@ -177,6 +178,7 @@ def plan(
     max_model_len: MaxModelLenOpt = None,
     utilization: UtilizationOpt = None,
     kv_cache_dtype: KvCacheDtypeOpt = None,
+    engine_python: EnginePythonOpt = None,
     prune: PruneOpt = False,
     revision: RevisionOpt = None,
     as_json: JsonOpt = False,
@@ -218,6 +220,7 @@ def sync(
     max_model_len: MaxModelLenOpt = None,
     utilization: UtilizationOpt = None,
     kv_cache_dtype: KvCacheDtypeOpt = None,
+    engine_python: EnginePythonOpt = None,
     prune: PruneOpt = False,
     dry_run: DryRunOpt = False,
     revision: RevisionOpt = None,

@@ -89,6 +89,16 @@ def distributions(python: Path) -> list[str]:
     return found
 
 
+def installed_version(python: Path) -> str | None:
+    """The vLLM version installed for ``python``, from its distribution's folder name (no
+    import); None when there is none."""
+    for found in distributions(python):
+        name = found.partition(":")[0].removesuffix(".dist-info")
+        if name.startswith("vllm-"):
+            return name.removeprefix("vllm-")
+    return None
+
+
 @cache
 def probe_source() -> str:
     """The probe's source, read once per process (the cache key and the run both need it)."""

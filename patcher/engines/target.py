@@ -27,6 +27,7 @@ from typing import Any
 
 from patcher.engines.engine import Engine, parse_engine
 from patcher.engines.gpus import Gpu, parse_gpu
+from patcher.engines.installed import installed_version
 from patcher.engines.launch_flags import (
     human_readable_int,
     is_auto_context,
@@ -78,6 +79,9 @@ class Target:
     # max_model_len "auto" (vLLM's --max-model-len auto or -1): the engine fits the context to
     # the KV memory itself, so the plan caps nothing (max_model_len is then None).
     fit_context: bool = False
+    # The interpreter of a venv with the engine installed: its own config code is asked about
+    # the launch (patcher.engines.installed). Not recorded in the journal.
+    engine_python: str | None = None
 
     def record(self) -> dict[str, Any]:
         """What the journal keeps with each entry applied for this target (not the user's
@@ -122,6 +126,8 @@ class Target:
         add("weights", "--weights", _gib_text(self.weights_gib))
         add("max_model_len", "--max-model-len", "auto" if self.fit_context else self.max_model_len)
         add("kv_cache_dtype", "--kv-cache-dtype", self.kv_cache_dtype)
+        if self.engine_python is not None:
+            words.extend(("--engine-python", self.engine_python))
         return tuple(words)
 
     def describe(self) -> str:
@@ -204,9 +210,12 @@ def make_target(
     max_model_len: int | str | None = None,
     kv_cache_dtype: str | None = None,
     flags: Sequence[str] | None = None,
+    engine_python: Path | str | None = None,
 ) -> Target:
     """A target from a profile file, or from the engine and device and the launch settings
     (flags override a profile). Sizes are strings such as ``1GiB`` or numbers of GiB.
+    ``engine_python``: the interpreter of a venv with vLLM installed, whose own config code
+    is then asked about the launch; the engine is that vLLM unless ``engine`` names one.
 
     ``flags`` are the server flags always passed (argv words): one naming a launch setting
     (``--tensor-parallel-size 8``) is read into it, and refused when it contradicts the
@@ -248,6 +257,14 @@ def make_target(
         if flag is not None and key in data and str(data[key]) != str(flag)
     )
     engine = engine or data.get("engine")
+    if engine is None and engine_python is not None:
+        version = installed_version(Path(engine_python))
+        if version is None:
+            raise TargetError(
+                f"no vLLM is installed for {engine_python}",
+                hint="give the interpreter of the venv vLLM is installed in, or --engine",
+            )
+        engine = f"vllm=={version}"
     gpu = gpu or data.get("gpu")
     if engine is None or gpu is None:
         missing = "engine" if engine is None else "gpu"
@@ -315,6 +332,7 @@ def make_target(
         kv_cache_dtype=kv,
         flags=passed,
         fit_context=fit,
+        engine_python=None if engine_python is None else str(engine_python),
     )
 
 

@@ -14,13 +14,13 @@ nothing.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from patcher.advice.kvbudget import KvBudget, budget_of_files, index_weights
-from patcher.engines.files import ConfigFiles
-from patcher.engines.installed import Asked
+from patcher.engines.files import ConfigFiles, read_config_files
+from patcher.engines.installed import Asked, files_key, installed_view
 from patcher.engines.model import derive
 from patcher.engines.parallel import tensor_parallel_error
 from patcher.engines.target import Target
@@ -108,9 +108,33 @@ def _memory(
         note += f" on the pipeline stage that fits the least (of {pp})"
     if asked is not None and asked.view is not None and asked.view.answered_by:
         note += f"; counted by {asked.view.answered_by.split(' (')[0]}"
+    elif asked is not None and asked.memory is not None:
+        note += (
+            f"; with the installed vllm's own memory defaults ({budget.block_size}-token "
+            f"blocks, utilization {budget.utilization:g})"
+        )
+    elif asked is not None and asked.said:
+        note += f"; {asked.said}"
     if budget.weights_warning:
         note += f"; warning: {budget.weights_warning}"
     return budget, note
+
+
+def _ask(ckpt: Checkpoint, files: ConfigFiles, target: Target) -> Asked:
+    """The installed engine asked about the checkpoint's files as they are. For files a sync
+    would change, only its memory defaults hold (it read the others), not its view."""
+    assert target.engine_python is not None
+    now = read_config_files(ckpt)
+    asked = installed_view(
+        Path(target.engine_python),
+        ckpt.root,
+        files_key(ckpt),
+        now,
+        target.gpu,
+        target.kv_cache_dtype,
+        target.engine,
+    )
+    return asked if files == now else replace(asked, view=None)
 
 
 def plan_launch(
@@ -158,6 +182,8 @@ def plan_launch(
             + ", or raise the files' context first "
             "(set-context-length, set-rope-scaling-yarn)",
         )
+    if asked is None and target.engine_python is not None:
+        asked = _ask(ckpt, files, target)
     memory, memory_note = _memory(ckpt, files, target, asked)
     serve = wanted if wanted is not None else derived
     cap: int | None = wanted
