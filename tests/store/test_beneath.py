@@ -99,8 +99,18 @@ def test_an_exchange_loop_never_gets_a_private_file_read(kimi: Path, secret: Pat
     stop = threading.Event()
     a, b = bytes(kimi / "config.json"), bytes(bait)
 
+    config = kimi / "config.json"
+
     def exchange() -> None:
         while not stop.is_set():
+            if not bait.is_symlink() and not config.is_symlink():
+                # A write that passed its check renamed its file over the link while the link
+                # stood as config.json (the window between a check and a rename): the link is
+                # gone, never followed. Lay it again, or no later turn could meet the race.
+                fresh = kimi / "bait.new"
+                fresh.unlink(missing_ok=True)
+                fresh.symlink_to(secret)
+                fresh.replace(bait)
             libc.renameat2(-100, a, -100, b, 2)  # AT_FDCWD, RENAME_EXCHANGE
 
     racer = threading.Thread(target=exchange, daemon=True)
