@@ -66,23 +66,20 @@ class ApplyResult(JsonResult):
         }
 
 
-def _records(
-    checkpoint: Checkpoint, plans: tuple[FilePlan, ...], befores: dict[str, str]
-) -> tuple[FileRecord, ...]:
-    return tuple(
-        FileRecord(
-            path=p.path,
-            kind=p.kind,
-            link=p.link,
-            before=befores[p.path],
-            after=p.after_hash,
-            forward=p.forward,
-            inverse=p.inverse,
-            before_size=len(p.before),
-            after_size=len(p.after),
-            before_mtime_ns=mtime_ns(checkpoint.path(p.path)),
-        )
-        for p in plans
+def file_record(plan: FilePlan, link: str | None, mtime: int | None) -> FileRecord:
+    """The journal's record of ``plan``, with the link and mtime its file had before it (what
+    a revert puts back)."""
+    return FileRecord(
+        path=plan.path,
+        kind=plan.kind,
+        link=link,
+        before=plan.before_hash,
+        after=plan.after_hash,
+        forward=plan.forward,
+        inverse=plan.inverse,
+        before_size=len(plan.before),
+        after_size=len(plan.after),
+        before_mtime_ns=mtime,
     )
 
 
@@ -183,7 +180,7 @@ def plan_entry(
         params=dict(params),
         time=now(),
         tool_version=__version__,
-        files=_records(ckpt, plans, {p.path: p.before_hash for p in plans}),
+        files=tuple(file_record(p, p.link, mtime_ns(ckpt.path(p.path))) for p in plans),
         target=None if target is None else dict(target),
     )
     writes = tuple(

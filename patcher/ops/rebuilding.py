@@ -17,14 +17,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from patcher.errors import PatcherError
-from patcher.ops.adding import same_definition
+from patcher.ops.adding import file_record, same_definition
 from patcher.store.change import Change, Keep, commit
 from patcher.store.checkpoint import Checkpoint
 from patcher.store.files import CONFIG_SUFFIXES, read_current
 from patcher.store.fsio import mtime_ns, sha256
 from patcher.store.journal import (
     Entry,
-    FileRecord,
     Journal,
     State,
     load_object,
@@ -157,20 +156,7 @@ def _fold(
             )
             seen.add(plan.path)
             keep.append(plan.before)
-            records.append(
-                FileRecord(
-                    path=plan.path,
-                    kind=plan.kind,
-                    link=link,
-                    before=plan.before_hash,
-                    after=plan.after_hash,
-                    forward=plan.forward,
-                    inverse=plan.inverse,
-                    before_size=len(plan.before),
-                    after_size=len(plan.after),
-                    before_mtime_ns=mtime,
-                )
-            )
+            records.append(file_record(plan, link, mtime))
             held[plan.path] = plan.after
         definition = step.transform.text.encode("utf-8")
         keep.append(definition)

@@ -391,34 +391,25 @@ def ask_installed(
     python = command.interpreter
     if command.engine != "vllm" or python is None or not installed.distributions(Path(python)):
         return None, None
-    from patcher.advice.check import check_checkpoint
-
-    report = check_checkpoint(
-        command.checkpoint,
-        engine=None if target.engine is None else str(target.engine),
-        gpu=target.gpu,
-        kv_cache_dtype=target.kv_cache_dtype,
-        engine_python=python,
+    ckpt = open_checkpoint(command.checkpoint)
+    answer = installed.installed_view(  # check --engine-python's question, and its cache
+        Path(python),
+        ckpt.root,
+        installed.files_key(ckpt),
+        read_config_files(ckpt),
+        target.gpu,
+        target.kv_cache_dtype,
+        target.engine,
     )
-    view = report.engine
+    view = answer.view
     if view is None or view.answered_by is None:
-        return report.asked, None
+        return answer.said, None
     if view.startup_errors:
         raise TargetError(
             f"{view.answered_by} refuses {command.checkpoint}: {view.startup_errors[0].message}",
             hint=f"patcher check {shlex.quote(command.checkpoint)} --engine-python {python} "
             "shows it",
         )
-    ckpt = open_checkpoint(command.checkpoint)
-    answer = installed.installed_view(
-        Path(python),
-        ckpt.root,
-        installed.files_key(ckpt),  # check's own question: answered from its cache
-        read_config_files(ckpt),
-        target.gpu,
-        target.kv_cache_dtype,
-        target.engine,
-    )
     said = (
         f"{view.answered_by} accepts the files (max_model_len {view.max_model_len.value}, "
         f"KV cache {view.kv_cache_dtype.value})"
