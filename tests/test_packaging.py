@@ -14,12 +14,30 @@ import pytest
 
 from tests.conftest import ROOT
 
+_NOT_SOURCE = shutil.ignore_patterns(
+    ".git", ".venv*", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", "*.so"
+)
+
 
 @pytest.fixture(scope="module")
-def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A private copy of the repository's sources for this worker's builds: setuptools builds
+    in the source folder (build/, *.egg-info), so two builds of one folder at once (the tests
+    run in parallel) collide."""
+    return Path(shutil.copytree(ROOT, tmp_path_factory.mktemp("src") / "repo", ignore=_NOT_SOURCE))
+
+
+def _run(command: list[str | Path], cwd: Path | None = None) -> None:
+    """Run a build or install step; on failure, the assertion carries pip's own words."""
+    done = subprocess.run(command, capture_output=True, text=True, cwd=cwd)
+    assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory, source: Path) -> Path:
     """A folder with the wheel of this repository, built once for the module's tests."""
     folder = tmp_path_factory.mktemp("dist")
-    subprocess.run(
+    _run(
         [
             sys.executable,
             "-m",
@@ -30,10 +48,8 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "-q",
             "-w",
             str(folder),
-            str(ROOT),
+            str(source),
         ],
-        check=True,
-        capture_output=True,
         cwd=folder,
     )
     return folder
@@ -41,11 +57,7 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _install(source: Path, target: Path) -> Path:
     """``pip install --no-deps --target`` of a wheel or of this repository; the folder."""
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", target, source],
-        check=True,
-        capture_output=True,
-    )
+    _run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", target, source])
     return target
 
 
@@ -90,9 +102,11 @@ def test_wheel_ships_catalog_under_patcher_only(dist: Path, tmp_path: Path) -> N
     )
 
 
-def test_users_program_type_checks_against_the_installed_package(tmp_path: Path) -> None:
+def test_users_program_type_checks_against_the_installed_package(
+    tmp_path: Path, source: Path
+) -> None:
     """py.typed is shipped: a provisioning script passes mypy --strict against the wheel."""
-    target = _install(ROOT, tmp_path / "site")
+    target = _install(source, tmp_path / "site")
     assert (target / "patcher" / "py.typed").exists()
     program = tmp_path / "provision.py"
     program.write_text(
@@ -133,11 +147,11 @@ def _readme_example() -> str:
 
 
 def test_the_readme_python_example_runs_unchanged_on_the_installed_package(
-    tmp_path: Path,
+    tmp_path: Path, source: Path
 ) -> None:
     """The README's "Use from Python" block, against the package pip installs (not the
     source tree), from a clone's folder, and type-checked as a user's program would be."""
-    target = _install(ROOT, tmp_path / "site")
+    target = _install(source, tmp_path / "site")
     program = tmp_path / "provision.py"
     program.write_text(_readme_example())
     clone = tmp_path / "clone"
