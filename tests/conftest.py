@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -9,6 +10,7 @@ from pathlib import Path
 # Before anything imports huggingface_hub (it reads these once): the suite's Hugging Face
 # home is a folder of its own, never the user's ~/.cache/huggingface.
 _SANDBOX = Path(tempfile.mkdtemp(prefix="patcher-tests-hf-"))
+atexit.register(shutil.rmtree, _SANDBOX, ignore_errors=True)  # one per worker, none left behind
 os.environ["HF_HOME"] = str(_SANDBOX / "hf-home")
 for _name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_XET_CACHE", "HF_ASSETS_CACHE"):
     os.environ.pop(_name, None)
