@@ -22,6 +22,8 @@ import hashlib
 import json
 import os
 import subprocess
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
@@ -163,12 +165,35 @@ def _run(python: Path, request: dict[str, Any]) -> tuple[dict[str, Any] | None, 
     return found, None
 
 
-def files_key(ckpt: Checkpoint) -> list[list[str]]:
+def files_key(ckpt: Checkpoint, planned: Mapping[str, bytes] | None = None) -> list[list[str]]:
     """What the engine's answer depends on in the checkpoint, for the cache key: the files its
-    config code reads, by hash (an edit asks again)."""
-    return [
-        [name, sha256(read_current(ckpt, name) or b"")] for name in (*READ_FILES, TOKENIZER_FILE)
-    ]
+    config code reads, by hash (an edit asks again); ``planned`` (name -> bytes) for files
+    a plan would write. The same files give the same key, planned or written."""
+    planned = planned or {}
+
+    def data(name: str) -> bytes:
+        return planned[name] if name in planned else read_current(ckpt, name) or b""
+
+    return [[name, sha256(data(name))] for name in (*READ_FILES, TOKENIZER_FILE)]
+
+
+@contextmanager
+def planned_folder(ckpt: Checkpoint, planned: Mapping[str, bytes]) -> Iterator[Path]:
+    """A folder for the engine to read the checkpoint as a plan would leave it: the planned
+    files' bytes, and a link to each other entry of the checkpoint (named, never opened;
+    the journal left out). It is a temporary work folder, never inside the checkpoint, and
+    carries the checkpoint's name (an engine names the model after its folder)."""
+    with work_folder("ask") as work:
+        folder = Path(work) / ckpt.root.name
+        folder.mkdir()
+        with os.scandir(ckpt.root) as entries:
+            for entry in entries:
+                if entry.name not in planned and entry.name != ckpt.journal_dir.name:
+                    (folder / entry.name).symlink_to(ckpt.root / entry.name)
+        for name, data in planned.items():
+            if "/" not in name:  # the engines' config files sit at the top (and a link's
+                (folder / name).write_bytes(data)  # folder would lead into the checkpoint)
+        yield folder
 
 
 def ask(
@@ -322,3 +347,22 @@ def installed_view(
     return Asked(
         answered_view(answer, modelled), f"{said}: {answer.python}", memory_reading(answer)
     )
+
+
+def ask_checkpoint(
+    python: Path,
+    ckpt: Checkpoint,
+    parsed: ConfigFiles,
+    planned: Mapping[str, bytes],
+    device: Gpu | None,
+    kv_cache_dtype: str | None,
+    target: Engine | None,
+) -> Asked:
+    """:func:`installed_view` for the checkpoint's files as they are, or, where a sync would
+    change them (``planned``: name -> bytes, parsed as ``parsed``), as it would leave them,
+    read by the engine from a :func:`planned_folder`."""
+    key = files_key(ckpt, planned)
+    if not planned:
+        return installed_view(python, ckpt.root, key, parsed, device, kv_cache_dtype, target)
+    with planned_folder(ckpt, planned) as root:
+        return installed_view(python, root, key, parsed, device, kv_cache_dtype, target)

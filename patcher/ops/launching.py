@@ -14,13 +14,14 @@ nothing.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from patcher.advice.kvbudget import KvBudget, budget_of_files, index_weights
-from patcher.engines.files import ConfigFiles, read_config_files
-from patcher.engines.installed import Asked, files_key, installed_view
+from patcher.engines.files import ConfigFiles
+from patcher.engines.installed import Asked, ask_checkpoint
 from patcher.engines.model import derive
 from patcher.engines.parallel import tensor_parallel_error
 from patcher.engines.target import Target
@@ -120,32 +121,20 @@ def _memory(
     return budget, note
 
 
-def _ask(ckpt: Checkpoint, files: ConfigFiles, target: Target) -> Asked:
-    """The installed engine asked about the checkpoint's files as they are. For files a sync
-    would change, only its memory defaults hold (it read the others), not its view."""
-    assert target.engine_python is not None
-    now = read_config_files(ckpt)
-    asked = installed_view(
-        Path(target.engine_python),
-        ckpt.root,
-        files_key(ckpt),
-        now,
-        target.gpu,
-        target.kv_cache_dtype,
-        target.engine,
-    )
-    return asked if files == now else replace(asked, view=None)
-
-
 def plan_launch(
-    ckpt: Checkpoint, files: ConfigFiles, target: Target, asked: Asked | None = None
+    ckpt: Checkpoint,
+    files: ConfigFiles,
+    target: Target,
+    asked: Asked | None = None,
+    planned: Mapping[str, bytes] | None = None,
 ) -> Launch:
     """The launch for ``target`` of a checkpoint whose files (after the planned transforms)
-    are ``files``; ``asked``: the installed engine's answer about those files, whose memory
-    defaults, KV dtype and context then count the memory. Raises :class:`TargetError` when
-    no context can start: the one wanted is above what the engine derives. When the weights
-    leave no room for a KV cache the launch says so in ``problem`` (the files may still be
-    right: more GPUs are the fix)."""
+    are ``files`` (``planned``: the bytes a sync would write to make them); ``asked``: the
+    installed engine's answer about those files, whose memory defaults, KV dtype and context
+    then count the memory (with ``target.engine_python`` it is asked here). Raises
+    :class:`TargetError` when no context can start: the one wanted is above what the engine
+    derives. When the weights leave no room for a KV cache the launch says so in ``problem``
+    (the files may still be right: more GPUs are the fix)."""
     view = derive(target.engine, files, target.gpu, kv_cache_dtype=target.kv_cache_dtype)
     derived = view.max_model_len.value
     derived = derived if isinstance(derived, int) else None
@@ -183,7 +172,15 @@ def plan_launch(
             "(set-context-length, set-rope-scaling-yarn)",
         )
     if asked is None and target.engine_python is not None:
-        asked = _ask(ckpt, files, target)
+        asked = ask_checkpoint(  # the files the launch starts on: as they are, or planned
+            Path(target.engine_python),
+            ckpt,
+            files,
+            planned or {},
+            target.gpu,
+            target.kv_cache_dtype,
+            target.engine,
+        )
     memory, memory_note = _memory(ckpt, files, target, asked)
     serve = wanted if wanted is not None else derived
     cap: int | None = wanted
@@ -201,6 +198,13 @@ def plan_launch(
     else:
         context_note = f"{target.engine} derives {view.max_model_len.reason}"
     problem = None if unfixed is None else f"{target.engine} still refuses the files: {unfixed}"
+    engine_view = None if asked is None else asked.view
+    if problem is None and engine_view is not None and engine_view.startup_errors:
+        problem = (
+            f"{(engine_view.answered_by or '').split(' (')[0]} refuses the files"
+            f"{' as sync would leave them' if planned else ''}: "
+            f"{engine_view.startup_errors[0].message}"
+        )
     if problem is None and split is not None:
         problem = f"{target.engine} refuses the parallel size: {split.message} ({split.note})"
     context = cap if cap is not None else derived

@@ -171,13 +171,16 @@ def _proven_plan(
         return plan, ()
     files = read_config_files(ckpt)
     changes: tuple[FileChange, ...] = ()
+    planned: Mapping[str, bytes] = {}
     if plan.actions:
         change = _rebuild_for(ckpt, journal, plan, target)
         changes = tuple(
             FileChange(p, old, new) for p, (old, new) in sorted(change.rebuilt.files.items())
         )
+        planned = {p: new for p, (_, new) in change.rebuilt.files.items()}
         files = patched_files(files, change.final, "as sync would leave it")
-    return replace(plan, launch=plan_launch(ckpt, files, target)), changes
+    launch = plan_launch(ckpt, files, target, planned=planned)
+    return replace(plan, launch=launch), changes
 
 
 def _plan(ckpt: Checkpoint, journal: Journal, target: Target, prune: bool = False) -> Plan:
@@ -327,7 +330,8 @@ def sync_checkpoint(
     if not ckpt.journal_dir.exists():
         # Never written by patcher: the lock would make .patcher/ even for a refused sync, so
         # the plan is proven in memory first (a refusal then leaves the folder as is).
-        _proven_plan(ckpt, target, prune)
+        proven, _ = _proven_plan(ckpt, target, prune)
+        refuse_no_start(ckpt.named or str(ckpt.root), proven.launch, target)
     plan = _plan(ckpt, read_journal(ckpt), target, prune)
     if plan.in_sync:  # nothing to write: no lock taken
         plan = replace(plan, launch=plan_launch(ckpt, read_config_files(ckpt), target))
@@ -378,7 +382,8 @@ def _carry_out(ckpt: Checkpoint, target: Target, prune: bool = False) -> SyncRes
             return SyncResult(plan, (), (), False)
         change = _rebuild_for(ckpt, session.journal, plan, target)
         files = patched_files(read_config_files(ckpt), change.final, "as sync would leave it")
-        plan = replace(plan, launch=plan_launch(ckpt, files, target))
+        planned = {p: new for p, (_, new) in change.rebuilt.files.items()}
+        plan = replace(plan, launch=plan_launch(ckpt, files, target, planned=planned))
         refuse_no_start(ckpt.named or str(ckpt.root), plan.launch, target)  # before any write
         rebuilt = commit_rebuild(session, change)
     created = rebuilt.entries

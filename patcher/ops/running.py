@@ -24,6 +24,7 @@ from typing import Any
 
 from patcher.advice.doctor import Diagnosis, diagnose_text, judge_fixes
 from patcher.engines import installed
+from patcher.engines.effects import patched_files
 from patcher.engines.files import read_config_files
 from patcher.engines.gpus import CPU, Gpu, gpu_from_driver
 from patcher.engines.launch_flags import (
@@ -352,9 +353,11 @@ def plan_run(
             )
         target = make_target(**{**settings, "kv_cache_memory": float(space)})
     refuse_nul(target.flags, "the profile's flags")
+    planned: dict[str, bytes] = {}
     if check or dry_run:
-        plan = plan_checkpoint(command.checkpoint, target)
-        refuse_no_start(str(command.checkpoint), plan.launch, target)
+        proposed = sync_checkpoint(command.checkpoint, target, dry_run=True)
+        plan = proposed.plan
+        planned = {c.path: c.after for c in proposed.files if c.after is not None}
         if check and not plan.in_sync:
             raise TargetError(
                 f"{command.checkpoint} is not in sync with {target.describe()} "
@@ -365,12 +368,13 @@ def plan_run(
     else:
         result = sync_checkpoint(command.checkpoint, target)
         plan, synced = result.plan, bool(result.applied or result.reverted)
-    asked, answer = ask_installed(command, target)
+    asked, answer = ask_installed(command, target, planned)
     if answer is not None and answer.memory is not None and plan.launch is not None:
         # The installed engine's own memory defaults, KV dtype and context count the memory
         # (a nightly's may not be the assumed release's).
         ckpt = open_checkpoint(command.checkpoint)
-        plan = replace(plan, launch=plan_launch(ckpt, read_config_files(ckpt), target, answer))
+        files = patched_files(read_config_files(ckpt), planned, "as sync would leave it")
+        plan = replace(plan, launch=plan_launch(ckpt, files, target, answer, planned))
         refuse_no_start(str(command.checkpoint), plan.launch, target)
     launch = plan.launch
     # The variable gives the engine its KV space, as a flag of the same value would.
@@ -380,23 +384,25 @@ def plan_run(
 
 
 def ask_installed(
-    command: EngineCommand, target: Target
+    command: EngineCommand, target: Target, planned: Mapping[str, bytes] | None = None
 ) -> tuple[str | None, installed.Asked | None]:
-    """The installed engine's own config code on the files as they now are (``check
-    --engine-python``'s question, cached), where vLLM is installed beside the interpreter
-    the command runs: what it says, or why it could not be asked, and its answer where it
-    accepts the files. A refusal by the engine's own code is refused here, before it starts,
-    for any version, nightlies included. The context is left to the plan (run adds its cap
-    as a flag), so only the config stage is asked."""
+    """The installed engine's own config code on the files as they now are, or as a sync
+    would leave them (``planned``: name -> bytes, for a dry run; ``check --engine-python``'s
+    question, cached), where vLLM is installed beside the interpreter the command runs: what
+    it says, or why it could not be asked, and its answer where it accepts the files. A
+    refusal by the engine's own code is refused here, before it starts, for any version,
+    nightlies included. The context is left to the plan (run adds its cap as a flag), so
+    only the config stage is asked."""
     python = command.interpreter
     if command.engine != "vllm" or python is None or not installed.distributions(Path(python)):
         return None, None
     ckpt = open_checkpoint(command.checkpoint)
-    answer = installed.installed_view(  # check --engine-python's question, and its cache
+    planned = planned or {}
+    answer = installed.ask_checkpoint(  # check --engine-python's question, and its cache
         Path(python),
-        ckpt.root,
-        installed.files_key(ckpt),
-        read_config_files(ckpt),
+        ckpt,
+        patched_files(read_config_files(ckpt), planned, "as sync would leave it"),
+        planned,
         target.gpu,
         target.kv_cache_dtype,
         target.engine,
@@ -406,12 +412,14 @@ def ask_installed(
         return answer.said, None
     if view.startup_errors:
         raise TargetError(
-            f"{view.answered_by} refuses {command.checkpoint}: {view.startup_errors[0].message}",
+            f"{view.answered_by} refuses {command.checkpoint}"
+            f"{' as sync would leave it' if planned else ''}: {view.startup_errors[0].message}",
             hint=f"patcher check {shlex.quote(command.checkpoint)} --engine-python {python} "
             "shows it",
         )
     said = (
-        f"{view.answered_by} accepts the files (max_model_len {view.max_model_len.value}, "
+        f"{view.answered_by} accepts the files{' as sync would leave them' if planned else ''}"
+        f" (max_model_len {view.max_model_len.value}, "
         f"KV cache {view.kv_cache_dtype.value})"
     )
     return said, answer

@@ -608,6 +608,7 @@ def _installed_vllm(tmp_path: Path, version: str) -> dict[str, str]:
         f"#!{sys.executable}\nimport json, os, sys\nargs = sys.argv[1:]\n"
         "if args[:2] == ['-I', '-c']:\n"
         "    request = json.load(sys.stdin)\n"
+        f"    print(request['checkpoint'], file=open({str(venv / 'asked')!r}, 'a'))\n"
         f"    for a in json.load(open({str(recorded)!r}))['answers']:\n"
         f"        as_file = {str(venv / 'answer-as')!r}\n"
         "        case = open(as_file).read() if os.path.exists(as_file) else "
@@ -683,3 +684,30 @@ def test_run_counts_the_memory_with_the_installed_engines_own_defaults(tmp_path:
     assumed_launch = json.loads(planned.stdout)["launch"]
     assert assumed_launch["kv_budget"]["block_size"] == 16
     assert "--max-model-len" in assumed_launch["flags"]  # the assumed defaults cap it
+
+
+def test_a_dry_run_asks_the_installed_engine_about_the_files_as_sync_would_leave_them(
+    tmp_path: Path,
+) -> None:
+    """run --dry-run with a transform pending: the installed engine reads the planned files
+    (from a work folder named like the checkpoint, outside it), not the checkpoint's; nothing
+    is written and nothing starts."""
+    env = _installed_vllm(tmp_path, "0.35.0.dev1")
+    kimi = tmp_path / "kimi-k2.5-nvfp4"
+    shutil.copytree(ROOT / "snapshots" / "configs" / "kimi-k2.5-nvfp4", kimi)
+    before = tree_bytes(kimi)
+    profile = tmp_path / "p.toml"
+    profile.write_text(
+        'gpu = "rtx-pro-6000"\n[transforms]\nset-torch-dtype = { dtype = "float16" }\n'
+    )
+    done = _run(
+        env, "--profile", profile, "--engine", "vllm==0.35.0.dev1", "--dry-run",
+        "--", "vllm", "serve", kimi, "-tp", "8",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "engine up" not in done.stdout and "set-torch-dtype" in done.stdout + done.stderr
+    (asked,) = (tmp_path / "venv" / "asked").read_text().splitlines()
+    assert Path(asked).name == kimi.name and Path(asked) != kimi and not Path(asked).exists()
+    said = done.stdout + done.stderr
+    assert "own config code (" in said and "accepts the files as sync would leave them" in said
+    assert tree_bytes(kimi) == before and not (kimi / ".patcher").exists()

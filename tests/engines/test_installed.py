@@ -25,7 +25,7 @@ from patcher.engines.gpus import parse_gpu
 from patcher.engines.model import derive
 from patcher.engines.readings import assumed, reading
 from patcher.store.checkpoint import open_checkpoint
-from tests.conftest import SNAPSHOTS, Cli
+from tests.conftest import SNAPSHOTS, Cli, tree_bytes
 
 RECORDED = {
     json.loads(p.read_text())["version"]: json.loads(p.read_text())["answers"]
@@ -264,12 +264,11 @@ def _venv_with(tmp_path: Path, version: str) -> Path:
 
 
 def test_plan_asks_the_installed_engine_about_the_launch(
-    cli: Cli, kimi: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """plan --engine-python: a nightly built after 0.33.0 (0.33.1.dev42, whose rules are
     assumed: 0.33.0's) with 0.34.0's own code. For files in sync the launch is counted by
-    the engine itself, and the cap 0.33.0's defaults would add is not there; for files a
-    sync would change, its memory defaults alone count (it read the files as they are)."""
+    the engine itself, and the cap 0.33.0's defaults would add is not there."""
     python = _venv_with(tmp_path, "0.33.1.dev42")
     folder = tmp_path / "deepseek-r1-distill-qwen-32b"
     shutil.copytree(SNAPSHOTS / "configs" / folder.name, folder)
@@ -287,14 +286,98 @@ def test_plan_asks_the_installed_engine_about_the_launch(
     assert assumed_only["launch"]["kv_budget"]["block_size"] == 16
     assert "--max-model-len" in assumed_only["launch"]["flags"]
 
-    _answering("0.33.1.dev42", "example-kimi-k2.5-nvfp4", monkeypatch)
+
+def _reading_engine(
+    version: str, monkeypatch: pytest.MonkeyPatch, refuse_dtype: str | None = None
+) -> list[dict[str, Any]]:
+    """An installed engine that reads the folder it is asked about, as the real one does:
+    the real 0.34.0's answer for the example Kimi folder on SM120, with the model dtype
+    taken from the folder's own config.json, which it refuses when it is ``refuse_dtype``
+    (in the words the real vLLM uses for a dtype it cannot run). Returns what it saw."""
+    recorded = next(
+        a["answer"]
+        for a in RECORDED["0.34.0"]
+        if a["case"] == "example-kimi-k2.5-nvfp4" and a["capability"] == "12.0"
+    )
+    seen: list[dict[str, Any]] = []
+
+    def engine(_python: Path, request: dict[str, Any]) -> tuple[dict[str, Any], None]:
+        folder = Path(request["checkpoint"])
+        config = json.loads((folder / "config.json").read_text())
+        dtype = config.get("torch_dtype") or config.get("dtype")
+        seen.append(
+            {
+                "folder": folder,
+                "dtype": dtype,
+                "links": sorted(p.name for p in folder.iterdir() if p.is_symlink()),
+                "weights_linked": (folder / "model-00001-of-00001.safetensors").is_symlink(),
+            }
+        )
+        if dtype == refuse_dtype:
+            error = f"ValueError: The model's dtype {dtype} is not supported by this engine"
+            return {"version": version, "error": error, "memory": recorded["memory"]}, None
+        return {**recorded, "version": version, "dtype": dtype}, None
+
+    monkeypatch.setattr(installed, "_run", engine)
+    return seen
+
+
+def test_plan_and_sync_ask_the_engine_about_the_files_as_sync_would_leave_them(
+    cli: Cli, kimi: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a transform pending (set-torch-dtype float16), plan asks the installed engine
+    about the files as sync would leave them: it reads the planned config.json in a work
+    folder outside the checkpoint, beside links to the checkpoint's other files (the weights
+    are linked, never copied or opened), and the folder is gone after. The checkpoint is
+    untouched. sync then writes those same files, so its question is answered from the cache:
+    the engine is asked once."""
+    python = _venv_with(tmp_path, "0.33.1.dev42")
+    monkeypatch.setenv("PATCHER_CACHE_DIR", str(tmp_path / "cache"))
+    seen = _reading_engine("0.33.1.dev42", monkeypatch)
     profile = tmp_path / "p.toml"
     profile.write_text(
         'gpu = "rtx-pro-6000"\ntensor_parallel = 8\n'
         '[transforms]\nset-torch-dtype = { dtype = "float16" }\n'
     )
+    before = tree_bytes(kimi)
     code, out, err = cli("plan", kimi, "--profile", profile, "--engine-python", python, "--json")
-    assert code == 4, err  # set-torch-dtype pending: the files a sync leaves were not asked
+    assert code == 4, err  # pending: set-torch-dtype
+    (asked,) = seen
+    assert asked["dtype"] == "float16"  # the planned bytes, not the checkpoint's bfloat16
+    assert kimi not in asked["folder"].parents and asked["folder"].name == kimi.name
+    assert asked["weights_linked"] and "config.json" not in asked["links"]
+    assert not asked["folder"].exists()
+    assert tree_bytes(kimi) == before and not (kimi / ".patcher").exists()
     launch = json.loads(out)["launch"]
-    assert "with the installed vllm's own memory defaults (64-token blocks" in launch["memory_note"]
-    assert not (kimi / ".patcher").exists()
+    assert "counted by the installed vllm 0.33.1.dev42's own config code" in launch["memory_note"]
+    assert launch["problem"] is None
+
+    code, _, err = cli("sync", kimi, "--profile", profile, "--engine-python", python)
+    assert code == 0, err
+    assert len(seen) == 1  # the same files: the plan's answer, from the cache
+    assert json.loads((kimi / "config.json").read_text())["dtype"] == "float16"
+
+
+def test_plan_says_when_the_engine_refuses_the_files_as_sync_would_leave_them(
+    cli: Cli, kimi: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The installed engine's own code refuses the planned files (a dtype it cannot run,
+    which the recorded rules of the assumed release accept): plan names the refusal as the
+    launch's problem, and sync writes nothing and exits non-zero."""
+    python = _venv_with(tmp_path, "0.33.1.dev42")
+    monkeypatch.setenv("PATCHER_CACHE_DIR", str(tmp_path / "cache"))
+    _reading_engine("0.33.1.dev42", monkeypatch, refuse_dtype="float16")
+    profile = tmp_path / "p.toml"
+    profile.write_text(
+        'gpu = "rtx-pro-6000"\ntensor_parallel = 8\n'
+        '[transforms]\nset-torch-dtype = { dtype = "float16" }\n'
+    )
+    before = tree_bytes(kimi)
+    code, out, err = cli("plan", kimi, "--profile", profile, "--engine-python", python, "--json")
+    problem = json.loads(out)["launch"]["problem"]
+    assert code == 1, err
+    assert problem.startswith("the installed vllm 0.33.1.dev42's own config code refuses the")
+    assert "as sync would leave them" in problem and "float16 is not supported" in problem
+    code, out, err = cli("sync", kimi, "--profile", profile, "--engine-python", python)
+    assert code != 0 and "float16 is not supported" in err and "Traceback" not in err
+    assert tree_bytes(kimi) == before and not (kimi / ".patcher").exists()
