@@ -469,6 +469,24 @@ def explain_architecture(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
+CLASS_NOT_LOADED = (
+    "the engine lists this architecture, but its model class failed to import or be "
+    "inspected in the engine's own environment (an import error in its log names why: a "
+    "package, a compiled extension, the platform); no checkpoint edit helps"
+)
+CLASS_NOT_LOADED_FIX = Fix(
+    "advice",
+    "fix the import error the log names (reinstall the engine or the package it names); "
+    "no checkpoint edit",
+)
+
+
+def explain_class_load(_m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A listed architecture whose model class did not import: the environment, not the
+    checkpoint."""
+    return CLASS_NOT_LOADED, [CLASS_NOT_LOADED_FIX]
+
+
 def explain_dependency(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     """A package missing or too old: the one the message names."""
     fixes = own_remedy(m.line)

@@ -47,7 +47,11 @@ from patcher.results import JsonResult
 from patcher.store.checkpoint import open_checkpoint
 
 # SGLang's free memory per GPU around the weights' load (model_executor/model_runner.py).
-_LOADED = re.compile(r"Load weight (begin|end)\..*?avail mem=([\d.]+) GB")
+_LOADED = re.compile(
+    r"Load weight (begin|end)\..*?avail mem=([\d.]+) GB(?:, mem usage=([\d.]+) GB)?"
+)
+# The fraction SGLang ran with: its server_args line, or its refusal's "Current value".
+_FRACTION = re.compile(r"mem_fraction_static=([\d.]+)")
 # A bare ``assert a % b == 0`` (SGLang's models, vLLM's ``ensure_divisibility``): Python prints
 # the source line above a message-less ``AssertionError``.
 _DIVIDES = re.compile(r"assert\s+\(?([\w.\[\]()]+?)\)?\s*%\s*\(?([\w.\[\]()]+?)\)?\s*==\s*0")
@@ -247,6 +251,7 @@ def diagnose_lines(
     root: str | None = None
     engine: str | None = None
     memory: tuple[float, float] | None = None
+    fraction: float | None = None
     asserted: tuple[str, str] | None = None  # the last ``assert a % b == 0`` a traceback echoed
     marked, heeded = _marked(), _heeded()
     for raw in bounded(lines):
@@ -256,12 +261,19 @@ def diagnose_lines(
             version_text = version_match.group(1) if version_match else None
             engine = "vllm" if version_text else engine
         import_failed = import_failed or IMPORT_FAILED in line
+        if "mem_fraction_static=" in line and (ran := _FRACTION.search(line)):
+            fraction = float(ran.group(1))
         if "avail mem=" in line:
             loaded = _LOADED.search(line)
             if loaded is not None and loaded.group(1) == "begin":
                 memory = (float(loaded.group(2)), 0.0)
             elif loaded is not None and memory is not None:
                 memory = (memory[0], float(loaded.group(2)))
+            elif loaded is not None and loaded.group(3):
+                # No begin line kept: SGLang's "mem usage" is free-before minus free-after
+                # (model_runner.py: weight_load_mem_usage = before - after).
+                after = float(loaded.group(2))
+                memory = (after + float(loaded.group(3)), after)
         if "Traceback (most" in line:  # a new traceback: an earlier one's assert is not its
             asserted = None
         if "assert " in line and "%" in line:
@@ -291,6 +303,7 @@ def diagnose_lines(
             import_failed,
             engine,
             memory if memory is not None and memory[1] > 0 else None,
+            fraction,
         )
         matched = _first_rule(line) if marked_line else None
         if matched is not None:

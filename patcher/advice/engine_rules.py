@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.answers import before_strict
+from patcher.advice.answers import CLASS_NOT_LOADED, CLASS_NOT_LOADED_FIX, before_strict
 from patcher.advice.log_rules import FAMILY_MARKERS, FAMILY_RULES, Fix, LogContext, Rule
 from patcher.engines.launch_flags import MAX_MODEL_LEN_AUTO_FROM
 from patcher.engines.readings import vllm_readings
@@ -232,6 +232,9 @@ def _release_for(name: str, version: tuple[int, ...] | None) -> Fix | None:
 
 def _architecture(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
     names = re.findall(r"'([^']+)'", m.group(1))
+    listed = set(re.findall(r"'([^']+)'", m.string[m.end() :]))
+    if names and set(names) <= listed:  # in its own supported list: the class did not load
+        return CLASS_NOT_LOADED, [CLASS_NOT_LOADED_FIX]
     releases = [f for f in (_release_for(n, ctx.version) for n in names) if f is not None]
     return (
         f"this vLLM has no model class for {m.group(1)}"

@@ -33,6 +33,7 @@ from patcher.advice.answers import (
     explain_architecture,
     explain_backend,
     explain_chat_template,
+    explain_class_load,
     explain_config_field,
     explain_context,
     explain_dependency,
@@ -187,6 +188,16 @@ FAMILIES: tuple[Family, ...] = (
             r"modelopt|compressed|fp8|fp4|int4|int8|mxfp|nvfp4|w4a|w8a|zero.?point"
         ),
         explain_quantization,
+    ),
+    Family(
+        # vLLM's registry could not import a class it lists (registry.py's own log lines)
+        "model-class-load",
+        "none",
+        _says(
+            r"Error in (?:inspecting|loading) model architecture|failed to be inspected|"
+            r"Error raised in subprocess"
+        ),
+        explain_class_load,
     ),
     Family(
         "architecture",

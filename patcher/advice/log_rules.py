@@ -44,6 +44,9 @@ class LogContext:
     # SGLang's free memory per GPU before and after the weights load (GB), from its
     # "Load weight begin/end. ... avail mem=X GB" lines: what --mem-fraction-static must leave.
     memory: tuple[float, float] | None = None
+    # The --mem-fraction-static the log shows SGLang ran with (its server_args line, or the
+    # refusal's own "Current value"), when it shows one.
+    fraction: float | None = None
 
     def mem_fraction(self) -> Fix:
         """SGLang's ``--mem-fraction-static`` that leaves the KV pool room after the weights.
@@ -53,6 +56,13 @@ class LogContext:
         must be positive, so the fraction must exceed ``1 - after / before``. 0.03 more leaves
         the pool about 3% of the GPU."""
         if self.memory is None or self.memory[0] <= 0:
+            if self.fraction is not None and self.fraction >= 0.9:
+                return Fix(
+                    "advice",
+                    f"it ran with --mem-fraction-static {self.fraction:g} already and the log "
+                    "shows no free-memory figures: more GPUs (--tp-size 2x), a smaller "
+                    "checkpoint, or free the GPU of other users",
+                )
             return Fix(
                 "flag",
                 "--mem-fraction-static 0.9",
@@ -68,6 +78,14 @@ class LogContext:
                 f"the weights leave {after:.1f} of {before:.1f} GB free per "
                 "GPU: no fraction leaves a KV pool; more GPUs (--tp-size 2x) or a "
                 "smaller checkpoint",
+            )
+        if self.fraction is not None and wanted <= self.fraction:
+            return Fix(
+                "advice",
+                f"the weights leave {after:.1f} of {before:.1f} GB free per GPU, and at the "
+                f"--mem-fraction-static {self.fraction:g} it ran with (above the {least:.2f} "
+                "they need) the pool still had no room: something else holds the GPU's memory "
+                "(another process, CUDA graphs, a draft model); free it, or more GPUs",
             )
         return Fix(
             "flag",

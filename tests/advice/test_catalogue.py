@@ -518,3 +518,54 @@ def test_a_divisibility_assert_with_a_bare_numbers_message_is_read_from_its_sour
     # the same message after a traceback with no such assert is not read as one
     other = "Traceback (most recent call last):\nAssertionError: 12 is not divisible by 24"
     assert not diagnose_text(other).recognised
+
+
+@pytest.mark.parametrize(
+    ("ran_with", "fix"),
+    [(None, "--mem-fraction-static 0.92"), ("0.95", "something else holds the GPU's memory")],
+)
+def test_sglang_s_free_memory_before_the_load_is_read_from_the_end_line_alone(
+    ran_with: str | None, fix: str
+) -> None:
+    # SGLang's "Load weight end" line prints the free memory after the load and "mem usage",
+    # which its model_runner computes as free-before minus free-after: 21.73 + 166.59 GB were
+    # free before. The fraction must pass 1 - 21.73/188.32 = 0.885; a run that already had
+    # more than that is told so, not given a smaller fraction.
+    lines = [
+        "[2026-12-04 10:00:30 DP0 TP0] Load weight end. type=DeepseekV3ForCausalLM, "
+        "dtype=torch.bfloat16, avail mem=21.73 GB, mem usage=166.59 GB.",
+        "[2026-12-04 10:00:31 DP0 TP0] max_total_tokens=131072 is larger than the profiled value "
+        "-561981. Use the profiled value instead.",
+    ]
+    if ran_with is not None:
+        lines.insert(
+            0, f"[2026-12-04 10:00:00] server_args=ServerArgs(mem_fraction_static={ran_with})"
+        )
+    found = diagnose_text("\n".join(lines))
+    assert found.code == "no-kv-cache-memory"
+    assert fix in found.fixes[0].text
+    flags = [f for f in found.fixes if f.kind == "flag" and "--mem-fraction-static" in f.text]
+    assert (flags == []) is (ran_with is not None)
+
+
+def test_an_architecture_the_engine_lists_but_could_not_load_is_no_config_fix() -> None:
+    # vLLM's registry logs "Error in inspecting model architecture '...'" when the class's
+    # import fails in its subprocess, and then refuses the architecture although its own
+    # supported list names it: the environment, not the checkpoint.
+    inspecting = diagnose_text(
+        "ERROR 12-04 10:00:00 [registry.py:424] Error in inspecting model architecture "
+        "'LlamaForCausalLM'\nTraceback (most recent call last):\n"
+    )
+    assert inspecting.code == "model-class-load"
+    listed = diagnose_text(
+        "ValueError: Model architectures ['LlamaForCausalLM'] are not supported for now. "
+        "Supported architectures: ['AquilaModel', 'LlamaForCausalLM', 'MistralForCausalLM']"
+    )
+    missing = diagnose_text(
+        "ValueError: Model architectures ['Qwen3ForCausalLM'] are not supported for now. "
+        "Supported architectures: ['AquilaModel', 'LlamaForCausalLM', 'MistralForCausalLM']"
+    )
+    for found in (inspecting, listed):
+        assert "failed to import" in found.cause
+        assert all(f.kind == "advice" for f in found.fixes), found.fixes
+    assert any(f.kind == "dependency" and "vllm>=" in f.text for f in missing.fixes)
