@@ -131,11 +131,14 @@ def explain_parallel(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
                 Fix("advice", f"drop {ep}", note=f"or an expert-parallel size dividing {total}")
             )
     if blocked:
+        # vLLM sizes expert parallel itself (TP x DP); SGLang takes a size that must divide
+        # --tp-size and the experts (moe_tp_size = tp / ep): --tp-size's own gives whole experts.
         fixes.append(
             Fix(
                 "flag",
-                _flag_word(engine, "--enable-expert-parallel", "--ep-size 8"),
-                note=f"or a smaller {tp}: each GPU's slice must stay a multiple of the block",
+                _flag_word(engine, "--enable-expert-parallel", "--ep-size N"),
+                note=(f"N = your {tp} (whole experts per GPU), " if engine == "sglang" else "")
+                + f"or a smaller {tp}: each GPU's slice must stay a multiple of the block",
             )
         )
     if not fixes:

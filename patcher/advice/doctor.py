@@ -50,6 +50,10 @@ from patcher.store.checkpoint import open_checkpoint
 _LOADED = re.compile(
     r"Load weight (begin|end)\..*?avail mem=([\d.]+) GB(?:, mem usage=([\d.]+) GB)?"
 )
+# A weight loader at work: its traceback frame or log line (a size mismatch there is a weight's).
+_LOADING = re.compile(
+    r"load_weights|weight_loader|_load_w\d|load_model|Loading (?:safetensors|weights)"
+)
 # The fraction SGLang ran with: its server_args line, or its refusal's "Current value".
 _FRACTION = re.compile(r"mem_fraction_static=([\d.]+)")
 # A bare ``assert a % b == 0`` (SGLang's models, vLLM's ``ensure_divisibility``): Python prints
@@ -252,6 +256,7 @@ def diagnose_lines(
     engine: str | None = None
     memory: tuple[float, float] | None = None
     fraction: float | None = None
+    loading = False
     asserted: tuple[str, str] | None = None  # the last ``assert a % b == 0`` a traceback echoed
     marked, heeded = _marked(), _heeded()
     for raw in bounded(lines):
@@ -261,6 +266,7 @@ def diagnose_lines(
             version_text = version_match.group(1) if version_match else None
             engine = "vllm" if version_text else engine
         import_failed = import_failed or IMPORT_FAILED in line
+        loading = loading or _LOADING.search(line) is not None
         if "mem_fraction_static=" in line and (ran := _FRACTION.search(line)):
             fraction = float(ran.group(1))
         if "avail mem=" in line:
@@ -304,6 +310,7 @@ def diagnose_lines(
             engine,
             memory if memory is not None and memory[1] > 0 else None,
             fraction,
+            loading,
         )
         matched = _first_rule(line) if marked_line else None
         if matched is not None:

@@ -291,6 +291,17 @@ def _bom(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
     )
 
 
+def _not_json(_m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    # json's own words for a document that is not JSON from its first byte
+    return (
+        "a JSON file the engine reads is empty or not JSON from its first byte (a Git LFS "
+        "pointer, an HTML page saved in its place, a cut-off download)",
+        [
+            Fix("advice", f"patcher check {ctx.checkpoint} names the file; download it again"),
+        ],
+    )
+
+
 def _rope_keys(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
     fixes = [ctx.apply("set-rope-scaling-yarn", " --set factor=F")]
     if "rope_theta" in m.group(3):
@@ -313,16 +324,20 @@ def _sglang_length(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
 
 
 def _strict_field(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
-    field = m.group(1)
+    field = m.group(1) or m.group(2)
+    # "expected float, got int (value: 0)": the same number as a float is the value it takes
+    widened = re.search(r"expected float, got int \(value: (-?\d+)\)", m.string)
+    value = f"{widened.group(1)}.0" if widened else "VALUE"
     return (
         f"transformers validates each config field strictly (huggingface_hub's @strict): "
-        f"config.json's {field} has a type or value its config class refuses (the next line "
+        f"config.json's {field} has a type or value its config class refuses (the message "
         "says which); releases before the strict ones read it",
         [
             Fix(
                 "transform",
-                f"patcher set {ctx.checkpoint} config.json /{field} VALUE",
-                note="VALUE of the type the next log line names",
+                f"patcher set {ctx.checkpoint} config.json /{field} {value}",
+                note=("VALUE of the type the message names; " if value == "VALUE" else "")
+                + f"the pointer where config.json holds {field} (a nested config: its path)",
             ),
             before_strict(),
         ],
@@ -424,6 +439,13 @@ RULES: tuple[Rule, ...] = (
         _bom,
     ),
     (
+        "unreadable-json",
+        re.compile(
+            r"(?:JSONDecodeError|Value error)?.*Expecting value: line 1 column 1 \(char 0\)"
+        ),
+        _not_json,
+    ),
+    (
         "bfloat16-gpu",
         re.compile(r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0"),
         _bf16,
@@ -451,7 +473,10 @@ RULES: tuple[Rule, ...] = (
     (
         # huggingface_hub's @strict, which transformers' config classes use from 5.4.0 (read)
         "config-field-validation",
-        re.compile(r"Validation error for field '(\w+)'"),
+        re.compile(
+            r"Validation error for field '(\w+)'|"
+            r"\bField '(\w+)' (?:with value .* doesn't match any type in|expected \w+, got)"
+        ),
         _strict_field,
     ),
     *FAMILY_RULES,
@@ -463,6 +488,8 @@ RULES: tuple[Rule, ...] = (
 # C search and is never cleaned nor tried against each rule.
 _MARKERS = (
     "Validation error for field",
+    "Field '",
+    "Expecting value: line 1 column 1",
     "No common block size",
     "attention backend found",
     "is not valid for this configuration",

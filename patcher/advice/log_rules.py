@@ -47,6 +47,8 @@ class LogContext:
     # The --mem-fraction-static the log shows SGLang ran with (its server_args line, or the
     # refusal's own "Current value"), when it shows one.
     fraction: float | None = None
+    # Whether a line before it shows the weights being loaded (a loader's frame or log line).
+    loading: bool = False
 
     def mem_fraction(self) -> Fix:
         """SGLang's ``--mem-fraction-static`` that leaves the KV pool room after the weights.
@@ -403,6 +405,13 @@ def _model_refuses_fp8_kv(m: re.Match[str], ctx: LogContext) -> tuple[str, list[
 
 def _packed_size(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     a, b = int(m.group(1)), int(m.group(2))
+    if not ctx.loading:
+        return (
+            f"two tensors' sizes do not match ({a} against {b}), and nothing before this line "
+            "shows the weights being loaded: this line alone does not say it is the "
+            "checkpoint's weights",
+            [Fix("advice", "the traceback above names the code; no checkpoint edit is known")],
+        )
     if max(a, b) != 2 * min(a, b):
         return (
             f"a weight's shape does not match the model class ({a} against {b}): the weights "

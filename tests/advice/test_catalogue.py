@@ -569,3 +569,31 @@ def test_an_architecture_the_engine_lists_but_could_not_load_is_no_config_fix() 
         assert "failed to import" in found.cause
         assert all(f.kind == "advice" for f in found.fixes), found.fixes
     assert any(f.kind == "dependency" and "vllm>=" in f.text for f in missing.fixes)
+
+
+def test_a_doubled_size_outside_a_weight_loader_gets_no_exclude_list_edit() -> None:
+    # 2x is FP4's packing only where weights are being loaded; the same numbers in a
+    # wrapper's own tensors (an expert mask built for every expert, say) are no config edit.
+    alone = diagnose_text(
+        "RuntimeError: The size of tensor a (192) must match the size of tensor b (384) at "
+        "non-singleton dimension 0"
+    )
+    assert not any(f.kind == "transform" for f in alone.fixes)
+    loading = diagnose_text(
+        '  File "/x/vllm/model_executor/models/deepseek_v2.py", line 9, in load_weights\n'
+        "RuntimeError: The size of tensor a (192) must match the size of tensor b (384) at "
+        "non-singleton dimension 0"
+    )
+    assert any("add-quant-exclude-modules" in f.text for f in loading.fixes)
+
+
+def test_sglang_s_expert_parallel_size_for_a_block_slice_is_the_tp_size() -> None:
+    # SGLang's MoE slice is intermediate / (tp / ep); ep must divide tp, so a fixed number
+    # could be refused: the answer is --ep-size equal to the user's --tp-size.
+    found = diagnose_text(
+        "[2026-12-04 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call "
+        "last):\nValueError: The output_size of gate's and up's weight = 160 is not divisible "
+        "by weight quantization block_n = 128."
+    )
+    ep = [f for f in found.fixes if f.text.startswith("--ep-size")]
+    assert ep and ep[0].text == "--ep-size N" and "N = your --tp-size" in (ep[0].note or "")

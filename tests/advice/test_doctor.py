@@ -336,10 +336,23 @@ CASES = [
         "patcher apply /m/kimi strip-fp8-kv-cache",
     ),
     (
+        '  File "/x/vllm/model_executor/layers/fused_moe/routed_experts.py", line 9, in _load_w13\n'
         "RuntimeError: The size of tensor a (512) must match the size of tensor b (1024) at "
         "non-singleton dimension 0",
         "packed-size-mismatch",
         "add-quant-exclude-modules",
+    ),
+    (
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+        "  Value error, Expecting value: line 1 column 1 (char 0) [type=value_error]",
+        "unreadable-json",
+        "names the file",
+    ),
+    (
+        "TypeError: Field 'router_eps' with value 0 doesn't match any type in (<class 'float'>, "
+        "<class 'NoneType'>). Errors: Field 'router_eps' expected float, got int (value: 0)",
+        "config-field-validation",
+        "config.json /router_eps 0.0",
     ),
     (
         "TypeError: Can only get item pairs from a mapping.",
