@@ -35,14 +35,23 @@ def _attention(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
             "kernel in this vLLM; no config edit helps",
             [Fix("advice", "use a vLLM with a sparse MLA backend for this GPU, or other GPUs")],
         )
+    reasons = re.findall(r"\b([A-Z][A-Z0-9_]+): \[([^\]]*)\]", text)
+    kv_only = [name for name, why in reasons if why.strip(" '\"") == "kv_cache_dtype not supported"]
+    if "use_sparse=True" in text and kv_dtype.startswith("fp8") and kv_only:
+        # A sparse backend refuses this KV dtype alone: another dtype runs on this GPU.
+        fixes = [Fix("flag", "--kv-cache-dtype bfloat16", note="vLLM 0.15 and later")]
+        fixes += [ctx.apply("strip-fp8-kv-cache")] if kv_dtype != "fp8_ds_mla" else []
+        return (
+            f"a sparse-MLA model whose sparse backend ({', '.join(kv_only)}) refuses only the "
+            f"KV dtype {kv_dtype}: a KV cache in the model's dtype runs",
+            fixes,
+        )
     if "use_sparse=True" in text:
         return (
             "a sparse-MLA model on a GPU where no sparse MLA backend of this vLLM runs "
             f"(KV {kv_dtype}): a missing kernel, not a checkpoint directive; no config edit helps",
             [Fix("advice", "use a vLLM with a sparse MLA backend for this GPU, or other GPUs")],
         )
-    reasons = re.findall(r"\b([A-Z][A-Z0-9_]+): \[([^\]]*)\]", text)
-    kv_only = [name for name, why in reasons if why.strip(" '\"") == "kv_cache_dtype not supported"]
     if kv_dtype.startswith("fp8") and reasons and not kv_only:
         return (
             "no attention backend of this vLLM runs this configuration on this GPU, whatever "

@@ -597,3 +597,23 @@ def test_sglang_s_expert_parallel_size_for_a_block_slice_is_the_tp_size() -> Non
     )
     ep = [f for f in found.fixes if f.text.startswith("--ep-size")]
     assert ep and ep[0].text == "--ep-size N" and "N = your --tp-size" in (ep[0].note or "")
+
+
+def test_a_sparse_backend_that_refuses_only_the_kv_dtype_gets_the_model_s_dtype() -> None:
+    # The selector's reasons say the one sparse backend refuses the KV dtype and nothing else
+    # (its compute capability is fine): a KV cache in the model's dtype starts; where another
+    # reason stands beside it, it is a kernel gap (the test above).
+    found = diagnose_text(
+        "ValueError: No valid attention backend found for cuda with AttentionSelectorConfig("
+        "head_size=576, dtype=torch.bfloat16, kv_cache_dtype=fp8_e4m3, block_size=64, "
+        "use_mla=True, has_sink=False, use_sparse=True). Reasons: {FLASHMLA_SPARSE: "
+        "[kv_cache_dtype not supported]}."
+    )
+    assert found.fixes[0].text == "--kv-cache-dtype bfloat16"
+    gap = diagnose_text(
+        "ValueError: No valid attention backend found for cuda with AttentionSelectorConfig("
+        "head_size=576, dtype=torch.bfloat16, kv_cache_dtype=fp8_e4m3, block_size=64, "
+        "use_mla=True, has_sink=False, use_sparse=True). Reasons: {FLASHMLA_SPARSE: "
+        "[kv_cache_dtype not supported, compute capability not supported]}."
+    )
+    assert all(f.kind == "advice" for f in gap.fixes) and "no config edit" in gap.cause
