@@ -10,6 +10,7 @@ line of a log is passed over after one search.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from patcher.advice.answers import CLASS_NOT_LOADED, CLASS_NOT_LOADED_FIX, before_strict
 from patcher.advice.log_rules import FAMILY_MARKERS, FAMILY_RULES, Fix, LogContext, Rule
@@ -250,7 +251,10 @@ def _architecture(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
         + ("" if releases else "; no vLLM release read (0.10.1 on) lists it"),
         [
             *releases[:1],
-            ctx.apply("set-architectures", " --set architecture=NAME"),
+            replace(
+                ctx.apply("set-architectures", " --set architecture=NAME"),
+                note="only where the weights have NAME's layout (a class of the same family)",
+            ),
             Fix("flag", '--hf-overrides \'{"architectures": ["NAME"]}\''),
         ],
     )
