@@ -163,3 +163,20 @@ def test_the_checker_sees_function_level_and_relative_imports(tmp_path: Path) ->
     module.write_text(source)
     modules = {"patcher.cli.render": Path(), "patcher.ops.planning": Path()}
     assert runtime_imports("patcher.text.m", module, modules) == {"patcher.cli.render"}
+
+
+def test_one_exception_boundary_wraps_every_command() -> None:
+    """The boundary (known failures exit 1 with their message, bugs 3, interrupts 130) is
+    entered in one place, around each command as the app registers it; no command enters it
+    itself, so a new command cannot forget it."""
+    from patcher.cli import app
+
+    users = [
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "patcher").rglob("*.py")
+        if "boundary(" in p.read_text() and p.name != "output.py"
+    ]
+    assert users == ["patcher/cli/app.py"], users
+    assert all(
+        c.callback is not None and c.callback.__wrapped__ for c in app.app.registered_commands
+    )

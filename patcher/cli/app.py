@@ -7,15 +7,17 @@ traceback); 4 ``plan`` found changes pending; 130 interrupted.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
 from patcher import progress
 from patcher.cli import engine_commands, journal_commands, output
-from patcher.cli.output import EXIT_OK
+from patcher.cli.output import EXIT_OK, boundary
 from patcher.version import __version__
 
 APP_SETTINGS: dict[str, Any] = {
@@ -78,9 +80,24 @@ COMMANDS: dict[str, Any] = {
     "kv-budget": engine_commands.kv_budget_command,
     "run": engine_commands.run,
 }
+
+
+def bounded(command: Callable[..., None]) -> Callable[..., None]:
+    """``command`` inside the one exception boundary (``output.boundary``): a known failure
+    exits 1 with its message (and JSON with ``--json``), an interrupt 130, a bug 3. typer
+    reads the command's own signature through ``functools.wraps``."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> None:
+        with boundary(bool(kwargs.get("as_json"))):
+            command(*args, **kwargs)
+
+    return run
+
+
 app.callback()(_main)
 for _name, _command in COMMANDS.items():
-    app.command(_name)(_command)
+    app.command(_name)(bounded(_command))
 
 
 def global_options_anywhere(args: list[str]) -> list[str]:
@@ -110,7 +127,7 @@ def main() -> None:
         # that one only (the same function, options and help), which keeps start-up lean.
         single = typer.Typer(**APP_SETTINGS)
         single.callback()(_main)
-        single.command(name)(COMMANDS[name])
+        single.command(name)(bounded(COMMANDS[name]))
         single()
         return
     app()

@@ -38,7 +38,6 @@ from patcher.cli.output import (
     EXIT_CHANGES,
     EXIT_REFUSED,
     EXIT_UNKNOWN,
-    boundary,
     checkpoint_arg,
     err,
     out,
@@ -68,20 +67,19 @@ def check(
     (or --kv-cache-memory) too, whether the context fits in the KV cache after the weights.
     With --engine-python, the engine installed there answers with its own config code.
     """
-    with boundary(as_json):
-        from patcher.advice.check import check_checkpoint
-        from patcher.cli import render
+    from patcher.advice.check import check_checkpoint
+    from patcher.cli import render
 
-        report = check_checkpoint(
-            checkpoint_arg(checkpoint, revision),
-            engine=engine,
-            gpu=gpu,
-            tensor_parallel=tp,
-            kv_cache_memory=kv_cache_memory,
-            kv_cache_dtype=kv_cache_dtype,
-            engine_python=engine_python,
-        )
-        out(render.to_json(report.to_json()) if as_json else render.check_text(report))
+    report = check_checkpoint(
+        checkpoint_arg(checkpoint, revision),
+        engine=engine,
+        gpu=gpu,
+        tensor_parallel=tp,
+        kv_cache_memory=kv_cache_memory,
+        kv_cache_dtype=kv_cache_dtype,
+        engine_python=engine_python,
+    )
+    out(render.to_json(report.to_json()) if as_json else render.check_text(report))
     if report.findings:
         raise typer.Exit(EXIT_REFUSED)
     if report.engine is not None and report.engine.verdict == "unknown":
@@ -98,12 +96,11 @@ def overrides(
 
     With --engine, only flags that version accepts (--kv-cache-dtype bfloat16 needs vLLM 0.15).
     """
-    with boundary(as_json):
-        from patcher.advice.overrides import engine_overrides
-        from patcher.cli import render
+    from patcher.advice.overrides import engine_overrides
+    from patcher.cli import render
 
-        result = engine_overrides(checkpoint_arg(checkpoint, revision), engine=engine)
-        out(render.to_json(result.to_json()) if as_json else render.overrides_text(result))
+    result = engine_overrides(checkpoint_arg(checkpoint, revision), engine=engine)
+    out(render.to_json(result.to_json()) if as_json else render.overrides_text(result))
 
 
 def doctor(
@@ -125,19 +122,18 @@ def doctor(
 
     Exit 0 when the failure is recognised, 1 when it is not.
     """
-    with boundary(as_json):
-        import io
-        import sys
+    import io
+    import sys
 
-        from patcher.advice.doctor import diagnose, diagnose_lines
-        from patcher.cli import render
+    from patcher.advice.doctor import diagnose, diagnose_lines
+    from patcher.cli import render
 
-        if log == "-":
-            stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
-            result = diagnose_lines(stdin, checkpoint=checkpoint or "CKPT")
-        else:
-            result = diagnose(log, checkpoint=checkpoint)
-        out(render.to_json(result.to_json()) if as_json else render.doctor_text(result))
+    if log == "-":
+        stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+        result = diagnose_lines(stdin, checkpoint=checkpoint or "CKPT")
+    else:
+        result = diagnose(log, checkpoint=checkpoint)
+    out(render.to_json(result.to_json()) if as_json else render.doctor_text(result))
     if not result.recognised:
         raise typer.Exit(EXIT_REFUSED)
 
@@ -190,16 +186,15 @@ def plan(
     Exit 0 when the checkpoint is in sync, 4 when changes are pending, 1 on an error (what
     sync would refuse, plan refuses).
     """
-    with boundary(as_json):
-        from patcher.cli import render
-        from patcher.ops.planning import plan_checkpoint
+    from patcher.cli import render
+    from patcher.ops.planning import plan_checkpoint
 
-        result = plan_checkpoint(
-            checkpoint_arg(checkpoint, revision),
-            target_from(ctx.params),
-            prune=prune,
-        )
-        out(render.to_json(result.to_json()) if as_json else render.plan_text(result))
+    result = plan_checkpoint(
+        checkpoint_arg(checkpoint, revision),
+        target_from(ctx.params),
+        prune=prune,
+    )
+    out(render.to_json(result.to_json()) if as_json else render.plan_text(result))
     if result.launch is not None and result.launch.problem is not None:
         raise typer.Exit(EXIT_REFUSED)  # no go-ahead: the server cannot start there
     if not result.in_sync:
@@ -239,18 +234,17 @@ def sync(
 
     A second sync does nothing. If a step fails, the steps already done are undone.
     """
-    with boundary(as_json):
-        from patcher.cli import render
-        from patcher.ops.planning import sync_checkpoint
+    from patcher.cli import render
+    from patcher.ops.planning import sync_checkpoint
 
-        result = sync_checkpoint(
-            checkpoint_arg(checkpoint, revision),
-            target_from(ctx.params),
-            dry_run=dry_run,
-            overlay=overlay,
-            prune=prune,
-        )
-        out(render.to_json(result.to_json()) if as_json else render.sync_text(result))
+    result = sync_checkpoint(
+        checkpoint_arg(checkpoint, revision),
+        target_from(ctx.params),
+        dry_run=dry_run,
+        overlay=overlay,
+        prune=prune,
+    )
+    out(render.to_json(result.to_json()) if as_json else render.sync_text(result))
 
 
 PruneOpt = Annotated[
@@ -324,25 +318,24 @@ def kv_budget_command(
 ) -> None:
     """Estimate KV-cache bytes per token and the longest context that fits; exit 1 when the
     config's own context does not fit."""
-    with boundary(as_json):
-        from patcher.advice.kvbudget import kv_budget
-        from patcher.cli import render
+    from patcher.advice.kvbudget import kv_budget
+    from patcher.cli import render
 
-        budget = kv_budget(
-            checkpoint_arg(checkpoint, revision),
-            gpu_memory=gpu_memory,
-            gpu=gpu,
-            weights=weights,
-            tensor_parallel=tp or 1,
-            pipeline_parallel=pp or 1,
-            kv_dtype=kv_dtype.value,
-            gpu_memory_utilization=utilization,
-            engine=engine,
-            allowance=allowance,
-            kv_cache_memory=kv_cache_memory,
-            engine_python=engine_python,
-        )
-        out(render.to_json(budget.to_json()) if as_json else render.kv_budget_text(budget))
+    budget = kv_budget(
+        checkpoint_arg(checkpoint, revision),
+        gpu_memory=gpu_memory,
+        gpu=gpu,
+        weights=weights,
+        tensor_parallel=tp or 1,
+        pipeline_parallel=pp or 1,
+        kv_dtype=kv_dtype.value,
+        gpu_memory_utilization=utilization,
+        engine=engine,
+        allowance=allowance,
+        kv_cache_memory=kv_cache_memory,
+        engine_python=engine_python,
+    )
+    out(render.to_json(budget.to_json()) if as_json else render.kv_budget_text(budget))
     if budget.config_context is not None and not budget.fits:
         raise typer.Exit(EXIT_REFUSED)
 
@@ -396,21 +389,20 @@ def run(
     printed. The exit code is the engine's (128+N when a signal N ended it; 1 when patcher
     refuses before starting it).
     """
-    with boundary(as_json):
-        from patcher.cli import render
-        from patcher.ops.running import plan_run
+    from patcher.cli import render
+    from patcher.ops.running import plan_run
 
-        prepared = plan_run(
-            command, engine=engine, gpu=gpu, profile=profile, check=check, dry_run=dry_run
+    prepared = plan_run(
+        command, engine=engine, gpu=gpu, profile=profile, check=check, dry_run=dry_run
+    )
+    if dry_run:
+        out(
+            render.to_json(prepared.to_json())
+            if as_json
+            else render.run_text(prepared) + "\ndry run: nothing was written or started"
         )
-        if dry_run:
-            out(
-                render.to_json(prepared.to_json())
-                if as_json
-                else render.run_text(prepared) + "\ndry run: nothing was written or started"
-            )
-            return
-        err(render.run_text(prepared))
+        return
+    err(render.run_text(prepared))
     from patcher.ops.running import hold_for_start, start_engine
 
     sys.stdout.flush()
@@ -420,15 +412,14 @@ def run(
         if stream == "stdout":
             err("patcher: stdout was closed; the engine's stdout is closed too")
 
-    with boundary(as_json):
-        held = hold_for_start(prepared, startup_lock)
-        ended = start_engine(
-            prepared,
-            stop_timeout=stop_timeout,
-            on_closed=closed,
-            on_ready=None if held is None else held.release,
-            ready_timeout=startup_lock,
-        )
+    held = hold_for_start(prepared, startup_lock)
+    ended = start_engine(
+        prepared,
+        stop_timeout=stop_timeout,
+        on_closed=closed,
+        on_ready=None if held is None else held.release,
+        ready_timeout=startup_lock,
+    )
     if ended.diagnosis is not None and ended.diagnosis.recognised:
         from patcher.cli import render
 

@@ -26,7 +26,6 @@ from patcher.cli.options import (
 from patcher.cli.output import (
     EXIT_REFUSED,
     EXIT_USAGE,
-    boundary,
     checkpoint_arg,
     err,
     out,
@@ -35,15 +34,14 @@ from patcher.cli.output import (
 
 def list_command(as_json: JsonOpt = False) -> None:
     """List the built-in transforms."""
-    with boundary(as_json):
-        from patcher.cli import render
-        from patcher.transforms.catalog import builtin_transforms
+    from patcher.cli import render
+    from patcher.transforms.catalog import builtin_transforms
 
-        transforms = builtin_transforms()
-        if as_json:
-            out(render.to_json([t.to_json() for t in transforms]))
-        else:
-            out(render.transform_list_text(transforms))
+    transforms = builtin_transforms()
+    if as_json:
+        out(render.to_json([t.to_json() for t in transforms]))
+    else:
+        out(render.transform_list_text(transforms))
 
 
 def show(
@@ -62,19 +60,18 @@ def show(
 
     With --engine, also whether its engine flag works on that version.
     """
-    with boundary(as_json):
-        from patcher.advice.overrides import flags_verdict
-        from patcher.cli import render
-        from patcher.engines.engine import parse_engine
-        from patcher.transforms.catalog import find_transform
+    from patcher.advice.overrides import flags_verdict
+    from patcher.cli import render
+    from patcher.engines.engine import parse_engine
+    from patcher.transforms.catalog import find_transform
 
-        transform = find_transform(name)
-        verdict = flags_verdict(transform, parse_engine(engine)) if engine else None
-        out(
-            render.to_json(transform.to_json(verdict))
-            if as_json
-            else render.transform_text(transform, verdict)
-        )
+    transform = find_transform(name)
+    verdict = flags_verdict(transform, parse_engine(engine)) if engine else None
+    out(
+        render.to_json(transform.to_json(verdict))
+        if as_json
+        else render.transform_text(transform, verdict)
+    )
 
 
 def apply(
@@ -122,31 +119,28 @@ def apply(
     With --engine, a transform whose effect that engine would not see (e.g. set-context-length
     on a YaRN config under vLLM before 0.30) is refused, naming the flag that works.
     """
-    with boundary(as_json):
-        from patcher.cli import render
-        from patcher.ops.applying import apply_transform
-        from patcher.transforms.params import parse_assignments
+    from patcher.cli import render
+    from patcher.ops.applying import apply_transform
+    from patcher.transforms.params import parse_assignments
 
-        result = apply_transform(
-            checkpoint_arg(checkpoint, revision),
-            transform,
-            parse_assignments(assignments or []),
-            dry_run=dry_run,
-            overlay=overlay,
-            engine=engine,
-            stack=stack,
-        )
-        out(
-            render.to_json(result.to_json())
-            if as_json
-            # The undo names the overlay when there is one: CKPT itself has no journal.
-            else render.apply_text(
-                result, None if overlay else checkpoint_arg(checkpoint, revision)
-            )
-        )
-        if not as_json:
-            for warning in result.warnings:
-                err(f"warning: {warning}")
+    result = apply_transform(
+        checkpoint_arg(checkpoint, revision),
+        transform,
+        parse_assignments(assignments or []),
+        dry_run=dry_run,
+        overlay=overlay,
+        engine=engine,
+        stack=stack,
+    )
+    out(
+        render.to_json(result.to_json())
+        if as_json
+        # The undo names the overlay when there is one: CKPT itself has no journal.
+        else render.apply_text(result, None if overlay else checkpoint_arg(checkpoint, revision))
+    )
+    if not as_json:
+        for warning in result.warnings:
+            err(f"warning: {warning}")
 
 
 def revert(
@@ -182,19 +176,18 @@ def revert(
         )
         err(f"usage error: {problem}")
         raise typer.Exit(EXIT_USAGE)
-    with boundary(as_json):
-        from patcher.cli import render
-        from patcher.ops.reverting import revert_transforms
+    from patcher.cli import render
+    from patcher.ops.reverting import revert_transforms
 
-        result = revert_transforms(
-            checkpoint_arg(checkpoint, revision),
-            name,
-            last=last,
-            every=every,
-            force=force,
-            dry_run=dry_run,
-        )
-        out(render.to_json(result.to_json()) if as_json else render.revert_text(result))
+    result = revert_transforms(
+        checkpoint_arg(checkpoint, revision),
+        name,
+        last=last,
+        every=every,
+        force=force,
+        dry_run=dry_run,
+    )
+    out(render.to_json(result.to_json()) if as_json else render.revert_text(result))
 
 
 def status(
@@ -211,12 +204,11 @@ def status(
     With --check, exit 1 when a journalled file is changed, missing, a new upstream, back to
     its original while its transform is applied, or half-done, so CI can gate on drift.
     """
-    with boundary(as_json):
-        from patcher.cli import render
-        from patcher.store.file_status import checkpoint_status
+    from patcher.cli import render
+    from patcher.store.file_status import checkpoint_status
 
-        result = checkpoint_status(checkpoint_arg(checkpoint, revision))
-        out(render.to_json(result.to_json()) if as_json else render.status_text(result))
+    result = checkpoint_status(checkpoint_arg(checkpoint, revision))
+    out(render.to_json(result.to_json()) if as_json else render.status_text(result))
     if check and any(f.state not in ("patched", "reverted") for f in result.files):
         raise typer.Exit(EXIT_REFUSED)
 
@@ -248,19 +240,18 @@ def diff(
     if repo is not None and not upstream:
         err("usage error: a repository can only be given with --upstream")
         raise typer.Exit(EXIT_USAGE)
-    with boundary(as_json):
-        from patcher.cli import render
+    from patcher.cli import render
 
-        if upstream:
-            from patcher.ops.upstream import diff_upstream
+    if upstream:
+        from patcher.ops.upstream import diff_upstream
 
-            found = diff_upstream(checkpoint_arg(checkpoint, revision), repo)
-            out(render.to_json(found.to_json()) if as_json else render.upstream_text(found))
-        else:
-            from patcher.ops.offline_diff import diff_checkpoint
+        found = diff_upstream(checkpoint_arg(checkpoint, revision), repo)
+        out(render.to_json(found.to_json()) if as_json else render.upstream_text(found))
+    else:
+        from patcher.ops.offline_diff import diff_checkpoint
 
-            result = diff_checkpoint(checkpoint_arg(checkpoint, revision), structural=as_json)
-            out(render.to_json(result.to_json()) if as_json else render.diff_text(result))
+        result = diff_checkpoint(checkpoint_arg(checkpoint, revision), structural=as_json)
+        out(render.to_json(result.to_json()) if as_json else render.diff_text(result))
     if upstream and (found.unexplained or (exit_code and found.files)):
         raise typer.Exit(EXIT_REFUSED)
     if not upstream and exit_code and result.files:
@@ -271,12 +262,11 @@ def reapply(
     checkpoint: CheckpointArg, revision: RevisionOpt = None, as_json: JsonOpt = False
 ) -> None:
     """Put the journal's transforms back after a re-download restored upstream files."""
-    with boundary(as_json):
-        from patcher.cli import render
-        from patcher.ops.reapplying import reapply_transforms
+    from patcher.cli import render
+    from patcher.ops.reapplying import reapply_transforms
 
-        result = reapply_transforms(checkpoint_arg(checkpoint, revision))
-        out(render.to_json(result.to_json()) if as_json else render.reapply_text(result))
+    result = reapply_transforms(checkpoint_arg(checkpoint, revision))
+    out(render.to_json(result.to_json()) if as_json else render.reapply_text(result))
 
 
 def rebase(
@@ -301,14 +291,11 @@ def rebase(
     With ORG/NAME in the Hugging Face cache, carries the journal of the patched revision to
     the one refs/main (or --to) names; the old revision is left as it is unless --revert-old.
     """
-    with boundary(as_json):
-        from patcher.cli import render
-        from patcher.ops.rebasing import rebase_checkpoint
+    from patcher.cli import render
+    from patcher.ops.rebasing import rebase_checkpoint
 
-        result = rebase_checkpoint(
-            checkpoint_arg(checkpoint, revision), to=to, revert_old=revert_old
-        )
-        out(render.to_json(result.to_json()) if as_json else render.rebase_text(result))
+    result = rebase_checkpoint(checkpoint_arg(checkpoint, revision), to=to, revert_old=revert_old)
+    out(render.to_json(result.to_json()) if as_json else render.rebase_text(result))
 
 
 FileArg = Annotated[
@@ -339,16 +326,15 @@ def set_command(
     For what the catalog does not cover: patcher set CKPT config.json /eos_token_id 2. The
     entry is named set-FILE-POINTER; setting the same member again replaces it.
     """
-    with boundary(as_json):
-        from patcher.cli import render
-        from patcher.ops.one_off import set_member
+    from patcher.cli import render
+    from patcher.ops.one_off import set_member
 
-        result = set_member(checkpoint_arg(checkpoint, None), file, pointer, value, dry_run=dry_run)
-        out(
-            render.to_json(result.to_json())
-            if as_json
-            else render.apply_text(result, checkpoint_arg(checkpoint, None))
-        )
+    result = set_member(checkpoint_arg(checkpoint, None), file, pointer, value, dry_run=dry_run)
+    out(
+        render.to_json(result.to_json())
+        if as_json
+        else render.apply_text(result, checkpoint_arg(checkpoint, None))
+    )
 
 
 def unset_command(
@@ -359,16 +345,15 @@ def unset_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Remove one JSON member, as a journalled entry of its own (revert puts it back)."""
-    with boundary(as_json):
-        from patcher.cli import render
-        from patcher.ops.one_off import unset_member
+    from patcher.cli import render
+    from patcher.ops.one_off import unset_member
 
-        result = unset_member(checkpoint_arg(checkpoint, None), file, pointer, dry_run=dry_run)
-        out(
-            render.to_json(result.to_json())
-            if as_json
-            else render.apply_text(result, checkpoint_arg(checkpoint, None))
-        )
+    result = unset_member(checkpoint_arg(checkpoint, None), file, pointer, dry_run=dry_run)
+    out(
+        render.to_json(result.to_json())
+        if as_json
+        else render.apply_text(result, checkpoint_arg(checkpoint, None))
+    )
 
 
 def forget(
@@ -390,12 +375,11 @@ def forget(
     not the upstream bytes patcher kept (--force deletes them anyway). Keep .patcher/ out of an
     upload or a copy of the weights (hf upload --exclude '.patcher/*', rsync --exclude .patcher).
     """
-    with boundary(as_json):
-        from patcher.cli import render
-        from patcher.ops.forgetting import forget_checkpoint
+    from patcher.cli import render
+    from patcher.ops.forgetting import forget_checkpoint
 
-        result = forget_checkpoint(checkpoint_arg(checkpoint, None), dry_run=dry_run, force=force)
-        out(render.to_json(result.to_json()) if as_json else render.forget_text(result))
+    result = forget_checkpoint(checkpoint_arg(checkpoint, None), dry_run=dry_run, force=force)
+    out(render.to_json(result.to_json()) if as_json else render.forget_text(result))
 
 
 def restore(
@@ -421,14 +405,13 @@ def restore(
     would discard. With --upstream, the upstream bytes instead (the entries that patched the
     file are reverted).
     """
-    with boundary(as_json):
-        from patcher.cli import render
-        from patcher.ops.restoring import restore_files, restore_upstream
+    from patcher.cli import render
+    from patcher.ops.restoring import restore_files, restore_upstream
 
-        ckpt = checkpoint_arg(checkpoint, None)
-        if upstream:
-            back = restore_upstream(ckpt, file, dry_run=dry_run)
-            out(render.to_json(back.to_json()) if as_json else render.revert_text(back))
-            return
-        result = restore_files(ckpt, file, dry_run=dry_run)
-        out(render.to_json(result.to_json()) if as_json else render.restore_text(result))
+    ckpt = checkpoint_arg(checkpoint, None)
+    if upstream:
+        back = restore_upstream(ckpt, file, dry_run=dry_run)
+        out(render.to_json(back.to_json()) if as_json else render.revert_text(back))
+        return
+    result = restore_files(ckpt, file, dry_run=dry_run)
+    out(render.to_json(result.to_json()) if as_json else render.restore_text(result))
