@@ -140,3 +140,21 @@ def test_the_library_leaves_the_garbage_collector_alone(kimi: Path) -> None:
     patcher.status(kimi)
     patcher.revert(kimi, every=True)
     assert gc.isenabled() and gc.get_freeze_count() == frozen
+
+
+def test_one_target_is_passed_whole_to_check_kv_budget_plan_and_sync(kimi: Path) -> None:
+    """A provisioning script builds one Target and hands it to every command that judges a
+    launch: check and kv_budget answer as with the same settings given one by one, and a
+    keyword that says something else than the target is refused, never silently dropped."""
+    target = patcher.make_target(engine="vllm==0.16.0", gpu="rtx-pro-6000", tensor_parallel=8)
+    whole = patcher.check(kimi, target=target)
+    apart = patcher.check(kimi, engine="vllm==0.16.0", gpu="rtx-pro-6000", tensor_parallel=8)
+    assert whole.to_json() == apart.to_json() and whole.findings
+    budget = patcher.kv_budget(kimi, target=target)
+    by_hand = patcher.kv_budget(kimi, engine="vllm==0.16.0", gpu="rtx-pro-6000", tensor_parallel=8)
+    assert budget.to_json() == by_hand.to_json() and budget.tp == 8
+    assert not patcher.plan(kimi, target).in_sync
+    with pytest.raises(patcher.TargetError, match="tensor_parallel is given twice"):
+        patcher.check(kimi, target=target, tensor_parallel=4)
+    # the same value twice is no contradiction
+    assert patcher.kv_budget(kimi, target=target, tensor_parallel=8).to_json() == budget.to_json()

@@ -24,6 +24,7 @@ from patcher.engines.launch_flags import refuse_without_flag
 from patcher.engines.model import derive, refuse_unknown_kv_cache_dtype
 from patcher.engines.parallel import tensor_parallel_error
 from patcher.engines.readings import assumed
+from patcher.engines.target import Target, take_target
 from patcher.engines.templates import JINJA_FILE, served_template
 from patcher.engines.view import EngineView, StartupError
 from patcher.engines.vllm import BOM_JUDGED as VLLM_BOM_JUDGED
@@ -405,6 +406,7 @@ def check_checkpoint(
     kv_cache_memory: float | str | None = None,
     kv_cache_dtype: str | None = None,
     engine_python: Path | str | None = None,
+    target: Target | None = None,
 ) -> CheckReport:
     """Report known problems in the checkpoint's config files.
 
@@ -421,21 +423,38 @@ def check_checkpoint(
     With ``engine_python`` (the interpreter of a venv with the engine installed), that
     engine's own config code answers (``patcher.engines.installed``), for any version; the
     engine then need not be named. Where it cannot be asked, the recorded model answers and
-    the report's ``notes`` say why."""
+    the report's ``notes`` say why.
+
+    ``target`` (:func:`patcher.make_target`'s, as plan and sync take it) gives all of these
+    at once; a keyword given as well must say the same."""
+    settings = take_target(
+        target,
+        {
+            "engine": engine,
+            "gpu": gpu,
+            "tensor_parallel": tensor_parallel,
+            "kv_cache_memory": kv_cache_memory,
+            "kv_cache_dtype": kv_cache_dtype,
+            "engine_python": engine_python,
+        },
+    )
+    engine, gpu, engine_python = settings["engine"], settings["gpu"], settings["engine_python"]
+    tensor_parallel, kv_cache_memory = settings["tensor_parallel"], settings["kv_cache_memory"]
+    kv_cache_dtype = settings["kv_cache_dtype"]
     ckpt = open_checkpoint(checkpoint, revision)
     files = _Files(ckpt)
-    target = parse_engine(engine) if isinstance(engine, str) else engine
+    judged = parse_engine(engine) if isinstance(engine, str) else engine
     device = parse_gpu(gpu) if isinstance(gpu, str) else gpu
-    if kv_cache_memory is not None and target is not None:
-        refuse_without_flag(target, "kv_cache_memory", None)
-    if device is not None and target is None and engine_python is None:
+    if kv_cache_memory is not None and judged is not None:
+        refuse_without_flag(judged, "kv_cache_memory", None)
+    if device is not None and judged is None and engine_python is None:
         raise TargetError(
             "--gpu needs an engine to judge against", hint="add --engine vllm==0.16.0"
         )
     # The engine model's view of the files (parsed once, each read for a mark once).
     parsed = config_files(ckpt, *(files.get(name) for name in READ_FILES))
-    if target is not None and kv_cache_dtype is not None:
-        refuse_unknown_kv_cache_dtype(target, kv_cache_dtype, None)
+    if judged is not None and kv_cache_dtype is not None:
+        refuse_unknown_kv_cache_dtype(judged, kv_cache_dtype, None)
     view: EngineView | None = None
     asked: str | None = None  # how the installed engine answered, or why it did not
     if engine_python is not None:
@@ -446,17 +465,17 @@ def check_checkpoint(
             parsed,
             device,
             kv_cache_dtype,
-            target,
+            judged,
         )
         view, asked = answered.view, answered.said
-        target = view.engine if view is not None else target
-    if view is None and target is not None:
-        view = derive(target, parsed, device, kv_cache_dtype=kv_cache_dtype)
+        judged = view.engine if view is not None else judged
+    if view is None and judged is not None:
+        view = derive(judged, parsed, device, kv_cache_dtype=kv_cache_dtype)
 
-    split = None if target is None else tensor_parallel_error(target, parsed, tensor_parallel)
+    split = None if judged is None else tensor_parallel_error(judged, parsed, tensor_parallel)
     if view is not None and split is not None:  # vLLM refuses the size before any weight
         view = replace(view, startup_errors=(*view.startup_errors, split))
-    engine_name = None if target is None else target.name
+    engine_name = None if judged is None else judged.name
     journal = read_journal(ckpt)
     applied = {e.transform for e in journal.applied}
 
@@ -510,9 +529,9 @@ def check_checkpoint(
                     StartupError(memory[0].message, code="kv-memory", file="config.json"),
                 ),
             )
-    elif view is not None and target is not None and device is not None and not view.starts:
+    elif view is not None and judged is not None and device is not None and not view.starts:
         if tensor_parallel is not None or kv_cache_memory is not None:
-            after = (ckpt, parsed, target, device, view, tensor_parallel, kv_cache_memory)
+            after = (ckpt, parsed, judged, device, view, tensor_parallel, kv_cache_memory)
             findings = _after_the_fix(findings, *after)
     findings = [
         replace(f, note=notes[f.transform]) if f.note is None and f.transform in notes else f

@@ -55,6 +55,7 @@ from patcher.engines.installed import Asked, files_key, installed_view
 from patcher.engines.launch_flags import refuse_without_flag
 from patcher.engines.model import derive, edit_takes_effect
 from patcher.engines.readings import Assumed, Reading, assumed, reading
+from patcher.engines.target import Target, take_target
 from patcher.engines.view import EngineView
 from patcher.errors import DoesNotApplyError, InputFileError, TargetError
 from patcher.results import JsonResult
@@ -265,6 +266,7 @@ def kv_budget(
     pipeline_parallel: int = 1,
     revision: str | None = None,
     engine_python: Path | str | None = None,
+    target: Target | None = None,
     **renamed: Any,
 ) -> KvBudget:
     """Estimate KV-cache bytes per token and the longest context that fits on each GPU.
@@ -279,7 +281,9 @@ def kv_budget(
     vLLM splits them); the stage that fits the least context decides. With ``engine_python``
     (the interpreter of a venv with vLLM installed), that engine's own config code gives the
     KV dtype, the context and the memory defaults, for any version (``check`` does the same).
-    The older keywords (``tp``, ``weights_gib``, ...) still work and warn."""
+    The older keywords (``tp``, ``weights_gib``, ...) still work and warn. ``target``
+    (:func:`patcher.make_target`'s, as plan and sync take it) gives the engine, GPU, sizes and
+    KV dtype at once; a keyword given as well must say the same."""
     if renamed:
         given = _renamed(renamed)
         gpu_memory = given.get("gpu_memory", gpu_memory)
@@ -288,6 +292,29 @@ def kv_budget(
         gpu_memory_utilization = given.get("gpu_memory_utilization", gpu_memory_utilization)
         allowance = given.get("allowance", allowance)
         kv_cache_memory = given.get("kv_cache_memory", kv_cache_memory)
+    settings = take_target(
+        target,
+        {
+            "engine": engine,
+            "gpu": gpu,
+            "tensor_parallel": tensor_parallel,
+            "pipeline_parallel": pipeline_parallel,
+            "gpu_memory_utilization": gpu_memory_utilization,
+            "kv_cache_memory": kv_cache_memory,
+            "weights": weights,
+            "kv_dtype": kv_dtype,
+            "engine_python": engine_python,
+        },
+        {"tensor_parallel": 1, "pipeline_parallel": 1, "kv_dtype": "auto"},
+    )
+    engine, gpu, engine_python = settings["engine"], settings["gpu"], settings["engine_python"]
+    tensor_parallel = settings["tensor_parallel"] or 1
+    pipeline_parallel = settings["pipeline_parallel"] or 1
+    gpu_memory_utilization, kv_cache_memory = (
+        settings["gpu_memory_utilization"],
+        settings["kv_cache_memory"],
+    )
+    weights, kv_dtype = settings["weights"], settings["kv_dtype"] or "auto"
     ckpt = open_checkpoint(checkpoint, revision)
     files = read_config_files(ckpt)
     figure: tuple[float, str] | None = None

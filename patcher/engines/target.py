@@ -384,3 +384,42 @@ def _same(key: str, given: Any, from_flags: tuple[Any, str]) -> bool:
     if key == "max_model_len" and value == "auto":
         return is_auto_context(given)  # vLLM's two spellings
     return bool(given == value)
+
+
+# A command's keyword (check's, kv_budget's) -> the Target field that gives it.
+_TAKEN = {
+    "engine": "engine",
+    "gpu": "gpu",
+    "tensor_parallel": "tensor_parallel",
+    "pipeline_parallel": "pipeline_parallel",
+    "gpu_memory_utilization": "gpu_memory_utilization",
+    "kv_cache_memory": "kv_cache_memory_gib",
+    "weights": "weights_gib",
+    "kv_cache_dtype": "kv_cache_dtype",
+    "kv_dtype": "kv_cache_dtype",
+    "engine_python": "engine_python",
+}
+
+
+def take_target(
+    target: Target | None, given: dict[str, Any], defaults: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """A command's keyword settings with ``target``'s put in: the Target a provisioning script
+    built once (for plan and sync) passed whole to check or kv_budget. A keyword given as well
+    (other than its ``defaults`` value) that says something else is refused: never silently
+    one or the other."""
+    if target is None:
+        return given
+    merged = dict(given)
+    for key, value in given.items():
+        field_name = _TAKEN.get(key)
+        mine = None if field_name is None else getattr(target, field_name)
+        if mine is None:
+            continue
+        if value is not None and value != (defaults or {}).get(key) and str(value) != str(mine):
+            raise TargetError(
+                f"{key} is given twice: the target says {mine}, the keyword {value}",
+                hint="give it once, in the target or as the keyword",
+            )
+        merged[key] = mine
+    return merged
