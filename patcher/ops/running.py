@@ -388,13 +388,14 @@ def ask_installed(
 ) -> tuple[str | None, installed.Asked | None]:
     """The installed engine's own config code on the files as they now are, or as a sync
     would leave them (``planned``: name -> bytes, for a dry run; ``check --engine-python``'s
-    question, cached), where vLLM is installed beside the interpreter the command runs: what
-    it says, or why it could not be asked, and its answer where it accepts the files. A
+    question, cached), where vLLM or SGLang is installed beside the interpreter the command
+    runs: what it says, or why it could not be asked, and its answer where it accepts the
+    files (its ``--trust-remote-code`` passed on). A
     refusal by the engine's own code is refused here, before it starts, for any version,
     nightlies included. The context is left to the plan (run adds its cap as a flag), so
     only the config stage is asked."""
     python = command.interpreter
-    if command.engine != "vllm" or python is None or not installed.distributions(Path(python)):
+    if python is None or not installed.distributions(Path(python)):
         return None, None
     ckpt = open_checkpoint(command.checkpoint)
     planned = planned or {}
@@ -406,6 +407,7 @@ def ask_installed(
         target.gpu,
         target.kv_cache_dtype,
         target.engine,
+        "--trust-remote-code" in command.words,
     )
     view = answer.view
     if view is None or view.answered_by is None:

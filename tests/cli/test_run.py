@@ -591,17 +591,20 @@ def test_doctor_after_a_failed_start_judges_fixes_for_the_runs_engine(tmp_path: 
     assert "--max-model-len 179200" in done.stderr and "set-context-length" not in done.stderr
 
 
-def _installed_vllm(tmp_path: Path, version: str) -> dict[str, str]:
-    """A venv whose ``vllm`` runs under an interpreter with vLLM ``version`` installed beside
-    it: the interpreter answers patcher's probe with the answers the real vLLM 0.34.0 gave for
-    the same folder and GPU (snapshots/engines/installed-vllm-0.34.0.json), as a nightly built
-    from it would, and runs everything else with this Python."""
+def _installed_vllm(
+    tmp_path: Path, version: str, engine: str = "vllm", recorded_as: str = "vllm-0.34.0"
+) -> dict[str, str]:
+    """A venv whose ``vllm`` (and ``python``) runs under an interpreter with ``engine``
+    ``version`` installed beside it: the interpreter answers patcher's probe with the answers
+    the real engine gave for the same folder and GPU (snapshots/engines/installed-
+    ``recorded_as``.json; vLLM 0.34.0's by default), as a nightly built from it would, and runs
+    everything else with this Python."""
     venv = tmp_path / "venv"
     site = venv / "lib" / "python3.11" / "site-packages"
-    dist = site / f"vllm-{version}.dist-info"
+    dist = site / f"{engine}-{version}.dist-info"
     dist.mkdir(parents=True)
-    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n")
-    recorded = ROOT / "snapshots" / "engines" / "installed-vllm-0.34.0.json"
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {engine}\nVersion: {version}\n")
+    recorded = ROOT / "snapshots" / "engines" / f"installed-{recorded_as}.json"
     python = venv / "bin" / "python"
     python.parent.mkdir()
     python.write_text(
@@ -711,3 +714,23 @@ def test_a_dry_run_asks_the_installed_engine_about_the_files_as_sync_would_leave
     said = done.stdout + done.stderr
     assert "own config code (" in said and "accepts the files as sync would leave them" in said
     assert tree_bytes(kimi) == before and not (kimi / ".patcher").exists()
+
+
+def test_run_asks_an_installed_sglang_too(tmp_path: Path) -> None:
+    """python -m sglang.launch_server under an interpreter with SGLang installed: run asks its
+    own ModelConfig (here the real SGLang 0.5.23's recorded answers, as a nightly
+    0.5.24.dev3 never read would give them) and says what it accepted."""
+    env = _installed_vllm(tmp_path, "0.5.24.dev3", "sglang", "sglang-0.5.23")
+    folder = tmp_path / "qwen3-30b-a3b-nvfp4"
+    shutil.copytree(ROOT / "snapshots" / "configs" / folder.name, folder)
+    python = str(tmp_path / "venv" / "bin" / "python")
+    done = _run(
+        env, "--gpu", "rtx-pro-6000", "--dry-run", "--json",
+        "--", python, "-m", "sglang.launch_server", "--model-path", folder,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["engine"] == "sglang==0.5.24.dev3"
+    said = found["installed_engine"]
+    assert said.startswith("the installed sglang 0.5.24.dev3's own config code")
+    assert "max_model_len 40960" in said

@@ -78,6 +78,37 @@ def test_the_engines_answer_is_the_view(
     assert view.verdict == modelled.verdict, (case, modelled.startup_errors)
 
 
+SGLANG = json.loads((SNAPSHOTS / "engines" / "installed-sglang-0.5.23.json").read_text())
+
+
+@pytest.mark.parametrize(
+    "recorded", SGLANG["answers"], ids=[f"{a['case']}-{a['capability']}" for a in SGLANG["answers"]]
+)
+def test_the_installed_sglang_s_answer_is_the_view(recorded: dict[str, Any]) -> None:
+    """The real SGLang 0.5.23's own ModelConfig (recorded on the CPU): where it configures the
+    folder, the view says so and the engine model, read from its source, derives the same
+    context, model dtype, quantization and MLA; where it refuses a method it registers only on
+    CUDA (mxfp4), the CPU is said to be the reason and the engine model's verdict stands."""
+    answer = recorded["answer"]
+    assert answer["engine"] == "sglang" and answer["version"] == SGLANG["version"]
+    engine = parse_engine("sglang==0.5.23")
+    files = read_config_files(open_checkpoint(_folder(recorded["case"])))
+    modelled = derive(engine, files, parse_gpu(recorded["capability"]))
+    view = installed.answered_view(installed.Answer("PYTHON", answer, None), modelled)
+    assert view.engine == engine
+    if answer["error"]:
+        assert "Unknown quantization method: mxfp4" in answer["error"]
+        assert view.answered_by is not None and "registers fewer" in view.answered_by
+        assert view.verdict == modelled.verdict
+        return
+    assert view.answered_by == "the installed sglang 0.5.23's own config code (PYTHON)"
+    assert view.max_model_len.value == modelled.max_model_len.value == answer["max_model_len"]
+    assert view.dtype.value == modelled.dtype.value == answer["dtype"]
+    assert view.quantization.value == modelled.quantization.value
+    assert view.mla == modelled.mla == answer["mla"]
+    assert view.kv_cache_dtype == modelled.kv_cache_dtype  # its model runner's: not asked
+
+
 def test_the_memory_defaults_answered_are_the_releases_read() -> None:
     for version, answers in RECORDED.items():
         memory = answers[0]["answer"]["memory"]
