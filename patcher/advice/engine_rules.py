@@ -304,6 +304,39 @@ def _bom(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
     )
 
 
+def _no_model_type(_m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    # transformers' AutoConfig, in every release read: not strict validation, a missing key
+    return (
+        "config.json has no model_type, so transformers cannot pick its config class (a draft "
+        "or adapter config saved without one, typically)",
+        [
+            Fix(
+                "transform",
+                f"patcher set {ctx.checkpoint} config.json /model_type TYPE",
+                note="the model type of the family its architectures name (llama for a "
+                "LlamaForCausalLM draft)",
+            )
+        ],
+    )
+
+
+def _class_clash(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
+    # transformers' auto classes refuse a second registration of a class they now ship: the
+    # engine registers its own copy, written for an older transformers
+    return (
+        f"transformers is newer than this engine release expects: it now ships {m.group(1)}'s "
+        "model itself, which the engine registers too; no checkpoint edit helps",
+        [
+            Fix(
+                "dependency",
+                "pip check",
+                note="in the engine's environment: it names the transformers release the "
+                "engine requires; install that one",
+            )
+        ],
+    )
+
+
 def _not_json(_m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
     # json's own words for a document that is not JSON from its first byte
     return (
@@ -452,10 +485,18 @@ RULES: tuple[Rule, ...] = (
         _bom,
     ),
     (
+        "no-model-type",
+        re.compile(r"Unrecognized model in \S+?\.? Should have a `model_type` key"),
+        _no_model_type,
+    ),
+    (
+        "transformers-class-clash",
+        re.compile(r"'<class '([\w.]+)'>' is already used by a Transformers model"),
+        _class_clash,
+    ),
+    (
         "unreadable-json",
-        re.compile(
-            r"(?:JSONDecodeError|Value error)?.*Expecting value: line 1 column 1 \(char 0\)"
-        ),
+        re.compile(r"Expecting value: line 1 column 1 \(char 0\)"),
         _not_json,
     ),
     (
@@ -503,6 +544,8 @@ _MARKERS = (
     "Validation error for field",
     "Field '",
     "Expecting value: line 1 column 1",
+    "Should have a `model_type` key",
+    "is already used by a Transformers model",
     "No common block size",
     "attention backend found",
     "is not valid for this configuration",

@@ -343,6 +343,18 @@ CASES = [
         "add-quant-exclude-modules",
     ),
     (
+        "ValueError: Unrecognized model in /m/draft. Should have a `model_type` key in its "
+        "config.json, or contain one of the following strings in its name: llama",
+        "no-model-type",
+        "config.json /model_type TYPE",
+    ),
+    (
+        "ValueError: '<class 'sglang.srt.configs.qwen2_5_vl_config.Qwen2_5_VLConfig'>' is "
+        "already used by a Transformers model.",
+        "transformers-class-clash",
+        "pip check",
+    ),
+    (
         "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
         "  Value error, Expecting value: line 1 column 1 (char 0) [type=value_error]",
         "unreadable-json",
