@@ -8,10 +8,19 @@ attention heads (N) must be divisible by tensor parallel size (T)."; every relea
 in both engines' ``layers/linear.py``): with at least as many KV heads as GPUs, the GPUs must
 divide them; with fewer, they must divide the GPUs (each is replicated). MLA models
 (``kv_lora_rank``) have no KV heads to split. No config edit is the fix; another size is.
+
+A block-quantized MoE checkpoint (``quantization_config.weight_block_size`` [n, k]) splits each
+expert's ``moe_intermediate_size`` over the MoE tensor-parallel size, and each GPU's slice must
+stay a multiple of the block: vLLM's ``validate_fp8_block_shape_moe`` (utils/fp8_utils.py,
+0.10.1 to 0.34.0: the slice over n, and over k with more than one GPU; with
+``--enable-expert-parallel`` experts are split instead, the slice is whole), SGLang's
+``check_quantized_moe_compatibility`` (model_runner_components/moe_ep_setup.py @ 0.5.23: the
+MoE TP size is ``--tp-size`` over ``--ep-size``, which must divide it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from patcher.engines.engine import Engine
@@ -36,10 +45,14 @@ def _kv_splits(kv_heads: int, tp: int) -> bool:
 
 
 def tensor_parallel_error(
-    engine: Engine, files: ConfigFiles, tensor_parallel: int | None
+    engine: Engine,
+    files: ConfigFiles,
+    tensor_parallel: int | None,
+    flags: Sequence[str] = (),
 ) -> StartupError | None:
-    """The engine's refusal of a tensor-parallel size that does not split the attention heads
-    or the KV heads, with the sizes that would (None: it splits, or nothing to judge)."""
+    """The engine's refusal of a tensor-parallel size that does not split the attention heads,
+    the KV heads, or a block-quantized expert's slice, with the sizes that would (None: it
+    splits, or nothing to judge). ``flags``: the server's own, for its expert parallelism."""
     if engine.name not in ("vllm", "sglang") or not tensor_parallel or tensor_parallel < 2:
         return None
     if not isinstance(files.config, dict):
@@ -77,4 +90,95 @@ def tensor_parallel_error(
             pointer=f"{where}/num_key_value_heads",
             note=f"{note} splits {kv_heads} KV heads",
         )
+    return block_slice_error(engine, files, tp, flags)
+
+
+def expert_parallel(engine: Engine, flags: Sequence[str]) -> int | None:
+    """The expert-parallel size the server's flags ask for: SGLang's ``--ep-size N``; vLLM's
+    ``--enable-expert-parallel`` (its size is the GPUs', 0 here: every expert whole); None
+    when not asked."""
+    words = list(flags)
+    if engine.name == "vllm":
+        return 0 if "--enable-expert-parallel" in words or "-ep" in words else None
+    for at, word in enumerate(words):
+        name, _, value = word.partition("=")
+        if name in ("--ep-size", "--ep", "--expert-parallel-size"):
+            value = value or (words[at + 1] if at + 1 < len(words) else "")
+            return int(value) if value.isdigit() and int(value) > 0 else None
     return None
+
+
+def block_slice_error(
+    engine: Engine, files: ConfigFiles, tp: int, flags: Sequence[str] = ()
+) -> StartupError | None:
+    """The refusal of a block-quantized MoE expert's slice that is not a multiple of the block
+    (see the module's note), with the sizes that would split it; None otherwise."""
+    config = files.config
+    quant = config.get("quantization_config") if isinstance(config, dict) else None
+    block = quant.get("weight_block_size") if isinstance(quant, dict) else None
+    if not isinstance(config, dict) or not (
+        isinstance(block, list) and len(block) == 2 and all(_positive(b) for b in block)
+    ):
+        return None
+    model, where = _model(config)
+    size = _count(model, "moe_intermediate_size")
+    if size is None or engine.name not in ("vllm", "sglang"):
+        return None
+    if engine.name == "vllm" and (quant or {}).get("quant_method") != "fp8":
+        return None
+    ep = expert_parallel(engine, flags)
+    block_n, block_k = block
+    pointer = f"{where}/moe_intermediate_size"
+    if engine.name == "vllm":
+        moe_tp = 1 if ep == 0 else tp
+        fits = [n for n in SIZES if size % n == 0 and (size // n) % block_n == 0]
+        sizes = " or ".join(map(str, fits))
+        note = (
+            f"a hardware plan, not a file edit: --tensor-parallel-size {sizes} keeps each "
+            "GPU's slice a multiple of the block, or --enable-expert-parallel (whole experts "
+            "per GPU)"
+        )
+        if size % moe_tp or (size // moe_tp) % block_n:
+            return StartupError(
+                f"The output_size of gate's and up's weight = {size // moe_tp} is not divisible "
+                f"by weight quantization block_n = {block_n}.",
+                code="block-quant-slice",
+                file="config.json",
+                pointer=pointer,
+                note=note,
+            )
+        if moe_tp > 1 and (size // moe_tp) % block_k:
+            return StartupError(
+                f"The input_size of down's weight = {size // moe_tp} is not divisible by weight "
+                f"quantization block_k = {block_k}.",
+                code="block-quant-slice",
+                file="config.json",
+                pointer=pointer,
+                note=note,
+            )
+        return None
+    ep_size = ep or 1
+    if tp % ep_size:
+        return StartupError(
+            f"tp_size {tp} must be divisible by ep_size {ep_size}",
+            code="block-quant-slice",
+            file="config.json",
+            pointer=pointer,
+            note=f"a hardware plan: --ep-size {tp} (whole experts per GPU) or one dividing {tp}",
+        )
+    moe_tp = tp // ep_size
+    if size % moe_tp or (size // moe_tp) % block_n:
+        return StartupError(
+            f"For quantized MoE models, please make sure (moe_intermediate_size={size} / "
+            f"moe_tp_size={moe_tp}) % weight_block_size_n={block_n} == 0 where moe_tp_size is "
+            f"equal to tp_size ({tp}) divided by ep_size ({ep_size}).",
+            code="block-quant-slice",
+            file="config.json",
+            pointer=pointer,
+            note=f"a hardware plan, not a file edit: --ep-size {tp} (whole experts per GPU)",
+        )
+    return None
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0

@@ -156,7 +156,7 @@ def plan_launch(
                 else "leave it out: plan then edits the files",
             )
     unfixed = view.startup_errors[0].message if view.startup_errors else None
-    split = tensor_parallel_error(target.engine, files, target.tensor_parallel)
+    split = tensor_parallel_error(target.engine, files, target.tensor_parallel, target.flags)
     if wanted is not None and derived is not None and wanted > derived:
         raise TargetError(
             f"max_model_len {wanted} is above the {derived} {target.engine} derives "

@@ -67,3 +67,53 @@ def test_an_mla_model_has_no_kv_heads_to_split(tmp_path: Path) -> None:
     ).engine
     assert view is not None
     assert not [e for e in view.startup_errors if e.code.startswith("tensor-parallel")]
+
+
+BLOCK_FP8_MOE = {
+    "num_attention_heads": 64,
+    "num_key_value_heads": 4,
+    "moe_intermediate_size": 768,
+    "num_experts": 128,
+    "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]},
+}
+
+
+@pytest.mark.parametrize(
+    ("engine", "words"),
+    [
+        ("vllm==0.34.0", "The output_size of gate's and up's weight = 96 is not divisible"),
+        ("sglang==0.5.23", "(moe_intermediate_size=768 / moe_tp_size=8) % weight_block_size_n"),
+    ],
+)
+def test_a_block_quantized_expert_slice_that_is_not_a_multiple_of_the_block_is_refused(
+    tmp_path: Path, engine: str, words: str
+) -> None:
+    """768 / 8 GPUs = 96 per GPU, not a multiple of the 128 block: both engines refuse it
+    before any weight loads (vLLM's validate_fp8_block_shape_moe, SGLang's
+    check_quantized_moe_compatibility), in their own words; on 2 GPUs (384 each) it passes."""
+    report = _check(tmp_path, engine, 8, **BLOCK_FP8_MOE)
+    assert report.engine is not None and report.engine.verdict == "no"
+    error = next(e for e in report.engine.startup_errors if e.code == "block-quant-slice")
+    assert words in error.message and error.pointer == "/moe_intermediate_size"
+    assert "expert" in (error.note or "")
+    passing = _check(tmp_path, engine, 2, **BLOCK_FP8_MOE)
+    assert not any(e.code == "block-quant-slice" for e in passing.engine.startup_errors)  # type: ignore[union-attr]
+
+
+def test_expert_parallel_in_the_servers_flags_keeps_experts_whole(tmp_path: Path) -> None:
+    """A launch with expert parallelism splits experts, not their slices: vLLM's
+    --enable-expert-parallel and SGLang's --ep-size 8 start the same 8 GPUs; SGLang refuses
+    an --ep-size that does not divide --tp-size."""
+    from patcher.engines.engine import parse_engine
+    from patcher.engines.files import read_config_files
+    from patcher.engines.parallel import tensor_parallel_error
+    from patcher.store.checkpoint import open_checkpoint
+
+    build_tree(tmp_path, {"config.json": json.dumps({"model_type": "x", **BLOCK_FP8_MOE})})
+    files = read_config_files(open_checkpoint(tmp_path))
+    vllm, sglang = parse_engine("vllm==0.34.0"), parse_engine("sglang==0.5.23")
+    assert tensor_parallel_error(vllm, files, 8) is not None
+    assert tensor_parallel_error(vllm, files, 8, ["--enable-expert-parallel"]) is None
+    assert tensor_parallel_error(sglang, files, 8, ["--ep-size", "8"]) is None
+    refused = tensor_parallel_error(sglang, files, 8, ["--ep-size=3"])
+    assert refused is not None and refused.message == "tp_size 8 must be divisible by ep_size 3"
