@@ -93,19 +93,34 @@ def tensor_parallel_error(
     return block_slice_error(engine, files, tp, flags)
 
 
+def expert_parallel_words(engine: Engine, flags: Sequence[str]) -> tuple[str, ...]:
+    """The words of ``flags`` that ask for expert parallelism, as given (``--ep-size 8``,
+    ``--ep-size=8``, ``--enable-expert-parallel``); () when none do."""
+    words = list(flags)
+    names = (
+        ("--enable-expert-parallel", "-ep")
+        if engine.name == "vllm"
+        else ("--ep-size", "--ep", "--expert-parallel-size")
+    )
+    for at, word in enumerate(words):
+        name, equals, _ = word.partition("=")
+        if name in names:
+            valued = engine.name != "vllm" and not equals and at + 1 < len(words)
+            return (word, words[at + 1]) if valued else (word,)
+    return ()
+
+
 def expert_parallel(engine: Engine, flags: Sequence[str]) -> int | None:
     """The expert-parallel size the server's flags ask for: SGLang's ``--ep-size N``; vLLM's
     ``--enable-expert-parallel`` (its size is the GPUs', 0 here: every expert whole); None
     when not asked."""
-    words = list(flags)
+    words = expert_parallel_words(engine, flags)
+    if not words:
+        return None
     if engine.name == "vllm":
-        return 0 if "--enable-expert-parallel" in words or "-ep" in words else None
-    for at, word in enumerate(words):
-        name, _, value = word.partition("=")
-        if name in ("--ep-size", "--ep", "--expert-parallel-size"):
-            value = value or (words[at + 1] if at + 1 < len(words) else "")
-            return int(value) if value.isdigit() and int(value) > 0 else None
-    return None
+        return 0
+    value = words[0].partition("=")[2] or (words[1] if len(words) > 1 else "")
+    return int(value) if value.isdigit() and int(value) > 0 else None
 
 
 def block_slice_error(

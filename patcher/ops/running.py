@@ -36,6 +36,7 @@ from patcher.engines.launch_flags import (
     parse_context,
     setting_values,
 )
+from patcher.engines.parallel import expert_parallel_words
 from patcher.engines.readings import assumed
 from patcher.engines.target import Target, make_target
 from patcher.errors import ConflictError, PatcherError, TargetError
@@ -353,6 +354,11 @@ def plan_run(
             )
         target = make_target(**{**settings, "kv_cache_memory": float(space)})
     refuse_nul(target.flags, "the profile's flags")
+    # The command's expert parallelism decides how experts split (patcher.engines.parallel):
+    # the plan judges the launch with it (passed flags the command has are not added again).
+    ep_words = expert_parallel_words(target.engine, command.words)
+    if ep_words and not expert_parallel_words(target.engine, target.flags):
+        target = replace(target, flags=(*target.flags, *ep_words))
     planned: dict[str, bytes] = {}
     if check or dry_run:
         proposed = sync_checkpoint(command.checkpoint, target, dry_run=True)

@@ -734,3 +734,24 @@ def test_run_asks_an_installed_sglang_too(tmp_path: Path) -> None:
     said = found["installed_engine"]
     assert said.startswith("the installed sglang 0.5.24.dev3's own config code")
     assert "max_model_len 40960" in said
+
+
+def test_run_judges_a_block_quantized_moe_split_with_the_commands_expert_parallelism(
+    tmp_path: Path,
+) -> None:
+    """DeepSeek-V3's FP8 experts (2048 wide, 128-blocks) over 32 GPUs leave 64 per GPU, which
+    vLLM refuses before loading a weight: run gives no go-ahead. With the command's own
+    --enable-expert-parallel the experts stay whole, and it starts as typed (the flag is not
+    added twice)."""
+    ckpt = tmp_path / "deepseek-v3"
+    shutil.copytree(ROOT / "snapshots" / "configs" / "deepseek-v3", ckpt)
+    env = {**os.environ, "PATCHER_CACHE_DIR": str(tmp_path / "cache")}
+    args = ("--engine", "vllm==0.34.0", "--gpu", "h200", "--dry-run", "--json")
+    refused = _run(env, *args, "--", "vllm", "serve", ckpt, "-tp", "32")
+    assert refused.returncode == 1 and "is not divisible by weight quantization block_n" in (
+        refused.stderr
+    )
+    done = _run(env, *args, "--", "vllm", "serve", ckpt, "-tp", "32", "--enable-expert-parallel")
+    assert done.returncode == 0, done.stderr
+    argv = json.loads(done.stdout)["argv"]
+    assert argv.count("--enable-expert-parallel") == 1
