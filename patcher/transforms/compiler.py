@@ -29,6 +29,7 @@ from patcher.text.document import MISSING as _MISSING
 from patcher.text.document import Op, canonical, decode_text, json_problem, not_utf8
 from patcher.text.jsontext import JsonText
 from patcher.transforms.definition import Edit, Guard, Transform, substitute
+from patcher.transforms.op_kinds import OP_KINDS, Resolving, described
 from patcher.transforms.params import ResolvedParams
 
 
@@ -115,11 +116,7 @@ def _expected(guard: Guard) -> str:
     return "present" if guard.exists else "absent"
 
 
-def _found(value: Any) -> str:
-    if value is _MISSING:
-        return "nothing"
-    text = json.dumps(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+_found = described
 
 
 def _does_not_apply(
@@ -320,58 +317,14 @@ class _Compiler:
                 self.apply(state, concrete)
 
     def resolve(self, state: _FileState, op: Op) -> list[Op]:
-        kind, path, doc = op["op"], op["path"], state.doc
-        current = doc.get(path)
-        present = current is not _MISSING and not (op.get("ignore_null") and current is None)
-        same = "value" in op and present and canonical(current) == canonical(op["value"])
-        if kind == "remove":
-            if not present:
-                if op.get("if_present"):
-                    return []
-                raise self.fail(state.path, path, "nothing to remove here")
-            return [{"op": "remove", "path": path}]
-        if kind == "replace":
-            if not present:
-                if op.get("if_present"):
-                    return []
-                raise self.fail(state.path, path, "nothing to replace here")
-            return [] if same else [{"op": "replace", "path": path, "value": op["value"]}]
-        if kind in ("add", "set"):
-            if present and (same or op.get("if_absent")):
-                return []
-            if kind == "set" and present:
-                return [{"op": "replace", "path": path, "value": op["value"]}]
-            return [{"op": "add", "path": path, "value": op["value"]}]
-        if kind == "merge":
-            if not isinstance(op["value"], dict):
-                raise self.fail(state.path, path, "'merge' needs an object of members to set")
-            merged: list[Op] = []
-            for key, value in op["value"].items():
-                member = path + pointers.join_pointer([key])
-                merged += self.resolve(state, {"op": "set", "path": member, "value": value})
-            return merged
-        if kind == "append":
-            if not isinstance(current, list):
-                raise self.fail(state.path, path, f"expected an array, found {_found(current)}")
-            if canonical(op["value"]) in {canonical(v) for v in current}:
-                return []
-            return [{"op": "add", "path": path + "/-", "value": op["value"]}]
-        if kind == "discard":  # append's inverse: every element equal to the value goes
-            if not isinstance(current, list):
-                raise self.fail(state.path, path, f"expected an array, found {_found(current)}")
-            wanted = canonical(op["value"])
-            found = [i for i, v in enumerate(current) if canonical(v) == wanted]
-            return [{"op": "remove", "path": f"{path}/{i}"} for i in reversed(found)]
-        if kind == "test":
-            return [{"op": "test", "path": path, "value": op["value"]}]
-        if kind == "move" and path.startswith(op["from"] + "/"):
-            # RFC 6902 4.4: a value cannot be moved into one of its own children.
-            raise self.fail(state.path, path, f"cannot move {op['from']} into itself")
-        source = doc.get(op["from"])
-        if source is _MISSING:
-            raise self.fail(state.path, op["from"], f"nothing to {kind} here")
-        ops: list[Op] = [{"op": "remove", "path": op["from"]}] if kind == "move" else []
-        return [*ops, {"op": "add", "path": path, "value": source}]
+        """``op`` resolved against the file's current values by its kind's entry in the
+        registry (patcher.transforms.op_kinds)."""
+        ctx = Resolving(
+            state.doc,
+            lambda pointer, problem: self.fail(state.path, pointer, problem),
+            lambda other: self.resolve(state, other),
+        )
+        return OP_KINDS[op["op"]](ctx, op)
 
     def apply(self, state: _FileState, op: Op) -> None:
         kind, path, doc = op["op"], op["path"], state.doc

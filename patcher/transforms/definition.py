@@ -20,14 +20,15 @@ from patcher.errors import TransformError
 from patcher.store.checkpoint import name_problem
 from patcher.store.fsio import read_regular
 from patcher.text.document import json_problem, strict_loads
+from patcher.transforms.op_kinds import OP_KINDS
 
 ParamType = Literal["int", "float", "bool", "str", "file", "json"]
 PARAM_TYPES: tuple[str, ...] = ("int", "float", "bool", "str", "file", "json")
 Scope = Literal["root", "language-model"]
-RFC_OPS = ("add", "remove", "replace", "move", "copy", "test")
-LENIENT_OPS = ("set", "merge", "append", "discard", "write", "strip-bom")
-# Ops on the file's text as a whole (a template, or a JSON file's leading byte-order mark).
+# Ops on the file's text as a whole (a template, or a JSON file's leading byte-order mark);
+# the JSON ops are the registry's (patcher.transforms.op_kinds).
 TEXT_OPS = ("write", "strip-bom")
+ALL_OPS = (*OP_KINDS, *TEXT_OPS)
 # What an engine derives that a transform can claim to set (see patcher.engines).
 EFFECTS = ("max_model_len", "kv_cache_dtype", "quantization", "dtype", "eos_token_id")
 _NAME = re.compile(r"[a-z][a-z0-9-]*")
@@ -228,11 +229,8 @@ class _Reader:
         if not isinstance(raw, dict):
             raise self.fail(where, "an operation is a table with 'op' and 'path'")
         kind = raw.get("op")
-        if kind not in RFC_OPS + LENIENT_OPS:
-            raise self.fail(
-                f"{where}/op",
-                f"unknown op {kind!r} (use one of {', '.join(RFC_OPS + LENIENT_OPS)})",
-            )
+        if kind not in ALL_OPS:
+            raise self.fail(f"{where}/op", f"unknown op {kind!r} (use one of {', '.join(ALL_OPS)})")
         if kind not in TEXT_OPS:
             self.pointer(raw.get("path"), f"{where}/path")
         if kind in ("remove", "move") and raw.get("path") == "":
