@@ -107,8 +107,12 @@ def _memory(
     )
     if pp > 1:
         note += f" on the pipeline stage that fits the least (of {pp})"
-    if asked is not None and asked.view is not None and asked.view.answered_by:
-        note += f"; counted by {asked.view.answered_by.split(' (')[0]}"
+    by = None if asked is None or asked.view is None else asked.view.answered_by
+    if by is not None and asked is not None and asked.memory is not None:
+        note += f"; counted by {by.split(' (')[0]}"
+    elif by is not None and by.startswith("the installed"):
+        # SGLang's memory fraction is its model runner's (it needs the GPU): not asked
+        note += f"; the context by {by.split(' (')[0]}, the memory by the engine model"
     elif asked is not None and asked.memory is not None:
         note += (
             f"; with the installed vllm's own memory defaults ({budget.block_size}-token "
