@@ -412,3 +412,27 @@ def test_plan_says_when_the_engine_refuses_the_files_as_sync_would_leave_them(
     code, out, err = cli("sync", kimi, "--profile", profile, "--engine-python", python)
     assert code != 0 and "float16 is not supported" in err and "Traceback" not in err
     assert tree_bytes(kimi) == before and not (kimi / ".patcher").exists()
+
+
+def test_plan_with_an_installed_sglang_says_whose_memory_count_it_is(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SGLang's own ModelConfig gives the context, but its memory fraction is its model
+    runner's (it needs the GPU): plan says the context is the engine's and the memory the
+    engine model's, never that the engine counted it."""
+    venv = tmp_path / "venv"
+    (venv / "lib" / "python3.11" / "site-packages" / "sglang-0.5.23.dist-info").mkdir(parents=True)
+    python = venv / "bin" / "python"
+    python.parent.mkdir()
+    python.write_text("")
+    monkeypatch.setenv("PATCHER_CACHE_DIR", str(tmp_path / "cache"))
+    folder = SNAPSHOTS / "configs" / "deepseek-r1-distill-qwen-32b"
+    recorded = next(a["answer"] for a in SGLANG["answers"] if a["case"] == folder.name)
+    monkeypatch.setattr(installed, "_run", lambda *_: (recorded, None))
+    code, out, err = cli("plan", folder, "--engine-python", python, "--gpu", "h200", "--json")
+    assert code == 0, err
+    found = json.loads(out)
+    assert found["target"]["engine"] == "sglang==0.5.23"
+    note = found["launch"]["memory_note"]
+    assert "the context by the installed sglang 0.5.23's own config code" in note
+    assert "the memory by the engine model" in note and "counted by" not in note
