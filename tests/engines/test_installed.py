@@ -282,10 +282,10 @@ def test_kv_budget_without_the_engine_falls_back_to_the_named_release(
     assert len(err.strip().splitlines()) == 1
 
 
-def _venv_with(tmp_path: Path, version: str) -> Path:
-    """An interpreter path with vLLM ``version`` installed beside it (its dist-info)."""
+def _venv_with(tmp_path: Path, version: str, engine: str = "vllm") -> Path:
+    """An interpreter path with ``engine`` ``version`` installed beside it (its dist-info)."""
     venv = tmp_path / "venv"
-    (venv / "lib" / "python3.11" / "site-packages" / f"vllm-{version}.dist-info").mkdir(
+    (venv / "lib" / "python3.11" / "site-packages" / f"{engine}-{version}.dist-info").mkdir(
         parents=True
     )
     python = venv / "bin" / "python"
@@ -420,11 +420,7 @@ def test_plan_with_an_installed_sglang_says_whose_memory_count_it_is(
     """SGLang's own ModelConfig gives the context, but its memory fraction is its model
     runner's (it needs the GPU): plan says the context is the engine's and the memory the
     engine model's, never that the engine counted it."""
-    venv = tmp_path / "venv"
-    (venv / "lib" / "python3.11" / "site-packages" / "sglang-0.5.23.dist-info").mkdir(parents=True)
-    python = venv / "bin" / "python"
-    python.parent.mkdir()
-    python.write_text("")
+    python = _venv_with(tmp_path, "0.5.23", "sglang")
     monkeypatch.setenv("PATCHER_CACHE_DIR", str(tmp_path / "cache"))
     folder = SNAPSHOTS / "configs" / "deepseek-r1-distill-qwen-32b"
     recorded = next(a["answer"] for a in SGLANG["answers"] if a["case"] == folder.name)
