@@ -180,3 +180,16 @@ def test_one_exception_boundary_wraps_every_command() -> None:
     assert all(
         c.callback is not None and c.callback.__wrapped__ for c in app.app.registered_commands
     )
+
+
+def test_every_journalled_write_goes_through_commit() -> None:
+    """A checkpoint's journal and files change in one place: store/change.py's commit() is the
+    only caller of the session's write-ahead and of its journal save (forget, which removes
+    .patcher/ whole, and an overlay's links, which are not the checkpoint's files, aside)."""
+    callers = sorted(
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "patcher").rglob("*.py")
+        if p.name != "session.py"
+        and any(call in p.read_text() for call in (".write_ahead(", "session.save(", ".save(ahead"))
+    )
+    assert callers == ["patcher/store/change.py"], callers

@@ -20,6 +20,7 @@ from typing import Any
 from patcher import progress
 from patcher.errors import UpstreamError
 from patcher.results import JsonResult
+from patcher.store.change import Change, commit
 from patcher.store.checkpoint import JOURNAL_DIR, Checkpoint, open_checkpoint
 from patcher.store.files import read_current
 from patcher.store.hfcache import RepoRef, local_dir_commit, parse_repo_ref, snapshot_repo
@@ -147,7 +148,8 @@ def _remember(ckpt: Checkpoint, ref: RepoRef) -> None:
     try:
         with write_session(ckpt) as session:
             if session.journal.upstream != ref:
-                session.save(replace(session.journal, upstream=ref))
+                remembered = replace(session.journal, upstream=ref)
+                commit(session, Change(session.journal, remembered, (), remembered))
     except OSError:
         pass  # a read-only checkpoint simply does not remember
 

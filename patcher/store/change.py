@@ -53,5 +53,8 @@ def commit(session: Session, change: Change) -> Journal:
     for kept in change.keep:
         source = None if kept.source is None else session.checkpoint.path(kept.source)
         store_object(journal_dir, kept.data, digest=kept.digest, source=source)
-    session.write_ahead(change.ahead, change.writes, change.done)
+    if not change.writes and change.ahead == change.done:
+        session.save(change.done)  # the journal alone (the upstream it was downloaded from)
+    else:
+        session.write_ahead(change.ahead, change.writes, change.done)
     return change.done

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+import patcher
 from patcher.errors import ConflictError
 from patcher.ops.adding import plan_entry
-from patcher.store.change import commit
+from patcher.store.change import Change, commit
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
+from patcher.store.hfcache import RepoRef
 from patcher.store.journal import load_journal
-from patcher.store.session import write_session
+from patcher.store.session import Session, read_journal, write_session
 from patcher.transforms.catalog import find_transform
 from patcher.transforms.compiler import FilePlan, compile_transform
 from patcher.transforms.definition import Transform
 from patcher.transforms.params import ResolvedParams, resolve_params
+from tests.conftest import tree_bytes
 
 
 def _planned(
@@ -62,3 +66,27 @@ def test_a_change_planned_on_another_journal_is_refused_with_nothing_written(
         commit(session, stale)
     assert {p.name: p.read_bytes() for p in kimi.iterdir() if p.is_file()} == before
     assert (kimi / ".patcher" / "journal.json").read_bytes() == journal
+
+
+def test_a_change_to_the_journal_alone_is_one_save(
+    kimi: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recording the repository a checkpoint came from changes the journal and no file: the
+    commit saves it once (no pending step to settle), and the files are untouched."""
+    patcher.apply(kimi, "strip-fp8-kv-cache")
+    ckpt = open_checkpoint(kimi)
+    before = tree_bytes(kimi)
+    saves: list[object] = []
+    real = Session.save
+
+    def counted(session: Session, journal: object) -> None:
+        saves.append(journal)
+        real(session, journal)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Session, "save", counted)
+    with write_session(ckpt) as session:
+        ref = RepoRef("nvidia/Kimi-K2.5-NVFP4", "0" * 40)
+        remembered = replace(session.journal, upstream=ref)
+        commit(session, Change(session.journal, remembered, (), remembered))
+    assert saves == [remembered] and read_journal(ckpt).upstream == ref
+    assert tree_bytes(kimi) == before
