@@ -55,6 +55,7 @@ from patcher.engines.installed import Asked, files_key, installed_view
 from patcher.engines.launch_flags import refuse_without_flag
 from patcher.engines.model import derive, edit_takes_effect
 from patcher.engines.readings import Assumed, Reading, assumed, reading
+from patcher.engines.sglang import POOL_NOT_MODELLED
 from patcher.engines.target import Target, take_target
 from patcher.engines.view import EngineView
 from patcher.errors import DoesNotApplyError, InputFileError, TargetError
@@ -118,6 +119,7 @@ class KvBudget(JsonResult):
     pool_blocks: int = 0  # the blocks of the shared pool (each holds a group of layers)
     reading: Assumed | None = None  # the engine release whose rules were used
     asked: str | None = None  # how the installed engine answered, or why it could not
+    unmodelled: str | None = None  # the engine's own sizing this estimate does not model
 
     @property
     def fits(self) -> bool:
@@ -156,6 +158,7 @@ class KvBudget(JsonResult):
             "engine": self.engine,
             "reading": None if self.reading is None else self.reading.to_json(),
             "installed_engine": self.asked,
+            "unmodelled": self.unmodelled,
             "attention": self.attention,
             "layers": self.layers,
             "per_layer_elements": self.per_layer_elements,
@@ -576,6 +579,9 @@ def budget_of_files(
         reading=assumed(target) if target and view is None else None,
         asked=None if asked is None else (view.answered_by if view else asked.said),
         flag_only=flag_only,
+        unmodelled=POOL_NOT_MODELLED
+        if target and target.name == "sglang" and kv_memory is None
+        else None,
         block_size=tokens_per_block,
         kv_cache_tokens=kv_cache_tokens,
         kv_cache_memory_gib=kv_memory,

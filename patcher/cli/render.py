@@ -340,7 +340,7 @@ def kv_budget_text(b: KvBudget) -> str:
     lines = [
         *([f"note: answered by {b.asked}"] if b.asked and "own config code" in b.asked else []),
         *([f"note: {b.asked}"] if b.asked and "own config code" not in b.asked else []),
-        *([f"note: {note}"] if note else []),
+        *(f"note: {n}" for n in (note, b.unmodelled) if n),
         f"attention: {b.attention}, {b.layers} layers, {b.per_layer_elements} cached elements "
         f"per layer per token ({divided})",
         f"KV dtype: {b.kv_dtype}, {_count(b.element_bytes, 'byte')} per element",

@@ -165,6 +165,12 @@ def _modelopt_method(quant: dict[str, Any]) -> str:
 
 
 FP4_LAYER_ALGOS = ("NVFP4", "W4A16_NVFP4")
+# SGLang's KV pool is sized by its model runner from --mem-fraction-static, whose default
+# (arg_groups/memory_hook.py) depends on the GPU's memory, chunked prefill and CUDA graphs.
+POOL_NOT_MODELLED = (
+    "SGLang sizes its pool itself (--mem-fraction-static by the GPU's memory, pages of one "
+    "token), which is not modelled: this is vLLM's arithmetic, an estimate"
+)
 
 
 def derive(

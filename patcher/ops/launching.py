@@ -120,6 +120,8 @@ def _memory(
         )
     elif asked is not None and asked.said:
         note += f"; {asked.said}"
+    if budget.unmodelled:
+        note += f"; {budget.unmodelled}"
     if budget.weights_warning:
         note += f"; warning: {budget.weights_warning}"
     return budget, note

@@ -10,7 +10,7 @@ import pytest
 from patcher.engines.engine import parse_engine
 from patcher.engines.gpus import parse_gpu
 from patcher.errors import TargetError
-from tests.conftest import Cli, tree_bytes
+from tests.conftest import CONFIGS, Cli, tree_bytes
 
 ENGINE_KEYS = {
     "name",
@@ -473,3 +473,19 @@ def test_a_fix_command_keeps_the_targets_tensor_parallel_size(cli: Cli, kimi: Pa
     assert f"or: vllm serve {kimi} --tensor-parallel-size 8 --kv-cache-dtype bfloat16" in out
     _, out, _ = cli("check", kimi, "--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000")
     assert f"or: vllm serve {kimi} --kv-cache-dtype bfloat16" in out
+
+
+def test_kv_budget_for_sglang_says_its_pool_sizing_is_not_modelled(cli: Cli) -> None:
+    """SGLang sizes its KV pool itself from a --mem-fraction-static whose default depends on
+    the GPU; patcher has not modelled that, so its figure is called an estimate, in text,
+    JSON and plan's memory note; vLLM's is not."""
+    folder = CONFIGS / "deepseek-r1-distill-qwen-32b"
+    on = ("--gpu", "h200")
+    text = cli("kv-budget", folder, "--engine", "sglang==0.5.23", *on)[1]
+    assert text.splitlines()[0].startswith("note: SGLang sizes its pool itself")
+    found = json.loads(cli("kv-budget", folder, "--engine", "sglang==0.5.23", *on, "--json")[1])
+    assert "not modelled" in found["unmodelled"]
+    vllm = json.loads(cli("kv-budget", folder, "--engine", "vllm==0.34.0", *on, "--json")[1])
+    assert vllm["unmodelled"] is None
+    plan = json.loads(cli("plan", folder, "--engine", "sglang==0.5.23", *on, "--json")[1])
+    assert "an estimate" in plan["launch"]["memory_note"]
