@@ -8,7 +8,8 @@ Ctrl-C between a rename and the bookkeeping), or ``eio`` and ``enospc`` (the N-t
 with that error and does nothing, as a failing disk or a full one). The calls counted are
 every write, fsync, rename, unlink, symlink, hard link and truncate patcher makes while the
 command runs (not at import).
-Exit code 99 means the command finished before the N-th call: the sweep is complete.
+Exit code 99 means the command finished before the N-th call: the sweep is complete. With
+``PATCHER_FAULT_SCOPE=commit`` only the calls inside ``commit()`` count (the direct sweep).
 """
 
 from __future__ import annotations
@@ -36,6 +37,22 @@ CALLS = (
 
 def main() -> None:
     mode, target = sys.argv[1], int(sys.argv[2])
+    # PATCHER_FAULT_SCOPE=commit: count only the calls made inside store.change.commit (the
+    # one write path), patched before any command module binds it by name.
+    inside = [os.environ.get("PATCHER_FAULT_SCOPE") != "commit"]
+    if not inside[0]:
+        from patcher.store import change
+
+        real_commit = change.commit
+
+        def scoped(*args: Any, **kwargs: Any) -> Any:
+            inside[0] = True
+            try:
+                return real_commit(*args, **kwargs)
+            finally:
+                inside[0] = False
+
+        change.commit = scoped  # type: ignore[assignment]
     from patcher.cli.app import app
 
     count = 0
@@ -43,6 +60,8 @@ def main() -> None:
     def wrap(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
         def faulty(*args: Any, **kwargs: Any) -> Any:
             nonlocal count
+            if not inside[0]:
+                return real(*args, **kwargs)
             count += 1
             if count == target and mode == "kill-before":
                 os.kill(os.getpid(), signal.SIGKILL)

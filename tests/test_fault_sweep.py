@@ -28,8 +28,9 @@ FAULTS = ROOT / "tests" / "faults.py"
 LAST_STDERR = [""]  # what the last faulty run printed (its message is checked)
 
 
-def _run_faulty(mode: str, point: int, *args: str | Path) -> int:
+def _run_faulty(mode: str, point: int, *args: str | Path, scope: str = "") -> int:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+    env["PATCHER_FAULT_SCOPE"] = scope
     done = subprocess.run(
         [sys.executable, str(FAULTS), mode, str(point), *map(str, args)],
         capture_output=True,
@@ -241,19 +242,38 @@ def _end_state(prepared: Path, scenario: str) -> dict[str, bytes | str]:
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_every_fault_point_leaves_before_or_after(scenario: str, mode: str, tmp_path: Path) -> None:
+    _sweep(scenario, mode, tmp_path)
+
+
+# The shapes of change commit() writes: one file, several, a link put back into a Hugging
+# Face cache snapshot. (An overlay's links are made outside commit; its own sweeps follow.)
+COMMIT_SHAPES = {"apply": "one file", "sync-first": "several", "revert-last-in-cache": "a link"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("scenario", sorted(COMMIT_SHAPES))
+def test_every_fault_inside_commit_leaves_before_or_after(
+    scenario: str, mode: str, tmp_path: Path
+) -> None:
+    """The direct sweep of the one write path: only the calls inside commit() are faulted, so
+    each of its points is met in every shape of change it writes."""
+    _sweep(scenario, mode, tmp_path, scope="commit")
+
+
+def _sweep(scenario: str, mode: str, tmp_path: Path, scope: str = "") -> None:
     prepared, command = SCENARIOS[scenario](tmp_path)
     end = _end_state(prepared, scenario)
     blobs = tree_bytes(_sandbox(prepared) / "blobs") if prepared.parent.name == "snapshots" else {}
     before, before_applied = tree_bytes(prepared), _applied(prepared)
     reference = _run_copy(prepared, tmp_path / "reference")
-    assert _run_faulty(mode, 10**6, *[a.format(root=reference) for a in command]) == 99
+    assert _run_faulty(mode, 10**6, *[a.format(root=reference) for a in command], scope=scope) == 99
     after, after_applied = tree_bytes(reference), _applied(reference)
     assert after != before
     point = 0
     while True:
         point += 1
         root = _run_copy(prepared, tmp_path / f"{mode}-{point}")
-        code = _run_faulty(mode, point, *[a.format(root=root) for a in command])
+        code = _run_faulty(mode, point, *[a.format(root=root) for a in command], scope=scope)
         if code == 99:
             break  # the command finished before this point: every point was swept
         where = f"{scenario} {mode} at call #{point} (exit {code})"
@@ -280,7 +300,7 @@ def test_every_fault_point_leaves_before_or_after(scenario: str, mode: str, tmp_
         api.revert(root, every=True)
         assert tree_bytes(root) == end, where
         shutil.rmtree(_sandbox(root))
-    assert point > 5  # the sweep really went through the command's writes
+    assert point > (3 if scope else 5)  # the sweep really went through the command's writes
 
 
 def _overlay_finished(command: list[str], out: Path, reference: Path, where: str) -> None:
