@@ -34,6 +34,13 @@ RECORDED = {
 EXAMPLE = SNAPSHOTS / "example" / "kimi-k2.5-nvfp4"
 
 
+def _recorded(version: str, case: str = "example-kimi-k2.5-nvfp4") -> dict[str, Any]:
+    """The real engine ``version``'s recorded answer for ``case`` on SM120."""
+    return next(
+        a["answer"] for a in RECORDED[version] if a["case"] == case and a["capability"] == "12.0"
+    )
+
+
 def _folder(case: str) -> Path:
     return EXAMPLE if case.startswith("example-") else SNAPSHOTS / "configs" / case
 
@@ -159,11 +166,7 @@ def test_an_answer_is_cached_outside_the_checkpoint_and_used_again(
     the second is read from patcher's cache folder, keyed by the files: an edit asks again."""
     cache = tmp_path / "cache"
     monkeypatch.setenv("PATCHER_CACHE_DIR", str(cache))
-    recorded = next(
-        a["answer"]
-        for a in RECORDED["0.32.0+cpu"]
-        if a["case"] == "example-kimi-k2.5-nvfp4" and a["capability"] == "12.0"
-    )
+    recorded = _recorded("0.32.0+cpu")
     asked: list[dict[str, Any]] = []
 
     def engine(_python: Path, request: dict[str, Any]) -> tuple[dict[str, Any], None]:
@@ -224,9 +227,7 @@ def test_a_damaged_cache_entry_asks_again(
 def _answering(version: str, case: str, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The installed engine answers as the real 0.34.0 did for ``case`` on SM120, under
     ``version`` (a nightly built from it); returns the capabilities it was asked about."""
-    recorded = next(
-        a["answer"] for a in RECORDED["0.34.0"] if a["case"] == case and a["capability"] == "12.0"
-    )
+    recorded = _recorded("0.34.0", case)
     asked: list[str] = []
 
     def engine(_python: Path, request: dict[str, Any]) -> tuple[dict[str, Any], None]:
@@ -325,11 +326,7 @@ def _reading_engine(
     the real 0.34.0's answer for the example Kimi folder on SM120, with the model dtype
     taken from the folder's own config.json, which it refuses when it is ``refuse_dtype``
     (in the words the real vLLM uses for a dtype it cannot run). Returns what it saw."""
-    recorded = next(
-        a["answer"]
-        for a in RECORDED["0.34.0"]
-        if a["case"] == "example-kimi-k2.5-nvfp4" and a["capability"] == "12.0"
-    )
+    recorded = _recorded("0.34.0")
     seen: list[dict[str, Any]] = []
 
     def engine(_python: Path, request: dict[str, Any]) -> tuple[dict[str, Any], None]:
