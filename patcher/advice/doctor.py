@@ -266,7 +266,8 @@ def diagnose_lines(
             version_text = version_match.group(1) if version_match else None
             engine = "vllm" if version_text else engine
         import_failed = import_failed or IMPORT_FAILED in line
-        loading = loading or _LOADING.search(line) is not None
+        if not loading and "oad" in line:  # once seen, never searched for again
+            loading = _LOADING.search(line) is not None
         if "mem_fraction_static=" in line and (ran := _FRACTION.search(line)):
             fraction = float(ran.group(1))
         if "avail mem=" in line:

@@ -23,7 +23,7 @@ import json
 import os
 import subprocess
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
@@ -207,7 +207,7 @@ def planned_folder(ckpt: Checkpoint, planned: Mapping[str, bytes]) -> Iterator[P
 
 def ask(
     python: Path,
-    checkpoint: Path,
+    checkpoint: Path | AbstractContextManager[Path],
     files: Any,
     gpu: Gpu | None,
     kv_cache_dtype: str | None,
@@ -216,9 +216,10 @@ def ask(
 ) -> Answer:
     """The installed engine's own answer for the checkpoint folder (``files``: what it holds,
     for the cache key; ``engine``: "vllm" or "sglang" where both are installed), from the
-    cache when asked before."""
+    cache when asked before. ``checkpoint`` may be a context giving the folder (a
+    :func:`planned_folder`): it is made only when the engine is asked, not for a cached
+    answer."""
     request = {
-        "checkpoint": str(checkpoint),
         "capability": None if gpu is None or gpu.is_cpu else gpu.capability_text,
         "kv_cache_dtype": kv_cache_dtype or "auto",
         "engine": engine,
@@ -232,7 +233,8 @@ def ask(
             return Answer(str(python), kept_answer, None, cached=True)
     except (OSError, ValueError):
         pass  # none kept, or not one patcher wrote whole: the engine is asked again
-    found, failed = _run(python, request)
+    with nullcontext(checkpoint) if isinstance(checkpoint, Path) else checkpoint as folder:
+        found, failed = _run(python, {**request, "checkpoint": str(folder)})
     if found is not None:
         try:  # written whole or not at all; a cache that cannot be written is only slower
             kept.parent.mkdir(parents=True, exist_ok=True)
@@ -293,8 +295,8 @@ def answered_view(answer: Answer, modelled: EngineView) -> EngineView:
     def derived(key: str) -> Derived:
         if failed:
             return Derived(None, "the config stage failed")
-        if found.get(key) is None and key == "kv_cache_dtype":  # SGLang's model runner's
-            return getattr(modelled, key)  # type: ignore[no-any-return]
+        if key == "kv_cache_dtype" and found.get(key) is None:  # SGLang's model runner's
+            return modelled.kv_cache_dtype
         return Derived(found.get(key), by)
 
     return replace(
@@ -350,7 +352,7 @@ def memory_reading(answer: Answer) -> Reading | None:
 
 def installed_view(
     python: Path,
-    root: Path,
+    root: Path | AbstractContextManager[Path],
     key: Any,
     parsed: ConfigFiles,
     device: Gpu | None,
@@ -402,9 +404,13 @@ def ask_checkpoint(
     """:func:`installed_view` for the checkpoint's files as they are, or, where a sync would
     change them (``planned``: name -> bytes, parsed as ``parsed``), as it would leave them,
     read by the engine from a :func:`planned_folder`."""
-    key, trusted = files_key(ckpt, planned), trust_remote_code
-    if not planned:
-        root = ckpt.root
-        return installed_view(python, root, key, parsed, device, kv_cache_dtype, target, trusted)
-    with planned_folder(ckpt, planned) as root:
-        return installed_view(python, root, key, parsed, device, kv_cache_dtype, target, trusted)
+    return installed_view(
+        python,
+        planned_folder(ckpt, planned) if planned else ckpt.root,
+        files_key(ckpt, planned),
+        parsed,
+        device,
+        kv_cache_dtype,
+        target,
+        trust_remote_code,
+    )

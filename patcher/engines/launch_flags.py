@@ -31,6 +31,14 @@ SGLANG_FLAGS: Mapping[str, tuple[str, ...]] = {
 }
 
 
+# Expert parallelism, which the plan reads from the server's flags (it decides how experts
+# split; patcher.engines.parallel): vLLM's switch (the size is the GPUs'), SGLang's size.
+EXPERT_PARALLEL_FLAGS: Mapping[str, tuple[str, ...]] = {
+    "vllm": ("--enable-expert-parallel", "-ep"),
+    "sglang": ("--ep-size", "--ep", "--expert-parallel-size"),
+}
+
+
 def engine_flags(engine: str) -> Mapping[str, tuple[str, ...]]:
     """The launch settings' spellings for ``engine`` (``vllm`` or ``sglang``)."""
     return SGLANG_FLAGS if engine == "sglang" else VLLM_FLAGS

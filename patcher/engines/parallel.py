@@ -25,6 +25,7 @@ from typing import Any
 
 from patcher.engines.engine import Engine
 from patcher.engines.files import ConfigFiles
+from patcher.engines.launch_flags import EXPERT_PARALLEL_FLAGS, flag_words
 from patcher.engines.view import StartupError
 
 SIZES = (1, 2, 4, 8, 16, 32, 64)
@@ -93,33 +94,30 @@ def tensor_parallel_error(
     return block_slice_error(engine, files, tp, flags)
 
 
+def _expert_parallel_flag(
+    engine: Engine, flags: Sequence[str]
+) -> tuple[str, str | None, tuple[str, ...]] | None:
+    names = EXPERT_PARALLEL_FLAGS.get(engine.name, ())
+    return next((f for f in flag_words(flags, engine.name) if f[0] in names), None)
+
+
 def expert_parallel_words(engine: Engine, flags: Sequence[str]) -> tuple[str, ...]:
     """The words of ``flags`` that ask for expert parallelism, as given (``--ep-size 8``,
     ``--ep-size=8``, ``--enable-expert-parallel``); () when none do."""
-    words = list(flags)
-    names = (
-        ("--enable-expert-parallel", "-ep")
-        if engine.name == "vllm"
-        else ("--ep-size", "--ep", "--expert-parallel-size")
-    )
-    for at, word in enumerate(words):
-        name, equals, _ = word.partition("=")
-        if name in names:
-            valued = engine.name != "vllm" and not equals and at + 1 < len(words)
-            return (word, words[at + 1]) if valued else (word,)
-    return ()
+    found = _expert_parallel_flag(engine, flags)
+    return () if found is None else found[2]
 
 
 def expert_parallel(engine: Engine, flags: Sequence[str]) -> int | None:
     """The expert-parallel size the server's flags ask for: SGLang's ``--ep-size N``; vLLM's
     ``--enable-expert-parallel`` (its size is the GPUs', 0 here: every expert whole); None
     when not asked."""
-    words = expert_parallel_words(engine, flags)
-    if not words:
+    found = _expert_parallel_flag(engine, flags)
+    if found is None:
         return None
     if engine.name == "vllm":
         return 0
-    value = words[0].partition("=")[2] or (words[1] if len(words) > 1 else "")
+    value = found[1] or ""
     return int(value) if value.isdigit() and int(value) > 0 else None
 
 

@@ -113,11 +113,6 @@ def _memory(
     elif by is not None and by.startswith("the installed"):
         # SGLang's memory fraction is its model runner's (it needs the GPU): not asked
         note += f"; the context by {by.split(' (')[0]}, the memory by the engine model"
-    elif asked is not None and asked.memory is not None:
-        note += (
-            f"; with the installed vllm's own memory defaults ({budget.block_size}-token "
-            f"blocks, utilization {budget.utilization:g})"
-        )
     elif asked is not None and asked.said:
         note += f"; {asked.said}"
     if budget.unmodelled:

@@ -177,8 +177,8 @@ def _proven_plan(
         changes = tuple(
             FileChange(p, old, new) for p, (old, new) in sorted(change.rebuilt.files.items())
         )
-        planned = {p: new for p, (_, new) in change.rebuilt.files.items()}
-        files = patched_files(files, change.final, "as sync would leave it")
+        planned = change.final
+        files = patched_files(files, planned, "as sync would leave it")
     launch = plan_launch(ckpt, files, target, planned=planned)
     return replace(plan, launch=launch), changes
 
@@ -382,8 +382,7 @@ def _carry_out(ckpt: Checkpoint, target: Target, prune: bool = False) -> SyncRes
             return SyncResult(plan, (), (), False)
         change = _rebuild_for(ckpt, session.journal, plan, target)
         files = patched_files(read_config_files(ckpt), change.final, "as sync would leave it")
-        planned = {p: new for p, (_, new) in change.rebuilt.files.items()}
-        plan = replace(plan, launch=plan_launch(ckpt, files, target, planned=planned))
+        plan = replace(plan, launch=plan_launch(ckpt, files, target, planned=change.final))
         refuse_no_start(ckpt.named or str(ckpt.root), plan.launch, target)  # before any write
         rebuilt = commit_rebuild(session, change)
     created = rebuilt.entries

@@ -25,7 +25,7 @@ from typing import Any
 from patcher.advice.doctor import Diagnosis, diagnose_text, judge_fixes
 from patcher.engines import installed
 from patcher.engines.effects import patched_files
-from patcher.engines.files import read_config_files
+from patcher.engines.files import ConfigFiles, read_config_files
 from patcher.engines.gpus import CPU, Gpu, gpu_from_driver
 from patcher.engines.launch_flags import (
     SGLANG_FLAGS,
@@ -43,7 +43,7 @@ from patcher.errors import ConflictError, PatcherError, TargetError
 from patcher.ops.launching import Launch, plan_launch
 from patcher.ops.planning import Plan, plan_checkpoint, refuse_no_start, sync_checkpoint
 from patcher.ops.supervising import STOP_TIMEOUT, check_runnable, refuse_nul, supervise
-from patcher.store.checkpoint import open_checkpoint
+from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.lock import Shared, hold_shared
 from patcher.text.secrets import remember, secret_values
 from patcher.units import GIB
@@ -374,12 +374,12 @@ def plan_run(
     else:
         result = sync_checkpoint(command.checkpoint, target)
         plan, synced = result.plan, bool(result.applied or result.reverted)
-    asked, answer = ask_installed(command, target, planned)
+    ckpt = open_checkpoint(command.checkpoint)
+    files = patched_files(read_config_files(ckpt), planned, "as sync would leave it")
+    asked, answer = ask_installed(command, target, ckpt, files, planned)
     if answer is not None and answer.memory is not None and plan.launch is not None:
         # The installed engine's own memory defaults, KV dtype and context count the memory
         # (a nightly's may not be the assumed release's).
-        ckpt = open_checkpoint(command.checkpoint)
-        files = patched_files(read_config_files(ckpt), planned, "as sync would leave it")
         plan = replace(plan, launch=plan_launch(ckpt, files, target, answer, planned))
         refuse_no_start(str(command.checkpoint), plan.launch, target)
     launch = plan.launch
@@ -390,25 +390,27 @@ def plan_run(
 
 
 def ask_installed(
-    command: EngineCommand, target: Target, planned: Mapping[str, bytes] | None = None
+    command: EngineCommand,
+    target: Target,
+    ckpt: Checkpoint,
+    files: ConfigFiles,
+    planned: Mapping[str, bytes],
 ) -> tuple[str | None, installed.Asked | None]:
-    """The installed engine's own config code on the files as they now are, or as a sync
-    would leave them (``planned``: name -> bytes, for a dry run; ``check --engine-python``'s
-    question, cached), where vLLM or SGLang is installed beside the interpreter the command
-    runs: what it says, or why it could not be asked, and its answer where it accepts the
-    files (its ``--trust-remote-code`` passed on). A
-    refusal by the engine's own code is refused here, before it starts, for any version,
-    nightlies included. The context is left to the plan (run adds its cap as a flag), so
-    only the config stage is asked."""
+    """The installed engine's own config code on ``files``: the checkpoint's as they are, or
+    as a sync would leave them (``planned``: name -> bytes, for a dry run; ``check
+    --engine-python``'s question, cached), where vLLM or SGLang is installed beside the
+    interpreter the command runs: what it says, or why it could not be asked, and its answer
+    where it accepts the files (its ``--trust-remote-code`` passed on). A refusal by the
+    engine's own code is refused here, before it starts, for any version, nightlies
+    included. The context is left to the plan (run adds its cap as a flag), so only the
+    config stage is asked."""
     python = command.interpreter
     if python is None or not installed.distributions(Path(python)):
         return None, None
-    ckpt = open_checkpoint(command.checkpoint)
-    planned = planned or {}
     answer = installed.ask_checkpoint(  # check --engine-python's question, and its cache
         Path(python),
         ckpt,
-        patched_files(read_config_files(ckpt), planned, "as sync would leave it"),
+        files,
         planned,
         target.gpu,
         target.kv_cache_dtype,

@@ -319,6 +319,16 @@ def test_plan_asks_the_installed_engine_about_the_launch(
     assert "--max-model-len" in assumed_only["launch"]["flags"]
 
 
+def _float16_profile(tmp_path: Path) -> Path:
+    """A profile that wants set-torch-dtype float16 on 8 RTX PRO 6000s."""
+    profile = tmp_path / "p.toml"
+    profile.write_text(
+        'gpu = "rtx-pro-6000"\ntensor_parallel = 8\n'
+        '[transforms]\nset-torch-dtype = { dtype = "float16" }\n'
+    )
+    return profile
+
+
 def _reading_engine(
     version: str, monkeypatch: pytest.MonkeyPatch, refuse_dtype: str | None = None
 ) -> list[dict[str, Any]]:
@@ -362,11 +372,7 @@ def test_plan_and_sync_ask_the_engine_about_the_files_as_sync_would_leave_them(
     python = _venv_with(tmp_path, "0.33.1.dev42")
     monkeypatch.setenv("PATCHER_CACHE_DIR", str(tmp_path / "cache"))
     seen = _reading_engine("0.33.1.dev42", monkeypatch)
-    profile = tmp_path / "p.toml"
-    profile.write_text(
-        'gpu = "rtx-pro-6000"\ntensor_parallel = 8\n'
-        '[transforms]\nset-torch-dtype = { dtype = "float16" }\n'
-    )
+    profile = _float16_profile(tmp_path)
     before = tree_bytes(kimi)
     code, out, err = cli("plan", kimi, "--profile", profile, "--engine-python", python, "--json")
     assert code == 4, err  # pending: set-torch-dtype
@@ -380,9 +386,15 @@ def test_plan_and_sync_ask_the_engine_about_the_files_as_sync_would_leave_them(
     assert "counted by the installed vllm 0.33.1.dev42's own config code" in launch["memory_note"]
     assert launch["problem"] is None
 
+    folders: list[str] = []
+    real_folder = installed.work_folder
+    monkeypatch.setattr(
+        installed, "work_folder", lambda kind: folders.append(kind) or real_folder(kind)
+    )
     code, _, err = cli("sync", kimi, "--profile", profile, "--engine-python", python)
     assert code == 0, err
     assert len(seen) == 1  # the same files: the plan's answer, from the cache
+    assert folders == []  # and no folder laid out for a question not asked
     assert json.loads((kimi / "config.json").read_text())["dtype"] == "float16"
 
 
@@ -395,11 +407,7 @@ def test_plan_says_when_the_engine_refuses_the_files_as_sync_would_leave_them(
     python = _venv_with(tmp_path, "0.33.1.dev42")
     monkeypatch.setenv("PATCHER_CACHE_DIR", str(tmp_path / "cache"))
     _reading_engine("0.33.1.dev42", monkeypatch, refuse_dtype="float16")
-    profile = tmp_path / "p.toml"
-    profile.write_text(
-        'gpu = "rtx-pro-6000"\ntensor_parallel = 8\n'
-        '[transforms]\nset-torch-dtype = { dtype = "float16" }\n'
-    )
+    profile = _float16_profile(tmp_path)
     before = tree_bytes(kimi)
     code, out, err = cli("plan", kimi, "--profile", profile, "--engine-python", python, "--json")
     problem = json.loads(out)["launch"]["problem"]
