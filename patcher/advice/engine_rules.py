@@ -14,6 +14,7 @@ from dataclasses import replace
 
 from patcher.advice.answers import CLASS_NOT_LOADED, CLASS_NOT_LOADED_FIX, before_strict
 from patcher.advice.log_rules import FAMILY_MARKERS, FAMILY_RULES, Fix, LogContext, Rule
+from patcher.advice.trtllm_rules import TRTLLM_MARKERS, TRTLLM_RULES
 from patcher.engines.launch_flags import MAX_MODEL_LEN_AUTO_FROM
 from patcher.engines.readings import vllm_readings
 from patcher.engines.vllm_registry import architectures
@@ -534,6 +535,7 @@ RULES: tuple[Rule, ...] = (
         _strict_field,
     ),
     *FAMILY_RULES,
+    *TRTLLM_RULES,
 )
 
 
@@ -565,4 +567,5 @@ _MARKERS = (
     "Not enough memory",
     "context_length",
     *FAMILY_MARKERS,
+    *TRTLLM_MARKERS,
 )

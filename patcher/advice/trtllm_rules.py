@@ -1,0 +1,150 @@
+"""doctor's rules for TensorRT-LLM's start-up failures, from TensorRT-LLM's own source.
+
+TensorRT-LLM's wheels are not reachable from here (pypi.org carries stubs, the wheels are on
+pypi.nvidia.com), so no release of it is read into the catalogue. These rules come from its
+source as the public-code index holds it (``trtllm-memory.json`` names the files):
+
+- the PyTorch executor's memory monitor (``_ExecutorMemoryMonitor``) names the component it
+  could not create and, per component, the option that shrinks it; doctor maps that option to
+  the ``trtllm-serve`` flag that sets it;
+- the PyTorch backend's model registry (``_torch/models/modeling_auto.py``) and the TensorRT
+  backend's converter registry (``models/automodel.py``) refuse an architecture each in its own
+  words: the first is an engine gap, the second has the PyTorch backend as a way out;
+- ``LlmArgs`` refuses an option it does not have (an options file written for another
+  release).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from importlib import resources
+
+from patcher.advice.log_rules import Fix, LogContext, Rule
+
+# trtllm-serve's flag for each option the memory monitor names (tensorrt_llm/commands/serve.py)
+_FLAGS = {
+    "free_gpu_memory_fraction": "--kv_cache_free_gpu_memory_fraction",
+    "max_num_tokens": "--max_num_tokens",
+    "max_seq_len": "--max_seq_len",
+    "max_batch_size": "--max_batch_size",
+}
+# A value below trtllm-serve's default (serve.py; BuildConfig for the sizes), for a log that
+# does not show the one it ran with.
+_LOWER = {
+    "--kv_cache_free_gpu_memory_fraction": "0.8",  # default 0.9
+    "--max_num_tokens": "4096",  # default 8192
+    "--max_batch_size": "128",  # default 256
+}
+
+
+@functools.cache
+def _suggestions() -> dict[str, str | None]:
+    text = resources.files("patcher.advice").joinpath("trtllm-memory.json").read_text()
+    components: dict[str, str | None] = json.loads(text)["components"]
+    return components
+
+
+def _memory(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    component = m.group(1).strip()
+    suggestion = _suggestions().get(component)
+    cause = f"TensorRT-LLM ran out of GPU memory creating its {component}" + (
+        f" (its own advice: {suggestion})" if suggestion else ""
+    )
+    if suggestion is None:
+        return cause + "; its source names no option for this component", [
+            Fix("advice", "free the GPU of other processes, or more GPUs (--tp_size)")
+        ]
+    fixes: list[Fix] = []
+    for option, flag in _FLAGS.items():
+        if option in suggestion:
+            value = _LOWER.get(flag, "N")
+            fixes.append(
+                Fix(
+                    "flag",
+                    f"{flag} {value}",
+                    note="below the value it ran with"
+                    + ("" if value != "N" else " (the log does not show it)"),
+                )
+            )
+    if "tensor parallelism" in suggestion:
+        fixes.append(
+            Fix(
+                "flag",
+                "--tp_size N",
+                note="N GPUs share the weights (or --pp_size N); the model did not fit on one",
+            )
+        )
+    for option in ("max_attention_window_size", "max_draft_len"):
+        if option in suggestion:
+            fixes.append(Fix("advice", f"or a smaller {option} in --extra_llm_api_options"))
+    return cause, fixes
+
+
+def _no_model_class(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    return (
+        f"TensorRT-LLM's PyTorch backend has no model class for {m.group(1)} (its model "
+        "registry): an engine gap, not a config problem",
+        [Fix("advice", f"a TensorRT-LLM release that lists {m.group(1)}, or another engine")],
+    )
+
+
+def _no_converter(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    return (
+        f"TensorRT-LLM's TensorRT backend has no converter for {m.group(1)}; the PyTorch "
+        "backend keeps a model registry of its own",
+        [
+            Fix(
+                "flag",
+                "--backend pytorch",
+                note=f"if its registry lists {m.group(1)} too; in Python, LLM(..., "
+                "backend='pytorch')",
+            )
+        ],
+    )
+
+
+def _unknown_option(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    return (
+        f"this TensorRT-LLM's {m.group(1)} has no option {m.group(2)}: the options were "
+        "written for another release",
+        [
+            Fix(
+                "advice",
+                f"remove {m.group(2)} from the --extra_llm_api_options file (or the LLM(...) "
+                "call), or run the release it was written for",
+            )
+        ],
+    )
+
+
+TRTLLM_RULES: tuple[Rule, ...] = (
+    (
+        "trtllm-executor-memory",
+        re.compile(r"The following component could not be created: (.+)"),
+        _memory,
+    ),
+    (
+        "trtllm-no-model-class",
+        re.compile(r"Unknown architecture for AutoModelForCausalLM: (\w+)"),
+        _no_model_class,
+    ),
+    (
+        "trtllm-no-converter",
+        re.compile(r"The given huggingface model architecture (\w+) is not supported in TRT-LLM"),
+        _no_converter,
+    ),
+    (
+        "trtllm-unknown-option",
+        re.compile(r"\b(\w*LlmArgs)\.__init__\(\) got an unexpected keyword argument '(\w+)'"),
+        _unknown_option,
+    ),
+)
+# One plain word of each rule above (engine_rules' _MARKERS takes them).
+TRTLLM_MARKERS = (
+    "component could not be created",
+    "Unknown architecture for AutoModelForCausalLM",
+    "is not supported in TRT-LLM",
+    "got an unexpected keyword argument",
+)

@@ -1,0 +1,126 @@
+"""doctor on TensorRT-LLM's start-up failures: logs written from TensorRT-LLM's own source.
+
+The memory monitor's message is built as ``_ExecutorMemoryMonitor._maybe_explain_if_oom``
+builds it (tensorrt_llm/_torch/pyexecutor/py_executor_creator.py), for every component its
+source names (``patcher/advice/trtllm-memory.json``), behind TensorRT-LLM's logger prefix
+and after the CUDA out-of-memory error it chains from.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+
+from patcher.advice.doctor import diagnose_text
+from patcher.advice.log_rules import Fix
+from patcher.advice.trtllm_rules import _FLAGS
+
+READING = json.loads(resources.files("patcher.advice").joinpath("trtllm-memory.json").read_text())
+COMPONENTS: dict[str, str | None] = READING["components"]
+# One line of each rule's, as the source words it (the marker test in test_doctor reads them).
+TRTLLM_LINES = [
+    "The following component could not be created: KV cache",
+    "ValueError: Unknown architecture for AutoModelForCausalLM: Qwen3NextForCausalLM",
+    "NotImplementedError: The given huggingface model architecture DeepseekV3ForCausalLM is "
+    "not supported in TRT-LLM yet",
+    "TypeError: LlmArgs.__init__() got an unexpected keyword argument 'enable_attention_dp'",
+]
+LOGGER = "[07/08/2026-19:47:15] [TRT-LLM] [RANK 1] [E] Failed to initialize executor on rank 1: "
+
+
+def monitor_log(component: str) -> str:
+    """The chained failure a TensorRT-LLM start-up prints when ``component`` does not fit."""
+    message = "\n".join(
+        [
+            READING["opening"],
+            "",
+            READING["component_line"] + component,
+            "Total GPU memory (GiB): 140.06",
+            "Free GPU memory before component creation attempt (GiB): 108.86",
+            "",
+            "Previously created components and free GPU memory before/after creation (GiB):",
+            "Model: 139.55 / 110.70",
+            "Sampler: 110.70 / 110.70",
+        ]
+    )
+    return "\n".join(
+        [
+            "[TensorRT-LLM] TensorRT-LLM version: 1.1.0",
+            "Traceback (most recent call last):",
+            '  File "/usr/local/lib/python3.12/dist-packages/tensorrt_llm/_torch/pyexecutor/'
+            'py_executor_creator.py", line 120, in observe_creation_stage',
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has "
+            "a total capacity of 140.06 GiB of which 1.50 MiB is free.",
+            "",
+            "The above exception was the direct cause of the following exception:",
+            "",
+            LOGGER + message,
+        ]
+    )
+
+
+@pytest.mark.parametrize("line", TRTLLM_LINES)
+def test_each_rule_reads_its_line_alone(line: str) -> None:
+    code = diagnose_text(line + "\n").code
+    assert code is not None and code.startswith("trtllm-")
+
+
+def flags(fixes: tuple[Fix, ...]) -> list[str]:
+    return [f.text.split()[0] for f in fixes if f.kind == "flag"]
+
+
+@pytest.mark.parametrize("component", sorted(COMPONENTS))
+def test_every_component_gets_the_flag_its_own_advice_names(component: str) -> None:
+    diagnosis = diagnose_text(monitor_log(component))
+    assert diagnosis.code == "trtllm-executor-memory"
+    assert diagnosis.error == READING["component_line"] + component  # not the CUDA OOM above it
+    suggestion = COMPONENTS[component]
+    if suggestion is None:
+        assert flags(diagnosis.fixes) == []
+        return
+    named = [flag for option, flag in _FLAGS.items() if option in suggestion]
+    if "tensor parallelism" in suggestion:
+        named.append("--tp_size")
+    assert flags(diagnosis.fixes) == named and named
+    assert all(f.text.startswith("--") for f in diagnosis.fixes if f.kind == "flag")
+
+
+def test_kv_cache_gets_a_lower_fraction_than_trtllm_serves_default() -> None:
+    diagnosis = diagnose_text(monitor_log("KV cache"))
+    (fix,) = diagnosis.fixes
+    assert fix.text == "--kv_cache_free_gpu_memory_fraction 0.8"  # serve.py's default is 0.9
+
+
+def test_the_pytorch_backends_missing_model_is_no_config_fix() -> None:
+    log = (
+        '  File "/usr/local/lib/python3.12/dist-packages/tensorrt_llm/_torch/models/'
+        'modeling_auto.py", line 37, in from_config\n'
+        "ValueError: Unknown architecture for AutoModelForCausalLM: "
+        "WhisperForConditionalGeneration\n"
+        "RuntimeError: Executor worker returned error\n"
+    )
+    diagnosis = diagnose_text(log)
+    assert diagnosis.code == "trtllm-no-model-class"
+    assert [f.kind for f in diagnosis.fixes] == ["advice"]
+    assert "not a config problem" in diagnosis.cause
+
+
+def test_the_tensorrt_backends_missing_converter_points_at_the_pytorch_backend() -> None:
+    log = (
+        "ValueError: Inferred model format _ModelFormatKind.HF, but failed to load config.json: "
+        "The given huggingface model architecture MiniMaxM2ForCausalLM is not supported in "
+        "TRT-LLM yet\n"
+    )
+    diagnosis = diagnose_text(log)
+    assert diagnosis.code == "trtllm-no-converter"
+    assert [f.text for f in diagnosis.fixes] == ["--backend pytorch"]
+
+
+def test_an_option_of_another_release_is_named() -> None:
+    diagnosis = diagnose_text(
+        "TypeError: TorchLlmArgs.__init__() got an unexpected keyword argument 'moe_config'\n"
+    )
+    assert diagnosis.code == "trtllm-unknown-option"
+    assert "remove moe_config from the --extra_llm_api_options file" in diagnosis.fixes[0].text
