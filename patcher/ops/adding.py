@@ -107,9 +107,12 @@ def effect_warnings(
     values: Mapping[str, Any],
     plans: tuple[FilePlan, ...],
     engine: Engine | None,
+    held: Mapping[str, bytes | None] | None = None,
 ) -> tuple[str, ...]:
     """Refuse when ``engine`` ignores the edit or would no longer start after it; without one,
-    warn about the sampled versions where that happens (for transforms declaring effects)."""
+    warn about the sampled versions where that happens (for transforms declaring effects).
+    ``held``: the config files' bytes the edit applies to, where they are not the checkpoint's
+    (a rebuild's fold); the others are read from the checkpoint."""
     if not plans or (engine is None and not transform.effects):
         return ()
     # Deferred: only a judged edit loads the engine model; saves a plain apply ~25 ms.
@@ -117,6 +120,8 @@ def effect_warnings(
     from patcher.engines.files import read_config_files
 
     before = read_config_files(checkpoint)
+    if held:
+        before = patched_files(before, {p: d for p, d in held.items() if d is not None})
     after = patched_files(before, {p.path: p.after for p in plans if p.kind == "json"})
     verdict = judge_edit(transform, values, before, after, [engine] if engine else SAMPLED_VLLM)
     missed, refused = verdict.missed, verdict.refused

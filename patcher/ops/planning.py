@@ -22,7 +22,6 @@ from patcher.engines.readings import assumed
 from patcher.engines.target import Target
 from patcher.engines.view import StartupError
 from patcher.errors import PatcherError, TargetError
-from patcher.ops.applying import apply_transform
 from patcher.ops.launching import Launch, plan_launch
 from patcher.ops.rebuilding import (
     FileChange,
@@ -359,13 +358,13 @@ def _rebuild_for(ckpt: Checkpoint, journal: Journal, plan: Plan, target: Target)
         for e in journal.applied
         if latest[e.transform] is e and e.transform not in changed
     ]
+    # Each new step is judged on the files the steps before it leave (an edit this engine
+    # ignores is refused), in the one fold that plans the rebuild.
     new_steps = [
-        Step(find_transform(a.name), a.params, target.record())
+        Step(find_transform(a.name), a.params, target.record(), judge=target.engine)
         for a in plan.actions
         if a.action in ("apply", "reapply")
     ]
-    for step in new_steps:  # refuse an edit this engine ignores before anything is written
-        _check_effect(ckpt, step, target)
     base = upstream_bytes(ckpt, journal)
     return plan_rebuild(ckpt, journal, base, [*steps, *new_steps], journal.applied)
 
@@ -391,12 +390,6 @@ def _carry_out(ckpt: Checkpoint, target: Target, prune: bool = False) -> SyncRes
     reverted = tuple(a.entry_id for a in plan.actions if a.entry_id is not None)
     changes = tuple(FileChange(p, old, new) for p, (old, new) in sorted(rebuilt.files.items()))
     return SyncResult(plan, applied, reverted, False, changes)
-
-
-def _check_effect(ckpt: Checkpoint, step: Step, target: Target) -> None:
-    apply_transform(
-        ckpt.root, step.transform, dict(step.params), dry_run=True, engine=target.engine
-    )
 
 
 def refuse_no_start(checkpoint: str, launch: Launch | None, target: Target) -> None:

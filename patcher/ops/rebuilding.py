@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from patcher.errors import PatcherError
-from patcher.ops.adding import file_record, same_definition
+from patcher.ops.adding import effect_warnings, file_record, same_definition
 from patcher.store.change import Change, Keep, commit
 from patcher.store.checkpoint import Checkpoint
 from patcher.store.files import CONFIG_SUFFIXES, read_current
@@ -37,14 +37,20 @@ from patcher.transforms.definition import Transform, parse_transform
 from patcher.transforms.params import resolve_params
 from patcher.version import __version__
 
+if TYPE_CHECKING:
+    from patcher.engines.engine import Engine
+
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """A transform to apply in the rebuild, with its parameters and target record."""
+    """A transform to apply in the rebuild, with its parameters and target record.
+    ``judge``: an engine that must derive the transform's declared effect from the files the
+    steps before it leave (sync's new steps); an edit it ignores is refused."""
 
     transform: Transform
     params: Mapping[str, Any]
     target: Mapping[str, Any] | None = None
+    judge: Engine | None = None
 
 
 def journalled_step(checkpoint: Checkpoint, entry: Entry) -> Step:
@@ -135,6 +141,8 @@ def _fold(
     for step in steps:
         resolved = resolve_params(step.transform, dict(step.params))
         plans = compile_transform(ckpt, step.transform, resolved, held)
+        if step.judge is not None:  # judged on the bytes this fold holds, before any write
+            effect_warnings(ckpt, step.transform, resolved.values, plans, step.judge, held)
         recorded = canonical(dict(resolved.recorded))
         if not plans or any(
             e is not None
