@@ -193,3 +193,22 @@ def test_every_journalled_write_goes_through_commit() -> None:
         and any(call in p.read_text() for call in (".write_ahead(", "session.save(", ".save(ahead"))
     )
     assert callers == ["patcher/store/change.py"], callers
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["apply", "CKPT", "strip-fp8-kv-cache"],
+        ["status", "CKPT"],
+        ["plan", "CKPT", "--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", "--tp", "8"],
+    ],
+    ids=["apply", "status", "plan"],
+)
+def test_a_checkpoint_never_climbs_back_up_a_layer(argv: list[str]) -> None:
+    """Followed through a command (tools/walk.py), the checkpoint only goes down the layers:
+    no lower layer calls back up into a higher one with it, and it visits few modules."""
+    from tools.walk import walk
+
+    found = walk(argv)
+    assert found["climbs"] == []
+    assert 0 < len(found["rooms"]) <= 14, found["rooms"]
