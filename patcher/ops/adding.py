@@ -27,6 +27,7 @@ from patcher.version import __version__
 
 if TYPE_CHECKING:
     from patcher.engines.engine import Engine
+    from patcher.engines.files import ConfigFiles
 
 ApplyOutcome = Literal["applied", "dry-run", "nothing-to-do", "already-applied"]
 
@@ -107,21 +108,20 @@ def effect_warnings(
     values: Mapping[str, Any],
     plans: tuple[FilePlan, ...],
     engine: Engine | None,
-    held: Mapping[str, bytes | None] | None = None,
+    before: ConfigFiles | None = None,
 ) -> tuple[str, ...]:
     """Refuse when ``engine`` ignores the edit or would no longer start after it; without one,
     warn about the sampled versions where that happens (for transforms declaring effects).
-    ``held``: the config files' bytes the edit applies to, where they are not the checkpoint's
-    (a rebuild's fold); the others are read from the checkpoint."""
+    ``before``: the files the edit applies to, where they are not the checkpoint's as they
+    are (a rebuild's fold)."""
     if not plans or (engine is None and not transform.effects):
         return ()
     # Deferred: only a judged edit loads the engine model; saves a plain apply ~25 ms.
     from patcher.engines.effects import SAMPLED_VLLM, judge_edit, patched_files, version_ranges
     from patcher.engines.files import read_config_files
 
-    before = read_config_files(checkpoint)
-    if held:
-        before = patched_files(before, {p: d for p, d in held.items() if d is not None})
+    if before is None:
+        before = read_config_files(checkpoint)
     after = patched_files(before, {p.path: p.after for p in plans if p.kind == "json"})
     verdict = judge_edit(transform, values, before, after, [engine] if engine else SAMPLED_VLLM)
     missed, refused = verdict.missed, verdict.refused

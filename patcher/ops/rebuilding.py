@@ -39,6 +39,7 @@ from patcher.version import __version__
 
 if TYPE_CHECKING:
     from patcher.engines.engine import Engine
+    from patcher.engines.files import ConfigFiles
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,11 +139,18 @@ def _fold(
     made: list[Entry | None] = []
     keep: list[bytes] = []
     seen: set[str] = set()
+    files: ConfigFiles | None = None  # the checkpoint's, read once if a step is judged
     for step in steps:
         resolved = resolve_params(step.transform, dict(step.params))
         plans = compile_transform(ckpt, step.transform, resolved, held)
         if step.judge is not None:  # judged on the bytes this fold holds, before any write
-            effect_warnings(ckpt, step.transform, resolved.values, plans, step.judge, held)
+            # Deferred, as in effect_warnings: only a judged step loads the engine model.
+            from patcher.engines.effects import patched_files
+            from patcher.engines.files import read_config_files
+
+            files = read_config_files(ckpt) if files is None else files
+            folded = patched_files(files, {p: d for p, d in held.items() if d is not None})
+            effect_warnings(ckpt, step.transform, resolved.values, plans, step.judge, folded)
         recorded = canonical(dict(resolved.recorded))
         if not plans or any(
             e is not None
