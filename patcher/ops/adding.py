@@ -15,9 +15,10 @@ from patcher.results import JsonResult
 from patcher.store.change import Change, Keep, commit
 from patcher.store.checkpoint import Checkpoint
 from patcher.store.files import holds_bytes
-from patcher.store.fsio import mtime_ns, sha256
+from patcher.store.fsio import sha256
 from patcher.store.journal import Entry, FileRecord, Journal, must_keep, now
 from patcher.store.session import FileWrite, read_journal, write_session
+from patcher.store.snapshot import Snapshot
 from patcher.text.document import canonical
 from patcher.text.textdiff import unified
 from patcher.transforms.compiler import FilePlan, compile_transform
@@ -161,15 +162,15 @@ def effect_warnings(
 
 
 def plan_entry(
-    ckpt: Checkpoint,
-    journal: Journal,
+    snapshot: Snapshot,
     chosen: Transform,
     params: Mapping[str, Any],
     plans: tuple[FilePlan, ...],
     target: Mapping[str, Any] | None,
 ) -> Change:
-    """The change that records ``plans`` (``chosen`` compiled with ``params``) as a new entry
-    of ``journal``: pending while its files are written, then applied."""
+    """The change that records ``plans`` (``chosen`` compiled with ``params`` on ``snapshot``)
+    as a new entry of its journal: pending while its files are written, then applied."""
+    ckpt, journal = snapshot.checkpoint, snapshot.journal
     definition = chosen.text.encode("utf-8")
     keep = [Keep(definition)]
     for plan in plans:
@@ -185,7 +186,7 @@ def plan_entry(
         params=dict(params),
         time=now(),
         tool_version=__version__,
-        files=tuple(file_record(p, p.link, mtime_ns(ckpt.path(p.path))) for p in plans),
+        files=tuple(file_record(p, p.link, snapshot.mtime_ns(p.path)) for p in plans),
         target=None if target is None else dict(target),
     )
     writes = tuple(
@@ -222,7 +223,7 @@ def add_entry(
     """Apply ``chosen`` with ``resolved`` parameters as a new journal entry (on top of any
     entry it has already); with ``dry_run``, only say what it would write. ``judge``: refuse
     the edit when that engine would not derive its declared effect."""
-    plans = compile_transform(ckpt, chosen, resolved)
+    plans = compile_transform(Snapshot(ckpt), chosen, resolved)
     warnings = effect_warnings(ckpt, chosen, resolved.values, plans, judge)
     if dry_run:
         outcome: ApplyOutcome = "dry-run" if plans else "nothing-to-do"
@@ -238,11 +239,12 @@ def add_entry(
             return ApplyResult(
                 "already-applied", ckpt.root, chosen, resolved.recorded, (), previous
             )
+        snapshot = Snapshot.of(session)
         if not all(holds_bytes(ckpt, p.path, p.before) for p in plans):
-            plans = compile_transform(ckpt, chosen, resolved)  # changed while we waited
+            plans = compile_transform(snapshot, chosen, resolved)  # changed while we waited
             if not plans:
                 return ApplyResult("nothing-to-do", ckpt.root, chosen, resolved.recorded, ())
-        change = plan_entry(ckpt, session.journal, chosen, resolved.recorded, plans, target)
+        change = plan_entry(snapshot, chosen, resolved.recorded, plans, target)
         commit(session, change)
         entry_id = change.done.entries[-1].id
         return ApplyResult(

@@ -38,6 +38,7 @@ from patcher.store.file_status import FileStatus, file_states, refuse_unsettled_
 from patcher.store.journal import Entry, Journal, originals
 from patcher.store.overlay import existing_overlay, make_overlay
 from patcher.store.session import read_journal, write_session
+from patcher.store.snapshot import Snapshot
 from patcher.text.document import canonical
 from patcher.text.pointers import join_pointer
 from patcher.transforms.catalog import builtin_transforms, find_transform
@@ -164,15 +165,15 @@ def _proven_plan(
 ) -> tuple[Plan, tuple[FileChange, ...]]:
     """The plan with its launch, and the files a sync would change (planned in memory by
     the code sync runs, with nothing written)."""
-    journal = read_journal(ckpt)
-    plan = _plan(ckpt, journal, target, prune)
+    snapshot = Snapshot(ckpt)
+    plan = _plan(ckpt, snapshot.journal, target, prune)
     if plan.drift:
         return plan, ()
     files = read_config_files(ckpt)
     changes: tuple[FileChange, ...] = ()
     planned: Mapping[str, bytes] = {}
     if plan.actions:
-        change = _rebuild_for(ckpt, journal, plan, target)
+        change = _rebuild_for(snapshot, plan, target)
         changes = tuple(
             FileChange(p, old, new) for p, (old, new) in sorted(change.rebuilt.files.items())
         )
@@ -341,9 +342,10 @@ def sync_checkpoint(
     return _carry_out(ckpt, target, prune)
 
 
-def _rebuild_for(ckpt: Checkpoint, journal: Journal, plan: Plan, target: Target) -> Rebuild:
-    """The rebuild that carries out ``plan`` (made on ``journal``), worked out in memory; an
-    edit the target's engine ignores, or unsettled files, are refused."""
+def _rebuild_for(snapshot: Snapshot, plan: Plan, target: Target) -> Rebuild:
+    """The rebuild that carries out ``plan`` (made on the snapshot's journal), worked out in
+    memory; an edit the target's engine ignores, or unsettled files, are refused."""
+    ckpt, journal = snapshot.checkpoint, snapshot.journal
     refuse_unsettled_files(
         ckpt,
         journal,
@@ -365,8 +367,8 @@ def _rebuild_for(ckpt: Checkpoint, journal: Journal, plan: Plan, target: Target)
         for a in plan.actions
         if a.action in ("apply", "reapply")
     ]
-    base = upstream_bytes(ckpt, journal)
-    return plan_rebuild(ckpt, journal, base, [*steps, *new_steps], journal.applied)
+    base = upstream_bytes(snapshot)
+    return plan_rebuild(snapshot, base, [*steps, *new_steps], journal.applied)
 
 
 def _carry_out(ckpt: Checkpoint, target: Target, prune: bool = False) -> SyncResult:
@@ -379,7 +381,7 @@ def _carry_out(ckpt: Checkpoint, target: Target, prune: bool = False) -> SyncRes
                 plan = replace(plan, launch=plan_launch(ckpt, read_config_files(ckpt), target))
                 refuse_no_start(ckpt.named or str(ckpt.root), plan.launch, target)
             return SyncResult(plan, (), (), False)
-        change = _rebuild_for(ckpt, session.journal, plan, target)
+        change = _rebuild_for(Snapshot.of(session), plan, target)
         files = patched_files(read_config_files(ckpt), change.final, "as sync would leave it")
         plan = replace(plan, launch=plan_launch(ckpt, files, target, planned=change.final))
         refuse_no_start(ckpt.named or str(ckpt.root), plan.launch, target)  # before any write

@@ -33,6 +33,7 @@ from patcher.store.fsio import sha256 as _sha
 from patcher.store.hfcache import patched_siblings
 from patcher.store.journal import Entry, load_journal, load_object
 from patcher.store.session import write_session
+from patcher.store.snapshot import Snapshot
 from patcher.text.document import MISSING
 from patcher.text.jsontext import DuplicateKeyError, JsonText
 from patcher.text.scanner import JsonSyntaxError
@@ -150,12 +151,13 @@ def rebase_checkpoint(
     with write_session(ckpt) as session:
         applied = session.journal.applied
         paths = list(dict.fromkeys(r.path for e in applied for r in e.files))
-        base = upstream_bytes(session.checkpoint, session.journal)
+        snapshot = Snapshot.of(session)
+        base = upstream_bytes(snapshot)
         source = open_checkpoint(ckpt.overlay_source) if ckpt.overlay_source else None
         fresh_paths = []
         for path in paths:
             records = [r for e in applied for r in e.files if r.path == path]
-            data = read_current(ckpt, path)
+            data = snapshot.read(path)
             if data is not None and _sha(data) != records[-1].after:
                 base[path] = data  # the new upstream (still-patched files keep the original)
                 fresh_paths.append(path)
@@ -171,7 +173,7 @@ def rebase_checkpoint(
         for entry in applied:
             _conflicts(ckpt, entry, base)
         steps = [journalled_step(ckpt, e) for e in applied]
-        created = rebuild(session, base, steps, applied).entries
+        created = rebuild(session, snapshot, base, steps, applied).entries
     return RebaseResult(ckpt.root, _outcomes(applied, created))
 
 
@@ -184,9 +186,8 @@ def _carry(old: Checkpoint, new: Checkpoint, revert_old: bool) -> RebaseResult:
         _conflicts(old, entry, upstream)
     with write_session(new) as session:
         steps = [journalled_step(old, e) for e in applied]
-        created = rebuild(
-            session, upstream_bytes(session.checkpoint, session.journal), steps, ()
-        ).entries
+        snapshot = Snapshot.of(session)
+        created = rebuild(session, snapshot, upstream_bytes(snapshot), steps, ()).entries
     if revert_old:
         revert_transforms(old.root, every=True)
     return RebaseResult(new.root, _outcomes(applied, created), old.root, revert_old)

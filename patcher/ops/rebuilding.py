@@ -20,17 +20,17 @@ from patcher.errors import PatcherError
 from patcher.ops.adding import effect_warnings, file_record, same_definition
 from patcher.store.change import Change, Keep, commit
 from patcher.store.checkpoint import Checkpoint
-from patcher.store.files import CONFIG_SUFFIXES, read_current
-from patcher.store.fsio import mtime_ns, sha256
+from patcher.store.files import CONFIG_SUFFIXES
+from patcher.store.fsio import sha256
 from patcher.store.journal import (
     Entry,
-    Journal,
     State,
     load_object,
     now,
     originals,
 )
 from patcher.store.session import FileWrite, Session
+from patcher.store.snapshot import Snapshot
 from patcher.text.document import canonical
 from patcher.transforms.compiler import compile_transform
 from patcher.transforms.definition import Transform, parse_transform
@@ -61,27 +61,28 @@ def journalled_step(checkpoint: Checkpoint, entry: Entry) -> Step:
     return Step(parse_transform(text, entry.source), dict(entry.params), entry.target)
 
 
-def upstream_bytes(ckpt: Checkpoint, journal: Journal) -> dict[str, bytes]:
+def upstream_bytes(snapshot: Snapshot) -> dict[str, bytes]:
     """The checkpoint's config files as upstream shipped them: the journal's originals where
-    a file is patched, the file as it is otherwise."""
+    a file is patched, the file as the snapshot read it otherwise."""
+    ckpt = snapshot.checkpoint
     found: dict[str, bytes] = {}
     for child in sorted(ckpt.root.iterdir()):
         if child.name.endswith(CONFIG_SUFFIXES) and child.is_file():
-            data = read_current(ckpt, child.name)
+            data = snapshot.read(child.name)
             if data is not None:
                 found[child.name] = data
-    return {**found, **originals(ckpt, journal)}
+    return {**found, **originals(ckpt, snapshot.journal)}
 
 
 def _upstream_link_and_mtime(
-    checkpoint: Checkpoint, retire: tuple[Entry, ...], path: str
+    snapshot: Snapshot, retire: tuple[Entry, ...], path: str
 ) -> tuple[str | None, int | None]:
     """The link and mtime ``path`` had upstream: from the first retired entry on it, else the
     file as it is now."""
     record = next((r for e in retire for r in e.files if r.path == path), None)
     if record is not None:
         return record.link, record.before_mtime_ns
-    return checkpoint.link_target(path), mtime_ns(checkpoint.path(path))
+    return snapshot.link(path), snapshot.mtime_ns(path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +131,7 @@ class Rebuild:
 
 
 def _fold(
-    ckpt: Checkpoint, base: Mapping[str, bytes], steps: list[Step], retire: tuple[Entry, ...]
+    snapshot: Snapshot, base: Mapping[str, bytes], steps: list[Step], retire: tuple[Entry, ...]
 ) -> tuple[list[Entry | None], dict[str, bytes | None], list[bytes]]:
     """Each step compiled against the files the steps before it leave, from ``base``: its
     entry (ids from 1, to be renumbered), the files at the end and the bytes to keep."""
@@ -139,10 +140,11 @@ def _fold(
     made: list[Entry | None] = []
     keep: list[bytes] = []
     seen: set[str] = set()
+    ckpt = snapshot.checkpoint
     files: ConfigFiles | None = None  # the checkpoint's, read once if a step is judged
     for step in steps:
         resolved = resolve_params(step.transform, dict(step.params))
-        plans = compile_transform(ckpt, step.transform, resolved, held)
+        plans = compile_transform(snapshot.holding(held), step.transform, resolved)
         if step.judge is not None:  # judged on the bytes this fold holds, before any write
             # Deferred, as in effect_warnings: only a judged step loads the engine model.
             from patcher.engines.effects import patched_files
@@ -166,7 +168,7 @@ def _fold(
             # The first entry on a file records what the real one was upstream (a Hugging
             # Face cache link, its mtime), so a revert puts that back.
             link, mtime = (
-                _upstream_link_and_mtime(ckpt, retire, plan.path)
+                _upstream_link_and_mtime(snapshot, retire, plan.path)
                 if plan.path not in seen
                 else (None, None)
             )
@@ -194,15 +196,15 @@ def _fold(
 
 
 def plan_rebuild(
-    ckpt: Checkpoint,
-    journal: Journal,
+    snapshot: Snapshot,
     base: Mapping[str, bytes],
     steps: list[Step],
     retire: tuple[Entry, ...],
 ) -> Rebuild:
-    """Apply ``steps`` to ``base`` in memory, retiring ``retire`` (entries of ``journal``):
-    the change a rebuild would make to the checkpoint, with nothing written."""
-    made, held, keep = _fold(ckpt, base, steps, retire)
+    """Apply ``steps`` to ``base`` in memory, retiring ``retire`` (entries of the snapshot's
+    journal): the change a rebuild would make to the checkpoint, with nothing written."""
+    journal = snapshot.journal
+    made, held, keep = _fold(snapshot, base, steps, retire)
     created: list[Entry | None] = []
     next_id = journal.next_id()
     for entry in made:
@@ -211,7 +213,7 @@ def plan_rebuild(
     new_entries = [e for e in created if e is not None]
     touched = {r.path for e in [*new_entries, *retire] for r in e.files}
     final = {p: d for p in sorted(touched) if (d := held.get(p)) is not None}
-    current = {p: read_current(ckpt, p) for p in final}
+    current = {p: snapshot.read(p) for p in final}
     changing = {p: d for p, d in final.items() if current[p] != d}
     owner: dict[str, Entry] = {}
     for entry in new_entries:
@@ -263,16 +265,18 @@ def plan_rebuild(
 
 def rebuild(
     session: Session,
+    snapshot: Snapshot,
     base: Mapping[str, bytes],
     steps: list[Step],
     retire: tuple[Entry, ...],
     before_write: Callable[[Mapping[str, bytes]], None] | None = None,
 ) -> Rebuilt:
     """Apply ``steps`` to ``base`` in memory, then make the checkpoint that result in one
-    write-ahead step, retiring ``retire`` (see ``Rebuilt``). ``before_write`` is given the
-    files the rebuild leaves (path -> bytes) before anything is written: an error it raises
-    leaves the checkpoint and its journal as they were."""
-    change = plan_rebuild(session.checkpoint, session.journal, base, steps, retire)
+    write-ahead step, retiring ``retire`` (see ``Rebuilt``); ``snapshot``: the checkpoint as
+    ``session`` holds it (:meth:`Snapshot.of`), already read for ``base``. ``before_write``
+    is given the files the rebuild leaves (path -> bytes) before anything is written: an
+    error it raises leaves the checkpoint and its journal as they were."""
+    change = plan_rebuild(snapshot, base, steps, retire)
     if before_write is not None:
         before_write(change.final)
     return commit_rebuild(session, change)

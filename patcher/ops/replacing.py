@@ -25,8 +25,9 @@ from patcher.ops.rebuilding import (
 )
 from patcher.store.checkpoint import Checkpoint
 from patcher.store.file_status import refuse_unsettled_files
-from patcher.store.journal import Entry, Journal
-from patcher.store.session import read_journal, write_session
+from patcher.store.journal import Entry
+from patcher.store.session import write_session
+from patcher.store.snapshot import Snapshot
 from patcher.transforms.compiler import FilePlan
 from patcher.transforms.definition import Transform
 from patcher.transforms.params import ResolvedParams
@@ -54,13 +55,13 @@ def _plans(
 
 
 def _replacement(
-    ckpt: Checkpoint,
-    journal: Journal,
+    snapshot: Snapshot,
     transform: Transform,
     params: ResolvedParams,
     target: Mapping[str, Any] | None,
 ) -> tuple[Entry, Rebuild]:
-    """The entry replaced and the rebuild that replaces it, planned on ``journal``."""
+    """The entry replaced and the rebuild that replaces it, planned on ``snapshot``."""
+    ckpt, journal = snapshot.checkpoint, snapshot.journal
     mine = [e for e in journal.applied if e.transform == transform.name]
     if not mine:
         raise ConflictError(
@@ -76,9 +77,7 @@ def _replacement(
     )
     steps = [journalled_step(ckpt, e) for e in journal.applied if e.transform != transform.name]
     steps.append(Step(transform, dict(params.recorded), target))
-    return mine[-1], plan_rebuild(
-        ckpt, journal, upstream_bytes(ckpt, journal), steps, journal.applied
-    )
+    return mine[-1], plan_rebuild(snapshot, upstream_bytes(snapshot), steps, journal.applied)
 
 
 def replace_entry(
@@ -92,11 +91,11 @@ def replace_entry(
     """Replace the applied entry of ``transform`` with one for ``params`` (see the module);
     a dry run plans it in memory and writes nothing."""
     if dry_run:
-        old, change = _replacement(ckpt, read_journal(ckpt), transform, params, target)
+        old, change = _replacement(Snapshot(ckpt), transform, params, target)
         rebuilt = change.rebuilt
     else:
         with write_session(ckpt) as session:
-            old, change = _replacement(ckpt, session.journal, transform, params, target)
+            old, change = _replacement(Snapshot.of(session), transform, params, target)
             rebuilt = commit_rebuild(session, change)
     new = rebuilt.entries[-1]
     plans = _plans(

@@ -21,10 +21,10 @@ from patcher.results import JsonResult
 from patcher.store.change import Change, Keep, commit
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.file_status import file_states
-from patcher.store.files import read_current
 from patcher.store.fsio import sha256
 from patcher.store.journal import Entry, FileRecord, Journal, State, load_object
 from patcher.store.session import FileWrite, read_journal, write_session
+from patcher.store.snapshot import Snapshot
 from patcher.text.textdiff import unified
 
 
@@ -55,11 +55,11 @@ def restore_files(
     refused. A dry run takes no lock and writes nothing."""
     ckpt = open_checkpoint(checkpoint)
     if dry_run:
-        writes, _ = _plan_restore(ckpt, read_journal(ckpt), file)
+        writes, _ = _plan_restore(Snapshot(ckpt), file)
         return RestoreResult(ckpt.root, _shown(writes), True)
     with write_session(ckpt) as session:
         journal = session.journal
-        writes, owner = _plan_restore(ckpt, journal, file)
+        writes, owner = _plan_restore(Snapshot.of(session), file)
         if writes:
             # One pending record for the whole step: the entries that last patched the files
             # are "reapplying", with the bytes each file holds now and the patched bytes it
@@ -73,10 +73,9 @@ def restore_files(
     return RestoreResult(ckpt.root, _shown(writes), False)
 
 
-def _plan_restore(
-    ckpt: Checkpoint, journal: Journal, file: str | None
-) -> tuple[list[FileWrite], dict[str, Entry]]:
+def _plan_restore(snapshot: Snapshot, file: str | None) -> tuple[list[FileWrite], dict[str, Entry]]:
     """The writes that put the patched bytes back, and the entry that last patched each file."""
+    ckpt, journal = snapshot.checkpoint, snapshot.journal
     states = {f.path: f.state for f in file_states(ckpt, journal)}
     last: dict[str, FileRecord] = {}
     owner: dict[str, Entry] = {}
@@ -100,7 +99,7 @@ def _plan_restore(
     writes = []
     for path in last:
         if (file is None or path == file) and states.get(path) in ("changed", "missing"):
-            now = read_current(ckpt, path)
+            now = snapshot.read(path)
             writes.append(FileWrite(path, patched_bytes(ckpt, last[path]), expect=now, old=now))
     return writes, owner
 
@@ -160,11 +159,11 @@ def _put_upstream_back(ckpt: Checkpoint, paths: list[str], dry_run: bool) -> Rev
     step; the journal is unchanged (nothing applied, the files reverted). A dry run takes no
     lock and writes nothing."""
     if dry_run:
-        _, entries = _upstream_writes(ckpt, read_journal(ckpt), paths)
+        _, entries = _upstream_writes(Snapshot(ckpt), paths)
         return RevertResult("dry-run", ckpt.root, entries)
     with write_session(ckpt) as session:
         journal = session.journal
-        writes, entries = _upstream_writes(ckpt, journal, paths)
+        writes, entries = _upstream_writes(Snapshot.of(session), paths)
         # Pending as one step: each file's first entry "reverting" to the upstream bytes.
         ahead = journal
         for write, entry in zip(writes, entries, strict=True):
@@ -176,8 +175,10 @@ def _put_upstream_back(ckpt: Checkpoint, paths: list[str], dry_run: bool) -> Rev
 
 
 def _upstream_writes(
-    ckpt: Checkpoint, journal: Journal, paths: list[str]
+    snapshot: Snapshot, paths: list[str]
 ) -> tuple[list[FileWrite], tuple[EntryRevert, ...]]:
+    """The writes that put each path's upstream bytes (its first entry's) back."""
+    ckpt, journal = snapshot.checkpoint, snapshot.journal
     writes: list[FileWrite] = []
     entries: list[EntryRevert] = []
     for path in paths:
@@ -185,7 +186,7 @@ def _upstream_writes(
         record = first.file(path)
         assert record is not None
         data = load_object(ckpt.journal_dir, record.before, journal)
-        now = read_current(ckpt, path)
+        now = snapshot.read(path)
         writes.append(FileWrite(path, data, expect=now, link=record.link, old=now))
         change = FileRevert(path, "discarded", now, data, record.link)
         entries.append(EntryRevert(first.id, first.transform, (change,)))

@@ -15,7 +15,6 @@ from patcher.errors import ConflictError, JournalError
 from patcher.results import JsonResult, ShortRepr
 from patcher.store.change import Change, Keep, commit
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
-from patcher.store.files import read_current
 from patcher.store.fsio import Digest, sha256
 from patcher.store.journal import (
     Entry,
@@ -27,6 +26,7 @@ from patcher.store.journal import (
     now,
 )
 from patcher.store.session import FileWrite, Session, write_session
+from patcher.store.snapshot import Snapshot
 from patcher.text import jsontext, pointers, scanner
 from patcher.text.document import Op
 from patcher.text.replay import replay
@@ -377,19 +377,16 @@ class _Step:
 
 
 def _plan_all(
-    ckpt: Checkpoint,
-    journal: Journal,
-    chosen: list[Entry],
-    force: bool,
-    discard: bool,
-    rebuilt: RebuiltBytes,
+    snapshot: Snapshot, chosen: list[Entry], force: bool, discard: bool, rebuilt: RebuiltBytes
 ) -> _Step:
+    """Each chosen entry reverted in turn, in memory, on the files the ones before leave."""
+    ckpt = snapshot.checkpoint
     contents: dict[str, bytes | None] = {}
 
     def read(path: str) -> bytes | None:
-        return contents[path] if path in contents else read_current(ckpt, path)
+        return contents[path] if path in contents else snapshot.read(path)
 
-    step = _Step(journal, [], {}, {}, {})
+    step = _Step(snapshot.journal, [], {}, {}, {})
     for entry in chosen:
         planner = _Planner(ckpt, step.journal, force, read, rebuilt, discard)
         plan, updates = planner.plan(entry)
@@ -465,7 +462,7 @@ def revert_transforms(
     if dry_run:
         journal = load_journal(ckpt.journal_dir)
         chosen = _select(journal, target, last, every, ckpt, entries)
-        step = _plan_all(ckpt, journal, chosen, force, discard, rebuilt)
+        step = _plan_all(Snapshot(ckpt, journal), chosen, force, discard, rebuilt)
         return RevertResult(
             "dry-run" if step.plans else "nothing-to-do", ckpt.root, tuple(step.plans)
         )
@@ -475,7 +472,7 @@ def revert_transforms(
         return RevertResult("nothing-to-do", ckpt.root, ())  # and writes nothing
     with write_session(ckpt) as session:
         chosen = _select(session.journal, target, last, every, ckpt, entries)
-        step = _plan_all(ckpt, session.journal, chosen, force, discard, rebuilt)
+        step = _plan_all(Snapshot.of(session), chosen, force, discard, rebuilt)
         if chosen:
             _execute(session, step, chosen)
         return RevertResult(

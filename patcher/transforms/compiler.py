@@ -21,9 +21,8 @@ import jsonpatch
 
 from patcher.errors import DoesNotApplyError, InputFileError, TransformError
 from patcher.results import ShortRepr
-from patcher.store.checkpoint import Checkpoint
-from patcher.store.files import read_current
 from patcher.store.fsio import Digest, sha256
+from patcher.store.snapshot import Snapshot
 from patcher.text import jsontext, pointers, scanner
 from patcher.text.document import MISSING as _MISSING
 from patcher.text.document import Op, canonical, decode_text, json_problem, not_utf8
@@ -139,24 +138,19 @@ def _not_finite(value: Any) -> bool:
 class _Compiler:
     def __init__(
         self,
-        checkpoint: Checkpoint,
+        snapshot: Snapshot,
         transform: Transform,
         params: ResolvedParams,
-        held: Mapping[str, bytes | None] | None,
     ):
-        self.checkpoint = checkpoint
+        self.snapshot = snapshot
+        self.checkpoint = snapshot.checkpoint
         self.transform = transform
         self.params = params
-        self.held = held
         self.states: dict[str, _FileState] = {}
 
     def path(self, relative: str) -> Path:
         """Where ``relative`` is, for messages (held bytes stand for the checkpoint's file)."""
-        return (
-            self.checkpoint.root / relative
-            if self.held is not None
-            else self.checkpoint.path(relative)
-        )
+        return self.snapshot.path(relative)
 
     def fail(self, relative: str, pointer: str, problem: str) -> DoesNotApplyError:
         return _does_not_apply(
@@ -182,7 +176,7 @@ class _Compiler:
             return self.states[edit.file]
         path = self.path(edit.file)
         # A folder or a pipe in the file's place is refused, not skipped as a missing file.
-        data = _read(self.checkpoint, edit.file, self.held)
+        data = self.snapshot.read(edit.file)
         if data is None:
             if edit.optional:
                 return None
@@ -190,7 +184,7 @@ class _Compiler:
                 self.transform, str(path), "", "file not found, and this transform needs it"
             )
         hint = f"fix the file, then run: patcher apply {self.checkpoint.arg} {self.transform.name}"
-        link = None if self.held is not None else self.checkpoint.link_target(edit.file)
+        link = self.snapshot.link(edit.file)
         digest = Digest(data)  # hashed while the file is validated
         if edit.is_text:
             text = decode_text(data, str(path), hint)
@@ -417,12 +411,6 @@ def _default_named(op: Mapping[str, Any], defaulted: frozenset[str]) -> str | No
     return match.group(1) if match and match.group(1) in defaulted else None
 
 
-def _read(
-    checkpoint: Checkpoint, relative: str, held: Mapping[str, bytes | None] | None
-) -> bytes | None:
-    return read_current(checkpoint, relative) if held is None else held.get(relative)
-
-
 def _vocabulary_size(data: bytes | None) -> tuple[int, str] | None:
     """config.json's vocab_size (its text_config's for a multimodal config) and where, or
     None."""
@@ -440,18 +428,13 @@ def _vocabulary_size(data: bytes | None) -> tuple[int, str] | None:
     return None
 
 
-def _check_token_ids(
-    checkpoint: Checkpoint,
-    transform: Transform,
-    params: ResolvedParams,
-    held: Mapping[str, bytes | None] | None,
-) -> None:
+def _check_token_ids(snapshot: Snapshot, transform: Transform, params: ResolvedParams) -> None:
     """A token id given for a token-ids parameter must be inside the model's vocabulary: an
     id past it is one the model never generates, so an engine would never stop on it."""
     given = [p for p in transform.params if p.meaning == "token-ids" and p.name in params.recorded]
     if not given:
         return
-    if (found := _vocabulary_size(_read(checkpoint, "config.json", held))) is None:
+    if (found := _vocabulary_size(snapshot.read("config.json"))) is None:
         return
     size, pointer = found
     for param in given:
@@ -461,7 +444,7 @@ def _check_token_ids(
                 raise TransformError(
                     f"{transform.name}: parameter {param.name!r}: token id {token} is past the "
                     f"vocabulary (config.json vocab_size {size}): the model never generates it",
-                    file=str(checkpoint.root / "config.json"),
+                    file=str(snapshot.checkpoint.root / "config.json"),
                     pointer=pointer,
                     hint=f"give ids below {size}; the tokenizer's special tokens are in "
                     "tokenizer_config.json added_tokens_decoder",
@@ -469,13 +452,10 @@ def _check_token_ids(
 
 
 def compile_transform(
-    checkpoint: Checkpoint,
-    transform: Transform,
-    params: ResolvedParams,
-    held: Mapping[str, bytes | None] | None = None,
+    snapshot: Snapshot, transform: Transform, params: ResolvedParams
 ) -> tuple[FilePlan, ...]:
-    """Compile ``transform`` against the checkpoint's current files, or against ``held``
-    (path -> bytes, None or missing: absent; a rebuild's files in memory, which stand for the
-    checkpoint's and are plain, not links). Nothing is written."""
-    _check_token_ids(checkpoint, transform, params, held)
-    return _Compiler(checkpoint, transform, params, held).run()
+    """Compile ``transform`` against the files of ``snapshot``: the checkpoint's as it read
+    them, or bytes it holds in memory (a rebuild's, which stand for the checkpoint's and are
+    plain, not links). Nothing is written."""
+    _check_token_ids(snapshot, transform, params)
+    return _Compiler(snapshot, transform, params).run()

@@ -15,6 +15,7 @@ from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.hfcache import RepoRef
 from patcher.store.journal import load_journal
 from patcher.store.session import Session, read_journal, write_session
+from patcher.store.snapshot import Snapshot
 from patcher.transforms.catalog import find_transform
 from patcher.transforms.compiler import FilePlan, compile_transform
 from patcher.transforms.definition import Transform
@@ -28,7 +29,7 @@ def _planned(
     ckpt = open_checkpoint(kimi)
     transform = find_transform(name)
     resolved = resolve_params(transform, params or {})
-    plans = compile_transform(ckpt, transform, resolved)
+    plans = compile_transform(Snapshot(ckpt), transform, resolved)
     return ckpt, transform, resolved, plans
 
 
@@ -38,7 +39,7 @@ def test_a_planned_change_is_written_by_commit_alone(kimi: Path) -> None:
     ckpt, transform, resolved, plans = _planned(kimi, "strip-fp8-kv-cache")
     before = {p.name: p.read_bytes() for p in kimi.iterdir() if p.is_file()}
     with write_session(ckpt) as session:
-        change = plan_entry(ckpt, session.journal, transform, resolved.recorded, plans, None)
+        change = plan_entry(Snapshot.of(session), transform, resolved.recorded, plans, None)
         assert {p.name: p.read_bytes() for p in kimi.iterdir() if p.is_file()} == before
         assert not (kimi / ".patcher" / "objects").exists()
         done = commit(session, change)
@@ -54,12 +55,10 @@ def test_a_change_planned_on_another_journal_is_refused_with_nothing_written(
 ) -> None:
     ckpt, transform, resolved, plans = _planned(kimi, "strip-fp8-kv-cache")
     with write_session(ckpt) as session:
-        stale = plan_entry(ckpt, session.journal, transform, resolved.recorded, plans, None)
+        stale = plan_entry(Snapshot.of(session), transform, resolved.recorded, plans, None)
     ckpt2, other, params, other_plans = _planned(kimi, "set-torch-dtype", {"dtype": "float16"})
     with write_session(ckpt2) as session:
-        commit(
-            session, plan_entry(ckpt2, session.journal, other, params.recorded, other_plans, None)
-        )
+        commit(session, plan_entry(Snapshot.of(session), other, params.recorded, other_plans, None))
     before = {p.name: p.read_bytes() for p in kimi.iterdir() if p.is_file()}
     journal = (kimi / ".patcher" / "journal.json").read_bytes()
     with write_session(ckpt) as session, pytest.raises(ConflictError, match="journal changed"):

@@ -26,6 +26,7 @@ def test_a_refusal_in_a_rebuild_names_the_checkpoint(kimi: Path) -> None:
     from patcher.errors import DoesNotApplyError
     from patcher.ops.rebuilding import Step, rebuild, upstream_bytes
     from patcher.store.session import write_session
+    from patcher.store.snapshot import Snapshot
     from patcher.transforms.definition import parse_transform
 
     ckpt = open_checkpoint(kimi)
@@ -36,7 +37,8 @@ def test_a_refusal_in_a_rebuild_names_the_checkpoint(kimi: Path) -> None:
     )
     before = _everything(kimi)
     with pytest.raises(DoesNotApplyError) as raised, write_session(ckpt) as session:
-        rebuild(session, upstream_bytes(ckpt, session.journal), [Step(failing, {})], ())
+        snapshot = Snapshot.of(session)
+        rebuild(session, snapshot, upstream_bytes(snapshot), [Step(failing, {})], ())
     assert str(raised.value).startswith(f"{kimi / 'config.json'}")
     assert _everything(kimi) == before
 
