@@ -32,9 +32,7 @@ def test_held_bytes_stand_for_the_checkpoints_plain_files(kimi: Path) -> None:
     assert snapshot.path("config.json") == kimi / "config.json"
 
 
-def test_a_rebuild_reads_each_config_file_once(
-    kimi: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_rebuild_reads_each_config_file_once(kimi: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """upstream_bytes and plan_rebuild on one snapshot open each file once (they read the
     same files: the upstream bytes, then what each file holds now)."""
     opened: Counter[str] = Counter()
