@@ -33,19 +33,13 @@ from patcher.errors import (
     WriteError,
 )
 from patcher.ops.adding import ApplyResult
-from patcher.ops.applying import apply_transform as apply
-from patcher.ops.offline_diff import CheckpointDiff
-from patcher.ops.offline_diff import diff_checkpoint as diff
-from patcher.ops.planning import Plan, SyncResult
-from patcher.ops.planning import plan_checkpoint as plan
-from patcher.ops.planning import sync_checkpoint as sync
-from patcher.ops.reapplying import ReapplyResult
-from patcher.ops.reapplying import reapply_transforms as reapply
-from patcher.ops.rebasing import RebaseResult
-from patcher.ops.rebasing import rebase_checkpoint as rebase
+from patcher.ops.apply import apply
+from patcher.ops.diff import CheckpointDiff, diff
+from patcher.ops.reapply import ReapplyResult, reapply
+from patcher.ops.rebase import RebaseResult, rebase
 from patcher.ops.rebuilding import FileChange
-from patcher.ops.reverting import RevertResult
-from patcher.ops.reverting import revert_transforms as revert
+from patcher.ops.revert import RevertResult, revert
+from patcher.ops.sync import Plan, SyncResult, plan, sync
 from patcher.ops.upstream import UpstreamDiff, diff_upstream
 from patcher.store.file_status import Status
 from patcher.store.file_status import checkpoint_status as status

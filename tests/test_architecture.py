@@ -156,12 +156,12 @@ def test_the_checker_sees_function_level_and_relative_imports(tmp_path: Path) ->
     """The checker itself: an import inside a function counts, a TYPE_CHECKING one does not."""
     source = (
         "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from patcher.ops import planning\n"
+        "if TYPE_CHECKING:\n    from patcher.ops import sync\n"
         "def f():\n    from patcher.cli import render\n"
     )
     module = tmp_path / "m.py"
     module.write_text(source)
-    modules = {"patcher.cli.render": Path(), "patcher.ops.planning": Path()}
+    modules = {"patcher.cli.render": Path(), "patcher.ops.sync": Path()}
     assert runtime_imports("patcher.text.m", module, modules) == {"patcher.cli.render"}
 
 

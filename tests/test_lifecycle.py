@@ -11,7 +11,6 @@ import pytest
 
 from patcher import api
 from patcher.engines.target import make_target
-from patcher.ops.planning import plan_checkpoint, sync_checkpoint
 from tests.conftest import CONFIGS, SNAPSHOTS, Cli, tree_bytes
 
 
@@ -164,10 +163,10 @@ def test_bad_profiles_are_refused(
 
 def test_library_plan_and_sync_return_values(kimi: Path) -> None:
     target = make_target(engine="vllm==0.16.0", gpu="rtx-pro-6000", tensor_parallel=8)
-    plan = plan_checkpoint(kimi, target)
+    plan = api.plan(kimi, target)
     assert [a.name for a in plan.actions] == ["strip-fp8-kv-cache"] and not plan.in_sync
-    result = sync_checkpoint(kimi, target)
-    assert result.applied and plan_checkpoint(kimi, target).in_sync
+    result = api.sync(kimi, target)
+    assert result.applied and api.plan(kimi, target).in_sync
 
 
 def _new_upstream(root: Path, edit: Callable[[str], str]) -> bytes:

@@ -402,13 +402,13 @@ def bench_startup(work: Path, runs: int) -> list[str]:
 # imports only what they need and not typer, with the collector kept out as the script does.
 LEAN_APPLY = (
     "import gc; gc.disable(); import sys; sys.set_int_max_str_digits(0); "
-    "from patcher.ops.applying import apply_transform; gc.freeze(); gc.enable(); "
-    "apply_transform(sys.argv[1], sys.argv[2]); gc.freeze()"
+    "from patcher.ops.apply import apply; gc.freeze(); gc.enable(); "
+    "apply(sys.argv[1], sys.argv[2]); gc.freeze()"
 )
 LEAN_REVERT = (
     "import gc; gc.disable(); import sys; sys.set_int_max_str_digits(0); "
-    "from patcher.ops.reverting import revert_transforms; gc.freeze(); gc.enable(); "
-    "revert_transforms(sys.argv[1], last=True); gc.freeze()"
+    "from patcher.ops.revert import revert; gc.freeze(); gc.enable(); "
+    "revert(sys.argv[1], last=True); gc.freeze()"
 )
 
 # The same, after what any CLI built on typer imports first.

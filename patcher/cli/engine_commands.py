@@ -187,9 +187,9 @@ def plan(
     sync would refuse, plan refuses).
     """
     from patcher.cli import render
-    from patcher.ops.planning import plan_checkpoint
+    from patcher.ops.sync import plan
 
-    result = plan_checkpoint(
+    result = plan(
         checkpoint_arg(checkpoint, revision),
         target_from(ctx.params),
         prune=prune,
@@ -235,9 +235,9 @@ def sync(
     A second sync does nothing. If a step fails, the steps already done are undone.
     """
     from patcher.cli import render
-    from patcher.ops.planning import sync_checkpoint
+    from patcher.ops.sync import sync
 
-    result = sync_checkpoint(
+    result = sync(
         checkpoint_arg(checkpoint, revision),
         target_from(ctx.params),
         dry_run=dry_run,
@@ -390,7 +390,7 @@ def run(
     refuses before starting it).
     """
     from patcher.cli import render
-    from patcher.ops.running import plan_run
+    from patcher.ops.run import plan_run
 
     prepared = plan_run(
         command, engine=engine, gpu=gpu, profile=profile, check=check, dry_run=dry_run
@@ -403,7 +403,7 @@ def run(
         )
         return
     err(render.run_text(prepared))
-    from patcher.ops.running import hold_for_start, start_engine
+    from patcher.ops.run import hold_for_start, start_engine
 
     sys.stdout.flush()
     sys.stderr.flush()

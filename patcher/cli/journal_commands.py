@@ -120,10 +120,10 @@ def apply(
     on a YaRN config under vLLM before 0.30) is refused, naming the flag that works.
     """
     from patcher.cli import render
-    from patcher.ops.applying import apply_transform
+    from patcher.ops.apply import apply
     from patcher.transforms.params import parse_assignments
 
-    result = apply_transform(
+    result = apply(
         checkpoint_arg(checkpoint, revision),
         transform,
         parse_assignments(assignments or []),
@@ -177,9 +177,9 @@ def revert(
         err(f"usage error: {problem}")
         raise typer.Exit(EXIT_USAGE)
     from patcher.cli import render
-    from patcher.ops.reverting import revert_transforms
+    from patcher.ops.revert import revert
 
-    result = revert_transforms(
+    result = revert(
         checkpoint_arg(checkpoint, revision),
         name,
         last=last,
@@ -248,9 +248,9 @@ def diff(
         found = diff_upstream(checkpoint_arg(checkpoint, revision), repo)
         out(render.to_json(found.to_json()) if as_json else render.upstream_text(found))
     else:
-        from patcher.ops.offline_diff import diff_checkpoint
+        from patcher.ops.diff import diff
 
-        result = diff_checkpoint(checkpoint_arg(checkpoint, revision), structural=as_json)
+        result = diff(checkpoint_arg(checkpoint, revision), structural=as_json)
         out(render.to_json(result.to_json()) if as_json else render.diff_text(result))
     if upstream and (found.unexplained or (exit_code and found.files)):
         raise typer.Exit(EXIT_REFUSED)
@@ -263,9 +263,9 @@ def reapply(
 ) -> None:
     """Put the journal's transforms back after a re-download restored upstream files."""
     from patcher.cli import render
-    from patcher.ops.reapplying import reapply_transforms
+    from patcher.ops.reapply import reapply
 
-    result = reapply_transforms(checkpoint_arg(checkpoint, revision))
+    result = reapply(checkpoint_arg(checkpoint, revision))
     out(render.to_json(result.to_json()) if as_json else render.reapply_text(result))
 
 
@@ -292,9 +292,9 @@ def rebase(
     the one refs/main (or --to) names; the old revision is left as it is unless --revert-old.
     """
     from patcher.cli import render
-    from patcher.ops.rebasing import rebase_checkpoint
+    from patcher.ops.rebase import rebase
 
-    result = rebase_checkpoint(checkpoint_arg(checkpoint, revision), to=to, revert_old=revert_old)
+    result = rebase(checkpoint_arg(checkpoint, revision), to=to, revert_old=revert_old)
     out(render.to_json(result.to_json()) if as_json else render.rebase_text(result))
 
 
@@ -376,9 +376,9 @@ def forget(
     upload or a copy of the weights (hf upload --exclude '.patcher/*', rsync --exclude .patcher).
     """
     from patcher.cli import render
-    from patcher.ops.forgetting import forget_checkpoint
+    from patcher.ops.forget import forget
 
-    result = forget_checkpoint(checkpoint_arg(checkpoint, None), dry_run=dry_run, force=force)
+    result = forget(checkpoint_arg(checkpoint, None), dry_run=dry_run, force=force)
     out(render.to_json(result.to_json()) if as_json else render.forget_text(result))
 
 
@@ -406,12 +406,12 @@ def restore(
     file are reverted).
     """
     from patcher.cli import render
-    from patcher.ops.restoring import restore_files, restore_upstream
+    from patcher.ops.restore import restore, restore_upstream
 
     ckpt = checkpoint_arg(checkpoint, None)
     if upstream:
         back = restore_upstream(ckpt, file, dry_run=dry_run)
         out(render.to_json(back.to_json()) if as_json else render.revert_text(back))
         return
-    result = restore_files(ckpt, file, dry_run=dry_run)
+    result = restore(ckpt, file, dry_run=dry_run)
     out(render.to_json(result.to_json()) if as_json else render.restore_text(result))

@@ -19,14 +19,14 @@ if TYPE_CHECKING:  # only for annotations: `patcher status` must not import the 
     from patcher.engines.engine import Engine
     from patcher.engines.view import EngineView
     from patcher.ops.adding import ApplyResult
-    from patcher.ops.forgetting import ForgetResult
-    from patcher.ops.offline_diff import CheckpointDiff
-    from patcher.ops.planning import Plan, SyncResult
-    from patcher.ops.reapplying import ReapplyResult
-    from patcher.ops.rebasing import RebaseResult
-    from patcher.ops.restoring import RestoreResult
-    from patcher.ops.reverting import RevertResult
-    from patcher.ops.running import RunPlan
+    from patcher.ops.diff import CheckpointDiff
+    from patcher.ops.forget import ForgetResult
+    from patcher.ops.reapply import ReapplyResult
+    from patcher.ops.rebase import RebaseResult
+    from patcher.ops.restore import RestoreResult
+    from patcher.ops.revert import RevertResult
+    from patcher.ops.run import RunPlan
+    from patcher.ops.sync import Plan, SyncResult
     from patcher.ops.upstream import UpstreamDiff
     from patcher.store.file_status import Status
     from patcher.text.document import Op

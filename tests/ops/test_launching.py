@@ -318,7 +318,7 @@ def test_sync_rebuilds_once_and_refuses_before_it_writes(
     """After the first sync, a sync plans under its lock only (no proof of the plan
     first), and a launch it refuses (a context above what the engine derives) is refused
     with the checkpoint and its journal as they were."""
-    from patcher.ops import planning
+    from patcher.ops import sync as planning
 
     assert cli("apply", kimi, "drop-auto-map")[0] in (0, 3)
     proofs: list[object] = []

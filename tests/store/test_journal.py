@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from patcher import api
-from patcher.ops.reapplying import reapply_transforms
+from patcher.ops.reapply import reapply
 from patcher.store import journal
 from patcher.text import jsontext
 
@@ -84,7 +84,7 @@ def test_a_stack_reapplies_after_a_re_download(tmp_path: Path) -> None:
         api.apply(ckpt, transform)
     patched = (ckpt / "tokenizer.json").read_bytes()
     (ckpt / "tokenizer.json").write_bytes(original)  # what a fresh download leaves
-    reapply_transforms(ckpt)
+    reapply(ckpt)
     assert (ckpt / "tokenizer.json").read_bytes() == patched
 
 

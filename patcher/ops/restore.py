@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from patcher.errors import ConflictError
-from patcher.ops.reapplying import patched_bytes
-from patcher.ops.reverting import EntryRevert, FileRevert, RevertResult, revert_transforms
+from patcher.ops.reapply import patched_bytes
+from patcher.ops.revert import EntryRevert, FileRevert, RevertResult, revert
 from patcher.results import JsonResult
 from patcher.store.change import Change, Keep, commit
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
@@ -46,7 +46,7 @@ class RestoreResult(JsonResult):
         }
 
 
-def restore_files(
+def restore(
     checkpoint: Path | str, file: str | None = None, *, dry_run: bool = False
 ) -> RestoreResult:
     """Write the bytes patcher left back over every journalled file that was edited by hand
@@ -138,7 +138,7 @@ def restore_upstream(
     ids = tuple(e.id for e in journal.applied if any(r.path in chosen for r in e.files))
     if not ids:
         return RevertResult("nothing-to-do", ckpt.root, ())
-    return revert_transforms(checkpoint, entries=ids, discard=True, dry_run=dry_run)
+    return revert(checkpoint, entries=ids, discard=True, dry_run=dry_run)
 
 
 def _edited_unpatched(

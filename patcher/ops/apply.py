@@ -38,7 +38,7 @@ def _applied_otherwise(
     )
 
 
-def apply_transform(
+def apply(
     checkpoint: Path | str,
     transform: str | Path | Transform,
     params: Mapping[str, Any] | None = None,

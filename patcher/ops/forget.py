@@ -39,9 +39,7 @@ class ForgetResult(JsonResult):
         }
 
 
-def forget_checkpoint(
-    checkpoint: Path | str, *, dry_run: bool = False, force: bool = False
-) -> ForgetResult:
+def forget(checkpoint: Path | str, *, dry_run: bool = False, force: bool = False) -> ForgetResult:
     """Remove the checkpoint's journal, lock and stored originals (``.patcher/``), under the
     lock, only when no transform is applied: the files are then the upstream bytes, and the
     history has nothing left to undo. Refused while anything is applied, and, unless

@@ -69,7 +69,7 @@ def patched_bytes(checkpoint: Checkpoint, record: FileRecord, before: bytes | No
     return data
 
 
-def reapply_transforms(checkpoint: Path | str, *, revision: str | None = None) -> ReapplyResult:
+def reapply(checkpoint: Path | str, *, revision: str | None = None) -> ReapplyResult:
     """Put every applied transform back where its files are back to the original (upstream)
     bytes; files still as patcher left them are kept. All or nothing."""
     ckpt = open_checkpoint(checkpoint, revision)

@@ -441,7 +441,7 @@ def _execute(session: Session, step: _Step, chosen: list[Entry]) -> None:
     commit(session, Change(session.journal, ahead, tuple(writes), done, keep))
 
 
-def revert_transforms(
+def revert(
     checkpoint: Path | str,
     target: str | None = None,
     *,

@@ -143,7 +143,7 @@ def _plain(op: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in op.items() if not k.startswith("x-")}
 
 
-def plan_checkpoint(
+def plan(
     checkpoint: Path | str, target: Target, *, revision: str | None = None, prune: bool = False
 ) -> Plan:
     """Compare what is applied (transform and parameters) with what ``target`` needs plus the
@@ -299,7 +299,7 @@ def _why_not(entry: Entry, target: Target) -> str:
     return f"not wanted by {target.profile or 'the target'}"
 
 
-def sync_checkpoint(
+def sync(
     checkpoint: Path | str,
     target: Target,
     *,
@@ -316,7 +316,7 @@ def sync_checkpoint(
     With ``overlay``, the checkpoint (a read-only model store) is left untouched: the overlay
     folder (made if needed) gets links to its files and the patched copies. A dry run writes
     nothing and returns the files a real run would change, with their new bytes. Entries
-    applied by hand are kept unless ``prune`` (see :func:`plan_checkpoint`)."""
+    applied by hand are kept unless ``prune`` (see :func:`plan`)."""
     ckpt = open_checkpoint(checkpoint, revision)
     if overlay is not None:
         if not dry_run:

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from patcher.errors import ConflictError
-from patcher.ops.reapplying import patched_bytes
+from patcher.ops.reapply import patched_bytes
 from patcher.ops.rebuilding import journalled_step, rebuild, upstream_bytes
-from patcher.ops.reverting import revert_transforms
+from patcher.ops.revert import revert
 from patcher.results import JsonResult
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.files import read_current
@@ -127,7 +127,7 @@ def _conflicts(ckpt: Checkpoint, entry: Entry, record_new: Mapping[str, bytes | 
                 )
 
 
-def rebase_checkpoint(
+def rebase(
     checkpoint: Path | str,
     *,
     to: str | None = None,
@@ -189,7 +189,7 @@ def _carry(old: Checkpoint, new: Checkpoint, revert_old: bool) -> RebaseResult:
         snapshot = Snapshot.of(session)
         created = rebuild(session, snapshot, upstream_bytes(snapshot), steps, ()).entries
     if revert_old:
-        revert_transforms(old.root, every=True)
+        revert(old.root, every=True)
     return RebaseResult(new.root, _outcomes(applied, created), old.root, revert_old)
 
 

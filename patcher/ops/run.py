@@ -41,8 +41,8 @@ from patcher.engines.readings import assumed
 from patcher.engines.target import Target, make_target
 from patcher.errors import ConflictError, PatcherError, TargetError
 from patcher.ops.launching import Launch, plan_launch
-from patcher.ops.planning import Plan, plan_checkpoint, refuse_no_start, sync_checkpoint
 from patcher.ops.supervising import STOP_TIMEOUT, check_runnable, refuse_nul, supervise
+from patcher.ops.sync import Plan, plan, refuse_no_start, sync
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.lock import Shared, hold_shared
 from patcher.text.secrets import remember, secret_values
@@ -361,7 +361,7 @@ def plan_run(
         target = replace(target, flags=(*target.flags, *ep_words))
     planned: dict[str, bytes] = {}
     if check or dry_run:
-        proposed = sync_checkpoint(command.checkpoint, target, dry_run=True)
+        proposed = sync(command.checkpoint, target, dry_run=True)
         plan = proposed.plan
         planned = {c.path: c.after for c in proposed.files if c.after is not None}
         if check and not plan.in_sync:
@@ -372,7 +372,7 @@ def plan_run(
             )
         synced = False
     else:
-        result = sync_checkpoint(command.checkpoint, target)
+        result = sync(command.checkpoint, target)
         plan, synced = result.plan, bool(result.applied or result.reverted)
     ckpt = open_checkpoint(command.checkpoint)
     files = patched_files(read_config_files(ckpt), planned, "as sync would leave it")
@@ -527,7 +527,7 @@ def hold_for_start(run: RunPlan, seconds: float) -> Shared | None:
     held = hold_shared(checkpoint.journal_dir / "lock", why)
     if held is None:
         return None
-    if not plan_checkpoint(run.command.checkpoint, run.target).in_sync:
+    if not plan(run.command.checkpoint, run.target).in_sync:
         held.release()
         raise ConflictError(
             f"{run.command.checkpoint} changed after the sync (another patcher wrote it); "

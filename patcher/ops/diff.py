@@ -57,7 +57,7 @@ def _loads_replacing(data: bytes) -> Any:
     return json.loads(data.decode("utf-8", "replace"))
 
 
-def diff_checkpoint(
+def diff(
     checkpoint: Path | str, *, structural: bool = True, revision: str | None = None
 ) -> CheckpointDiff:
     """Compare every file the journal knows with its original (upstream) bytes, whoever
