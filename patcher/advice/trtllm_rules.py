@@ -9,7 +9,7 @@ source as the public-code index holds it (``trtllm-memory.json`` names the files
   the ``trtllm-serve`` flag that sets it;
 - the PyTorch backend's model registry (``_torch/models/modeling_auto.py``) and the TensorRT
   backend's converter registry (``models/automodel.py``) refuse an architecture each in its own
-  words: the first is an engine gap, the second has the PyTorch backend as a way out;
+  words: the first is an engine gap, the second may have the PyTorch backend as a way out;
 - ``LlmArgs`` refuses an option it does not have (an options file written for another
   release).
 """
@@ -91,15 +91,17 @@ def _no_model_class(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]
 
 
 def _no_converter(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    # Which release's PyTorch backend lists which architecture is not read (no wheel here):
+    # the way out is named with its condition, not as a fix (0.17's lists no DeepSeek-V3).
     return (
         f"TensorRT-LLM's TensorRT backend has no converter for {m.group(1)}; the PyTorch "
-        "backend keeps a model registry of its own",
+        "backend keeps a model registry of its own, unread here",
         [
             Fix(
-                "flag",
-                "--backend pytorch",
-                note=f"if its registry lists {m.group(1)} too; in Python, LLM(..., "
-                "backend='pytorch')",
+                "advice",
+                f"--backend pytorch (in Python, LLM(..., backend='pytorch')) where this "
+                f"release's PyTorch backend lists {m.group(1)}; if it answers 'Unknown "
+                "architecture for AutoModelForCausalLM', this release has no support for it",
             )
         ],
     )

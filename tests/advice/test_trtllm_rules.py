@@ -107,7 +107,7 @@ def test_the_pytorch_backends_missing_model_is_no_config_fix() -> None:
     assert "not a config problem" in diagnosis.cause
 
 
-def test_the_tensorrt_backends_missing_converter_points_at_the_pytorch_backend() -> None:
+def test_a_missing_converter_names_the_pytorch_backend_with_its_condition() -> None:
     log = (
         "ValueError: Inferred model format _ModelFormatKind.HF, but failed to load config.json: "
         "The given huggingface model architecture MiniMaxM2ForCausalLM is not supported in "
@@ -115,7 +115,8 @@ def test_the_tensorrt_backends_missing_converter_points_at_the_pytorch_backend()
     )
     diagnosis = diagnose_text(log)
     assert diagnosis.code == "trtllm-no-converter"
-    assert [f.text for f in diagnosis.fixes] == ["--backend pytorch"]
+    (fix,) = diagnosis.fixes  # a way out with its condition: the registry is not read
+    assert fix.kind == "advice" and fix.text.startswith("--backend pytorch")
 
 
 def test_an_option_of_another_release_is_named() -> None:
