@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import fnmatch
 import json
+import re
 import sys
 import zipfile
 from collections.abc import Iterator
@@ -169,6 +170,22 @@ class _Messages:
         if isinstance(node, ast.Call) and node.args and isinstance(node.func, ast.Name):
             if node.func.id in {"str", "repr"}:
                 return self.parts(node.args[0], depth + 1)
+        if isinstance(node, ast.Tuple) and node.elts:
+            # An exception raised with several arguments prints them as a tuple's repr:
+            # RuntimeError('a ', 'b') -> "('a ', 'b')".
+            tuple_out = ["("]
+            for index, element in enumerate(node.elts):
+                piece = self.parts(element, depth + 1)
+                if piece is None:
+                    piece = ["", _hole(element), ""]
+                elif len(piece) == 1:
+                    piece = ["'" + piece[0] + "'"]
+                else:
+                    piece = ["'" + piece[0], *piece[1:-1], piece[-1] + "'"]
+                joint = ", " if index else ""
+                tuple_out = [*tuple_out[:-1], tuple_out[-1] + joint + piece[0], *piece[1:]]
+            tuple_out[-1] += ")"
+            return tuple_out
         return None
 
 
@@ -253,6 +270,12 @@ def _callees(message: ast.expr, reader: _Messages) -> list[str]:
     return names
 
 
+def _worded(parts: list[str]) -> bool:
+    """Whether a message's literal text has a word to find it by (``assert a, (x, y)`` has
+    none: it prints only values)."""
+    return re.search(r"[A-Za-z]{2}", "".join(parts[::2])) is not None
+
+
 def templates_in(source: str, file: str) -> Iterator[dict[str, Any]]:
     """Each error message ``file``'s source can raise or log, as a template."""
     try:
@@ -265,7 +288,12 @@ def templates_in(source: str, file: str) -> Iterator[dict[str, Any]]:
         message: ast.expr | None = None
         kind: str | None = None
         if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
-            message, kind = node.exc.args[0], _exception_name(node.exc)
+            raised = node.exc.args
+            kind = _exception_name(node.exc)
+            if len(raised) == 1:
+                message = raised[0]
+            elif not any(isinstance(a, ast.Starred) for a in raised):
+                message = ast.Tuple(list(raised), ast.Load())
         elif isinstance(node, ast.Assert) and node.msg is not None:
             message, kind = node.msg, "AssertionError"
         elif (
@@ -288,7 +316,7 @@ def templates_in(source: str, file: str) -> Iterator[dict[str, Any]]:
             for name in _callees(message, reader):
                 built.setdefault(name, kind)
             continue
-        if not "".join(parts[::2]).strip():
+        if not _worded(parts):
             continue
         yield {
             "exception": kind,
@@ -305,7 +333,7 @@ def templates_in(source: str, file: str) -> Iterator[dict[str, Any]]:
         for node in ast.walk(helper):
             if isinstance(node, ast.Return) and node.value is not None:
                 parts = reader.parts(node.value)
-                if parts is not None and "".join(parts[::2]).strip():
+                if parts is not None and _worded(parts):
                     yield {
                         "exception": built[helper.name],
                         "parts": parts,

@@ -128,7 +128,12 @@ def explain_parallel(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
         if expert and re.search(r"\bep\b|ep_size|expert.?parallel", line, re.IGNORECASE):
             ep = _flag_word(engine, "--enable-expert-parallel", "--ep-size")
             fixes.append(
-                Fix("advice", f"drop {ep}", note=f"or an expert-parallel size dividing {total}")
+                Fix(
+                    "advice",
+                    f"drop {ep}",
+                    note=f"or an expert-parallel size dividing {total}; the attention heads "
+                    f"must still divide by {tp}",
+                )
             )
     if blocked:
         # vLLM sizes expert parallel itself (TP x DP); SGLang takes a size that must divide

@@ -61,8 +61,15 @@ _FRACTION = re.compile(r"mem_fraction_static=([\d.]+)")
 _DIVIDES = re.compile(r"assert\s+\(?([\w.\[\]()]+?)\)?\s*%\s*\(?([\w.\[\]()]+?)\)?\s*==\s*0")
 # vLLM's wrapper quoting a worker's error: "Worker failed with error 'MSG', please check ..."
 _QUOTED = re.compile(r"Worker failed with error '(.+?)'(?:, please check|$)")
+# The KV cache dtype the command line gave: vLLM's "non-default args: {...}" line and SGLang's
+# "server_args=ServerArgs(...)" line (both the user's flags, before any resolution).
+_KV_FLAG = re.compile(
+    r"(?:non-default args: \{.*?'kv_cache_dtype': '|ServerArgs\(.*?\bkv_cache_dtype=')(\w+)'"
+)
 _VERSION = re.compile(
-    r"(?:vLLM API server version|LLM engine \(v|vllm version)\s*v?"
+    # 0.19+ prints "vLLM server version X, serving model", or a banner whose line ends
+    # "█  version X" (entrypoints/utils.py: log_version_and_model)
+    r"(?:vLLM API server version|vLLM server version|LLM engine \(v|vllm version|█\s+version)\s*v?"
     r"(\d+\.\d+\.\d+(?:(?:a|b|rc|\.dev)\d+)?)"
 )
 
@@ -242,6 +249,21 @@ def _divisibility(asserted: tuple[str, str], line: str, ctx: LogContext) -> Diag
     )
 
 
+def _given_kv_dtype(found: Diagnosis, flag: str | None) -> Diagnosis:
+    """``found`` less the strip of the checkpoint's FP8 KV directive when the command line set
+    the KV dtype itself: the flag overrides the directive, so stripping it changes nothing."""
+    if flag is None or flag == "auto":
+        return found
+    kept = tuple(f for f in found.fixes if " strip-fp8-kv-cache" not in f.text)
+    if len(kept) == len(found.fixes):
+        return found
+    return replace(
+        found,
+        fixes=kept
+        or (Fix("flag", "--kv-cache-dtype auto", note=f"the log's command line set {flag}"),),
+    )
+
+
 def diagnose_lines(
     lines: Iterable[str], *, checkpoint: str = "CKPT", source: str = "-"
 ) -> Diagnosis:
@@ -258,6 +280,7 @@ def diagnose_lines(
     fraction: float | None = None
     loading = False
     asserted: tuple[str, str] | None = None  # the last ``assert a % b == 0`` a traceback echoed
+    kv_flag: str | None = None
     marked, heeded = _marked(), _heeded()
     for raw in bounded(lines):
         line = uncoloured(raw)
@@ -270,6 +293,8 @@ def diagnose_lines(
             loading = _LOADING.search(line) is not None
         if "mem_fraction_static=" in line and (ran := _FRACTION.search(line)):
             fraction = float(ran.group(1))
+        if "kv_cache_dtype" in line and (given := _KV_FLAG.search(line)):
+            kv_flag = given.group(1)
         if "avail mem=" in line:
             loaded = _LOADED.search(line)
             if loaded is not None and loaded.group(1) == "begin":
@@ -317,7 +342,9 @@ def diagnose_lines(
         if matched is not None:
             found, (code, _, explain) = matched
             cause, fixes = explain(found, ctx)
-            return Diagnosis(source, code, line.strip(), cause, tuple(fixes), version_text)
+            return _given_kv_dtype(
+                Diagnosis(source, code, line.strip(), cause, tuple(fixes), version_text), kv_flag
+            )
         if asserted is not None and line.strip().endswith("AssertionError"):
             return replace(
                 _divisibility(asserted, line.strip(), ctx), log=source, engine_version=version_text
@@ -332,7 +359,7 @@ def diagnose_lines(
         if known is None and asserted is not None and raised and raised["kind"] == "AssertionError":
             known = _divisibility(asserted, line.strip(), ctx)  # "12 is not divisible by 24"
         if known is not None:
-            return replace(known, log=source, engine_version=version_text)
+            return _given_kv_dtype(replace(known, log=source, engine_version=version_text), kv_flag)
         if root is None and (RAISED.match(line) or quoted is not None):
             root = (raw if quoted is not None else line).strip()
     return Diagnosis(source, None, root, "no failure the doctor knows", (), version_text)

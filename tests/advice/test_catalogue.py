@@ -355,6 +355,38 @@ def test_the_error_a_worker_wrapper_quotes_is_read() -> None:
     assert found.fixes[0].text == "--tensor-parallel-size 8"
 
 
+def test_the_recorder_reads_an_exception_raised_with_several_arguments_as_python_prints_it() -> (
+    None
+):
+    from tools.read_errors import templates_in
+
+    source = (
+        "def check(min_capability, capability):\n"
+        "    raise RuntimeError('Scheme is not supported for ',\n"
+        "        f'the current GPU. Min capability: {min_capability}. ',\n"
+        "        f'Current capability: {capability}.')\n"
+    )
+    (found,) = [t["parts"] for t in templates_in(source, "x.py")]
+    printed = str(
+        RuntimeError(
+            "Scheme is not supported for ",
+            "the current GPU. Min capability: 80. ",
+            "Current capability: 75.",
+        )
+    )
+    assert found[0] + "80" + found[2] + "75" + found[4] == printed
+
+
+def test_a_capability_message_raised_as_a_tuple_is_a_hardware_gap() -> None:
+    found = diagnose_text(
+        "(EngineCore_DP0 pid=585) ERROR 09-16 17:46:22 [core.py:718] RuntimeError: ("
+        "'Quantization scheme is not supported for ', 'the current GPU. Min capability: 80. ', "
+        "'Current capability: 75.')"
+    )
+    assert found.family is not None and found.family.answer == "none"
+    assert not any(f.kind in ("transform", "flag") for f in found.fixes)
+
+
 def test_the_recorder_follows_a_message_a_helper_builds() -> None:
     from tools.read_errors import templates_in
 

@@ -455,6 +455,61 @@ def test_bfloat16_flag_not_offered_to_vllm_014() -> None:
     assert any("strip-fp8-kv-cache" in f.text for f in found.fixes)
 
 
+@pytest.mark.parametrize(
+    ("args_line", "stripped"),
+    [
+        # vLLM's entrypoints/utils.py: logger.info("non-default args: %s", args)
+        (
+            "(APIServer pid=9) INFO 01-20 13:00:59 [utils.py:233] non-default args: {'model': "
+            "'/m/kimi', 'kv_cache_dtype': 'fp8', 'tensor_parallel_size': 8}",
+            False,
+        ),
+        # SGLang's server_args.py: logger.info(f"{server_args=}")
+        (
+            "[2026-01-20 13:00:59] server_args=ServerArgs(model_path='/m/kimi', "
+            "kv_cache_dtype='fp8_e4m3', tp_size=8)",
+            False,
+        ),
+        (
+            "(APIServer pid=9) INFO 01-20 13:00:59 [utils.py:233] non-default args: {'model': "
+            "'/m/kimi', 'tensor_parallel_size': 8}",
+            True,
+        ),
+        (
+            "[2026-01-20 13:00:59] server_args=ServerArgs(model_path='/m/kimi', "
+            "kv_cache_dtype='auto', tp_size=8)",
+            True,
+        ),
+    ],
+)
+def test_the_strip_is_not_offered_when_the_command_line_set_the_kv_dtype(
+    args_line: str, stripped: bool
+) -> None:
+    """A --kv-cache-dtype on the command line overrides the checkpoint's directive, so
+    stripping the directive would change nothing: the flag is the fix."""
+    found = diagnose_text(args_line + "\n" + _log(CASES[0][0]), checkpoint="/m/kimi")
+    assert found.code == CASES[0][1]
+    assert any("strip-fp8-kv-cache" in f.text for f in found.fixes) is stripped
+    assert any(f.kind == "flag" and "--kv-cache-dtype" in f.text for f in found.fixes)
+
+
+@pytest.mark.parametrize(
+    "version_line",
+    [
+        # vllm/entrypoints/utils.py @ 0.19.0: log_version_and_model, plain and as a banner
+        "(APIServer pid=9) INFO 04-08 05:31:30 [utils.py:299] vLLM server version 0.19.0, "
+        "serving model /m/kimi",
+        "(APIServer pid=9) INFO 04-08 05:31:30 [utils.py:299]  \x1b[33m▄▄\x1b[0m \x1b[34m▄█"
+        "\x1b[0m \x1b[37m█     █     █ ▀▄▀ █\x1b[0m  version \x1b[37m0.19.0\x1b[0m",
+    ],
+)
+def test_the_version_of_a_release_that_prints_a_banner_is_read(version_line: str) -> None:
+    log = _log(CASES[0][0]).replace(
+        "INFO 01-20 13:01:02 [api_server.py:1351] vLLM API server version 0.16.0", version_line
+    )
+    assert diagnose_text(log).engine_version == "0.19.0"
+
+
 def test_wrapper_quoting_the_root_cause_is_enough() -> None:
     log = (
         "ERROR 01-20 13:03:51 [multiproc_executor.py:526] Worker failed with error 'NVFP4 "
