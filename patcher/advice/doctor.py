@@ -27,6 +27,7 @@ from patcher.advice.log_lines import (
     RAISED,
     SGLANG_PREFIX,
     SOURCE,
+    VLLM_PREFIX,
     WRAPPERS,
     bounded,
     shown,
@@ -318,7 +319,7 @@ def diagnose_lines(
                 "sglang"
                 if "sglang" in line or SGLANG_PREFIX.match(line)
                 else "vllm"
-                if "vllm" in line
+                if "vllm" in line or VLLM_PREFIX.search(line)
                 else None
             )
         marked_line = marked.search(line) is not None

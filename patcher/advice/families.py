@@ -176,7 +176,10 @@ FAMILIES: tuple[Family, ...] = (
         _says(
             r"compute capability|\bsm[ _]?\d{2,3}|blackwell|hopper|ampere|volta|turing|"
             r"rocm|gfx\d|\bhip\b|\bnpu\b|\bxpu\b|\btpu\b|\bcpu\b|cuda \d|platform|"
-            r"device|\bgpu|\bamx\b|\bhpu\b|gaudi|triton|cutlass|flashinfer|kernel"
+            r"device|\bgpu|\bamx\b|\bhpu\b|gaudi|triton|cutlass|flashinfer|kernel|"
+            # compressed_tensors.py's _get_scheme_from_parts tries each scheme the release has,
+            # each gated on the GPU's capability: none left is a release or GPU gap
+            r"compatible scheme"
         ),
         explain_gap,
     ),

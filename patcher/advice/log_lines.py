@@ -36,6 +36,8 @@ RAISED = re.compile(
 # at error level); every other line is passed over with one search each.
 ERRORISH = ("rror", "xception", "ERROR", "CRITICAL", "Fallback")
 # SGLang's log prefix: "[2026-12-04 10:00:00 TP0] ".
+# vLLM's process prefixes (V1's front end, engine core and workers): the log is vLLM's.
+VLLM_PREFIX = re.compile(r"\((?:Worker|EngineCore|APIServer|VllmWorker)\S*\s+pid=\d+\)")
 SGLANG_PREFIX = re.compile(r"\[\d{4}-\d\d-\d\d [\d:]+(?: [A-Z]{2}\d+)*\] ")
 # Source lines a traceback echoes: they hold a message's text but are not the message.
 SOURCE = re.compile(r"^\s*(?:raise |assert |logger\.|log\.|File \"|\^|~|\w+ = f?[\"'])")

@@ -141,6 +141,26 @@ def test_a_hardware_gap_gets_no_config_fix() -> None:
     assert not any("patcher apply" in f.text for f in found.fixes)
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "NotImplementedError: No compressed-tensors compatible scheme was found.",
+        "NotImplementedError: No compressed-tensors compatible scheme was found for "
+        "layer_name=model.layers.0.mlp.experts, weight_quant=QuantizationArgs(num_bits=4), "
+        "input_quant=None, output_quant=None, format=mxfp4-pack-quantized",
+    ],
+)
+def test_no_scheme_a_release_has_for_the_quantization_is_a_gap_not_a_config_edit(
+    line: str,
+) -> None:
+    """vLLM's _get_scheme_from_parts tries every scheme of the release, each gated on the
+    GPU's capability: when none is left, no edit of quantization_config makes one."""
+    found = diagnose_text("(EngineCore_DP0 pid=1) ERROR 12-04 10:00:01 [core.py:708] " + line)
+    assert found.family is not None and found.family.answer == "none"
+    assert not any(f.kind in ("transform", "flag") for f in found.fixes)
+    assert found.template is not None and found.template.engine == "vllm"  # its prefix says
+
+
 def test_the_root_of_a_chained_traceback_wins_over_the_wrapper() -> None:
     log = "\n".join(
         [
