@@ -391,6 +391,17 @@ def explain_backend(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
                 ),
             ],
         )
+    a2a = re.search(r"a2a backend '?(\w+)", m.line)
+    if a2a and a2a.group(1) != "none" and _engine(m, ctx) == "sglang":
+        # SGLang's MoeRunner (moe_runner/runner.py): a runner with no core of its own runs only
+        # through a fused func registered for the all-to-all backend; "none" is the default.
+        fixes.append(
+            Fix(
+                "flag",
+                "--moe-a2a-backend none",
+                note=f"the runner has no fused kernel for the {a2a.group(1)} all-to-all",
+            )
+        )
     if not any(f.text.startswith(flag) for f in fixes):
         fixes.append(Fix("advice", f"drop {flag}", note="let the engine choose a kernel that runs"))
     return (f"the {kind} kernel backend chosen cannot run this model or GPU", _unique(fixes))

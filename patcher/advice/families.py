@@ -175,7 +175,7 @@ FAMILIES: tuple[Family, ...] = (
         "none",
         _says(
             r"compute capability|\bsm[ _]?\d{2,3}|blackwell|hopper|ampere|volta|turing|"
-            r"rocm|gfx\d|\bhip\b|\bnpu\b|\bxpu\b|\btpu\b|\bcpu\b|cuda \d|platform|"
+            r"rocm|gfx\d|\bhip\b|\bnpu\b|\bxpu\b|\btpu\b|\bcpu\b|\bmusa\b|cuda \d|platform|"
             r"device|\bgpu|\bamx\b|\bhpu\b|gaudi|triton|cutlass|flashinfer|kernel|"
             # compressed_tensors.py's _get_scheme_from_parts tries each scheme the release has,
             # each gated on the GPU's capability: none left is a release or GPU gap
@@ -235,7 +235,8 @@ FAMILIES: tuple[Family, ...] = (
             r"were provided|not an allowed|has been removed|can't be used|either|both|"
             r"\bmode\b|is not (?:a|an)\b|not (?:a )?multimodal|only choose|"
             r"should all be|isn't in|can't derive|supports only|speculative|\bis set\b|"
-            r"can only be set|is supported for|no loader provided"
+            r"can only be set|is supported for|no loader provided|does not yet support|"
+            r"must equal|supports \w+ in\b"
         ),
         explain_named_flags,
     ),
@@ -266,7 +267,7 @@ FAMILIES: tuple[Family, ...] = (
             or "/models/" in t.file
             or _says(
                 r"already|twice|mismatch|no free|out of range|limit|store|table|reused|not set yet|"
-                r"could not|failed"
+                r"could not|failed|do not match"
             )(t)
         ),
         explain_internal,

@@ -161,6 +161,17 @@ def test_no_scheme_a_release_has_for_the_quantization_is_a_gap_not_a_config_edit
     assert found.template is not None and found.template.engine == "vllm"  # its prefix says
 
 
+def test_a_moe_runner_without_a_kernel_for_the_all_to_all_gets_the_default_all_to_all() -> None:
+    """SGLang 0.5.8+'s MoeRunner (moe_runner/runner.py): a runner with no core of its own runs
+    only through a fused func registered for the all-to-all backend; "none" is the default."""
+    found = diagnose_text(
+        "[2026-12-04 10:00:01 TP0] NotImplementedError: Runner backend MoeRunnerBackend.MARLIN "
+        "requires a fused func for a2a backend deepep, but none is registered."
+    )
+    assert found.family is not None and found.family.name == "moe-backend"
+    assert any(f.kind == "flag" and f.text == "--moe-a2a-backend none" for f in found.fixes)
+
+
 def test_the_root_of_a_chained_traceback_wins_over_the_wrapper() -> None:
     log = "\n".join(
         [
