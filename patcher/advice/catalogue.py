@@ -106,15 +106,25 @@ def _fill(literals: tuple[str, ...], line: str) -> list[str] | None:
     start = 0
     for _attempt in range(8):
         at = line.find(literals[0], start)
+        if at < 0 and len(literals) == 1 and literals[0].endswith(".") and not start:
+            stem = literals[0].rstrip(".")  # a whole message quoted without its full stop
+            at = line.rfind(stem) if stem and line.rstrip().endswith(stem) else -1
+            return [] if at >= 0 else None
         if at < 0:
             return None
         cursor, values = at + len(literals[0]), []
-        for literal in literals[1:]:
-            if not literal and literal is literals[-1]:
+        for index, literal in enumerate(literals[1:], 1):
+            last = index == len(literals) - 1
+            if not literal and last:
                 values.append(line[cursor:])  # a trailing hole: the rest of the line
                 cursor = len(line)
                 continue
             found = line.find(literal, cursor)
+            if found < 0 and last and literal.endswith("."):
+                # quoted without its full stop (an issue title, a line cut at the sentence)
+                stem, end = literal.rstrip("."), len(line.rstrip())
+                found = end - len(stem) if stem and line[:end].endswith(stem) else -1
+                found = found if found >= cursor else -1
             if found < 0:
                 break
             values.append(line[cursor:found])

@@ -192,6 +192,21 @@ def test_the_root_of_a_chained_traceback_wins_over_the_wrapper() -> None:
     assert found.error is not None and found.error.startswith("ValueError: Total number")
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ValueError: Total number of attention heads (28) must be divisible by tensor parallel "
+        "size (8)",
+        "NotImplementedError: No compressed-tensors compatible scheme was found",
+    ],
+)
+def test_a_message_quoted_without_its_full_stop_is_read_whole(line: str) -> None:
+    found = diagnose_text(line)
+    assert found.template is not None, found
+    assert "read from its words" not in found.cause
+    assert found.template.text.endswith(".") and not line.endswith(".")
+
+
 def test_a_line_cut_short_still_names_the_message() -> None:
     # A log viewer's cut, or a terminal's wrap: the start of a long message is enough.
     template = next(
