@@ -59,13 +59,15 @@ def _memory(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     fixes: list[Fix] = []
     for option, flag in _FLAGS.items():
         if option in suggestion:
-            value = _LOWER.get(flag, "N")
+            value = _LOWER.get(flag)
             fixes.append(
                 Fix(
                     "flag",
-                    f"{flag} {value}",
-                    note="below the value it ran with"
-                    + ("" if value != "N" else " (the log does not show it)"),
+                    f"{flag} {value or 'N'}",
+                    # the log does not show the value it ran with: below the default, or N
+                    note="below trtllm-serve's default (lower still if it ran with less)"
+                    if value
+                    else "N below the value it ran with (the log does not show it)",
                 )
             )
     if "tensor parallelism" in suggestion:

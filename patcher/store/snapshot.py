@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from patcher.store.checkpoint import Checkpoint
@@ -34,21 +35,16 @@ class Snapshot:
     held: Mapping[str, bytes | None] | None = None
     _bytes: dict[str, bytes | None] = field(default_factory=dict, repr=False)
     _links: dict[str, str | None] = field(default_factory=dict, repr=False)
-    _journal: list[Journal] = field(default_factory=list, repr=False)
 
     @classmethod
     def of(cls, session: Session) -> Snapshot:
         """The checkpoint as ``session`` holds it: its journal, read under the lock."""
         return cls(session.checkpoint, session.journal)
 
-    @property
+    @cached_property
     def journal(self) -> Journal:
-        """The journal the plan is made on."""
-        if self.given is not None:
-            return self.given
-        if not self._journal:
-            self._journal.append(read_journal(self.checkpoint))
-        return self._journal[0]
+        """The journal the plan is made on (read once, when first asked for)."""
+        return self.given if self.given is not None else read_journal(self.checkpoint)
 
     def read(self, relative: str) -> bytes | None:
         """The bytes of ``relative`` (through a link), None when it is missing: read from
