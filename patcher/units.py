@@ -12,7 +12,8 @@ KIB = 1024
 MIB = 1024**2
 GIB = 1024**3
 
-_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(gib|gb|g|mib|mb|tib|tb)?\s*", re.IGNORECASE)
+# Compiled on first use (re caches it), not on import: every command imports this module.
+_SIZE = r"(?i)\s*([0-9]+(?:\.[0-9]+)?)\s*(gib|gb|g|mib|mb|tib|tb)?\s*"
 _UNITS = {
     None: 1.0,
     "gib": 1.0,
@@ -30,7 +31,7 @@ def parse_size_gib(text: str | float, what: str) -> float:
     if isinstance(text, int | float):
         value = float(text)
     else:
-        match = _SIZE.fullmatch(text)
+        match = re.fullmatch(_SIZE, text)
         if not match:
             raise TargetError(
                 f"cannot read {what} {text!r}",

@@ -9,6 +9,9 @@ results), text, store, transforms, engines, advice, ops, cli, and the faces (the
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -212,3 +215,46 @@ def test_a_checkpoint_never_climbs_back_up_a_layer(argv: list[str]) -> None:
     found = walk(argv)
     assert found["climbs"] == []
     assert 0 < len(found["rooms"]) <= 14, found["rooms"]
+
+
+_LOADED = """
+import sys
+from patcher.cli.app import main
+sys.argv = ["patcher", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as done:
+    assert not done.code, done.code
+print(" ".join(sorted(m for m in sys.modules if m.startswith("patcher."))))
+"""
+
+
+def _loaded(*argv: str | Path) -> set[str]:
+    """The package's modules a ``patcher`` command loads, run in a process of its own."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", _LOADED, *map(str, argv)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    return set(done.stdout.strip().splitlines()[-1].split())
+
+
+def test_a_plain_apply_and_revert_load_only_what_they_use(kimi: Path) -> None:
+    """A new entry does not load the rebuild machinery, and reverting it (the kept original
+    written back) does not load the JSON scanner or the patch replay: each is several ms of
+    every such command's start (docs/benchmark.md). A replacement and a revert under a later
+    entry still load them, and work."""
+    applied = _loaded("apply", kimi, "strip-fp8-kv-cache", "--json")
+    assert "patcher.ops.apply" in applied
+    assert not applied & {"patcher.ops.replacing", "patcher.ops.rebuilding"}
+    reverted = _loaded("revert", kimi, "--last", "--json")
+    assert "patcher.ops.revert" in reverted
+    assert not reverted & {"patcher.text.jsontext", "patcher.text.replay"}
+
+    _loaded("apply", kimi, "strip-fp8-kv-cache")
+    _loaded("apply", kimi, "set-context-length", "--set", "length=131072")
+    under = _loaded("revert", kimi, "strip-fp8-kv-cache")
+    assert {"patcher.text.jsontext", "patcher.text.replay"} <= under

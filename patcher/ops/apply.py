@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from patcher.engines.engine import parse_engine
 from patcher.ops.adding import ApplyResult, add_entry, effect_warnings, same_definition
-from patcher.ops.replacing import replace_entry
 from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.fsio import check_real_dir
 from patcher.store.overlay import make_overlay
@@ -94,6 +93,10 @@ def _apply(
     chosen = transform if isinstance(transform, Transform) else find_transform(str(transform))
     resolved = resolve_params(chosen, params or {})
     if not stack and _applied_otherwise(ckpt, chosen, resolved.recorded):
+        # Imported here: a replacement brings the rebuild machinery, which a new entry (the
+        # common apply) does not need (about 5 ms of every apply's start; docs/benchmark.md).
+        from patcher.ops.replacing import replace_entry
+
         warnings: tuple[str, ...] = ()
         if chosen.effects or dry_run:  # judged on the predicted bytes, before any write
             preview = replace_entry(ckpt, chosen, resolved, dry_run=True, target=target)

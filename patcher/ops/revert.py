@@ -9,7 +9,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from patcher.errors import ConflictError, JournalError
 from patcher.results import JsonResult, ShortRepr
@@ -27,10 +27,16 @@ from patcher.store.journal import (
 )
 from patcher.store.session import FileWrite, Session, write_session
 from patcher.store.snapshot import Snapshot
-from patcher.text import jsontext, pointers, scanner
+from patcher.text import pointers
 from patcher.text.document import Op
-from patcher.text.replay import replay
 from patcher.text.textdiff import unified
+
+if TYPE_CHECKING:
+    from patcher.text import jsontext
+
+# The JSON scanner and the patch replay (patcher.text.jsontext, .replay) are imported where a
+# revert needs them: under a later entry, or forced. The common revert writes the kept
+# original back and needs neither (about 4 ms of every revert's start; docs/benchmark.md).
 
 How = Literal["original", "previous", "inverse", "forced", "discarded", "already-original"]
 
@@ -110,6 +116,8 @@ def _overlap(a: Op, b: Op, doc: jsontext.JsonText) -> bool:
 
 def _kind(doc: jsontext.JsonText, pointer: str) -> str | None:
     """What is at ``pointer`` (located in the bytes); None when nothing, or not JSON."""
+    from patcher.text import jsontext, scanner
+
     try:
         return doc.kind(pointer)
     except (scanner.JsonSyntaxError, jsontext.DuplicateKeyError, RecursionError, ValueError):
@@ -219,6 +227,8 @@ class _Planner:
         original = self.original(record.before)
         if record.kind == "text":
             return str(record.forward[-1]["value"]).encode("utf-8")
+        from patcher.text.replay import replay
+
         path = str(self.checkpoint.path(record.path))
         return replay(original, record.forward, file=path, strict=False, hint="").data
 
@@ -235,6 +245,9 @@ class _Planner:
             if not later:
                 files.append(self.plan_alone(entry, record, current, current_sha))
                 continue
+            from patcher.text import jsontext
+            from patcher.text.replay import replay
+
             current_doc = jsontext.JsonText(current or b"null")  # scanned only where asked
             for other in later:
                 other_record = other.file(record.path)
@@ -356,6 +369,8 @@ class _Planner:
 
     def replayed(self, record: FileRecord, current: bytes) -> FileRevert:
         """A forced revert of a JSON file: its inverse patch, where it still matches."""
+        from patcher.text.replay import replay
+
         path = str(self.checkpoint.path(record.path))
         result = replay(current, record.inverse, file=path, strict=False, hint="")
         new = result.data

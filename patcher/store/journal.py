@@ -194,6 +194,9 @@ def load_journal(directory: Path) -> Journal:
             file=path,
             hint="run patcher as a user who can read the checkpoint, or fix its permissions",
         ) from None
+    parsed = _PARSED.get(path)
+    if parsed is not None and parsed[0] == data:
+        return parsed[1]
     try:
         raw = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
@@ -228,7 +231,17 @@ def load_journal(directory: Path) -> Journal:
         raise _damaged(path, "upstream is not a repository and revision")
     _remember_lines(data, entries)
     repo = RepoRef(upstream["repo"], upstream["revision"]) if upstream else None
-    return Journal(entries, repo)
+    journal = Journal(entries, repo)
+    if len(_PARSED) >= 16:
+        _PARSED.clear()
+    _PARSED[path] = (data, journal)
+    return journal
+
+
+# The last journal read from each file, with its bytes: a command reads its journal once to
+# look and again under the lock, and the second read, finding the same bytes, skips parsing
+# and checking every entry again (a Journal is immutable, so one can be handed out twice).
+_PARSED: dict[Path, tuple[bytes, Journal]] = {}
 
 
 def _remember_lines(data: bytes, entries: tuple[Entry, ...]) -> None:

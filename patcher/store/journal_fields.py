@@ -5,6 +5,7 @@ action or a crash further on."""
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -38,8 +39,13 @@ def _is_int(value: Any) -> bool:
 
 
 def _is_pointer(value: Any) -> bool:
-    if not isinstance(value, str):
-        return False
+    return isinstance(value, str) and _pointer_ok(value)
+
+
+# Cached: a journal names the same few files and pointers in entry after entry, and every
+# command reads it whole (apply and revert read it twice).
+@functools.lru_cache(maxsize=4096)
+def _pointer_ok(value: str) -> bool:
     try:
         split_pointer(value)
     except PointerError:
@@ -61,16 +67,23 @@ def _ops(raw: Any, what: str) -> None:
 def _record_path(value: Any) -> None:
     """A file a journal may name: a short relative path inside the checkpoint, no '..', not
     in .patcher/, no weight file (``name_problem``), each part a name a filesystem holds."""
-    expect(
-        isinstance(value, str) and value.isprintable(), f"file path {_shown(value)} is not a name"
-    )
+    problem = _path_problem(value) if isinstance(value, str) else " is not a name"
+    if problem is not None:  # the message is made only for a bad path: journals are long
+        raise ValueError(f"file path {_shown(value)}{problem}")
+
+
+@functools.lru_cache(maxsize=1024)
+def _path_problem(value: str) -> str | None:
+    """What is wrong with ``value`` as a recorded path (the message's tail), None: nothing."""
+    if not value.isprintable():
+        return " is not a name"
     problem = name_problem(value)
-    expect(problem is None, f"file path {_shown(value)}: {problem and problem[0]}")
+    if problem is not None:
+        return f": {problem[0]}"
     encoded = value.encode("utf-8", "surrogatepass")
-    expect(
-        len(encoded) <= _MAX_PATH and all(len(p) <= _MAX_PART for p in encoded.split(b"/")),
-        f"file path {_shown(value)} is longer than a filesystem holds",
-    )
+    if len(encoded) > _MAX_PATH or any(len(p) > _MAX_PART for p in encoded.split(b"/")):
+        return " is longer than a filesystem holds"
+    return None
 
 
 def check_file(raw: Any) -> None:
@@ -94,7 +107,8 @@ def check_file(raw: Any) -> None:
 def check_entry(raw: Any) -> None:
     """Check an entry's own fields (its file records: :func:`check_file`)."""
     expect(isinstance(raw, dict), "an entry is not an object")
-    expect(raw["state"] in STATES, f"unknown state {_shown(raw['state'])}")
+    if raw["state"] not in STATES:
+        raise ValueError(f"unknown state {_shown(raw['state'])}")
     expect(_is_int(raw["id"]), "id is not a number")
     expect(isinstance(raw["params"], dict), "params is not an object")
     expect(isinstance(raw["files"], list), "files is not a list")

@@ -13,7 +13,6 @@ checkpoint's files: they are plain files there, with no link and no mtime of the
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -24,17 +23,25 @@ from patcher.store.journal import Journal
 from patcher.store.session import Session, read_journal
 
 
-@dataclass(frozen=True, eq=False)
 class Snapshot:
     """``checkpoint``'s journal and files as one plan reads them (see the module). The
     journal is the session's (read under the lock), or, for a look without one, read when
     first asked for."""
 
-    checkpoint: Checkpoint
-    given: Journal | None = None
-    held: Mapping[str, bytes | None] | None = None
-    _bytes: dict[str, bytes | None] = field(default_factory=dict, repr=False)
-    _links: dict[str, str | None] = field(default_factory=dict, repr=False)
+    # A plain class, not a frozen dataclass: every command imports this module, and defining
+    # a frozen dataclass costs about 0.7 ms (docs/benchmark.md). Nothing assigns to it after
+    # __init__; what it has read is kept in the two dicts.
+    def __init__(
+        self,
+        checkpoint: Checkpoint,
+        given: Journal | None = None,
+        held: Mapping[str, bytes | None] | None = None,
+    ) -> None:
+        self.checkpoint = checkpoint
+        self.given = given
+        self.held = held
+        self._bytes: dict[str, bytes | None] = {}
+        self._links: dict[str, str | None] = {}
 
     @classmethod
     def of(cls, session: Session) -> Snapshot:
