@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from patcher.errors import InputFileError
 from patcher.store.checkpoint import Checkpoint
 from patcher.store.jsonfile import read_config
-from patcher.text.document import BOM
+from patcher.text.document import BOM, json_problem
+
+if TYPE_CHECKING:
+    from patcher.store.snapshot import Snapshot
 
 ENGINE_FILES = ("config.json", "hf_quant_config.json")
 GENERATION_FILE = "generation_config.json"  # read for request defaults; the engine starts without
@@ -95,8 +99,10 @@ def config_files(
     config: dict[str, Any] | None,
     hf_quant: dict[str, Any] | None,
     generation: dict[str, Any] | None,
+    bom: frozenset[str] | None = None,
 ) -> ConfigFiles:
-    """The engine model's view of the checkpoint's files, given them parsed; a file that is
+    """The engine model's view of the checkpoint's files, given them parsed (and ``bom``, the
+    files that start with a byte-order mark; read from the disk when not given); a file that is
     JSON but not an object (``[]``) is refused naming it, as the engines refuse it."""
     for name, value in zip(READ_FILES, (config, hf_quant, generation), strict=True):
         if value is not None and not isinstance(value, dict):
@@ -111,11 +117,40 @@ def config_files(
         hf_quant,
         str(checkpoint.path("config.json")),
         has_safetensors(checkpoint),
-        frozenset(name for name in MARKED_FILES if starts_with_bom(checkpoint, name)),
+        frozenset(name for name in MARKED_FILES if starts_with_bom(checkpoint, name))
+        if bom is None
+        else bom,
         generation,
     )
 
 
 def read_config_files(checkpoint: Checkpoint) -> ConfigFiles:
     """The files the engine model reads, from the checkpoint as it is now."""
-    return config_files(checkpoint, *(_load(checkpoint, name) for name in READ_FILES))
+    config, hf_quant, generation = (_load(checkpoint, name) for name in READ_FILES)
+    return config_files(checkpoint, config, hf_quant, generation)
+
+
+def snapshot_config_files(snapshot: Snapshot) -> ConfigFiles:
+    """The files the engine model reads, from the bytes ``snapshot`` holds: the ones the plan
+    made on it edits, never a second read of the disk that another process may have changed
+    in between. A file there that is not JSON is refused naming it. ``snapshot`` is over the
+    checkpoint (a held one has only the files its fold holds)."""
+    assert snapshot.held is None, "the checkpoint's files, not a fold's"
+    checkpoint = snapshot.checkpoint
+
+    def parsed(name: str) -> Any:
+        data = snapshot.read(name)
+        if data is None:
+            return None
+        try:
+            return json.loads(data)
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            raise InputFileError(
+                f"not valid JSON ({json_problem(exc)})",
+                file=checkpoint.root / name,
+                hint="fix the file, then run the command again",
+            ) from None
+
+    config, hf_quant, generation = (parsed(name) for name in READ_FILES)
+    bom = frozenset(name for name in MARKED_FILES if (snapshot.read(name) or b"")[:3] == BOM)
+    return config_files(checkpoint, config, hf_quant, generation, bom)

@@ -104,7 +104,7 @@ def _same_applied(journal: Journal, transform: Transform, params: Mapping[str, A
 
 
 def effect_warnings(
-    checkpoint: Checkpoint,
+    snapshot: Snapshot,
     transform: Transform,
     values: Mapping[str, Any],
     plans: tuple[FilePlan, ...],
@@ -113,16 +113,17 @@ def effect_warnings(
 ) -> tuple[str, ...]:
     """Refuse when ``engine`` ignores the edit or would no longer start after it; without one,
     warn about the sampled versions where that happens (for transforms declaring effects).
-    ``before``: the files the edit applies to, where they are not the checkpoint's as they
-    are (a rebuild's fold)."""
+    ``before``: the files the edit applies to, where they are not the snapshot's (a rebuild's
+    fold)."""
     if not plans or (engine is None and not transform.effects):
         return ()
     # Deferred: only a judged edit loads the engine model; saves a plain apply ~25 ms.
     from patcher.engines.effects import SAMPLED_VLLM, judge_edit, patched_files, version_ranges
-    from patcher.engines.files import read_config_files
+    from patcher.engines.files import snapshot_config_files
 
+    checkpoint = snapshot.checkpoint
     if before is None:
-        before = read_config_files(checkpoint)
+        before = snapshot_config_files(snapshot)
     after = patched_files(before, {p.path: p.after for p in plans if p.kind == "json"})
     verdict = judge_edit(transform, values, before, after, [engine] if engine else SAMPLED_VLLM)
     missed, refused = verdict.missed, verdict.refused
@@ -223,8 +224,9 @@ def add_entry(
     """Apply ``chosen`` with ``resolved`` parameters as a new journal entry (on top of any
     entry it has already); with ``dry_run``, only say what it would write. ``judge``: refuse
     the edit when that engine would not derive its declared effect."""
-    plans = compile_transform(Snapshot(ckpt), chosen, resolved)
-    warnings = effect_warnings(ckpt, chosen, resolved.values, plans, judge)
+    looked = Snapshot(ckpt)
+    plans = compile_transform(looked, chosen, resolved)
+    warnings = effect_warnings(looked, chosen, resolved.values, plans, judge)
     if dry_run:
         outcome: ApplyOutcome = "dry-run" if plans else "nothing-to-do"
         return ApplyResult(outcome, ckpt.root, chosen, resolved.recorded, plans, None, warnings)

@@ -14,6 +14,7 @@ from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.fsio import check_real_dir
 from patcher.store.overlay import make_overlay
 from patcher.store.session import read_journal
+from patcher.store.snapshot import Snapshot
 from patcher.text.document import canonical
 from patcher.transforms.catalog import find_transform
 from patcher.transforms.definition import Transform
@@ -100,7 +101,9 @@ def _apply(
         warnings: tuple[str, ...] = ()
         if chosen.effects or dry_run:  # judged on the predicted bytes, before any write
             preview = replace_entry(ckpt, chosen, resolved, dry_run=True, target=target)
-            warnings = effect_warnings(ckpt, chosen, resolved.values, preview.files, judge)
+            warnings = effect_warnings(
+                Snapshot(ckpt), chosen, resolved.values, preview.files, judge
+            )
             if dry_run:
                 return replace(preview, warnings=warnings)
         done = replace_entry(ckpt, chosen, resolved, dry_run=False, target=target)

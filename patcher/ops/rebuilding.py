@@ -140,19 +140,18 @@ def _fold(
     made: list[Entry | None] = []
     keep: list[bytes] = []
     seen: set[str] = set()
-    ckpt = snapshot.checkpoint
-    files: ConfigFiles | None = None  # the checkpoint's, read once if a step is judged
+    files: ConfigFiles | None = None  # the snapshot's, parsed once if a step is judged
     for step in steps:
         resolved = resolve_params(step.transform, dict(step.params))
         plans = compile_transform(snapshot.holding(held), step.transform, resolved)
         if step.judge is not None:  # judged on the bytes this fold holds, before any write
             # Deferred, as in effect_warnings: only a judged step loads the engine model.
             from patcher.engines.effects import patched_files
-            from patcher.engines.files import read_config_files
+            from patcher.engines.files import snapshot_config_files
 
-            files = read_config_files(ckpt) if files is None else files
+            files = snapshot_config_files(snapshot) if files is None else files
             folded = patched_files(files, {p: d for p, d in held.items() if d is not None})
-            effect_warnings(ckpt, step.transform, resolved.values, plans, step.judge, folded)
+            effect_warnings(snapshot, step.transform, resolved.values, plans, step.judge, folded)
         recorded = canonical(dict(resolved.recorded))
         if not plans or any(
             e is not None

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from patcher.engines.effects import patched_files
-from patcher.engines.files import MARKED_FILES, ConfigFiles, read_config_files
+from patcher.engines.files import MARKED_FILES, ConfigFiles, snapshot_config_files
 from patcher.engines.model import derive
 from patcher.engines.readings import assumed
 from patcher.engines.target import Target
@@ -37,7 +37,7 @@ from patcher.store.checkpoint import Checkpoint, open_checkpoint
 from patcher.store.file_status import FileStatus, file_states, refuse_unsettled_files
 from patcher.store.journal import Entry, Journal, originals
 from patcher.store.overlay import existing_overlay, make_overlay
-from patcher.store.session import read_journal, write_session
+from patcher.store.session import write_session
 from patcher.store.snapshot import Snapshot
 from patcher.text.document import canonical
 from patcher.text.pointers import join_pointer
@@ -132,10 +132,13 @@ class SyncResult(JsonResult):
         }
 
 
-def upstream_files(checkpoint: Checkpoint, journal: Journal) -> ConfigFiles:
-    """The engine's files as upstream shipped them: the journal's originals where patched."""
-    upstream = {n: d for n, d in originals(checkpoint, journal).items() if n in MARKED_FILES}
-    return patched_files(read_config_files(checkpoint), upstream, "as upstream shipped it")
+def upstream_files(snapshot: Snapshot) -> ConfigFiles:
+    """The engine's files as upstream shipped them: the journal's originals where patched,
+    the snapshot's files elsewhere."""
+    journal = snapshot.journal
+    kept = originals(snapshot.checkpoint, journal)
+    upstream = {n: d for n, d in kept.items() if n in MARKED_FILES}
+    return patched_files(snapshot_config_files(snapshot), upstream, "as upstream shipped it")
 
 
 def _plain(op: dict[str, Any]) -> dict[str, Any]:
@@ -166,10 +169,10 @@ def _proven_plan(
     """The plan with its launch, and the files a sync would change (planned in memory by
     the code sync runs, with nothing written)."""
     snapshot = Snapshot(ckpt)
-    plan = _plan(ckpt, snapshot.journal, target, prune)
+    plan = _plan(snapshot, target, prune)
     if plan.drift:
         return plan, ()
-    files = read_config_files(ckpt)
+    files = snapshot_config_files(snapshot)
     changes: tuple[FileChange, ...] = ()
     planned: Mapping[str, bytes] = {}
     if plan.actions:
@@ -183,10 +186,11 @@ def _proven_plan(
     return replace(plan, launch=launch), changes
 
 
-def _plan(ckpt: Checkpoint, journal: Journal, target: Target, prune: bool = False) -> Plan:
+def _plan(snapshot: Snapshot, target: Target, prune: bool = False) -> Plan:
+    ckpt, journal = snapshot.checkpoint, snapshot.journal
     upstream = derive(
         target.engine,
-        upstream_files(ckpt, journal),
+        upstream_files(snapshot),
         target.gpu,
         kv_cache_dtype=target.kv_cache_dtype,
     )
@@ -332,9 +336,10 @@ def sync(
         # the plan is proven in memory first (a refusal then leaves the folder as is).
         proven, _ = _proven_plan(ckpt, target, prune)
         refuse_no_start(ckpt.named or str(ckpt.root), proven.launch, target)
-    plan = _plan(ckpt, read_journal(ckpt), target, prune)
+    looked = Snapshot(ckpt)
+    plan = _plan(looked, target, prune)
     if plan.in_sync:  # nothing to write: no lock taken
-        plan = replace(plan, launch=plan_launch(ckpt, read_config_files(ckpt), target))
+        plan = replace(plan, launch=plan_launch(ckpt, snapshot_config_files(looked), target))
         refuse_no_start(ckpt.named or str(ckpt.root), plan.launch, target)
         return SyncResult(plan, (), (), False)
     # The sync itself refuses what plan refuses, before it writes (each new step's effect,
@@ -375,14 +380,16 @@ def _carry_out(ckpt: Checkpoint, target: Target, prune: bool = False) -> SyncRes
     """The sync itself, under the lock: the plan's launch is worked out on the rebuilt files
     before they are written (a launch plan refuses is refused with nothing written)."""
     with write_session(ckpt) as session:
-        plan = _plan(ckpt, session.journal, target, prune)  # under the lock: the journal it acts on
+        snapshot = Snapshot.of(session)  # under the lock: the journal and files it acts on
+        plan = _plan(snapshot, target, prune)
+        files = snapshot_config_files(snapshot)
         if plan.in_sync:  # another process synced it, or recovery settled a half-done entry
             if not plan.drift:
-                plan = replace(plan, launch=plan_launch(ckpt, read_config_files(ckpt), target))
+                plan = replace(plan, launch=plan_launch(ckpt, files, target))
                 refuse_no_start(ckpt.named or str(ckpt.root), plan.launch, target)
             return SyncResult(plan, (), (), False)
-        change = _rebuild_for(Snapshot.of(session), plan, target)
-        files = patched_files(read_config_files(ckpt), change.final, "as sync would leave it")
+        change = _rebuild_for(snapshot, plan, target)
+        files = patched_files(files, change.final, "as sync would leave it")
         plan = replace(plan, launch=plan_launch(ckpt, files, target, planned=change.final))
         refuse_no_start(ckpt.named or str(ckpt.root), plan.launch, target)  # before any write
         rebuilt = commit_rebuild(session, change)
