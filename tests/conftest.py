@@ -23,6 +23,7 @@ from patcher.cli.app import app  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOTS = ROOT / "snapshots"
 CONFIGS = SNAPSHOTS / "configs"
+EXAMPLE = SNAPSHOTS / "example" / "kimi-k2.5-nvfp4"  # the README's example checkpoint
 MODELS = sorted(p.name for p in CONFIGS.iterdir() if p.is_dir())
 
 
@@ -71,7 +72,7 @@ def model_checkpoint(tmp_path: Path) -> Callable[[str], Path]:
 def kimi(tmp_path: Path) -> Path:
     """The README's example checkpoint, copied."""
     target = tmp_path / "kimi"
-    shutil.copytree(SNAPSHOTS / "example" / "kimi-k2.5-nvfp4", target)
+    shutil.copytree(EXAMPLE, target)
     return target
 
 

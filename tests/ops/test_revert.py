@@ -1,4 +1,4 @@
-"""Reverting under later transforms, forced reverts, file states, and symlinked files."""
+"""patcher revert: byte for byte alone, under later entries, forced, through links."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from patcher import api
 from patcher.errors import ConflictError
-from tests.conftest import Cli, build_tree, tree_bytes
+from tests.conftest import EXAMPLE, Cli, build_tree, tree_bytes
 
 
 def setter(tmp_path: Path, name: str, pointer: str, value: object) -> Path:
@@ -107,17 +107,6 @@ def test_force_reports_what_it_could_not_restore(cli: Cli, kimi: Path) -> None:
     assert json.loads(config.read_text())["quantization_config"]["kv_cache_scheme"] == "mine"
 
 
-def test_file_states(kimi: Path) -> None:
-    original_config = (kimi / "config.json").read_bytes()
-    api.apply(kimi, "strip-fp8-kv-cache")
-    (kimi / "config.json").write_bytes(original_config)  # as a re-download would
-    (kimi / "hf_quant_config.json").unlink()
-    states = {f.path: f.state for f in api.status(kimi).files}
-    assert states == {"config.json": "original", "hf_quant_config.json": "missing"}
-    (kimi / "config.json").write_text("{}")
-    assert {f.path: f.state for f in api.status(kimi).files}["config.json"] == "changed"
-
-
 def test_symlinked_file_is_replaced_not_written_through(tmp_path: Path) -> None:
     blob_text = '{\n  "quantization": {"kv_cache_quant_algo": "FP8", "quant_algo": "NVFP4"}\n}'
     repo = tmp_path / "models--org--name"
@@ -148,3 +137,14 @@ def test_deeply_nested_edit_round_trips(tmp_path: Path) -> None:
     )
     api.revert(tmp_path, "deep")
     assert (tmp_path / "config.json").read_text() == text
+
+
+def test_reverting_a_stacked_entry_says_the_earlier_edit_stays(cli: Cli, kimi: Path) -> None:
+    """Issue 32 item 9: not 'original bytes restored' when an earlier entry's edit stays."""
+    assert cli("apply", kimi, "set-context-length", "--set", "length=65536")[0] == 0
+    assert cli("apply", kimi, "set-context-length", "--set", "length=32768", "--stack")[0] == 0
+    code, out, _ = cli("revert", kimi, "--last")
+    assert code == 0 and "an earlier entry's edit stays" in out and "original bytes" not in out
+    code, out, _ = cli("revert", kimi, "--last")
+    assert code == 0 and "original bytes restored" in out
+    assert tree_bytes(kimi) == tree_bytes(EXAMPLE)
