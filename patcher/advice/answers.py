@@ -87,6 +87,16 @@ def own_remedy(line: str) -> list[Fix]:
     return list(unique.values())
 
 
+# "max_num_batched_tokens (8192) is smaller than max_model_len (131072)": two limits named
+# with their values (vLLM's SchedulerConfig, and messages of its shape).
+_SMALLER = re.compile(r"\b(\w+) \((\d+)\) is (?:smaller|less) than (\w+) \((\d+)\)")
+
+
+def _as_flag(name: str) -> str:
+    """A config field's command-line flag, as vLLM's and SGLang's argument parsers make it."""
+    return "--" + name.removeprefix("self.").replace("_", "-")
+
+
 def _numbers(line: str) -> list[int]:
     return [int(n) for n in re.findall(r"(?<![\w.])(\d+)(?![\w.])", line)]
 
@@ -221,10 +231,24 @@ def explain_context(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     """A context longer than the model allows: the longest it declares."""
     engine = _engine(m, ctx)
     numbers = _numbers(m.line)
-    fixes = own_remedy(m.line)
+    # A line cut inside the message: the way out is in the rest of the source's words.
+    fixes = own_remedy(m.line if m.whole else m.template.text)
     flag = _flag_word(engine, "--max-model-len", "--context-length")
+    pair = _SMALLER.search(m.line)
+    if pair is not None:  # "a (x) is smaller than b (y)": a at least y, or b at most x
+        small, x, large, y = pair.groups()
+        bounds = {
+            _as_flag(small): (y, f"at least {large}, {y}"),
+            _as_flag(large): (x, f"at most {small}, {x}"),
+        }
+        fixes = [
+            Fix("flag", f"{f.text[:-2]} {bounds[f.text[:-2]][0]}", note=bounds[f.text[:-2]][1])
+            if f.kind == "flag" and f.text.endswith(" N") and f.text[:-2] in bounds
+            else f
+            for f in fixes
+        ]
     derived = m.number("derived", "max_position", "model_max", "max_len", "limit")
-    if derived is None and len(numbers) >= 2:
+    if derived is None and len(numbers) >= 2 and pair is None:
         derived = min(numbers[:2])
     if derived:
         fixes.append(Fix("flag", f"{flag} {derived}", note="the longest the model declares"))

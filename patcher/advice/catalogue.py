@@ -214,6 +214,32 @@ def _index() -> dict[str, tuple[Template, ...]]:
     return {word: tuple(group) for word, group in index.items()}
 
 
+def _fill_cut(literals: tuple[str, ...], line: str) -> list[str] | None:
+    """What fills the holes of a line cut short inside the message: the literals before the
+    cut found in order (at least two, with ``MIN_PREFIX`` letters and digits between them), the
+    line ending in a hole or in the start of the next literal, e.g. ``... max_model_len
+    (128000).`` where the message goes on ``). This effectively limits ...``."""
+    at = line.find(literals[0]) if literals[0] else -1
+    if at < 0:
+        return None
+    cursor, values = at + len(literals[0]), []
+    end = len(line.rstrip())
+    for index, literal in enumerate(literals[1:], 1):
+        found = line.find(literal, cursor) if literal else -1
+        if found >= 0:
+            values.append(line[cursor:found])
+            cursor = found + len(literal)
+            continue
+        if index < 2 or sum(c.isalnum() for c in "".join(literals[:index])) < MIN_PREFIX:
+            return None
+        rest = line[cursor:end]
+        for split in range(len(rest) + 1):  # the hole, then the next literal's start
+            if literal.startswith(rest[split:]) and (split == len(rest) or rest[split:].strip()):
+                return [*values, rest[:split]]
+        return None
+    return None
+
+
 @functools.cache
 def _compiled(template: Template) -> re.Pattern[str] | None:
     """The start of the message, for a line cut short (None: too short to tell apart)."""
@@ -244,7 +270,9 @@ def _solid_words(parts: tuple[str, ...]) -> frozenset[str]:
 def _needs(template: Template) -> tuple[frozenset[str], frozenset[str] | None]:
     """The words a line must hold to be the template whole, and to be its start cut short."""
     if _compiled(template) is None:
-        return _solid_words(template.head), None
+        # cut after its second literal at the earliest (``_fill_cut``)
+        cut = _solid_words(template.head[:3]) if len(template.head) > 3 else None
+        return _solid_words(template.head), cut
     start = template.head[0]
     return _solid_words(template.head), _solid_words((start[: MIN_PREFIX + 8].rsplit(" ", 1)[0],))
 
@@ -256,6 +284,11 @@ def _read(template: Template, line: str) -> Matched | None:
     prefix = _compiled(template)
     if prefix is not None and prefix.search(line) and len(line) >= 60:
         return Matched(template, line, (), whole=False)
+    if prefix is None and len(template.head) > 3:
+        values = _fill_cut(template.head[::2], line)
+        if values is not None:
+            holes = zip(template.holes(), values, strict=False)
+            return Matched(template, line, tuple(holes), whole=False)
     return None
 
 

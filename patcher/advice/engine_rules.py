@@ -13,7 +13,14 @@ import re
 from dataclasses import replace
 
 from patcher.advice.answers import CLASS_NOT_LOADED, CLASS_NOT_LOADED_FIX, before_strict
-from patcher.advice.log_rules import FAMILY_MARKERS, FAMILY_RULES, Fix, LogContext, Rule
+from patcher.advice.log_rules import (
+    FAMILY_MARKERS,
+    FAMILY_RULES,
+    Fix,
+    LogContext,
+    Rule,
+    sglang_architecture,
+)
 from patcher.advice.trtllm_rules import TRTLLM_MARKERS, TRTLLM_RULES
 from patcher.engines.launch_flags import MAX_MODEL_LEN_AUTO_FROM
 from patcher.engines.readings import vllm_readings
@@ -168,6 +175,36 @@ def _required_fields(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
     )
 
 
+def _quantization_mismatch(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    """ModelConfig._verify_quantization: ``--quantization`` (or ``gguf``, which vLLM sets for a
+    model that is a .gguf file) differs from the config's quant_method, and no method of the
+    release overrides the one with the other."""
+    declared, given = m.group(1), m.group(2)
+    if given == "gguf":
+        return (
+            f"the model is a GGUF file (vLLM loads it as gguf) beside a config.json whose "
+            f"quantization_config declares {declared}: that describes other weights",
+            [
+                Fix(
+                    "transform",
+                    f"patcher apply {ctx.checkpoint} remove-quantization-config",
+                    note="the GGUF file carries its own quantization",
+                )
+            ],
+        )
+    return (
+        f"--quantization {given} was given for a checkpoint whose config declares "
+        f"{declared}, and no {given} method of this release reads a {declared} config",
+        [
+            Fix(
+                "advice",
+                f"drop --quantization {given}",
+                note=f"vLLM reads {declared} from the checkpoint's config itself",
+            )
+        ],
+    )
+
+
 def _unknown_quant(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
     method = m.group(1)
     listed = [v for v, r in vllm_readings().items() if method in r.quantization_methods]
@@ -244,11 +281,23 @@ def _release_for(name: str, version: tuple[int, ...] | None) -> Fix | None:
 def _architecture(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
     names = re.findall(r"'([^']+)'", m.group(1))
     listed = set(re.findall(r"'([^']+)'", m.string[m.end() :]))
+    # SGLang's registry raises the same words (models/registry.py, 0.5.1 to 0.5.23): in an
+    # SGLang log, SGLang's answer, never a vLLM release. A log that does not say whose it is
+    # tells by the supported list it prints: classes no vLLM release read has are not vLLM's.
+    engine = ctx.engine
+    if engine is None and listed:
+        known = frozenset().union(*architectures().values())
+        engine = "sglang" if len(listed - known) >= 2 else "vllm"
+    if engine == "sglang" or ctx.import_failed:
+        return sglang_architecture(m, ctx)
     if names and set(names) <= listed:  # in its own supported list: the class did not load
         return CLASS_NOT_LOADED, [CLASS_NOT_LOADED_FIX]
     releases = [f for f in (_release_for(n, ctx.version) for n in names) if f is not None]
+    if engine is None:  # the words are SGLang's too: a vLLM release only if it is vLLM
+        releases = [Fix("advice", f"if this is vLLM: {f.text}", note=f.note) for f in releases]
     return (
-        f"this vLLM has no model class for {m.group(1)}"
+        ("this vLLM" if engine else "this engine (vLLM, or SGLang: both raise these words)")
+        + f" has no model class for {m.group(1)}"
         + ("" if releases else "; no vLLM release read (0.10.1 on) lists it"),
         [
             *releases[:1],
@@ -445,6 +494,14 @@ RULES: tuple[Rule, ...] = (
         _required_fields,
     ),
     ("unknown-modelopt-algo", re.compile(r"Unknown ModelOpt quant algo: (\S+)"), _modelopt_algo),
+    (
+        "quantization-mismatch",
+        re.compile(
+            r"Quantization method specified in the model config \((\S*?)\) does not match the "
+            r"quantization method specified in the .quantization. argument \((\S+?)\)"
+        ),
+        _quantization_mismatch,
+    ),
     (
         "unknown-quantization",
         re.compile(r"Unknown quantization method: (\S+?)\.? Must be one of"),

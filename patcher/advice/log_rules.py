@@ -276,7 +276,9 @@ def _excluded_scale(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-def _sglang_architecture(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+def sglang_architecture(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """SGLang's registry has no class for the architectures ``m.group(1)`` names: one that
+    failed to import (an earlier 'Ignore import error' line), or one the release lacks."""
     if ctx.import_failed:
         return (
             f"SGLang could not import the model class for {m.group(1)} (an earlier 'Ignore "
@@ -504,7 +506,7 @@ FAMILY_RULES: tuple[Rule, ...] = (
     (
         "unsupported-architecture",
         re.compile(r"Unsupported architectures: (\S+?)\.? Supported list"),
-        _sglang_architecture,
+        sglang_architecture,
     ),
     (
         "transformers-too-old",

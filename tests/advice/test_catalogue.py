@@ -551,9 +551,35 @@ def test_a_vllm_release_is_named_for_an_architecture_only_from_the_registries_re
     head: str, name: str, fix: str | None
 ) -> None:
     found = diagnose_text(
-        f"{head}ValueError: Model architectures ['{name}'] are not supported for now."
+        f"{head}(EngineCore_DP0 pid=1) ValueError: Model architectures ['{name}'] are not "
+        "supported for now."
     )
     assert [f.text for f in found.fixes if f.kind == "dependency"] == ([fix] if fix else [])
+
+
+def test_the_registry_message_is_read_as_the_engine_whose_log_it_is() -> None:
+    """vLLM's and SGLang's registries raise the same words: a vLLM release is offered as the
+    fix only in a vLLM log. A log that does not say tells by the supported list it prints."""
+    bare = diagnose_text(
+        "ValueError: Model architectures ['KeyeForConditionalGeneration'] are not supported "
+        "for now."
+    )
+    assert not [f for f in bare.fixes if f.kind == "dependency"], bare.fixes
+    assert any(f.text.startswith("if this is vLLM: pip install") for f in bare.fixes)
+    # SGLang 0.5.x's registry lists its own classes (its MTP draft heads, Janus), no vLLM's
+    sglang = diagnose_text(
+        "ValueError: Model architectures ['Glm4ForCausalLM'] are not supported for now. "
+        "Supported architectures: dict_keys(['DeepseekV3ForCausalLMNextN', "
+        "'MultiModalityCausalLM', 'LlamaForCausalLM'])"
+    )
+    assert "SGLang" in sglang.cause and not any("vllm" in f.text for f in sglang.fixes)
+    # an SGLang log whose class failed to import: the import, not the checkpoint
+    failed = diagnose_text(
+        "[2026-01-02 10:00:00 TP0] Ignore import error when loading "
+        "sglang.srt.models.glm4: No module named 'triton'\n"
+        "ValueError: Model architectures ['Glm4ForCausalLM'] are not supported for now."
+    )
+    assert "could not import" in failed.cause and all(f.kind == "advice" for f in failed.fixes)
 
 
 def test_the_release_that_stopped_raising_a_message_is_read_from_the_catalogue() -> None:
@@ -695,3 +721,21 @@ def test_a_sparse_backend_that_refuses_only_the_kv_dtype_gets_the_model_s_dtype(
         "[kv_cache_dtype not supported, compute capability not supported]}."
     )
     assert all(f.kind == "advice" for f in gap.fixes) and "no config edit" in gap.cause
+
+
+def test_a_message_cut_inside_is_read_to_the_cut_and_the_rest_of_its_words() -> None:
+    """vLLM's SchedulerConfig check (config/scheduler.py, 0.10 to 0.34) wrapped by pydantic,
+    the message broken over lines after its first sentence: the line is read as far as it
+    goes, the way out comes from the source's own words (increase the one, decrease the
+    other), and each flag gets the value the message names."""
+    found = diagnose_text(
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for SchedulerConfig\n"
+        "  Value error, max_num_batched_tokens (4096) is smaller than max_model_len (65536).\n"
+        "  This effectively limits the maximum sequence length to max_num_batched_tokens and\n"
+    )
+    assert found.code == "context-length", found
+    assert [(f.kind, f.text) for f in found.fixes] == [
+        ("flag", "--max-num-batched-tokens 65536"),
+        ("flag", "--max-model-len 4096"),
+    ]
+    assert catalogue.match("max_num_batched_tokens (4096) is smaller") is None  # too little

@@ -132,6 +132,21 @@ CASES = [
         "unknown-quantization",
         "remove-quantization-config",
     ),
+    # config/model.py @ v0.16.0 _verify_quantization: a .gguf model is loaded as gguf
+    # (engine/arg_utils.py), beside a config.json that declares another method
+    (
+        "ValueError: Quantization method specified in the model config (fp8) does not match "
+        "the quantization method specified in the `quantization` argument (gguf).",
+        "quantization-mismatch",
+        "remove-quantization-config",
+    ),
+    # the same check, with --quantization given for a checkpoint that declares another
+    (
+        "ValueError: Quantization method specified in the model config (gptq) does not match "
+        "the quantization method specified in the `quantization` argument (awq).",
+        "quantization-mismatch",
+        "drop --quantization awq",
+    ),
     # config/vllm.py @ v0.33.0 L931
     (
         "ValueError: The quantization method modelopt_mxfp8 is not supported for the current "
