@@ -1,7 +1,8 @@
-"""Read one vLLM release end to end, from its wheel's own source: one command.
+"""Read one vLLM or SGLang release end to end, from its wheel's own source: one command.
 
     python -m tools.read_release vllm 0.35.0                # downloads the wheel (pip, no deps)
     python -m tools.read_release vllm 0.35.0 --wheel W.whl  # a wheel already here
+    python -m tools.read_release sglang 0.5.24              # SGLang: its registry and errors
     python -m tools.read_release --newer                    # list releases on the index not read
 
 Everything is read from the wheel as text (no import, no install, no GPU), so neither the
@@ -18,6 +19,10 @@ release's pins (0.34.0 pins a flashinfer-python the index lacks) nor its compile
   patcher/engines/vllm_releases.json, which the engine model itself reads, with the date;
 - every start-up error message (tools/read_errors.py) -> patcher/advice/errors-vllm.json,
   the catalogue doctor matches logs against.
+
+For SGLang, its model registry (``EntryClass`` of each module in ``srt/models/``,
+tools/read_source.py) -> patcher/engines/sglang_architectures.json, and its start-up errors ->
+patcher/advice/errors-sglang.json.
 
 Every part must find what it reads: a part that finds nothing stops the command with its name
 and nothing is written (all parts are read first, then the files are written once). It ends
@@ -47,12 +52,14 @@ from tools.read_source import (
     memory_defaults,
     mla_compressed_by_head_dim,
     mla_model_types,
+    sglang_architectures,
     version_of,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
 RELEASES = ROOT / "patcher" / "engines" / "vllm_releases.json"
 ARCHITECTURES = ROOT / "patcher" / "engines" / "vllm_architectures.json"
+SGLANG_ARCHITECTURES = ROOT / "patcher" / "engines" / "sglang_architectures.json"
 INDEX = "https://pypi.org/pypi/vllm/json"
 
 
@@ -60,17 +67,17 @@ def _key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
 
 
-def download(version: str, into: Path) -> Path:
+def download(version: str, into: Path, engine: str = "vllm") -> Path:
     """``pip download --no-deps`` of the release's wheel (its pins are never resolved)."""
     into.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:"]
-        + ["-d", str(into), f"vllm=={version}"],
+        + ["-d", str(into), f"{engine}=={version}"],
         check=True,
     )
-    found = sorted(into.glob(f"vllm-{version}-*.whl"))
+    found = sorted(into.glob(f"{engine}-{version}-*.whl"))
     if not found:
-        raise SystemExit(f"pip downloaded no vllm-{version} wheel into {into}")
+        raise SystemExit(f"pip downloaded no {engine}-{version} wheel into {into}")
     return found[0]
 
 
@@ -288,6 +295,40 @@ def _read(wheels: list[Path]) -> None:
             print(f"  {line}")
 
 
+def _read_sglang(wheels: list[Path]) -> None:
+    """SGLang: each wheel's model registry, written once with the releases read before, and
+    its start-up errors; what each release added to and removed from the registry."""
+    today = datetime.date.today().isoformat()
+    full = architectures_by_release(_load(SGLANG_ARCHITECTURES).get("releases", {}))
+    before = dict(full)
+    for wheel in wheels:
+        version = _wheel_version(wheel)
+        try:
+            full[version] = sglang_architectures(Release(wheel))
+        except SourceMissing as exc:
+            raise SystemExit(f"sglang {version}: architectures was not read: {exc}") from None
+    made_by = f"python -m tools.read_release sglang VERSION ({today})"
+    content = {
+        "made_by": made_by + ": each release's names as added to and removed from the "
+        "release read before it",
+        "releases": _as_chain(full),
+    }
+    SGLANG_ARCHITECTURES.write_text(json.dumps(content, indent=1) + "\n")
+    print(f"start-up errors: {read_errors.record('sglang', wheels, today)}")
+    for version in sorted({_wheel_version(w) for w in wheels}, key=_key):
+        older = [v for v in full if _key(v) < _key(version)]
+        print(f"sglang {version}: read" + (f" (against {max(older, key=_key)})" if older else ""))
+        if older:
+            old, new = set(full[max(older, key=_key)]), set(full[version])
+            print(f"  architectures: +{sorted(new - old)} -{sorted(old - new)}")
+        elif version in before and before[version] != full[version]:
+            print("  architectures changed for this release")
+
+
+def _wheel_version(wheel: Path) -> str:
+    return wheel.name.split("-")[1]
+
+
 def _install_and_record(wheel: Path, venv_base: Path) -> None:
     """Install the release in a venv of its own and record what its config code derives."""
     version = version_of(wheel)
@@ -309,7 +350,9 @@ def _install_and_record(wheel: Path, venv_base: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("engine", nargs="?", choices=["vllm"], help="the engine (vllm)")
+    parser.add_argument(
+        "engine", nargs="?", choices=["vllm", "sglang"], help="the engine (vllm or sglang)"
+    )
     parser.add_argument("versions", nargs="*", metavar="VERSION", help="releases to read")
     parser.add_argument("--wheel", type=Path, action="append", default=[], help="a wheel here")
     parser.add_argument("--wheels", type=Path, help="where to download (default: a temp folder)")
@@ -327,7 +370,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.engine is None or not (args.versions or args.wheel):
         parser.error("name the engine and at least one VERSION (or --wheel)")
     with tempfile.TemporaryDirectory() as tmp:
-        wheels = list(args.wheel) + [download(v, args.wheels or Path(tmp)) for v in args.versions]
+        wheels = list(args.wheel) + [
+            download(v, args.wheels or Path(tmp), args.engine) for v in args.versions
+        ]
+        if args.engine == "sglang":
+            _read_sglang(wheels)
+            print("next: python -m pytest tests/advice  (doctor reads SGLang's registry)")
+            return 0
         _read(wheels)
         for wheel in wheels if args.venv else []:
             _install_and_record(wheel, args.venv)

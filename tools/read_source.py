@@ -239,3 +239,51 @@ def memory_defaults(release: Release) -> dict[str, Any]:
         # CUDA: VllmConfig._resolve_extensible_kv_cache).
         "extensible_kv_cache_utilization": extensible,
     }
+
+
+SGLANG_MODELS = "sglang/srt/models"
+
+
+def _entry_names(tree: ast.Module) -> list[str]:
+    """The ``__name__`` of each class a module's ``EntryClass`` names: a class the module
+    defines keeps its name, a module-level alias (``X = Y``) is followed to what it names."""
+    aliases = {
+        node.targets[0].id: node.value.id
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Name)
+    }
+    found: list[str] = []
+    for node in tree.body:
+        if not (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "EntryClass" for t in node.targets)
+        ):
+            continue
+        items = node.value.elts if isinstance(node.value, ast.List | ast.Tuple) else [node.value]
+        for item in items:
+            if isinstance(item, ast.Name):
+                name = item.id
+                for _ in range(8):  # an alias of an alias
+                    name = aliases.get(name, name)
+                found.append(name)
+    return found
+
+
+def sglang_architectures(release: Release) -> list[str]:
+    """The architectures SGLang's registry lists: ``import_model_classes`` in
+    ``srt/models/registry.py`` keys each ``EntryClass`` of the modules directly in
+    ``srt/models/`` by its class's ``__name__``."""
+    modules = release.listing(SGLANG_MODELS)
+    if not modules:
+        raise SourceMissing(f"no {SGLANG_MODELS}/*.py")
+    names: set[str] = set()
+    for module in modules:
+        source = release.read(module)
+        if source:
+            names.update(_entry_names(ast.parse(source.removeprefix("\ufeff"))))
+    if not names:
+        raise SourceMissing(f"no EntryClass in {SGLANG_MODELS}")
+    return sorted(names)

@@ -10,21 +10,19 @@ line of a log is passed over after one search.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
-from patcher.advice.answers import CLASS_NOT_LOADED, CLASS_NOT_LOADED_FIX, before_strict
+from patcher.advice.answers import before_strict
+from patcher.advice.architectures import architecture, sglang_architecture
 from patcher.advice.log_rules import (
     FAMILY_MARKERS,
     FAMILY_RULES,
     Fix,
     LogContext,
     Rule,
-    sglang_architecture,
 )
 from patcher.advice.trtllm_rules import TRTLLM_MARKERS, TRTLLM_RULES
 from patcher.engines.launch_flags import MAX_MODEL_LEN_AUTO_FROM
 from patcher.engines.readings import vllm_readings
-from patcher.engines.vllm_registry import architectures
 
 LENGTH_STEP = 1024
 
@@ -254,62 +252,6 @@ def _modelopt_algo(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
     )
 
 
-def _release_for(name: str, version: tuple[int, ...] | None) -> Fix | None:
-    """The vLLM release whose registry (read) lists ``name``: the first, or the last where a
-    newer one dropped it; None when no release read lists it."""
-    registry = architectures()
-    listed = [v for v, names in registry.items() if name in names]
-    if not listed:
-        return None
-    text = ".".join
-    dropped = listed[-1] < max(registry)
-    if (version is not None and version[:3] > listed[-1]) or (version is None and dropped):
-        return Fix(
-            "dependency",
-            f"pip install 'vllm=={text(map(str, listed[-1]))}'",
-            note=f"the last release read that lists {name}",
-        )
-    if version is not None and version[:3] >= listed[0]:
-        return None  # this release lists it: the refusal has another cause
-    return Fix(
-        "dependency",
-        f"pip install 'vllm>={text(map(str, listed[0]))}'",
-        note=f"the releases read that list {name}",
-    )
-
-
-def _architecture(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
-    names = re.findall(r"'([^']+)'", m.group(1))
-    listed = set(re.findall(r"'([^']+)'", m.string[m.end() :]))
-    # SGLang's registry raises the same words (models/registry.py, 0.5.1 to 0.5.23): in an
-    # SGLang log, SGLang's answer, never a vLLM release. A log that does not say whose it is
-    # tells by the supported list it prints: classes no vLLM release read has are not vLLM's.
-    engine = ctx.engine
-    if engine is None and listed:
-        known = frozenset().union(*architectures().values())
-        engine = "sglang" if len(listed - known) >= 2 else "vllm"
-    if engine == "sglang" or ctx.import_failed:
-        return sglang_architecture(m, ctx)
-    if names and set(names) <= listed:  # in its own supported list: the class did not load
-        return CLASS_NOT_LOADED, [CLASS_NOT_LOADED_FIX]
-    releases = [f for f in (_release_for(n, ctx.version) for n in names) if f is not None]
-    if engine is None:  # the words are SGLang's too: a vLLM release only if it is vLLM
-        releases = [Fix("advice", f"if this is vLLM: {f.text}", note=f.note) for f in releases]
-    return (
-        ("this vLLM" if engine else "this engine (vLLM, or SGLang: both raise these words)")
-        + f" has no model class for {m.group(1)}"
-        + ("" if releases else "; no vLLM release read (0.10.1 on) lists it"),
-        [
-            *releases[:1],
-            replace(
-                ctx.apply("set-architectures", " --set architecture=NAME"),
-                note="only where the weights have NAME's layout (a class of the same family)",
-            ),
-            Fix("flag", '--hf-overrides \'{"architectures": ["NAME"]}\''),
-        ],
-    )
-
-
 def _block_size(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
     return (
         f"no attention backend takes the KV block size {m.group(1)} the model asks for "
@@ -518,7 +460,12 @@ RULES: tuple[Rule, ...] = (
     (
         "unsupported-architecture",
         re.compile(r"Model architectures (\[.*?\]) are not supported for now"),
-        _architecture,
+        architecture,
+    ),
+    (
+        "unsupported-architecture",
+        re.compile(r"Unsupported architectures: (\S+?)\.? Supported list"),
+        sglang_architecture,
     ),
     (
         "block-size",

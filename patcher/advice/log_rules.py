@@ -276,29 +276,6 @@ def _excluded_scale(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-def sglang_architecture(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
-    """SGLang's registry has no class for the architectures ``m.group(1)`` names: one that
-    failed to import (an earlier 'Ignore import error' line), or one the release lacks."""
-    if ctx.import_failed:
-        return (
-            f"SGLang could not import the model class for {m.group(1)} (an earlier 'Ignore "
-            "import error when loading sglang.srt.models...' line: a compiler, Triton or "
-            "dependency failure), so it is missing from the list; this is not a config problem",
-            [Fix("advice", "fix the import error that line names (gcc, Triton, a package)")],
-        )
-    return (
-        f"this SGLang has no model class for {m.group(1)}",
-        [
-            ctx.apply("set-architectures", " --set architecture=NAME"),
-            Fix(
-                "advice",
-                "only when the weights match NAME's layout; or a SGLang release "
-                "whose registry lists it",
-            ),
-        ],
-    )
-
-
 def _transformers_model_type(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     from patcher.advice.catalogue import model_types, releases
 
@@ -502,11 +479,6 @@ FAMILY_RULES: tuple[Rule, ...] = (
         "excluded-quantized-module",
         re.compile(r"There is no module or parameter named '(lm_head\.\w+_scale\w*)'"),
         _excluded_scale,
-    ),
-    (
-        "unsupported-architecture",
-        re.compile(r"Unsupported architectures: (\S+?)\.? Supported list"),
-        sglang_architecture,
     ),
     (
         "transformers-too-old",

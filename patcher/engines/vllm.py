@@ -22,6 +22,12 @@ from patcher.engines.files import (
 )
 from patcher.engines.gpus import Gpu
 from patcher.engines.readings import reading
+from patcher.engines.registries import (
+    is_deepseek_mla,
+    registry_elsewhere,
+    unknown_architectures,
+    unknown_method_note,
+)
 from patcher.engines.view import Derived, EngineView, StartupError
 from patcher.engines.vllm_kv import (
     MIN_CAPABILITY,
@@ -35,12 +41,6 @@ from patcher.engines.vllm_kv import (
     normalise_quantization,
     quant_config,
     quantization_method,
-)
-from patcher.engines.vllm_registry import (
-    is_deepseek_mla,
-    registry_elsewhere,
-    unknown_architectures,
-    unknown_method_note,
 )
 
 # config/model.py _get_and_verify_max_len: before PR #56446 a YaRN config's length is

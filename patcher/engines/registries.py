@@ -1,5 +1,6 @@
-"""What each vLLM release read lists: its model registry (the architectures), and, with the
-quantization methods and DeepSeek-MLA model types ``readings`` holds, the judgements on them.
+"""What each vLLM and SGLang release read lists: its model registry (the architectures), and,
+for vLLM, with the quantization methods and DeepSeek-MLA model types ``readings`` holds, the
+judgements on them.
 
 ``vllm_architectures.json`` beside this module, made by ``python -m tools.read_release``: the
 keys of ``_VLLM_MODELS`` in each release's ``model_executor/models/registry.py``, read from its
@@ -7,6 +8,10 @@ wheel (which ``ModelRegistry.get_supported_archs()`` returns: held to the lists 
 and 0.33.0 returned and the live 0.32.0 CPU build printed, tests/engines/test_registry.py),
 stored as each release's additions to and removals from the one read before it. Read on first
 use, so no command that does not judge an architecture pays for it.
+
+``sglang_architectures.json``, made by ``python -m tools.read_release sglang VERSION``: the
+``__name__`` of each ``EntryClass`` of the modules in each release's ``srt/models/`` (which
+``import_model_classes`` keys its registry by), in the same form.
 """
 
 from __future__ import annotations
@@ -22,9 +27,10 @@ from patcher.engines.readings import assumed, reading, vllm_readings
 
 
 @cache
-def architectures() -> dict[Version, frozenset[str]]:
-    """The registry of each release read."""
-    text = resources.files("patcher.engines").joinpath("vllm_architectures.json").read_text()
+def architectures(engine: str = "vllm") -> dict[Version, frozenset[str]]:
+    """The registry of each release of ``engine`` (vllm, sglang) read."""
+    data = resources.files("patcher.engines").joinpath(f"{engine}_architectures.json")
+    text = data.read_text()
     names: frozenset[str] = frozenset()
     found: dict[Version, frozenset[str]] = {}
     for version, step in json.loads(text)["releases"].items():

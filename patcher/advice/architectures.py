@@ -1,0 +1,103 @@
+"""doctor's answers when an engine's model registry has no class for the checkpoint's
+architecture: vLLM's and SGLang's registries raise the same words, so the answer is the
+engine's whose log it is; the release that lists the class comes from the registries read
+(``patcher.engines.registries``), never from a guess."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from patcher.advice.answers import CLASS_NOT_LOADED, CLASS_NOT_LOADED_FIX
+from patcher.advice.log_rules import Fix, LogContext
+from patcher.engines.engine import EngineName
+from patcher.engines.registries import architectures
+
+
+def _release_for(
+    name: str, version: tuple[int, ...] | None, engine: EngineName = "vllm"
+) -> Fix | None:
+    """The ``engine`` release whose registry (read) lists ``name``: the first, or the last
+    where a newer one dropped it; None when no release read lists it."""
+    registry = architectures(engine)
+    listed = [v for v, names in registry.items() if name in names]
+    if not listed:
+        return None
+    text = ".".join
+    dropped = listed[-1] < max(registry)
+    if (version is not None and version[:3] > listed[-1]) or (version is None and dropped):
+        return Fix(
+            "dependency",
+            f"pip install '{engine}=={text(map(str, listed[-1]))}'",
+            note=f"the last release read that lists {name}",
+        )
+    if version is not None and version[:3] >= listed[0]:
+        return None  # this release lists it: the refusal has another cause
+    return Fix(
+        "dependency",
+        f"pip install '{engine}>={text(map(str, listed[0]))}'",
+        note=f"the releases read that list {name}",
+    )
+
+
+def sglang_architecture(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """SGLang's registry has no class for the architectures ``m.group(1)`` names: one that
+    failed to import (an earlier 'Ignore import error' line), or one the release lacks (the
+    release whose registry lists it, from the reading)."""
+    if ctx.import_failed:
+        return (
+            f"SGLang could not import the model class for {m.group(1)} (an earlier 'Ignore "
+            "import error when loading sglang.srt.models...' line: a compiler, Triton or "
+            "dependency failure), so it is missing from the list; this is not a config problem",
+            [Fix("advice", "fix the import error that line names (gcc, Triton, a package)")],
+        )
+    names = re.findall(r"'([^']+)'", m.group(1)) or [m.group(1)]
+    # SGLang's log names no version: a release that lists it is named only where some read
+    # release does not (the failing one may be older, or newer and have dropped it)
+    releases = [f for f in (_release_for(n, None, "sglang") for n in names) if f is not None]
+    return (
+        f"this SGLang has no model class for {m.group(1)}"
+        + ("" if releases else "; no SGLang release read (0.5.1 on) lists it"),
+        [
+            *releases[:1],
+            ctx.apply("set-architectures", " --set architecture=NAME"),
+            Fix(
+                "advice",
+                "only when the weights match NAME's layout (a class of the same family)",
+            ),
+        ],
+    )
+
+
+def architecture(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """``Model architectures [...] are not supported for now``: vLLM's registry, or SGLang's,
+    which raises the same words."""
+    names = re.findall(r"'([^']+)'", m.group(1))
+    listed = set(re.findall(r"'([^']+)'", m.string[m.end() :]))
+    # SGLang's registry raises the same words (models/registry.py, 0.5.1 to 0.5.23): in an
+    # SGLang log, SGLang's answer, never a vLLM release. A log that does not say whose it is
+    # tells by the supported list it prints: classes no vLLM release read has are not vLLM's.
+    engine = ctx.engine
+    if engine is None and listed:
+        known = frozenset().union(*architectures("vllm").values())
+        engine = "sglang" if len(listed - known) >= 2 else "vllm"
+    if engine == "sglang" or ctx.import_failed:
+        return sglang_architecture(m, ctx)
+    if names and set(names) <= listed:  # in its own supported list: the class did not load
+        return CLASS_NOT_LOADED, [CLASS_NOT_LOADED_FIX]
+    releases = [f for f in (_release_for(n, ctx.version) for n in names) if f is not None]
+    if engine is None:  # the words are SGLang's too: a vLLM release only if it is vLLM
+        releases = [Fix("advice", f"if this is vLLM: {f.text}", note=f.note) for f in releases]
+    return (
+        ("this vLLM" if engine else "this engine (vLLM, or SGLang: both raise these words)")
+        + f" has no model class for {m.group(1)}"
+        + ("" if releases else "; no vLLM release read (0.10.1 on) lists it"),
+        [
+            *releases[:1],
+            replace(
+                ctx.apply("set-architectures", " --set architecture=NAME"),
+                note="only where the weights have NAME's layout (a class of the same family)",
+            ),
+            Fix("flag", '--hf-overrides \'{"architectures": ["NAME"]}\''),
+        ],
+    )
