@@ -11,7 +11,11 @@ source as the public-code index holds it (``trtllm-memory.json`` names the files
   backend's converter registry (``models/automodel.py``) refuse an architecture each in its own
   words: the first is an engine gap, the second may have the PyTorch backend as a way out;
 - ``LlmArgs`` refuses an option it does not have (an options file written for another
-  release).
+  release);
+- the C++ KV cache manager (``cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp``) refuses a
+  pool smaller than one sequence at the longest attention window, in whole blocks, times the
+  beam width (the TensorRT backend and Triton's say it; the numbers where the release prints
+  them).
 """
 
 from __future__ import annotations
@@ -109,6 +113,39 @@ def _no_converter(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
+def _kv_pool_too_small(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp, KVCacheManager's constructor: the
+    pool (blocks x tokensPerBlock) must hold one sequence of the longest attention window,
+    in whole blocks, times the beam width."""
+    pool, beam, per_block, blocks = (int(g) if g else None for g in m.groups())
+    needed = beam * per_block * blocks if beam and per_block and blocks else None
+    fits = pool // (beam * per_block) * per_block if pool and beam and per_block else None
+    sizes = f" ({pool} tokens; one sequence needs {needed})" if pool and needed else ""
+    fixes = [
+        Fix(
+            "flag",
+            "--kv_cache_free_gpu_memory_fraction 0.9",
+            note="trtllm-serve's default; a smaller fraction or max_tokens_in_paged_kv_cache "
+            "(Triton's kv_cache_free_gpu_mem_fraction, max_tokens_in_paged_kv_cache) "
+            "made the pool this small",
+        ),
+        Fix(
+            "flag",
+            f"--max_seq_len {fits}" if fits else "--max_seq_len N",
+            note="the longest sequence the pool holds"
+            if fits
+            else "N a shorter sequence (or a smaller max_attention_window_size)",
+        ),
+    ]
+    if beam and beam > 1:
+        fixes.append(Fix("advice", "or a smaller beam width (max_beam_width)"))
+    return (
+        f"TensorRT-LLM's KV cache pool is smaller than one sequence at the longest length it "
+        f"was built or started for{sizes}",
+        fixes,
+    )
+
+
 def _unknown_option(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     return (
         f"this TensorRT-LLM's {m.group(1)} has no option {m.group(2)}: the options were "
@@ -140,6 +177,15 @@ TRTLLM_RULES: tuple[Rule, ...] = (
         _no_converter,
     ),
     (
+        "trtllm-kv-pool",
+        re.compile(
+            r"maxTokensInPagedKvCache(?: \((\d+)\))? must be large enough to process at least "
+            r"1 sequence(?: to completion \(i\.e\. must be larger than beam_width \((\d+)\) \* "
+            r"tokensPerBlock \((\d+)\) \* maxBlocksPerSeq \((\d+)\))?"
+        ),
+        _kv_pool_too_small,
+    ),
+    (
         "trtllm-unknown-option",
         re.compile(r"\b(\w*LlmArgs)\.__init__\(\) got an unexpected keyword argument '(\w+)'"),
         _unknown_option,
@@ -151,4 +197,5 @@ TRTLLM_MARKERS = (
     "Unknown architecture for AutoModelForCausalLM",
     "is not supported in TRT-LLM",
     "got an unexpected keyword argument",
+    "maxTokensInPagedKvCache",
 )

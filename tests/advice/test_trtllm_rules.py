@@ -26,6 +26,10 @@ TRTLLM_LINES = [
     "NotImplementedError: The given huggingface model architecture DeepseekV3ForCausalLM is "
     "not supported in TRT-LLM yet",
     "TypeError: LlmArgs.__init__() got an unexpected keyword argument 'enable_attention_dp'",
+    # kvCacheManager.cpp's TLLM_CHECK_WITH_INFO, as tensorrt_llm's assert prints it
+    "[TensorRT-LLM][ERROR] Assertion failed: maxTokensInPagedKvCache (256) must be large enough "
+    "to process at least 1 sequence to completion (i.e. must be larger than beam_width (1) * "
+    "tokensPerBlock (64) * maxBlocksPerSeq (32))",
 ]
 LOGGER = "[07/08/2026-19:47:15] [TRT-LLM] [RANK 1] [E] Failed to initialize executor on rank 1: "
 
@@ -125,3 +129,21 @@ def test_an_option_of_another_release_is_named() -> None:
     )
     assert diagnosis.code == "trtllm-unknown-option"
     assert "remove moe_config from the --extra_llm_api_options file" in diagnosis.fixes[0].text
+
+
+def test_a_kv_pool_smaller_than_one_sequence_gets_a_bigger_pool_or_a_shorter_sequence() -> None:
+    """kvCacheManager.cpp: the pool must hold one sequence of the longest window in whole
+    blocks times the beam width; with the numbers, the longest sequence it holds is named."""
+    found = diagnose_text(TRTLLM_LINES[-1] + "\n")
+    assert found.code == "trtllm-kv-pool"
+    assert "256 tokens; one sequence needs 2048" in found.cause
+    assert [f.text for f in found.fixes if f.kind == "flag"] == [
+        "--kv_cache_free_gpu_memory_fraction 0.9",
+        "--max_seq_len 256",
+    ]
+    # Triton's wording, without the numbers: the same answer, the length left to choose
+    bare = diagnose_text(
+        "unexpected error when creating modelInstanceState: maxTokensInPagedKvCache must be "
+        "large enough to process at least 1 sequence to completion\n"
+    )
+    assert bare.code == "trtllm-kv-pool" and "--max_seq_len N" in [f.text for f in bare.fixes]
