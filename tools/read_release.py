@@ -52,6 +52,7 @@ from tools.read_source import (
     memory_defaults,
     mla_compressed_by_head_dim,
     mla_model_types,
+    modelopt_quantized_lm_head,
     sglang_architectures,
     version_of,
 )
@@ -139,6 +140,7 @@ def read_wheel(wheel: Path) -> dict[str, Any]:
         ("architectures", architectures),
         ("mla_model_types", mla_model_types),
         ("mla_compressed_by_head_dim", mla_compressed_by_head_dim),
+        ("modelopt_quantized_lm_head", modelopt_quantized_lm_head),
         ("memory", memory_defaults),
     ):
         try:
@@ -195,6 +197,7 @@ def write(readings: list[dict[str, Any]], today: str) -> None:
             "quantization_methods": reading["rules"]["quantization_methods"],
             "mla_model_types": reading["mla_model_types"],
             "mla_compressed_by_head_dim": reading["mla_compressed_by_head_dim"],
+            "modelopt_quantized_lm_head": reading["modelopt_quantized_lm_head"],
             "memory": reading["memory"],
         }
         full[version] = reading["architectures"]

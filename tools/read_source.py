@@ -9,6 +9,8 @@ GPU, no install): the wheel is a zip of the source, and these readers parse it w
   config code, or ``transformers_utils/model_arch_config_convertor.py`` where it moved).
 - ``mla_compressed_by_head_dim``: whether it judges a config with compress ratios by its
   ``head_dim`` (DeepSeek-V4), not by ``kv_lora_rank``.
+- ``modelopt_quantized_lm_head``: whether ModelOpt's ``get_quant_method`` quantizes the
+  LM head (``ParallelLMHead``); before, a checkpoint's quantized ``lm_head`` cannot load.
 - ``memory_defaults``: the KV-cache block size the CUDA platform uses when none is given
   (``CacheConfig.DEFAULT_BLOCK_SIZE``, or the ``block_size = N`` platforms/cuda.py sets),
   ``gpu_memory_utilization``'s default, and, where the release has the extensible KV cache
@@ -168,6 +170,26 @@ def mla_compressed_by_head_dim(release: Release) -> bool:
     """Whether ``is_deepseek_mla`` takes a config with compress ratios (DeepSeek-V4's
     ``compress_ratios``/``compress_rates``) as MLA by its ``head_dim``, not ``kv_lora_rank``."""
     return any("get_compress_ratios(" in ast.unparse(f) for f in _is_deepseek_mla(release))
+
+
+MODELOPT = "vllm/model_executor/layers/quantization/modelopt.py"
+
+
+def modelopt_quantized_lm_head(release: Release) -> bool:
+    """Whether ModelOpt's ``get_quant_method`` gives the LM head (``ParallelLMHead``) a
+    quantized method: where it does not, a checkpoint's quantized ``lm_head`` tensors have
+    no parameter to load into, whatever its exclude list says."""
+    source = release.read(MODELOPT)
+    if source is None:
+        raise SourceMissing(f"no {MODELOPT}")
+    methods = [
+        node
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.FunctionDef) and node.name == "get_quant_method"
+    ]
+    if not methods:
+        raise SourceMissing(f"no get_quant_method in {MODELOPT}")
+    return any("ParallelLMHead" in ast.unparse(method) for method in methods)
 
 
 def _class(source: str, name: str) -> ast.ClassDef | None:

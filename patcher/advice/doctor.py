@@ -69,8 +69,10 @@ _KV_FLAG = re.compile(
 )
 _VERSION = re.compile(
     # 0.19+ prints "vLLM server version X, serving model", or a banner whose line ends
-    # "█  version X" (entrypoints/utils.py: log_version_and_model)
-    r"(?:vLLM API server version|vLLM server version|LLM engine \(v|vllm version|█\s+version)\s*v?"
+    # "█  version X" (entrypoints/utils.py: log_version_and_model); a report's environment,
+    # "vLLM Version                 : X" (collect_env.py)
+    r"(?:vLLM API server version|vLLM server version|LLM engine \(v|vllm version|█\s+version"
+    r"|vLLM Version\s*:)\s*v?"
     r"(\d+\.\d+\.\d+(?:(?:a|b|rc|\.dev)\d+)?)"
 )
 

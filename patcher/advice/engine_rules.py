@@ -20,6 +20,7 @@ from patcher.advice.log_rules import (
     LogContext,
     Rule,
 )
+from patcher.advice.quantized_modules import excluded_scale
 from patcher.advice.trtllm_rules import TRTLLM_MARKERS, TRTLLM_RULES
 from patcher.engines.launch_flags import MAX_MODEL_LEN_AUTO_FROM
 from patcher.engines.readings import vllm_readings
@@ -436,6 +437,11 @@ RULES: tuple[Rule, ...] = (
         _required_fields,
     ),
     ("unknown-modelopt-algo", re.compile(r"Unknown ModelOpt quant algo: (\S+)"), _modelopt_algo),
+    (
+        "excluded-quantized-module",
+        re.compile(r"There is no module or parameter named '(lm_head\.\w+_scale\w*)'"),
+        excluded_scale,
+    ),
     (
         "quantization-mismatch",
         re.compile(

@@ -262,20 +262,6 @@ def _tokenizer_class(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]
     )
 
 
-def _excluded_scale(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
-    module = m.group(1).split(".")[0]
-    return (
-        f"the checkpoint ships {m.group(1)} (a quantized module) while the quantization "
-        "config's exclude list names that module as unquantized",
-        [
-            replace(
-                ctx.apply("remove-quant-exclude-modules", f" --set 'pattern={module}*'"),
-                note="the pattern exactly as exclude_modules holds it (lm_head* or lm_head)",
-            ),
-        ],
-    )
-
-
 def _transformers_model_type(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     from patcher.advice.catalogue import model_types, releases
 
@@ -474,11 +460,6 @@ FAMILY_RULES: tuple[Rule, ...] = (
         "tokenizer-class",
         re.compile(r"Tokenizer class (\w+) does not exist or is not currently imported"),
         _tokenizer_class,
-    ),
-    (
-        "excluded-quantized-module",
-        re.compile(r"There is no module or parameter named '(lm_head\.\w+_scale\w*)'"),
-        _excluded_scale,
     ),
     (
         "transformers-too-old",

@@ -41,6 +41,9 @@ class Reading:
     # The utilization the extensible KV cache (on by default on CUDA) resolves to when none
     # is given; None where the release has no extensible KV cache.
     extensible_kv_cache_utilization: float | None
+    # ModelOpt's get_quant_method quantizes the LM head (ParallelLMHead): before, a
+    # checkpoint's quantized lm_head tensors have no parameter to load into
+    modelopt_quantized_lm_head: bool = False
 
     @property
     def default_utilization(self) -> float:
@@ -69,6 +72,7 @@ def vllm_readings() -> dict[Version, Reading]:
             memory["block_size"],
             memory["gpu_memory_utilization"],
             memory["extensible_kv_cache_utilization"],
+            read.get("modelopt_quantized_lm_head", False),
         )
     return dict(sorted(found.items()))
 

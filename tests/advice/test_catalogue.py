@@ -749,3 +749,28 @@ def test_a_message_cut_inside_is_read_to_the_cut_and_the_rest_of_its_words() -> 
         ("flag", "--max-model-len 4096"),
     ]
     assert catalogue.match("max_num_batched_tokens (4096) is smaller") is None  # too little
+
+
+@pytest.mark.parametrize(
+    ("version", "fix"),
+    [
+        ("0.22.0", "pip install 'vllm>=0.23.0'"),  # its ModelOpt never quantizes the LM head
+        ("0.34.0", "remove-quant-exclude-modules --set 'pattern=lm_head*'"),
+    ],
+)
+def test_a_quantized_lm_head_is_answered_by_what_the_release_loads(version: str, fix: str) -> None:
+    """ModelOpt's get_quant_method gives the LM head a quantized method from 0.23.0 on (read
+    from each wheel's modelopt.py); before, the head loads unquantized whatever the exclude
+    list says, so no config edit loads its scales."""
+    found = diagnose_text(
+        f"INFO vLLM API server version {version}\n"
+        "ValueError: There is no module or parameter named 'lm_head.input_scale' in "
+        "Qwen3ForCausalLM.\n"
+    )
+    assert found.code == "excluded-quantized-module"
+    assert [f.text for f in found.fixes if fix in f.text] and len(found.fixes) == 1, found.fixes
+    bare = diagnose_text(
+        "ValueError: There is no module or parameter named 'lm_head.input_scale' in "
+        "Qwen3ForCausalLM.\n"
+    )
+    assert [f.kind for f in bare.fixes] == ["dependency", "advice"]  # each with its condition

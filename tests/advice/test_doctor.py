@@ -221,9 +221,11 @@ CASES = [
         "LlamaTokenizer",
     ),  # 64
     (
+        # in a 0.16.0 log (these cases' version): its ModelOpt never quantizes the LM head,
+        # excluded or not (modelopt.py), so the way out is the release that does
         "ValueError: There is no module or parameter named 'lm_head.input_scale'",
         "excluded-quantized-module",
-        "remove-quant-exclude-modules --set 'pattern=lm_head*'",
+        "pip install 'vllm>=0.23.0'",
     ),  # 70
     (
         "ValueError: Unsupported architectures: ChatGLMForConditionalGeneration. Supported list: ['ChatGLMForCausalLM', 'ChatGLMModel']",

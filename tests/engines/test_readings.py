@@ -46,9 +46,9 @@ READ = ("vllm==0.34.0", "vllm==0.16", "vllm==0.32.0+cpu", "vllm==0.10.1", "sglan
 
 
 def test_the_newest_release_read_and_the_day_it_was_read() -> None:
-    """vLLM 0.34.0, read from its wheel on 2026-12-03; SGLang 0.5.23, recorded in a venv.
+    """vLLM 0.34.0, read from its wheel on 2026-12-04; SGLang 0.5.23, recorded in a venv.
     Reading a newer release moves this (and every 'not read' note) by itself."""
-    assert newest_read("vllm") == ((0, 34, 0), "2026-12-03")
+    assert newest_read("vllm") == ((0, 34, 0), "2026-12-04")
     assert newest_read("sglang") == ((0, 5, 23), "2026-11-30")
     assert {".".join(map(str, v)) for v in releases_read("vllm")} == set(RULES)
     assert (SNAPSHOTS / "engines" / "sglang-0.5.23.json").is_file()
@@ -211,3 +211,13 @@ def test_no_release_on_the_index_is_newer_than_the_newest_read() -> None:
         f"read them: python -m tools.read_release vllm {done.stdout.split()}; "
         f"today is {datetime.date.today()}"
     )
+
+
+def test_modelopt_quantizes_the_lm_head_from_the_release_its_source_says() -> None:
+    """tools/read_source.py reads modelopt.py's get_quant_method: ParallelLMHead is given a
+    quantized method from 0.23.0 on, never before."""
+    from patcher.engines.readings import vllm_readings
+
+    read = vllm_readings()
+    assert [v for v, r in read.items() if r.modelopt_quantized_lm_head][0] == (0, 23, 0)
+    assert all(r.modelopt_quantized_lm_head == (v >= (0, 23, 0)) for v, r in read.items())
