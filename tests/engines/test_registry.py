@@ -116,3 +116,15 @@ def test_sglang_registry_is_read_per_release_from_its_entry_classes(tmp_path: Pa
     assert all("Glm4ForCausalLM" in names for names in read.values())
     dropped = read[(0, 5, 1)] - read[(0, 5, 23)]
     assert dropped == {"VILAForConditionalGeneration"}, dropped
+
+
+def test_the_sglang_reading_is_what_the_installed_engine_imports() -> None:
+    """SGLang 0.5.23 installed in a venv (CPU): ``import_model_classes`` returned these names,
+    and two modules (Mamba's, needing a GPU kernel) failed to import there; the source
+    reading is exactly the two together (tools/record_registry.py --sglang-python)."""
+    recorded = json.loads((SNAPSHOTS / "engines" / "registry-sglang-recorded.json").read_text())
+    installed = recorded["releases"]["0.5.23"]
+    imported = set(installed["names"])
+    not_imported = {name for names in installed["not_imported"].values() for name in names}
+    assert len(imported) == 288 and not_imported == {"MambaForCausalLM", "FalconMambaForCausalLM"}
+    assert architectures("sglang")[(0, 5, 23)] == imported | not_imported
