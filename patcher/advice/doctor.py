@@ -57,6 +57,9 @@ _LOADING = re.compile(
 )
 # The fraction SGLang ran with: its server_args line, or its refusal's "Current value".
 _FRACTION = re.compile(r"mem_fraction_static=([\d.]+)")
+# A draft model for speculative decoding on SGLang's server_args line: its pool is sized
+# beside the target's from the same fraction (model_runner: the draft worker's own pool).
+_DRAFT = re.compile(r"speculative_(?:algorithm|draft_model_path)='[^']+'")
 # A bare ``assert a % b == 0`` (SGLang's models, vLLM's ``ensure_divisibility``): Python prints
 # the source line above a message-less ``AssertionError``.
 _DIVIDES = re.compile(r"assert\s+\(?([\w.\[\]()]+?)\)?\s*%\s*\(?([\w.\[\]()]+?)\)?\s*==\s*0")
@@ -281,6 +284,7 @@ def diagnose_lines(
     engine: str | None = None
     memory: tuple[float, float] | None = None
     fraction: float | None = None
+    draft = False
     loading = False
     asserted: tuple[str, str] | None = None  # the last ``assert a % b == 0`` a traceback echoed
     kv_flag: str | None = None
@@ -296,6 +300,7 @@ def diagnose_lines(
             loading = _LOADING.search(line) is not None
         if "mem_fraction_static=" in line and (ran := _FRACTION.search(line)):
             fraction = float(ran.group(1))
+            draft = draft or _DRAFT.search(line) is not None
         if "kv_cache_dtype" in line and (given := _KV_FLAG.search(line)):
             kv_flag = given.group(1)
         if "avail mem=" in line:
@@ -340,6 +345,7 @@ def diagnose_lines(
             memory if memory is not None and memory[1] > 0 else None,
             fraction,
             loading,
+            draft,
         )
         matched = _first_rule(line) if marked_line else None
         if matched is not None:

@@ -49,6 +49,8 @@ class LogContext:
     fraction: float | None = None
     # Whether a line before it shows the weights being loaded (a loader's frame or log line).
     loading: bool = False
+    # Whether SGLang's server_args line names a draft model (speculative decoding).
+    draft: bool = False
 
     def mem_fraction(self) -> Fix:
         """SGLang's ``--mem-fraction-static`` that leaves the KV pool room after the weights.
@@ -58,6 +60,16 @@ class LogContext:
         must be positive, so the fraction must exceed ``1 - after / before``. 0.03 more leaves
         the pool about 3% of the GPU."""
         if self.memory is None or self.memory[0] <= 0:
+            if self.draft:
+                ran = f" (it ran with {self.fraction:g})" if self.fraction is not None else ""
+                return Fix(
+                    "advice",
+                    "a draft model's pool is sized beside the target's from the same fraction, "
+                    "so a higher --mem-fraction-static can run out of memory where a lower one "
+                    f"leaves no pool{ran}: raise it in small steps; if it then runs out of "
+                    "memory, fewer CUDA graphs (--cuda-graph-max-bs), a smaller draft, or more "
+                    "GPUs (--tp-size)",
+                )
             if self.fraction is not None and self.fraction >= 0.9:
                 return Fix(
                     "advice",
@@ -65,11 +77,19 @@ class LogContext:
                     "shows no free-memory figures: more GPUs (--tp-size 2x), a smaller "
                     "checkpoint, or free the GPU of other users",
                 )
+            if self.fraction is None:  # the default is set from the GPU's memory: unknown
+                return Fix(
+                    "flag",
+                    "--mem-fraction-static F",
+                    note="F above the fraction it ran with (its server_args line shows it), up "
+                    "to 0.9 if the GPU has no other users; the log shows no free-memory "
+                    "figures to compute it",
+                )
             return Fix(
                 "flag",
                 "--mem-fraction-static 0.9",
-                note="raise it, if the GPU has no "
-                "other users (the log shows no free-memory figures to compute it)",
+                note=f"above the {self.fraction:g} it ran with, if the GPU has no other users "
+                "(the log shows no free-memory figures to compute it)",
             )
         before, after = self.memory
         least = 1 - after / before

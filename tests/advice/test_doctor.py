@@ -700,3 +700,25 @@ def test_terminal_control_sequences_in_a_log_are_never_echoed(tmp_path: Path) ->
     assert found.error == "ValueError: No available memory for the cache blocks."
     shown = diagnose_text(log.read_text(errors="replace")).error or ""
     assert "\x1b" not in shown and "\x07" not in shown
+
+
+def test_sglang_memory_with_a_draft_model_is_advice_not_a_higher_fraction() -> None:
+    """SGLang's pool config is shared between the target and the draft worker
+    (model_executor/pool_configurator.py, 0.5.23), so with a draft model a higher
+    --mem-fraction-static can run out of memory where a lower one leaves no pool: no single
+    fraction is offered as the fix. Without a draft and without the fraction it ran with (its
+    default is set from the GPU's memory), the value is left to choose above that one."""
+    refusal = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n"
+    drafted = diagnose_text(
+        "[2026-01-02 10:00:00] server_args=ServerArgs(model_path='m', mem_fraction_static=0.84, "
+        "speculative_algorithm='EAGLE', speculative_draft_model_path='d')\n" + refusal
+    )
+    assert drafted.code == "sglang-memory"
+    assert [f.kind for f in drafted.fixes] == ["advice"] and "0.84" in drafted.fixes[0].text
+    plain = diagnose_text(refusal)
+    assert [f.text for f in plain.fixes] == ["--mem-fraction-static F"]
+    ran = diagnose_text(
+        "[2026-01-02 10:00:00] server_args=ServerArgs(model_path='m', mem_fraction_static=0.5)\n"
+        + refusal
+    )
+    assert [f.text for f in ran.fixes] == ["--mem-fraction-static 0.9"]
