@@ -18,7 +18,7 @@ import functools
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Literal
 
@@ -312,4 +312,16 @@ def match(line: str, engine: Engine | None = None) -> Matched | None:
         key = (template.engine in (engine, "transformers"), found.whole, len(template.literal))
         if best_key is None or key > best_key:
             best, best_key = found, key
+    if best is None:
+        return None
+    # The same words raised where the source names its holes otherwise (self.x, then x): one
+    # message, raised by every release of either.
+    same = [
+        t
+        for t in candidates
+        if t.engine == best.template.engine and t.head[::2] == best.template.head[::2]
+    ]
+    if len(same) > 1:
+        releases = sorted({r for t in same for r in t.releases}, key=_key)
+        best = replace(best, template=replace(best.template, releases=tuple(releases)))
     return best

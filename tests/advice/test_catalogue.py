@@ -774,3 +774,18 @@ def test_a_quantized_lm_head_is_answered_by_what_the_release_loads(version: str,
         "Qwen3ForCausalLM.\n"
     )
     assert [f.kind for f in bare.fixes] == ["dependency", "advice"]  # each with its condition
+
+
+def test_one_message_whose_holes_the_source_renamed_is_raised_by_every_release_of_either() -> None:
+    """vLLM's SchedulerConfig check names its hole ``self.max_model_len`` up to 0.11 and
+    ``max_model_len`` after: the same words, so a line of it is raised by every release read,
+    not only by those of the spelling that happened to match."""
+    found = catalogue.match(
+        "Value error, max_num_batched_tokens (8192) is smaller than max_model_len (32768). "
+        "This effectively limits the maximum sequence length to max_num_batched_tokens and "
+        "makes vLLM reject longer sequences. Please increase max_num_batched_tokens or "
+        "decrease max_model_len.",
+        "vllm",
+    )
+    assert found is not None
+    assert found.template.releases == tuple(catalogue.releases("vllm"))
