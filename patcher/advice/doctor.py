@@ -29,6 +29,7 @@ from patcher.advice.log_lines import (
     SOURCE,
     VLLM_PREFIX,
     WRAPPERS,
+    any_of,
     bounded,
     shown,
     uncoloured,
@@ -136,13 +137,13 @@ class Diagnosis(JsonResult):
 
 @functools.cache
 def _marked() -> re.Pattern[str]:
-    return re.compile("|".join(re.escape(marker) for marker in _MARKERS))
+    return any_of(_MARKERS)
 
 
 @functools.cache
 def _heeded() -> re.Pattern[str]:
     """A rule's marker, or a word every error line holds (``ERRORISH``)."""
-    return re.compile("|".join(re.escape(w) for w in (*_MARKERS, *ERRORISH)))
+    return any_of((*_MARKERS, *ERRORISH))
 
 
 def _first_rule(line: str) -> tuple[re.Match[str], Rule] | None:
@@ -290,9 +291,12 @@ def diagnose_lines(
     kv_flag: str | None = None
     marked, heeded = _marked(), _heeded()
     for raw in bounded(lines):
-        line = uncoloured(raw)
+        line = raw
+        # Colours are taken off only where the line is read further (the version banner, a
+        # heeded line): they wrap a prefix or a level, never the middle of the words the
+        # facts below are found by, and most lines of a log are neither (docs/benchmark.md).
         if version_text is None:
-            version_match = _VERSION.search(line)
+            version_match = _VERSION.search(uncoloured(line))
             version_text = version_match.group(1) if version_match else None
             engine = "vllm" if version_text else engine
         import_failed = import_failed or IMPORT_FAILED in line
@@ -321,6 +325,7 @@ def diagnose_lines(
             asserted = (divides.group(1), divides.group(2)) if divides else asserted
         if heeded.search(line) is None:
             continue
+        line = uncoloured(raw)
         if engine is None:  # the first error line, or a traceback's path, says whose log
             engine = (
                 "sglang"

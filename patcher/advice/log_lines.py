@@ -7,8 +7,10 @@ torchrun with ``[rank0]:``, SGLang with ``[date TP0]``; terminals add ANSI colou
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 # Never echoed: CSI (colours), OSC (titles, clipboard writes), other ESC sequences, C0/C1.
 ANSI = re.compile(
@@ -43,6 +45,30 @@ SGLANG_PREFIX = re.compile(r"\[\d{4}-\d\d-\d\d [\d:]+(?: [A-Z]{2}\d+)*\] ")
 SOURCE = re.compile(r"^\s*(?:raise |assert |logger\.|log\.|File \"|\^|~|\w+ = f?[\"'])")
 
 
+_Trie = dict[str, "_Trie"]
+
+
+def any_of(words: Iterable[str]) -> re.Pattern[str]:
+    """A pattern that finds any of ``words``, built as a trie (shared starts factored out):
+    Python's ``re`` tries each branch of a plain alternation at every position, and doctor
+    runs this on every line of a log (40% faster on a 16 MB log; docs/benchmark.md)."""
+    root: _Trie = {}
+    for word in words:
+        node = root
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def emit(node: _Trie) -> str:
+        branches = [re.escape(c) + emit(child) for c, child in sorted(node.items()) if c]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return f"(?:{body})?" if "" in node else body
+
+    return re.compile(emit(root))
+
+
 def uncoloured(line: str) -> str:
     """``line`` without terminal control sequences (a fast path when it has none)."""
     return ANSI.sub("", line) if "\x1b" in line else line
@@ -61,7 +87,14 @@ LINE_LIMIT = 8192
 
 def bounded(lines: Iterable[str]) -> Iterator[str]:
     """Each line cut to ``LINE_LIMIT`` characters; from a stream, the rest of a long line is
-    read past in pieces, never held whole."""
+    read past in pieces, never held whole. A text file over a binary buffer is read in
+    chunks of what is there (``read1``: a live pipe answers as soon as a line arrives),
+    decoded and split by line in C, several times cheaper per line than ``readline``."""
+    buffer = getattr(lines, "buffer", None)
+    if buffer is not None and hasattr(buffer, "read1"):
+        encoding = getattr(lines, "encoding", None) or "utf-8"
+        yield from _chunked(buffer, encoding, getattr(lines, "errors", None) or "strict")
+        return
     readline = getattr(lines, "readline", None)
     if readline is None:
         for line in lines:
@@ -74,3 +107,33 @@ def bounded(lines: Iterable[str]) -> Iterator[str]:
         yield line
         while len(line) == LINE_LIMIT and not line.endswith("\n"):
             line = readline(LINE_LIMIT)  # the rest of an overlong line: skipped
+
+
+_CHUNK = 1 << 20
+
+
+def _chunked(buffer: Any, encoding: str, errors: str) -> Iterator[str]:
+    """The lines of a byte stream in ``encoding`` (``splitlines``: universal newlines and a few more
+    separators), each cut to ``LINE_LIMIT``, an overlong line's rest skipped as it arrives."""
+    decode = codecs.getincrementaldecoder(encoding)(errors).decode
+    partial, skipping = "", False
+    while True:
+        data = buffer.read1(_CHUNK)
+        text = decode(data, final=not data)
+        pieces = (partial + text).splitlines(keepends=True)
+        partial = ""
+        if pieces and data and not pieces[-1].endswith(("\n", "\r")):
+            partial = pieces.pop()  # the line goes on in the next chunk
+        for piece in pieces:
+            if skipping:
+                skipping = False  # the end of an overlong line
+                continue
+            yield piece[:LINE_LIMIT]
+        if len(partial) > LINE_LIMIT:  # an overlong line so far: keep its start only
+            if not skipping:
+                yield partial[:LINE_LIMIT]
+            partial, skipping = "", True
+        if not data:
+            if partial and not skipping:
+                yield partial[:LINE_LIMIT]
+            return

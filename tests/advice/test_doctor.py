@@ -722,3 +722,33 @@ def test_sglang_memory_with_a_draft_model_is_advice_not_a_higher_fraction() -> N
         + refusal
     )
     assert [f.text for f in ran.fixes] == ["--mem-fraction-static 0.9"]
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 1 << 20])
+def test_a_log_read_in_chunks_gives_the_lines_readline_gives(
+    chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """doctor reads a file in chunks of what is there (``read1``), whatever the chunk size:
+    the same lines, each cut to LINE_LIMIT and an overlong line's rest skipped, a progress
+    bar's carriage returns splitting lines as universal newlines do, bad UTF-8 replaced."""
+    import io
+
+    from patcher.advice import log_lines
+
+    limit = 50
+    monkeypatch.setattr(log_lines, "LINE_LIMIT", limit)
+    monkeypatch.setattr(log_lines, "_CHUNK", chunk)
+    text = (
+        "INFO start\n"
+        + "x" * 180
+        + " the rest of a runaway line\n"
+        + "Loading 10%\rLoading 100%\n"
+        + "caf\u00e9 \xff\xfe\n".encode("utf-8", "surrogateescape").decode("latin-1")
+        + "ERROR ValueError: last line without a newline"
+    )
+    data = text.encode("latin-1")
+    wrapped = io.TextIOWrapper(io.BufferedReader(io.BytesIO(data)), "utf-8", "replace")
+    read = list(log_lines.bounded(wrapped))
+    expected = data.decode("utf-8", "replace").splitlines(keepends=True)
+    assert read == [line[:limit] for line in expected if not line.startswith(" the rest")]
+    assert read[1] == "x" * limit and read[-1].startswith("ERROR ValueError")
