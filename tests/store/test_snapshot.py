@@ -34,21 +34,27 @@ def test_held_bytes_stand_for_the_checkpoints_plain_files(kimi: Path) -> None:
     assert snapshot.path("config.json") == kimi / "config.json"
 
 
+@pytest.fixture
+def opened(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """How many times each checkpoint file is opened (``Checkpoint.open``) from here on."""
+    counts: Counter[str] = Counter()
+    real_open = Checkpoint.open
+
+    def counting(self: Checkpoint, relative: str) -> int:
+        counts[relative] += 1
+        return real_open(self, relative)
+
+    monkeypatch.setattr(Checkpoint, "open", counting)
+    return counts
+
+
 @pytest.mark.parametrize("judged", [False, True], ids=["plain", "judged"])
 def test_a_rebuild_reads_each_config_file_once(
-    kimi: Path, monkeypatch: pytest.MonkeyPatch, judged: bool
+    kimi: Path, opened: Counter[str], judged: bool
 ) -> None:
     """upstream_bytes and plan_rebuild on one snapshot open each file once (they read the
     same files: the upstream bytes, then what each file holds now). A step judged by an
     engine (as sync's are) is judged on those bytes too, not on a second read of the disk."""
-    opened: Counter[str] = Counter()
-    real_open = Checkpoint.open
-
-    def counting(self: Checkpoint, relative: str) -> int:
-        opened[relative] += 1
-        return real_open(self, relative)
-
-    monkeypatch.setattr(Checkpoint, "open", counting)
     ckpt = open_checkpoint(kimi)
     with write_session(ckpt) as session:
         snapshot = Snapshot.of(session)
@@ -60,20 +66,12 @@ def test_a_rebuild_reads_each_config_file_once(
 
 
 def test_a_sync_judges_and_launches_on_the_files_it_read_under_the_lock(
-    kimi: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+    kimi: Path, cli: Cli, opened: Counter[str]
 ) -> None:
     """sync plans, judges its steps and works out the launch on one snapshot taken under the
     lock: each config file it edits is opened three times in all (a look without the lock,
     which finds work to do; the plan under the lock; commit's check that the file still holds
     the bytes planned on), where it was opened ten times before. The dry run opens it once."""
-    opened: Counter[str] = Counter()
-    real_open = Checkpoint.open
-
-    def counting(self: Checkpoint, relative: str) -> int:
-        opened[relative] += 1
-        return real_open(self, relative)
-
-    monkeypatch.setattr(Checkpoint, "open", counting)
     target = ("--engine", "vllm==0.16.0", "--gpu", "rtx-pro-6000", "--tp", "8")
     code, out, err = cli("sync", kimi, *target, "--dry-run")
     assert code == 0, err
