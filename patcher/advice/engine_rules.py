@@ -21,6 +21,7 @@ from patcher.advice.log_rules import (
     Rule,
 )
 from patcher.advice.quantized_modules import excluded_scale
+from patcher.advice.startup_memory import too_little_free
 from patcher.advice.trtllm_rules import TRTLLM_MARKERS, TRTLLM_RULES
 from patcher.engines.launch_flags import MAX_MODEL_LEN_AUTO_FROM
 from patcher.engines.readings import vllm_readings
@@ -438,6 +439,14 @@ RULES: tuple[Rule, ...] = (
     ),
     ("unknown-modelopt-algo", re.compile(r"Unknown ModelOpt quant algo: (\S+)"), _modelopt_algo),
     (
+        "startup-free-memory",
+        re.compile(
+            r"[Ff]ree memory on device (?:\S+ )?\(([\d.]+)/([\d.]+) GiB\) on startup is less "
+            r"than desired GPU memory utilization \(([\d.]+), ([\d.]+) GiB\)"
+        ),
+        too_little_free,
+    ),
+    (
         "excluded-quantized-module",
         re.compile(r"There is no module or parameter named '(lm_head\.\w+_scale\w*)'"),
         excluded_scale,
@@ -553,6 +562,7 @@ RULES: tuple[Rule, ...] = (
 # pattern, one per alternative), so every other line of a debug log is passed over after one
 # C search and is never cleaned nor tried against each rule.
 _MARKERS = (
+    "on startup is less than desired",
     "Validation error for field",
     "Field '",
     "Expecting value: line 1 column 1",

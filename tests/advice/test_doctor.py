@@ -147,6 +147,15 @@ CASES = [
         "quantization-mismatch",
         "drop --quantization awq",
     ),
+    # v1/worker/gpu_worker.py @ v0.16.0 init_device: another process holds the GPU's memory;
+    # a utilization within what is free is the way out where the model fits there
+    (
+        "ValueError: Free memory on device cuda:0 (70.00/79.19 GiB) on startup is less than "
+        "desired GPU memory utilization (0.9, 71.27 GiB). Decrease GPU memory utilization or "
+        "reduce GPU memory used by other processes.",
+        "startup-free-memory",
+        "--gpu-memory-utilization 0.87",
+    ),
     # config/vllm.py @ v0.33.0 L931
     (
         "ValueError: The quantization method modelopt_mxfp8 is not supported for the current "
@@ -752,3 +761,17 @@ def test_a_log_read_in_chunks_gives_the_lines_readline_gives(
     expected = data.decode("utf-8", "replace").splitlines(keepends=True)
     assert read == [line[:limit] for line in expected if not line.startswith(" the rest")]
     assert read[1] == "x" * limit and read[-1].startswith("ERROR ValueError")
+
+
+def test_too_little_free_memory_at_start_never_asks_for_more() -> None:
+    """gpu_worker.py refuses to start when less is free than the utilization asks for:
+    something else holds the GPU, so a higher utilization (the answer to a KV cache that does
+    not fit) would ask for more. With almost nothing free, freeing the GPU is the only way."""
+    found = diagnose_text(
+        "ValueError: Free memory on device (7.34/139.72 GiB) on startup is less than desired "
+        "GPU memory utilization (0.9, 125.75 GiB). Decrease GPU memory utilization or reduce "
+        "GPU memory used by other processes.\n"
+    )
+    assert found.code == "startup-free-memory" and "132.38 of the GPU's 139.72 GiB" in found.cause
+    assert [f.kind for f in found.fixes] == ["advice"]
+    assert not any("0.95" in f.text for f in found.fixes)
