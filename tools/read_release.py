@@ -305,7 +305,7 @@ def _read_sglang(wheels: list[Path]) -> None:
     full = architectures_by_release(_load(SGLANG_ARCHITECTURES).get("releases", {}))
     before = dict(full)
     for wheel in wheels:
-        version = _wheel_version(wheel)
+        version = version_of(wheel, "sglang")
         try:
             full[version] = sglang_architectures(Release(wheel))
         except SourceMissing as exc:
@@ -318,7 +318,7 @@ def _read_sglang(wheels: list[Path]) -> None:
     }
     SGLANG_ARCHITECTURES.write_text(json.dumps(content, indent=1) + "\n")
     print(f"start-up errors: {read_errors.record('sglang', wheels, today)}")
-    for version in sorted({_wheel_version(w) for w in wheels}, key=_key):
+    for version in sorted({version_of(w, "sglang") for w in wheels}, key=_key):
         older = [v for v in full if _key(v) < _key(version)]
         print(f"sglang {version}: read" + (f" (against {max(older, key=_key)})" if older else ""))
         if older:
@@ -326,10 +326,6 @@ def _read_sglang(wheels: list[Path]) -> None:
             print(f"  architectures: +{sorted(new - old)} -{sorted(old - new)}")
         elif version in before and before[version] != full[version]:
             print("  architectures changed for this release")
-
-
-def _wheel_version(wheel: Path) -> str:
-    return wheel.name.split("-")[1]
 
 
 def _install_and_record(wheel: Path, venv_base: Path) -> None:

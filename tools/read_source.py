@@ -74,11 +74,11 @@ class Release:
         )
 
 
-def version_of(where: Path) -> str:
-    """``X.Y.Z`` from a wheel's name (``vllm-X.Y.Z-...whl``)."""
-    found = re.match(r"vllm-(\d+\.\d+\.\d+)", where.name)
+def version_of(where: Path, engine: str = "vllm") -> str:
+    """``X.Y.Z`` from a wheel's name (``vllm-X.Y.Z-...whl``, ``sglang-X.Y.Z-...whl``)."""
+    found = re.match(rf"{engine}-(\d+\.\d+\.\d+)", where.name)
     if found is None:
-        raise SourceMissing(f"{where.name}: not a vllm-X.Y.Z wheel")
+        raise SourceMissing(f"{where.name}: not a {engine}-X.Y.Z wheel")
     return found.group(1)
 
 
@@ -266,7 +266,7 @@ def memory_defaults(release: Release) -> dict[str, Any]:
 SGLANG_MODELS = "sglang/srt/models"
 
 
-def _entry_names(tree: ast.Module) -> list[str]:
+def entry_names(tree: ast.Module) -> list[str]:
     """The ``__name__`` of each class a module's ``EntryClass`` names: a class the module
     defines keeps its name, a module-level alias (``X = Y``) is followed to what it names."""
     aliases = {
@@ -305,7 +305,7 @@ def sglang_architectures(release: Release) -> list[str]:
     for module in modules:
         source = release.read(module)
         if source:
-            names.update(_entry_names(ast.parse(source.removeprefix("\ufeff"))))
+            names.update(entry_names(ast.parse(source.removeprefix("\ufeff"))))
     if not names:
         raise SourceMissing(f"no EntryClass in {SGLANG_MODELS}")
     return sorted(names)

@@ -58,14 +58,14 @@ SGLANG_CHILD = (
 def record_sglang(python: Path) -> None:
     """The installed SGLang's registry, and the EntryClass names of the modules it could not
     import here (read from their source, as tools/read_source.py reads a wheel)."""
-    from tools.read_source import _entry_names
+    from tools.read_source import entry_names
 
     out = subprocess.run(
         [str(python), "-c", SGLANG_CHILD], check=True, capture_output=True, text=True
     ).stdout
     version, names, failed, folder = json.loads(out.strip().splitlines()[-1])
     not_imported = {
-        module: _entry_names(
+        module: entry_names(
             ast.parse(
                 (Path(folder) / (module.rsplit(".", 1)[1] + ".py"))
                 .read_text()

@@ -233,7 +233,8 @@ def _fill_cut(literals: tuple[str, ...], line: str) -> list[str] | None:
         if index < 2 or sum(c.isalnum() for c in "".join(literals[:index])) < MIN_PREFIX:
             return None
         rest = line[cursor:end]
-        for split in range(len(rest) + 1):  # the hole, then the next literal's start
+        # the hole, then the next literal's start (no longer than the literal itself)
+        for split in range(max(0, len(rest) - len(literal)), len(rest) + 1):
             if literal.startswith(rest[split:]) and (split == len(rest) or rest[split:].strip()):
                 return [*values, rest[:split]]
         return None

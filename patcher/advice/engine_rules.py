@@ -10,6 +10,7 @@ line of a log is passed over after one search.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from patcher.advice.answers import before_strict
 from patcher.advice.architectures import architecture, sglang_architecture
@@ -185,9 +186,8 @@ def _quantization_mismatch(m: re.Match[str], ctx: _Context) -> tuple[str, list[F
             f"the model is a GGUF file (vLLM loads it as gguf) beside a config.json whose "
             f"quantization_config declares {declared}: that describes other weights",
             [
-                Fix(
-                    "transform",
-                    f"patcher apply {ctx.checkpoint} remove-quantization-config",
+                replace(
+                    ctx.apply("remove-quantization-config"),
                     note="the GGUF file carries its own quantization",
                 )
             ],

@@ -24,31 +24,27 @@ def excluded_scale(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
         # before it, lm_head loads unquantized whatever the exclude list says.
         readings = vllm_readings()
         since = next((v for v, r in readings.items() if r.modelopt_quantized_lm_head), None)
+        release = ".".join(map(str, since or ()))
+        upgrade = Fix(
+            "dependency",
+            f"pip install 'vllm>={release}'",
+            note="the releases read whose ModelOpt quantizes the LM head",
+        )
         if since is not None and ctx.version is not None and ctx.version[:3] < since:
             return (
                 f"the checkpoint ships {m.group(1)} (a quantized LM head), and this vLLM's "
                 "ModelOpt loads the LM head unquantized whatever the exclude list says: no "
                 "config edit loads it",
-                [
-                    Fix(
-                        "dependency",
-                        f"pip install 'vllm>={'.'.join(map(str, since))}'",
-                        note="the releases read whose ModelOpt quantizes the LM head",
-                    )
-                ],
+                [upgrade],
             )
         if since is not None and ctx.version is None:
             return (
                 f"the checkpoint ships {m.group(1)} (a quantized LM head) that this engine "
                 "has no parameter for: vLLM's ModelOpt quantizes the LM head from "
-                f"{'.'.join(map(str, since))} (before, whatever the exclude list says), and "
+                f"{release} (before, whatever the exclude list says), and "
                 "from then on only where the exclude list does not name it",
                 [
-                    Fix(
-                        "dependency",
-                        f"pip install 'vllm>={'.'.join(map(str, since))}'",
-                        note="on an older vLLM",
-                    ),
+                    replace(upgrade, note="on an older vLLM"),
                     replace(exclude, kind="advice", text="on a newer one: " + exclude.text),
                 ],
             )

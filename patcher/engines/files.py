@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -10,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from patcher.errors import InputFileError
 from patcher.store.checkpoint import Checkpoint
-from patcher.store.jsonfile import read_config
-from patcher.text.document import BOM, json_problem
+from patcher.store.jsonfile import parse_config, read_config
+from patcher.text.document import BOM
 
 if TYPE_CHECKING:
     from patcher.store.snapshot import Snapshot
@@ -140,17 +139,8 @@ def snapshot_config_files(snapshot: Snapshot) -> ConfigFiles:
 
     def parsed(name: str) -> Any:
         data = snapshot.read(name)
-        if data is None:
-            return None
-        try:
-            return json.loads(data)
-        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-            raise InputFileError(
-                f"not valid JSON ({json_problem(exc)})",
-                file=checkpoint.root / name,
-                hint="fix the file, then run the command again",
-            ) from None
+        return None if data is None else parse_config(data, checkpoint.root / name)
 
     config, hf_quant, generation = (parsed(name) for name in READ_FILES)
-    bom = frozenset(name for name in MARKED_FILES if (snapshot.read(name) or b"")[:3] == BOM)
+    bom = frozenset(n for n in MARKED_FILES if (snapshot.read(n) or b"").startswith(BOM))
     return config_files(checkpoint, config, hf_quant, generation, bom)

@@ -22,12 +22,12 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from patcher.engines.engine import Engine, Version
+from patcher.engines.engine import Engine, EngineName, Version
 from patcher.engines.readings import assumed, reading, vllm_readings
 
 
 @cache
-def architectures(engine: str = "vllm") -> dict[Version, frozenset[str]]:
+def architectures(engine: EngineName = "vllm") -> dict[Version, frozenset[str]]:
     """The registry of each release of ``engine`` (vllm, sglang) read."""
     data = resources.files("patcher.engines").joinpath(f"{engine}_architectures.json")
     text = data.read_text()

@@ -23,20 +23,27 @@ def read_config(checkpoint: Checkpoint, name: str) -> Any:
     path = checkpoint.root / name  # named in a refusal; open() checks the name itself
     try:
         with os.fdopen(checkpoint.open(name), "rb") as handle:
-            return json.loads(handle.read())
+            data = handle.read()
     except (FileNotFoundError, NotADirectoryError):
         return None
     except (IsADirectoryError, NotRegularFileError):
         raise not_a_file(path, "then run the command again") from None
+    except OSError as exc:
+        raise InputFileError(
+            f"cannot read ({exc.strerror})", file=path, hint="fix the file's permissions"
+        ) from None
+    return parse_config(data, path)
+
+
+def parse_config(data: bytes, path: Path) -> Any:
+    """``data`` (the file at ``path``) parsed as JSON, or a one-line refusal naming it."""
+    try:
+        return json.loads(data)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise InputFileError(
             f"not valid JSON ({json_problem(exc)})",
             file=path,
             hint="fix the file, then run the command again",
-        ) from None
-    except OSError as exc:
-        raise InputFileError(
-            f"cannot read ({exc.strerror})", file=path, hint="fix the file's permissions"
         ) from None
 
 
