@@ -101,77 +101,6 @@ def _numbers(line: str) -> list[int]:
     return [int(n) for n in re.findall(r"(?<![\w.])(\d+)(?![\w.])", line)]
 
 
-def _divisor_below(total: int, size: int) -> int | None:
-    """The largest power of two below ``size`` that divides ``total`` (a TP size that works)."""
-    candidate = 1
-    while candidate * 2 < size and total % (candidate * 2) == 0:
-        candidate *= 2
-    return candidate if candidate < size else None
-
-
-def explain_parallel(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
-    """A parallel size that does not divide what it splits: sizes that divide."""
-    engine = _engine(m, ctx)
-    line = m.line
-    total = m.number("head", "expert", "num_", "hidden", "intermediate", "vocab", "size_per")
-    size = m.number("parallel", "tp", "ep_", "world", "rank", "dcp", "block")
-    if total is None or size is None:
-        numbers = _numbers(line)
-        if len(numbers) >= 2:
-            total, size = max(numbers), min(numbers)
-    fixes: list[Fix] = []
-    expert = re.search(r"expert", line, re.IGNORECASE) is not None
-    tp = _flag_word(engine, "--tensor-parallel-size", "--tp-size")
-    pp = _flag_word(engine, "--pipeline-parallel-size", "--pp-size")
-    blocked = re.search(r"block_[nk]|block size|group.?size", line, re.IGNORECASE)
-    if total and size and size > 1 and total % size and not blocked:
-        smaller = _divisor_below(total, size)
-        if smaller is not None:
-            fixes.append(Fix("flag", f"{tp} {smaller}", note=f"{smaller} divides {total}"))
-        fixes.append(
-            Fix(
-                "flag",
-                f"{tp} 1 {pp} {size}",
-                note="the same GPUs split by layers, which has no divisibility rule",
-            )
-        )
-        if expert and re.search(r"\bep\b|ep_size|expert.?parallel", line, re.IGNORECASE):
-            ep = _flag_word(engine, "--enable-expert-parallel", "--ep-size")
-            fixes.append(
-                Fix(
-                    "advice",
-                    f"drop {ep}",
-                    note=f"or an expert-parallel size dividing {total}; the attention heads "
-                    f"must still divide by {tp}",
-                )
-            )
-    if blocked:
-        # vLLM sizes expert parallel itself (TP x DP); SGLang takes a size that must divide
-        # --tp-size and the experts (moe_tp_size = tp / ep): --tp-size's own gives whole experts.
-        fixes.append(
-            Fix(
-                "flag",
-                _flag_word(engine, "--enable-expert-parallel", "--ep-size N"),
-                note=(f"N = your {tp} (whole experts per GPU), " if engine == "sglang" else "")
-                + f"or a smaller {tp}: each GPU's slice must stay a multiple of the block",
-            )
-        )
-    if not fixes:
-        fixes.append(
-            Fix(
-                "flag",
-                f"{tp} N",
-                note="a smaller N that divides the model's heads, experts and quantized sizes "
-                "(the message does not carry them); patcher check CKPT --tp N tells",
-            )
-        )
-    return (
-        "a parallel size does not divide the model's dimension it splits (heads, experts, or "
-        "a quantization block's slice): choose sizes that divide",
-        _unique([*own_remedy(line), *fixes]),
-    )
-
-
 def _round_down(length: int) -> int:
     return max(1024, length // 1024 * 1024)
 
@@ -340,7 +269,7 @@ def explain_gap(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-def explain_quantization(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+def explain_quantization(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     """A quantization config the method does not read: the fields or method named."""
     line = m.line
     fixes = own_remedy(line)
@@ -357,8 +286,6 @@ def explain_quantization(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
                 note=f"{unknown.group(1)} is not a method of this release",
             )
         )
-    if re.search(r"divisible", line, re.IGNORECASE):
-        return explain_parallel(m, ctx)
     fixes.append(
         Fix(
             "advice",
@@ -426,8 +353,23 @@ def explain_backend(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
                 note=f"the runner has no fused kernel for the {a2a.group(1)} all-to-all",
             )
         )
+    if kind == "MoE" and _engine(m, ctx) == "vllm" and "flashinfer" in m.line.lower():
+        # vLLM 0.10 to 0.2x pick FlashInfer's MoE kernels by environment variable, opt-in
+        # (envs.py: VLLM_USE_FLASHINFER_MOE_FP8/FP4/FP16, VLLM_FLASHINFER_MOE_BACKEND
+        # throughput|latency), not by a flag: a log with no --moe-backend came from them.
+        fixes.append(
+            Fix(
+                "env",
+                "unset VLLM_USE_FLASHINFER_MOE_FP8 VLLM_USE_FLASHINFER_MOE_FP4 "
+                "VLLM_USE_FLASHINFER_MOE_FP16",
+                note="vLLM's own MoE kernels instead; or keep FlashInfer's and set "
+                "VLLM_FLASHINFER_MOE_BACKEND to the other of throughput and latency",
+            )
+        )
     if not any(f.text.startswith(flag) for f in fixes):
-        fixes.append(Fix("advice", f"drop {flag}", note="let the engine choose a kernel that runs"))
+        fixes.append(
+            Fix("advice", f"drop {flag} if it was given", note="let the engine choose a kernel")
+        )
     return (f"the {kind} kernel backend chosen cannot run this model or GPU", _unique(fixes))
 
 

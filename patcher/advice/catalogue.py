@@ -296,13 +296,13 @@ def _read(template: Template, line: str) -> Matched | None:
 def match(line: str, engine: Engine | None = None) -> Matched | None:
     """The template ``line`` was made from, or None. Where several fit, a template of
     ``engine`` (the log's) wins, then a whole match over a cut one, then the longest literal
-    text."""
+    text, then vLLM's (the same answer in every run)."""
     index = _index()
     line = line[:MAX_LINE]
     words = set(_WORD.findall(line))
     candidates = {t for w in words for t in index.get(w, ())}
     best: Matched | None = None
-    best_key: tuple[bool, bool, int] | None = None
+    best_key: tuple[bool, bool, int, str, str, tuple[str, ...]] | None = None
     for template in candidates:
         whole, start = _needs(template)
         if not whole <= words and (start is None or not start <= words):
@@ -310,7 +310,16 @@ def match(line: str, engine: Engine | None = None) -> Matched | None:
         found = _read(template, line)
         if found is None:
             continue
-        key = (template.engine in (engine, "transformers"), found.whole, len(template.literal))
+        # The engine, file and parts last: a tie is settled the same way in every process (a
+        # set's order is not), vLLM's over SGLang's when the log names neither.
+        key = (
+            template.engine in (engine, "transformers"),
+            found.whole,
+            len(template.literal),
+            template.engine,
+            template.file,
+            template.parts,
+        )
         if best_key is None or key > best_key:
             best, best_key = found, key
     if best is None:

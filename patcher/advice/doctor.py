@@ -60,6 +60,17 @@ _LOADING = re.compile(
 _FRACTION = re.compile(r"mem_fraction_static=([\d.]+)")
 # A draft model for speculative decoding on SGLang's server_args line: its pool is sized
 # beside the target's from the same fraction (model_runner: the draft worker's own pool).
+# The tensor-parallel size on a command line as the engines echo it: vLLM's non-default args
+# ('tensor_parallel_size': 8) and engine config (tensor_parallel_size=8), SGLang's server_args
+# (tp_size=8), or the flags themselves.
+_TP = re.compile(
+    r"(?:tensor_parallel_size'?[:=] ?|\btp_size=|--tensor-parallel-size[= ]|--tp-size[= ]"
+    r"|(?<![\w-])--?tp[= ])(\d+)"
+)
+# Lines that say whose log it is before any error does: SGLang's server_args and source
+# paths, vLLM's non-default args.
+_SGLANG_SAYS = ("ServerArgs(", "sglang/srt/")
+_VLLM_SAYS = ("non-default args", "vllm/engine/", "vllm/v1/")
 _DRAFT = re.compile(r"speculative_(?:algorithm|draft_model_path)='[^']+'")
 # A bare ``assert a % b == 0`` (SGLang's models, vLLM's ``ensure_divisibility``): Python prints
 # the source line above a message-less ``AssertionError``.
@@ -286,6 +297,7 @@ def diagnose_lines(
     memory: tuple[float, float] | None = None
     fraction: float | None = None
     draft = False
+    tp: int | None = None
     loading = False
     asserted: tuple[str, str] | None = None  # the last ``assert a % b == 0`` a traceback echoed
     kv_flag: str | None = None
@@ -305,6 +317,12 @@ def diagnose_lines(
         if "mem_fraction_static=" in line and (ran := _FRACTION.search(line)):
             fraction = float(ran.group(1))
             draft = draft or _DRAFT.search(line) is not None
+        if ("parallel_size" in line or "tp" in line) and (sized := _TP.search(line)):
+            tp = int(sized.group(1))
+        if engine is None and any(w in line for w in _SGLANG_SAYS):
+            engine = "sglang"
+        elif engine is None and any(w in line for w in _VLLM_SAYS):
+            engine = "vllm"
         if "kv_cache_dtype" in line and (given := _KV_FLAG.search(line)):
             kv_flag = given.group(1)
         if "avail mem=" in line:
@@ -351,6 +369,8 @@ def diagnose_lines(
             fraction,
             loading,
             draft,
+            tp,
+            kv_flag,
         )
         matched = _first_rule(line) if marked_line else None
         if matched is not None:

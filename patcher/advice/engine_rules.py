@@ -10,7 +10,6 @@ line of a log is passed over after one search.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
 from patcher.advice.answers import before_strict
 from patcher.advice.architectures import architecture, sglang_architecture
@@ -21,11 +20,19 @@ from patcher.advice.log_rules import (
     LogContext,
     Rule,
 )
+from patcher.advice.quantization_rules import (
+    modelopt_algo,
+    no_quantization_config,
+    quantization_gpu,
+    quantization_mismatch,
+    quantized_weights,
+    unknown_quantization,
+)
 from patcher.advice.quantized_modules import excluded_scale
 from patcher.advice.startup_memory import too_little_free
 from patcher.advice.trtllm_rules import TRTLLM_MARKERS, TRTLLM_RULES
 from patcher.engines.launch_flags import MAX_MODEL_LEN_AUTO_FROM
-from patcher.engines.readings import vllm_readings
+from patcher.engines.vllm_kv import mla_dtype_from
 
 LENGTH_STEP = 1024
 
@@ -86,6 +93,36 @@ def _attention(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
 
 
 def _selected_backend(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    backend = m.group(1).rsplit(".", 1)[-1]
+    given = ctx.kv_dtype
+    if "kv_cache_dtype not supported" in m.group(0) and given not in (None, "auto"):
+        # The command line set the dtype the backend refuses: the flag is the answer, not the
+        # checkpoint's directive (which the flag overrides) nor the backend alone, since an
+        # explicit unquantized dtype was refused by every dense MLA backend before 0.15.
+        since = mla_dtype_from(backend, given)
+        fixes = [
+            Fix(
+                "flag",
+                "--kv-cache-dtype auto",
+                note="auto takes the checkpoint's own KV dtype; if that is an FP8 directive "
+                f"{backend} refuses too, strip it (patcher apply {ctx.checkpoint} "
+                "strip-fp8-kv-cache)",
+            )
+        ]
+        if since is not None:
+            text = ".".join(map(str, since))
+            fixes.append(
+                Fix(
+                    "dependency",
+                    f"pip install 'vllm>={text}'",
+                    note=f"{backend} lists {given} from vLLM {text} (read)",
+                )
+            )
+        return (
+            f"the forced attention backend {backend} does not list the KV cache dtype "
+            f"{given} the command line set",
+            fixes,
+        )
     fixes = [Fix("advice", "drop --attention-backend: let vLLM choose")]
     if "kv_cache_dtype not supported" in m.group(0):
         fixes.append(ctx.apply("strip-fp8-kv-cache"))
@@ -173,84 +210,6 @@ def _required_fields(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
             ctx.apply("strip-fp8-kv-cache"),
             Fix("advice", 'or put the key back by hand: "kv_cache_quant_algo": null'),
         ],
-    )
-
-
-def _quantization_mismatch(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
-    """ModelConfig._verify_quantization: ``--quantization`` (or ``gguf``, which vLLM sets for a
-    model that is a .gguf file) differs from the config's quant_method, and no method of the
-    release overrides the one with the other."""
-    declared, given = m.group(1), m.group(2)
-    if given == "gguf":
-        return (
-            f"the model is a GGUF file (vLLM loads it as gguf) beside a config.json whose "
-            f"quantization_config declares {declared}: that describes other weights",
-            [
-                replace(
-                    ctx.apply("remove-quantization-config"),
-                    note="the GGUF file carries its own quantization",
-                )
-            ],
-        )
-    return (
-        f"--quantization {given} was given for a checkpoint whose config declares "
-        f"{declared}, and no {given} method of this release reads a {declared} config",
-        [
-            Fix(
-                "advice",
-                f"drop --quantization {given}",
-                note=f"vLLM reads {declared} from the checkpoint's config itself",
-            )
-        ],
-    )
-
-
-def _unknown_quant(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
-    method = m.group(1)
-    listed = [v for v, r in vllm_readings().items() if method in r.quantization_methods]
-    text = ".".join
-    fixes = [
-        Fix(
-            "transform",
-            f"patcher apply {ctx.checkpoint} remove-quantization-config",
-            note="only if the weights are not quantized",
-        )
-    ]
-    if not listed:
-        return (
-            f"no vLLM release read (0.10.1 on) lists the quantization method {method}: a "
-            "misspelt quant_method, or another engine's format; an upgrade is not known to help",
-            [
-                Fix("advice", "fix quantization_config.quant_method to the method the weights use"),
-                *fixes,
-            ],
-        )
-    first, last = listed[0], listed[-1]
-    if ctx.version is not None and ctx.version[:3] > last:
-        return (
-            f"this vLLM no longer lists {method} (last in vLLM {text(map(str, last))}, read)",
-            [Fix("dependency", f"pip install 'vllm=={text(map(str, last))}'"), *fixes],
-        )
-    return (
-        f"this vLLM does not know the quantization method {method}, which vLLM "
-        f"{text(map(str, first))} and later list (read from their source)",
-        [Fix("dependency", f"pip install 'vllm>={text(map(str, first))}'"), *fixes],
-    )
-
-
-def _quant_gpu(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
-    return (
-        f"{m.group(1)} needs compute capability {m.group(2)}, this GPU has {m.group(3)}: a "
-        "hardware limit, no config edit helps",
-        [Fix("advice", "another GPU, or a checkpoint in a format this GPU runs")],
-    )
-
-
-def _modelopt_algo(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
-    return (
-        f"this vLLM's ModelOpt loader does not read the algorithm {m.group(1)}; which release "
-        "does is not in patcher's reading",
-        [Fix("advice", "a vLLM release whose ModelOpt loader lists it; do not edit quant_algo")],
     )
 
 
@@ -437,7 +396,7 @@ RULES: tuple[Rule, ...] = (
         ),
         _required_fields,
     ),
-    ("unknown-modelopt-algo", re.compile(r"Unknown ModelOpt quant algo: (\S+)"), _modelopt_algo),
+    ("unknown-modelopt-algo", re.compile(r"Unknown ModelOpt quant algo: (\S+)"), modelopt_algo),
     (
         "startup-free-memory",
         re.compile(
@@ -457,12 +416,22 @@ RULES: tuple[Rule, ...] = (
             r"Quantization method specified in the model config \((\S*?)\) does not match the "
             r"quantization method specified in the .quantization. argument \((\S+?)\)"
         ),
-        _quantization_mismatch,
+        quantization_mismatch,
     ),
     (
         "unknown-quantization",
         re.compile(r"Unknown quantization method: (\S+?)\.? Must be one of"),
-        _unknown_quant,
+        unknown_quantization,
+    ),
+    (
+        "quantization-config-missing",
+        re.compile(r"Cannot find the config file for (\w+)"),
+        no_quantization_config,
+    ),
+    (
+        "quantized-weights-unquantized-model",
+        re.compile(r"KeyError: '([\w.]*?\.(qweight|qzeros|g_idx|weight_packed|weight_scale_inv))'"),
+        quantized_weights,
     ),
     (
         "quantization-gpu",
@@ -470,7 +439,7 @@ RULES: tuple[Rule, ...] = (
             r"The quantization method (\S+) is not supported for the current GPU\. Minimum "
             r"capability: (\d+)\. Current capability: (\d+)"
         ),
-        _quant_gpu,
+        quantization_gpu,
     ),
     (
         "unsupported-architecture",
@@ -586,6 +555,8 @@ _MARKERS = (
     "Missing required keys",
     "Not enough memory",
     "context_length",
+    "Cannot find the config file for",
+    "KeyError: '",
     *FAMILY_MARKERS,
     *TRTLLM_MARKERS,
 )

@@ -44,7 +44,6 @@ from patcher.advice.answers import (
     explain_kv_dtype,
     explain_memory,
     explain_named_flags,
-    explain_parallel,
     explain_quantization,
     explain_remote_code,
     explain_request,
@@ -54,6 +53,7 @@ from patcher.advice.answers import (
 )
 from patcher.advice.catalogue import Matched, Template
 from patcher.advice.log_rules import Fix, LogContext
+from patcher.advice.parallel_sizes import explain_parallel
 
 Answer = Literal["transform", "flag", "env", "dependency", "none"]
 Explain = Callable[[Matched, LogContext], tuple[str, list[Fix]]]
@@ -72,6 +72,13 @@ class Family:
 def _says(pattern: str, *, flags: int = re.IGNORECASE) -> Callable[[Template], bool]:
     compiled = re.compile(pattern, flags)
     return lambda t: compiled.search(t.text) is not None
+
+
+def _quantization(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A quantization message about a size that does not divide is a parallel size's."""
+    if re.search(r"divisible", m.line, re.IGNORECASE):
+        return explain_parallel(m, ctx)
+    return explain_quantization(m, ctx)
 
 
 FAMILIES: tuple[Family, ...] = (
@@ -190,7 +197,7 @@ FAMILIES: tuple[Family, ...] = (
             r"quant|scale|group.?size|block.?size|weight_block|bits|awq|gptq|marlin|"
             r"modelopt|compressed|fp8|fp4|int4|int8|mxfp|nvfp4|w4a|w8a|zero.?point"
         ),
-        explain_quantization,
+        _quantization,
     ),
     Family(
         # vLLM's registry could not import a class it lists (registry.py's own log lines)

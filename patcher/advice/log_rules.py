@@ -51,6 +51,11 @@ class LogContext:
     loading: bool = False
     # Whether SGLang's server_args line names a draft model (speculative decoding).
     draft: bool = False
+    # The tensor-parallel size the log's command line shows (vLLM's non-default args or engine
+    # config, SGLang's server_args), when it shows one.
+    tp: int | None = None
+    # The KV cache dtype the log's command line set (--kv-cache-dtype), when it shows one.
+    kv_dtype: str | None = None
 
     def mem_fraction(self) -> Fix:
         """SGLang's ``--mem-fraction-static`` that leaves the KV pool room after the weights.

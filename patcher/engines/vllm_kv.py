@@ -147,6 +147,16 @@ def backend_table(engine: Engine) -> dict[str, tuple[tuple[int, ...], tuple[str,
     return table
 
 
+def mla_dtype_from(backend: str, dtype: str) -> tuple[int, ...] | None:
+    """The first vLLM release whose dense MLA ``backend`` lists the KV ``dtype`` (as
+    :func:`backend_table` has the readings), or None when none read does."""
+    for version in ((0, 13, 0), MLA_BFLOAT16_FROM, MLA_DTYPES_WIDENED):
+        listed = backend_table(Engine("vllm", version)).get(backend)
+        if listed is not None and dtype in listed[1]:
+            return version
+    return None
+
+
 # TOKENSPEED_MLA (an FP8-only SM100 backend) is in the wheels from 0.21.0, second on SM10
 # (tools/record_mla_backends.py finds every backend of v1/attention/backends/mla/). Its
 # supports_combination also needs the separate tokenspeed_mla package and DeepSeek-R1's

@@ -713,6 +713,87 @@ def test_sglang_s_expert_parallel_size_for_a_block_slice_is_the_tp_size() -> Non
     assert ep and ep[0].text == "--ep-size N" and "N = your --tp-size" in (ep[0].note or "")
 
 
+def test_a_linear_layer_s_block_slice_is_never_answered_with_expert_parallel() -> None:
+    # fp8.py's Fp8LinearMethod (validate_block_quant_shapes) splits a linear layer by TP alone,
+    # a shared expert's MLP among them: expert parallel leaves its slice as it is. The TP that
+    # leaves whole blocks is computed from the slice and the command line's TP size.
+    line = (
+        "ValueError: Weight output_partition_size = 320 is not divisible by weight "
+        "quantization block_n = 128."
+    )
+    unsized = diagnose_text(line)
+    assert unsized.code == "parallel-sizes"
+    assert not any("expert" in f.text or "--ep-size" in f.text for f in unsized.fixes)
+    assert "your --tensor-parallel-size / 2" in (unsized.fixes[0].note or "")
+    sized = diagnose_text(
+        "[2026-12-04 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=4, ep_size=4)\n"
+        f"[2026-12-04 10:00:09 TP0] {line}"
+    )
+    texts = [f.text for f in sized.fixes]
+    assert texts[:2] == ["--tp-size 2 --pp-size 2", "--tp-size 2"], texts  # SGLang's flags
+    assert not any("--ep-size" in t for t in texts)
+
+
+@pytest.mark.parametrize(
+    ("tp", "part", "first"),
+    [
+        # 64 a GPU at TP 8: TP 4 leaves 128, a whole block, and two stages keep the 8 GPUs
+        (8, 64, "--tensor-parallel-size 4 --pipeline-parallel-size 2"),
+        # 80 at TP 8 (640 in all): only one GPU a stage holds whole blocks; whole experts are
+        # the lighter change, so expert parallel comes first
+        (8, 80, "--enable-expert-parallel"),
+        # 192 at TP 16 (3072): TP 8 leaves 384
+        (16, 192, "--tensor-parallel-size 8 --pipeline-parallel-size 2"),
+    ],
+)
+def test_a_routed_expert_s_block_slice_gets_the_tp_that_divides_and_expert_parallel(
+    tp: int, part: int, first: str
+) -> None:
+    found = diagnose_text(
+        f"(APIServer pid=1) INFO 12-04 10:00:00 [utils.py:233] non-default args: {{'model_tag':"
+        f" '/m', 'tensor_parallel_size': {tp}}}\n(Worker_TP0 pid=9) ValueError: The output_size"
+        f" of gate's and up's weight = {part} is not divisible by weight quantization block_n ="
+        " 128."
+    )
+    assert found.fixes[0].text == first, [f.text for f in found.fixes]
+    expert = next(f for f in found.fixes if f.text == "--enable-expert-parallel")
+    assert "shared expert" in (expert.note or "")
+    for fix in found.fixes:  # every TP offered leaves whole blocks of the same weight
+        sizes = re.findall(r"--tensor-parallel-size (\d+)", fix.text)
+        if sizes:
+            assert (part * tp // int(sizes[0])) % 128 == 0 or sizes[0] == "1"
+
+
+def test_a_forced_backend_refusing_the_command_line_s_kv_dtype_gets_the_flag_and_release() -> None:
+    # vLLM 0.14's TRITON_MLA lists only "auto" (snapshots/engines/mla-backends-vllm.json):
+    # --kv-cache-dtype bfloat16 is refused there and accepted from 0.15.0.
+    found = diagnose_text(
+        "(APIServer pid=1) INFO 12-04 10:00:00 [utils.py:263] non-default args: {'model_tag': "
+        "'/m', 'kv_cache_dtype': 'bfloat16', 'attention_backend': 'TRITON_MLA'}\n"
+        "ValueError: Selected backend AttentionBackendEnum.TRITON_MLA is not valid for this "
+        "configuration. Reason: ['kv_cache_dtype not supported']"
+    )
+    texts = [f.text for f in found.fixes]
+    assert texts == ["--kv-cache-dtype auto", "pip install 'vllm>=0.15.0'"], texts
+    plain = diagnose_text(
+        "ValueError: Selected backend AttentionBackendEnum.TRITON_MLA is not valid for this "
+        "configuration. Reason: ['kv_cache_dtype not supported']"
+    )
+    assert any("strip-fp8-kv-cache" in f.text for f in plain.fixes)
+
+
+def test_flashinfer_moe_kernels_chosen_by_environment_are_answered_there() -> None:
+    # vLLM 0.10 to 0.2x: VLLM_USE_FLASHINFER_MOE_FP8 (envs.py) picks FlashInfer's MoE; the
+    # per-tensor FP8 path asserts Llama 4's routing (flashinfer_utils.py).
+    found = diagnose_text(
+        "(VllmWorker TP0 pid=1) ERROR 12-04 10:00:00 [multiproc_executor.py:574] "
+        "AssertionError: FusedMoE flashinfer kernels are only supported for Llama4"
+    )
+    assert found.fixes[0].kind == "env"
+    assert "VLLM_USE_FLASHINFER_MOE_FP8" in found.fixes[0].text
+    assert not any(f.text == "drop --moe-backend" for f in found.fixes)
+
+
 def test_a_sparse_backend_that_refuses_only_the_kv_dtype_gets_the_model_s_dtype() -> None:
     # The selector's reasons say the one sparse backend refuses the KV dtype and nothing else
     # (its compute capability is fine): a KV cache in the model's dtype starts; where another

@@ -163,6 +163,18 @@ CASES = [
         "quantization-gpu",
         "another GPU",
     ),
+    # model_executor/model_loader/weight_utils.py @ v0.34.0 L202 (get_quant_config)
+    (
+        "ValueError: Cannot find the config file for gptq",
+        "quantization-config-missing",
+        "drop --quantization gptq",
+    ),
+    # a model's load_weights: params_dict[name] for a parameter only GPTQ's create_weights makes
+    (
+        "KeyError: 'model.layers.3.self_attn.qkv_proj.g_idx'",
+        "quantized-weights-unquantized-model",
+        "--quantization gptq",
+    ),
     # model_executor/models/registry.py @ v0.33.0 L1249
     (
         "ValueError: Model architectures ['KimiK25ForConditionalGeneration'] are not supported "
@@ -775,3 +787,25 @@ def test_too_little_free_memory_at_start_never_asks_for_more() -> None:
     assert found.code == "startup-free-memory" and "132.38 of the GPU's 139.72 GiB" in found.cause
     assert [f.kind for f in found.fixes] == ["advice"]
     assert not any("0.95" in f.text for f in found.fixes)
+
+
+def test_the_same_log_gets_the_same_answer_in_every_process(tmp_path: Path) -> None:
+    """A message both engines raise, in a log that names neither: the catalogue's tie is
+    settled by the templates themselves, not by a set's order, which Python's string hashing
+    changes from one process to the next."""
+    log = tmp_path / "block.log"
+    log.write_text(
+        "ValueError: Weight output_partition_size = 2112 is not divisible by weight "
+        "quantization block_n = 128.\n"
+    )
+    answers = {
+        subprocess.run(
+            [sys.executable, "-m", "patcher", "doctor", str(log), "--json"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            check=False,
+        ).stdout
+        for seed in range(6)
+    }
+    assert len(answers) == 1, answers

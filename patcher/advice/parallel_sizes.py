@@ -1,0 +1,191 @@
+"""doctor's answer for a parallel size that does not divide what it splits: attention heads,
+KV heads or experts by tensor, expert or pipeline parallelism, and a GPU's slice of a
+quantized weight that is not a whole number of quantization blocks or groups (the FP8 block
+methods' ``block_n``/``block_k``, Marlin's and BitBLAS's ``group_size``, the MX formats'
+blocks). Sizes are computed from the numbers the message and the command line carry.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from patcher.advice.answers import _engine, _flag_word, _numbers, _unique, own_remedy
+from patcher.advice.catalogue import Matched
+from patcher.advice.log_rules import Fix, LogContext
+
+
+def _divisor_below(total: int, size: int) -> int | None:
+    """The largest power of two below ``size`` that divides ``total`` (a TP size that works)."""
+    candidate = 1
+    while candidate * 2 < size and total % (candidate * 2) == 0:
+        candidate *= 2
+    return candidate if candidate < size else None
+
+
+# The holes of a quantization-unit message: the per-GPU slice, and the block or group it must
+# be a multiple of (fp8.py's block_n/block_k, Marlin's and BitBLAS's group_size, MXFP's block).
+_UNIT_HOLE = ("block", "group")
+_SLICE_HOLE = ("partition", "size", "features", "dim", "shape")
+# The MoE method's messages (Fp8MoEMethod and its kin): a routed expert's slice, which expert
+# parallelism keeps whole. A linear layer's slice (Fp8LinearMethod's "Weight
+# output_partition_size", a shared expert's MLP, attention projections) is split by TP alone.
+_EXPERT_SLICE = re.compile(r"gate's and up's|down's|\bMoE\b|expert", re.IGNORECASE)
+
+
+def _slice_and_unit(m: Matched) -> tuple[int, int] | None:
+    """The per-GPU slice and the quantization unit it must be a multiple of, from the holes."""
+    unit = next(
+        (int(v) for n, v in m.values if any(w in n.lower() for w in _UNIT_HOLE) and v.isdigit()),
+        None,
+    )
+    part = next(
+        (
+            int(v)
+            for n, v in m.values
+            if v.isdigit()
+            and not any(w in n.lower() for w in _UNIT_HOLE)
+            and any(w in n.lower() for w in _SLICE_HOLE)
+        ),
+        None,
+    )
+    if unit is None or part is None or unit <= 0 or part <= 0 or part % unit == 0:
+        return None
+    return part, unit
+
+
+def _smaller_tp(part: int, unit: int, tp_now: int) -> int:
+    """The largest divisor of ``tp_now`` below it whose slice of the same whole is a multiple
+    of ``unit`` (1 at worst: one GPU holds whole weights, as the checkpoint was quantized).
+    Divisors only: the heads and experts ``tp_now`` divided, they divide too, and pipeline
+    stages make up the GPUs."""
+    whole = part * tp_now
+    for size in range(tp_now - 1, 1, -1):
+        if tp_now % size == 0 and (whole // size) % unit == 0:
+            return size
+    return 1
+
+
+def _block_slice(m: Matched, ctx: LogContext, engine: str) -> list[Fix]:
+    """A GPU's slice of a quantized weight that is not a whole number of quantization blocks
+    (or groups). TP sets the slice: a TP size that leaves whole blocks, the same GPUs kept by
+    pipeline parallel. Expert parallel helps only a routed expert's slice (the MoE method's
+    message): it keeps experts whole, while a linear layer, a shared expert's among them, is
+    split by TP all the same, so it is never offered for a linear layer's message."""
+    tp = _flag_word(engine, "--tensor-parallel-size", "--tp-size")
+    pp = _flag_word(engine, "--pipeline-parallel-size", "--pp-size")
+    ep = _flag_word(engine, "--enable-expert-parallel", f"--ep-size {ctx.tp or 'N'}")
+    expert = _EXPERT_SLICE.search(m.line) is not None
+    expert_fix = Fix(
+        "flag",
+        ep,
+        note=("N = your --tp-size: " if engine == "sglang" and ctx.tp is None else "")
+        + "whole routed experts on each GPU; a shared expert, where the model has one, is "
+        f"still split by {tp}, and its slice must be a multiple of the block too",
+    )
+    sizes = _slice_and_unit(m)
+    if sizes is None:
+        tp_fix = Fix(
+            "flag",
+            f"{tp} N",
+            note="a smaller N: each GPU's slice must stay a whole number of quantization blocks",
+        )
+        return [expert_fix, tp_fix] if expert else [tp_fix]
+    part, unit = sizes
+    factor = unit // math.gcd(part, unit)
+    fixes: list[Fix] = []
+    if ctx.tp is None:
+        fixes.append(
+            Fix(
+                "flag",
+                f"{tp} N {pp} M",
+                note=f"N = your {tp} / {factor}, or 1 (one GPU a stage holds whole weights): "
+                f"each GPU's slice, {part} now, must be a multiple of {unit}; M = your GPUs / N "
+                "keeps them all, split by layers (the model must support pipeline parallelism)",
+            )
+        )
+    else:
+        size = _smaller_tp(part, unit, ctx.tp)
+        whole = part * ctx.tp
+        stages = ctx.tp // size
+        if stages > 1:
+            fixes.append(
+                Fix(
+                    "flag",
+                    f"{tp} {size} {pp} {stages}",
+                    note=f"the same {ctx.tp} GPUs: each GPU's slice becomes {whole // size}, a "
+                    f"multiple of {unit}, and the layers are split {stages} ways (the model "
+                    "must support pipeline parallelism)",
+                )
+            )
+        fixes.append(
+            Fix(
+                "flag",
+                f"{tp} {size}",
+                note=(
+                    f"{whole // size} per GPU, a multiple of {unit}, "
+                    if size > 1
+                    else "one GPU holds whole weights, "
+                )
+                + "on fewer GPUs, if the model fits on them",
+            )
+        )
+    if expert:
+        # Where only one GPU a stage leaves whole blocks, whole experts are the lighter change.
+        one = ctx.tp is not None and _smaller_tp(part, unit, ctx.tp) == 1
+        fixes = [expert_fix, *fixes] if one else [*fixes, expert_fix]
+    return fixes
+
+
+def explain_parallel(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A parallel size that does not divide what it splits: sizes that divide."""
+    engine = _engine(m, ctx)
+    line = m.line
+    total = m.number("head", "expert", "num_", "hidden", "intermediate", "vocab", "size_per")
+    size = m.number("parallel", "tp", "ep_", "world", "rank", "dcp", "block")
+    if total is None or size is None:
+        numbers = _numbers(line)
+        if len(numbers) >= 2:
+            total, size = max(numbers), min(numbers)
+    fixes: list[Fix] = []
+    expert = re.search(r"expert", line, re.IGNORECASE) is not None
+    tp = _flag_word(engine, "--tensor-parallel-size", "--tp-size")
+    pp = _flag_word(engine, "--pipeline-parallel-size", "--pp-size")
+    blocked = re.search(r"block_[nk]|block size|group.?size", line, re.IGNORECASE)
+    if total and size and size > 1 and total % size and not blocked:
+        smaller = _divisor_below(total, size)
+        if smaller is not None:
+            fixes.append(Fix("flag", f"{tp} {smaller}", note=f"{smaller} divides {total}"))
+        fixes.append(
+            Fix(
+                "flag",
+                f"{tp} 1 {pp} {size}",
+                note="the same GPUs split by layers, which has no divisibility rule",
+            )
+        )
+        if expert and re.search(r"\bep\b|ep_size|expert.?parallel", line, re.IGNORECASE):
+            ep = _flag_word(engine, "--enable-expert-parallel", "--ep-size")
+            fixes.append(
+                Fix(
+                    "advice",
+                    f"drop {ep}",
+                    note=f"or an expert-parallel size dividing {total}; the attention heads "
+                    f"must still divide by {tp}",
+                )
+            )
+    if blocked:
+        fixes += _block_slice(m, ctx, engine)
+    if not fixes:
+        fixes.append(
+            Fix(
+                "flag",
+                f"{tp} N",
+                note="a smaller N that divides the model's heads, experts and quantized sizes "
+                "(the message does not carry them); patcher check CKPT --tp N tells",
+            )
+        )
+    return (
+        "a parallel size does not divide the model's dimension it splits (heads, experts, or "
+        "a quantization block's slice): choose sizes that divide",
+        _unique([*own_remedy(line), *fixes]),
+    )

@@ -1,0 +1,156 @@
+"""doctor's answers for a quantization the engine cannot load as asked, read from vLLM's
+source: the method named against the one declared (``ModelConfig._verify_quantization``), a
+method no release lists, a GPU below the method's capability, a method asked of a checkpoint
+that has no config for it (``get_quant_config``), and quantized weights loaded into a model
+built without the method (a model's ``load_weights``). ``engine_rules.py`` holds the patterns.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from patcher.advice.log_rules import Fix, LogContext
+from patcher.engines.readings import vllm_readings
+
+
+def quantization_mismatch(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """ModelConfig._verify_quantization: ``--quantization`` (or ``gguf``, which vLLM sets for a
+    model that is a .gguf file) differs from the config's quant_method, and no method of the
+    release overrides the one with the other."""
+    declared, given = m.group(1), m.group(2)
+    if given == "gguf":
+        return (
+            f"the model is a GGUF file (vLLM loads it as gguf) beside a config.json whose "
+            f"quantization_config declares {declared}: that describes other weights",
+            [
+                replace(
+                    ctx.apply("remove-quantization-config"),
+                    note="the GGUF file carries its own quantization",
+                )
+            ],
+        )
+    return (
+        f"--quantization {given} was given for a checkpoint whose config declares "
+        f"{declared}, and no {given} method of this release reads a {declared} config",
+        [
+            Fix(
+                "advice",
+                f"drop --quantization {given}",
+                note=f"vLLM reads {declared} from the checkpoint's config itself",
+            )
+        ],
+    )
+
+
+def unknown_quantization(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A quant_method no vLLM release read lists, or one this release does not (yet, or
+    any more): the releases that list it."""
+    method = m.group(1)
+    listed = [v for v, r in vllm_readings().items() if method in r.quantization_methods]
+    text = ".".join
+    fixes = [
+        Fix(
+            "transform",
+            f"patcher apply {ctx.checkpoint} remove-quantization-config",
+            note="only if the weights are not quantized",
+        )
+    ]
+    if not listed:
+        return (
+            f"no vLLM release read (0.10.1 on) lists the quantization method {method}: a "
+            "misspelt quant_method, or another engine's format; an upgrade is not known to help",
+            [
+                Fix("advice", "fix quantization_config.quant_method to the method the weights use"),
+                *fixes,
+            ],
+        )
+    first, last = listed[0], listed[-1]
+    if ctx.version is not None and ctx.version[:3] > last:
+        return (
+            f"this vLLM no longer lists {method} (last in vLLM {text(map(str, last))}, read)",
+            [Fix("dependency", f"pip install 'vllm=={text(map(str, last))}'"), *fixes],
+        )
+    return (
+        f"this vLLM does not know the quantization method {method}, which vLLM "
+        f"{text(map(str, first))} and later list (read from their source)",
+        [Fix("dependency", f"pip install 'vllm>={text(map(str, first))}'"), *fixes],
+    )
+
+
+def no_quantization_config(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """weight_utils.get_quant_config: ``--quantization X`` for a checkpoint with no
+    quantization_config in config.json and none of X's own config files: its weights are not
+    X's."""
+    method = m.group(1)
+    return (
+        f"--quantization {method} was given, but the checkpoint has no {method} quantization "
+        "config (config.json's quantization_config, or the method's own config file): its "
+        f"weights are not {method}-quantized",
+        [
+            Fix(
+                "advice",
+                f"drop --quantization {method}",
+                note="serve the weights as they are (vLLM reads a quantized checkpoint's method "
+                "from its config itself)",
+            ),
+            Fix(
+                "advice",
+                f"quantize the checkpoint with {method}'s tool first, or use a {method} checkpoint",
+            ),
+        ],
+    )
+
+
+# The parameters only a quantization method's create_weights makes (AWQ and GPTQ: qweight,
+# qzeros, g_idx; compressed-tensors: weight_packed; block FP8: weight_scale_inv): a model
+# built without the method has no such parameter, and its load_weights looks it up.
+_QUANT_PARAMS = {
+    "qweight": "awq or gptq",
+    "qzeros": "awq or gptq",
+    "g_idx": "gptq",
+    "weight_packed": "compressed-tensors",
+    "weight_scale_inv": "fp8",
+}
+
+
+def quantized_weights(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A parameter only a quantization method makes, looked up in a model built without it."""
+    name, suffix = m.group(1), m.group(2)
+    method = _QUANT_PARAMS[suffix]
+    first = method.split()[0]
+    return (
+        f"the checkpoint holds {method} weights ({name}) but the model was built unquantized: "
+        "the engine found no quantization_config where it reads one (config.json's top level; "
+        "a multimodal checkpoint may keep it under text_config)",
+        [
+            Fix(
+                "flag",
+                f"--quantization {first}",
+                note=f"the method the checkpoint was quantized with ({method})",
+            ),
+            Fix(
+                "advice",
+                "or copy the nested quantization_config to config.json's top level "
+                "(patcher set CKPT config.json /quantization_config VALUE)",
+            ),
+        ],
+    )
+
+
+def quantization_gpu(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A method whose minimum compute capability is above the GPU's: a hardware limit."""
+    return (
+        f"{m.group(1)} needs compute capability {m.group(2)}, this GPU has {m.group(3)}: a "
+        "hardware limit, no config edit helps",
+        [Fix("advice", "another GPU, or a checkpoint in a format this GPU runs")],
+    )
+
+
+def modelopt_algo(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A ModelOpt quant_algo this release's loader does not read."""
+    return (
+        f"this vLLM's ModelOpt loader does not read the algorithm {m.group(1)}; which release "
+        "does is not in patcher's reading",
+        [Fix("advice", "a vLLM release whose ModelOpt loader lists it; do not edit quant_algo")],
+    )
