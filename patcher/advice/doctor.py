@@ -18,6 +18,13 @@ from typing import Any
 from patcher.advice import catalogue
 from patcher.advice.catalogue import Matched, Template
 from patcher.advice.check import FP8_KV_POINTERS, kv_label
+from patcher.advice.cuda_oom import (
+    OOM_WORDS,
+    Phase,
+    explain_oom,
+    phase_of,
+    utilization_in,
+)
 from patcher.advice.engine_rules import _MARKERS, RULES
 from patcher.advice.families import FAMILIES, Family, family_of
 from patcher.advice.finding import dig
@@ -58,8 +65,6 @@ _LOADING = re.compile(
 )
 # The fraction SGLang ran with: its server_args line, or its refusal's "Current value".
 _FRACTION = re.compile(r"mem_fraction_static=([\d.]+)")
-# A draft model for speculative decoding on SGLang's server_args line: its pool is sized
-# beside the target's from the same fraction (model_runner: the draft worker's own pool).
 # The tensor-parallel size on a command line as the engines echo it: vLLM's non-default args
 # ('tensor_parallel_size': 8) and engine config (tensor_parallel_size=8), SGLang's server_args
 # (tp_size=8), or the flags themselves.
@@ -71,6 +76,8 @@ _TP = re.compile(
 # paths, vLLM's non-default args.
 _SGLANG_SAYS = ("ServerArgs(", "sglang/srt/")
 _VLLM_SAYS = ("non-default args", "vllm/engine/", "vllm/v1/")
+# A draft model for speculative decoding on SGLang's server_args line: its pool is sized
+# beside the target's from the same fraction (model_runner: the draft worker's own pool).
 _DRAFT = re.compile(r"speculative_(?:algorithm|draft_model_path)='[^']+'")
 # A bare ``assert a % b == 0`` (SGLang's models, vLLM's ``ensure_divisibility``): Python prints
 # the source line above a message-less ``AssertionError``.
@@ -299,6 +306,12 @@ def diagnose_lines(
     draft = False
     tp: int | None = None
     loading = False
+    # CUDA out of memory: the first such line, the furthest start-up phase the log reached
+    # (a multi-process log can print a phase line after another process's error), and the
+    # utilization vLLM ran with (0.9 when its non-default args line does not set one).
+    oom: str | None = None
+    phase: Phase | None = None
+    utilization: float | None = None
     asserted: tuple[str, str] | None = None  # the last ``assert a % b == 0`` a traceback echoed
     kv_flag: str | None = None
     marked, heeded = _marked(), _heeded()
@@ -317,7 +330,32 @@ def diagnose_lines(
         if "mem_fraction_static=" in line and (ran := _FRACTION.search(line)):
             fraction = float(ran.group(1))
             draft = draft or _DRAFT.search(line) is not None
-        if ("parallel_size" in line or "tp" in line) and (sized := _TP.search(line)):
+        # Plain substring tests first (most lines of a log are none of these; docs/benchmark.md),
+        # and past a phase only the later phases' words (cuda_oom.NOTED).
+        if phase != "capture" and (
+            "aptur" in line
+            or (
+                phase != "loaded"
+                and (
+                    "oad" in line
+                    or "emory" in line
+                    or "blocks" in line
+                    or "cache size" in line
+                    or "pool" in line
+                )
+            )
+        ):
+            phase = phase_of(line, phase) or phase
+        if "emory" in line:
+            if oom is None and any(w in line for w in OOM_WORDS):
+                oom = PREFIX.sub("", uncoloured(line)).strip()
+            if "gpu_memory_utilization" in line:
+                utilization = utilization_in(line) or utilization
+        if utilization is None and "non-default args" in line:
+            utilization = utilization_in(line) or 0.9
+        if ("parallel_size" in line or "tp_size" in line or "-tp" in line) and (
+            sized := _TP.search(line)
+        ):
             tp = int(sized.group(1))
         if engine is None and any(w in line for w in _SGLANG_SAYS):
             engine = "sglang"
@@ -396,7 +434,12 @@ def diagnose_lines(
             return _given_kv_dtype(replace(known, log=source, engine_version=version_text), kv_flag)
         if root is None and (RAISED.match(line) or quoted is not None):
             root = (raw if quoted is not None else line).strip()
-    return Diagnosis(source, None, root, "no failure the doctor knows", (), version_text)
+    if oom is not None and phase is not None:
+        # Only now: a more specific line later in the log (TensorRT-LLM's executor names the
+        # component it could not create) is the better answer to the same failure.
+        cause, fixes = explain_oom(phase, engine, utilization=utilization, fraction=fraction)
+        return Diagnosis(source, "cuda-oom-startup", oom, cause, tuple(fixes), version_text)
+    return Diagnosis(source, None, root or oom, "no failure the doctor knows", (), version_text)
 
 
 def diagnose_text(text: str, *, checkpoint: str = "CKPT", source: str = "-") -> Diagnosis:

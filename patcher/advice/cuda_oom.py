@@ -1,0 +1,147 @@
+"""doctor's answer for CUDA running out of memory during start-up, by the phase it ran out in.
+
+A CUDA out-of-memory error says only that an allocation failed; which way out works depends on
+what the engine was doing, which the log's earlier lines say:
+
+- loading the weights: the weights do not fit on these GPUs. vLLM's utilization and SGLang's
+  static fraction size the KV cache after the weights, so neither helps; more GPUs, a smaller
+  checkpoint or a GPU free of other processes does.
+- after the weights, before CUDA graphs (profiling, the KV cache): the cache was sized too
+  close to the GPU's end. A lower ``--gpu-memory-utilization`` (vLLM) or
+  ``--mem-fraction-static`` (SGLang) leaves the activations room.
+- capturing CUDA graphs: the graphs need memory the cache left no room for. The engines' own
+  hints say what helps (vLLM's gpu_model_runner: "consider decreasing gpu_memory_utilization or
+  switching to eager mode ... reduce the max_num_seqs"; SGLang's cuda_graph_runner: a smaller
+  --mem-fraction-static, a smaller CUDA graph batch size, or no CUDA graph).
+
+A log that shows none of these phases gets no answer: the phase decides the direction, and a
+fix in the wrong direction costs more than none.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from patcher.advice.log_rules import Fix
+
+Phase = Literal["loading", "loaded", "capture"]
+
+# The phase lines, as vLLM (0.10 to 0.34, V1 and V0) and SGLang (0.5.x) log them, each with
+# words one of which its lines hold (a substring test before the pattern).
+_PHASES: tuple[tuple[Phase, tuple[str, ...], re.Pattern[str]], ...] = (
+    (
+        "capture",
+        ("aptur",),
+        re.compile(
+            r"Capturing (?:CUDA graph|cudagraphs|the model for CUDA graphs)|"
+            r"Capture (?:\w+ )?(?:cuda|CUDA) graph (?:begin|failed)"
+        ),
+    ),
+    (
+        "loaded",
+        ("took", "emory", "allocated", "pool", "cache size", "blocks"),
+        re.compile(
+            r"Load weight end|Model loading took|Loading (?:model )?weights took|"
+            r"Memory profiling|Available KV cache memory|KV Cache is allocated|Memory pool end|"
+            r"GPU KV cache size|# GPU blocks"
+        ),
+    ),
+    (
+        "loading",
+        ("begin", "load model", "shards"),
+        re.compile(
+            r"Load weight begin|Starting to load model|Loading (?:safetensors|pt) checkpoint shards"
+        ),
+    ),
+)
+# Every phase line holds one of these, a capture line the first, every out-of-memory error and
+# utilization "emory": doctor tests a line for them (plain substring tests, in doctor.py)
+# before any pattern here.
+NOTED = ("aptur", "oad", "emory", "blocks", "cache size", "pool")
+# The allocation failure itself, as torch and the CUDA runtime word it (not the engines' hints
+# that mention running out of memory).
+OOM_WORDS = ("CUDA out of memory", "error: out of memory", "OutOfMemoryError")
+# The utilization vLLM ran with: its non-default args or its memory profiling line.
+_UTILIZATION = re.compile(r"gpu_memory_utilization'?[:=] ?([\d.]+)")
+
+
+_RANK: dict[Phase | None, int] = {None: 0, "loading": 1, "loaded": 2, "capture": 3}
+
+
+def phase_of(line: str, past: Phase | None = None) -> Phase | None:
+    """The start-up phase a log line says the engine has reached, if it is further than
+    ``past`` (a later phase line is only searched for: most lines of a log repeat one)."""
+    for phase, words, pattern in _PHASES:
+        if _RANK[phase] <= _RANK[past]:
+            return None
+        if any(w in line for w in words) and pattern.search(line):
+            return phase
+    return None
+
+
+def utilization_in(line: str) -> float | None:
+    """The ``gpu_memory_utilization`` a vLLM log line shows, if it shows one."""
+    found = _UTILIZATION.search(line)
+    return float(found.group(1)) if found else None
+
+
+def explain_oom(
+    phase: Phase,
+    engine: str | None,
+    *,
+    utilization: float | None = None,
+    fraction: float | None = None,
+) -> tuple[str, list[Fix]]:
+    """The cause and the fixes of a CUDA out-of-memory error in ``phase`` of start-up."""
+    sglang = engine == "sglang"
+    if phase == "loading":
+        tp = "--tp-size" if sglang else "--tensor-parallel-size"
+        return (
+            "CUDA ran out of memory while loading the weights: they do not fit on these GPUs "
+            "(the KV cache is sized after them, so no memory setting helps)",
+            [
+                Fix("flag", f"{tp} N", note="more GPUs: N times the memory for the weights"),
+                Fix(
+                    "advice",
+                    "a smaller or quantized checkpoint, or free the GPU of other processes",
+                ),
+            ],
+        )
+    lower = _lower(fraction if sglang else utilization, sglang)
+    if sglang:
+        fixes = [lower]
+        if phase == "capture":
+            fixes += [
+                Fix("flag", "--cuda-graph-max-bs 16", note="fewer, smaller CUDA graphs"),
+                Fix("flag", "--disable-cuda-graph", note="no CUDA graphs: slower decoding"),
+            ]
+        return (_cause(phase, "the KV pool --mem-fraction-static sized"), fixes)
+    fixes = [lower]
+    if phase == "capture":
+        fixes = [
+            Fix("flag", "--enforce-eager", note="no CUDA graphs: slower decoding"),
+            lower,
+            Fix("flag", "--max-num-seqs 128", note="fewer CUDA graph sizes to capture"),
+        ]
+    else:
+        fixes.append(Fix("flag", "--max-num-batched-tokens 4096", note="a smaller profiling batch"))
+    return (_cause(phase, "the KV cache --gpu-memory-utilization sized"), fixes)
+
+
+def _cause(phase: Phase, sized: str) -> str:
+    doing = "capturing CUDA graphs" if phase == "capture" else "after loading the weights"
+    return (
+        f"CUDA ran out of memory {doing}: {sized} left too little for the activations and "
+        "the graphs"
+    )
+
+
+def _lower(ran: float | None, sglang: bool) -> Fix:
+    """A lower memory share than the one the engine ran with (its default when not shown)."""
+    flag = "--mem-fraction-static" if sglang else "--gpu-memory-utilization"
+    if ran is None:
+        default = "SGLang's default, set from the GPU's memory" if sglang else "0.9, the default"
+        return Fix("flag", f"{flag} F", note=f"F below the share it ran with ({default})")
+    value = max(0.1, round(ran - 0.05, 2))
+    return Fix("flag", f"{flag} {value:g}", note=f"below the {ran:g} it ran with")

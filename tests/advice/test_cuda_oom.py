@@ -1,0 +1,100 @@
+"""CUDA out of memory at start-up, answered by the phase the log shows (cuda_oom.py).
+
+The logs are written from the engines' own phase lines (vLLM's gpu_model_runner "Model loading
+took" and "Capturing CUDA graphs", its loader's shard progress; SGLang's model_runner "Load
+weight begin/end" and cuda_graph_runner "Capture cuda graph begin") and torch's own words.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from patcher.advice.doctor import diagnose_text
+from tests.advice.test_trtllm_rules import monitor_log
+
+VLLM_ARGS = (
+    "(APIServer pid=1) INFO 12-04 10:00:00 [utils.py:233] non-default args: {'model_tag': "
+    "'/m', 'gpu_memory_utilization': 0.95}"
+)
+VLLM_LOADING = "(EngineCore_DP0 pid=2) Loading safetensors checkpoint shards:  40% | 2/5"
+VLLM_LOADED = (
+    "(EngineCore_DP0 pid=2) INFO 12-04 10:01:00 [gpu_model_runner.py:2000] Model loading took "
+    "60.1 GiB memory and 30.0 seconds"
+)
+VLLM_CAPTURE = "(EngineCore_DP0 pid=2) Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 10%"
+TORCH_OOM = (
+    "(EngineCore_DP0 pid=2) ERROR 12-04 10:02:00 [core.py:700] torch.OutOfMemoryError: CUDA out "
+    "of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of 79.19 GiB of which "
+    "1.02 GiB is free."
+)
+SGLANG_ARGS = (
+    "[2026-12-04 10:00:00] server_args=ServerArgs(model_path='/m', mem_fraction_static=0.88)"
+)
+SGLANG_LOADING = "[2026-12-04 10:00:05 TP0] Load weight begin. avail mem=78.50 GB"
+SGLANG_LOADED = (
+    "[2026-12-04 10:00:50 TP0] Load weight end. type=X, avail mem=20.00 GB, mem usage=58.50 GB."
+)
+SGLANG_CAPTURE = (
+    "[2026-12-04 10:01:00 TP0] Capture cuda graph begin. This can take up to several minutes."
+)
+
+
+def _texts(log: list[str]) -> list[str]:
+    found = diagnose_text("\n".join(log))
+    assert found.code == "cuda-oom-startup", found
+    return [f.text for f in found.fixes]
+
+
+def test_vllm_out_of_memory_capturing_cuda_graphs_gets_eager_and_a_lower_utilization() -> None:
+    texts = _texts([VLLM_ARGS, VLLM_LOADED, VLLM_CAPTURE, TORCH_OOM])
+    assert texts == ["--enforce-eager", "--gpu-memory-utilization 0.9", "--max-num-seqs 128"]
+
+
+def test_vllm_out_of_memory_after_the_weights_lowers_the_utilization_never_raises_it() -> None:
+    texts = _texts([VLLM_ARGS, VLLM_LOADED, TORCH_OOM])
+    assert texts[0] == "--gpu-memory-utilization 0.9"
+    assert "--enforce-eager" not in texts  # no graph was being captured
+
+
+def test_out_of_memory_loading_the_weights_gets_more_gpus_not_a_memory_share() -> None:
+    for log in ([VLLM_ARGS, VLLM_LOADING, TORCH_OOM], [SGLANG_ARGS, SGLANG_LOADING, TORCH_OOM]):
+        texts = _texts(log)
+        assert not any("utilization" in t or "fraction" in t for t in texts), texts
+        assert texts[0] in ("--tensor-parallel-size N", "--tp-size N")
+
+
+def test_sglang_out_of_memory_capturing_lowers_the_static_fraction_it_ran_with() -> None:
+    texts = _texts([SGLANG_ARGS, SGLANG_LOADING, SGLANG_LOADED, SGLANG_CAPTURE, TORCH_OOM])
+    assert texts == ["--mem-fraction-static 0.83", "--cuda-graph-max-bs 16", "--disable-cuda-graph"]
+
+
+def test_a_default_utilization_is_read_from_an_args_line_that_does_not_set_one() -> None:
+    args = (
+        "(APIServer pid=1) INFO 12-04 10:00:00 [utils.py:233] non-default args: {'model_tag': '/m'}"
+    )
+    assert "--gpu-memory-utilization 0.85" in _texts([args, VLLM_LOADED, TORCH_OOM])
+
+
+@pytest.mark.parametrize(
+    "hint",
+    [
+        # vLLM's own hint before capturing (model_runner.py): it mentions running out of memory
+        "INFO 02-03 03:43:49 model_runner.py:629] CUDA graphs can take additional 1~3 GiB memory "
+        "per GPU. If you are running out of memory, consider decreasing `gpu_memory_utilization`",
+    ],
+)
+def test_the_engines_hints_are_not_the_error(hint: str) -> None:
+    found = diagnose_text("\n".join([VLLM_LOADED, hint]))
+    assert found.code is None
+
+
+def test_without_a_phase_the_error_is_quoted_with_no_fix() -> None:
+    found = diagnose_text(TORCH_OOM)
+    assert found.code is None and found.fixes == ()
+    assert found.error is not None and "CUDA out of memory" in found.error
+
+
+def test_a_more_specific_line_later_in_the_log_answers_instead() -> None:
+    # TensorRT-LLM's executor chains the CUDA error into the component it could not create
+    found = diagnose_text("\n".join([VLLM_LOADED, TORCH_OOM, monitor_log("KV cache")]))
+    assert found.code == "trtllm-executor-memory"
