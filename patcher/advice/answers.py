@@ -45,6 +45,17 @@ _DIRECTION_NAMED = re.compile(
 _ENV_SET = re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]{2,})=([\w.-]+)")
 ENV_NAME = re.compile(r"\b((?:VLLM|SGLANG|TRTLLM|NCCL|CUDA|HF|TORCH|FLASHINFER)_[A-Z0-9_]{3,})\b")
 _PIP = re.compile(r"pip install\s+(?:-U\s+|--upgrade\s+)?([\"']?[\w.\[\]-]+(?:[<>=!~]=?[\w.]+)?)")
+# "M3.1 NVFP4 requires --kv-cache-dtype fp8_e4m3", "This model requires `--tokenizer-mode
+# mistral`": the flag (and value) the message says the configuration needs.
+_NEEDS_FLAG = re.compile(
+    r"\b(?:requires?|needs?|only supports?|only works with|must (?:use|pass|set|be run with))"
+    r"\s+`?(--[a-z0-9][a-z0-9-]*)`?(?:[ =]`?([\w./:+-]+))?",
+    re.IGNORECASE,
+)
+# "... requires kv_cache_dtype=fp8_e4m3, got 16": a server setting and its value.
+_NEEDS_SETTING = re.compile(
+    r"\b(?:requires?|needs?)\s+`?([a-z][a-z0-9]*_[a-z0-9_]+)`?\s*==?\s*'?([\w.+-]+)"
+)
 _REQUIRES = re.compile(
     r"\b(?:requires?|upgrade(?: to)?|install)\s+`?([A-Za-z][\w.-]*)`?\s*(?:version\s*)?"
     r"([<>=]=?\s*\d+(?:\.\d+)*)"
@@ -60,6 +71,15 @@ def own_remedy(line: str) -> list[Fix]:
             fixes.append(Fix("flag", f"{flag} {value}".rstrip(".,;:")))
         else:
             fixes.append(Fix("flag", flag, note="the engine's message names this flag"))
+    for flag, value in _NEEDS_FLAG.findall(line):
+        if value and value.lower() not in _WORDS_AFTER and not value.startswith("-"):
+            fixes.append(Fix("flag", f"{flag} {value}".rstrip(".,;:")))
+        else:
+            fixes.append(Fix("flag", flag, note="the engine's message says it is required"))
+    for name, value in _NEEDS_SETTING.findall(line):
+        fixes.append(
+            Fix("flag", f"{_as_flag(name)} {value.rstrip('.,;:')}", note="the setting it requires")
+        )
     named = [(d, "--" + n.replace("_", "-")) for d, n in _DIRECTION_NAMED.findall(line)]
     for direction, flag in _DIRECTION.findall(line) or named:
         lower = direction.lower().startswith(("decreas", "reduc", "lower", "smaller"))
@@ -105,10 +125,28 @@ def _round_down(length: int) -> int:
     return max(1024, length // 1024 * 1024)
 
 
+# A message about memory that says there is too little of it (the premise of every sizing
+# fix below); one that names a memory mode or capability refuses a setting instead.
+SHORTAGE = re.compile(
+    r"not enough|insufficient|exceed|larger than|too (?:large|small|long|little|much)|"
+    r"out of memory|no (?:GPU |device )?memory|leave no|cannot fit|can't fit|does not fit|"
+    r"doesn't fit|smaller than|less than|at least|negative|cannot allocate|failed to allocate|"
+    r"increase|decrease|reduce",
+    re.IGNORECASE,
+)
+
+
 def explain_memory(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     """The memory plan does not fit: a shorter context, more memory, more GPUs."""
     engine = _engine(m, ctx)
     fixes = own_remedy(m.line)
+    if not SHORTAGE.search(m.line if m.whole else m.template.text):
+        # Not a shortage: a memory mode or capability the configuration lacks. No sizing.
+        return (
+            "the engine refuses a memory setting or mode, or the GPUs lack a memory feature "
+            "the configuration asks for (not a shortage: no memory size helps)",
+            fixes or explain_named_flags(m, ctx)[1],
+        )
     if engine == "sglang":
         fixes += [
             ctx.mem_fraction(),
@@ -195,35 +233,6 @@ def explain_context(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
         if model_limit
         else "the context length conflicts with another limit the message names",
         _unique(fixes) or [Fix("flag", f"{flag} N", note="N at most the model's limit")],
-    )
-
-
-def explain_rope(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
-    """A RoPE block in a layout this transformers or engine does not read."""
-    fixes = own_remedy(m.line)
-    line = m.line
-    if "rope_theta" in line:
-        fixes.append(ctx.apply("add-rope-theta-to-rope-parameters"))
-    missing = re.search(r"(?:missing|required)[^:]*:\s*(\{.*?\}|\[.*?\]|[\w', ]+)", line, re.I)
-    if missing:
-        fixes.append(
-            Fix(
-                "advice",
-                f"add the missing keys {missing.group(1)} to rope_scaling "
-                "(rope_parameters in transformers 5) in config.json",
-            )
-        )
-    fixes.append(
-        Fix(
-            "dependency",
-            "pip install 'transformers>=4.45'",
-            note="a transformers that reads the model's RoPE layout",
-        )
-    )
-    return (
-        "the RoPE scaling block of config.json does not have the layout this "
-        "transformers/engine reads",
-        _unique(fixes),
     )
 
 
@@ -388,7 +397,11 @@ def before_strict() -> Fix:
 
 def explain_config_field(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     """A config.json value transformers' config class refuses: set it, or pin transformers 4."""
-    fields = list(dict.fromkeys(re.findall(r"`(\w+)`", m.line)))
+    fields = [
+        name
+        for name in dict.fromkeys(re.findall(r"`(\w+)`", m.line))
+        if not re.match(r"(?:get|set|is|has|use|compute|apply|load|save|from|to)_", name)
+    ]
     fixes = own_remedy(m.line)
     if fields:
         fixes.append(

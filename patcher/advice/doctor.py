@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from patcher.advice import catalogue
+from patcher.advice.answers import own_remedy
 from patcher.advice.catalogue import Matched, Template
 from patcher.advice.check import FP8_KV_POINTERS, kv_label
 from patcher.advice.cuda_oom import (
@@ -175,6 +176,26 @@ def _first_rule(line: str) -> tuple[re.Match[str], Rule] | None:
     return None
 
 
+# Families whose usual answer is a default for their kind of message: where the engine's
+# message names its own remedy, that is the answer. (The memory, context and parallel
+# families compute values for the flags a message names, and keep them.)
+_OWN_REMEDY_SUFFICES = frozenset(
+    {
+        "kv-cache-dtype",
+        "tokenizer",
+        "remote-code",
+        "checkpoint-files",
+        "config-validation",
+        "rope-config",
+        "chat-template",
+        "architecture",
+        "attention-backend",
+        "moe-backend",
+        "quantization-config",
+    }
+)
+
+
 def _from_catalogue(line: str, ctx: LogContext) -> Diagnosis | None:
     raised = RAISED.match(line)
     message = raised.group("message") if raised else line.strip()
@@ -186,6 +207,11 @@ def _from_catalogue(line: str, ctx: LogContext) -> Diagnosis | None:
     if family is None:  # tests/advice/test_catalogue.py keeps this from happening
         return None
     cause, fixes = family.explain(found, ctx)
+    named = own_remedy(found.line if found.whole else found.template.text)
+    if named and family.name in _OWN_REMEDY_SUFFICES:
+        # The message names its own way out: the family's usual answer would stand beside it
+        # as a second, possibly contrary, fix (a strip beside "requires fp8").
+        fixes = named
     if not fixes:
         fixes = [Fix("advice", "change what the message names: " + found.template.literal[:80])]
     return Diagnosis(

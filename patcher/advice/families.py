@@ -47,13 +47,13 @@ from patcher.advice.answers import (
     explain_quantization,
     explain_remote_code,
     explain_request,
-    explain_rope,
     explain_shape,
     explain_tokenizer,
 )
 from patcher.advice.catalogue import Matched, Template
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.advice.parallel_sizes import explain_parallel
+from patcher.advice.rope_config import explain_rope
 
 Answer = Literal["transform", "flag", "env", "dependency", "none"]
 Explain = Callable[[Matched, LogContext], tuple[str, list[Fix]]]

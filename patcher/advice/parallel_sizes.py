@@ -14,6 +14,17 @@ from patcher.advice.answers import _engine, _flag_word, _numbers, _unique, own_r
 from patcher.advice.catalogue import Matched
 from patcher.advice.log_rules import Fix, LogContext
 
+# A parallel mode refused outright, and the words of a size that does not fit.
+_REFUSED_MODE = re.compile(
+    r"does not support|not supported|cannot be used|can't be used|incompatible|not compatible",
+    re.IGNORECASE,
+)
+_SIZED = re.compile(
+    r"divisib|divide|multiple of|greater than|less than|at least|at most|must be (?:<|>|=)|"
+    r"must equal|exceeds?",
+    re.IGNORECASE,
+)
+
 
 def _divisor_below(total: int, size: int) -> int | None:
     """The largest power of two below ``size`` that divides ``total`` (a TP size that works)."""
@@ -141,6 +152,13 @@ def explain_parallel(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     """A parallel size that does not divide what it splits: sizes that divide."""
     engine = _engine(m, ctx)
     line = m.line
+    if _REFUSED_MODE.search(line) and not _SIZED.search(line):
+        # "X does not support prefill context parallelism": a mode refused, not a size.
+        return (
+            "the engine does not support this parallel mode with this model or feature",
+            own_remedy(line)
+            or [Fix("advice", "leave out the parallel mode the message names (its flag)")],
+        )
     total = m.number("head", "expert", "num_", "hidden", "intermediate", "vocab", "size_per")
     size = m.number("parallel", "tp", "ep_", "world", "rank", "dcp", "block")
     if total is None or size is None:

@@ -870,3 +870,53 @@ def test_one_message_whose_holes_the_source_renamed_is_raised_by_every_release_o
     )
     assert found is not None
     assert found.template.releases == tuple(catalogue.releases("vllm"))
+
+
+def _raised(phrase: str, seed: int = 0) -> str:
+    """A log line from the read template whose text holds ``phrase``, as its engine logs it."""
+    template = next(t for t in catalogue.templates() if phrase in t.text)
+    prefix = (
+        "[2026-12-04 10:00:00 TP0] "
+        if template.engine == "sglang"
+        else "(EngineCore_DP0 pid=1) ERROR 12-04 10:00:00 [core.py:1] "
+    )
+    return f"{prefix}{template.exception or 'ValueError'}: {_filled(template, seed)}"
+
+
+@pytest.mark.parametrize(
+    ("phrase", "fix"),
+    [
+        # the message names the flag and value it needs: that is the answer, alone (never a
+        # strip of the FP8 directive beside "requires fp8", nor a tokenizer class edit)
+        ("requires --kv-cache-dtype fp8_e4m3", "--kv-cache-dtype fp8_e4m3"),
+        ("This model requires `--tokenizer-mode mistral`", "--tokenizer-mode mistral"),
+    ],
+)
+def test_a_message_that_names_what_it_requires_gets_that_alone(phrase: str, fix: str) -> None:
+    found = diagnose_text(_raised(phrase))
+    assert [f.text for f in found.fixes] == [fix]
+
+
+def test_a_memory_message_that_is_no_shortage_gets_no_memory_size() -> None:
+    # kv-cache-memory claims it by its words, but it names a mode, not too little memory
+    found = diagnose_text(_raised("is a HiCache-only mode"))
+    assert found.code == "kv-cache-memory"
+    assert not any(
+        w in f.text
+        for f in found.fixes
+        for w in ("--mem-fraction-static", "--context-length", "--max-model-len", "utilization")
+    )
+
+
+def test_a_parallel_mode_refused_outright_gets_no_parallel_size() -> None:
+    found = diagnose_text(_raised("does not support prefill context parallelism"))
+    assert found.code == "parallel-sizes"
+    assert not any("-parallel-size" in f.text or "--tp-size" in f.text for f in found.fixes)
+
+
+def test_a_rope_field_s_value_is_set_in_the_config_not_answered_by_an_upgrade() -> None:
+    # transformers' rope validation of one field: the config's value, read by any release
+    found = diagnose_text(_raised("attention_factor field must be a float greater than 0"))
+    texts = [f.text for f in found.fixes]
+    assert "patcher set CKPT config.json /rope_scaling/attention_factor VALUE" in texts
+    assert not any("pip install" in t for t in texts)
