@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from patcher.advice.catalogue import Matched, strict_since
+from patcher.advice.catalogue import Matched, flags, strict_since
 from patcher.advice.log_rules import Fix, LogContext
 
 
@@ -21,7 +21,27 @@ def _flag_word(engine: str, vllm: str, sglang: str) -> str:
     return sglang if engine == "sglang" else vllm
 
 
-_WORDS_AFTER = {"to", "instead", "or", "and", "flag", "option", "for", "if", "when", "is", "the"}
+_WORDS_AFTER = {
+    "to",
+    "instead",
+    "or",
+    "and",
+    "flag",
+    "option",
+    "for",
+    "if",
+    "when",
+    "is",
+    "the",
+    "set",
+    "equal",
+    "be",
+    "enabled",
+    "disabled",
+    "with",
+    "in",
+    "on",
+}
 _USE = re.compile(
     r"\b(?:use|pass|set|try|add|specify|using|with|enable)\s+`?(--[a-z0-9][a-z0-9-]*)`?"
     r"(?:[ =]`?([\w./:+-]+))?",
@@ -58,7 +78,8 @@ _NEEDS_SETTING = re.compile(
 )
 _REQUIRES = re.compile(
     r"\b(?:requires?|upgrade(?: to)?|install)\s+`?([A-Za-z][\w.-]*)`?\s*(?:version\s*)?"
-    r"([<>=]=?\s*\d+(?:\.\d+)*)"
+    # a version bound (>=, ==, <, ~=): a lone "=" is a setting's value ("requires DCP=1")
+    r"((?:[<>]=?|==|~=)\s*\d+(?:\.\d+)*)"
 )
 
 
@@ -77,9 +98,14 @@ def own_remedy(line: str) -> list[Fix]:
         else:
             fixes.append(Fix("flag", flag, note="the engine's message says it is required"))
     for name, value in _NEEDS_SETTING.findall(line):
-        fixes.append(
-            Fix("flag", f"{_as_flag(name)} {value.rstrip('.,;:')}", note="the setting it requires")
-        )
+        if _as_flag(name) in flags():  # a server setting, not a model's own property
+            fixes.append(
+                Fix(
+                    "flag",
+                    f"{_as_flag(name)} {value.rstrip('.,;:')}",
+                    note="the setting it requires",
+                )
+            )
     named = [(d, "--" + n.replace("_", "-")) for d, n in _DIRECTION_NAMED.findall(line)]
     for direction, flag in _DIRECTION.findall(line) or named:
         lower = direction.lower().startswith(("decreas", "reduc", "lower", "smaller"))
@@ -99,7 +125,9 @@ def own_remedy(line: str) -> list[Fix]:
     for package in _PIP.findall(line):
         fixes.append(Fix("dependency", f"pip install {package.strip(chr(34) + chr(39))}"))
     for package, bound in _REQUIRES.findall(line):
-        if not package.lower().startswith(("sm", "cuda", "compute")):
+        # "requires kv_lora_rank == 512": a setting or property and its value, not a package
+        setting = "_" in package and re.fullmatch(r"==\s*\d+", bound) is not None
+        if not setting and not package.lower().startswith(("sm", "cuda", "compute")):
             fixes.append(Fix("dependency", f"pip install '{package}{bound.replace(' ', '')}'"))
     unique: dict[str, Fix] = {}
     for fix in fixes:

@@ -198,6 +198,15 @@ def strict_since() -> str | None:
 
 
 @functools.cache
+def flags() -> frozenset[str]:
+    """Every command-line flag the read engines' messages name (``--kv-cache-dtype``): the
+    flags a message's setting can be told as, and no other."""
+    return frozenset(
+        flag for t in templates() for flag in re.findall(r"--[a-z][a-z0-9-]*[a-z0-9]", t.text)
+    )
+
+
+@functools.cache
 def _index() -> dict[str, tuple[Template, ...]]:
     """Each matchable template filed under its rarest literal word (and its start's)."""
     kept = [t for t in templates() if t.matchable]

@@ -192,6 +192,7 @@ _OWN_REMEDY_SUFFICES = frozenset(
         "attention-backend",
         "moe-backend",
         "quantization-config",
+        "hardware",
     }
 )
 

@@ -920,3 +920,15 @@ def test_a_rope_field_s_value_is_set_in_the_config_not_answered_by_an_upgrade() 
     texts = [f.text for f in found.fixes]
     assert "patcher set CKPT config.json /rope_scaling/attention_factor VALUE" in texts
     assert not any("pip install" in t for t in texts)
+
+
+def test_a_model_property_the_message_requires_is_no_package_and_no_flag() -> None:
+    # vLLM's "fp8_ds_mla requires kv_lora_rank == 512": the model's own size, which no pip
+    # install sets and no flag of either engine names (catalogue.flags, read from messages)
+    found = diagnose_text(_raised("fp8_ds_mla requires kv_lora_rank == 512"))
+    assert not any("pip install" in f.text or "--kv-lora-rank" in f.text for f in found.fixes)
+
+
+def test_a_setting_the_message_requires_is_told_as_the_flag_the_engine_names() -> None:
+    found = diagnose_text(_raised("requires kv_cache_dtype=fp8_e4m3"))
+    assert found.fixes[0].text == "--kv-cache-dtype fp8_e4m3"
