@@ -441,6 +441,7 @@ def diagnose_lines(
         if matched is not None:
             found, (code, _, explain) = matched
             cause, fixes = explain(found, ctx)
+        if matched is not None and fixes:  # no fix: the rule does not hold in this log
             return _given_kv_dtype(
                 Diagnosis(source, code, line.strip(), cause, tuple(fixes), version_text), kv_flag
             )

@@ -291,7 +291,11 @@ def _class_clash(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
 
 
 def _not_json(_m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
-    # json's own words for a document that is not JSON from its first byte
+    # json's own words for a document that is not JSON from its first byte. Any JSON parse
+    # says them (an HTTP reply, a wrapper's own file): only in an engine's log (its prefixes,
+    # its traceback's paths) are they the engine reading a checkpoint file. Else: no answer.
+    if ctx.engine is None:
+        return ("", [])
     return (
         "a JSON file the engine reads is empty or not JSON from its first byte (a Git LFS "
         "pointer, an HTML page saved in its place, a cut-off download)",

@@ -809,3 +809,12 @@ def test_the_same_log_gets_the_same_answer_in_every_process(tmp_path: Path) -> N
         for seed in range(6)
     }
     assert len(answers) == 1, answers
+
+
+def test_a_json_error_is_a_checkpoint_file_s_only_in_an_engine_s_log() -> None:
+    """json's "Expecting value: line 1 column 1" is said by any parse: a wrapper's HTTP reply
+    as much as a checkpoint file. Only an engine's log makes it the engine's file."""
+    bare = "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)"
+    assert diagnose_text(bare).code is None
+    engine = diagnose_text(f"(APIServer pid=1) ERROR 12-04 10:00:00 [api_server.py:1] {bare}")
+    assert engine.code == "unreadable-json"
