@@ -15,7 +15,13 @@ stay a multiple of the block: vLLM's ``validate_fp8_block_shape_moe`` (utils/fp8
 0.10.1 to 0.34.0: the slice over n, and over k with more than one GPU; with
 ``--enable-expert-parallel`` experts are split instead, the slice is whole), SGLang's
 ``check_quantized_moe_compatibility`` (model_runner_components/moe_ep_setup.py @ 0.5.23: the
-MoE TP size is ``--tp-size`` over ``--ep-size``, which must divide it).
+MoE TP size is ``--tp-size`` over ``--ep-size``, which must divide it). A shared expert
+(``shared_expert_intermediate_size``, Qwen2/3-MoE and Qwen3-Next; ``share_expert_dim``,
+Step-3.5) is a dense MLP, split by ``--tensor-parallel-size`` whatever the expert parallelism:
+its slice must be whole blocks too (vLLM's ``validate_fp8_block_shape`` and SGLang's
+``Fp8LinearMethod.validate_block_quant_shapes``: "Weight output_partition_size = N is not
+divisible by weight quantization block_n = B"), so expert parallelism alone does not start it
+(sglang#10852, sglang#26107).
 """
 
 from __future__ import annotations
@@ -142,6 +148,28 @@ def block_slice_error(
     ep = expert_parallel(engine, flags)
     block_n, block_k = block
     pointer = f"{where}/moe_intermediate_size"
+    shared = _shared_expert(model, where)
+    shared_fits = shared is None or _whole_blocks(shared[0], tp, block_n, block_k)
+    if shared is not None and not shared_fits:
+        shared_size, shared_pointer = shared
+        fits = [
+            n
+            for n in SIZES
+            if _whole_blocks(shared_size, n, block_n, block_k)
+            and (ep is not None or _whole_blocks(size, n, block_n, block_k))
+        ]
+        flag = "--tensor-parallel-size" if engine.name == "vllm" else "--tp-size"
+        return StartupError(
+            f"Weight output_partition_size = {shared_size // tp} is not divisible by weight "
+            f"quantization block_n = {block_n}."
+            if shared_size % tp == 0
+            else f"{shared_size} is not divisible by {tp}",
+            code="block-quant-slice",
+            file="config.json",
+            pointer=shared_pointer,
+            note=f"a hardware plan, not a file edit: {flag} {' or '.join(map(str, fits))}; "
+            "expert parallelism does not help, the shared expert is split by TP",
+        )
     if engine.name == "vllm":
         moe_tp = 1 if ep == 0 else tp
         fits = [n for n in SIZES if size % n == 0 and (size // n) % block_n == 0]
@@ -191,6 +219,24 @@ def block_slice_error(
             note=f"a hardware plan, not a file edit: --ep-size {tp} (whole experts per GPU)",
         )
     return None
+
+
+def _shared_expert(model: dict[str, Any], where: str) -> tuple[int, str] | None:
+    """A shared expert's intermediate size and its pointer, where the config names one."""
+    for key in ("shared_expert_intermediate_size", "share_expert_dim"):
+        size = _count(model, key)
+        if size is not None:
+            return size, f"{where}/{key}"
+    return None
+
+
+def _whole_blocks(size: int, tp: int, block_n: int, block_k: int) -> bool:
+    """Whether ``size`` split over ``tp`` GPUs leaves each a whole number of blocks (over n,
+    and over k with more than one GPU)."""
+    if size % tp:
+        return False
+    part = size // tp
+    return part % block_n == 0 and (tp == 1 or part % block_k == 0)
 
 
 def _positive(value: Any) -> bool:

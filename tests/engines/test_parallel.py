@@ -117,3 +117,37 @@ def test_expert_parallel_in_the_servers_flags_keeps_experts_whole(tmp_path: Path
     assert tensor_parallel_error(sglang, files, 8, ["--ep-size", "8"]) is None
     refused = tensor_parallel_error(sglang, files, 8, ["--ep-size=3"])
     assert refused is not None and refused.message == "tp_size 8 must be divisible by ep_size 3"
+
+
+QWEN3_NEXT_LIKE = {
+    "num_attention_heads": 16,
+    "num_key_value_heads": 2,
+    "moe_intermediate_size": 512,
+    "shared_expert_intermediate_size": 512,
+    "num_experts": 512,
+    "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]},
+}
+
+
+@pytest.mark.parametrize("engine", ["vllm==0.34.0", "sglang==0.5.23"])
+def test_a_shared_expert_s_slice_is_split_by_tp_whatever_the_expert_parallelism(
+    tmp_path: Path, engine: str
+) -> None:
+    """A shared expert is a dense MLP (its linear layers' block check, "Weight
+    output_partition_size"), split by TP alone: 512 / 8 = 64 is refused with or without
+    expert parallelism, and the sizes offered leave both it and the experts whole blocks."""
+    from patcher.engines.engine import parse_engine
+    from patcher.engines.files import read_config_files
+    from patcher.engines.parallel import tensor_parallel_error
+    from patcher.store.checkpoint import open_checkpoint
+
+    build_tree(tmp_path, {"config.json": json.dumps({"model_type": "x", **QWEN3_NEXT_LIKE})})
+    files = read_config_files(open_checkpoint(tmp_path))
+    target = parse_engine(engine)
+    ep = ["--enable-expert-parallel"] if target.name == "vllm" else ["--ep-size", "8"]
+    for flags in ([], ep):
+        refused = tensor_parallel_error(target, files, 8, flags)
+        assert refused is not None and refused.pointer == "/shared_expert_intermediate_size"
+        assert "Weight output_partition_size = 64 is not divisible" in refused.message
+        assert "1 or 2 or 4" in (refused.note or "") and "does not help" in (refused.note or "")
+    assert tensor_parallel_error(target, files, 4) is None
