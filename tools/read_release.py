@@ -14,7 +14,8 @@ release's pins (0.34.0 pins a flashinfer-python the index lacks) nor its compile
 - every dense MLA attention backend's KV dtypes and GPUs (tools/record_mla_backends.py)
   -> snapshots/engines/mla-backends-vllm.json;
 - the quantization methods again (the engine model refuses a method its release lacks), the
-  model registry, the DeepSeek-MLA model types and the memory defaults (block size,
+  model registry, the DeepSeek-MLA model types, the ``--tool-call-parser`` and
+  ``--reasoning-parser`` names and the memory defaults (block size,
   ``gpu_memory_utilization``, the extensible KV cache) (tools/read_source.py) ->
   patcher/engines/vllm_releases.json, which the engine model itself reads, with the date;
 - every start-up error message (tools/read_errors.py) -> patcher/advice/errors-vllm.json,
@@ -53,6 +54,7 @@ from tools.read_source import (
     mla_compressed_by_head_dim,
     mla_model_types,
     modelopt_quantized_lm_head,
+    parsers,
     sglang_architectures,
     version_of,
 )
@@ -141,6 +143,7 @@ def read_wheel(wheel: Path) -> dict[str, Any]:
         ("mla_model_types", mla_model_types),
         ("mla_compressed_by_head_dim", mla_compressed_by_head_dim),
         ("modelopt_quantized_lm_head", modelopt_quantized_lm_head),
+        ("parsers", parsers),
         ("memory", memory_defaults),
     ):
         try:
@@ -198,6 +201,8 @@ def write(readings: list[dict[str, Any]], today: str) -> None:
             "mla_model_types": reading["mla_model_types"],
             "mla_compressed_by_head_dim": reading["mla_compressed_by_head_dim"],
             "modelopt_quantized_lm_head": reading["modelopt_quantized_lm_head"],
+            "tool_parsers": reading["parsers"]["tool"],
+            "reasoning_parsers": reading["parsers"]["reasoning"],
             "memory": reading["memory"],
         }
         full[version] = reading["architectures"]

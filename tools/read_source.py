@@ -11,6 +11,10 @@ GPU, no install): the wheel is a zip of the source, and these readers parse it w
   ``head_dim`` (DeepSeek-V4), not by ``kv_lora_rank``.
 - ``modelopt_quantized_lm_head``: whether ModelOpt's ``get_quant_method`` quantizes the
   LM head (``ParallelLMHead``); before, a checkpoint's quantized ``lm_head`` cannot load.
+- ``parsers``: the names ``--tool-call-parser`` and ``--reasoning-parser`` take: each
+  ``register_module("name")`` (a decorator, or a list of names) and
+  ``register_lazy_module(name=...)`` under ``tool_parsers/`` and ``reasoning/``, and the keys of
+  the ``_*_PARSERS_TO_REGISTER`` dicts later releases register lazily from.
 - ``memory_defaults``: the KV-cache block size the CUDA platform uses when none is given
   (``CacheConfig.DEFAULT_BLOCK_SIZE``, or the ``block_size = N`` platforms/cuda.py sets),
   ``gpu_memory_utilization``'s default, and, where the release has the extensible KV cache
@@ -63,6 +67,10 @@ class Release:
         if self._zip is not None:
             return self._zip.read(name).decode()
         return (self.where / name).read_text()
+
+    def names(self) -> list[str]:
+        """Every file of the package, as paths inside it."""
+        return sorted(self._names)
 
     def listing(self, folder: str) -> list[str]:
         """The ``.py`` files directly in ``folder``."""
@@ -190,6 +198,52 @@ def modelopt_quantized_lm_head(release: Release) -> bool:
     if not methods:
         raise SourceMissing(f"no get_quant_method in {MODELOPT}")
     return any("ParallelLMHead" in ast.unparse(method) for method in methods)
+
+
+def _strings(node: ast.expr) -> list[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [s for e in node.elts for s in _strings(e)]
+    return []
+
+
+def _registered(source: str) -> set[str]:
+    """The parser names one module registers (its code, not its docstrings' examples)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in ("register_module", "register_lazy_module"):
+                given = [k.value for k in node.keywords if k.arg in ("name", "names")]
+                for arg in (*node.args[:1], *given):
+                    names.update(_strings(arg))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            named = any(
+                isinstance(t, ast.Name) and re.fullmatch(r"_\w*PARSERS_TO_REGISTER", t.id)
+                for t in targets
+            )
+            if named and isinstance(node.value, ast.Dict):
+                names.update(s for k in node.value.keys if k is not None for s in _strings(k))
+    return names
+
+
+def parsers(release: Release) -> dict[str, list[str]]:
+    """The names ``--tool-call-parser`` and ``--reasoning-parser`` accept in this release."""
+    found: dict[str, set[str]] = {"tool": set(), "reasoning": set()}
+    for name in release.names():
+        if not name.endswith(".py"):
+            continue
+        kind = "tool" if "/tool_parsers/" in name else "reasoning" if "/reasoning" in name else None
+        if kind is None:
+            continue
+        source = release.read(name)
+        if source is not None:
+            found[kind] |= _registered(source)
+    if not found["tool"] or not found["reasoning"]:
+        empty = [k for k, v in found.items() if not v]
+        raise SourceMissing(f"no {' or '.join(empty)} parser registered")
+    return {kind: sorted(names) for kind, names in found.items()}
 
 
 def _class(source: str, name: str) -> ast.ClassDef | None:

@@ -44,6 +44,9 @@ class Reading:
     # ModelOpt's get_quant_method quantizes the LM head (ParallelLMHead): before, a
     # checkpoint's quantized lm_head tensors have no parameter to load into
     modelopt_quantized_lm_head: bool = False
+    # The names --tool-call-parser and --reasoning-parser take (their parser registries)
+    tool_parsers: frozenset[str] = frozenset()
+    reasoning_parsers: frozenset[str] = frozenset()
 
     @property
     def default_utilization(self) -> float:
@@ -73,6 +76,8 @@ def vllm_readings() -> dict[Version, Reading]:
             memory["gpu_memory_utilization"],
             memory["extensible_kv_cache_utilization"],
             read.get("modelopt_quantized_lm_head", False),
+            frozenset(read.get("tool_parsers", ())),
+            frozenset(read.get("reasoning_parsers", ())),
         )
     return dict(sorted(found.items()))
 

@@ -163,6 +163,13 @@ CASES = [
         "quantization-gpu",
         "another GPU",
     ),
+    # argparse's refusal (Lib/argparse.py: "argument %s: invalid choice: %r (choose from %s)")
+    (
+        "vllm serve: error: argument --reasoning-parser: invalid choice: 'no_such' (choose "
+        "from 'deepseek_r1', 'qwen3')",
+        "invalid-choice",
+        "--reasoning-parser with one of the names",
+    ),
     # model_executor/model_loader/weight_utils.py @ v0.34.0 L202 (get_quant_config)
     (
         "ValueError: Cannot find the config file for gptq",
@@ -818,3 +825,28 @@ def test_a_json_error_is_a_checkpoint_file_s_only_in_an_engine_s_log() -> None:
     assert diagnose_text(bare).code is None
     engine = diagnose_text(f"(APIServer pid=1) ERROR 12-04 10:00:00 [api_server.py:1] {bare}")
     assert engine.code == "unreadable-json"
+
+
+def test_a_parser_name_the_cli_refuses_gets_the_release_that_registers_it() -> None:
+    """argparse's own words for a value not among the choices; the name is looked up in the
+    parser registries read per release (a name first registered after the first release read
+    gets that release; one none registers gets no upgrade)."""
+    from patcher.engines.readings import vllm_readings
+
+    read = vllm_readings()
+    later = sorted(
+        set().union(*(r.tool_parsers for r in read.values()))
+        - next(iter(read.values())).tool_parsers
+    )[0]
+    since = ".".join(map(str, next(v for v, r in read.items() if later in r.tool_parsers)))
+    line = "vllm serve: error: argument --tool-call-parser: invalid choice: '{}' (choose from 'hermes')"
+    found = diagnose_text(line.format(later))
+    assert found.code == "invalid-choice"
+    assert found.fixes[0].text == f"pip install 'vllm>={since}'"
+    unknown = diagnose_text(line.format("no_such_parser"))
+    assert not any("pip install" in f.text for f in unknown.fixes)
+    sglang = diagnose_text(
+        "launch_server.py: error: argument --tool-call-parser: invalid choice: "
+        f"'{later}' (choose from 'qwen25')"
+    )
+    assert not any("vllm" in f.text for f in sglang.fixes)

@@ -221,3 +221,15 @@ def test_modelopt_quantizes_the_lm_head_from_the_release_its_source_says() -> No
     read = vllm_readings()
     assert [v for v, r in read.items() if r.modelopt_quantized_lm_head][0] == (0, 23, 0)
     assert all(r.modelopt_quantized_lm_head == (v >= (0, 23, 0)) for v, r in read.items())
+
+
+def test_the_parser_names_are_read_from_the_registries_not_their_docstrings() -> None:
+    """tools/read_source.py ``parsers``: every release read registers tool and reasoning
+    parsers; the registries' docstring examples ("my_parser") are not registrations."""
+    from patcher.engines.readings import vllm_readings
+
+    read = vllm_readings()
+    assert all(r.tool_parsers and r.reasoning_parsers for r in read.values())
+    assert not any("my_parser" in r.tool_parsers | r.reasoning_parsers for r in read.values())
+    first, last = next(iter(read.values())), list(read.values())[-1]
+    assert len(last.tool_parsers) > len(first.tool_parsers)  # parsers are added over releases
