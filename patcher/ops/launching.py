@@ -24,6 +24,7 @@ from patcher.engines.files import ConfigFiles
 from patcher.engines.installed import Asked, ask_checkpoint
 from patcher.engines.model import derive
 from patcher.engines.parallel import tensor_parallel_error
+from patcher.engines.parser_flags import parser_flag_error
 from patcher.engines.target import Target
 from patcher.errors import PatcherError, TargetError
 from patcher.store.checkpoint import Checkpoint
@@ -208,6 +209,9 @@ def plan_launch(
         )
     if problem is None and split is not None:
         problem = f"{target.engine} refuses the parallel size: {split.message} ({split.note})"
+    parser = parser_flag_error(target.engine, target.flags)
+    if problem is None and parser is not None:
+        problem = f"{target.engine} refuses the server's flags: {parser.message} ({parser.note})"
     context = cap if cap is not None else derived
     if memory is not None and serve is not None and serve > memory.max_tokens:
         if not memory.suggested_context:

@@ -37,6 +37,7 @@ from patcher.engines.launch_flags import (
     setting_values,
 )
 from patcher.engines.parallel import expert_parallel_words
+from patcher.engines.parser_flags import parser_words
 from patcher.engines.readings import assumed
 from patcher.engines.target import Target, make_target
 from patcher.errors import ConflictError, PatcherError, TargetError
@@ -359,6 +360,10 @@ def plan_run(
     ep_words = expert_parallel_words(target.engine, command.words)
     if ep_words and not expert_parallel_words(target.engine, target.flags):
         target = replace(target, flags=(*target.flags, *ep_words))
+    # So do the parsers it names (vLLM refuses a name its release does not register).
+    named = parser_words(target.engine, command.words)
+    if named and not parser_words(target.engine, target.flags):
+        target = replace(target, flags=(*target.flags, *named))
     planned: dict[str, bytes] = {}
     if check or dry_run:
         proposed = sync(command.checkpoint, target, dry_run=True)

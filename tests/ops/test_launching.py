@@ -497,3 +497,26 @@ def test_check_reports_the_failure_its_fix_leads_to(cli: Cli, tmp_path: Path) ->
     code, out, err = cli(*plan[1:])
     assert code == 4, err
     assert "apply strip-fp8-kv-cache" in out and f"--max-model-len {last[-1]}" in out
+
+
+def test_a_parser_the_release_does_not_register_gets_no_go_ahead(
+    cli: Cli, model_checkpoint: object
+) -> None:
+    """vLLM's argparse refuses a --tool-call-parser its registry lacks before the server
+    starts; the registries are read per release (vllm_releases.json): run gives no go-ahead
+    for a name the release does not register, names the release that does, and starts one
+    it does."""
+    from patcher.engines.readings import vllm_readings
+
+    root: Path = model_checkpoint("deepseek-r1-distill-qwen-32b")  # type: ignore[operator]
+    read = vllm_readings()
+    at = read[(0, 16, 0)]
+    later = sorted(set().union(*(r.tool_parsers for r in read.values())) - at.tool_parsers)[0]
+    since = ".".join(map(str, next(v for v, r in read.items() if later in r.tool_parsers)))
+    target = ["--engine", "vllm==0.16.0", "--gpu", "h100", "--dry-run"]
+    serve = ["--", "vllm", "serve", str(root), "--tensor-parallel-size", "2"]
+    code, _, err = cli("run", *target, *serve, "--tool-call-parser", later)
+    assert code == 1 and "the server cannot start" in err
+    assert f"invalid choice: '{later}'" in err and f"vLLM {since} and later" in err
+    known = sorted(at.tool_parsers)[0]
+    assert cli("run", *target, *serve, "--tool-call-parser", known)[0] == 0
