@@ -10,7 +10,8 @@ A start-up error is a ``raise X("...")``, an ``assert cond, "..."`` or a ``logge
 attention and MoE kernel selection, KV-cache memory, tokenizer and chat template, parallel
 sizes, and the transformers config classes the engines call). Each message becomes a
 template: its literal text and its holes (the f-string fields, ``%`` and ``.format``
-arguments, a message built in a local variable first), with the exception's class, the file
+arguments, a message built in a local variable first, each message appended to a list that is
+then joined and raised), with the exception's class, the file
 and the names it interpolates. Templates are kept per release: each records the releases that
 have that exact wording, so a wording that changed shows as two templates.
 
@@ -65,6 +66,9 @@ START_UP: dict[str, tuple[str, ...]] = {
         "vllm/entrypoints/chat_utils.py",
         "vllm/entrypoints/openai/api_server.py",
         "vllm/entrypoints/cli/serve.py",
+        # adapters named by --lora-modules load at start-up, checked against --max-lora-rank
+        "vllm/lora/peft_helper.py",
+        "vllm/lora/worker_manager.py",
     ),
     "sglang": (
         "sglang/srt/server_args.py",
@@ -116,8 +120,18 @@ class _Messages:
 
     def __init__(self, function: ast.AST | None) -> None:
         self.locals: dict[str, list[ast.expr]] = {}
+        # A list a message is gathered in (``errors.append(f"...")``), then joined and raised.
+        self.appended: dict[str, list[ast.expr]] = {}
         if function is not None:
             for node in ast.walk(function):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "append"
+                    and isinstance(node.func.value, ast.Name)
+                    and len(node.args) == 1
+                ):
+                    self.appended.setdefault(node.func.value.id, []).append(node.args[0])
                 if isinstance(node, ast.Assign) and len(node.targets) == 1:
                     target = node.targets[0]
                     if isinstance(target, ast.Name):
@@ -272,6 +286,24 @@ def _callees(message: ast.expr, reader: _Messages) -> list[str]:
     return names
 
 
+def _joined(message: ast.expr) -> str | None:
+    """The local list a message joins (``" ".join(errors)``, or that inside an f-string),
+    or None."""
+    if isinstance(message, ast.JoinedStr) and len(message.values) == 1:
+        value = message.values[0]
+        message = value.value if isinstance(value, ast.FormattedValue) else message
+    if (
+        isinstance(message, ast.Call)
+        and isinstance(message.func, ast.Attribute)
+        and message.func.attr == "join"
+        and isinstance(message.func.value, ast.Constant)
+        and len(message.args) == 1
+        and isinstance(message.args[0], ast.Name)
+    ):
+        return message.args[0].id
+    return None
+
+
 def _worded(parts: list[str]) -> bool:
     """Whether a message's literal text has a word to find it by (``assert a, (x, y)`` has
     none: it prints only values)."""
@@ -313,6 +345,19 @@ def templates_in(source: str, file: str) -> Iterator[dict[str, Any]]:
         if message is None or kind is None:
             continue
         reader = readers.setdefault(id(function), _Messages(function))
+        gathered = _joined(message)
+        if gathered is not None and gathered in reader.appended:
+            # Each message appended to the list is one the raise can say (alone or joined).
+            for item in reader.appended[gathered]:
+                piece = reader.parts(item)
+                if piece is not None and _worded(piece):
+                    yield {
+                        "exception": kind,
+                        "parts": piece,
+                        "file": file,
+                        "line": getattr(item, "lineno", 0),
+                    }
+            continue
         parts = reader.parts(message)
         if parts is None:
             for name in _callees(message, reader):

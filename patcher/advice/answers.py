@@ -76,6 +76,10 @@ _NEEDS_FLAG = re.compile(
 _NEEDS_SETTING = re.compile(
     r"\b(?:requires?|needs?)\s+`?([a-z][a-z0-9]*_[a-z0-9_]+)`?\s*==?\s*'?([\w.+-]+)"
 )
+# "LoRA rank 64 is greater than max_lora_rank 16": a limit below the value it must hold.
+_ABOVE_MAX = re.compile(
+    r"\b(\d+) is (?:greater|larger|more) than (?:the )?`?(max_[a-z_]+)`?\s*\(?(\d+)"
+)
 _REQUIRES = re.compile(
     r"\b(?:requires?|upgrade(?: to)?|install)\s+`?([A-Za-z][\w.-]*)`?\s*(?:version\s*)?"
     # a version bound (>=, ==, <, ~=): a lone "=" is a setting's value ("requires DCP=1")
@@ -105,6 +109,11 @@ def own_remedy(line: str) -> list[Fix]:
                     f"{_as_flag(name)} {value.rstrip('.,;:')}",
                     note="the setting it requires",
                 )
+            )
+    for value, name, _limit in _ABOVE_MAX.findall(line):
+        if _as_flag(name) in flags():  # a server limit the engines' messages name as a flag
+            fixes.append(
+                Fix("flag", f"{_as_flag(name)} {value}", note=f"at least {value}, the limit it hit")
             )
     named = [(d, "--" + n.replace("_", "-")) for d, n in _DIRECTION_NAMED.findall(line)]
     for direction, flag in _DIRECTION.findall(line) or named:

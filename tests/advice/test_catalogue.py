@@ -932,3 +932,35 @@ def test_a_model_property_the_message_requires_is_no_package_and_no_flag() -> No
 def test_a_setting_the_message_requires_is_told_as_the_flag_the_engine_names() -> None:
     found = diagnose_text(_raised("requires kv_cache_dtype=fp8_e4m3"))
     assert found.fixes[0].text == "--kv-cache-dtype fp8_e4m3"
+
+
+def test_a_limit_below_the_value_it_must_hold_is_raised_to_that_value() -> None:
+    # vLLM's peft_helper gathers its refusals in a list and raises them joined; the reading
+    # takes each appended message (tools/read_errors.py), and the flag is the limit's own
+    template = next(t for t in catalogue.templates() if "greater than max_lora_rank" in t.text)
+    values = iter(("64", "16"))
+    line = "".join(p if i % 2 == 0 else next(values) for i, p in enumerate(template.head))
+    found = diagnose_text(
+        f"(EngineCore_DP0 pid=1) ERROR 12-04 10:00:00 [core.py:1] ValueError: {line}"
+    )
+    assert found.fixes[0].text == "--max-lora-rank 64"
+
+
+def test_the_recorder_reads_each_message_gathered_in_a_list_and_raised_joined() -> None:
+    from tools.read_errors import templates_in
+
+    source = (
+        "def validate(self, config):\n"
+        "    errors = self._features()\n"
+        "    if self.r > config.max_rank:\n"
+        "        errors.append(f'rank {self.r} is above {config.max_rank}.')\n"
+        "    if self.bias:\n"
+        "        errors.append('bias is not supported.')\n"
+        "    if errors:\n"
+        "        raise ValueError(f\"{' '.join(errors)}\")\n"
+    )
+    found = [(t["exception"], t["parts"]) for t in templates_in(source, "x.py")]
+    assert found == [
+        ("ValueError", ["rank ", "self.r", " is above ", "config.max_rank", "."]),
+        ("ValueError", ["bias is not supported."]),
+    ]
