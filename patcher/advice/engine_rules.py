@@ -13,6 +13,7 @@ import re
 
 from patcher.advice.answers import before_strict
 from patcher.advice.architectures import architecture, sglang_architecture
+from patcher.advice.flag_choices import invalid_choice
 from patcher.advice.log_rules import (
     FAMILY_MARKERS,
     FAMILY_RULES,
@@ -32,7 +33,6 @@ from patcher.advice.quantized_modules import excluded_scale
 from patcher.advice.startup_memory import too_little_free
 from patcher.advice.trtllm_rules import TRTLLM_MARKERS, TRTLLM_RULES
 from patcher.engines.launch_flags import MAX_MODEL_LEN_AUTO_FROM
-from patcher.engines.readings import vllm_readings
 from patcher.engines.vllm_kv import mla_dtype_from
 
 LENGTH_STEP = 1024
@@ -210,44 +210,6 @@ def _required_fields(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
             Fix("transform", f"patcher revert {ctx.checkpoint} strip-fp8-kv-cache"),
             ctx.apply("strip-fp8-kv-cache"),
             Fix("advice", 'or put the key back by hand: "kv_cache_quant_algo": null'),
-        ],
-    )
-
-
-# The releases' parser registries, read (tools/read_source.py ``parsers``), per flag.
-_PARSER_FLAGS = {"--tool-call-parser": "tool_parsers", "--reasoning-parser": "reasoning_parsers"}
-
-
-def _invalid_choice(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
-    """argparse's refusal of a value its choices lack (``error: argument --x: invalid choice:
-    'v' (choose from ...)``): the choices are this release's; a parser name is looked up in
-    the releases read."""
-    flag, value = m.group(1).split("/")[-1], m.group(2)
-    cause = f"{flag} {value} is not one of this release's choices (the message lists them)"
-    field = _PARSER_FLAGS.get(flag)
-    # vLLM's CLI is "vllm serve" (api_server.py before it); SGLang's registries are not read
-    vllm = ctx.engine == "vllm" or (ctx.engine is None and re.search(r"vllm|api_server", m.string))
-    if field is None or not vllm:
-        return (cause, [Fix("advice", f"{flag} with one of the values the message lists")])
-    readings = vllm_readings()
-    listed = [v for v, r in readings.items() if value in getattr(r, field)]
-    if not listed:
-        return (
-            f"{cause}; no vLLM release read (0.10.1 on) registers {value}: a misspelt name, "
-            "or another engine's",
-            [Fix("advice", f"{flag} with one of the names the message lists")],
-        )
-    first = ".".join(map(str, listed[0]))
-    since = (
-        f"every vLLM release read ({first} on) registers {value}"
-        if listed[0] == next(iter(readings))
-        else f"vLLM {first} and later register {value}"
-    )
-    return (
-        f"{cause}; {since} (read from their source)",
-        [
-            Fix("dependency", f"pip install 'vllm>={first}'"),
-            Fix("advice", f"or {flag} with one of the names this release lists"),
         ],
     )
 
@@ -469,7 +431,7 @@ RULES: tuple[Rule, ...] = (
     (
         "invalid-choice",
         re.compile(r"error: argument ([-\w/]+): invalid choice: '([^']*)' \(choose from"),
-        _invalid_choice,
+        invalid_choice,
     ),
     (
         "quantization-config-missing",

@@ -1,0 +1,49 @@
+"""doctor's answer to argparse refusing a flag's value (``error: argument --x: invalid choice:
+'v' (choose from ...)``, Lib/argparse.py): the choices listed are the installed release's. For
+vLLM's ``--tool-call-parser`` and ``--reasoning-parser`` the name is looked up in the parser
+registries read per release (``vllm_releases.json``), for the release that registers it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from patcher.advice.log_rules import Fix, LogContext
+from patcher.engines.readings import vllm_readings
+
+# The releases' parser registries, read (tools/read_source.py ``parsers``), per flag.
+_PARSER_FLAGS = {"--tool-call-parser": "tool_parsers", "--reasoning-parser": "reasoning_parsers"}
+
+
+def invalid_choice(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """argparse's refusal of a value its choices lack (``error: argument --x: invalid choice:
+    'v' (choose from ...)``): the choices are this release's; a parser name is looked up in
+    the releases read."""
+    flag, value = m.group(1).split("/")[-1], m.group(2)
+    cause = f"{flag} {value} is not one of this release's choices (the message lists them)"
+    field = _PARSER_FLAGS.get(flag)
+    # vLLM's CLI is "vllm serve" (api_server.py before it); SGLang's registries are not read
+    vllm = ctx.engine == "vllm" or (ctx.engine is None and re.search(r"vllm|api_server", m.string))
+    if field is None or not vllm:
+        return (cause, [Fix("advice", f"{flag} with one of the values the message lists")])
+    readings = vllm_readings()
+    listed = [v for v, r in readings.items() if value in getattr(r, field)]
+    if not listed:
+        return (
+            f"{cause}; no vLLM release read (0.10.1 on) registers {value}: a misspelt name, "
+            "or another engine's",
+            [Fix("advice", f"{flag} with one of the names the message lists")],
+        )
+    first = ".".join(map(str, listed[0]))
+    since = (
+        f"every vLLM release read ({first} on) registers {value}"
+        if listed[0] == next(iter(readings))
+        else f"vLLM {first} and later register {value}"
+    )
+    return (
+        f"{cause}; {since} (read from their source)",
+        [
+            Fix("dependency", f"pip install 'vllm>={first}'"),
+            Fix("advice", f"or {flag} with one of the names this release lists"),
+        ],
+    )
