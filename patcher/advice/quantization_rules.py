@@ -114,7 +114,7 @@ _QUANT_PARAMS = {
 }
 
 
-def quantized_weights(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+def quantized_weights(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     """A parameter only a quantization method makes, looked up in a model built without it."""
     name, suffix = m.group(1), m.group(2)
     method = _QUANT_PARAMS[suffix]
@@ -132,7 +132,7 @@ def quantized_weights(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix
             Fix(
                 "advice",
                 "or copy the nested quantization_config to config.json's top level "
-                "(patcher set CKPT config.json /quantization_config VALUE)",
+                f"(patcher set {ctx.checkpoint} config.json /quantization_config VALUE)",
             ),
         ],
     )
