@@ -18,6 +18,7 @@ from typing import Any, Literal
 from patcher.engines.effects import patched_files
 from patcher.engines.files import MARKED_FILES, ConfigFiles, snapshot_config_files
 from patcher.engines.model import derive
+from patcher.engines.parser_flags import parser_flag_error, parser_words
 from patcher.engines.readings import assumed
 from patcher.engines.target import Target
 from patcher.engines.view import StartupError
@@ -406,7 +407,11 @@ def refuse_no_start(checkpoint: str, launch: Launch | None, target: Target) -> N
     fits beside the weights, or the engine still refuses the files): sync and run refuse it
     before anything is written or started; plan shows it and exits 1."""
     if launch is not None and launch.problem is not None:
+        # The parsers the server's flags name are no secret, and plan needs them to show why.
+        named = parser_words(target.engine, target.flags)
+        given = ("--", *named) if named and parser_flag_error(target.engine, named) else ()
         raise TargetError(
             f"the server cannot start: {launch.problem}",
-            hint=shlex.join(["patcher", "plan", checkpoint, *target.options()]) + " shows why",
+            hint=shlex.join(["patcher", "plan", checkpoint, *target.options(), *given])
+            + " shows why",
         )

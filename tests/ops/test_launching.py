@@ -518,5 +518,20 @@ def test_a_parser_the_release_does_not_register_gets_no_go_ahead(
     code, _, err = cli("run", *target, *serve, "--tool-call-parser", later)
     assert code == 1 and "the server cannot start" in err
     assert f"invalid choice: '{later}'" in err and f"vLLM {since} and later" in err
+    assert f"-- --tool-call-parser {later} shows why" in err  # the plan that shows it
+    code, out, _ = cli(
+        "plan",
+        root,
+        "--engine",
+        "vllm==0.16.0",
+        "--gpu",
+        "h100",
+        "--tp",
+        "2",
+        "--",
+        "--tool-call-parser",
+        later,
+    )
+    assert code == 1 and "does not start" in out and "start the server with" not in out
     known = sorted(at.tool_parsers)[0]
     assert cli("run", *target, *serve, "--tool-call-parser", known)[0] == 0
