@@ -500,6 +500,34 @@ def _declares_fp8_kv(files: ConfigFiles) -> bool:
     return any(kv_label(dig(parsed.get(name), keys)) != "none" for name, keys in FP8_KV_POINTERS)
 
 
+_ROUTED_SLICE = re.compile(
+    r"gate's and up's weight = (\d+) is not divisible by weight quantization block_n = (\d+)"
+)
+
+
+def _shared_expert_split(found: Diagnosis, files: ConfigFiles) -> Diagnosis:
+    """Without expert parallelism where the checkpoint's shared expert would be refused next:
+    the routed slice names the TP (moe_intermediate_size / slice), and the shared expert, a
+    dense MLP, is split by it whatever the expert parallelism (patcher.engines.parallel)."""
+    routed = _ROUTED_SLICE.search(found.error or "")
+    config: dict[str, Any] = files.config if isinstance(files.config, dict) else {}
+    text = config.get("text_config")
+    model: dict[str, Any] = text if isinstance(text, dict) else config
+    size = model.get("moe_intermediate_size")
+    shared = model.get("shared_expert_intermediate_size") or model.get("share_expert_dim")
+    if routed is None or not isinstance(size, int) or not isinstance(shared, int):
+        return found
+    part, block = int(routed.group(1)), int(routed.group(2))
+    if part <= 0 or size % part:
+        return found
+    tp = size // part
+    if shared % tp == 0 and (shared // tp) % block == 0:
+        return found
+    expert = ("--enable-expert-parallel", "--ep-size")
+    kept = tuple(f for f in found.fixes if not any(word in f.text for word in expert))
+    return replace(found, fixes=kept) if kept else found
+
+
 def judge_fixes(
     found: Diagnosis, checkpoint: Path | str, *, engine: str | None = None
 ) -> Diagnosis:
@@ -525,6 +553,7 @@ def judge_fixes(
                     ),
                 ),
             )
+    found = _shared_expert_split(found, files)
     named = engine or (None if found.engine_version is None else f"vllm=={found.engine_version}")
     if named is None or not named.startswith("vllm"):
         return found

@@ -850,3 +850,33 @@ def test_a_parser_name_the_cli_refuses_gets_the_release_that_registers_it() -> N
         f"'{later}' (choose from 'qwen25')"
     )
     assert not any("vllm" in f.text for f in sglang.fixes)
+
+
+def test_with_the_checkpoint_a_shared_expert_that_tp_still_splits_drops_expert_parallel(
+    tmp_path: Path,
+) -> None:
+    """The routed slice names the TP (512 / 64 = 8); the checkpoint's shared expert, a dense
+    MLP split by TP whatever the expert parallelism, would be 64 per GPU too: expert
+    parallelism is no fix there, a smaller TP is. Without a shared expert it stays."""
+    from tests.conftest import build_tree
+
+    log = tmp_path / "server.log"
+    log.write_text(
+        "[2026-12-04 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=8)\n"
+        "ValueError: The output_size of gate's and up's weight = 64 is not divisible by "
+        "weight quantization block_n = 128.\n"
+    )
+    config = {
+        "model_type": "qwen3_next",
+        "moe_intermediate_size": 512,
+        "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]},
+    }
+    shared = build_tree(
+        tmp_path / "shared",
+        {"config.json": json.dumps({**config, "shared_expert_intermediate_size": 512})},
+    )
+    alone = build_tree(tmp_path / "alone", {"config.json": json.dumps(config)})
+    with_shared = [f.text for f in diagnose(log, checkpoint=shared).fixes]
+    assert with_shared[0] == "--tp-size 4 --pp-size 2"
+    assert not any("--ep-size" in t for t in with_shared)
+    assert any("--ep-size" in f.text for f in diagnose(log, checkpoint=alone).fixes)
