@@ -97,7 +97,7 @@ def tensor_parallel_error(
             pointer=f"{where}/num_key_value_heads",
             note=f"{note} splits {kv_heads} KV heads",
         )
-    return block_slice_error(engine, files, tp, flags)
+    return block_slice_error(engine, files, tp, flags) or group_slice_error(engine, files, tp)
 
 
 def _expert_parallel_flag(
@@ -219,6 +219,41 @@ def block_slice_error(
             note=f"a hardware plan, not a file edit: --ep-size {tp} (whole experts per GPU)",
         )
     return None
+
+
+def group_slice_error(engine: Engine, files: ConfigFiles, tp: int) -> StartupError | None:
+    """The refusal of a group-quantized (AWQ, GPTQ) MLP whose down projection's slice is not
+    a whole number of groups: both engines' ``awq.py`` ``create_weights`` ("The input size is
+    not aligned with the quantized weight shape. This can be caused by too large tensor
+    parallel size."; vLLM 0.10.1 to 0.34.0, SGLang 0.5.1 to 0.5.23), and Marlin's, which
+    vLLM picks for them on newer GPUs, the same way. None otherwise."""
+    config = files.config
+    quant = config.get("quantization_config") if isinstance(config, dict) else None
+    if not isinstance(config, dict) or not isinstance(quant, dict):
+        return None
+    if str(quant.get("quant_method", "")).lower() not in ("awq", "gptq"):
+        return None
+    group = quant.get("group_size", quant.get("q_group_size"))
+    model, where = _model(config)
+    size = _count(model, "intermediate_size")
+    if not isinstance(group, int) or not _positive(group) or size is None:
+        return None
+    if engine.name not in ("vllm", "sglang"):
+        return None
+    if size % tp == 0 and (size // tp) % group == 0:
+        return None
+    fits = [n for n in SIZES if size % n == 0 and (size // n) % group == 0]
+    flag = "--tensor-parallel-size" if engine.name == "vllm" else "--tp-size"
+    return StartupError(
+        "The input size is not aligned with the quantized weight shape. This can be caused "
+        "by too large tensor parallel size.",
+        code="group-quant-slice",
+        file="config.json",
+        pointer=f"{where}/intermediate_size",
+        note=f"a hardware plan, not a file edit: {flag} {' or '.join(map(str, fits))} keeps "
+        f"each GPU's slice of intermediate_size {size} a whole number of {group}-wide groups "
+        "(pipeline parallel keeps the GPUs), or a checkpoint quantized with the size padded",
+    )
 
 
 def _shared_expert(model: dict[str, Any], where: str) -> tuple[int, str] | None:

@@ -151,3 +151,33 @@ def test_a_shared_expert_s_slice_is_split_by_tp_whatever_the_expert_parallelism(
         assert "Weight output_partition_size = 64 is not divisible" in refused.message
         assert "1 or 2 or 4" in (refused.note or "") and "does not help" in (refused.note or "")
     assert tensor_parallel_error(target, files, 4) is None
+
+
+@pytest.mark.parametrize(("size", "fits"), [(29568, "1"), (29696, "1 or 2 or 4 or 8")])
+def test_an_awq_mlp_slice_that_is_not_whole_groups_is_refused(
+    tmp_path: Path, size: int, fits: str
+) -> None:
+    """AWQ's create_weights (both engines' awq.py) refuses a down projection whose slice is
+    not a whole number of 128-wide groups: 29,568 splits only whole; padded to 29,696 it
+    splits over 2, 4 or 8 GPUs."""
+    from patcher.engines.engine import parse_engine
+    from patcher.engines.files import read_config_files
+    from patcher.engines.parallel import tensor_parallel_error
+    from patcher.store.checkpoint import open_checkpoint
+
+    config = {
+        "model_type": "qwen2",
+        "num_attention_heads": 64,
+        "num_key_value_heads": 8,
+        "intermediate_size": size,
+        "quantization_config": {"quant_method": "awq", "group_size": 128, "bits": 4},
+    }
+    build_tree(tmp_path, {"config.json": json.dumps(config)})
+    files = read_config_files(open_checkpoint(tmp_path))
+    refused = tensor_parallel_error(parse_engine("vllm==0.34.0"), files, 4)
+    if fits == "1":
+        assert refused is not None and refused.code == "group-quant-slice"
+        assert "The input size is not aligned" in refused.message
+        assert "--tensor-parallel-size 1 keeps" in (refused.note or "")
+    else:
+        assert refused is None
