@@ -29,7 +29,8 @@ _PREFIX = {
 }
 
 
-def _line(template: Template, seed: int) -> str:
+def log_line(template: Template, seed: int) -> str:
+    """The message's first line as its engine logs it, each hole filled with a value."""
     body = "".join(
         part if i % 2 == 0 else _VALUES[(seed + i) % len(_VALUES)]
         for i, part in enumerate(template.head)
@@ -46,7 +47,7 @@ def audit() -> dict[str, list[object]]:
         if not template.matchable or key in answers:
             continue
         family = family_of(template)
-        found = diagnose_text(_line(template, index % 97))
+        found = diagnose_text(log_line(template, index % 97))
         answers[key] = [
             None if family is None else family.name,
             found.code,

@@ -310,6 +310,11 @@ def _worded(parts: list[str]) -> bool:
     return re.search(r"[A-Za-z]{2}", "".join(parts[::2])) is not None
 
 
+def _template(kind: str, parts: list[str], file: str, node: ast.AST) -> dict[str, Any]:
+    """One message as the catalogue records it."""
+    return {"exception": kind, "parts": parts, "file": file, "line": getattr(node, "lineno", 0)}
+
+
 def templates_in(source: str, file: str) -> Iterator[dict[str, Any]]:
     """Each error message ``file``'s source can raise or log, as a template."""
     try:
@@ -351,12 +356,7 @@ def templates_in(source: str, file: str) -> Iterator[dict[str, Any]]:
             for item in reader.appended[gathered]:
                 piece = reader.parts(item)
                 if piece is not None and _worded(piece):
-                    yield {
-                        "exception": kind,
-                        "parts": piece,
-                        "file": file,
-                        "line": getattr(item, "lineno", 0),
-                    }
+                    yield _template(kind, piece, file, item)
             continue
         parts = reader.parts(message)
         if parts is None:
@@ -365,12 +365,7 @@ def templates_in(source: str, file: str) -> Iterator[dict[str, Any]]:
             continue
         if not _worded(parts):
             continue
-        yield {
-            "exception": kind,
-            "parts": parts,
-            "file": file,
-            "line": getattr(node, "lineno", 0),
-        }
+        yield _template(kind, parts, file, node)
     # A message a helper of the module builds (``raise ValueError(_make_log_unsupported(b,
     # r))``): each string the helper returns, raised as the caller raises it.
     for helper in ast.walk(tree):
@@ -381,12 +376,7 @@ def templates_in(source: str, file: str) -> Iterator[dict[str, Any]]:
             if isinstance(node, ast.Return) and node.value is not None:
                 parts = reader.parts(node.value)
                 if parts is not None and _worded(parts):
-                    yield {
-                        "exception": built[helper.name],
-                        "parts": parts,
-                        "file": file,
-                        "line": node.lineno,
-                    }
+                    yield _template(built[helper.name], parts, file, node)
 
 
 MODEL_TYPES = (

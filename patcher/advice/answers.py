@@ -91,16 +91,12 @@ def own_remedy(line: str) -> list[Fix]:
     """The way out the engine's message names itself: a flag to use or drop, an environment
     variable to set, a package to install."""
     fixes: list[Fix] = []
-    for flag, value in _USE.findall(line):
-        if value and value.lower() not in _WORDS_AFTER and not value.startswith("-"):
-            fixes.append(Fix("flag", f"{flag} {value}".rstrip(".,;:")))
-        else:
-            fixes.append(Fix("flag", flag, note="the engine's message names this flag"))
-    for flag, value in _NEEDS_FLAG.findall(line):
-        if value and value.lower() not in _WORDS_AFTER and not value.startswith("-"):
-            fixes.append(Fix("flag", f"{flag} {value}".rstrip(".,;:")))
-        else:
-            fixes.append(Fix("flag", flag, note="the engine's message says it is required"))
+    for pattern, said in ((_USE, "names this flag"), (_NEEDS_FLAG, "says it is required")):
+        for flag, value in pattern.findall(line):
+            if value and value.lower() not in _WORDS_AFTER and not value.startswith("-"):
+                fixes.append(Fix("flag", f"{flag} {value}".rstrip(".,;:")))
+            else:
+                fixes.append(Fix("flag", flag, note=f"the engine's message {said}"))
     for name, value in _NEEDS_SETTING.findall(line):
         if _as_flag(name) in flags():  # a server setting, not a model's own property
             fixes.append(

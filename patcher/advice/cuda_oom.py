@@ -40,7 +40,7 @@ _PHASES: tuple[tuple[Phase, tuple[str, ...], re.Pattern[str]], ...] = (
     ),
     (
         "loaded",
-        ("took", "emory", "allocated", "pool", "cache size", "blocks"),
+        ("weight end", "took", "emory", "allocated", "pool", "cache size", "blocks"),
         re.compile(
             r"Load weight end|Model loading took|Loading (?:model )?weights took|"
             r"Memory profiling|Available KV cache memory|KV Cache is allocated|Memory pool end|"
@@ -58,7 +58,7 @@ _PHASES: tuple[tuple[Phase, tuple[str, ...], re.Pattern[str]], ...] = (
 # Every phase line holds one of these, a capture line the first, every out-of-memory error and
 # utilization "emory": doctor tests a line for them (plain substring tests, in doctor.py)
 # before any pattern here.
-NOTED = ("aptur", "oad", "emory", "blocks", "cache size", "pool")
+NOTED = ("aptur", "oad", "emory", "blocks", "cache size", "pool", "allocated")
 # The allocation failure itself, as torch and the CUDA runtime word it (not the engines' hints
 # that mention running out of memory).
 OOM_WORDS = ("CUDA out of memory", "error: out of memory", "OutOfMemoryError")

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from patcher.advice import catalogue
-from patcher.advice.answers import own_remedy
 from patcher.advice.catalogue import Matched, Template
 from patcher.advice.check import FP8_KV_POINTERS, kv_label
 from patcher.advice.cuda_oom import (
@@ -51,6 +50,7 @@ from patcher.advice.log_rules import (
 from patcher.engines.engine import parse_engine
 from patcher.engines.files import ConfigFiles, read_config_files
 from patcher.engines.model import edit_takes_effect
+from patcher.engines.parallel import shared_expert_refused
 from patcher.engines.readings import Assumed, assumed
 from patcher.errors import InputFileError, PatcherError
 from patcher.results import JsonResult
@@ -176,27 +176,6 @@ def _first_rule(line: str) -> tuple[re.Match[str], Rule] | None:
     return None
 
 
-# Families whose usual answer is a default for their kind of message: where the engine's
-# message names its own remedy, that is the answer. (The memory, context and parallel
-# families compute values for the flags a message names, and keep them.)
-_OWN_REMEDY_SUFFICES = frozenset(
-    {
-        "kv-cache-dtype",
-        "tokenizer",
-        "remote-code",
-        "checkpoint-files",
-        "config-validation",
-        "rope-config",
-        "chat-template",
-        "architecture",
-        "attention-backend",
-        "moe-backend",
-        "quantization-config",
-        "hardware",
-    }
-)
-
-
 def _from_catalogue(line: str, ctx: LogContext) -> Diagnosis | None:
     raised = RAISED.match(line)
     message = raised.group("message") if raised else line.strip()
@@ -207,12 +186,7 @@ def _from_catalogue(line: str, ctx: LogContext) -> Diagnosis | None:
     family = family_of(found.template)
     if family is None:  # tests/advice/test_catalogue.py keeps this from happening
         return None
-    cause, fixes = family.explain(found, ctx)
-    named = own_remedy(found.line if found.whole else found.template.text)
-    if named and family.name in _OWN_REMEDY_SUFFICES:
-        # The message names its own way out: the family's usual answer would stand beside it
-        # as a second, possibly contrary, fix (a strip beside "requires fp8").
-        fixes = named
+    cause, fixes = family.explained(found, ctx)
     if not fixes:
         fixes = [Fix("advice", "change what the message names: " + found.template.literal[:80])]
     return Diagnosis(
@@ -255,7 +229,7 @@ def _by_words(line: str, ctx: LogContext) -> Diagnosis | None:
                 "",
                 (),
             )
-            cause, fixes = family.explain(Matched(template, message, ()), ctx)
+            cause, fixes = family.explained(Matched(template, message, ()), ctx)
             return Diagnosis(
                 "-",
                 name,
@@ -369,6 +343,7 @@ def diagnose_lines(
                     or "blocks" in line
                     or "cache size" in line
                     or "pool" in line
+                    or "allocated" in line
                 )
             )
         ):
@@ -500,28 +475,14 @@ def _declares_fp8_kv(files: ConfigFiles) -> bool:
     return any(kv_label(dig(parsed.get(name), keys)) != "none" for name, keys in FP8_KV_POINTERS)
 
 
-_ROUTED_SLICE = re.compile(
-    r"gate's and up's weight = (\d+) is not divisible by weight quantization block_n = (\d+)"
-)
+_ROUTED_SLICE = re.compile(r"gate's and up's weight = (\d+) is not divisible")
 
 
 def _shared_expert_split(found: Diagnosis, files: ConfigFiles) -> Diagnosis:
-    """Without expert parallelism where the checkpoint's shared expert would be refused next:
-    the routed slice names the TP (moe_intermediate_size / slice), and the shared expert, a
-    dense MLP, is split by it whatever the expert parallelism (patcher.engines.parallel)."""
+    """Without expert parallelism where the checkpoint's shared expert would be refused next
+    (patcher.engines.parallel.shared_expert_refused: at the TP the routed slice names)."""
     routed = _ROUTED_SLICE.search(found.error or "")
-    config: dict[str, Any] = files.config if isinstance(files.config, dict) else {}
-    text = config.get("text_config")
-    model: dict[str, Any] = text if isinstance(text, dict) else config
-    size = model.get("moe_intermediate_size")
-    shared = model.get("shared_expert_intermediate_size") or model.get("share_expert_dim")
-    if routed is None or not isinstance(size, int) or not isinstance(shared, int):
-        return found
-    part, block = int(routed.group(1)), int(routed.group(2))
-    if part <= 0 or size % part:
-        return found
-    tp = size // part
-    if shared % tp == 0 and (shared // tp) % block == 0:
+    if routed is None or not shared_expert_refused(files, int(routed.group(1))):
         return found
     expert = ("--enable-expert-parallel", "--ep-size")
     kept = tuple(f for f in found.fixes if not any(word in f.text for word in expert))

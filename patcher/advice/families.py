@@ -49,6 +49,7 @@ from patcher.advice.answers import (
     explain_request,
     explain_shape,
     explain_tokenizer,
+    own_remedy,
 )
 from patcher.advice.catalogue import Matched, Template
 from patcher.advice.log_rules import Fix, LogContext
@@ -67,6 +68,20 @@ class Family:
     answer: Answer
     claims: Callable[[Template], bool]
     explain: Explain
+    # Whose usual answer is a default for its kind of message: where the engine's message
+    # names its own remedy, that is the answer alone (the default would stand beside it as a
+    # second, possibly contrary, fix: a strip beside "requires fp8"). The memory, context and
+    # parallel families compute values for the flags a message names, and keep them.
+    defers: bool = False
+
+    def explained(self, m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+        """The cause and the fixes of ``m``: the message's own remedy where it names one and
+        the family defers to it, else the family's answer."""
+        cause, fixes = self.explain(m, ctx)
+        if self.defers:
+            named = own_remedy(m.line if m.whole else m.template.text)
+            fixes = named or fixes
+        return cause, fixes
 
 
 def _says(pattern: str, *, flags: int = re.IGNORECASE) -> Callable[[Template], bool]:
@@ -100,6 +115,7 @@ FAMILIES: tuple[Family, ...] = (
         "flag",
         _says(r"trust.?remote.?code|custom code|auto_map"),
         explain_remote_code,
+        defers=True,
     ),
     Family(
         "kv-cache-dtype",
@@ -109,6 +125,7 @@ FAMILIES: tuple[Family, ...] = (
             r"fp8_ds_mla|fp8e4nv|\bk_scale|\bv_scale|kv_scale"
         ),
         explain_kv_dtype,
+        defers=True,
     ),
     Family("environment", "env", _says(ENV_NAME.pattern, flags=0), explain_environment),
     Family(
@@ -121,13 +138,18 @@ FAMILIES: tuple[Family, ...] = (
         explain_memory,
     ),
     Family(
-        "rope-config", "transform", _says(r"rope|rotary|yarn|original_max_position"), explain_rope
+        "rope-config",
+        "transform",
+        _says(r"rope|rotary|yarn|original_max_position"),
+        explain_rope,
+        defers=True,
     ),
     Family(
         "config-validation",
         "transform",
         lambda t: t.engine == "transformers" and "/configuration_" in t.file,
         explain_config_field,
+        defers=True,
     ),
     Family(
         "context-length",
@@ -146,6 +168,7 @@ FAMILIES: tuple[Family, ...] = (
             r"runner)|fused.?moe"
         ),
         explain_backend,
+        defers=True,
     ),
     Family(
         "attention-backend",
@@ -155,6 +178,7 @@ FAMILIES: tuple[Family, ...] = (
             r"sparse.?mla|flash.?attn"
         ),
         explain_backend,
+        defers=True,
     ),
     Family(
         "parallel-sizes",
@@ -170,12 +194,14 @@ FAMILIES: tuple[Family, ...] = (
         "transform",
         _says(r"chat.?template|jinja|generation prompt|conversation|tool.?call"),
         explain_chat_template,
+        defers=True,
     ),
     Family(
         "tokenizer",
         "transform",
         _says(r"tokeni[sz]er|special.?token|vocab|detokeni"),
         explain_tokenizer,
+        defers=True,
     ),
     Family(
         "hardware",
@@ -189,6 +215,7 @@ FAMILIES: tuple[Family, ...] = (
             r"compatible scheme"
         ),
         explain_gap,
+        defers=True,
     ),
     Family(
         "quantization-config",
@@ -198,6 +225,7 @@ FAMILIES: tuple[Family, ...] = (
             r"modelopt|compressed|fp8|fp4|int4|int8|mxfp|nvfp4|w4a|w8a|zero.?point"
         ),
         _quantization,
+        defers=True,
     ),
     Family(
         # vLLM's registry could not import a class it lists (registry.py's own log lines)
@@ -217,6 +245,7 @@ FAMILIES: tuple[Family, ...] = (
             r"Unrecognized configuration"
         ),
         explain_architecture,
+        defers=True,
     ),
     Family(
         "checkpoint-files",
@@ -226,6 +255,7 @@ FAMILIES: tuple[Family, ...] = (
             r"\brepo|revision|does not exist|not found|no such"
         ),
         explain_files,
+        defers=True,
     ),
     Family(
         "engine-flags",

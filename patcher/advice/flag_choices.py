@@ -9,10 +9,8 @@ from __future__ import annotations
 import re
 
 from patcher.advice.log_rules import Fix, LogContext
+from patcher.engines.parser_flags import parses, registered_since
 from patcher.engines.readings import vllm_readings
-
-# The releases' parser registries, read (tools/read_source.py ``parsers``), per flag.
-_PARSER_FLAGS = {"--tool-call-parser": "tool_parsers", "--reasoning-parser": "reasoning_parsers"}
 
 
 def invalid_choice(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
@@ -21,27 +19,25 @@ def invalid_choice(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     the releases read."""
     flag, value = m.group(1).split("/")[-1], m.group(2)
     cause = f"{flag} {value} is not one of this release's choices (the message lists them)"
-    field = _PARSER_FLAGS.get(flag)
     # vLLM's CLI is "vllm serve" (api_server.py before it); SGLang's registries are not read
     vllm = ctx.engine == "vllm" or (ctx.engine is None and re.search(r"vllm|api_server", m.string))
-    if field is None or not vllm:
+    if not parses(flag) or not vllm:
         return (cause, [Fix("advice", f"{flag} with one of the values the message lists")])
-    readings = vllm_readings()
-    listed = [v for v, r in readings.items() if value in getattr(r, field)]
-    if not listed:
+    since = registered_since(flag, value)
+    if since is None:
         return (
             f"{cause}; no vLLM release read (0.10.1 on) registers {value}: a misspelt name, "
             "or another engine's",
             [Fix("advice", f"{flag} with one of the names the message lists")],
         )
-    first = ".".join(map(str, listed[0]))
-    since = (
+    first = ".".join(map(str, since))
+    read = (
         f"every vLLM release read ({first} on) registers {value}"
-        if listed[0] == next(iter(readings))
+        if since == next(iter(vllm_readings()))
         else f"vLLM {first} and later register {value}"
     )
     return (
-        f"{cause}; {since} (read from their source)",
+        f"{cause}; {read} (read from their source)",
         [
             Fix("dependency", f"pip install 'vllm>={first}'"),
             Fix("advice", f"or {flag} with one of the names this release lists"),

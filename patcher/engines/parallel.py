@@ -256,6 +256,25 @@ def group_slice_error(engine: Engine, files: ConfigFiles, tp: int) -> StartupErr
     )
 
 
+def shared_expert_refused(files: ConfigFiles, routed_part: int) -> bool:
+    """Whether a block-quantized checkpoint's shared expert is refused at the TP a routed
+    expert's slice of ``routed_part`` names (``moe_intermediate_size`` / slice): a dense MLP,
+    split by that TP whatever the expert parallelism."""
+    config = files.config
+    quant = config.get("quantization_config") if isinstance(config, dict) else None
+    block = quant.get("weight_block_size") if isinstance(quant, dict) else None
+    if not isinstance(config, dict) or not (
+        isinstance(block, list) and len(block) == 2 and all(_positive(b) for b in block)
+    ):
+        return False
+    model, where = _model(config)
+    size = _count(model, "moe_intermediate_size")
+    shared = _shared_expert(model, where)
+    if size is None or shared is None or routed_part <= 0 or size % routed_part:
+        return False
+    return not _whole_blocks(shared[0], size // routed_part, block[0], block[1])
+
+
 def _shared_expert(model: dict[str, Any], where: str) -> tuple[int, str] | None:
     """A shared expert's intermediate size and its pointer, where the config names one."""
     for key in ("shared_expert_intermediate_size", "share_expert_dim"):

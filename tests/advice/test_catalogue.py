@@ -874,13 +874,9 @@ def test_one_message_whose_holes_the_source_renamed_is_raised_by_every_release_o
 
 def _raised(phrase: str, seed: int = 0) -> str:
     """A log line from the read template whose text holds ``phrase``, as its engine logs it."""
-    template = next(t for t in catalogue.templates() if phrase in t.text)
-    prefix = (
-        "[2026-12-04 10:00:00 TP0] "
-        if template.engine == "sglang"
-        else "(EngineCore_DP0 pid=1) ERROR 12-04 10:00:00 [core.py:1] "
-    )
-    return f"{prefix}{template.exception or 'ValueError'}: {_filled(template, seed)}"
+    from tools.audit_answers import log_line
+
+    return log_line(next(t for t in catalogue.templates() if phrase in t.text), seed)
 
 
 @pytest.mark.parametrize(

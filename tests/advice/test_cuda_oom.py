@@ -98,3 +98,37 @@ def test_a_more_specific_line_later_in_the_log_answers_instead() -> None:
     # TensorRT-LLM's executor chains the CUDA error into the component it could not create
     found = diagnose_text("\n".join([VLLM_LOADED, TORCH_OOM, monitor_log("KV cache")]))
     assert found.code == "trtllm-executor-memory"
+
+
+# One line of each alternative of cuda_oom's phase patterns, as the engines log it.
+PHASE_LINES = [
+    "(EngineCore_DP0 pid=2) Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 10%",
+    "INFO 02-03 03:43:49 model_runner.py:625] Capturing the model for CUDA graphs.",
+    "INFO 04-12 08:22:04 [model_runner.py:1456] Capturing cudagraphs for decoding.",
+    "[2026-12-04 10:01:00 TP0] Capture cuda graph begin. This can take up to several minutes.",
+    "[2026-12-04 10:01:00 TP0] Capture decode CUDA graph begin.",
+    SGLANG_LOADED,
+    VLLM_LOADED,
+    "INFO 05-05 23:52:00 [loader.py:458] Loading weights took 22.82 seconds",
+    "INFO 07-25 07:23:45 model_runner.py:732] Loading model weights took 2.3463 GB",
+    "INFO 08-21 10:00:00 [gpu_worker.py:1] Memory profiling takes 4.2 seconds",
+    "INFO 08-21 10:00:00 [gpu_worker.py:1] Available KV cache memory: 40.1 GiB",
+    "[2025-05-09 19:11:16 TP0] KV Cache is allocated. #tokens: 86461, K size: 5.11 GB",
+    "[2025-05-09 19:11:16 TP0] Memory pool end. avail mem=4.38 GB",
+    "INFO 05-11 04:13:59 [kv_cache_utils.py:639] GPU KV cache size: 81,936 tokens",
+    "INFO 02-03 03:43:48 llm_engine.py:316] # GPU blocks: 7754, # CPU blocks: 2048",
+    SGLANG_LOADING,
+    "INFO 07-29 18:42:00 [gpu_model_runner.py:1843] Starting to load model /m...",
+    VLLM_LOADING,
+]
+
+
+@pytest.mark.parametrize("line", PHASE_LINES)
+def test_every_phase_line_is_seen_by_doctor_s_substring_filter(line: str) -> None:
+    """doctor tests a line for cuda_oom.NOTED's words before any phase pattern: a phase line
+    without one would never be read, and its out-of-memory error would go unanswered."""
+    from patcher.advice.cuda_oom import NOTED, phase_of
+
+    assert phase_of(line) is not None
+    assert any(word in line for word in NOTED)
+    assert diagnose_text(f"{line}\n{TORCH_OOM}").code == "cuda-oom-startup"
