@@ -54,6 +54,10 @@ START_UP: dict[str, tuple[str, ...]] = {
         "vllm/model_executor/layers/fused_moe/layer.py",
         "vllm/attention/selector.py",
         "vllm/v1/attention/selector.py",
+        # each attention backend refuses the head sizes, dtypes and features it lacks
+        "vllm/attention/backends/*.py",
+        "vllm/v1/attention/backends/*.py",
+        "vllm/v1/attention/backends/mla/*.py",
         "vllm/platforms/cuda.py",
         "vllm/platforms/interface.py",
         "vllm/platforms/rocm.py",
@@ -62,6 +66,9 @@ START_UP: dict[str, tuple[str, ...]] = {
         "vllm/v1/engine/core.py",
         "vllm/v1/worker/gpu_worker.py",
         "vllm/v1/worker/utils.py",
+        # the V0 engine's worker (releases before 0.10) sized the KV cache here
+        "vllm/worker/worker.py",
+        "vllm/worker/model_runner.py",
         "vllm/distributed/parallel_state.py",
         "vllm/entrypoints/chat_utils.py",
         "vllm/entrypoints/openai/api_server.py",
@@ -79,8 +86,9 @@ START_UP: dict[str, tuple[str, ...]] = {
         "sglang/srt/model_executor/model_runner_kv_cache_mixin.py",
         "sglang/srt/managers/scheduler.py",
         "sglang/srt/managers/tp_worker.py",
-        "sglang/srt/model_loader/loader.py",
-        "sglang/srt/model_loader/utils.py",
+        "sglang/srt/model_loader/*.py",
+        # 0.5.16 moved the model runner's loading checks here (KV-cache scaling factors)
+        "sglang/srt/model_executor/model_runner_components/*.py",
         "sglang/srt/models/*.py",
         "sglang/srt/layers/quantization/*.py",
         "sglang/srt/layers/attention/attention_registry.py",
@@ -95,6 +103,8 @@ START_UP: dict[str, tuple[str, ...]] = {
     ),
     "transformers": (
         "transformers/configuration_utils.py",
+        # a checkpoint with custom code (auto_map) refused without trust_remote_code
+        "transformers/dynamic_module_utils.py",
         "transformers/modeling_rope_utils.py",
         "transformers/models/auto/configuration_auto.py",
         "transformers/models/auto/tokenization_auto.py",

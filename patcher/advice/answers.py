@@ -6,7 +6,6 @@ message carries, and the remedy the message names itself (:func:`own_remedy`).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from patcher.advice.catalogue import Matched, flags, strict_since
 from patcher.advice.log_rules import Fix, LogContext
@@ -80,6 +79,9 @@ _NEEDS_SETTING = re.compile(
 _ABOVE_MAX = re.compile(
     r"\b(\d+) is (?:greater|larger|more) than (?:the )?`?(max_[a-z_]+)`?\s*\(?(\d+)"
 )
+# "BitsAndBytes load format and QLoRA adapter only support 'bitsandbytes' quantization, but
+# got None" (vLLM 0.5 to 0.7, arg_utils.py): the one quantization method the setting accepts.
+_ONLY_METHOD = re.compile(r"\bonly supports? '(\w+)' quantization")
 _REQUIRES = re.compile(
     r"\b(?:requires?|upgrade(?: to)?|install)\s+`?([A-Za-z][\w.-]*)`?\s*(?:version\s*)?"
     # a version bound (>=, ==, <, ~=): a lone "=" is a setting's value ("requires DCP=1")
@@ -98,18 +100,18 @@ def own_remedy(line: str) -> list[Fix]:
             else:
                 fixes.append(Fix("flag", flag, note=f"the engine's message {said}"))
     for name, value in _NEEDS_SETTING.findall(line):
-        if _as_flag(name) in flags():  # a server setting, not a model's own property
+        if as_flag(name) in flags():  # a server setting, not a model's own property
             fixes.append(
                 Fix(
                     "flag",
-                    f"{_as_flag(name)} {value.rstrip('.,;:')}",
+                    f"{as_flag(name)} {value.rstrip('.,;:')}",
                     note="the setting it requires",
                 )
             )
     for value, name, _limit in _ABOVE_MAX.findall(line):
-        if _as_flag(name) in flags():  # a server limit the engines' messages name as a flag
+        if as_flag(name) in flags():  # a server limit the engines' messages name as a flag
             fixes.append(
-                Fix("flag", f"{_as_flag(name)} {value}", note=f"at least {value}, the limit it hit")
+                Fix("flag", f"{as_flag(name)} {value}", note=f"at least {value}, the limit it hit")
             )
     named = [(d, "--" + n.replace("_", "-")) for d, n in _DIRECTION_NAMED.findall(line)]
     for direction, flag in _DIRECTION.findall(line) or named:
@@ -124,6 +126,10 @@ def own_remedy(line: str) -> list[Fix]:
     for flag in _DROP.findall(line):
         fixes.append(
             Fix("advice", f"drop {flag}", note="the engine's message says to leave it out")
+        )
+    for method in _ONLY_METHOD.findall(line):
+        fixes.append(
+            Fix("flag", f"--quantization {method}", note="the only method the message accepts")
         )
     for name, value in _ENV_SET.findall(line):
         fixes.append(Fix("env", f"{name}={value.rstrip('.')}"))
@@ -145,7 +151,7 @@ def own_remedy(line: str) -> list[Fix]:
 _SMALLER = re.compile(r"\b(\w+) \((\d+)\) is (?:smaller|less) than (\w+) \((\d+)\)")
 
 
-def _as_flag(name: str) -> str:
+def as_flag(name: str) -> str:
     """A config field's command-line flag, as vLLM's and SGLang's argument parsers make it."""
     return "--" + name.removeprefix("self.").replace("_", "-")
 
@@ -178,7 +184,7 @@ def explain_memory(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
         return (
             "the engine refuses a memory setting or mode, or the GPUs lack a memory feature "
             "the configuration asks for (not a shortage: no memory size helps)",
-            fixes or explain_named_flags(m, ctx)[1],
+            fixes or flags_named(m.line),
         )
     if engine == "sglang":
         fixes += [
@@ -238,8 +244,8 @@ def explain_context(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     if pair is not None:  # "a (x) is smaller than b (y)": a at least y, or b at most x
         small, x, large, y = pair.groups()
         bounds = {
-            _as_flag(small): (y, f"at least {large}, {y}"),
-            _as_flag(large): (x, f"at most {small}, {x}"),
+            as_flag(small): (y, f"at least {large}, {y}"),
+            as_flag(large): (x, f"at most {small}, {x}"),
         }
         fixes = [
             Fix("flag", f"{f.text[:-2]} {bounds[f.text[:-2]][0]}", note=bounds[f.text[:-2]][1])
@@ -277,6 +283,22 @@ def explain_kv_dtype(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     ):
         return explain_gap(m, ctx)
     fixes = own_remedy(line)
+    if re.search(r"scaling factors provided", line, re.IGNORECASE):
+        # SGLang (load_model_utils.py): a scales file given for a model class without
+        # load_kv_cache_scales; the file is server_args' quantization_param_path, whose flag
+        # is --quantization-param-path (arg_groups/arg_utils.py: "--" + name with dashes).
+        return (
+            "this model's class cannot load the KV-cache scaling factors given with the FP8 "
+            "KV cache (a --quantization-param-path file); the FP8 cache itself is not refused",
+            [
+                Fix(
+                    "advice",
+                    "leave out --quantization-param-path",
+                    note="the FP8 KV cache then runs with scaling factors of 1.0",
+                ),
+                Fix("flag", "--kv-cache-dtype auto", note="or a BF16 cache, twice the bytes"),
+            ],
+        )
     if re.search(r"(requires?|needs?|must be|only supports?)\s+(an?\s+)?`?fp8", line, re.I):
         fixes.append(Fix("flag", "--kv-cache-dtype fp8"))
         return (
@@ -342,22 +364,18 @@ def explain_quantization(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-def explain_named_flags(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
-    """A flag or a combination of flags refused: the flags the message names."""
-    fixes = own_remedy(m.line)
-    named = re.findall(r"--[a-z0-9][a-z0-9-]+", m.line)
-    if not fixes and named:
-        fixes = [
+def flags_named(line: str) -> list[Fix]:
+    """The flags a refusal names to change, else advice to change the setting it names."""
+    named = re.findall(r"--[a-z0-9][a-z0-9-]+", line)
+    if named:
+        return [
             Fix(
                 "advice",
                 f"change {' / '.join(dict.fromkeys(named))}",
                 note="the engine refuses this combination of flags",
             )
         ]
-    return (
-        "the engine refuses a flag or a combination of flags at start-up",
-        fixes or [Fix("advice", "change the setting the message names")],
-    )
+    return [Fix("advice", "change the setting the message names")]
 
 
 def explain_backend(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
@@ -542,43 +560,3 @@ def explain_environment(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
         "an environment variable of the engine decides this start-up path",
         fixes or [Fix("advice", "the environment variable the message names")],
     )
-
-
-def _no_config_fix(
-    cause: str, advice: str
-) -> Callable[[Matched, LogContext], tuple[str, list[Fix]]]:
-    """An answer that is the same for every message of its family: the cause, and what would
-    help where no config edit does."""
-
-    def explain(_m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
-        return cause, [Fix("advice", advice)]
-
-    return explain
-
-
-# A file of the checkpoint missing or unreadable.
-explain_files = _no_config_fix(
-    "a file the engine needs is missing or unreadable in the checkpoint (weights, index, "
-    "config): no config edit helps",
-    "check the model path and download the missing files (huggingface-cli download REPO)",
-)
-# Weights or sizes that do not match the model class.
-explain_shape = _no_config_fix(
-    "the weights' shapes or the config's sizes do not match what the engine's model class "
-    "builds: a checkpoint saved for another configuration, or an engine gap; no transform "
-    "fixes it",
-    "compare the config's sizes (hidden, intermediate, layers) with the weights; or another "
-    "engine release",
-)
-# A request's input the model cannot take (a modality, a size): not a start-up failure.
-explain_request = _no_config_fix(
-    "a request's input (its modality, size or prompt) that this model's processor refuses: "
-    "the server itself runs; no config edit helps",
-    "send the input the message asks for, or serve a model that takes it",
-)
-# An engine invariant, or a path not implemented.
-explain_internal = _no_config_fix(
-    "an engine invariant failed, or the path is not implemented for this model: an engine "
-    "bug or gap; no config edit helps",
-    "report it to the engine with the full log; try another release",
-)

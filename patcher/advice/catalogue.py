@@ -161,7 +161,7 @@ def releases(engine: Engine) -> dict[str, str]:
     """The releases whose errors were read, each with the date it was read."""
     text = resources.files("patcher.advice").joinpath(f"errors-{engine}.json").read_text()
     read: dict[str, str] = json.loads(text).get("read", {})
-    return read
+    return dict(sorted(read.items(), key=lambda item: _key(item[0])))
 
 
 @functools.cache
@@ -198,11 +198,11 @@ def strict_since() -> str | None:
 
 
 @functools.cache
-def flags() -> frozenset[str]:
-    """Every command-line flag the read engines' messages name (``--kv-cache-dtype``): the
-    flags a message's setting can be told as, and no other."""
+def flags(engine: Engine | None = None) -> frozenset[str]:
+    """Every command-line flag the read engines' messages name (``--kv-cache-dtype``), or one
+    engine's: the flags a message's setting can be told as, and no other."""
     return frozenset(
-        flag for t in templates() for flag in re.findall(r"--[a-z][a-z0-9-]*[a-z0-9]", t.text)
+        flag for t in templates(engine) for flag in re.findall(r"--[a-z][a-z0-9-]*[a-z0-9]", t.text)
     )
 
 

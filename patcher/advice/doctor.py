@@ -73,6 +73,14 @@ _TP = re.compile(
     r"(?:tensor_parallel_size'?[:=] ?|\btp_size=|--tensor-parallel-size[= ]|--tp-size[= ]"
     r"|(?<![\w-])--?tp[= ])(\d+)"
 )
+# The pipeline-parallel size, echoed the same ways.
+_PP = re.compile(
+    r"(?:pipeline_parallel_size'?[:=] ?|\bpp_size=|--pipeline-parallel-size[= ]|--pp-size[= ]"
+    r"|(?<![\w-])--?pp[= ])(\d+)"
+)
+# The quantization method the engine built the model with: vLLM's engine config line
+# (quantization=gptq_marlin) and non-default args, SGLang's server_args (quantization='awq').
+_QUANT_SET = re.compile(r"(?:\bquantization=|'quantization': )'?([\w-]+)")
 # Lines that say whose log it is before any error does: SGLang's server_args and source
 # paths, vLLM's non-default args.
 _SGLANG_SAYS = ("ServerArgs(", "sglang/srt/")
@@ -306,6 +314,8 @@ def diagnose_lines(
     fraction: float | None = None
     draft = False
     tp: int | None = None
+    pp: int | None = None
+    quantization: str | None = None
     loading = False
     # CUDA out of memory: the first such line, the furthest start-up phase the log reached
     # (a multi-process log can print a phase line after another process's error), and the
@@ -355,10 +365,16 @@ def diagnose_lines(
                 utilization = utilization_in(line) or utilization
         if utilization is None and "non-default args" in line:
             utilization = utilization_in(line) or 0.9
-        if ("parallel_size" in line or "tp_size" in line or "-tp" in line) and (
-            sized := _TP.search(line)
-        ):
+        if (
+            "parallel_size" in line or "parallel-size" in line or "tp_size" in line or "-tp" in line
+        ) and (sized := _TP.search(line)):
             tp = int(sized.group(1))
+        if (
+            "parallel_size" in line or "parallel-size" in line or "pp_size" in line or "-pp" in line
+        ) and (staged := _PP.search(line)):
+            pp = int(staged.group(1))
+        if "quantization" in line and (method := _QUANT_SET.search(line)):
+            quantization = method.group(1)
         if engine is None and any(w in line for w in _SGLANG_SAYS):
             engine = "sglang"
         elif engine is None and any(w in line for w in _VLLM_SAYS):
@@ -411,6 +427,8 @@ def diagnose_lines(
             draft,
             tp,
             kv_flag,
+            pp=pp,
+            quantization=quantization,
         )
         matched = _first_rule(line) if marked_line else None
         if matched is not None:

@@ -38,21 +38,24 @@ from patcher.advice.answers import (
     explain_context,
     explain_dependency,
     explain_environment,
-    explain_files,
     explain_gap,
-    explain_internal,
     explain_kv_dtype,
     explain_memory,
-    explain_named_flags,
     explain_quantization,
     explain_remote_code,
-    explain_request,
-    explain_shape,
     explain_tokenizer,
     own_remedy,
 )
 from patcher.advice.catalogue import Matched, Template
 from patcher.advice.log_rules import Fix, LogContext
+from patcher.advice.named_flags import explain_named_flags
+from patcher.advice.no_config_fix import (
+    explain_feature_gap,
+    explain_files,
+    explain_internal,
+    explain_request,
+    explain_shape,
+)
 from patcher.advice.parallel_sizes import explain_parallel
 from patcher.advice.rope_config import explain_rope
 
@@ -218,11 +221,23 @@ FAMILIES: tuple[Family, ...] = (
         defers=True,
     ),
     Family(
+        # "Model X does not support BitsAndBytes quantization yet": the release's model class
+        # lacks the weight mapping the method's loader needs (bitsandbytes_loader.py)
+        "model-feature-gap",
+        "none",
+        _says(
+            r"\bdoes not support \w+(?: \w+)? quantization yet|"
+            r"\bModel \S+ does not support .* yet"
+        ),
+        explain_feature_gap,
+    ),
+    Family(
         "quantization-config",
         "transform",
         _says(
             r"quant|scale|group.?size|block.?size|weight_block|bits|awq|gptq|marlin|"
-            r"modelopt|compressed|fp8|fp4|int4|int8|mxfp|nvfp4|w4a|w8a|zero.?point"
+            r"modelopt|compressed|fp8|fp4|int4|int8|mxfp|nvfp4|w4a|w8a|zero.?point|aqlm|hqq|"
+            r"bitsandbytes"
         ),
         _quantization,
         defers=True,
@@ -252,7 +267,12 @@ FAMILIES: tuple[Family, ...] = (
         "none",
         _says(
             r"safetensors|\.bin\b|checkpoint|weights?\b|file|path|director|download|"
-            r"\brepo|revision|does not exist|not found|no such"
+            r"\brepo|revision|does not exist|not found|no such|config format found|truncated|"
+            # SGLang's expert packs (model_loader/expert_pack*): a pack file that does not match
+            # the manifest or checkpoint it was built from
+            r"magic|manifest|digest|SHA-256|header size|shard set|payload|pack (?:header|index|"
+            r"size|entry|bytes|object)|source/pack|expert-pack (?:header|index|object|entry)|"
+            r"entry \{[^}]*\} (?:breaks|source)|overlapping"
         ),
         explain_files,
         defers=True,
@@ -273,7 +293,8 @@ FAMILIES: tuple[Family, ...] = (
             r"\bmode\b|is not (?:a|an)\b|not (?:a )?multimodal|only choose|"
             r"should all be|isn't in|can't derive|supports only|speculative|\bis set\b|"
             r"can only be set|is supported for|no loader provided|does not yet support|"
-            r"must equal|supports \w+ in\b"
+            r"must equal|supports \w+ in\b|unrecogni[sz]ed|supported values|"
+            r"required for full cuda graph"
         ),
         explain_named_flags,
     ),
@@ -304,7 +325,7 @@ FAMILIES: tuple[Family, ...] = (
             or "/models/" in t.file
             or _says(
                 r"already|twice|mismatch|no free|out of range|limit|store|table|reused|not set yet|"
-                r"could not|failed|do not match"
+                r"could not|failed|do not match|require the same|require separate|contains an empty"
             )(t)
         ),
         explain_internal,

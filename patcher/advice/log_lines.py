@@ -18,7 +18,8 @@ ANSI = re.compile(
     r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
 )
 PREFIX = re.compile(
-    r"^\s*(?:\[rank\d+\]:\s*|\[\d{4}-\d\d-\d\d [\d:]+(?: [A-Z]{2}\d+)*\]\s*)?"
+    # docker compose's "service  | " before each line of a container's log
+    r"^\s*(?:[\w.-]+\s+\|\s)?(?:\[rank\d+\]:\s*|\[\d{4}-\d\d-\d\d [\d:]+(?: [A-Z]{2}\d+)*\]\s*)?"
     r"(?:\((?:Worker|EngineCore|APIServer|VllmWorker|RayWorker)\S*\s+pid=\d+\)\s*)?"
     r"(?:(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+"
     r"\[[^\]]*\]\s?)?"

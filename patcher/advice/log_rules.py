@@ -56,6 +56,11 @@ class LogContext:
     tp: int | None = None
     # The KV cache dtype the log's command line set (--kv-cache-dtype), when it shows one.
     kv_dtype: str | None = None
+    # The pipeline-parallel size the log's command line shows, when it shows one.
+    pp: int | None = None
+    # The quantization method the log shows the engine built the model with ("None" where it
+    # shows none), when it shows one.
+    quantization: str | None = None
 
     def mem_fraction(self) -> Fix:
         """SGLang's ``--mem-fraction-static`` that leaves the KV pool room after the weights.

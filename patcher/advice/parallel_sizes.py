@@ -19,6 +19,12 @@ _REFUSED_MODE = re.compile(
     r"does not support|not supported|cannot be used|can't be used|incompatible|not compatible",
     re.IGNORECASE,
 )
+# vLLM's refusal of pipeline parallelism for a model class without it: the architecture list of
+# 0.5 and 0.6 (config.py ``_PP_SUPPORTED_MODELS``), the ``SupportsPP`` interface after.
+_NO_PIPELINE = re.compile(
+    r"Pipeline parallelism is (?:only supported for the following|not supported for this model)",
+    re.IGNORECASE,
+)
 _SIZED = re.compile(
     r"divisib|divide|multiple of|greater than|less than|at least|at most|must be (?:<|>|=)|"
     r"must equal|exceeds?",
@@ -148,10 +154,40 @@ def _block_slice(m: Matched, ctx: LogContext, engine: str) -> list[Fix]:
     return fixes
 
 
+def _no_pipeline(engine: str, ctx: LogContext) -> tuple[str, list[Fix]]:
+    """No pipeline-parallel path for this model: the same GPUs in tensor parallel."""
+    tp = _flag_word(engine, "--tensor-parallel-size", "--tp-size")
+    pp = _flag_word(engine, "--pipeline-parallel-size", "--pp-size")
+    total = (ctx.tp or 1) * ctx.pp if ctx.pp else None
+    size = str(total) if total else "N"
+    return (
+        "this release has no pipeline-parallel path for this model's class",
+        [
+            Fix(
+                "flag",
+                f"{tp} {size} {pp} 1",
+                note=(
+                    "the same GPUs in tensor parallel"
+                    + ("" if total else " (N: the TP size times the pipeline stages)")
+                    + f"; it must divide the attention heads: patcher check CKPT --tp {size} "
+                    "tells"
+                ),
+            ),
+            Fix(
+                "advice",
+                "or a release whose class for this model supports pipeline parallelism (which "
+                "release is not read)",
+            ),
+        ],
+    )
+
+
 def explain_parallel(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     """A parallel size that does not divide what it splits: sizes that divide."""
     engine = _engine(m, ctx)
     line = m.line
+    if _NO_PIPELINE.search(line):
+        return _no_pipeline(engine, ctx)
     if _REFUSED_MODE.search(line) and not _SIZED.search(line):
         # "X does not support prefill context parallelism": a mode refused, not a size.
         return (

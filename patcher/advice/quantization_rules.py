@@ -114,21 +114,56 @@ _QUANT_PARAMS = {
 }
 
 
+# An MoE router ("mlp.gate", "router"): vLLM builds most unquantized whatever the checkpoint
+# holds (qwen2_moe.py, deepseek_v2.py, mixtral.py: ``ReplicatedLinear(..., quant_config=None)``)
+# and leaves qwen3_moe.py's to the method's config, which may skip it.
+_ROUTER = re.compile(r"(?:^|\.)(?:gate|router)$")
+
+
 def quantized_weights(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
-    """A parameter only a quantization method makes, looked up in a model built without it."""
+    """A parameter only a quantization method makes, looked up in a model that has none there:
+    a model built unquantized (no quantization_config where the engine reads it), or, where
+    the log shows the model built quantized or the layer is an MoE router, a layer the engine
+    builds unquantized that the checkpoint quantized."""
     name, suffix = m.group(1), m.group(2)
     method = _QUANT_PARAMS[suffix]
     first = method.split()[0]
+    layer = name.rsplit(".", 1)[0]
+    flag = Fix(
+        "flag",
+        f"--quantization {first}",
+        note=f"the method the checkpoint was quantized with ({method})",
+    )
+    built = ctx.quantization not in (None, "None")
+    if built or (_ROUTER.search(layer) and ctx.quantization is None):
+        under = f" under {ctx.quantization}" if built else ""
+        fixes = [
+            Fix(
+                "advice",
+                "an engine release that quantizes this layer as the checkpoint does, or a "
+                "checkpoint that leaves it unquantized",
+            )
+        ]
+        if not built:
+            fixes.append(
+                replace(
+                    flag,
+                    kind="advice",
+                    note="only if the log shows quantization=None (no quantization_config found)",
+                )
+            )
+        return (
+            f"the checkpoint quantizes {layer} ({method}), a layer this release builds "
+            f"unquantized{under} (an MoE router, or a layer the method leaves out): an engine gap "
+            "for this checkpoint's layout; no config edit helps",
+            fixes,
+        )
     return (
         f"the checkpoint holds {method} weights ({name}) but the model was built unquantized: "
         "the engine found no quantization_config where it reads one (config.json's top level; "
         "a multimodal checkpoint may keep it under text_config)",
         [
-            Fix(
-                "flag",
-                f"--quantization {first}",
-                note=f"the method the checkpoint was quantized with ({method})",
-            ),
+            flag,
             Fix(
                 "advice",
                 "or copy the nested quantization_config to config.json's top level "

@@ -960,3 +960,76 @@ def test_the_recorder_reads_each_message_gathered_in_a_list_and_raised_joined() 
         ("ValueError", ["rank ", "self.r", " is above ", "config.max_rank", "."]),
         ("ValueError", ["bias is not supported."]),
     ]
+
+
+def test_releases_before_0_10_are_read_and_named_in_order() -> None:
+    # vLLM's V0 releases (0.4.3 to 0.9.2) are read into the catalogue like the rest, so a log
+    # from one is answered from its own words; the releases are listed oldest first.
+    read = list(catalogue.releases("vllm"))
+    assert {"0.4.3", "0.5.5", "0.6.6.post1", "0.7.3", "0.8.5.post1", "0.9.2"} <= set(read)
+    assert read == sorted(read, key=lambda v: tuple(int(p) for p in v.split(".")[:3]))
+
+
+def test_a_pipeline_refusal_puts_the_same_gpus_in_tensor_parallel() -> None:
+    # vLLM 0.5's architecture list and the SupportsPP wording after it: no pipeline-parallel
+    # path for the class. The TP size is the GPUs the command line gave (TP x PP).
+    for phrase in (
+        "Pipeline parallelism is only supported for the following",
+        "Pipeline parallelism is not supported for this model",
+    ):
+        line = _raised(phrase)
+        args = (
+            "(APIServer pid=1) INFO 12-04 10:00:00 [utils.py:1] non-default args: "
+            "{'model': 'm', 'tensor_parallel_size': 4, 'pipeline_parallel_size': 2}\n"
+        )
+        found = diagnose_text(args + line)
+        assert found.code == "parallel-sizes", phrase
+        assert found.fixes[0].text == "--tensor-parallel-size 8 --pipeline-parallel-size 1"
+        bare = diagnose_text(line)
+        assert bare.fixes[0].text == "--tensor-parallel-size N --pipeline-parallel-size 1"
+
+
+def test_the_one_quantization_a_load_format_accepts_is_the_flag() -> None:
+    # vLLM 0.5 to 0.7 (arg_utils.py): the BitsAndBytes load format with no --quantization
+    found = diagnose_text(_raised("only support 'bitsandbytes' quantization, but got"))
+    assert found.fixes[0].text == "--quantization bitsandbytes"
+
+
+@pytest.mark.parametrize(
+    "phrase",
+    [
+        "does not support BitsAndBytes quantization yet. No 'packed_modules_mapping'",
+        "Transformers modeling backend does not support MXFP4 quantization yet",
+    ],
+)
+def test_a_model_class_without_a_methods_path_is_no_config_fix(phrase: str) -> None:
+    # the class lacks the mapping the method's loader needs: no quantization_config edit helps
+    found = diagnose_text(_raised(phrase))
+    assert found.code == "model-feature-gap"
+    assert found.family is not None and found.family.answer == "none"
+    assert not any("quantization_config" in f.text for f in found.fixes)
+
+
+def test_scaling_factors_a_model_cannot_load_are_left_out_not_the_fp8_cache() -> None:
+    # SGLang (model_runner.py to 0.5.15, load_model_utils.py after): RuntimeError with two
+    # arguments, printed as a tuple. The FP8 cache is not refused: no strip of the directive.
+    found = diagnose_text(_raised("does not support loading scaling factors", seed=3))
+    texts = [f.text for f in found.fixes]
+    assert texts[0] == "leave out --quantization-param-path"
+    assert not any("strip-fp8-kv-cache" in t for t in texts)
+
+
+def test_the_attention_backends_own_refusals_are_read() -> None:
+    # vLLM's backends (v1/attention/backends/*.py) refuse head sizes themselves, and name the
+    # backend that takes every size: the engine's own remedy
+    found = diagnose_text(_raised("to use FlexAttention backend which supports all head sizes"))
+    assert found.recognised
+    assert any(f.kind == "env" and "VLLM_ATTENTION_BACKEND=" in f.text for f in found.fixes)
+
+
+def test_custom_code_refused_by_transformers_gets_trust_remote_code() -> None:
+    # transformers' dynamic_module_utils.py: a repository with auto_map, loaded without
+    # trust_remote_code (the wording of 4.40 to 4.51)
+    found = diagnose_text(_raised("requires you to execute the configuration file in that repo"))
+    assert found.code == "remote-code"
+    assert "--trust-remote-code" in [f.text for f in found.fixes]

@@ -880,3 +880,35 @@ def test_with_the_checkpoint_a_shared_expert_that_tp_still_splits_drops_expert_p
     assert with_shared[0] == "--tp-size 4 --pp-size 2"
     assert not any("--ep-size" in t for t in with_shared)
     assert any("--ep-size" in f.text for f in diagnose(log, checkpoint=alone).fixes)
+
+
+@pytest.mark.parametrize(
+    ("before", "first"),
+    [
+        # nothing in the log says how the model was built: an MoE router's quantized parameter
+        # is the engine building the router unquantized (vLLM's qwen2_moe, deepseek_v2, mixtral
+        # pass quant_config=None), and the flag only under its condition
+        ("", "an engine release that quantizes this layer"),
+        # the engine config line shows the model built quantized: the same gap, any layer
+        (
+            "INFO 09-16 20:56:00 [core.py:1] Initializing a V1 LLM engine (v0.10.2) with config: "
+            "model='m', quantization=gptq_marlin, enforce_eager=False\n",
+            "an engine release that quantizes this layer",
+        ),
+        # quantization=None: the model was built unquantized, the flag is the way out
+        (
+            "INFO 09-16 20:56:00 [core.py:1] Initializing a V1 LLM engine (v0.10.2) with config: "
+            "model='m', quantization=None, enforce_eager=False\n",
+            "--quantization gptq",
+        ),
+    ],
+)
+def test_a_quantized_parameter_the_model_lacks_reads_how_the_model_was_built(
+    before: str, first: str
+) -> None:
+    layer = "model.layers.35.mlp.gate.g_idx" if not before else "model.layers.3.mlp.down_proj.g_idx"
+    found = diagnose_text(before + f"KeyError: '{layer}'\n")
+    assert found.fixes[0].text.startswith(first)
+    if first.startswith("an engine"):
+        assert found.fixes[0].kind == "advice"
+        assert all(f.kind == "advice" for f in found.fixes)

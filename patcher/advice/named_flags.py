@@ -1,0 +1,92 @@
+"""The answer to a flag, or a combination of flags, the engine refuses at start-up: the flags
+the message names or tells in words, the remedy it names itself, and the few refusals whose way
+out the engine's source shows elsewhere (an environment variable, a release)."""
+
+from __future__ import annotations
+
+import re
+
+from patcher.advice.answers import as_flag, flags_named, own_remedy
+from patcher.advice.catalogue import Matched, flags
+from patcher.advice.log_rules import Fix, LogContext
+
+# vLLM 0.20 to 0.33 (config/vllm.py): what the V2 model runner lacks is refused only where
+# VLLM_USE_V2_MODEL_RUNNER=1 forces it (0.20 names the variable in the message); from 0.23,
+# left unset, vLLM picks the V1 runner by itself for those features (``use_v2_model_runner``).
+_RUNNER_V2 = re.compile(r"(?:Model Runner V2|VLLM_USE_V2_MODEL_RUNNER) does not yet support")
+# "`limit_mm_per_prompt` is only supported for multimodal models" (vLLM's ModelConfig, 0.6 to
+# 0.9): the release took the model as text-only; its registry does not list the architecture
+# as multimodal (or it fell back to the Transformers text backend).
+_MULTIMODAL_ONLY = re.compile(r"`?([a-z][a-z0-9_]+)`? is only supported for multimodal models")
+# "chunked prefill cannot be used with prefix caching now" (vLLM 0.4, 0.5): two features told
+# in words; each is the flag whose words hold them.
+_EXCLUSIVE = re.compile(
+    r"\b([a-z][a-z ]{3,40}?) (?:cannot be used with|is not compatible with|"
+    r"can't be used with) ([a-z][a-z ]{3,40}?)(?: now| yet| together)?[.,;]",
+    re.IGNORECASE,
+)
+
+
+def _flag_for(words: str, engine: str) -> str | None:
+    """The engine's flag that switches on the feature ``words`` tell ("prefix caching":
+    ``--enable-prefix-caching``), from the flags its messages name; a ``--no-X`` they name
+    is argparse's negation of ``--X``. None when no flag or several do."""
+    named = flags("sglang" if engine == "sglang" else "vllm")
+    known = named | {"--" + f[5:] for f in named if f.startswith("--no-")}
+    wanted = words.lower().split()
+    found = sorted(f for f in known if f[2:].split("-") in (wanted, ["enable", *wanted]))
+    return found[0] if len(found) == 1 else None
+
+
+def explain_named_flags(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A flag or a combination of flags refused: the flags the message names."""
+    fixes = own_remedy(m.line)
+    if _RUNNER_V2.search(m.line):
+        return (
+            "the V2 model runner, forced by VLLM_USE_V2_MODEL_RUNNER=1, lacks a feature the "
+            "command line asks for",
+            [
+                Fix(
+                    "env",
+                    "VLLM_USE_V2_MODEL_RUNNER=0",
+                    note="the V1 runner has it; from vLLM 0.23, left unset, vLLM chooses V1 by "
+                    "itself for what V2 lacks",
+                ),
+                *fixes,
+            ],
+        )
+    multimodal = _MULTIMODAL_ONLY.search(m.line)
+    if multimodal:
+        setting = multimodal.group(1)
+        flag = as_flag(setting) if as_flag(setting) in flags() else setting
+        return (
+            "this release takes the model as text-only: its registry does not list the "
+            "checkpoint's architecture as multimodal (or it fell back to a text backend)",
+            [
+                Fix(
+                    "advice",
+                    "a vLLM release whose registry lists the checkpoint's architecture",
+                    note="patcher check CKPT --engine vllm==X tells whether a release lists it",
+                ),
+                Fix("advice", f"leave out {flag}", note="only to serve the model as text"),
+            ],
+        )
+    both = _EXCLUSIVE.search(m.line)
+    engine = m.template.engine
+    pair = (
+        (_flag_for(both.group(1), engine), _flag_for(both.group(2), engine))
+        if both
+        else (None, None)
+    )
+    if not fixes and pair[0] and pair[1] and pair[0] != pair[1]:
+        fixes = [
+            Fix(
+                "advice",
+                f"leave out one of {pair[0]} / {pair[1]}",
+                note="the engine refuses the two together",
+            )
+        ]
+    return (
+        "the engine refuses a flag or a combination of flags at start-up",
+        fixes or flags_named(m.line),
+    )

@@ -1,0 +1,63 @@
+"""A flag, or a combination of flags, the engine refuses (patcher/advice/named_flags.py): the
+flags the message tells in words, and the refusals whose way out the engines' source shows
+elsewhere. Every log here is written from a template read from a release's source
+(tools/read_errors.py), with the prefix its engine prints; none copies a report."""
+
+from __future__ import annotations
+
+import pytest
+
+from patcher.advice import catalogue
+from patcher.advice.doctor import diagnose_text
+from tools.audit_answers import log_line
+
+
+def _raised(phrase: str, engine: str = "vllm", seed: int = 0) -> tuple[str, tuple[str, ...]]:
+    """A log line of the read template holding ``phrase``, and the releases that raise it."""
+    template = next(t for t in catalogue.templates(engine) if phrase in t.text)  # type: ignore[arg-type]
+    return log_line(template, seed), template.releases
+
+
+def test_two_features_told_in_words_are_the_two_flags_to_choose_between() -> None:
+    # vLLM 0.4 and 0.5 (worker/model_runner.py): "chunked prefill cannot be used with prefix
+    # caching now." The flags are the engine's own: --enable-prefix-caching is named by its
+    # messages, --enable-chunked-prefill is argparse's other half of --no-enable-chunked-prefill.
+    line, releases = _raised("chunked prefill cannot be used with prefix caching")
+    assert "0.4.3" in releases
+    found = diagnose_text(line)
+    assert found.code == "engine-flags"
+    assert [f.text for f in found.fixes] == [
+        "leave out one of --enable-chunked-prefill / --enable-prefix-caching"
+    ]
+
+
+def test_words_no_flag_holds_are_not_made_a_flag() -> None:
+    # "Fast prefill optimization for KV sharing is not compatible with EAGLE ...": neither
+    # side is the words of a flag the engine's messages name, so no pair of flags is offered
+    line, _ = _raised("Fast prefill optimization for KV sharing is not compatible with EAGLE")
+    found = diagnose_text(line)
+    assert found.recognised
+    assert not any(f.text.startswith("leave out one of") for f in found.fixes)
+
+
+@pytest.mark.parametrize(
+    "phrase", ["Model Runner V2 does not yet support: ", "VLLM_USE_V2_MODEL_RUNNER does not yet"]
+)
+def test_what_the_v2_model_runner_lacks_is_run_by_the_v1_runner(phrase: str) -> None:
+    # vLLM 0.20 to 0.33 (config/vllm.py) refuse only where VLLM_USE_V2_MODEL_RUNNER=1 forces
+    # the V2 runner; 0.20 names the variable, 0.23 on do not.
+    line, _ = _raised(phrase)
+    fixes = [f.text for f in diagnose_text(line).fixes]
+    assert fixes[0] in ("VLLM_USE_V2_MODEL_RUNNER=0", "unset VLLM_USE_V2_MODEL_RUNNER")
+    assert "change the setting the message names" not in fixes
+
+
+def test_a_multimodal_setting_on_a_model_the_release_takes_as_text() -> None:
+    # vLLM 0.6 to 0.9 (ModelConfig): the release's registry does not list the architecture as
+    # multimodal. A release that lists it first; leaving the flag out only serves text.
+    line, releases = _raised("`limit_mm_per_prompt` is only supported for multimodal models")
+    assert "0.9.2" in releases
+    fixes = diagnose_text(line).fixes
+    assert "registry lists the checkpoint's architecture" in fixes[0].text
+    assert fixes[1].text == "leave out --limit-mm-per-prompt"
+    assert "text" in (fixes[1].note or "")

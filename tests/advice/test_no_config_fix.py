@@ -1,0 +1,37 @@
+"""The families with no config fix (patcher/advice/no_config_fix.py): what would help where
+no checkpoint edit or flag does. Logs written from templates read from the engines' source."""
+
+from __future__ import annotations
+
+from patcher.advice import catalogue
+from patcher.advice.doctor import diagnose_text
+from tools.audit_answers import log_line
+
+
+def test_no_config_file_readable_at_the_model_path_is_access_or_the_path() -> None:
+    # vLLM's get_config (0.6, 0.7: "No supported config format found in X"; later "Could not
+    # detect config format"): neither config.json nor params.json readable there. A gated Hub
+    # repository reads as missing without a token.
+    for phrase in ("No supported config format found in", "Could not detect config format"):
+        template = next(t for t in catalogue.templates("vllm") if phrase in t.text)
+        found = diagnose_text(log_line(template, 0))
+        assert found.code == "checkpoint-files", phrase
+        assert found.fixes[0].kind == "env" and found.fixes[0].text.startswith("HF_TOKEN=")
+
+
+def test_an_unsupported_config_format_value_is_not_a_missing_file() -> None:
+    # "Unsupported config format: X. Supported formats are ...": a --config-format value
+    template = next(
+        t for t in catalogue.templates("vllm") if t.text.startswith("Unsupported config format")
+    )
+    found = diagnose_text(log_line(template, 0))
+    assert not any("HF_TOKEN" in f.text for f in found.fixes)
+
+
+def test_a_docker_compose_prefix_is_not_part_of_the_error() -> None:
+    found = diagnose_text(
+        "vllm-server  | INFO 03-02 09:16:53 api_server.py:768] vLLM API server version 0.7.3\n"
+        "vllm-server  | ValueError: No supported config format found in org/model\n"
+    )
+    assert found.error == "ValueError: No supported config format found in org/model"
+    assert found.engine_version == "0.7.3"
