@@ -32,6 +32,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tools import read_model_classes
+
 CATALOGUE = Path(__file__).resolve().parents[1] / "patcher" / "advice"
 
 # The files of each engine's start-up path, as glob patterns inside the wheel.
@@ -105,6 +107,8 @@ START_UP: dict[str, tuple[str, ...]] = {
         "transformers/configuration_utils.py",
         # a checkpoint with custom code (auto_map) refused without trust_remote_code
         "transformers/dynamic_module_utils.py",
+        # a .gguf file whose architecture the GGUF loader (vLLM calls it) does not map
+        "transformers/modeling_gguf_pytorch_utils.py",
         "transformers/modeling_rope_utils.py",
         "transformers/models/auto/configuration_auto.py",
         "transformers/models/auto/tokenization_auto.py",
@@ -474,6 +478,24 @@ def _wheel_version(wheel: Path) -> str:
     return wheel.name.split("-")[1]
 
 
+def _record_features(catalogue: dict[str, Any], release: str, read: dict[str, list[str]]) -> None:
+    """Each model class's releases with each feature (tools/read_model_classes.py), ``release``
+    read anew."""
+    features = catalogue.setdefault("class_features", {})
+    for feature, classes in read.items():
+        known: dict[str, list[str]] = features.setdefault(feature, {})
+        for name in list(known):
+            known[name] = [r for r in known[name] if r != release]
+        for name in classes:
+            known.setdefault(name, []).append(release)
+        for name in list(known):
+            if known[name]:
+                known[name].sort(key=_version_key)
+            else:
+                del known[name]
+        features[feature] = dict(sorted(known.items()))
+
+
 def record(engine: str, wheels: list[Path], today: str) -> Path:
     """Add each wheel's templates to the engine's catalogue file; returns the file."""
     target = CATALOGUE / f"errors-{engine}.json"
@@ -483,6 +505,10 @@ def record(engine: str, wheels: list[Path], today: str) -> Path:
     for wheel in wheels:
         catalogue = merge(catalogue, _wheel_version(wheel), read_wheel(wheel, engine))
         catalogue.setdefault("read", {})[_wheel_version(wheel)] = today
+        if engine == "vllm":
+            with zipfile.ZipFile(wheel) as archive:
+                read = read_model_classes.features(archive)
+            _record_features(catalogue, _wheel_version(wheel), read)
         if engine == "transformers":
             version_of_wheel = _wheel_version(wheel)
             with zipfile.ZipFile(wheel) as archive:

@@ -253,8 +253,28 @@ def explain_context(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
             else f
             for f in fixes
         ]
+    if re.search(r"sliding window for some", m.line, re.IGNORECASE):
+        # qwen2.py and its kin refuse a sliding window on some layers only. To 0.9 the gate
+        # is the cache's window (config.py's get_hf_config_sliding_window: none where
+        # use_sliding_window is false, none at all with --disable-sliding-window); from 0.10
+        # the config's layer types (is_interleaved), which the flag does not change.
+        fixes = [ctx.set("config.json", "/use_sliding_window", "false")]
+        if not ctx.at_least(0, 10):
+            fixes.append(
+                Fix(
+                    "flag",
+                    "--disable-sliding-window",
+                    note="vLLM before 0.10 only; from 0.10 the config's layer types decide",
+                )
+            )
+        return (
+            "the config turns on a sliding window (use_sliding_window) for only some layers "
+            "(max_window_layers), which this release does not run",
+            fixes,
+        )
     derived = m.number("derived", "max_position", "model_max", "max_len", "limit")
-    if derived is None and len(numbers) >= 2 and pair is None:
+    lengthy = re.search(r"len|context|position|tokens", m.line, re.IGNORECASE)
+    if derived is None and len(numbers) >= 2 and pair is None and lengthy:
         derived = min(numbers[:2])
     if derived:
         fixes.append(Fix("flag", f"{flag} {derived}", note="the longest the model declares"))
@@ -429,6 +449,22 @@ def explain_backend(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     if not any(f.text.startswith(flag) for f in fixes):
         fixes.append(
             Fix("advice", f"drop {flag} if it was given", note="let the engine choose a kernel")
+        )
+    lacks = re.search(r"(\w*Attention\w*) does not support ([\w\s-]+?)(?: yet)?\.?$", m.line)
+    if kind == "attention" and lacks and m.template.engine == "vllm":
+        # A backend's own refusal of a model feature. Where no flag or VLLM_ATTENTION_BACKEND
+        # forced it, the engine chose it as the one backend left for this GPU and model.
+        fixes.append(
+            Fix(
+                "advice",
+                f"else no config fix: no other backend of this release runs {lacks.group(2)} "
+                "for this model on this GPU (a GPU or an engine release whose backends do)",
+            )
+        )
+        return (
+            f"the {lacks.group(1)} attention backend lacks {lacks.group(2)}, which the model "
+            "uses: forced by a flag or VLLM_ATTENTION_BACKEND, or the engine's only choice here",
+            _unique([Fix("env", "unset VLLM_ATTENTION_BACKEND", note="if it was set"), *fixes]),
         )
     return (f"the {kind} kernel backend chosen cannot run this model or GPU", _unique(fixes))
 

@@ -157,6 +157,35 @@ def templates(engine: Engine | None = None) -> tuple[Template, ...]:
     return tuple(found)
 
 
+@functools.cache
+def _class_features() -> dict[str, dict[str, list[str]]]:
+    text = resources.files("patcher.advice").joinpath("errors-vllm.json").read_text()
+    found: dict[str, dict[str, list[str]]] = json.loads(text).get("class_features", {})
+    return found
+
+
+def class_feature(feature: str, name: str) -> tuple[str, ...]:
+    """The vLLM releases read whose model class ``name`` has ``feature`` (``lora``, ``pp`` or
+    ``bnb``; tools/read_model_classes.py), oldest first."""
+    return tuple(_class_features().get(feature, {}).get(name, ()))
+
+
+def class_feature_span(feature: str, name: str) -> tuple[str, str | None] | None:
+    """The last unbroken run of vLLM releases read whose class ``name`` has ``feature``: its
+    first release, and the first release read after it (None: the run reaches the newest
+    read); None when no release read has it."""
+    having = set(class_feature(feature, name))
+    span: tuple[str, str | None] | None = None
+    start: str | None = None
+    for release in releases("vllm"):
+        if release in having:
+            start = start or release
+            span = (start, None)
+        elif start is not None:
+            span, start = (start, release), None
+    return span
+
+
 def releases(engine: Engine) -> dict[str, str]:
     """The releases whose errors were read, each with the date it was read."""
     text = resources.files("patcher.advice").joinpath(f"errors-{engine}.json").read_text()

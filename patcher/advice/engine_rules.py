@@ -13,7 +13,7 @@ import re
 
 from patcher.advice.answers import before_strict
 from patcher.advice.architectures import architecture, sglang_architecture
-from patcher.advice.flag_choices import invalid_choice
+from patcher.advice.flag_choices import invalid_choice, unrecognized_arguments
 from patcher.advice.log_rules import (
     FAMILY_MARKERS,
     FAMILY_RULES,
@@ -434,6 +434,11 @@ RULES: tuple[Rule, ...] = (
         invalid_choice,
     ),
     (
+        "unrecognized-arguments",
+        re.compile(r"error: unrecognized arguments: (.+?)\s*$"),
+        unrecognized_arguments,
+    ),
+    (
         "quantization-config-missing",
         re.compile(r"Cannot find the config file for (\w+)"),
         no_quantization_config,
@@ -567,6 +572,7 @@ _MARKERS = (
     "context_length",
     "Cannot find the config file for",
     "invalid choice",
+    "unrecognized arguments",
     "KeyError: '",
     *FAMILY_MARKERS,
     *TRTLLM_MARKERS,

@@ -48,7 +48,7 @@ from patcher.advice.answers import (
 )
 from patcher.advice.catalogue import Matched, Template
 from patcher.advice.log_rules import Fix, LogContext
-from patcher.advice.named_flags import explain_named_flags
+from patcher.advice.named_flags import explain_named_flags, refused_switch
 from patcher.advice.no_config_fix import (
     explain_feature_gap,
     explain_files,
@@ -84,6 +84,10 @@ class Family:
         if self.defers:
             named = own_remedy(m.line if m.whole else m.template.text)
             fixes = named or fixes
+        switch = refused_switch(m.line, m.template.engine)
+        if switch is not None and switch not in fixes:
+            cause = "the engine refuses a switch the command line made, for this model"
+            fixes = [switch, *(f for f in fixes if f.kind != "advice")]
         return cause, fixes
 
 
@@ -97,6 +101,14 @@ def _quantization(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     if re.search(r"divisible", m.line, re.IGNORECASE):
         return explain_parallel(m, ctx)
     return explain_quantization(m, ctx)
+
+
+def _BACKEND_LACKS(t: Template) -> bool:  # noqa: N802 (a claim, named like the others)
+    """A vLLM attention backend's own refusal of a model feature, raised in a backend's file
+    ("FlexAttention does not support sliding window yet"): the backend's, whatever the
+    feature (a model's attention layer refusing one is not)."""
+    backend = t.engine == "vllm" and "attention/backends/" in t.file
+    return backend and re.search(r"does not support|not supported by", t.text, re.I) is not None
 
 
 FAMILIES: tuple[Family, ...] = (
@@ -157,9 +169,13 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "context-length",
         "flag",
-        _says(
-            r"max.?model.?len|max_position_embeddings|context.?len|max_seq_len|"
-            r"model_max_length|sliding.?window"
+        lambda t: (
+            _says(
+                r"max.?model.?len|max_position_embeddings|context.?len|max_seq_len|"
+                r"model_max_length|sliding.?window"
+            )(t)
+            # "FlexAttention does not support sliding window yet": a backend's gap, not a length
+            and not _BACKEND_LACKS(t)
         ),
         explain_context,
     ),
@@ -176,9 +192,12 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "attention-backend",
         "flag",
-        _says(
-            r"attention.?backend|attn.?backend|AttentionBackend|mla backend|"
-            r"sparse.?mla|flash.?attn"
+        lambda t: (
+            _says(
+                r"attention.?backend|attn.?backend|AttentionBackend|mla backend|"
+                r"sparse.?mla|flash.?attn"
+            )(t)
+            or _BACKEND_LACKS(t)
         ),
         explain_backend,
         defers=True,
@@ -227,7 +246,8 @@ FAMILIES: tuple[Family, ...] = (
         "none",
         _says(
             r"\bdoes not support \w+(?: \w+)? quantization yet|"
-            r"\bModel \S+ does not support .* yet"
+            r"\bModel \S+ does not support .* yet|does not support LoRA(?:,| yet)|"
+            r"Model does not support LoRA|GGUF model with architecture"
         ),
         explain_feature_gap,
     ),

@@ -1,7 +1,8 @@
-"""doctor's answer to argparse refusing a flag's value (``error: argument --x: invalid choice:
-'v' (choose from ...)``, Lib/argparse.py): the choices listed are the installed release's. For
-vLLM's ``--tool-call-parser`` and ``--reasoning-parser`` the name is looked up in the parser
-registries read per release (``vllm_releases.json``), for the release that registers it.
+"""doctor's answer to argparse refusing a flag (``error: unrecognized arguments: --x``) or a
+flag's value (``error: argument --x: invalid choice: 'v' (choose from ...)``, Lib/argparse.py):
+the choices listed are the installed release's. For vLLM's ``--tool-call-parser`` and
+``--reasoning-parser`` the name is looked up in the parser registries read per release
+(``vllm_releases.json``), for the release that registers it.
 """
 
 from __future__ import annotations
@@ -43,3 +44,38 @@ def invalid_choice(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
             Fix("advice", f"or {flag} with one of the names this release lists"),
         ],
     )
+
+
+def unrecognized_arguments(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """argparse's refusal of flags its parser does not define (``error: unrecognized
+    arguments: --x v``). vLLM's FlexibleArgumentParser takes ``--x_y`` as ``--x-y``; SGLang's
+    plain argparse does not, so there an underscore spelling is the dashed flag misspelt."""
+    words = m.group(1).split()
+    vllm = ctx.engine == "vllm" or (ctx.engine is None and re.search(r"vllm|api_server", m.string))
+    fixes: list[Fix] = []
+    for at, word in enumerate(words):
+        if not word.startswith("--"):
+            continue
+        flag, _, given = word.partition("=")
+        value = given or (
+            words[at + 1] if at + 1 < len(words) and not words[at + 1].startswith("--") else ""
+        )
+        if "_" in flag and not vllm:
+            fixes.append(
+                Fix(
+                    "flag",
+                    f"{flag.replace('_', '-')} {value}".rstrip(),
+                    note="the flag as the parser declares it, with dashes",
+                )
+            )
+        else:
+            fixes.append(
+                Fix(
+                    "advice",
+                    f"leave out {flag}",
+                    note="this release's parser does not define it; a later release may (which "
+                    "is not read)",
+                )
+            )
+    named = ", ".join(w for w in words if w.startswith("--"))
+    return (f"the engine's command-line parser does not define {named}", fixes)

@@ -20,7 +20,8 @@ ANSI = re.compile(
 PREFIX = re.compile(
     # docker compose's "service  | " before each line of a container's log
     r"^\s*(?:[\w.-]+\s+\|\s)?(?:\[rank\d+\]:\s*|\[\d{4}-\d\d-\d\d [\d:]+(?: [A-Z]{2}\d+)*\]\s*)?"
-    r"(?:\((?:Worker|EngineCore|APIServer|VllmWorker|RayWorker)\S*\s+pid=\d+\)\s*)?"
+    # vLLM's process prefix; V0's multiprocessing workers name their rank before the pid
+    r"(?:\((?:Worker|EngineCore|APIServer|VllmWorker|RayWorker)\S*(?:\s+rank=\d+)?\s+pid=\d+\)\s*)?"
     r"(?:(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+"
     r"\[[^\]]*\]\s?)?"
 )

@@ -129,6 +129,10 @@ class LogContext:
     def apply(self, transform: str, params: str = "") -> Fix:
         return Fix("transform", f"patcher apply {self.checkpoint} {transform}{params}".rstrip())
 
+    def set(self, file: str, pointer: str, value: str) -> Fix:
+        """The ``patcher set`` command that writes ``value`` (JSON) at ``pointer`` of ``file``."""
+        return Fix("transform", f"patcher set {self.checkpoint} {file} {pointer} {value}")
+
     def at_least(self, *version: int) -> bool | None:
         return None if self.version is None else self.version >= version
 

@@ -34,8 +34,27 @@ def _flag_for(words: str, engine: str) -> str | None:
     named = flags("sglang" if engine == "sglang" else "vllm")
     known = named | {"--" + f[5:] for f in named if f.startswith("--no-")}
     wanted = words.lower().split()
-    found = sorted(f for f in known if f[2:].split("-") in (wanted, ["enable", *wanted]))
+    forms = (wanted, ["enable", *wanted])
+    found = sorted(f for f in known if f[2:].split("-") in forms)
     return found[0] if len(found) == 1 else None
+
+
+# "Disabling sliding window is not supported for models with rope_scaling" (vLLM's ModelConfig):
+# a feature the command line switched, told as the switching.
+_SWITCHED = re.compile(r"\b(Disabling|Enabling) ([a-z][a-z ]{2,40}?) is not supported", re.I)
+
+
+def refused_switch(line: str, engine: str) -> Fix | None:
+    """Leaving out the flag whose switching the message refuses, when one flag of the engine's
+    is that switch (``--disable-sliding-window``); None otherwise."""
+    said = _SWITCHED.search(line)
+    if said is None:
+        return None
+    verb = "disable" if said.group(1).lower() == "disabling" else "enable"
+    flag = _flag_for(f"{verb} {said.group(2)}", engine)
+    if flag is None or not flag[2:].startswith(verb):
+        return None
+    return Fix("advice", f"leave out {flag}", note="the engine refuses that switch here")
 
 
 def explain_named_flags(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from patcher.advice.catalogue import Matched
+from patcher.advice.catalogue import Matched, class_feature_span
 from patcher.advice.log_rules import Fix, LogContext
 
 
@@ -29,13 +29,79 @@ _files = _no_config_fix(
     "config): no config edit helps",
     "check the model path and download the missing files (huggingface-cli download REPO)",
 )
-# A model class of this release without the path a quantization method's loader needs.
-explain_feature_gap = _no_config_fix(
-    "this release's model class has no path for this feature (the weight mapping a "
-    "quantization method's loader needs): an engine gap; no config edit helps",
-    "a later engine release may add it (which one is not read), or a checkpoint of the model "
-    "in a format this release loads (AWQ, GPTQ, FP8, or unquantized)",
+# "Model GemmaForCausalLM does not support LoRA" (vLLM's loader, 0.4 to 0.6), "X does not support
+# LoRA yet." (model_runner.py), "Model X does not support BitsAndBytes quantization yet": a class
+# named, and a feature the read releases mark per class (tools/read_model_classes.py).
+_CLASS_LACKS = re.compile(
+    r"\b([A-Z]\w*(?:For\w+|Model|LM))\w* does not support (LoRA|BitsAndBytes)"
 )
+_GGUF = re.compile(r"GGUF model with architecture (\S+?) is not supported")
+
+
+def explain_feature_gap(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A model class or loader of this release without a feature the command line asks for:
+    the first release read whose class has it, where the read releases say."""
+    gguf = _GGUF.search(m.line)
+    if gguf:
+        # transformers' modeling_gguf_pytorch_utils.py: the architectures its GGUF loader maps
+        return (
+            f"the GGUF loader (transformers') has no mapping for the architecture "
+            f"{gguf.group(1)}: no config edit of the .gguf file helps",
+            [
+                Fix(
+                    "advice",
+                    "the model's safetensors checkpoint, or a transformers release whose GGUF "
+                    "loader maps the architecture (which one is not read)",
+                )
+            ],
+        )
+    lacks = _CLASS_LACKS.search(m.line)
+    if lacks is None or m.template.engine != "vllm":
+        return (
+            "this release's model class or loader has no path for this feature: an engine gap; "
+            "no config edit helps",
+            [
+                Fix(
+                    "advice",
+                    "a later engine release may add it (which one is not read), or a checkpoint "
+                    "of the model in a format this release loads",
+                )
+            ],
+        )
+    name, what = lacks.groups()
+    feature = "lora" if what == "LoRA" else "bnb"
+    span = class_feature_span(feature, name)
+    fixes = [
+        Fix(
+            "dependency",
+            f"pip install 'vllm>={span[0]}" + (f",<{span[1]}'" if span[1] else "'"),
+            note=f"the releases read whose {name} has {what}"
+            + (f" ({span[1]} read without it)" if span[1] else ""),
+        )
+        if span
+        else Fix("advice", f"no vLLM release read gives {name} {what}: no config fix")
+    ]
+    if feature == "lora":
+        fixes.append(
+            Fix(
+                "advice",
+                "or leave out --enable-lora and --lora-modules",
+                note="the base model alone; or merge the adapter into the weights",
+            )
+        )
+    else:
+        fixes.append(
+            Fix(
+                "advice",
+                "or a checkpoint of the model in a format this release loads (AWQ, GPTQ, FP8, "
+                "or unquantized)",
+            )
+        )
+    return (
+        f"this release's {name} has no {what} path (its class lacks the interface or mapping "
+        "the loader needs): an engine gap, no config edit helps",
+        fixes,
+    )
 
 
 def explain_files(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:

@@ -1033,3 +1033,49 @@ def test_custom_code_refused_by_transformers_gets_trust_remote_code() -> None:
     found = diagnose_text(_raised("requires you to execute the configuration file in that repo"))
     assert found.code == "remote-code"
     assert "--trust-remote-code" in [f.text for f in found.fixes]
+
+
+def test_a_switch_the_engine_refuses_is_left_out() -> None:
+    # vLLM's ModelConfig: "Disabling sliding window is not supported for models with
+    # rope_scaling": the switch is --disable-sliding-window (a flag its messages name)
+    found = diagnose_text(_raised("Disabling sliding window is not supported for models"))
+    assert found.fixes[0].text == "leave out --disable-sliding-window"
+    assert "switch" in found.cause
+
+
+def test_a_backend_lacking_a_model_feature_is_the_backends_not_a_length() -> None:
+    # "FlexAttention does not support sliding window yet": forced, or the one backend left
+    found = diagnose_text(_raised("FlexAttention does not support sliding window"))
+    assert found.code == "attention-backend"
+    texts = [f.text for f in found.fixes]
+    assert not any("--max-model-len" in t for t in texts)
+    assert any(t.startswith("else no config fix") for t in texts)
+
+
+@pytest.mark.parametrize(
+    ("phrase", "name", "feature"),
+    [
+        ("does not support LoRA, but LoRA is enabled", "GemmaForCausalLM", "lora"),
+        ("does not support BitsAndBytes quantization yet.", "Qwen2ForCausalLM", "bnb"),
+    ],
+)
+def test_a_class_without_a_feature_gets_the_first_release_whose_class_has_it(
+    phrase: str, name: str, feature: str
+) -> None:
+    # tools/read_model_classes.py marks each release's classes (SupportsLoRA, the BitsAndBytes
+    # mapping the loader looks for); the message names the class
+    template = next(t for t in catalogue.templates("vllm") if phrase in t.text)
+    line = template.head[0] + name + template.head[2] if len(template.head) > 2 else ""
+    found = diagnose_text(f"ValueError: {line}\n")
+    span = catalogue.class_feature_span(feature, name)
+    assert span is not None and span[0] in catalogue.class_feature(feature, name)
+    assert span[1] is None or span[1] not in catalogue.class_feature(feature, name)
+    assert found.code == "model-feature-gap"
+    assert found.fixes[0].kind == "dependency"
+    assert found.fixes[0].text.startswith(f"pip install 'vllm>={span[0]}")
+
+
+def test_a_gguf_architecture_the_loader_does_not_map_is_no_config_fix() -> None:
+    found = diagnose_text(_raised("GGUF model with architecture"))
+    assert found.code == "model-feature-gap"
+    assert all(f.kind == "advice" for f in found.fixes)

@@ -176,6 +176,12 @@ CASES = [
         "quantization-config-missing",
         "drop --quantization gptq",
     ),
+    # Lib/argparse.py: a flag the parser does not define
+    (
+        "api_server.py: error: unrecognized arguments: --enable-reasoning",
+        "unrecognized-arguments",
+        "leave out --enable-reasoning",
+    ),
     # a model's load_weights: params_dict[name] for a parameter only GPTQ's create_weights makes
     (
         "KeyError: 'model.layers.3.self_attn.qkv_proj.g_idx'",
@@ -912,3 +918,44 @@ def test_a_quantized_parameter_the_model_lacks_reads_how_the_model_was_built(
     if first.startswith("an engine"):
         assert found.fixes[0].kind == "advice"
         assert all(f.kind == "advice" for f in found.fixes)
+
+
+@pytest.mark.parametrize(
+    ("log", "first"),
+    [
+        # SGLang's plain argparse: the underscore spelling of a flag it declares with dashes
+        (
+            "launch_server.py: error: unrecognized arguments: --reasoning_parser kimi_k2",
+            "--reasoning-parser kimi_k2",
+        ),
+        # a flag this release's parser does not define at all
+        ("launch_server.py: error: unrecognized arguments: --enable-reasoning", "leave out"),
+        # vLLM's FlexibleArgumentParser reads --x_y as --x-y: an underscore is not the fault
+        (
+            "INFO 05-20 13:04:06 [api_server.py:1043] vLLM API server version 0.8.5\n"
+            "vllm: error: unrecognized arguments: --enable_thinking",
+            "leave out --enable_thinking",
+        ),
+    ],
+)
+def test_flags_the_parser_does_not_define(log: str, first: str) -> None:
+    found = diagnose_text(log + "\n")
+    assert found.code == "unrecognized-arguments"
+    assert found.fixes[0].text.startswith(first)
+
+
+@pytest.mark.parametrize(("version", "flagged"), [("0.8.5", True), ("0.20.0", False)])
+def test_a_sliding_window_on_some_layers_is_the_configs_switch(version: str, flagged: bool) -> None:
+    # qwen2.py: to 0.9 the cache's window decides (the flag turns it off), from 0.10 the
+    # config's layer types; use_sliding_window=false turns it off in both. The worker prefix
+    # "(VllmWorker rank=1 pid=N)" is the process's, not a size.
+    found = diagnose_text(
+        f"INFO 04-28 10:00:00 [api_server.py:1] vLLM API server version {version}\n"
+        "(VllmWorker rank=1 pid=3457224) ValueError: Sliding window for some but all layers is "
+        "not supported. This model uses sliding window but `max_window_layers` = 64 is less "
+        "than `num_hidden_layers` = 64. Please open an issue to discuss this feature.\n"
+    )
+    texts = [f.text for f in found.fixes]
+    assert texts[0] == "patcher set CKPT config.json /use_sliding_window false"
+    assert ("--disable-sliding-window" in texts) is flagged
+    assert not any("--max-model-len" in t for t in texts)

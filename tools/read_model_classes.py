@@ -1,0 +1,114 @@
+"""Which of a vLLM release's model classes have LoRA, pipeline parallelism and a BitsAndBytes
+weight mapping, read from the wheel's ``vllm/model_executor/models/*.py`` with ``ast``.
+
+The engines refuse those features by the class's name ("Model GemmaForCausalLM does not support
+LoRA", "Model Qwen2ForCausalLM does not support BitsAndBytes quantization yet"), so doctor can
+name the first release read whose class has the feature. What marks a class, per release:
+
+- LoRA: the ``SupportsLoRA`` interface among its bases (0.5 on), or a ``supported_lora_modules``
+  attribute (0.4, whose loader checks ``hasattr(model_class, "supported_lora_modules")``);
+- pipeline parallelism: the ``SupportsPP`` interface (0.6 on);
+- BitsAndBytes: the mapping attribute the release's BitsAndBytes loader looks for, read from
+  the loader itself (``bitsandbytes_stacked_params_mapping`` to 0.6, ``packed_modules_mapping``
+  from 0.7).
+
+A class has a feature when it or a base class it names (transitively, across the model files)
+carries the mark. ``tools/read_errors.py`` records the result with the release's errors.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import zipfile
+from collections.abc import Iterable
+
+# 0.34 keeps some model packages in vllm/models/ (fnmatch's * crosses folders)
+MODELS = ("vllm/model_executor/models/*.py", "vllm/models/*.py")
+LOADERS = "vllm/model_executor/model_loader/*.py"
+FEATURES = ("lora", "pp", "bnb")
+
+
+def _names(nodes: Iterable[ast.expr]) -> set[str]:
+    found: set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+        elif isinstance(node, ast.Subscript):  # Generic[T] and the like
+            found |= _names([node.value])
+    return found
+
+
+def _classes(sources: Iterable[str]) -> dict[str, tuple[set[str], set[str]]]:
+    """Each class: the names of its bases and of the attributes its body assigns."""
+    classes: dict[str, tuple[set[str], set[str]]] = {}
+    for text in sources:
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            attributes: set[str] = set()
+            for item in node.body:
+                if isinstance(item, ast.Assign):
+                    attributes |= _names(item.targets)
+                elif isinstance(item, ast.AnnAssign):
+                    attributes |= _names([item.target])
+            bases, own = classes.get(node.name, (set(), set()))
+            classes[node.name] = (bases | _names(node.bases), own | attributes)
+    return classes
+
+
+def _marked(classes: dict[str, tuple[set[str], set[str]]], marks: set[str]) -> list[str]:
+    """The classes that carry one of ``marks`` (a base or an attribute), or inherit one."""
+    memo: dict[str, bool] = {}
+
+    def has(name: str, seen: frozenset[str]) -> bool:
+        if name in memo:
+            return memo[name]
+        if name not in classes or name in seen:
+            return False
+        bases, attributes = classes[name]
+        found = bool((bases | attributes) & marks) or any(
+            has(base, seen | {name}) for base in bases
+        )
+        memo[name] = found
+        return found
+
+    return sorted(name for name in classes if has(name, frozenset()) and name not in marks)
+
+
+def _bnb_mark(loaders: Iterable[str]) -> str | None:
+    """The mapping attribute the release's BitsAndBytes loader requires of a model class; None
+    for a release without that loader (before 0.5)."""
+    texts = [t for t in loaders if "does not support BitsAndBytes" in t]
+    if not texts:
+        return None
+    if any("bitsandbytes_stacked_params_mapping" in t for t in texts):
+        return "bitsandbytes_stacked_params_mapping"
+    return "packed_modules_mapping"
+
+
+def features(archive: zipfile.ZipFile) -> dict[str, list[str]]:
+    """Per feature, the model classes of the release in ``archive`` that have it."""
+    names = archive.namelist()
+    models = [
+        archive.read(n).decode("utf-8", "replace")
+        for n in names
+        if any(fnmatch.fnmatch(n, p) for p in MODELS)
+    ]
+    loaders = [
+        archive.read(n).decode("utf-8", "replace") for n in names if fnmatch.fnmatch(n, LOADERS)
+    ]
+    if not models:
+        raise RuntimeError("no model file under vllm/model_executor/models/")
+    classes = _classes(models)
+    return {
+        "lora": _marked(classes, {"SupportsLoRA", "supported_lora_modules"}),
+        "pp": _marked(classes, {"SupportsPP"}),
+        "bnb": _marked(classes, {mark}) if (mark := _bnb_mark(loaders)) else [],
+    }
