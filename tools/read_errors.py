@@ -479,9 +479,9 @@ def _wheel_version(wheel: Path) -> str:
 
 
 def _record_features(catalogue: dict[str, Any], release: str, read: dict[str, list[str]]) -> None:
-    """Each model class's releases with each feature (tools/read_model_classes.py), ``release``
-    read anew."""
-    features = catalogue.setdefault("class_features", {})
+    """Per feature (a model class's LoRA, PP, BitsAndBytes; a server setting), each name's
+    releases (tools/read_model_classes.py), ``release`` read anew."""
+    features = catalogue.setdefault("features", {})
     for feature, classes in read.items():
         known: dict[str, list[str]] = features.setdefault(feature, {})
         for name in list(known):
@@ -502,12 +502,15 @@ def record(engine: str, wheels: list[Path], today: str) -> Path:
     catalogue: dict[str, Any] = (
         json.loads(target.read_text()) if target.exists() else {"engine": engine}
     )
+    catalogue.pop("class_features", None)  # the name before "features" (session eight)
     for wheel in wheels:
         catalogue = merge(catalogue, _wheel_version(wheel), read_wheel(wheel, engine))
         catalogue.setdefault("read", {})[_wheel_version(wheel)] = today
-        if engine == "vllm":
+        if engine in read_model_classes.SETTINGS:
             with zipfile.ZipFile(wheel) as archive:
-                read = read_model_classes.features(archive)
+                read = {"settings": read_model_classes.settings(archive, engine)}
+                if engine == "vllm":
+                    read |= read_model_classes.features(archive)
             _record_features(catalogue, _wheel_version(wheel), read)
         if engine == "transformers":
             version_of_wheel = _wheel_version(wheel)

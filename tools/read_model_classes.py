@@ -112,3 +112,33 @@ def features(archive: zipfile.ZipFile) -> dict[str, list[str]]:
         "pp": _marked(classes, {"SupportsPP"}),
         "bnb": _marked(classes, {mark}) if (mark := _bnb_mark(loaders)) else [],
     }
+
+
+# The dataclass of every server setting; each field is a flag, ``--`` and the name with dashes
+# (vLLM's EngineArgs.add_cli_args, SGLang's arg_utils: "--" + name.replace("_", "-")).
+SETTINGS = {
+    "vllm": ("vllm/engine/arg_utils.py", "EngineArgs"),
+    "sglang": ("sglang/srt/server_args.py", "ServerArgs"),
+}
+
+
+def settings(archive: zipfile.ZipFile, engine: str) -> list[str]:
+    """The server settings (the fields of vLLM's ``EngineArgs``, SGLang's ``ServerArgs``) the
+    release in ``archive`` declares: each is a command-line flag."""
+    path, name = SETTINGS[engine]
+    names = archive.namelist()
+    found: set[str] = set()
+    # SGLang 0.5.2x declares the fields in namespaces, one class per file, that ServerArgs is
+    # assembled from (arg_groups/fields/*.py)
+    sources = [path] if path in names else []
+    sources += [n for n in names if fnmatch.fnmatch(n, "sglang/srt/arg_groups/fields/*.py")]
+    for source in sources:
+        tree = ast.parse(archive.read(source).decode("utf-8", "replace"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and (node.name == name or source != path):
+                found |= {
+                    item.target.id
+                    for item in node.body
+                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+                }
+    return sorted(found)

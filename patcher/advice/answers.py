@@ -1,14 +1,15 @@
 """The answers of doctor's families (``families.py``): each reads the matched message and
 gives the cause and the fixes, with values computed from the sizes, names and flags the
-message carries, and the remedy the message names itself (:func:`own_remedy`).
+message carries, and the remedy the message names itself (``own_remedy.py``).
 """
 
 from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import Matched, flags, strict_since
+from patcher.advice.catalogue import Matched, strict_since
 from patcher.advice.log_rules import Fix, LogContext
+from patcher.advice.own_remedy import ENV_NAME, as_flag, own_remedy
 
 
 def _engine(m: Matched, ctx: LogContext) -> str:
@@ -20,140 +21,9 @@ def _flag_word(engine: str, vllm: str, sglang: str) -> str:
     return sglang if engine == "sglang" else vllm
 
 
-_WORDS_AFTER = {
-    "to",
-    "instead",
-    "or",
-    "and",
-    "flag",
-    "option",
-    "for",
-    "if",
-    "when",
-    "is",
-    "the",
-    "set",
-    "equal",
-    "be",
-    "enabled",
-    "disabled",
-    "with",
-    "in",
-    "on",
-}
-_USE = re.compile(
-    r"\b(?:use|pass|set|try|add|specify|using|with|enable)\s+`?(--[a-z0-9][a-z0-9-]*)`?"
-    r"(?:[ =]`?([\w./:+-]+))?",
-    re.IGNORECASE,
-)
-_DROP = re.compile(
-    r"\b(?:drop|remove|unset|leave|without|do not (?:specify|pass|use|set)|don't (?:use|set))"
-    r"\s+`?(--[a-z0-9][a-z0-9-]*)",
-    re.IGNORECASE,
-)
-_DIRECTION = re.compile(
-    r"\b(increase|raise|larger|higher|decrease|reduce|lower|smaller)\b[\w ]{0,30}?"
-    r"`?(--[a-z0-9][a-z0-9-]*)`?",
-    re.IGNORECASE,
-)
-_DIRECTION_NAMED = re.compile(
-    r"\b(increas(?:e|ing)|rais(?:e|ing)|decreas(?:e|ing)|reduc(?:e|ing)|lower(?:ing)?)\s+"
-    r"`?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?",
-    re.IGNORECASE,
-)
-_ENV_SET = re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]{2,})=([\w.-]+)")
-ENV_NAME = re.compile(r"\b((?:VLLM|SGLANG|TRTLLM|NCCL|CUDA|HF|TORCH|FLASHINFER)_[A-Z0-9_]{3,})\b")
-_PIP = re.compile(r"pip install\s+(?:-U\s+|--upgrade\s+)?([\"']?[\w.\[\]-]+(?:[<>=!~]=?[\w.]+)?)")
-# "M3.1 NVFP4 requires --kv-cache-dtype fp8_e4m3", "This model requires `--tokenizer-mode
-# mistral`": the flag (and value) the message says the configuration needs.
-_NEEDS_FLAG = re.compile(
-    r"\b(?:requires?|needs?|only supports?|only works with|must (?:use|pass|set|be run with))"
-    r"\s+`?(--[a-z0-9][a-z0-9-]*)`?(?:[ =]`?([\w./:+-]+))?",
-    re.IGNORECASE,
-)
-# "... requires kv_cache_dtype=fp8_e4m3, got 16": a server setting and its value.
-_NEEDS_SETTING = re.compile(
-    r"\b(?:requires?|needs?)\s+`?([a-z][a-z0-9]*_[a-z0-9_]+)`?\s*==?\s*'?([\w.+-]+)"
-)
-# "LoRA rank 64 is greater than max_lora_rank 16": a limit below the value it must hold.
-_ABOVE_MAX = re.compile(
-    r"\b(\d+) is (?:greater|larger|more) than (?:the )?`?(max_[a-z_]+)`?\s*\(?(\d+)"
-)
-# "BitsAndBytes load format and QLoRA adapter only support 'bitsandbytes' quantization, but
-# got None" (vLLM 0.5 to 0.7, arg_utils.py): the one quantization method the setting accepts.
-_ONLY_METHOD = re.compile(r"\bonly supports? '(\w+)' quantization")
-_REQUIRES = re.compile(
-    r"\b(?:requires?|upgrade(?: to)?|install)\s+`?([A-Za-z][\w.-]*)`?\s*(?:version\s*)?"
-    # a version bound (>=, ==, <, ~=): a lone "=" is a setting's value ("requires DCP=1")
-    r"((?:[<>]=?|==|~=)\s*\d+(?:\.\d+)*)"
-)
-
-
-def own_remedy(line: str) -> list[Fix]:
-    """The way out the engine's message names itself: a flag to use or drop, an environment
-    variable to set, a package to install."""
-    fixes: list[Fix] = []
-    for pattern, said in ((_USE, "names this flag"), (_NEEDS_FLAG, "says it is required")):
-        for flag, value in pattern.findall(line):
-            if value and value.lower() not in _WORDS_AFTER and not value.startswith("-"):
-                fixes.append(Fix("flag", f"{flag} {value}".rstrip(".,;:")))
-            else:
-                fixes.append(Fix("flag", flag, note=f"the engine's message {said}"))
-    for name, value in _NEEDS_SETTING.findall(line):
-        if as_flag(name) in flags():  # a server setting, not a model's own property
-            fixes.append(
-                Fix(
-                    "flag",
-                    f"{as_flag(name)} {value.rstrip('.,;:')}",
-                    note="the setting it requires",
-                )
-            )
-    for value, name, _limit in _ABOVE_MAX.findall(line):
-        if as_flag(name) in flags():  # a server limit the engines' messages name as a flag
-            fixes.append(
-                Fix("flag", f"{as_flag(name)} {value}", note=f"at least {value}, the limit it hit")
-            )
-    named = [(d, "--" + n.replace("_", "-")) for d, n in _DIRECTION_NAMED.findall(line)]
-    for direction, flag in _DIRECTION.findall(line) or named:
-        lower = direction.lower().startswith(("decreas", "reduc", "lower", "smaller"))
-        fixes.append(
-            Fix(
-                "flag",
-                f"{flag} N",
-                note=f"a {'smaller' if lower else 'larger'} value, as the message says",
-            )
-        )
-    for flag in _DROP.findall(line):
-        fixes.append(
-            Fix("advice", f"drop {flag}", note="the engine's message says to leave it out")
-        )
-    for method in _ONLY_METHOD.findall(line):
-        fixes.append(
-            Fix("flag", f"--quantization {method}", note="the only method the message accepts")
-        )
-    for name, value in _ENV_SET.findall(line):
-        fixes.append(Fix("env", f"{name}={value.rstrip('.')}"))
-    for package in _PIP.findall(line):
-        fixes.append(Fix("dependency", f"pip install {package.strip(chr(34) + chr(39))}"))
-    for package, bound in _REQUIRES.findall(line):
-        # "requires kv_lora_rank == 512": a setting or property and its value, not a package
-        setting = "_" in package and re.fullmatch(r"==\s*\d+", bound) is not None
-        if not setting and not package.lower().startswith(("sm", "cuda", "compute")):
-            fixes.append(Fix("dependency", f"pip install '{package}{bound.replace(' ', '')}'"))
-    unique: dict[str, Fix] = {}
-    for fix in fixes:
-        unique.setdefault(fix.text, fix)
-    return list(unique.values())
-
-
 # "max_num_batched_tokens (8192) is smaller than max_model_len (131072)": two limits named
 # with their values (vLLM's SchedulerConfig, and messages of its shape).
 _SMALLER = re.compile(r"\b(\w+) \((\d+)\) is (?:smaller|less) than (\w+) \((\d+)\)")
-
-
-def as_flag(name: str) -> str:
-    """A config field's command-line flag, as vLLM's and SGLang's argument parsers make it."""
-    return "--" + name.removeprefix("self.").replace("_", "-")
 
 
 def _numbers(line: str) -> list[int]:
@@ -178,7 +48,7 @@ SHORTAGE = re.compile(
 def explain_memory(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     """The memory plan does not fit: a shorter context, more memory, more GPUs."""
     engine = _engine(m, ctx)
-    fixes = own_remedy(m.line)
+    fixes = own_remedy(m.line, m.template)
     if not SHORTAGE.search(m.line if m.whole else m.template.text):
         # Not a shortage: a memory mode or capability the configuration lacks. No sizing.
         return (
@@ -238,7 +108,7 @@ def explain_context(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     engine = _engine(m, ctx)
     numbers = _numbers(m.line)
     # A line cut inside the message: the way out is in the rest of the source's words.
-    fixes = own_remedy(m.line if m.whole else m.template.text)
+    fixes = own_remedy(m.line if m.whole else m.template.text, m.template)
     flag = _flag_word(engine, "--max-model-len", "--context-length")
     pair = _SMALLER.search(m.line)
     if pair is not None:  # "a (x) is smaller than b (y)": a at least y, or b at most x
@@ -302,7 +172,7 @@ def explain_kv_dtype(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
         r"requires? .*fp8|must be fp8", line, re.IGNORECASE
     ):
         return explain_gap(m, ctx)
-    fixes = own_remedy(line)
+    fixes = own_remedy(line, m.template)
     if re.search(r"scaling factors provided", line, re.IGNORECASE):
         # SGLang (load_model_utils.py): a scales file given for a model class without
         # load_kv_cache_scales; the file is server_args' quantization_param_path, whose flag
@@ -338,7 +208,7 @@ def explain_kv_dtype(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
 
 def explain_gap(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     """A kernel, GPU or engine gap: no config fix, and what would help."""
-    fixes = [f for f in own_remedy(m.line) if f.kind != "dependency"]
+    fixes = [f for f in own_remedy(m.line, m.template) if f.kind != "dependency"]
     return (
         "an engine or hardware gap: this engine has no kernel for the configuration on this "
         "GPU; no config edit helps",
@@ -356,7 +226,7 @@ def explain_gap(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
 def explain_quantization(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     """A quantization config the method does not read: the fields or method named."""
     line = m.line
-    fixes = own_remedy(line)
+    fixes = own_remedy(line, m.template)
     unknown = re.search(
         r"(?:Unknown|Invalid|Unsupported) quantization (?:method|choice)\W+(\w+)",
         line,
@@ -402,7 +272,7 @@ def explain_backend(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     """A forced attention or MoE kernel backend: the one the message names, else drop it."""
     if re.search(r"sparse", m.line, re.IGNORECASE):
         return explain_gap(m, ctx)
-    fixes = own_remedy(m.line)
+    fixes = own_remedy(m.line, m.template)
     kind = "MoE" if re.search(r"moe|expert|a2a|all2all", m.line, re.IGNORECASE) else "attention"
     flag = {
         "MoE": "--moe-backend" if _engine(m, ctx) == "vllm" else "--moe-runner-backend",
@@ -489,7 +359,7 @@ def explain_config_field(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
         for name in dict.fromkeys(re.findall(r"`(\w+)`", m.line))
         if not re.match(r"(?:get|set|is|has|use|compute|apply|load|save|from|to)_", name)
     ]
-    fixes = own_remedy(m.line)
+    fixes = own_remedy(m.line, m.template)
     if fields:
         fixes.append(
             Fix(
@@ -512,7 +382,7 @@ def explain_chat_template(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     return (
         "the chat template is missing or does not fit the request",
         [
-            *own_remedy(m.line),
+            *own_remedy(m.line, m.template),
             ctx.apply("set-chat-template", " --set template=T.jinja"),
             Fix("flag", "--chat-template T.jinja"),
         ],
@@ -524,7 +394,7 @@ def explain_tokenizer(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     return (
         "the tokenizer files do not load as this transformers reads them",
         [
-            *own_remedy(m.line),
+            *own_remedy(m.line, m.template),
             ctx.apply("set-tokenizer-class", " --set class=PreTrainedTokenizerFast"),
             Fix("dependency", "the transformers the checkpoint was saved with"),
         ],
@@ -544,7 +414,7 @@ def explain_architecture(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     return (
         "this engine release has no model class for the checkpoint's architecture or model type",
         [
-            *own_remedy(m.line),
+            *own_remedy(m.line, m.template),
             Fix(
                 "advice",
                 "an engine release that lists the architecture (patcher check "
@@ -574,7 +444,7 @@ def explain_class_load(_m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
 
 def explain_dependency(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     """A package missing or too old: the one the message names."""
-    fixes = own_remedy(m.line)
+    fixes = own_remedy(m.line, m.template)
     missing = re.search(r"No module named '?([\w.]+)", m.line)
     if missing:
         fixes.append(Fix("dependency", f"pip install {missing.group(1).split('.')[0]}"))
@@ -586,7 +456,7 @@ def explain_dependency(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
 
 def explain_environment(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     """An environment variable decides the path: set or unset the one named."""
-    fixes = own_remedy(m.line)
+    fixes = own_remedy(m.line, m.template)
     if not any(f.kind == "env" for f in fixes):
         fixes += [
             Fix("env", f"unset {name}", note="the message names it")

@@ -158,16 +158,25 @@ def templates(engine: Engine | None = None) -> tuple[Template, ...]:
 
 
 @functools.cache
-def _class_features() -> dict[str, dict[str, list[str]]]:
-    text = resources.files("patcher.advice").joinpath("errors-vllm.json").read_text()
-    found: dict[str, dict[str, list[str]]] = json.loads(text).get("class_features", {})
+def _features(engine: Engine) -> dict[str, dict[str, list[str]]]:
+    text = resources.files("patcher.advice").joinpath(f"errors-{engine}.json").read_text()
+    found: dict[str, dict[str, list[str]]] = json.loads(text).get("features", {})
     return found
 
 
 def class_feature(feature: str, name: str) -> tuple[str, ...]:
     """The vLLM releases read whose model class ``name`` has ``feature`` (``lora``, ``pp`` or
     ``bnb``; tools/read_model_classes.py), oldest first."""
-    return tuple(_class_features().get(feature, {}).get(name, ()))
+    return tuple(_features("vllm").get(feature, {}).get(name, ()))
+
+
+def declared(engine: Engine, flag: str, within: tuple[str, ...] | None = None) -> bool:
+    """Whether a read release of ``engine`` (one of ``within``, when given) declares the
+    server setting whose flag is ``flag`` (vLLM's ``EngineArgs``, SGLang's ``ServerArgs``)."""
+    if engine == "transformers":
+        return False
+    having = _features(engine).get("settings", {}).get(flag[2:].replace("-", "_"), ())
+    return bool(having) if within is None else any(r in having for r in within)
 
 
 def class_feature_span(feature: str, name: str) -> tuple[str, str | None] | None:

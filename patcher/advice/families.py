@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from patcher.advice.answers import (
-    ENV_NAME,
     explain_architecture,
     explain_backend,
     explain_chat_template,
@@ -44,7 +43,6 @@ from patcher.advice.answers import (
     explain_quantization,
     explain_remote_code,
     explain_tokenizer,
-    own_remedy,
 )
 from patcher.advice.catalogue import Matched, Template
 from patcher.advice.log_rules import Fix, LogContext
@@ -56,6 +54,7 @@ from patcher.advice.no_config_fix import (
     explain_request,
     explain_shape,
 )
+from patcher.advice.own_remedy import ENV_NAME, own_remedy
 from patcher.advice.parallel_sizes import explain_parallel
 from patcher.advice.rope_config import explain_rope
 
@@ -82,7 +81,7 @@ class Family:
         the family defers to it, else the family's answer."""
         cause, fixes = self.explain(m, ctx)
         if self.defers:
-            named = own_remedy(m.line if m.whole else m.template.text)
+            named = own_remedy(m.line if m.whole else m.template.text, m.template)
             fixes = named or fixes
         switch = refused_switch(m.line, m.template.engine)
         if switch is not None and switch not in fixes:

@@ -324,6 +324,17 @@ def _transformers_model_type(m: re.Match[str], _ctx: LogContext) -> tuple[str, l
     )
 
 
+def _config_mapping_key(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """transformers before 4.4x looked a model type up in ``CONFIG_MAPPING`` and let its
+    ``KeyError`` out (configuration_auto.py ``_LazyConfigMapping.__getitem__``): a bare model
+    type that a later read release knows. Any other key is not this rule's (no fix)."""
+    from patcher.advice.catalogue import model_types
+
+    if m.group(1) not in model_types():
+        return "", []
+    return _transformers_model_type(m, ctx)
+
+
 def _float16_denied(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     return (
         f"vLLM refuses float16 for {m.group(1) or m.group(2)} (numerical instability)",
@@ -499,6 +510,11 @@ FAMILY_RULES: tuple[Rule, ...] = (
         "transformers-too-old",
         re.compile(r"has model type `(\w+)` but Transformers does not recognize this architecture"),
         _transformers_model_type,
+    ),
+    (
+        "config-mapping-key",
+        re.compile(r"KeyError: '([a-z][a-z0-9_]*)'\s*$"),
+        _config_mapping_key,
     ),
     (
         "float16-refused",

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.answers import as_flag, flags_named, own_remedy
+from patcher.advice.answers import flags_named
 from patcher.advice.catalogue import Matched, flags
 from patcher.advice.log_rules import Fix, LogContext
+from patcher.advice.own_remedy import as_flag, own_remedy
 
 # vLLM 0.20 to 0.33 (config/vllm.py): what the V2 model runner lacks is refused only where
 # VLLM_USE_V2_MODEL_RUNNER=1 forces it (0.20 names the variable in the message); from 0.23,
@@ -59,7 +60,7 @@ def refused_switch(line: str, engine: str) -> Fix | None:
 
 def explain_named_flags(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     """A flag or a combination of flags refused: the flags the message names."""
-    fixes = own_remedy(m.line)
+    fixes = own_remedy(m.line, m.template)
     if _RUNNER_V2.search(m.line):
         return (
             "the V2 model runner, forced by VLLM_USE_V2_MODEL_RUNNER=1, lacks a feature the "

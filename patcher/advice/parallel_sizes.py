@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 import re
 
-from patcher.advice.answers import _engine, _flag_word, _numbers, _unique, own_remedy
+from patcher.advice.answers import _engine, _flag_word, _numbers, _unique
 from patcher.advice.catalogue import Matched
 from patcher.advice.log_rules import Fix, LogContext
+from patcher.advice.own_remedy import own_remedy
 
 # A parallel mode refused outright, and the words of a size that does not fit.
 _REFUSED_MODE = re.compile(
@@ -192,7 +193,7 @@ def explain_parallel(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
         # "X does not support prefill context parallelism": a mode refused, not a size.
         return (
             "the engine does not support this parallel mode with this model or feature",
-            own_remedy(line)
+            own_remedy(line, m.template)
             or [Fix("advice", "leave out the parallel mode the message names (its flag)")],
         )
     total = m.number("head", "expert", "num_", "hidden", "intermediate", "vocab", "size_per")
@@ -241,5 +242,5 @@ def explain_parallel(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     return (
         "a parallel size does not divide the model's dimension it splits (heads, experts, or "
         "a quantization block's slice): choose sizes that divide",
-        _unique([*own_remedy(line), *fixes]),
+        _unique([*own_remedy(line, m.template), *fixes]),
     )

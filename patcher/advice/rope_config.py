@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.answers import _unique, own_remedy
+from patcher.advice.answers import _unique
 from patcher.advice.catalogue import Matched
 from patcher.advice.log_rules import Fix, LogContext
+from patcher.advice.own_remedy import own_remedy
 
 # A transformers older than the RoPE layout (4.43's llama3 rope_type, 4.45's rope_type key):
 # the messages of the old validators, which a newer transformers reads.
@@ -23,7 +24,7 @@ _LEGACY_ROPE = re.compile(
 
 def explain_rope(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     """A RoPE block in a layout this transformers or engine does not read."""
-    fixes = own_remedy(m.line)
+    fixes = own_remedy(m.line, m.template)
     line = m.line
     if "rope_theta" in line:
         fixes.append(ctx.apply("add-rope-theta-to-rope-parameters"))

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from patcher.advice import catalogue
-from patcher.advice.answers import own_remedy
 from patcher.advice.catalogue import Template
 from patcher.advice.doctor import diagnose_text
 from patcher.advice.families import FAMILIES, family_of
+from patcher.advice.own_remedy import own_remedy
 
 ROOT = Path(__file__).resolve().parents[2]
 PREFIXES = (
@@ -1079,3 +1079,31 @@ def test_a_gguf_architecture_the_loader_does_not_map_is_no_config_fix() -> None:
     found = diagnose_text(_raised("GGUF model with architecture"))
     assert found.code == "model-feature-gap"
     assert all(f.kind == "advice" for f in found.fixes)
+
+
+def test_a_setting_the_message_bounds_is_its_flag_at_the_bound() -> None:
+    # vLLM's Mamba cache check: "Please lower max_num_seqs to at most 856": max_num_seqs is an
+    # EngineArgs field of the releases that raise it, so a flag, at the bound the line gives
+    line = (
+        "ValueError: max_num_seqs (1024) exceeds available Mamba cache blocks (856). Each decode "
+        "sequence requires one Mamba cache block, so CUDA graph capture cannot proceed. Please "
+        "lower max_num_seqs to at most 856 or increase gpu_memory_utilization.\n"
+    )
+    assert diagnose_text(line).fixes[0].text == "--max-num-seqs 856"
+
+
+def test_a_setting_the_raising_releases_take_elsewhere_is_not_made_a_flag() -> None:
+    # vLLM 0.20 on: "... or decrease num_speculative_tokens or max_num_seqs": num_speculative_
+    # tokens lives in --speculative-config there (no EngineArgs field), max_num_seqs is a flag
+    found = diagnose_text(_raised("does not allow any tokens to be scheduled"))
+    texts = [f.text for f in found.fixes]
+    assert "--num-speculative-tokens N" not in texts
+    assert "--max-num-batched-tokens N" in texts
+
+
+def test_the_one_value_a_setting_may_take_is_its_flag() -> None:
+    # vLLM 0.6's SpeculativeConfig: the draft's TP may only be 1
+    found = diagnose_text(
+        "ValueError: speculative_draft_tensor_parallel_size=4 cannot be other value than 1\n"
+    )
+    assert found.fixes[0].text == "--speculative-draft-tensor-parallel-size 1"

@@ -176,6 +176,9 @@ CASES = [
         "quantization-config-missing",
         "drop --quantization gptq",
     ),
+    # transformers' configuration_auto.py (_LazyConfigMapping.__getitem__): a model type an
+    # older transformers does not map, let out as a KeyError
+    ("KeyError: 'qwen3_moe'", "config-mapping-key", "pip install 'transformers>="),
     # Lib/argparse.py: a flag the parser does not define
     (
         "api_server.py: error: unrecognized arguments: --enable-reasoning",
@@ -959,3 +962,8 @@ def test_a_sliding_window_on_some_layers_is_the_configs_switch(version: str, fla
     assert texts[0] == "patcher set CKPT config.json /use_sliding_window false"
     assert ("--disable-sliding-window" in texts) is flagged
     assert not any("--max-model-len" in t for t in texts)
+
+
+def test_a_bare_key_that_is_no_model_type_is_not_a_transformers_upgrade() -> None:
+    found = diagnose_text("KeyError: 'definitely_not_a_model_type'\n")
+    assert not any("transformers" in f.text for f in found.fixes)

@@ -1,0 +1,169 @@
+"""The way out an engine's message names itself: a flag to use or leave out, a setting's
+value, an environment variable, a package to install. Every answer in ``answers.py`` starts
+from it; a setting is told as a flag only where the engine has that flag.
+"""
+
+from __future__ import annotations
+
+import re
+
+from patcher.advice.catalogue import Template, declared, flags
+from patcher.advice.log_rules import Fix
+
+_WORDS_AFTER = {
+    "to",
+    "instead",
+    "or",
+    "and",
+    "flag",
+    "option",
+    "for",
+    "if",
+    "when",
+    "is",
+    "the",
+    "set",
+    "equal",
+    "be",
+    "enabled",
+    "disabled",
+    "with",
+    "in",
+    "on",
+}
+_USE = re.compile(
+    r"\b(?:use|pass|set|try|add|specify|using|with|enable)\s+`?(--[a-z0-9][a-z0-9-]*)`?"
+    r"(?:[ =]`?([\w./:+-]+))?",
+    re.IGNORECASE,
+)
+_DROP = re.compile(
+    r"\b(?:drop|remove|unset|leave|without|do not (?:specify|pass|use|set)|don't (?:use|set))"
+    r"\s+`?(--[a-z0-9][a-z0-9-]*)",
+    re.IGNORECASE,
+)
+_DIRECTION = re.compile(
+    r"\b(increase|raise|larger|higher|decrease|reduce|lower|smaller)\b[\w ]{0,30}?"
+    r"`?(--[a-z0-9][a-z0-9-]*)`?",
+    re.IGNORECASE,
+)
+_DIRECTION_NAMED = re.compile(
+    r"\b(increas(?:e|ing)|rais(?:e|ing)|decreas(?:e|ing)|reduc(?:e|ing)|lower(?:ing)?)\s+"
+    r"`?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?(?:\s+to\s+(?:at most |at least )?(\d+))?",
+    re.IGNORECASE,
+)
+# "speculative_draft_tensor_parallel_size=4 cannot be other value than 1" (vLLM 0.6): the one
+# value a setting may take.
+_ONLY_VALUE = re.compile(
+    r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)=\S+ cannot be (?:any )?other value than ([\w.-]+)"
+)
+_ENV_SET = re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]{2,})=([\w.-]+)")
+ENV_NAME = re.compile(r"\b((?:VLLM|SGLANG|TRTLLM|NCCL|CUDA|HF|TORCH|FLASHINFER)_[A-Z0-9_]{3,})\b")
+_PIP = re.compile(r"pip install\s+(?:-U\s+|--upgrade\s+)?([\"']?[\w.\[\]-]+(?:[<>=!~]=?[\w.]+)?)")
+# "M3.1 NVFP4 requires --kv-cache-dtype fp8_e4m3", "This model requires `--tokenizer-mode
+# mistral`": the flag (and value) the message says the configuration needs.
+_NEEDS_FLAG = re.compile(
+    r"\b(?:requires?|needs?|only supports?|only works with|must (?:use|pass|set|be run with))"
+    r"\s+`?(--[a-z0-9][a-z0-9-]*)`?(?:[ =]`?([\w./:+-]+))?",
+    re.IGNORECASE,
+)
+# "... requires kv_cache_dtype=fp8_e4m3, got 16": a server setting and its value.
+_NEEDS_SETTING = re.compile(
+    r"\b(?:requires?|needs?)\s+`?([a-z][a-z0-9]*_[a-z0-9_]+)`?\s*==?\s*'?([\w.+-]+)"
+)
+# "LoRA rank 64 is greater than max_lora_rank 16": a limit below the value it must hold.
+_ABOVE_MAX = re.compile(
+    r"\b(\d+) is (?:greater|larger|more) than (?:the )?`?(max_[a-z_]+)`?\s*\(?(\d+)"
+)
+# "BitsAndBytes load format and QLoRA adapter only support 'bitsandbytes' quantization, but
+# got None" (vLLM 0.5 to 0.7, arg_utils.py): the one quantization method the setting accepts.
+_ONLY_METHOD = re.compile(r"\bonly supports? '(\w+)' quantization")
+_REQUIRES = re.compile(
+    r"\b(?:requires?|upgrade(?: to)?|install)\s+`?([A-Za-z][\w.-]*)`?\s*(?:version\s*)?"
+    # a version bound (>=, ==, <, ~=): a lone "=" is a setting's value ("requires DCP=1")
+    r"((?:[<>]=?|==|~=)\s*\d+(?:\.\d+)*)"
+)
+
+
+def own_remedy(line: str, template: Template | None = None) -> list[Fix]:
+    """The way out the engine's message names itself: a flag to use or drop, an environment
+    variable to set, a package to install. A setting the message names is told as its flag
+    only where the engine has that flag: its messages name it, or a release that raises
+    ``template`` declares the setting (vLLM's EngineArgs, SGLang's ServerArgs)."""
+
+    def known(flag: str) -> bool:
+        if template is None or template.engine == "transformers":
+            return flag in flags() or declared("vllm", flag) or declared("sglang", flag)
+        engine = template.engine
+        return flag in flags(engine) or declared(engine, flag, template.releases)
+
+    fixes: list[Fix] = []
+    for pattern, said in ((_USE, "names this flag"), (_NEEDS_FLAG, "says it is required")):
+        for flag, value in pattern.findall(line):
+            if value and value.lower() not in _WORDS_AFTER and not value.startswith("-"):
+                fixes.append(Fix("flag", f"{flag} {value}".rstrip(".,;:")))
+            else:
+                fixes.append(Fix("flag", flag, note=f"the engine's message {said}"))
+    for name, value in [*_NEEDS_SETTING.findall(line), *_ONLY_VALUE.findall(line)]:
+        if known(as_flag(name)):  # a server setting, not a model's own property
+            fixes.append(
+                Fix(
+                    "flag",
+                    f"{as_flag(name)} {value.rstrip('.,;:')}",
+                    note="the setting it requires",
+                )
+            )
+    for value, name, _limit in _ABOVE_MAX.findall(line):
+        if known(as_flag(name)):  # a server limit the engine has a flag for
+            fixes.append(
+                Fix("flag", f"{as_flag(name)} {value}", note=f"at least {value}, the limit it hit")
+            )
+    for direction, flag in _DIRECTION.findall(line):
+        fixes.append(_direction(direction, flag, ""))
+    if not _DIRECTION.search(line):
+        for direction, name, value in _DIRECTION_NAMED.findall(line):
+            if known(as_flag(name)):
+                fixes.append(_direction(direction, as_flag(name), value))
+            else:  # a setting the releases that raise it take elsewhere (a JSON config)
+                fixes.append(
+                    Fix(
+                        "advice",
+                        f"{direction.lower()} {name}",
+                        note="a setting, not a flag of the releases that raise this",
+                    )
+                )
+    for flag in _DROP.findall(line):
+        fixes.append(
+            Fix("advice", f"drop {flag}", note="the engine's message says to leave it out")
+        )
+    for method in _ONLY_METHOD.findall(line):
+        fixes.append(
+            Fix("flag", f"--quantization {method}", note="the only method the message accepts")
+        )
+    for name, value in _ENV_SET.findall(line):
+        fixes.append(Fix("env", f"{name}={value.rstrip('.')}"))
+    for package in _PIP.findall(line):
+        fixes.append(Fix("dependency", f"pip install {package.strip(chr(34) + chr(39))}"))
+    for package, bound in _REQUIRES.findall(line):
+        # "requires kv_lora_rank == 512": a setting or property and its value, not a package
+        setting = "_" in package and re.fullmatch(r"==\s*\d+", bound) is not None
+        if not setting and not package.lower().startswith(("sm", "cuda", "compute")):
+            fixes.append(Fix("dependency", f"pip install '{package}{bound.replace(' ', '')}'"))
+    unique: dict[str, Fix] = {}
+    for fix in fixes:
+        unique.setdefault(fix.text, fix)
+    return list(unique.values())
+
+
+def _direction(direction: str, flag: str, value: str) -> Fix:
+    lower = direction.lower().startswith(("decreas", "reduc", "lower", "smaller"))
+    if value:
+        bound = "at most" if lower else "at least"
+        return Fix("flag", f"{flag} {value}", note=f"{bound} {value}, as the message says")
+    return Fix(
+        "flag", f"{flag} N", note=f"a {'smaller' if lower else 'larger'} value, as the message says"
+    )
+
+
+def as_flag(name: str) -> str:
+    """A config field's command-line flag, as vLLM's and SGLang's argument parsers make it."""
+    return "--" + name.removeprefix("self.").replace("_", "-")
