@@ -230,6 +230,11 @@ def explain_parallel(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
             )
     if blocked:
         fixes += _block_slice(m, ctx, engine)
+    named = own_remedy(line, m.template)
+    if not fixes and any(f.kind == "flag" and not f.text.endswith(" N") for f in named):
+        # The message gives the value itself ("... cannot be other value than 1"): no size
+        # to divide by, and the other sizes are not in question.
+        return ("the engine takes only the value the message names for this size", named)
     if not fixes:
         fixes.append(
             Fix(
@@ -242,5 +247,5 @@ def explain_parallel(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     return (
         "a parallel size does not divide the model's dimension it splits (heads, experts, or "
         "a quantization block's slice): choose sizes that divide",
-        _unique([*own_remedy(line, m.template), *fixes]),
+        _unique([*named, *fixes]),
     )

@@ -1107,3 +1107,5 @@ def test_the_one_value_a_setting_may_take_is_its_flag() -> None:
         "ValueError: speculative_draft_tensor_parallel_size=4 cannot be other value than 1\n"
     )
     assert found.fixes[0].text == "--speculative-draft-tensor-parallel-size 1"
+    assert not any(f.text.startswith("--tensor-parallel-size") for f in found.fixes)
+    assert "does not divide" not in found.cause
