@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import Matched, strict_since
+from patcher.advice.catalogue import Matched, model_types, releases, strict_since
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.advice.own_remedy import ENV_NAME, as_flag, own_remedy
 
@@ -373,6 +373,36 @@ def explain_config_field(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     return (
         "transformers' config class refuses a value of config.json (newer transformers "
         "validate each config strictly when it loads)",
+        fixes,
+    )
+
+
+def explain_config_name_taken(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """``AutoConfig.register`` refuses a model type this transformers already maps
+    (configuration_auto.py): the engine's own config class for it was written for a
+    transformers without it. A transformers before the first read release that maps it."""
+    taken = re.search(r"'(\w+)' is already used", m.line)
+    name = taken.group(1) if taken else ""
+    span = model_types().get(name)
+    fixes = [
+        Fix(
+            "advice",
+            "the transformers the engine release pins, or an engine release that no longer "
+            "registers its own config for this model type",
+        )
+    ]
+    if span is not None and span[0] != next(iter(releases("transformers"))):
+        fixes.insert(
+            0,
+            Fix(
+                "dependency",
+                f"pip install 'transformers<{span[0]}'",
+                note=f"transformers {span[0]} and later map {name} (read from their source)",
+            ),
+        )
+    return (
+        f"the engine registers its own config for model type {name or '(named)'}, which this "
+        "transformers already maps: the two releases do not go together; no config edit helps",
         fixes,
     )
 

@@ -34,6 +34,7 @@ from patcher.advice.answers import (
     explain_chat_template,
     explain_class_load,
     explain_config_field,
+    explain_config_name_taken,
     explain_context,
     explain_dependency,
     explain_environment,
@@ -157,6 +158,12 @@ FAMILIES: tuple[Family, ...] = (
         _says(r"rope|rotary|yarn|original_max_position"),
         explain_rope,
         defers=True,
+    ),
+    Family(
+        "config-name-taken",
+        "dependency",
+        _says(r"already used by a Transformers config"),
+        explain_config_name_taken,
     ),
     Family(
         "config-validation",

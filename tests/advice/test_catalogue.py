@@ -1109,3 +1109,19 @@ def test_the_one_value_a_setting_may_take_is_its_flag() -> None:
     assert found.fixes[0].text == "--speculative-draft-tensor-parallel-size 1"
     assert not any(f.text.startswith("--tensor-parallel-size") for f in found.fixes)
     assert "does not divide" not in found.cause
+
+
+def test_a_model_type_the_engine_registers_twice_is_a_transformers_before_it() -> None:
+    # configuration_auto.py's register(): the engine's own config for a model type that a
+    # later transformers maps itself. Every such type read gives the release before it.
+    first_read = next(iter(catalogue.releases("transformers")))
+    later = {n: s for n, s in catalogue.model_types().items() if s[0] != first_read}
+    template = next(t for t in catalogue.templates("transformers") if "already used by" in t.text)
+    for name, (since, _last) in list(later.items())[:: max(1, len(later) // 20)]:
+        line = template.text.replace("{key}", name).replace("{model_type}", name)
+        found = diagnose_text(f"ValueError: {line}\n")
+        assert found.code == "config-name-taken", line
+        assert found.fixes[0].text == f"pip install 'transformers<{since}'"
+    unknown = diagnose_text(_raised("already used by a Transformers config"))
+    assert unknown.code == "config-name-taken"
+    assert not any(f.kind == "dependency" for f in unknown.fixes)
