@@ -215,6 +215,15 @@ _WORDS = (
         ),
     ),
     (
+        # The CUDA runtime's, and PyTorch's: the build has no kernels for this GPU's compute
+        # capability (an older build on a newer GPU, or a dropped architecture).
+        "hardware",
+        re.compile(
+            r"(?=.*(?:no kernel image is available for execution on the device|"
+            r"with CUDA capability sm_\d+ is not compatible with the current PyTorch))"
+        ),
+    ),
+    (
         "parallel-sizes",
         re.compile(
             r"(?=.*(?:divisible|divide))(?=.*(?:tensor|tp|parallel|expert|ep_size|world))",

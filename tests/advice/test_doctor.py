@@ -176,6 +176,19 @@ CASES = [
         "quantization-config-missing",
         "drop --quantization gptq",
     ),
+    # the CUDA runtime: the build has no kernel for this GPU's compute capability
+    (
+        "[rank0]: RuntimeError: CUDA error: no kernel image is available for execution on the "
+        "device",
+        "hardware",
+        "no checkpoint edit",
+    ),
+    (
+        "UserWarning: NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with "
+        "the current PyTorch installation.",
+        "hardware",
+        "no checkpoint edit",
+    ),
     # transformers' configuration_auto.py (_LazyConfigMapping.__getitem__): a model type an
     # older transformers does not map, let out as a KeyError
     ("KeyError: 'qwen3_moe'", "config-mapping-key", "pip install 'transformers>="),
