@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from patcher.advice.answers import _unique
-from patcher.advice.catalogue import Matched
+from patcher.advice.catalogue import Matched, no_longer_raised
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.advice.own_remedy import own_remedy
 
@@ -20,6 +20,22 @@ _LEGACY_ROPE = re.compile(
     r"must have a .type. or .rope_type. key|Unrecognized keys in .rope_scaling",
     re.IGNORECASE,
 )
+
+# "`rope_scaling`'s factor field must be a float > 1, got 8.0" (transformers 4.40 to 4.42): a
+# bound the value named already meets is not the value's fault but the validator's.
+_BOUND = re.compile(
+    r"must be an? (?:float|int|integer|number) (>=?|<=?) (-?[\d.]+), got (-?[\d.]+)"
+)
+
+
+def _meets_bound(line: str) -> bool:
+    found = _BOUND.search(line)
+    if found is None:
+        return False
+    sign, bound, value = found.group(1), float(found.group(2)), float(found.group(3))
+    return {">": value > bound, ">=": value >= bound, "<": value < bound, "<=": value <= bound}[
+        sign
+    ]
 
 
 def explain_rope(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
@@ -38,7 +54,22 @@ def explain_rope(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
             )
         )
     field = re.search(r"`?(rope_scaling|rope_parameters)`?'s (\w+) field", line)
-    if field:
+    # A value that meets the bound the message states: the validator of this release is at
+    # fault, and a release that no longer raises the message reads the block.
+    later = (
+        no_longer_raised("transformers", m.template.text)
+        if m.template.engine == "transformers" and _meets_bound(line)
+        else None
+    )
+    if later is not None:
+        fixes.append(
+            Fix(
+                "dependency",
+                f"pip install 'transformers>={later}'",
+                note=f"the transformers releases read from {later} on do not raise this message",
+            )
+        )
+    if field and not _meets_bound(line):
         # transformers' rope validation: one field's value, read by the transformers installed.
         fixes.append(
             Fix(

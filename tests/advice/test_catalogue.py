@@ -1125,3 +1125,21 @@ def test_a_model_type_the_engine_registers_twice_is_a_transformers_before_it() -
     unknown = diagnose_text(_raised("already used by a Transformers config"))
     assert unknown.code == "config-name-taken"
     assert not any(f.kind == "dependency" for f in unknown.fixes)
+
+
+def test_a_message_later_transformers_no_longer_raise_is_that_release() -> None:
+    # configuration_llama.py's own RoPE check (the releases read before 4.43): a factor that
+    # meets the message's bound is refused by the validator, not by its value
+    template = next(
+        t
+        for t in catalogue.templates("transformers")
+        if "factor field must be a float > 1" in t.text
+    )
+    later = catalogue.no_longer_raised("transformers", template.text)
+    assert later is not None
+    found = diagnose_text("ValueError: " + template.text.replace("{rope_scaling_factor}", "8.0"))
+    texts = [f.text for f in found.fixes]
+    assert f"pip install 'transformers>={later}'" in texts
+    assert not any("/rope_scaling/factor" in t for t in texts)
+    below = diagnose_text("ValueError: " + template.text.replace("{rope_scaling_factor}", "0.5"))
+    assert any("/rope_scaling/factor" in f.text for f in below.fixes)
