@@ -195,6 +195,20 @@ def explain_kv_dtype(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
             "this model or backend needs an FP8 KV cache, and the one configured is not",
             _unique(fixes),
         )
+    if re.search(r"e5m2", line, re.IGNORECASE):
+        # No checkpoint's KV directive declares E5M2 (compressed-tensors' kv_cache_scheme and
+        # ModelOpt's kv_cache_quant_algo are E4M3): the flag chose it; the other format may run.
+        fixes += [
+            Fix(
+                "flag",
+                "--kv-cache-dtype fp8_e4m3",
+                note="the FP8 format checkpoints use; or auto, a BF16 cache of twice the bytes",
+            ),
+        ]
+        return (
+            "the FP8 E5M2 KV cache the command line asks for is refused here",
+            _unique(fixes),
+        )
     fixes += [
         Fix("flag", "--kv-cache-dtype auto", note="drop --kv-cache-dtype fp8*"),
         ctx.apply("strip-fp8-kv-cache"),

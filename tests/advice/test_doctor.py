@@ -176,6 +176,12 @@ CASES = [
         "quantization-config-missing",
         "drop --quantization gptq",
     ),
+    # an E5M2 KV cache, which no checkpoint directive declares: the flag's, not a strip
+    (
+        "ValueError: fp8_e5m2 kv-cache is not supported with fp8 checkpoints.",
+        "kv-cache-dtype",
+        "--kv-cache-dtype fp8_e4m3",
+    ),
     # the CUDA runtime: the build has no kernel for this GPU's compute capability
     (
         "[rank0]: RuntimeError: CUDA error: no kernel image is available for execution on the "
@@ -980,3 +986,8 @@ def test_a_sliding_window_on_some_layers_is_the_configs_switch(version: str, fla
 def test_a_bare_key_that_is_no_model_type_is_not_a_transformers_upgrade() -> None:
     found = diagnose_text("KeyError: 'definitely_not_a_model_type'\n")
     assert not any("transformers" in f.text for f in found.fixes)
+
+
+def test_an_e5m2_cache_refused_is_never_answered_by_stripping_the_checkpoint() -> None:
+    found = diagnose_text("ValueError: fp8_e5m2 kv-cache is not supported with fp8 checkpoints.\n")
+    assert not any("strip-fp8-kv-cache" in f.text for f in found.fixes)
