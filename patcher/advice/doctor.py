@@ -233,7 +233,16 @@ _WORDS = (
 )
 
 
-def _by_words(line: str, ctx: LogContext) -> Diagnosis | None:
+# An error with no words an engine's source or a rule reads (a TypeError, a KeyError) is still
+# the family of the engine file it arose in, where that file has one concern: the traceback's
+# last frame in the engine's package.
+_FRAMES = (
+    ("chat-template", re.compile(r"/(?:sglang|vllm)/\S*(?:template|chat_utils)\w*\.py\b")),
+    ("tokenizer", re.compile(r"/(?:sglang|vllm)/\S*tokeni[sz]er\w*\.py\b")),
+)
+
+
+def _by_words(line: str, ctx: LogContext, frame: str | None = None) -> Diagnosis | None:
     raised = RAISED.match(line)
     message = raised.group("message") if raised else line.strip()
     for name, words in _WORDS:
@@ -252,6 +261,23 @@ def _by_words(line: str, ctx: LogContext) -> Diagnosis | None:
                 name,
                 line.strip(),
                 cause + " (read from its words: no read release has this message)",
+                tuple(fixes),
+                None,
+                family,
+            )
+    for name, area in _FRAMES:
+        where = area.search(frame or "") if raised else None
+        if where is not None:
+            family = next(f for f in FAMILIES if f.name == name)
+            template = Template(
+                "sglang" if "sglang" in where.group(0) else "vllm", "?", (message,), "", ()
+            )
+            cause, fixes = family.explained(Matched(template, message, ()), ctx)
+            return Diagnosis(
+                "-",
+                name,
+                line.strip(),
+                f"{cause} (read from the engine file it arose in, {Path(where.group(0)).name})",
                 tuple(fixes),
                 None,
                 family,
@@ -334,6 +360,7 @@ def diagnose_lines(
     utilization: float | None = None
     asserted: tuple[str, str] | None = None  # the last ``assert a % b == 0`` a traceback echoed
     kv_flag: str | None = None
+    frame: str | None = None  # the last frame in the engine's package a traceback showed
     marked, heeded = _marked(), _heeded()
     for raw in bounded(lines):
         line = raw
@@ -402,7 +429,9 @@ def diagnose_lines(
                 after = float(loaded.group(2))
                 memory = (after + float(loaded.group(3)), after)
         if "Traceback (most" in line:  # a new traceback: an earlier one's assert is not its
-            asserted = None
+            asserted = frame = None
+        if 'File "' in line and ("/sglang/" in line or "/vllm/" in line):
+            frame = line
         if "assert " in line and "%" in line:
             divides = _DIVIDES.search(line)
             asserted = (divides.group(1), divides.group(2)) if divides else asserted
@@ -456,7 +485,7 @@ def diagnose_lines(
             line = quoted.group(1)
         elif SOURCE.match(line) or any(w in line for w in WRAPPERS):
             continue
-        known = _from_catalogue(line, ctx) or _by_words(line, ctx)
+        known = _from_catalogue(line, ctx) or _by_words(line, ctx, frame)
         raised = RAISED.match(line)
         if known is None and asserted is not None and raised and raised["kind"] == "AssertionError":
             known = _divisibility(asserted, line.strip(), ctx)  # "12 is not divisible by 24"

@@ -991,3 +991,29 @@ def test_a_bare_key_that_is_no_model_type_is_not_a_transformers_upgrade() -> Non
 def test_an_e5m2_cache_refused_is_never_answered_by_stripping_the_checkpoint() -> None:
     found = diagnose_text("ValueError: fp8_e5m2 kv-cache is not supported with fp8 checkpoints.\n")
     assert not any("strip-fp8-kv-cache" in f.text for f in found.fixes)
+
+
+@pytest.mark.parametrize(
+    ("path", "code"),
+    [
+        ("sglang/srt/managers/template_manager.py", "chat-template"),
+        ("vllm/entrypoints/chat_utils.py", "chat-template"),
+        ("vllm/transformers_utils/tokenizer.py", "tokenizer"),
+        ("sglang/srt/model_executor/model_runner.py", None),
+    ],
+)
+def test_an_error_without_words_is_the_family_of_the_engine_file_it_arose_in(
+    path: str, code: str | None
+) -> None:
+    log = (
+        "Traceback (most recent call last):\n"
+        f'  File "/usr/lib/python3.12/site-packages/{path}", line 110, in load\n'
+        "    found = re.search(pattern, template)\n"
+        "TypeError: expected string or bytes-like object, got 'dict'\n"
+    )
+    found = diagnose_text(log)
+    if code is None:  # a file of many concerns: no family from it
+        assert not found.fixes
+    else:
+        assert found.code == code
+        assert path.rsplit("/", 1)[-1] in found.cause
