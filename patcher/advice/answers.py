@@ -87,8 +87,9 @@ def explain_memory(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
 
 
 def _unique(fixes: list[Fix]) -> list[Fix]:
-    """``fixes`` in order, each text once and each flag once (the first value wins)."""
-    seen: set[str] = set()
+    """``fixes`` in order, each text once and each flag once (the first value wins, but a
+    value computed takes the place of a placeholder ``N``)."""
+    at: dict[str, int] = {}
     kept: list[Fix] = []
     for fix in fixes:
         words = fix.text.split()
@@ -97,9 +98,11 @@ def _unique(fixes: list[Fix]) -> list[Fix]:
             if fix.kind == "flag" and fix.text.startswith("--") and len(words) <= 2
             else fix.text
         )
-        if key not in seen:
-            seen.add(key)
+        if key not in at:
+            at[key] = len(kept)
             kept.append(fix)
+        elif kept[at[key]].text.endswith(" N") and not fix.text.endswith(" N"):
+            kept[at[key]] = fix
     return kept
 
 
@@ -246,6 +249,24 @@ def explain_quantization(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
         line,
         re.IGNORECASE,
     )
+    # "torch.bfloat16 is not supported for quantization method awq. Supported dtypes:
+    # [torch.float16]" (vLLM's ModelConfig): the model dtype the method's kernels take
+    dtypes = re.search(
+        r"torch\.(\w+) is not supported for quantization method (\w+)\. Supported dtypes: "
+        r"\[torch\.(\w+)",
+        line,
+    )
+    if dtypes:
+        return (
+            f"quantization method {dtypes.group(2)} has no kernels for the model dtype "
+            f"{dtypes.group(1)}",
+            _unique(
+                [
+                    Fix("flag", f"--dtype {dtypes.group(3)}", note="a dtype the method takes"),
+                    *fixes,
+                ]
+            ),
+        )
     if unknown:
         fixes.append(
             Fix(

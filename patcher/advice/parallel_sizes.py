@@ -43,11 +43,13 @@ def _divisor_below(total: int, size: int) -> int | None:
 
 # The holes of a quantization-unit message: the per-GPU slice, and the block or group it must
 # be a multiple of (fp8.py's block_n/block_k, Marlin's and BitBLAS's group_size, MXFP's block).
-_UNIT_HOLE = ("block", "group")
+_UNIT_HOLE = ("block", "group", "thread_k", "thread_n")
 _SLICE_HOLE = ("partition", "size", "features", "dim", "shape")
 # The MoE method's messages (Fp8MoEMethod and its kin): a routed expert's slice, which expert
 # parallelism keeps whole. A linear layer's slice (Fp8LinearMethod's "Weight
 # output_partition_size", a shared expert's MLP, attention projections) is split by TP alone.
+# "speculative_draft_tensor_parallel_size=4 cannot be other value than 1" (vLLM 0.6)
+_ONLY_VALUE = re.compile(r"cannot be (?:any )?other value than")
 _EXPERT_SLICE = re.compile(r"gate's and up's|down's|\bMoE\b|expert", re.IGNORECASE)
 
 
@@ -206,7 +208,9 @@ def explain_parallel(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     expert = re.search(r"expert", line, re.IGNORECASE) is not None
     tp = _flag_word(engine, "--tensor-parallel-size", "--tp-size")
     pp = _flag_word(engine, "--pipeline-parallel-size", "--pp-size")
-    blocked = re.search(r"block_[nk]|block size|group.?size", line, re.IGNORECASE)
+    # a quantization block or group, or the Marlin kernel's tile (marlin_utils.py's
+    # min_thread_k and min_thread_n): a slice each GPU's share must be a multiple of
+    blocked = re.search(r"block_[nk]|block size|group.?size|thread_[kn]", line, re.IGNORECASE)
     if total and size and size > 1 and total % size and not blocked:
         smaller = _divisor_below(total, size)
         if smaller is not None:
@@ -231,7 +235,7 @@ def explain_parallel(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     if blocked:
         fixes += _block_slice(m, ctx, engine)
     named = own_remedy(line, m.template)
-    if not fixes and any(f.kind == "flag" and not f.text.endswith(" N") for f in named):
+    if not fixes and _ONLY_VALUE.search(line):
         # The message gives the value itself ("... cannot be other value than 1"): no size
         # to divide by, and the other sizes are not in question.
         return ("the engine takes only the value the message names for this size", named)

@@ -1143,3 +1143,15 @@ def test_a_message_later_transformers_no_longer_raise_is_that_release() -> None:
     assert not any("/rope_scaling/factor" in t for t in texts)
     below = diagnose_text("ValueError: " + template.text.replace("{rope_scaling_factor}", "0.5"))
     assert any("/rope_scaling/factor" in f.text for f in below.fixes)
+
+
+def test_a_slice_the_marlin_tile_does_not_divide_is_a_tp_that_leaves_whole_tiles() -> None:
+    # marlin_utils.py: each GPU's slice of the input dimension a multiple of min_thread_k
+    line = (
+        "INFO 02-14 10:00:00 [utils.py:326] non-default args: {'tensor_parallel_size': 2}\n"
+        "ValueError: Weight input_size_per_partition = 14784 is not divisible by min_thread_k = "
+        "128. Consider reducing tensor_parallel_size or running with --quantization gptq.\n"
+    )
+    found = diagnose_text(line)
+    assert found.code == "parallel-sizes"
+    assert "--tensor-parallel-size 1" in [f.text for f in found.fixes]

@@ -182,6 +182,14 @@ CASES = [
         "kv-cache-dtype",
         "--kv-cache-dtype fp8_e4m3",
     ),
+    # vLLM's ModelConfig: a model dtype a quantization method's kernels do not take
+    (
+        "Value error, torch.bfloat16 is not supported for quantization method awq. Supported "
+        "dtypes: [torch.float16] [type=value_error, input_value=ArgsKwargs((), {}), "
+        "input_type=ArgsKwargs]",
+        "quantization-config",
+        "--dtype float16",
+    ),
     # the CUDA runtime: the build has no kernel for this GPU's compute capability
     (
         "[rank0]: RuntimeError: CUDA error: no kernel image is available for execution on the "
