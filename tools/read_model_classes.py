@@ -142,3 +142,59 @@ def settings(archive: zipfile.ZipFile, engine: str) -> list[str]:
                     if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
                 }
     return sorted(found)
+
+
+# The registries of the parsers a flag names by value: vLLM's tool_parsers/ and reasoning/
+# (``@ToolParserManager.register_module("name")`` to 0.1x, then the lazy
+# ``_TOOL_PARSERS_TO_REGISTER = {"name": (file, class)}``), SGLang's ``ToolCallParserEnum`` and
+# ``DetectorMap`` (function_call_parser.py, reasoning_parser.py).
+PARSER_FLAGS = {"tool": "--tool-call-parser", "reasoning": "--reasoning-parser"}
+_SGLANG_MAPS = {"ToolCallParserEnum": "tool", "DetectorMap": "reasoning"}
+
+
+def _strings(node: ast.expr | None) -> list[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [s for item in node.elts for s in _strings(item)]
+    return []
+
+
+def _keys(node: ast.expr | None) -> list[str]:
+    return [s for key in node.keys for s in _strings(key)] if isinstance(node, ast.Dict) else []
+
+
+def parsers(archive: zipfile.ZipFile, engine: str) -> dict[str, list[str]]:
+    """The names a release's ``--tool-call-parser`` and ``--reasoning-parser`` accept, keyed
+    ``choices:<flag>``: the parsers its registries hold."""
+    found: dict[str, set[str]] = {kind: set() for kind in PARSER_FLAGS}
+    package = f"{engine}/"
+    for source in archive.namelist():
+        if not source.startswith(package) or not source.endswith(".py"):
+            continue
+        kind = (
+            "reasoning"
+            if "reason" in source
+            else "tool"
+            if "tool" in source or ("function_call" in source)
+            else None
+        )
+        if kind is None:
+            continue
+        text = archive.read(source).decode("utf-8", "replace")
+        if "register" not in text and not any(name in text for name in _SGLANG_MAPS):
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr in ("register_module", "register_lazy_module"):
+                    named = [k.value for k in node.keywords if k.arg == "name"]
+                    found[kind].update(_strings(node.args[0]) if node.args else [])
+                    found[kind].update(s for n in named for s in _strings(n))
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    name = target.id if isinstance(target, ast.Name) else ""
+                    if name.endswith("_PARSERS_TO_REGISTER") or name in _SGLANG_MAPS:
+                        where = _SGLANG_MAPS.get(name, kind)
+                        found[where].update(_keys(node.value))
+    return {f"choices:{PARSER_FLAGS[kind]}": sorted(names) for kind, names in found.items()}

@@ -164,10 +164,12 @@ def _features(engine: Engine) -> dict[str, dict[str, list[str]]]:
     return found
 
 
-def class_feature(feature: str, name: str) -> tuple[str, ...]:
-    """The vLLM releases read whose model class ``name`` has ``feature`` (``lora``, ``pp`` or
-    ``bnb``; tools/read_model_classes.py), oldest first."""
-    return tuple(_features("vllm").get(feature, {}).get(name, ()))
+def feature_releases(engine: Engine, feature: str, name: str) -> tuple[str, ...]:
+    """The releases read of ``engine`` where ``name`` has ``feature``, oldest first
+    (tools/read_model_classes.py): a vLLM model class's ``lora``, ``pp`` or ``bnb``; a server
+    setting (``settings``); a parser a flag takes by name (``choices:--tool-call-parser``,
+    ``choices:--reasoning-parser``)."""
+    return tuple(_features(engine).get(feature, {}).get(name, ()))
 
 
 def declared(engine: Engine, flag: str, within: tuple[str, ...] | None = None) -> bool:
@@ -175,18 +177,18 @@ def declared(engine: Engine, flag: str, within: tuple[str, ...] | None = None) -
     server setting whose flag is ``flag`` (vLLM's ``EngineArgs``, SGLang's ``ServerArgs``)."""
     if engine == "transformers":
         return False
-    having = _features(engine).get("settings", {}).get(flag[2:].replace("-", "_"), ())
+    having = feature_releases(engine, "settings", flag[2:].replace("-", "_"))
     return bool(having) if within is None else any(r in having for r in within)
 
 
-def class_feature_span(feature: str, name: str) -> tuple[str, str | None] | None:
-    """The last unbroken run of vLLM releases read whose class ``name`` has ``feature``: its
-    first release, and the first release read after it (None: the run reaches the newest
-    read); None when no release read has it."""
-    having = set(class_feature(feature, name))
+def feature_span(engine: Engine, feature: str, name: str) -> tuple[str, str | None] | None:
+    """The last unbroken run of releases read where ``name`` has ``feature``: its first
+    release, and the first release read after it (None: the run reaches the newest read);
+    None when no release read has it."""
+    having = set(feature_releases(engine, feature, name))
     span: tuple[str, str | None] | None = None
     start: str | None = None
-    for release in releases("vllm"):
+    for release in releases(engine):
         if release in having:
             start = start or release
             span = (start, None)

@@ -1,17 +1,19 @@
 """doctor's answer to argparse refusing a flag (``error: unrecognized arguments: --x``) or a
 flag's value (``error: argument --x: invalid choice: 'v' (choose from ...)``, Lib/argparse.py):
-the choices listed are the installed release's. For vLLM's ``--tool-call-parser`` and
-``--reasoning-parser`` the name is looked up in the parser registries read per release
-(``vllm_releases.json``), for the release that registers it.
+the choices listed are the installed release's. A ``--tool-call-parser`` or
+``--reasoning-parser`` name is looked up in the parser registries read per release of vLLM and
+SGLang (the catalogue's ``choices:<flag>``, tools/read_model_classes.py), for the releases that
+register it.
 """
 
 from __future__ import annotations
 
 import re
 
+from patcher.advice.catalogue import Engine, feature_releases, feature_span, releases
 from patcher.advice.log_rules import Fix, LogContext
-from patcher.engines.parser_flags import parses, registered_since
-from patcher.engines.readings import vllm_readings
+
+_PARSER_FLAGS = ("--tool-call-parser", "--reasoning-parser")
 
 
 def invalid_choice(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
@@ -20,27 +22,38 @@ def invalid_choice(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     the releases read."""
     flag, value = m.group(1).split("/")[-1], m.group(2)
     cause = f"{flag} {value} is not one of this release's choices (the message lists them)"
-    # vLLM's CLI is "vllm serve" (api_server.py before it); SGLang's registries are not read
-    vllm = ctx.engine == "vllm" or (ctx.engine is None and re.search(r"vllm|api_server", m.string))
-    if not parses(flag) or not vllm:
+    engine = ctx.engine or (
+        "sglang"
+        if "sglang" in m.string
+        else "vllm"
+        if re.search(r"vllm|api_server", m.string)
+        else None
+    )
+    if flag not in _PARSER_FLAGS or engine not in ("vllm", "sglang"):
         return (cause, [Fix("advice", f"{flag} with one of the values the message lists")])
-    since = registered_since(flag, value)
-    if since is None:
+    named: Engine = "sglang" if engine == "sglang" else "vllm"
+    read = list(releases(named))
+    span = feature_span(named, f"choices:{flag}", value)
+    if span is None:
         return (
-            f"{cause}; no vLLM release read (0.10.1 on) registers {value}: a misspelt name, "
-            "or another engine's",
+            f"{cause}; no {named} release read ({read[0]} to {read[-1]}) registers {value}: "
+            "a misspelt name, or another engine's",
             [Fix("advice", f"{flag} with one of the names the message lists")],
         )
-    first = ".".join(map(str, since))
-    read = (
-        f"every vLLM release read ({first} on) registers {value}"
-        if since == next(iter(vllm_readings()))
-        else f"vLLM {first} and later register {value}"
+    first, after = span
+    bound = f">={first}" + (f",<{after}" if after else "")
+    having = feature_releases(named, f"choices:{flag}", value)
+    said = (
+        f"{named} {first} to {having[-1]} register {value}"
+        if after
+        else f"every {named} release read ({first} on) registers {value}"
+        if first == read[0]
+        else f"{named} {first} and later register {value}"
     )
     return (
-        f"{cause}; {read} (read from their source)",
+        f"{cause}; {said} (read from their source)",
         [
-            Fix("dependency", f"pip install 'vllm>={first}'"),
+            Fix("dependency", f"pip install '{named}{bound}'"),
             Fix("advice", f"or {flag} with one of the names this release lists"),
         ],
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from patcher.advice.catalogue import Matched, class_feature_span
+from patcher.advice.catalogue import Matched, feature_span
 from patcher.advice.log_rules import Fix, LogContext
 
 
@@ -70,7 +70,7 @@ def explain_feature_gap(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
         )
     name, what = lacks.groups()
     feature = "lora" if what == "LoRA" else "bnb"
-    span = class_feature_span(feature, name)
+    span = feature_span("vllm", feature, name)
     fixes = [
         Fix(
             "dependency",

@@ -1067,9 +1067,10 @@ def test_a_class_without_a_feature_gets_the_first_release_whose_class_has_it(
     template = next(t for t in catalogue.templates("vllm") if phrase in t.text)
     line = template.head[0] + name + template.head[2] if len(template.head) > 2 else ""
     found = diagnose_text(f"ValueError: {line}\n")
-    span = catalogue.class_feature_span(feature, name)
-    assert span is not None and span[0] in catalogue.class_feature(feature, name)
-    assert span[1] is None or span[1] not in catalogue.class_feature(feature, name)
+    span = catalogue.feature_span("vllm", feature, name)
+    having = catalogue.feature_releases("vllm", feature, name)
+    assert span is not None and span[0] in having
+    assert span[1] is None or span[1] not in having
     assert found.code == "model-feature-gap"
     assert found.fixes[0].kind == "dependency"
     assert found.fixes[0].text.startswith(f"pip install 'vllm>={span[0]}")
@@ -1155,3 +1156,27 @@ def test_a_slice_the_marlin_tile_does_not_divide_is_a_tp_that_leaves_whole_tiles
     found = diagnose_text(line)
     assert found.code == "parallel-sizes"
     assert "--tensor-parallel-size 1" in [f.text for f in found.fixes]
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+@pytest.mark.parametrize("flag", ["--tool-call-parser", "--reasoning-parser"])
+def test_a_parser_name_refused_is_the_releases_whose_registry_has_it(
+    engine: catalogue.Engine, flag: str
+) -> None:
+    # argparse's invalid choice, for each parser name the registries read hold: the span of
+    # releases read that register it
+    names = catalogue._features(engine)[f"choices:{flag}"]
+    assert names, f"no {flag} names read for {engine}"
+    banner = "server_args=ServerArgs(" if engine == "sglang" else "vLLM API server version 0.1.0"
+    for name in list(names)[:: max(1, len(names) // 15)]:
+        span = catalogue.feature_span(engine, f"choices:{flag}", name)
+        assert span is not None
+        log = f"{banner}\nerror: argument {flag}: invalid choice: '{name}' (choose from 'x')\n"
+        found = diagnose_text(log)
+        assert found.code == "invalid-choice"
+        bound = f">={span[0]}" + (f",<{span[1]}" if span[1] else "")
+        assert found.fixes[0].text == f"pip install '{engine}{bound}'"
+    unknown = diagnose_text(
+        f"{banner}\nerror: argument {flag}: invalid choice: 'zz' (choose from 'x')\n"
+    )
+    assert not any(f.kind == "dependency" for f in unknown.fixes)
