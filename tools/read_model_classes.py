@@ -13,7 +13,9 @@ name the first release read whose class has the feature. What marks a class, per
   from 0.7).
 
 A class has a feature when it or a base class it names (transitively, across the model files)
-carries the mark. ``tools/read_errors.py`` records the result with the release's errors.
+carries the mark. With them, for vLLM and SGLang: the server settings a release declares
+(:func:`settings`) and the parser names its ``--tool-call-parser`` and ``--reasoning-parser``
+take (:func:`parsers`). ``tools/read_errors.py`` records the result with the release's errors.
 """
 
 from __future__ import annotations
