@@ -114,9 +114,9 @@ START_UP: dict[str, tuple[str, ...]] = {
         "transformers/models/auto/tokenization_auto.py",
         "transformers/tokenization_utils_base.py",
         "transformers/utils/quantization_config.py",
-        "transformers/models/deepseek_v3/configuration_deepseek_v3.py",
-        "transformers/models/qwen3_moe/configuration_qwen3_moe.py",
-        "transformers/models/llama/configuration_llama.py",
+        # every model's config class: its own checks of config.json's values (transformers 5
+        # validates them strictly at load), which the engines meet through AutoConfig
+        "transformers/models/*/configuration_*.py",
     ),
 }
 
@@ -450,15 +450,23 @@ def read_wheel(wheel: Path, engine: str) -> list[dict[str, Any]]:
     return found
 
 
+def _identity(template: dict[str, Any]) -> str:
+    """A wording's identity across releases: its exception and text, and for a model's own
+    config class (transformers/models/X/configuration_X.py) the file too: each model's checks
+    change in their own releases, so one model's wording does not stand for another's."""
+    own = fnmatch.fnmatch(template["file"], "transformers/models/*/configuration_*.py")
+    return json.dumps([template["exception"], template["parts"], template["file"] if own else ""])
+
+
 def merge(
     catalogue: dict[str, Any], release: str, templates: list[dict[str, Any]]
 ) -> dict[str, Any]:
     """The catalogue with ``release``'s templates: a wording seen before gains the release."""
-    by_key = {json.dumps([t["exception"], t["parts"]]): t for t in catalogue.get("templates", [])}
+    by_key = {_identity(t): t for t in catalogue.get("templates", [])}
     for template in by_key.values():
         template["releases"] = [r for r in template["releases"] if r != release]
     for template in templates:
-        key = json.dumps([template["exception"], template["parts"]])
+        key = _identity(template)
         kept = by_key.setdefault(key, {**template, "releases": []})
         if release not in kept["releases"]:
             kept["releases"].append(release)

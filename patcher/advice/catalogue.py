@@ -213,16 +213,31 @@ def model_types() -> dict[str, tuple[str, str]]:
     return {name: (span[0], span[1]) for name, span in read.items()}
 
 
-def no_longer_raised(engine: Engine, fragment: str) -> str | None:
+def no_longer_raised(engine: Engine, fragment: str, file: str | None = None) -> str | None:
     """The first release read after the last one with a message holding ``fragment`` (the
-    release that no longer raises it); None when the newest release read still does, or no
-    release has it."""
-    raising = [t.releases[-1] for t in templates(engine) if fragment in t.text]
+    release that no longer raises it), in ``file`` where given (a model's own config class),
+    else in any file; None when the newest release read still does, or no release has it."""
+    raising = [
+        t.releases[-1]
+        for t in templates(engine)
+        if fragment in t.text and (file is None or t.file == file)
+    ]
     if not raising:
         return None
     last = max(raising, key=_key)
     later = [r for r in releases(engine) if _key(r) > _key(last)]
     return min(later, key=_key) if later else None
+
+
+def stopped_by_model(fragment: str) -> dict[str, str]:
+    """Each transformers model whose own config class raised a message holding ``fragment``,
+    with the first release read that no longer raises it there (models that still do are
+    left out)."""
+    files = {
+        t.file for t in templates("transformers") if fragment in t.text and "/models/" in t.file
+    }
+    found = {f.split("/")[-2]: no_longer_raised("transformers", fragment, f) for f in files}
+    return {model: after for model, after in sorted(found.items()) if after is not None}
 
 
 def _key(version: str) -> tuple[int, ...]:

@@ -233,6 +233,8 @@ _WORDS = (
 )
 
 
+_CONFIG_FILE = re.compile(r"transformers/models/\w+/configuration_\w+\.py")
+
 # An error with no words an engine's source or a rule reads (a TypeError, a KeyError) is still
 # the family of the engine file it arose in, where that file has one concern: the traceback's
 # last frame in the engine's package.
@@ -361,6 +363,7 @@ def diagnose_lines(
     asserted: tuple[str, str] | None = None  # the last ``assert a % b == 0`` a traceback echoed
     kv_flag: str | None = None
     frame: str | None = None  # the last frame in the engine's package a traceback showed
+    config_file: str | None = None  # the model's transformers config class it went through
     marked, heeded = _marked(), _heeded()
     for raw in bounded(lines):
         line = raw
@@ -432,6 +435,8 @@ def diagnose_lines(
             asserted = frame = None
         if 'File "' in line and ("/sglang/" in line or "/vllm/" in line):
             frame = line
+        if "/configuration_" in line and (own := _CONFIG_FILE.search(line)):
+            config_file = own.group(0)
         if "assert " in line and "%" in line:
             divides = _DIVIDES.search(line)
             asserted = (divides.group(1), divides.group(2)) if divides else asserted
@@ -467,6 +472,7 @@ def diagnose_lines(
             kv_flag,
             pp=pp,
             quantization=quantization,
+            config_file=config_file,
         )
         matched = _first_rule(line) if marked_line else None
         if matched is not None:

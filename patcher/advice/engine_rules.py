@@ -31,6 +31,7 @@ from patcher.advice.quantization_rules import (
 )
 from patcher.advice.quantized_modules import excluded_scale
 from patcher.advice.startup_memory import too_little_free
+from patcher.advice.transformers_rules import TRANSFORMERS_MARKERS, TRANSFORMERS_RULES
 from patcher.advice.trtllm_rules import TRTLLM_MARKERS, TRTLLM_RULES
 from patcher.engines.launch_flags import MAX_MODEL_LEN_AUTO_FROM
 from patcher.engines.vllm_kv import mla_dtype_from
@@ -538,6 +539,7 @@ RULES: tuple[Rule, ...] = (
         _strict_field,
     ),
     *FAMILY_RULES,
+    *TRANSFORMERS_RULES,
     *TRTLLM_RULES,
 )
 
@@ -575,5 +577,6 @@ _MARKERS = (
     "unrecognized arguments",
     "KeyError: '",
     *FAMILY_MARKERS,
+    *TRANSFORMERS_MARKERS,
     *TRTLLM_MARKERS,
 )

@@ -61,6 +61,9 @@ class LogContext:
     # The quantization method the log shows the engine built the model with ("None" where it
     # shows none), when it shows one.
     quantization: str | None = None
+    # The model's own transformers config class a traceback went through
+    # ("transformers/models/llama/configuration_llama.py"), when it shows one.
+    config_file: str | None = None
 
     def mem_fraction(self) -> Fix:
         """SGLang's ``--mem-fraction-static`` that leaves the KV pool room after the weights.
@@ -226,27 +229,6 @@ def _sglang_too_long(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]
     )
 
 
-def _rope_two_fields(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
-    from patcher.advice.catalogue import no_longer_raised
-
-    after = no_longer_raised("transformers", "must be a dictionary with two fields")
-    fixes = [Fix("advice", "rewriting rope_scaling is a last resort: the config is right")]
-    if after is not None:
-        fixes.insert(
-            0,
-            Fix(
-                "dependency",
-                f"pip install 'transformers>={after}'",
-                note="the first release read whose config classes no longer raise this",
-            ),
-        )
-    return (
-        "an old transformers cannot read a Llama 3.1 style rope_scaling (rope_type llama3): "
-        "the config is right, the library is old",
-        fixes,
-    )
-
-
 def _rope_type_key(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     return (
         "rope_scaling has no rope_type key (an old 'type' key, or a partial block) and this "
@@ -294,45 +276,6 @@ def _tokenizer_class(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]
         "have (an early conversion's spelling, or a class of a newer transformers)",
         fixes,
     )
-
-
-def _transformers_model_type(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
-    from patcher.advice.catalogue import model_types, releases
-
-    span = model_types().get(m.group(1))
-    if span is None:
-        read = list(releases("transformers"))
-        return (
-            f"no transformers release read ({read[0]} to {read[-1]}) knows model type "
-            f"{m.group(1)}: an upgrade is not known to help; no config edit helps",
-            [
-                Fix("flag", "--trust-remote-code", note="if the checkpoint ships its own code"),
-                Fix("advice", "an engine release that registers this model type's config"),
-            ],
-        )
-    return (
-        f"this transformers does not know model type {m.group(1)}, which transformers "
-        f"{span[0]} and later know (read from their source, up to {span[1]}): it is older "
-        "than the model",
-        [
-            Fix(
-                "dependency",
-                f"pip install 'transformers>={span[0]}'",
-                note="in the engine's environment, within the engine release's own bounds",
-            )
-        ],
-    )
-
-
-def _config_mapping_key(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
-    """transformers before 4.4x looked a model type up in ``CONFIG_MAPPING`` and let its
-    ``KeyError`` out (configuration_auto.py ``_LazyConfigMapping.__getitem__``): a bare model
-    type that a later read release knows. Any other key is not this rule's (no fix)."""
-    from patcher.advice.catalogue import model_types
-
-    if m.group(1) not in model_types():
-        return "", []
-    return _transformers_model_type(m, ctx)
 
 
 def _float16_denied(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
@@ -489,11 +432,6 @@ FAMILY_RULES: tuple[Rule, ...] = (
         ),
         _sglang_too_long,
     ),
-    (
-        "rope-scaling-fields",
-        re.compile(r"`rope_scaling` must be a dictionary with two fields, `type` and `factor`"),
-        _rope_two_fields,
-    ),
     ("rope-type-key", re.compile(r"rope_scaling should have a 'rope_type' key"), _rope_type_key),
     ("rope-type-key", re.compile(r"rotary_type = rotary_scaling\['type'\]"), _rotary_type),
     (
@@ -505,16 +443,6 @@ FAMILY_RULES: tuple[Rule, ...] = (
         "tokenizer-class",
         re.compile(r"Tokenizer class (\w+) does not exist or is not currently imported"),
         _tokenizer_class,
-    ),
-    (
-        "transformers-too-old",
-        re.compile(r"has model type `(\w+)` but Transformers does not recognize this architecture"),
-        _transformers_model_type,
-    ),
-    (
-        "config-mapping-key",
-        re.compile(r"KeyError: '([a-z][a-z0-9_]*)'\s*$"),
-        _config_mapping_key,
     ),
     (
         "float16-refused",
@@ -575,7 +503,6 @@ FAMILY_MARKERS = (
     "Available KV cache memory: ",
     "is larger than the profiled value",
     "is longer than the model",
-    "must be a dictionary with two fields",
     "should have a 'rope_type' key",
     "rotary_scaling",
     "ChatTemplateResolutionError",
@@ -583,7 +510,6 @@ FAMILY_MARKERS = (
     "does not exist or is not currently imported",
     "There is no module or parameter named",
     "Unsupported architectures:",
-    "but Transformers does not recognize",
     "does not support float16",
     "You are loading a quantized model",
     "Unsupported quantization_config",

@@ -57,7 +57,7 @@ def explain_rope(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     # A value that meets the bound the message states: the validator of this release is at
     # fault, and a release that no longer raises the message reads the block.
     later = (
-        no_longer_raised("transformers", m.template.text)
+        no_longer_raised("transformers", m.template.text, ctx.config_file)
         if m.template.engine == "transformers" and _meets_bound(line)
         else None
     )

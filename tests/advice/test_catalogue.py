@@ -593,9 +593,15 @@ def test_the_registry_message_is_read_as_the_engine_whose_log_it_is() -> None:
 
 
 def test_the_release_that_stopped_raising_a_message_is_read_from_the_catalogue() -> None:
-    # transformers' llama config raised it from 4.40.0 (the first read) to 4.42.0.
-    assert catalogue.no_longer_raised("transformers", "must be a dictionary with two fields") == (
-        "4.43.0"
+    # transformers' llama config raised it from 4.40.0 (the first read) to 4.42.0; other
+    # models' config classes kept the same words longer
+    llama = "transformers/models/llama/configuration_llama.py"
+    said = "`rope_scaling` must be a dictionary with two fields"
+    assert catalogue.no_longer_raised("transformers", said, llama) == "4.43.0"
+    assert catalogue.stopped_by_model(said)["llama"] == "4.43.0"
+    anywhere = catalogue.no_longer_raised("transformers", said)
+    assert anywhere is not None and anywhere == max(
+        catalogue.stopped_by_model(said).values(), key=catalogue._key
     )
     assert catalogue.no_longer_raised("vllm", "Total number of attention heads") is None
 

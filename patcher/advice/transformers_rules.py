@@ -1,0 +1,107 @@
+"""doctor's rules for the failures of transformers' own code the engines call: a model type
+this transformers does not map (``AutoConfig``'s words, or a bare ``KeyError`` from older
+releases), and a legacy RoPE check a model's config class makes. Each answer is read from the
+transformers releases read (``errors-transformers.json``: the model types each maps, and each
+model's config class's messages per release).
+"""
+
+from __future__ import annotations
+
+import re
+
+from patcher.advice.log_rules import Fix, LogContext, Rule
+
+
+def _rope_two_fields(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    from patcher.advice.catalogue import no_longer_raised, stopped_by_model
+
+    said = "`rope_scaling` must be a dictionary with two fields"
+    after = no_longer_raised("transformers", said, ctx.config_file)
+    fixes = [Fix("advice", "rewriting rope_scaling is a last resort: the config is right")]
+    # Each model's config class stopped raising it in its own release; the traceback's
+    # configuration_*.py names the model, else every model's release is told.
+    per_model = (
+        "" if ctx.config_file else "; ".join(f"{m} {r}" for m, r in stopped_by_model(said).items())
+    )
+    if after is not None:
+        fixes.insert(
+            0,
+            Fix(
+                "dependency",
+                f"pip install 'transformers>={after}'",
+                note=(
+                    f"per model: {per_model}"
+                    if per_model
+                    else "the first release read whose config class no longer raises this"
+                ),
+            ),
+        )
+    return (
+        "an old transformers cannot read a rope_scaling of the newer layout (a rope_type, "
+        "such as Llama 3.1's llama3): the config is right, the library is old",
+        fixes,
+    )
+
+
+def _transformers_model_type(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    from patcher.advice.catalogue import model_types, releases
+
+    span = model_types().get(m.group(1))
+    if span is None:
+        read = list(releases("transformers"))
+        return (
+            f"no transformers release read ({read[0]} to {read[-1]}) knows model type "
+            f"{m.group(1)}: an upgrade is not known to help; no config edit helps",
+            [
+                Fix("flag", "--trust-remote-code", note="if the checkpoint ships its own code"),
+                Fix("advice", "an engine release that registers this model type's config"),
+            ],
+        )
+    return (
+        f"this transformers does not know model type {m.group(1)}, which transformers "
+        f"{span[0]} and later know (read from their source, up to {span[1]}): it is older "
+        "than the model",
+        [
+            Fix(
+                "dependency",
+                f"pip install 'transformers>={span[0]}'",
+                note="in the engine's environment, within the engine release's own bounds",
+            )
+        ],
+    )
+
+
+def _config_mapping_key(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """transformers before 4.4x looked a model type up in ``CONFIG_MAPPING`` and let its
+    ``KeyError`` out (configuration_auto.py ``_LazyConfigMapping.__getitem__``): a bare model
+    type that a later read release knows. Any other key is not this rule's (no fix)."""
+    from patcher.advice.catalogue import model_types
+
+    if m.group(1) not in model_types():
+        return "", []
+    return _transformers_model_type(m, ctx)
+
+
+TRANSFORMERS_RULES: tuple[Rule, ...] = (
+    (
+        "rope-scaling-fields",
+        re.compile(r"`rope_scaling` must be a dictionary with two fields, `type` and `factor`"),
+        _rope_two_fields,
+    ),
+    (
+        "transformers-too-old",
+        re.compile(r"has model type `(\w+)` but Transformers does not recognize this architecture"),
+        _transformers_model_type,
+    ),
+    (
+        "config-mapping-key",
+        re.compile(r"KeyError: '([a-z][a-z0-9_]*)'\s*$"),
+        _config_mapping_key,
+    ),
+)
+# A line is tried against the rules only when it holds one of these (one per rule above;
+# the bare KeyError is an error word every line filter keeps).
+TRANSFORMERS_MARKERS = (
+    "must be a dictionary with two fields",
+    "but Transformers does not recognize",
+)
