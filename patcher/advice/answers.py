@@ -388,10 +388,15 @@ def before_strict() -> Fix:
 
 
 def explain_config_field(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
-    """A config.json value transformers' config class refuses: set it, or pin transformers 4."""
+    """A config.json value transformers' config class refuses: set it, or, where only the
+    strictly validating releases raise the message, pin transformers below them."""
     fields = [
         name
-        for name in dict.fromkeys(re.findall(r"`(\w+)`", m.line))
+        for name in dict.fromkeys(
+            [*re.findall(r"`(\w+)`", m.line)]
+            # the config's own attributes the message interpolates ({self.hidden_size})
+            + [n.removeprefix("self.") for n, _ in m.values if re.fullmatch(r"self\.\w+", n)]
+        )
         if not re.match(r"(?:get|set|is|has|use|compute|apply|load|save|from|to)_", name)
     ]
     fixes = own_remedy(m.line, m.template)
@@ -404,12 +409,28 @@ def explain_config_field(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
                 + (f" (it names {', '.join(fields)})" if len(fields) > 1 else ""),
             )
         )
-    fixes.append(before_strict())
-    return (
-        "transformers' config class refuses a value of config.json (newer transformers "
-        "validate each config strictly when it loads)",
-        fixes,
+    since = strict_since()
+    strict = bool(
+        since is not None
+        and m.template.releases
+        and _version(m.template.releases[0]) >= _version(since)
     )
+    if strict or not m.template.releases:
+        fixes.append(before_strict())
+    return (
+        "transformers' config class refuses a value of config.json"
+        + (
+            " (only the releases that validate each config strictly raise this)"
+            if strict
+            else " (every transformers release read that has this model's check raises it: "
+            "the value, not the release)"
+        ),
+        fixes or [Fix("advice", "a value of config.json the message accepts")],
+    )
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", text)[:3])
 
 
 def explain_config_name_taken(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:

@@ -1186,3 +1186,31 @@ def test_a_parser_name_refused_is_the_releases_whose_registry_has_it(
         f"{banner}\nerror: argument {flag}: invalid choice: 'zz' (choose from 'x')\n"
     )
     assert not any(f.kind == "dependency" for f in unknown.fixes)
+
+
+def test_a_model_config_check_older_than_strict_validation_is_the_value_not_a_pin() -> None:
+    # each model's config class (models/*/configuration_*.py): a check every release read
+    # makes is answered by the value it names; a pin below the strict releases only where
+    # the message is theirs alone
+    since = catalogue.strict_since()
+    assert since is not None
+    from tools.audit_answers import log_line
+
+    own = [
+        t
+        for t in catalogue.templates("transformers")
+        if "/models/" in t.file and "/auto/" not in t.file
+    ]
+    old = [t for t in own if catalogue._key(t.releases[0]) < catalogue._key(since)]
+    new = [t for t in own if catalogue._key(t.releases[0]) >= catalogue._key(since)]
+    assert old and new
+    for template in old[:: max(1, len(old) // 25)]:
+        found = diagnose_text(log_line(template, 0))
+        if found.code == "config-validation":
+            assert not any("transformers<" in f.text for f in found.fixes), template.text
+    pinned = [diagnose_text(log_line(t, 0)) for t in new[:: max(1, len(new) // 25)]]
+    assert any(
+        any(f"transformers<{since}" in f.text for f in d.fixes)
+        for d in pinned
+        if d.code == "config-validation"
+    )
