@@ -396,6 +396,8 @@ def explain_config_field(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
             [*re.findall(r"`(\w+)`", m.line)]
             # the config's own attributes the message interpolates ({self.hidden_size})
             + [n.removeprefix("self.") for n, _ in m.values if re.fullmatch(r"self\.\w+", n)]
+            # "vision_feature_select_strategy should be one of 'default', 'full'"
+            + re.findall(r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+) (?:should|must) be\b", m.line)
         )
         if not re.match(r"(?:get|set|is|has|use|compute|apply|load|save|from|to)_", name)
     ]
