@@ -233,6 +233,7 @@ _WORDS = (
 )
 
 
+_VALIDATED = re.compile(r"validation errors? for (\w+?)Config\b")
 _CONFIG_FILE = re.compile(r"transformers/models/\w+/configuration_\w+\.py")
 
 # An error with no words an engine's source or a rule reads (a TypeError, a KeyError) is still
@@ -364,6 +365,7 @@ def diagnose_lines(
     kv_flag: str | None = None
     frame: str | None = None  # the last frame in the engine's package a traceback showed
     config_file: str | None = None  # the model's transformers config class it went through
+    validated: str | None = None  # the setting whose config class pydantic refused
     marked, heeded = _marked(), _heeded()
     for raw in bounded(lines):
         line = raw
@@ -435,6 +437,8 @@ def diagnose_lines(
             asserted = frame = None
         if 'File "' in line and ("/sglang/" in line or "/vllm/" in line):
             frame = line
+        if "validation error for " in line and (named := _VALIDATED.search(line)):
+            validated = re.sub(r"(?<!^)(?=[A-Z])", "_", named.group(1)).lower() + "_config"
         if "/configuration_" in line and (own := _CONFIG_FILE.search(line)):
             config_file = own.group(0)
         if "assert " in line and "%" in line:
@@ -473,6 +477,7 @@ def diagnose_lines(
             pp=pp,
             quantization=quantization,
             config_file=config_file,
+            validated=validated,
         )
         matched = _first_rule(line) if marked_line else None
         if matched is not None:

@@ -64,6 +64,9 @@ class LogContext:
     # The model's own transformers config class a traceback went through
     # ("transformers/models/llama/configuration_llama.py"), when it shows one.
     config_file: str | None = None
+    # The setting whose config class a pydantic error names ("1 validation error for
+    # SpeculativeConfig": speculative_config), when the log shows one.
+    validated: str | None = None
 
     def mem_fraction(self) -> Fix:
         """SGLang's ``--mem-fraction-static`` that leaves the KV pool room after the weights.

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from patcher.advice.answers import flags_named
-from patcher.advice.catalogue import Matched, flags
+from patcher.advice.catalogue import Matched, declared, flags
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.advice.own_remedy import as_flag, own_remedy
 
@@ -58,9 +58,34 @@ def refused_switch(line: str, engine: str) -> Fix | None:
     return Fix("advice", f"leave out {flag}", note="the engine refuses that switch here")
 
 
-def explain_named_flags(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
+_NEEDED = re.compile(
+    r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+) must be (?:provided|set|specified|given)\b"
+)
+
+
+def explain_named_flags(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     """A flag or a combination of flags refused: the flags the message names."""
     fixes = own_remedy(m.line, m.template)
+    needed = _NEEDED.search(m.line)
+    if (
+        not fixes
+        and needed
+        and ctx.validated
+        and declared(m.template.engine, as_flag(ctx.validated))
+    ):
+        # "num_speculative_tokens must be provided with speculative model" under "validation
+        # error for SpeculativeConfig": a key of the JSON that --speculative-config takes
+        return (
+            f"{needed.group(1)} is required in {as_flag(ctx.validated)}, whose config class "
+            "refused the command line",
+            [
+                Fix(
+                    "flag",
+                    f"{as_flag(ctx.validated)} '{{..., \"{needed.group(1)}\": N}}'",
+                    note=f"add {needed.group(1)} to the JSON already given",
+                )
+            ],
+        )
     if _RUNNER_V2.search(m.line):
         return (
             "the V2 model runner, forced by VLLM_USE_V2_MODEL_RUNNER=1, lacks a feature the "

@@ -1025,3 +1025,20 @@ def test_an_error_without_words_is_the_family_of_the_engine_file_it_arose_in(
     else:
         assert found.code == code
         assert path.rsplit("/", 1)[-1] in found.cause
+
+
+def test_a_key_a_config_class_requires_goes_in_the_json_of_its_setting() -> None:
+    # vLLM's SpeculativeConfig, refused through pydantic: the setting is speculative_config,
+    # an EngineArgs field of every release read, so the key goes into --speculative-config
+    line = (
+        "  Value error, num_speculative_tokens must be provided with speculative model unless "
+        "the draft model config contains an n_predict parameter. [type=value_error]\n"
+    )
+    named = diagnose_text(
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for SpeculativeConfig\n"
+        + line
+    )
+    assert named.fixes[0].text.startswith("--speculative-config '{")
+    assert "num_speculative_tokens" in named.fixes[0].text
+    unnamed = diagnose_text(line)
+    assert not any(f.text.startswith("--speculative-config") for f in unnamed.fixes)
