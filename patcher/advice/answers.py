@@ -398,6 +398,8 @@ def explain_config_field(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
             + [n.removeprefix("self.") for n, _ in m.values if re.fullmatch(r"self\.\w+", n)]
             # "vision_feature_select_strategy should be one of 'default', 'full'"
             + re.findall(r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+) (?:should|must) be\b", m.line)
+            # "Qwen4Exp requires hc_count > 1"
+            + re.findall(r"\brequires?\s+`?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?\s*[<>=]", m.line)
         )
         if not re.match(r"(?:get|set|is|has|use|compute|apply|load|save|from|to)_", name)
     ]
@@ -414,10 +416,11 @@ def explain_config_field(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     since = strict_since()
     strict = bool(
         since is not None
+        and m.template.engine == "transformers"
         and m.template.releases
         and _version(m.template.releases[0]) >= _version(since)
     )
-    if strict or not m.template.releases:
+    if strict or (not m.template.releases and m.template.engine == "transformers"):
         fixes.append(before_strict())
     return (
         "transformers' config class refuses a value of config.json"

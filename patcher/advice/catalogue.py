@@ -359,8 +359,9 @@ def _read(template: Template, line: str) -> Matched | None:
 
 def match(line: str, engine: Engine | None = None) -> Matched | None:
     """The template ``line`` was made from, or None. Where several fit, a template of
-    ``engine`` (the log's) wins, then a whole match over a cut one, then the longest literal
-    text, then vLLM's (the same answer in every run)."""
+    ``engine`` (the log's) or of transformers (whose config classes the engines call) wins,
+    then a whole match over a cut one, then the longest literal text, then vLLM's (the same
+    answer in every run)."""
     index = _index()
     line = line[:MAX_LINE]
     words = set(_WORD.findall(line))

@@ -187,7 +187,15 @@ def _first_rule(line: str) -> tuple[re.Match[str], Rule] | None:
 def _from_catalogue(line: str, ctx: LogContext) -> Diagnosis | None:
     raised = RAISED.match(line)
     message = raised.group("message") if raised else line.strip()
-    engine = ctx.engine if ctx.engine in ("vllm", "sglang") else None
+    # An engine's own copy of a transformers config class raises the same words; the
+    # traceback's frame in transformers' configuration_*.py says whose they are.
+    engine = (
+        "transformers"
+        if ctx.config_file
+        else ctx.engine
+        if ctx.engine in ("vllm", "sglang")
+        else None
+    )
     found = catalogue.match(message, engine)  # type: ignore[arg-type]
     if found is None:
         return None

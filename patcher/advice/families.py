@@ -168,7 +168,12 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "config-validation",
         "transform",
-        lambda t: t.engine == "transformers" and "/configuration_" in t.file,
+        # transformers' config classes, and an engine's own config class for a model
+        # package of its own (vLLM 0.29 on: vllm/models/X/config.py)
+        lambda t: (
+            (t.engine == "transformers" and "/configuration_" in t.file)
+            or re.search(r"/models/[^/]+/config\.py$", t.file) is not None
+        ),
         explain_config_field,
         defers=True,
     ),

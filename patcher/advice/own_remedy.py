@@ -70,6 +70,8 @@ _NEEDS_FLAG = re.compile(
 _NEEDS_SETTING = re.compile(
     r"\b(?:requires?|needs?)\s+`?([a-z][a-z0-9]*_[a-z0-9_]+)`?\s*==?\s*'?([\w.+-]+)"
 )
+# "dp_shared_memory requires data_parallel_size > 1": a setting held to a bound.
+_NEEDS_BOUND = re.compile(r"\brequires?\s+`?([a-z][a-z0-9]*_[a-z0-9_]+)`?\s*([<>]=?)\s*(\d+)\b")
 # "LoRA rank 64 is greater than max_lora_rank 16": a limit below the value it must hold.
 _ABOVE_MAX = re.compile(
     r"\b(\d+) is (?:greater|larger|more) than (?:the )?`?(max_[a-z_]+)`?\s*\(?(\d+)"
@@ -104,13 +106,27 @@ def own_remedy(line: str, template: Template | None = None) -> list[Fix]:
             else:
                 fixes.append(Fix("flag", flag, note=f"the engine's message {said}"))
     for name, value in [*_NEEDS_SETTING.findall(line), *_ONLY_VALUE.findall(line)]:
-        if known(as_flag(name)):  # a server setting, not a model's own property
+        if not known(as_flag(name)):  # a model's own property, not a server setting
+            continue
+        value = value.rstrip(".,;:")
+        if value.lower() in ("true", "false"):
+            # a switch: argparse takes the bare flag, and vLLM's BooleanOptionalAction its
+            # --no- form; SGLang's store_true switches are off when left out
+            on = value.lower() == "true"
+            vllm = template is None or template.engine != "sglang"
             fixes.append(
-                Fix(
-                    "flag",
-                    f"{as_flag(name)} {value.rstrip('.,;:')}",
-                    note="the setting it requires",
-                )
+                Fix("flag", as_flag(name), note="the switch it requires")
+                if on
+                else Fix("flag", "--no-" + as_flag(name)[2:], note="the switch off")
+                if vllm
+                else Fix("advice", f"leave out {as_flag(name)}", note="the switch off")
+            )
+            continue
+        fixes.append(Fix("flag", f"{as_flag(name)} {value}", note="the setting it requires"))
+    for name, sign, bound in _NEEDS_BOUND.findall(line):
+        if known(as_flag(name)):  # "requires data_parallel_size > 1"
+            fixes.append(
+                Fix("flag", f"{as_flag(name)} N", note=f"N {sign} {bound}, as the message requires")
             )
     for value, name, _limit in _ABOVE_MAX.findall(line):
         if known(as_flag(name)):  # a server limit the engine has a flag for
@@ -145,7 +161,8 @@ def own_remedy(line: str, template: Template | None = None) -> list[Fix]:
         fixes.append(Fix("dependency", f"pip install {package.strip(chr(34) + chr(39))}"))
     for package, bound in _REQUIRES.findall(line):
         # "requires kv_lora_rank == 512": a setting or property and its value, not a package
-        setting = "_" in package and re.fullmatch(r"==\s*\d+", bound) is not None
+        # ("requires hc_count > 1"): a whole number, no version's dots
+        setting = "_" in package and re.fullmatch(r"(?:==|[<>]=?)\s*\d+", bound) is not None
         if not setting and not package.lower().startswith(("sm", "cuda", "compute")):
             fixes.append(Fix("dependency", f"pip install '{package}{bound.replace(' ', '')}'"))
     unique: dict[str, Fix] = {}

@@ -1214,3 +1214,18 @@ def test_a_model_config_check_older_than_strict_validation_is_the_value_not_a_pi
         for d in pinned
         if d.code == "config-validation"
     )
+
+
+def test_a_switch_the_message_requires_is_the_bare_flag() -> None:
+    found = diagnose_text(_raised("require numa_bind=True"))
+    assert found.fixes[0].text == "--numa-bind"
+
+
+def test_a_setting_held_to_a_bound_is_its_flag_never_a_package() -> None:
+    # "requires data_parallel_size > 1": an EngineArgs field, so a flag with the bound; a
+    # model's own property held the same way ("requires hc_count > 1") is the config's value
+    found = diagnose_text(_raised("requires data_parallel_size > 1"))
+    assert found.fixes[0].text == "--data-parallel-size N"
+    for phrase in ("requires markov_rank > 0", "requires hc_count > 1"):
+        answered = diagnose_text(_raised(phrase))
+        assert not any(f.kind == "dependency" and "_" in f.text for f in answered.fixes), phrase
