@@ -120,7 +120,10 @@ FAMILIES: tuple[Family, ...] = (
             or _says(
                 r"pip install|not installed|No module named|please "
                 r"install|is required to use|upgrade (your )?[a-z]|"
-                r"requires? `?[A-Za-z][\w-]*`?\s*[<>=]=\s*[\d{]"
+                # a package's version bound, not a size's ("requires K >= {min_dim}",
+                # "requires window >= 2 * PCP size")
+                r"requires? `?[A-Za-z][\w-]{2,}`?\s*[<>=]=\s*"
+                r"(?:\{[^}]*\}|\d+(?:\.\d+)*)(?!\s*[*/+])"
             )(t)
         ),
         explain_dependency,

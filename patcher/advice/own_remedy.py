@@ -58,7 +58,11 @@ _ONLY_VALUE = re.compile(
 )
 _ENV_SET = re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]{2,})=([\w.-]+)")
 ENV_NAME = re.compile(r"\b((?:VLLM|SGLANG|TRTLLM|NCCL|CUDA|HF|TORCH|FLASHINFER)_[A-Z0-9_]{3,})\b")
-_PIP = re.compile(r"pip install\s+(?:-U\s+|--upgrade\s+)?([\"']?[\w.\[\]-]+(?:[<>=!~]=?[\w.]+)?)")
+_PIP = re.compile(
+    r"pip install\s+(?:-U\s+|--upgrade\s+)?"
+    # a requirement, or a VCS address ("git+https://github.com/org/repo")
+    r"(git\+[^\s'\"`]+[\w/]|[\"']?[\w.\[\]-]+(?:[<>=!~]=?[\w.]+)?)"
+)
 # "M3.1 NVFP4 requires --kv-cache-dtype fp8_e4m3", "This model requires `--tokenizer-mode
 # mistral`": the flag (and value) the message says the configuration needs.
 _NEEDS_FLAG = re.compile(
@@ -82,7 +86,7 @@ _ONLY_METHOD = re.compile(r"\bonly supports? '(\w+)' quantization")
 _REQUIRES = re.compile(
     r"\b(?:requires?|upgrade(?: to)?|install)\s+`?([A-Za-z][\w.-]*)`?\s*(?:version\s*)?"
     # a version bound (>=, ==, <, ~=): a lone "=" is a setting's value ("requires DCP=1")
-    r"((?:[<>]=?|==|~=)\s*\d+(?:\.\d+)*)"
+    r"((?:[<>]=?|==|~=)\s*\d+(?:\.\d+)*)(?!\s*[*/+])"
 )
 
 
@@ -163,7 +167,10 @@ def own_remedy(line: str, template: Template | None = None) -> list[Fix]:
         # "requires kv_lora_rank == 512": a setting or property and its value, not a package
         # ("requires hc_count > 1"): a whole number, no version's dots
         setting = "_" in package and re.fullmatch(r"(?:==|[<>]=?)\s*\d+", bound) is not None
-        if not setting and not package.lower().startswith(("sm", "cuda", "compute")):
+        # a name of capitals or of one or two letters is a size or a capability ("requires
+        # K >= 128", "requires MP>=31"), not a package
+        shaped = package.isupper() or len(package) < 3
+        if not setting and not shaped and not package.lower().startswith(("sm", "cuda", "compute")):
             fixes.append(Fix("dependency", f"pip install '{package}{bound.replace(' ', '')}'"))
     unique: dict[str, Fix] = {}
     for fix in fixes:

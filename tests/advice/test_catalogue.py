@@ -1229,3 +1229,14 @@ def test_a_setting_held_to_a_bound_is_its_flag_never_a_package() -> None:
     for phrase in ("requires markov_rank > 0", "requires hc_count > 1"):
         answered = diagnose_text(_raised(phrase))
         assert not any(f.kind == "dependency" and "_" in f.text for f in answered.fixes), phrase
+
+
+def test_a_vcs_address_to_install_is_kept_whole_and_a_size_is_no_package() -> None:
+    found = diagnose_text(_raised("pip install git+https://github.com/TIGER-AI-Lab/Mantis.git"))
+    assert "pip install git+https://github.com/TIGER-AI-Lab/Mantis.git" in [
+        f.text for f in found.fixes
+    ]
+    for phrase in ("mm_mxfp8 requires K >=", "requires window >= 2 * PCP size"):
+        answered = diagnose_text(_raised(phrase))
+        assert answered.code != "dependency", phrase
+        assert not any(f.kind == "dependency" for f in answered.fixes), phrase
