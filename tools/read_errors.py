@@ -517,7 +517,8 @@ def record(engine: str, wheels: list[Path], today: str) -> Path:
         if engine in read_model_classes.SETTINGS:
             with zipfile.ZipFile(wheel) as archive:
                 read = {"settings": read_model_classes.settings(archive, engine)}
-                read |= read_model_classes.parsers(archive, engine)
+                read |= read_model_classes.choices(archive, engine)
+                read |= read_model_classes.parsers(archive, engine)  # the registries' names
                 if engine == "vllm":
                     read |= read_model_classes.features(archive)
             _record_features(catalogue, _wheel_version(wheel), read)

@@ -14,8 +14,9 @@ name the first release read whose class has the feature. What marks a class, per
 
 A class has a feature when it or a base class it names (transitively, across the model files)
 carries the mark. With them, for vLLM and SGLang: the server settings a release declares
-(:func:`settings`) and the parser names its ``--tool-call-parser`` and ``--reasoning-parser``
-take (:func:`parsers`). ``tools/read_errors.py`` records the result with the release's errors.
+(:func:`settings`), each flag's closed set of values (:func:`choices`) and the parser names its
+``--tool-call-parser`` and ``--reasoning-parser`` take (:func:`parsers`).
+``tools/read_errors.py`` records the result with the release's errors.
 """
 
 from __future__ import annotations
@@ -200,3 +201,93 @@ def parsers(archive: zipfile.ZipFile, engine: str) -> dict[str, list[str]]:
                         where = _SGLANG_MAPS.get(name, kind)
                         found[where].update(_keys(node.value))
     return {f"choices:{PARSER_FLAGS[kind]}": sorted(names) for kind, names in found.items()}
+
+
+def _string_set(node: ast.expr | None) -> list[str]:
+    """The strings a definition holds: ``Literal["a", "b"]``, a list, tuple or set of
+    strings, or a dict's string keys."""
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+        if node.value.id == "Literal":
+            inner = node.slice
+            items = inner.elts if isinstance(inner, ast.Tuple) else [inner]
+            return [s for item in items for s in _strings(item)]
+        return []
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return [s for item in node.elts for s in _strings(item)]
+    return _keys(node)
+
+
+_TYPING = {
+    "Optional",
+    "Literal",
+    "Union",
+    "Any",
+    "Callable",
+    "Dict",
+    "List",
+    "Tuple",
+    "Type",
+    "Set",
+}
+
+
+def _referenced(node: ast.expr | None) -> list[str]:
+    """The names of definitions ``node`` refers to (``QUANTIZATION_CHOICES``,
+    ``QuantizationMethods``): capitalised, and not typing's own."""
+    names = [n.id for n in ast.walk(node) if isinstance(n, ast.Name)] if node else []
+    return [n for n in names if n[:1].isupper() and n not in _TYPING and len(n) > 3]
+
+
+def choices(archive: zipfile.ZipFile, engine: str) -> dict[str, list[str]]:
+    """The values each flag with a closed set of them takes, keyed ``choices:<flag>``: the
+    ``choices=`` of an ``add_argument`` call (a list, or a name defined as one), and for vLLM
+    0.8 on the ``Literal`` type of the ``EngineArgs`` field the flag is made from."""
+    path, cls = SETTINGS[engine]
+    sources = [n for n in archive.namelist() if n.startswith(f"{engine}/") and n.endswith(".py")]
+    wanted: dict[str, set[str]] = {}  # a name defined elsewhere -> the flags it gives choices
+    found: dict[str, set[str]] = {}
+    args = [path] + [n for n in sources if fnmatch.fnmatch(n, "sglang/srt/arg_groups/*.py")]
+    args += [n for n in sources if fnmatch.fnmatch(n, "sglang/srt/arg_groups/fields/*.py")]
+    for source in [a for a in args if a in sources]:
+        tree = ast.parse(archive.read(source).decode("utf-8", "replace"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr != "add_argument" or not node.args:
+                    continue
+                flag = next((s for s in _strings(node.args[0]) if s.startswith("--")), None)
+                given = next((k.value for k in node.keywords if k.arg == "choices"), None)
+                if flag is None or given is None:
+                    continue
+                found.setdefault(flag, set()).update(_string_set(given))
+                for name in _referenced(given):
+                    wanted.setdefault(name, set()).add(flag)
+            elif isinstance(node, ast.ClassDef) and (node.name == cls or source != path):
+                for item in node.body:
+                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                        flag = "--" + item.target.id.replace("_", "-")
+                        found.setdefault(flag, set()).update(_string_set(item.annotation))
+                        for name in _referenced(item.annotation):
+                            wanted.setdefault(name, set()).add(flag)
+    for source in sources:
+        text = archive.read(source).decode("utf-8-sig", "replace")
+        names = [n for n in wanted if f"{n} =" in text or f"{n}:" in text]
+        if not names:
+            continue
+        try:
+            body = ast.parse(text).body
+        except SyntaxError:  # a file of another Python's syntax: not where a choice is defined
+            continue
+        for node in body:
+            value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AnnAssign)
+                else []
+            )
+            for target in targets:
+                if isinstance(target, ast.Name) and target.id in names:
+                    for flag in wanted[target.id]:
+                        found.setdefault(flag, set()).update(_string_set(value))
+    return {f"choices:{flag}": sorted(values) for flag, values in found.items() if values}

@@ -172,6 +172,11 @@ def feature_releases(engine: Engine, feature: str, name: str) -> tuple[str, ...]
     return tuple(_features(engine).get(feature, {}).get(name, ()))
 
 
+def has_feature(engine: Engine, feature: str) -> bool:
+    """Whether the releases read of ``engine`` recorded ``feature`` for any name."""
+    return bool(_features(engine).get(feature))
+
+
 def declared(engine: Engine, flag: str, within: tuple[str, ...] | None = None) -> bool:
     """Whether a read release of ``engine`` (one of ``within``, when given) declares the
     server setting whose flag is ``flag`` (vLLM's ``EngineArgs``, SGLang's ``ServerArgs``)."""

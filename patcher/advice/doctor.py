@@ -28,6 +28,23 @@ from patcher.advice.cuda_oom import (
 from patcher.advice.engine_rules import _MARKERS, RULES
 from patcher.advice.families import FAMILIES, Family, family_of
 from patcher.advice.finding import dig
+from patcher.advice.log_facts import (
+    CONFIG_FILE,
+    DIVIDES,
+    DRAFT,
+    FRACTION,
+    KV_FLAG,
+    LOADED,
+    LOADING,
+    PP,
+    QUANT_SET,
+    QUOTED,
+    SGLANG_SAYS,
+    TP,
+    VALIDATED,
+    VERSION,
+    VLLM_SAYS,
+)
 from patcher.advice.log_lines import (
     ERRORISH,
     PREFIX,
@@ -55,57 +72,6 @@ from patcher.engines.readings import Assumed, assumed
 from patcher.errors import InputFileError, PatcherError
 from patcher.results import JsonResult
 from patcher.store.checkpoint import open_checkpoint
-
-# SGLang's free memory per GPU around the weights' load (model_executor/model_runner.py).
-_LOADED = re.compile(
-    r"Load weight (begin|end)\..*?avail mem=([\d.]+) GB(?:, mem usage=([\d.]+) GB)?"
-)
-# A weight loader at work: its traceback frame or log line (a size mismatch there is a weight's).
-_LOADING = re.compile(
-    r"load_weights|weight_loader|_load_w\d|load_model|Loading (?:safetensors|weights)"
-)
-# The fraction SGLang ran with: its server_args line, or its refusal's "Current value".
-_FRACTION = re.compile(r"mem_fraction_static=([\d.]+)")
-# The tensor-parallel size on a command line as the engines echo it: vLLM's non-default args
-# ('tensor_parallel_size': 8) and engine config (tensor_parallel_size=8), SGLang's server_args
-# (tp_size=8), or the flags themselves.
-_TP = re.compile(
-    r"(?:tensor_parallel_size'?[:=] ?|\btp_size=|--tensor-parallel-size[= ]|--tp-size[= ]"
-    r"|(?<![\w-])--?tp[= ])(\d+)"
-)
-# The pipeline-parallel size, echoed the same ways.
-_PP = re.compile(
-    r"(?:pipeline_parallel_size'?[:=] ?|\bpp_size=|--pipeline-parallel-size[= ]|--pp-size[= ]"
-    r"|(?<![\w-])--?pp[= ])(\d+)"
-)
-# The quantization method the engine built the model with: vLLM's engine config line
-# (quantization=gptq_marlin) and non-default args, SGLang's server_args (quantization='awq').
-_QUANT_SET = re.compile(r"(?:\bquantization=|'quantization': )'?([\w-]+)")
-# Lines that say whose log it is before any error does: SGLang's server_args and source
-# paths, vLLM's non-default args.
-_SGLANG_SAYS = ("ServerArgs(", "sglang/srt/")
-_VLLM_SAYS = ("non-default args", "vllm/engine/", "vllm/v1/")
-# A draft model for speculative decoding on SGLang's server_args line: its pool is sized
-# beside the target's from the same fraction (model_runner: the draft worker's own pool).
-_DRAFT = re.compile(r"speculative_(?:algorithm|draft_model_path)='[^']+'")
-# A bare ``assert a % b == 0`` (SGLang's models, vLLM's ``ensure_divisibility``): Python prints
-# the source line above a message-less ``AssertionError``.
-_DIVIDES = re.compile(r"assert\s+\(?([\w.\[\]()]+?)\)?\s*%\s*\(?([\w.\[\]()]+?)\)?\s*==\s*0")
-# vLLM's wrapper quoting a worker's error: "Worker failed with error 'MSG', please check ..."
-_QUOTED = re.compile(r"Worker failed with error '(.+?)'(?:, please check|$)")
-# The KV cache dtype the command line gave: vLLM's "non-default args: {...}" line and SGLang's
-# "server_args=ServerArgs(...)" line (both the user's flags, before any resolution).
-_KV_FLAG = re.compile(
-    r"(?:non-default args: \{.*?'kv_cache_dtype': '|ServerArgs\(.*?\bkv_cache_dtype=')(\w+)'"
-)
-_VERSION = re.compile(
-    # 0.19+ prints "vLLM server version X, serving model", or a banner whose line ends
-    # "█  version X" (entrypoints/utils.py: log_version_and_model); a report's environment,
-    # "vLLM Version                 : X" (collect_env.py)
-    r"(?:vLLM API server version|vLLM server version|LLM engine \(v|vllm version|█\s+version"
-    r"|vLLM Version\s*:)\s*v?"
-    r"(\d+\.\d+\.\d+(?:(?:a|b|rc|\.dev)\d+)?)"
-)
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -240,9 +206,6 @@ _WORDS = (
     ),
 )
 
-
-_VALIDATED = re.compile(r"validation errors? for (\w+?)Config\b")
-_CONFIG_FILE = re.compile(r"transformers/models/\w+/configuration_\w+\.py")
 
 # An error with no words an engine's source or a rule reads (a TypeError, a KeyError) is still
 # the family of the engine file it arose in, where that file has one concern: the traceback's
@@ -381,15 +344,15 @@ def diagnose_lines(
         # heeded line): they wrap a prefix or a level, never the middle of the words the
         # facts below are found by, and most lines of a log are neither (docs/benchmark.md).
         if version_text is None:
-            version_match = _VERSION.search(uncoloured(line))
+            version_match = VERSION.search(uncoloured(line))
             version_text = version_match.group(1) if version_match else None
             engine = "vllm" if version_text else engine
         import_failed = import_failed or IMPORT_FAILED in line
         if not loading and "oad" in line:  # once seen, never searched for again
-            loading = _LOADING.search(line) is not None
-        if "mem_fraction_static=" in line and (ran := _FRACTION.search(line)):
+            loading = LOADING.search(line) is not None
+        if "mem_fraction_static=" in line and (ran := FRACTION.search(line)):
             fraction = float(ran.group(1))
-            draft = draft or _DRAFT.search(line) is not None
+            draft = draft or DRAFT.search(line) is not None
         # Plain substring tests first (most lines of a log are none of these; docs/benchmark.md),
         # and past a phase only the later phases' words (cuda_oom.NOTED).
         if phase != "capture" and (
@@ -416,22 +379,22 @@ def diagnose_lines(
             utilization = utilization_in(line) or 0.9
         if (
             "parallel_size" in line or "parallel-size" in line or "tp_size" in line or "-tp" in line
-        ) and (sized := _TP.search(line)):
+        ) and (sized := TP.search(line)):
             tp = int(sized.group(1))
         if (
             "parallel_size" in line or "parallel-size" in line or "pp_size" in line or "-pp" in line
-        ) and (staged := _PP.search(line)):
+        ) and (staged := PP.search(line)):
             pp = int(staged.group(1))
-        if "quantization" in line and (method := _QUANT_SET.search(line)):
+        if "quantization" in line and (method := QUANT_SET.search(line)):
             quantization = method.group(1)
-        if engine is None and any(w in line for w in _SGLANG_SAYS):
+        if engine is None and any(w in line for w in SGLANG_SAYS):
             engine = "sglang"
-        elif engine is None and any(w in line for w in _VLLM_SAYS):
+        elif engine is None and any(w in line for w in VLLM_SAYS):
             engine = "vllm"
-        if "kv_cache_dtype" in line and (given := _KV_FLAG.search(line)):
+        if "kv_cache_dtype" in line and (given := KV_FLAG.search(line)):
             kv_flag = given.group(1)
         if "avail mem=" in line:
-            loaded = _LOADED.search(line)
+            loaded = LOADED.search(line)
             if loaded is not None and loaded.group(1) == "begin":
                 memory = (float(loaded.group(2)), 0.0)
             elif loaded is not None and memory is not None:
@@ -445,12 +408,12 @@ def diagnose_lines(
             asserted = frame = None
         if 'File "' in line and ("/sglang/" in line or "/vllm/" in line):
             frame = line
-        if "validation error for " in line and (named := _VALIDATED.search(line)):
+        if "validation error for " in line and (named := VALIDATED.search(line)):
             validated = re.sub(r"(?<!^)(?=[A-Z])", "_", named.group(1)).lower() + "_config"
-        if "/configuration_" in line and (own := _CONFIG_FILE.search(line)):
+        if "/configuration_" in line and (own := CONFIG_FILE.search(line)):
             config_file = own.group(0)
         if "assert " in line and "%" in line:
-            divides = _DIVIDES.search(line)
+            divides = DIVIDES.search(line)
             asserted = (divides.group(1), divides.group(2)) if divides else asserted
         if heeded.search(line) is None:
             continue
@@ -499,7 +462,7 @@ def diagnose_lines(
             return replace(
                 _divisibility(asserted, line.strip(), ctx), log=source, engine_version=version_text
             )
-        quoted = _QUOTED.search(line)
+        quoted = QUOTED.search(line)
         if quoted is not None:  # the wrapper's quote of the worker's error: read the quote
             line = quoted.group(1)
         elif SOURCE.match(line) or any(w in line for w in WRAPPERS):

@@ -1,26 +1,27 @@
 """doctor's answer to argparse refusing a flag (``error: unrecognized arguments: --x``) or a
 flag's value (``error: argument --x: invalid choice: 'v' (choose from ...)``, Lib/argparse.py):
-the choices listed are the installed release's. A ``--tool-call-parser`` or
-``--reasoning-parser`` name is looked up in the parser registries read per release of vLLM and
-SGLang (the catalogue's ``choices:<flag>``, tools/read_model_classes.py), for the releases that
-register it.
+the choices listed are the installed release's. A value is looked up in the values read per
+release of vLLM and SGLang (the catalogue's ``choices:<flag>``, tools/read_model_classes.py:
+a flag's ``choices`` or its field's ``Literal`` type, and the parser registries of
+``--tool-call-parser`` and ``--reasoning-parser``), for the releases that take it.
 """
 
 from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import Engine, feature_releases, feature_span, releases
+from patcher.advice.catalogue import Engine, feature_releases, feature_span, has_feature, releases
 from patcher.advice.log_rules import Fix, LogContext
-
-_PARSER_FLAGS = ("--tool-call-parser", "--reasoning-parser")
 
 
 def invalid_choice(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     """argparse's refusal of a value its choices lack (``error: argument --x: invalid choice:
     'v' (choose from ...)``): the choices are this release's; a parser name is looked up in
     the releases read."""
-    flag, value = m.group(1).split("/")[-1], m.group(2)
+    # argparse names a flag by all its spellings ("--quantization/-q"): the long one
+    spellings = m.group(1).split("/")
+    flag = next((f for f in spellings if f.startswith("--")), spellings[0])
+    value = m.group(2)
     cause = f"{flag} {value} is not one of this release's choices (the message lists them)"
     engine = ctx.engine or (
         "sglang"
@@ -29,14 +30,16 @@ def invalid_choice(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
         if re.search(r"vllm|api_server", m.string)
         else None
     )
-    if flag not in _PARSER_FLAGS or engine not in ("vllm", "sglang"):
+    if engine not in ("vllm", "sglang"):
         return (cause, [Fix("advice", f"{flag} with one of the values the message lists")])
     named: Engine = "sglang" if engine == "sglang" else "vllm"
+    if not has_feature(named, f"choices:{flag}"):  # a flag whose values were not read
+        return (cause, [Fix("advice", f"{flag} with one of the values the message lists")])
     read = list(releases(named))
     span = feature_span(named, f"choices:{flag}", value)
     if span is None:
         return (
-            f"{cause}; no {named} release read ({read[0]} to {read[-1]}) registers {value}: "
+            f"{cause}; no {named} release read ({read[0]} to {read[-1]}) takes {value}: "
             "a misspelt name, or another engine's",
             [Fix("advice", f"{flag} with one of the names the message lists")],
         )
@@ -44,11 +47,11 @@ def invalid_choice(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     bound = f">={first}" + (f",<{after}" if after else "")
     having = feature_releases(named, f"choices:{flag}", value)
     said = (
-        f"{named} {first} to {having[-1]} register {value}"
+        f"{named} {first} to {having[-1]} take {value}"
         if after
-        else f"every {named} release read ({first} on) registers {value}"
+        else f"every {named} release read ({first} on) takes {value}"
         if first == read[0]
-        else f"{named} {first} and later register {value}"
+        else f"{named} {first} and later take {value}"
     )
     return (
         f"{cause}; {said} (read from their source)",

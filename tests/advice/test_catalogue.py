@@ -1240,3 +1240,34 @@ def test_a_vcs_address_to_install_is_kept_whole_and_a_size_is_no_package() -> No
         answered = diagnose_text(_raised(phrase))
         assert answered.code != "dependency", phrase
         assert not any(f.kind == "dependency" for f in answered.fixes), phrase
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+@pytest.mark.parametrize("flag", ["--quantization", "--load-format"])
+def test_a_value_a_flag_refuses_is_the_releases_whose_choices_hold_it(
+    engine: catalogue.Engine, flag: str
+) -> None:
+    # a flag's closed set of values per release (add_argument's choices, or the EngineArgs
+    # field's Literal type): argparse's invalid choice gets the releases that take the value
+    values = catalogue._features(engine)[f"choices:{flag}"]
+    assert values, f"no {flag} values read for {engine}"
+    banner = "server_args=ServerArgs(" if engine == "sglang" else "vLLM API server version 0.1.0"
+    for value in list(values)[:: max(1, len(values) // 10)]:
+        span = catalogue.feature_span(engine, f"choices:{flag}", value)
+        assert span is not None
+        found = diagnose_text(
+            f"{banner}\nerror: argument {flag}: invalid choice: '{value}' (choose from 'x')\n"
+        )
+        bound = f">={span[0]}" + (f",<{span[1]}" if span[1] else "")
+        assert found.fixes[0].text == f"pip install '{engine}{bound}'"
+
+
+def test_a_flag_argparse_names_by_all_its_spellings_is_its_long_one() -> None:
+    values = catalogue._features("vllm")["choices:--quantization"]
+    value = next(iter(values))
+    found = diagnose_text(
+        "vLLM API server version 0.1.0\n"
+        f"error: argument --quantization/-q: invalid choice: '{value}' (choose from 'x')\n"
+    )
+    assert found.fixes[0].kind == "dependency"
+    assert "--quantization" in found.cause and " -q " not in found.cause

@@ -1,0 +1,63 @@
+"""What a start-up log's lines show besides its error, as doctor reads them: the engine and
+its version, the parallel sizes and quantization of the command line the engine echoes, the
+KV dtype flag, SGLang's memory figures, and the traceback's frames that say whose code raised.
+"""
+
+from __future__ import annotations
+
+import re
+
+# SGLang's free memory per GPU around the weights' load (model_executor/model_runner.py).
+LOADED = re.compile(
+    r"Load weight (begin|end)\..*?avail mem=([\d.]+) GB(?:, mem usage=([\d.]+) GB)?"
+)
+# A weight loader at work: its traceback frame or log line (a size mismatch there is a weight's).
+LOADING = re.compile(
+    r"load_weights|weight_loader|_load_w\d|load_model|Loading (?:safetensors|weights)"
+)
+# The fraction SGLang ran with: its server_args line, or its refusal's "Current value".
+FRACTION = re.compile(r"mem_fraction_static=([\d.]+)")
+# The tensor-parallel size on a command line as the engines echo it: vLLM's non-default args
+# ('tensor_parallel_size': 8) and engine config (tensor_parallel_size=8), SGLang's server_args
+# (tp_size=8), or the flags themselves.
+TP = re.compile(
+    r"(?:tensor_parallel_size'?[:=] ?|\btp_size=|--tensor-parallel-size[= ]|--tp-size[= ]"
+    r"|(?<![\w-])--?tp[= ])(\d+)"
+)
+# The pipeline-parallel size, echoed the same ways.
+PP = re.compile(
+    r"(?:pipeline_parallel_size'?[:=] ?|\bpp_size=|--pipeline-parallel-size[= ]|--pp-size[= ]"
+    r"|(?<![\w-])--?pp[= ])(\d+)"
+)
+# The quantization method the engine built the model with: vLLM's engine config line
+# (quantization=gptq_marlin) and non-default args, SGLang's server_args (quantization='awq').
+QUANT_SET = re.compile(r"(?:\bquantization=|'quantization': )'?([\w-]+)")
+# Lines that say whose log it is before any error does: SGLang's server_args and source
+# paths, vLLM's non-default args.
+SGLANG_SAYS = ("ServerArgs(", "sglang/srt/")
+VLLM_SAYS = ("non-default args", "vllm/engine/", "vllm/v1/")
+# A draft model for speculative decoding on SGLang's server_args line: its pool is sized
+# beside the target's from the same fraction (model_runner: the draft worker's own pool).
+DRAFT = re.compile(r"speculative_(?:algorithm|draft_model_path)='[^']+'")
+# A bare ``assert a % b == 0`` (SGLang's models, vLLM's ``ensure_divisibility``): Python prints
+# the source line above a message-less ``AssertionError``.
+DIVIDES = re.compile(r"assert\s+\(?([\w.\[\]()]+?)\)?\s*%\s*\(?([\w.\[\]()]+?)\)?\s*==\s*0")
+# vLLM's wrapper quoting a worker's error: "Worker failed with error 'MSG', please check ..."
+QUOTED = re.compile(r"Worker failed with error '(.+?)'(?:, please check|$)")
+# The KV cache dtype the command line gave: vLLM's "non-default args: {...}" line and SGLang's
+# "server_args=ServerArgs(...)" line (both the user's flags, before any resolution).
+KV_FLAG = re.compile(
+    r"(?:non-default args: \{.*?'kv_cache_dtype': '|ServerArgs\(.*?\bkv_cache_dtype=')(\w+)'"
+)
+VERSION = re.compile(
+    # 0.19+ prints "vLLM server version X, serving model", or a banner whose line ends
+    # "█  version X" (entrypoints/utils.py: log_version_and_model); a report's environment,
+    # "vLLM Version                 : X" (collect_env.py)
+    r"(?:vLLM API server version|vLLM server version|LLM engine \(v|vllm version|█\s+version"
+    r"|vLLM Version\s*:)\s*v?"
+    r"(\d+\.\d+\.\d+(?:(?:a|b|rc|\.dev)\d+)?)"
+)
+# The setting whose config class pydantic refused ("1 validation error for SpeculativeConfig"),
+# and the model's own transformers config class a traceback went through.
+VALIDATED = re.compile(r"validation errors? for (\w+?)Config\b")
+CONFIG_FILE = re.compile(r"transformers/models/\w+/configuration_\w+\.py")
