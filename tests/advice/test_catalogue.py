@@ -1164,30 +1164,6 @@ def test_a_slice_the_marlin_tile_does_not_divide_is_a_tp_that_leaves_whole_tiles
     assert "--tensor-parallel-size 1" in [f.text for f in found.fixes]
 
 
-@pytest.mark.parametrize("engine", ["vllm", "sglang"])
-@pytest.mark.parametrize("flag", ["--tool-call-parser", "--reasoning-parser"])
-def test_a_parser_name_refused_is_the_releases_whose_registry_has_it(
-    engine: catalogue.Engine, flag: str
-) -> None:
-    # argparse's invalid choice, for each parser name the registries read hold: the span of
-    # releases read that register it
-    names = catalogue._features(engine)[f"choices:{flag}"]
-    assert names, f"no {flag} names read for {engine}"
-    banner = "server_args=ServerArgs(" if engine == "sglang" else "vLLM API server version 0.1.0"
-    for name in list(names)[:: max(1, len(names) // 15)]:
-        span = catalogue.feature_span(engine, f"choices:{flag}", name)
-        assert span is not None
-        log = f"{banner}\nerror: argument {flag}: invalid choice: '{name}' (choose from 'x')\n"
-        found = diagnose_text(log)
-        assert found.code == "invalid-choice"
-        bound = f">={span[0]}" + (f",<{span[1]}" if span[1] else "")
-        assert found.fixes[0].text == f"pip install '{engine}{bound}'"
-    unknown = diagnose_text(
-        f"{banner}\nerror: argument {flag}: invalid choice: 'zz' (choose from 'x')\n"
-    )
-    assert not any(f.kind == "dependency" for f in unknown.fixes)
-
-
 def test_a_model_config_check_older_than_strict_validation_is_the_value_not_a_pin() -> None:
     # each model's config class (models/*/configuration_*.py): a check every release read
     # makes is answered by the value it names; a pin below the strict releases only where
@@ -1243,23 +1219,28 @@ def test_a_vcs_address_to_install_is_kept_whole_and_a_size_is_no_package() -> No
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
-@pytest.mark.parametrize("flag", ["--quantization", "--load-format"])
+@pytest.mark.parametrize(
+    "flag", ["--tool-call-parser", "--reasoning-parser", "--quantization", "--load-format"]
+)
 def test_a_value_a_flag_refuses_is_the_releases_whose_choices_hold_it(
     engine: catalogue.Engine, flag: str
 ) -> None:
-    # a flag's closed set of values per release (add_argument's choices, or the EngineArgs
-    # field's Literal type): argparse's invalid choice gets the releases that take the value
+    # a flag's values per release (add_argument's choices, the EngineArgs field's Literal
+    # type, a parser registry's names): argparse's invalid choice gets the span of releases
+    # read that take the value, and a value none takes gets no upgrade
     values = catalogue._features(engine)[f"choices:{flag}"]
     assert values, f"no {flag} values read for {engine}"
     banner = "server_args=ServerArgs(" if engine == "sglang" else "vLLM API server version 0.1.0"
-    for value in list(values)[:: max(1, len(values) // 10)]:
+    refused = f"{banner}\nerror: argument {flag}: invalid choice: '{{}}' (choose from 'x')\n"
+    for value in list(values)[:: max(1, len(values) // 12)]:
         span = catalogue.feature_span(engine, f"choices:{flag}", value)
         assert span is not None
-        found = diagnose_text(
-            f"{banner}\nerror: argument {flag}: invalid choice: '{value}' (choose from 'x')\n"
-        )
+        found = diagnose_text(refused.format(value))
+        assert found.code == "invalid-choice"
         bound = f">={span[0]}" + (f",<{span[1]}" if span[1] else "")
         assert found.fixes[0].text == f"pip install '{engine}{bound}'"
+    unknown = diagnose_text(refused.format("zz"))
+    assert not any(f.kind == "dependency" for f in unknown.fixes)
 
 
 def test_a_flag_argparse_names_by_all_its_spellings_is_its_long_one() -> None:
