@@ -3,6 +3,7 @@
     python -m tools.read_errors vllm W.whl [W.whl ...]   # into patcher/advice/errors-vllm.json
     python -m tools.read_errors sglang W.whl
     python -m tools.read_errors transformers W.whl
+    python -m tools.read_errors --features vllm W.whl    # only tools/read_model_classes.py's
 
 A start-up error is a ``raise X("...")``, an ``assert cond, "..."`` or a ``logger.error`` /
 ``logger.critical`` / ``logger.exception`` call with a message, in a file of the start-up path
@@ -504,25 +505,35 @@ def _record_features(catalogue: dict[str, Any], release: str, read: dict[str, li
         features[feature] = dict(sorted(known.items()))
 
 
-def record(engine: str, wheels: list[Path], today: str) -> Path:
-    """Add each wheel's templates to the engine's catalogue file; returns the file."""
+def record(engine: str, wheels: list[Path], today: str, features_only: bool = False) -> Path:
+    """Add each wheel's templates to the engine's catalogue file; returns the file. With
+    ``features_only``, the templates are kept and only what tools/read_model_classes.py reads
+    is read again (a reading added to it, recorded for the releases already read)."""
     target = CATALOGUE / f"errors-{engine}.json"
     catalogue: dict[str, Any] = (
         json.loads(target.read_text()) if target.exists() else {"engine": engine}
     )
     catalogue.pop("class_features", None)  # the name before "features" (session eight)
     for wheel in wheels:
-        catalogue = merge(catalogue, _wheel_version(wheel), read_wheel(wheel, engine))
-        catalogue.setdefault("read", {})[_wheel_version(wheel)] = today
+        if features_only and _wheel_version(wheel) not in catalogue.get("read", {}):
+            raise RuntimeError(f"{wheel.name}: its errors were never read (drop --features)")
+        if not features_only:
+            catalogue = merge(catalogue, _wheel_version(wheel), read_wheel(wheel, engine))
+            catalogue.setdefault("read", {})[_wheel_version(wheel)] = today
         if engine in read_model_classes.SETTINGS:
             with zipfile.ZipFile(wheel) as archive:
                 read = {"settings": read_model_classes.settings(archive, engine)}
                 read |= read_model_classes.choices(archive, engine)
                 read |= read_model_classes.parsers(archive, engine)  # the registries' names
+                read |= read_model_classes.min_capabilities(archive, engine)
                 if engine == "vllm":
                     read |= read_model_classes.features(archive)
             _record_features(catalogue, _wheel_version(wheel), read)
         if engine == "transformers":
+            with zipfile.ZipFile(wheel) as archive:
+                _record_features(
+                    catalogue, _wheel_version(wheel), read_model_classes.gguf_architectures(archive)
+                )
             version_of_wheel = _wheel_version(wheel)
             with zipfile.ZipFile(wheel) as archive:
                 names = set(archive.namelist())
@@ -565,10 +576,13 @@ def main(argv: list[str] | None = None) -> int:
     import datetime
 
     args = sys.argv[1:] if argv is None else argv
+    features_only = bool(args) and args[0] == "--features"
+    args = args[1:] if features_only else args
     if len(args) < 2 or args[0] not in START_UP:
         print(__doc__)
         return 2
-    target = record(args[0], [Path(a) for a in args[1:]], datetime.date.today().isoformat())
+    today = datetime.date.today().isoformat()
+    target = record(args[0], [Path(a) for a in args[1:]], today, features_only)
     count = len(json.loads(target.read_text())["templates"])
     print(f"{target}: {count} templates")
     return 0

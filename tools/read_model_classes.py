@@ -268,26 +268,113 @@ def choices(archive: zipfile.ZipFile, engine: str) -> dict[str, list[str]]:
                         found.setdefault(flag, set()).update(_string_set(item.annotation))
                         for name in _referenced(item.annotation):
                             wanted.setdefault(name, set()).add(flag)
-    for source in sources:
-        text = archive.read(source).decode("utf-8-sig", "replace")
-        names = [n for n in wanted if f"{n} =" in text or f"{n}:" in text]
-        if not names:
-            continue
-        try:
-            body = ast.parse(text).body
-        except SyntaxError:  # a file of another Python's syntax: not where a choice is defined
-            continue
-        for node in body:
-            value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
-            targets = (
-                node.targets
-                if isinstance(node, ast.Assign)
-                else [node.target]
-                if isinstance(node, ast.AnnAssign)
-                else []
-            )
-            for target in targets:
-                if isinstance(target, ast.Name) and target.id in names:
-                    for flag in wanted[target.id]:
-                        found.setdefault(flag, set()).update(_string_set(value))
+    # A name may be defined by another ("QUANTIZATION_METHODS = list(get_args(
+    # QuantizationMethods))", vLLM 0.8): its references are followed, a few steps deep.
+    followed: set[str] = set()
+    for _ in range(3):
+        pending = {n: flags for n, flags in wanted.items() if n not in followed}
+        if not pending:
+            break
+        followed |= set(pending)
+        for source in sources:
+            text = archive.read(source).decode("utf-8-sig", "replace")
+            names = [n for n in pending if f"{n} =" in text or f"{n}:" in text]
+            if names:
+                _define(text, {n: pending[n] for n in names}, found, wanted)
     return {f"choices:{flag}": sorted(values) for flag, values in found.items() if values}
+
+
+def _define(
+    text: str,
+    names: dict[str, set[str]],
+    found: dict[str, set[str]],
+    wanted: dict[str, set[str]],
+) -> None:
+    """The values the module ``text`` defines ``names`` as, added to the flags each gives
+    choices; a definition that refers to other names makes those wanted too."""
+    try:
+        body = ast.parse(text).body
+    except SyntaxError:  # a file of another Python's syntax: not where a choice is defined
+        return
+    for node in body:
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign)
+            else []
+        )
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id in names:
+                for flag in names[target.id]:
+                    found.setdefault(flag, set()).update(_string_set(value))
+                if isinstance(value, ast.Call):
+                    for name in _referenced(value):
+                        wanted.setdefault(name, set()).update(names[target.id])
+
+
+def _returned(function: ast.FunctionDef) -> object:
+    """The constant ``function`` returns, when its only return is one; else None."""
+    returns = [n.value for n in ast.walk(function) if isinstance(n, ast.Return) and n.value]
+    only = returns[0] if len(returns) == 1 else None
+    return only.value if isinstance(only, ast.Constant) else None
+
+
+def min_capabilities(archive: zipfile.ZipFile, engine: str) -> dict[str, list[str]]:
+    """The compute capability each quantization method asks of the GPU, keyed
+    ``min_capability:<method>`` (x10: 89 is 8.9): the constant ``get_min_capability`` of the
+    config class whose ``get_name`` returns the method, in ``<engine>/**/quantization/``.
+    ``_get_quantization_config`` (vLLM's ``config/``, SGLang's ``model_loader/loader.py``)
+    refuses a GPU below it ("The quantization method fp8 is not supported for the current
+    GPU. Minimum capability: 90"), and releases lowered it (vLLM's fp8: 89 in 0.4, 80 with the
+    Marlin fallback in 0.5, 75 later), so a GPU refused by one release may run the method in
+    another. A method whose capability is computed is left out (not known)."""
+    found: dict[str, list[str]] = {}
+    for source in archive.namelist():
+        if not (source.startswith(f"{engine}/") and "/quantization/" in source):
+            continue
+        if not source.endswith(".py"):
+            continue
+        text = archive.read(source).decode("utf-8", "replace")
+        if "get_min_capability" not in text:
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            methods = {f.name: f for f in node.body if isinstance(f, ast.FunctionDef)}
+            if "get_name" not in methods or "get_min_capability" not in methods:
+                continue
+            name = _returned(methods["get_name"])
+            capability = _returned(methods["get_min_capability"])
+            if isinstance(name, str) and isinstance(capability, int):
+                found[f"min_capability:{name}"] = [str(capability)]
+    return found
+
+
+GGUF = "transformers/integrations/ggml.py"
+
+
+def gguf_architectures(archive: zipfile.ZipFile) -> dict[str, list[str]]:
+    """The GGUF architectures a transformers release's GGUF loader maps, keyed ``gguf``: the
+    keys of ``GGUF_CONFIG_MAPPING`` (``GGUF_TO_TRANSFORMERS_MAPPING["config"]`` before it),
+    less its ``general`` and ``tokenizer`` sections. ``load_gguf_checkpoint`` refuses any
+    other ("Architecture gemma2 not supported", later "GGUF model with architecture X is not
+    supported yet"), which is what vLLM raises for a .gguf model of that architecture."""
+    if GGUF not in archive.namelist():
+        return {"gguf": []}
+    found: list[str] = []
+    for node in ast.parse(archive.read(GGUF).decode("utf-8", "replace")).body:
+        if not isinstance(node, ast.Assign) or not isinstance(node.targets[0], ast.Name):
+            continue
+        value = node.value
+        if node.targets[0].id == "GGUF_TO_TRANSFORMERS_MAPPING" and isinstance(value, ast.Dict):
+            config = [
+                v
+                for k, v in zip(value.keys, value.values, strict=True)
+                if _strings(k) == ["config"]
+            ]
+            found = found or (_keys(config[0]) if config else [])
+        elif node.targets[0].id == "GGUF_CONFIG_MAPPING":
+            found = _keys(value)
+    return {"gguf": sorted(set(found) - {"general", "tokenizer"})}

@@ -9,6 +9,7 @@ import re
 
 from patcher.advice.catalogue import Matched, model_types, releases, strict_since
 from patcher.advice.log_rules import Fix, LogContext
+from patcher.advice.no_config_fix import GGUF_OLD, gguf_gap
 from patcher.advice.own_remedy import ENV_NAME, as_flag, own_remedy
 
 
@@ -501,7 +502,13 @@ def explain_remote_code(_m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
 
 
 def explain_architecture(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
-    """No model class for the architecture: a release that lists it."""
+    """No model class for the architecture: a release that lists it. transformers' GGUF
+    loader's refusal of a .gguf file's architecture: the transformers releases that map it."""
+    gguf = GGUF_OLD.match(m.line.strip())
+    if gguf is not None or m.template.file.endswith("modeling_gguf_pytorch_utils.py"):
+        named = gguf.group(1) if gguf else (m.value("architecture") or "")
+        if named:
+            return gguf_gap(named)
     return (
         "this engine release has no model class for the checkpoint's architecture or model type",
         [

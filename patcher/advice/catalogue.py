@@ -18,6 +18,7 @@ import functools
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Literal
@@ -202,6 +203,26 @@ def feature_span(engine: Engine, feature: str, name: str) -> tuple[str, str | No
     return span
 
 
+def span_where(
+    engine: Engine, feature: str, accept: Callable[[str], bool]
+) -> tuple[str, str | None] | None:
+    """:func:`feature_span` over every name of ``feature`` that ``accept`` takes: the last
+    unbroken run of releases read where one of them holds (a method's recorded minimum
+    capability at or below a GPU's, say)."""
+    having = {
+        r for name, rels in _features(engine).get(feature, {}).items() if accept(name) for r in rels
+    }
+    span: tuple[str, str | None] | None = None
+    start: str | None = None
+    for release in releases(engine):
+        if release in having:
+            start = start or release
+            span = (start, None)
+        elif start is not None:
+            span, start = (start, release), None
+    return span
+
+
 def releases(engine: Engine) -> dict[str, str]:
     """The releases whose errors were read, each with the date it was read."""
     text = resources.files("patcher.advice").joinpath(f"errors-{engine}.json").read_text()
@@ -245,8 +266,12 @@ def stopped_by_model(fragment: str) -> dict[str, str]:
     return {model: after for model, after in sorted(found.items()) if after is not None}
 
 
-def _key(version: str) -> tuple[int, ...]:
+def version_key(version: str) -> tuple[int, ...]:
+    """A release's number as a tuple (its first three numbers), for comparing releases."""
     return tuple(int(p) for p in re.findall(r"\d+", version)[:3])
+
+
+_key = version_key
 
 
 def strict_since() -> str | None:

@@ -41,6 +41,7 @@ from patcher.advice.log_facts import (
     QUOTED,
     SGLANG_SAYS,
     TP,
+    UNREAD_RUNTIMES,
     VALIDATED,
     VERSION,
     VLLM_SAYS,
@@ -297,7 +298,8 @@ def _given_kv_dtype(found: Diagnosis, flag: str | None) -> Diagnosis:
     the KV dtype itself: the flag overrides the directive, so stripping it changes nothing."""
     if flag is None or flag == "auto":
         return found
-    kept = tuple(f for f in found.fixes if " strip-fp8-kv-cache" not in f.text)
+    same = f"--kv-cache-dtype {flag}"  # the value the command line gave already failed
+    kept = tuple(f for f in found.fixes if " strip-fp8-kv-cache" not in f.text and f.text != same)
     if len(kept) == len(found.fixes):
         return found
     return replace(
@@ -305,6 +307,17 @@ def _given_kv_dtype(found: Diagnosis, flag: str | None) -> Diagnosis:
         fixes=kept
         or (Fix("flag", "--kv-cache-dtype auto", note=f"the log's command line set {flag}"),),
     )
+
+
+NO_MATCH = "it matches no rule and no message of the engines' read source"
+
+
+def _unread(found: Diagnosis, runtime: str | None) -> Diagnosis:
+    """``found``, or not recognised where the log ran a runtime whose source is not read."""
+    if runtime is None:
+        return found
+    cause = f"it was raised under {runtime}, whose source patcher does not read"
+    return Diagnosis(found.log, None, found.error, cause, (), found.engine_version)
 
 
 def diagnose_lines(
@@ -334,6 +347,7 @@ def diagnose_lines(
     utilization: float | None = None
     asserted: tuple[str, str] | None = None  # the last ``assert a % b == 0`` a traceback echoed
     kv_flag: str | None = None
+    unread: str | None = None  # a runtime of the engine whose source is not read
     frame: str | None = None  # the last frame in the engine's package a traceback showed
     config_file: str | None = None  # the model's transformers config class it went through
     validated: str | None = None  # the setting whose config class pydantic refused
@@ -348,6 +362,8 @@ def diagnose_lines(
             version_text = version_match.group(1) if version_match else None
             engine = "vllm" if version_text else engine
         import_failed = import_failed or IMPORT_FAILED in line
+        if "_" in line and unread is None:
+            unread = next((n for p, n in UNREAD_RUNTIMES.items() if p in line), None)
         if not loading and "oad" in line:  # once seen, never searched for again
             loading = LOADING.search(line) is not None
         if "mem_fraction_static=" in line and (ran := FRACTION.search(line)):
@@ -391,8 +407,10 @@ def diagnose_lines(
             engine = "sglang"
         elif engine is None and any(w in line for w in VLLM_SAYS):
             engine = "vllm"
-        if "kv_cache_dtype" in line and (given := KV_FLAG.search(line)):
-            kv_flag = given.group(1)
+        if ("kv_cache_dtype" in line or "kv-cache-dtype" in line) and (
+            given := KV_FLAG.search(line)
+        ):
+            kv_flag = given.group(1) or given.group(2)
         if "avail mem=" in line:
             loaded = LOADED.search(line)
             if loaded is not None and loaded.group(1) == "begin":
@@ -455,9 +473,8 @@ def diagnose_lines(
             found, (code, _, explain) = matched
             cause, fixes = explain(found, ctx)
         if matched is not None and fixes:  # no fix: the rule does not hold in this log
-            return _given_kv_dtype(
-                Diagnosis(source, code, line.strip(), cause, tuple(fixes), version_text), kv_flag
-            )
+            found_here = Diagnosis(source, code, line.strip(), cause, tuple(fixes), version_text)
+            return _unread(_given_kv_dtype(found_here, kv_flag), unread)
         if asserted is not None and line.strip().endswith("AssertionError"):
             return replace(
                 _divisibility(asserted, line.strip(), ctx), log=source, engine_version=version_text
@@ -472,7 +489,8 @@ def diagnose_lines(
         if known is None and asserted is not None and raised and raised["kind"] == "AssertionError":
             known = _divisibility(asserted, line.strip(), ctx)  # "12 is not divisible by 24"
         if known is not None:
-            return _given_kv_dtype(replace(known, log=source, engine_version=version_text), kv_flag)
+            known = replace(known, log=source, engine_version=version_text)
+            return _unread(_given_kv_dtype(known, kv_flag), unread)
         if root is None and (RAISED.match(line) or quoted is not None):
             root = (raw if quoted is not None else line).strip()
     if oom is not None and phase is not None:
@@ -480,7 +498,7 @@ def diagnose_lines(
         # component it could not create) is the better answer to the same failure.
         cause, fixes = explain_oom(phase, engine, utilization=utilization, fraction=fraction)
         return Diagnosis(source, "cuda-oom-startup", oom, cause, tuple(fixes), version_text)
-    return Diagnosis(source, None, root or oom, "no failure the doctor knows", (), version_text)
+    return Diagnosis(source, None, root or oom, NO_MATCH, (), version_text)
 
 
 def diagnose_text(text: str, *, checkpoint: str = "CKPT", source: str = "-") -> Diagnosis:

@@ -13,6 +13,7 @@ import re
 
 from patcher.advice.answers import before_strict
 from patcher.advice.architectures import architecture, sglang_architecture
+from patcher.advice.attention_rules import attention, selected_backend
 from patcher.advice.flag_choices import invalid_choice, unrecognized_arguments
 from patcher.advice.log_rules import (
     FAMILY_MARKERS,
@@ -34,101 +35,10 @@ from patcher.advice.startup_memory import too_little_free
 from patcher.advice.transformers_rules import TRANSFORMERS_MARKERS, TRANSFORMERS_RULES
 from patcher.advice.trtllm_rules import TRTLLM_MARKERS, TRTLLM_RULES
 from patcher.engines.launch_flags import MAX_MODEL_LEN_AUTO_FROM
-from patcher.engines.vllm_kv import mla_dtype_from
 
 LENGTH_STEP = 1024
 
 _Context = LogContext
-
-
-def _attention(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
-    text = m.group(0)
-    kv = re.search(r"kv_cache_dtype=([\w.]+)", text)
-    kv_dtype = kv.group(1) if kv else "?"
-    dense = re.findall(
-        r"(?<!_)(?:FLASH_ATTN_MLA|FLASHMLA|FLASHINFER_MLA|TRITON_MLA): \[([^\]]*)\]", text
-    )
-    if dense and all("sparse not supported" in reasons for reasons in dense):
-        return (
-            "a sparse-MLA model (DeepSeek-V3.2, GLM-5 style) on a GPU without a sparse MLA "
-            "kernel in this vLLM; no config edit helps",
-            [Fix("advice", "use a vLLM with a sparse MLA backend for this GPU, or other GPUs")],
-        )
-    reasons = re.findall(r"\b([A-Z][A-Z0-9_]+): \[([^\]]*)\]", text)
-    kv_only = [name for name, why in reasons if why.strip(" '\"") == "kv_cache_dtype not supported"]
-    if "use_sparse=True" in text and kv_dtype.startswith("fp8") and kv_only:
-        # A sparse backend refuses this KV dtype alone: another dtype runs on this GPU.
-        fixes = [Fix("flag", "--kv-cache-dtype bfloat16", note="vLLM 0.15 and later")]
-        fixes += [ctx.apply("strip-fp8-kv-cache")] if kv_dtype != "fp8_ds_mla" else []
-        return (
-            f"a sparse-MLA model whose sparse backend ({', '.join(kv_only)}) refuses only the "
-            f"KV dtype {kv_dtype}: a KV cache in the model's dtype runs",
-            fixes,
-        )
-    if "use_sparse=True" in text:
-        return (
-            "a sparse-MLA model on a GPU where no sparse MLA backend of this vLLM runs "
-            f"(KV {kv_dtype}): a missing kernel, not a checkpoint directive; no config edit helps",
-            [Fix("advice", "use a vLLM with a sparse MLA backend for this GPU, or other GPUs")],
-        )
-    if kv_dtype.startswith("fp8") and reasons and not kv_only:
-        return (
-            "no attention backend of this vLLM runs this configuration on this GPU, whatever "
-            "the KV dtype (each lists another reason than kv_cache_dtype): a kernel or GPU gap, "
-            "not the checkpoint's KV directive; no config edit helps",
-            [Fix("advice", "check the GPU and vLLM version against the listed reasons")],
-        )
-    if not kv_dtype.startswith("fp8"):
-        return (
-            f"no attention backend accepts this configuration (KV {kv_dtype}); see the reasons",
-            [Fix("advice", "check the GPU and vLLM version against the listed reasons")],
-        )
-    fixes = [ctx.apply("strip-fp8-kv-cache")]
-    if ctx.at_least(0, 15) is not False:
-        fixes.append(Fix("flag", "--kv-cache-dtype bfloat16", note="vLLM 0.15 and later"))
-    fixes.append(Fix("advice", "vLLM 0.18 and later run an FP8 MLA KV cache on SM12x"))
-    return (
-        f"the checkpoint declares a {kv_dtype} KV cache and no MLA attention backend of this "
-        "vLLM accepts it on this GPU (SM12x before vLLM 0.18: only TRITON_MLA, no FP8)",
-        fixes,
-    )
-
-
-def _selected_backend(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
-    backend = m.group(1).rsplit(".", 1)[-1]
-    given = ctx.kv_dtype
-    if "kv_cache_dtype not supported" in m.group(0) and given not in (None, "auto"):
-        # The command line set the dtype the backend refuses: the flag is the answer, not the
-        # checkpoint's directive (which the flag overrides) nor the backend alone, since an
-        # explicit unquantized dtype was refused by every dense MLA backend before 0.15.
-        since = mla_dtype_from(backend, given)
-        fixes = [
-            Fix(
-                "flag",
-                "--kv-cache-dtype auto",
-                note="auto takes the checkpoint's own KV dtype; if that is an FP8 directive "
-                f"{backend} refuses too, strip it (patcher apply {ctx.checkpoint} "
-                "strip-fp8-kv-cache)",
-            )
-        ]
-        if since is not None:
-            text = ".".join(map(str, since))
-            fixes.append(
-                Fix(
-                    "dependency",
-                    f"pip install 'vllm>={text}'",
-                    note=f"{backend} lists {given} from vLLM {text} (read)",
-                )
-            )
-        return (
-            f"the forced attention backend {backend} does not list the KV cache dtype "
-            f"{given} the command line set",
-            fixes,
-        )
-    fixes = [Fix("advice", "drop --attention-backend: let vLLM choose")]
-    if "kv_cache_dtype not supported" in m.group(0):
-        fixes.append(ctx.apply("strip-fp8-kv-cache"))
-    return (f"the forced attention backend {m.group(1)} cannot run this configuration", fixes)
 
 
 def _round(length: int) -> int:
@@ -353,12 +263,12 @@ RULES: tuple[Rule, ...] = (
     (
         "no-attention-backend",
         re.compile(r"No valid attention backend found for \w+ with AttentionSelectorConfig\(.*"),
-        _attention,
+        attention,
     ),
     (
         "forced-attention-backend",
         re.compile(r"Selected backend (\S+) is not valid for this configuration\. Reason: (.*)"),
-        _selected_backend,
+        selected_backend,
     ),
     (
         "kv-cache-memory",

@@ -35,6 +35,12 @@ QUANT_SET = re.compile(r"(?:\bquantization=|'quantization': )'?([\w-]+)")
 # Lines that say whose log it is before any error does: SGLang's server_args and source
 # paths, vLLM's non-default args.
 SGLANG_SAYS = ("ServerArgs(", "sglang/srt/")
+# The engines' runtimes whose source is not read (tools/read_errors.py's START_UP): an error
+# raised under one may share its words with a read message and mean another thing (SGLang's
+# diffusion runtime builds a quantization config from nothing), so doctor does not answer it.
+UNREAD_RUNTIMES = {
+    "sglang/multimodal_gen/": "SGLang's diffusion runtime (sglang/multimodal_gen)",
+}
 VLLM_SAYS = ("non-default args", "vllm/engine/", "vllm/v1/")
 # A draft model for speculative decoding on SGLang's server_args line: its pool is sized
 # beside the target's from the same fraction (model_runner: the draft worker's own pool).
@@ -48,6 +54,8 @@ QUOTED = re.compile(r"Worker failed with error '(.+?)'(?:, please check|$)")
 # "server_args=ServerArgs(...)" line (both the user's flags, before any resolution).
 KV_FLAG = re.compile(
     r"(?:non-default args: \{.*?'kv_cache_dtype': '|ServerArgs\(.*?\bkv_cache_dtype=')(\w+)'"
+    # the command line itself, as a report quotes it
+    r"|\b(?:serve|launch_server|api_server)\b.*?\s--kv[-_]cache[-_]dtype[= ](\w+)"
 )
 VERSION = re.compile(
     # 0.19+ prints "vLLM server version X, serving model", or a banner whose line ends

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from patcher.advice.catalogue import Matched, feature_span
+from patcher.advice.catalogue import Matched, feature_span, releases
 from patcher.advice.log_rules import Fix, LogContext
 
 
@@ -38,23 +38,47 @@ _CLASS_LACKS = re.compile(
 _GGUF = re.compile(r"GGUF model with architecture (\S+?) is not supported")
 
 
+# transformers' load_gguf_checkpoint before 4.5x: "Architecture gemma2 not supported"
+GGUF_OLD = re.compile(r"^(?:ValueError: )?Architecture (\S+) not supported$")
+
+
+def gguf_gap(architecture: str) -> tuple[str, list[Fix]]:
+    """transformers' GGUF loader (modeling_gguf_pytorch_utils.py) has no mapping for a .gguf
+    file's architecture: the transformers releases read whose loader maps it (``gguf``,
+    tools/read_model_classes.py), or none."""
+    names = (architecture, architecture.replace("-", "_"), architecture.replace("_", ""))
+    span = next(
+        (s for n in names if (s := feature_span("transformers", "gguf", n)) is not None), None
+    )
+    if span is None:
+        read = list(releases("transformers"))
+        return (
+            f"the GGUF loader (transformers') has no mapping for the architecture "
+            f"{architecture}, in no transformers release read ({read[0]} to {read[-1]}): no "
+            "config edit of the .gguf file helps",
+            [Fix("advice", "the model's safetensors checkpoint")],
+        )
+    first, after = span
+    return (
+        f"the GGUF loader of this transformers has no mapping for the architecture "
+        f"{architecture}; transformers {first}{' to before ' + after if after else ' and later'}"
+        " map it (read from their source)",
+        [
+            Fix(
+                "dependency",
+                f"pip install 'transformers>={first}" + (f",<{after}'" if after else "'"),
+            ),
+            Fix("advice", "or the model's safetensors checkpoint"),
+        ],
+    )
+
+
 def explain_feature_gap(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     """A model class or loader of this release without a feature the command line asks for:
     the first release read whose class has it, where the read releases say."""
     gguf = _GGUF.search(m.line)
     if gguf:
-        # transformers' modeling_gguf_pytorch_utils.py: the architectures its GGUF loader maps
-        return (
-            f"the GGUF loader (transformers') has no mapping for the architecture "
-            f"{gguf.group(1)}: no config edit of the .gguf file helps",
-            [
-                Fix(
-                    "advice",
-                    "the model's safetensors checkpoint, or a transformers release whose GGUF "
-                    "loader maps the architecture (which one is not read)",
-                )
-            ],
-        )
+        return gguf_gap(gguf.group(1))
     lacks = _CLASS_LACKS.search(m.line)
     if lacks is None or m.template.engine != "vllm":
         return (

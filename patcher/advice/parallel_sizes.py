@@ -185,6 +185,44 @@ def _no_pipeline(engine: str, ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
+# A size held to the GPUs there are ("The number of GPUs per node is not divisible by the
+# number of tensor parallelism", vLLM 0.1's Ray placement): the model's dimensions are not
+# in question, the devices visible are.
+_DEVICES = re.compile(r"(?:number of|num) (?:GPUs|devices)|GPUs per node|gpus_per_node", re.I)
+
+
+def _devices(engine: str, ctx: LogContext) -> tuple[str, list[Fix]]:
+    """The GPUs visible to the engine against the tensor-parallel size: show it a multiple of
+    the size, or a size that divides the GPUs."""
+    tp = _flag_word(engine, "--tensor-parallel-size", "--tp-size")
+    shown = (
+        Fix(
+            "env",
+            "CUDA_VISIBLE_DEVICES=" + ",".join(str(i) for i in range(ctx.tp)),
+            note=f"as many GPUs as the tensor-parallel size ({ctx.tp}), or a multiple of it",
+        )
+        if ctx.tp
+        else Fix(
+            "advice",
+            "CUDA_VISIBLE_DEVICES listing as many GPUs as the tensor-parallel "
+            "size, or a multiple of it",
+        )
+    )
+    return (
+        "the number of GPUs the engine sees is not a multiple of the tensor-parallel size: the "
+        "GPUs made visible, not the model, are what to change",
+        [
+            shown,
+            Fix(
+                "flag",
+                f"{tp} N",
+                note="N dividing the number of GPUs, and the model's heads (patcher check CKPT "
+                "--tp N tells)",
+            ),
+        ],
+    )
+
+
 def explain_parallel(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     """A parallel size that does not divide what it splits: sizes that divide."""
     engine = _engine(m, ctx)
@@ -198,6 +236,8 @@ def explain_parallel(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
             own_remedy(line, m.template)
             or [Fix("advice", "leave out the parallel mode the message names (its flag)")],
         )
+    if _DEVICES.search(line):
+        return _devices(engine, ctx)
     total = m.number("head", "expert", "num_", "hidden", "intermediate", "vocab", "size_per")
     size = m.number("parallel", "tp", "ep_", "world", "rank", "dcp", "block")
     if total is None or size is None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from patcher.advice.catalogue import Engine, has_feature, releases, span_where, version_key
 from patcher.advice.log_rules import Fix, LogContext
-from patcher.engines.readings import vllm_readings
 
 
 def quantization_mismatch(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
@@ -44,11 +44,12 @@ def quantization_mismatch(m: re.Match[str], ctx: LogContext) -> tuple[str, list[
 
 
 def unknown_quantization(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
-    """A quant_method no vLLM release read lists, or one this release does not (yet, or
-    any more): the releases that list it."""
+    """A quant_method no release read lists, or one this release does not (yet, or any more):
+    the releases that list it (``--quantization``'s choices read per release of vLLM, 0.4.3 on,
+    and of SGLang; vLLM's readings from 0.10.1)."""
     method = m.group(1)
-    listed = [v for v, r in vllm_readings().items() if method in r.quantization_methods]
-    text = ".".join
+    engine: Engine = "sglang" if (ctx.engine == "sglang" or "sglang" in m.string) else "vllm"
+    span = span_where(engine, "choices:--quantization", lambda name: name == method)
     fixes = [
         Fix(
             "transform",
@@ -56,25 +57,29 @@ def unknown_quantization(m: re.Match[str], ctx: LogContext) -> tuple[str, list[F
             note="only if the weights are not quantized",
         )
     ]
-    if not listed:
+    if span is None:
+        known = list(releases(engine))
         return (
-            f"no vLLM release read (0.10.1 on) lists the quantization method {method}: a "
-            "misspelt quant_method, or another engine's format; an upgrade is not known to help",
+            f"no {engine} release read ({known[0]} on) lists the quantization method {method}: "
+            "a misspelt quant_method, or another engine's format; an upgrade is not known to help",
             [
                 Fix("advice", "fix quantization_config.quant_method to the method the weights use"),
                 *fixes,
             ],
         )
-    first, last = listed[0], listed[-1]
-    if ctx.version is not None and ctx.version[:3] > last:
+    first, after = span
+    bound = f">={first}" + (f",<{after}" if after else "")
+    if ctx.version is not None and after is not None and ctx.version[:3] >= version_key(after):
         return (
-            f"this vLLM no longer lists {method} (last in vLLM {text(map(str, last))}, read)",
-            [Fix("dependency", f"pip install 'vllm=={text(map(str, last))}'"), *fixes],
+            f"this {engine} no longer lists {method} ({engine} {first} to before {after} do, "
+            "read from their source)",
+            [Fix("dependency", f"pip install '{engine}{bound}'"), *fixes],
         )
+    until = f" to before {after}" if after else " and later"
     return (
-        f"this vLLM does not know the quantization method {method}, which vLLM "
-        f"{text(map(str, first))} and later list (read from their source)",
-        [Fix("dependency", f"pip install 'vllm>={text(map(str, first))}'"), *fixes],
+        f"this {engine} does not know the quantization method {method}, which {engine} "
+        f"{first}{until} list (read from their source)",
+        [Fix("dependency", f"pip install '{engine}{bound}'"), *fixes],
     )
 
 
@@ -173,11 +178,31 @@ def quantized_weights(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]
     )
 
 
-def quantization_gpu(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
-    """A method whose minimum compute capability is above the GPU's: a hardware limit."""
+def quantization_gpu(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A method whose minimum compute capability is above the GPU's. The minimum is each
+    release's ``get_min_capability`` (read per release: vLLM's fp8 asked 89 in 0.4, 80 from
+    0.5 with the Marlin fallback, 75 from 0.14), so a release that asks no more than this GPU
+    has runs the method on it; where none read does, it is a hardware limit."""
+    method, need, have = m.group(1), int(m.group(2)), int(m.group(3))
+    engine: Engine = "sglang" if (ctx.engine == "sglang" or "sglang" in m.string) else "vllm"
+    span = span_where(engine, f"min_capability:{method}", lambda cap: int(cap) <= have)
+    if span is not None:
+        first, after = span
+        bound = f">={first}" + (f",<{after}" if after else "")
+        return (
+            f"{method} needs compute capability {need} in this {engine}, the GPU has {have}; "
+            f"{engine} {first}{' to before ' + after if after else ' and later'} ask at most "
+            f"{have} of it (get_min_capability, read per release)",
+            [
+                Fix("dependency", f"pip install '{engine}{bound}'"),
+                Fix("advice", "or another GPU, or a checkpoint in a format this GPU runs"),
+            ],
+        )
+    read = has_feature(engine, f"min_capability:{method}")
     return (
-        f"{m.group(1)} needs compute capability {m.group(2)}, this GPU has {m.group(3)}: a "
-        "hardware limit, no config edit helps",
+        f"{method} needs compute capability {need}, this GPU has {have}: a hardware limit, no "
+        "config edit helps"
+        + (f" (no {engine} release read asks {have} or less of it)" if read else ""),
         [Fix("advice", "another GPU, or a checkpoint in a format this GPU runs")],
     )
 

@@ -431,8 +431,7 @@ def doctor_text(d: Diagnosis) -> str:
         if d.error is not None:
             return (
                 f"not recognised: the root error in {d.log} is\n  {d.error}\n"
-                "  doctor names no fix for it (it matches no rule and no message of the "
-                "engines' read source)"
+                f"  doctor names no fix for it ({d.cause})"
             )
         return (
             f"no known failure in {d.log}: give the whole log from the server's start, "

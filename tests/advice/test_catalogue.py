@@ -511,8 +511,12 @@ def test_no_kernel_for_any_backend_is_a_gap_not_a_flag_to_drop() -> None:
 @pytest.mark.parametrize(
     ("version", "method", "fix"),
     [
-        (None, "fp_quant", "pip install 'vllm>=0.12.0'"),  # listed from 0.12.0 (read)
-        ("0.34.0", "fp_quant", "pip install 'vllm==0.33.0'"),  # 0.34.0 removed it
+        # listed from 0.12.0 to 0.33.0 (--quantization's choices, read): 0.34.0 removed it
+        (None, "fp_quant", "pip install 'vllm>=0.12.0,<0.34.0'"),
+        ("0.34.0", "fp_quant", "pip install 'vllm>=0.12.0,<0.34.0'"),
+        # bitsandbytes: 0.5.5 to 0.27.0 (0.28 dropped its loader)
+        ("0.4.0", "bitsandbytes", "pip install 'vllm>=0.5.5,<0.28.0'"),
+        ("0.4.0", "gptq", "pip install 'vllm>=0.4.3'"),  # every release read lists it
         (None, "not_a_method", None),  # no release read lists it: no upgrade named
     ],
 )

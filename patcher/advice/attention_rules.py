@@ -1,0 +1,142 @@
+"""doctor's answers to vLLM's attention selection refusing a configuration (``get_attn_backend``,
+v1/attention/selector.py): the ``AttentionSelectorConfig`` and each backend's reasons read,
+and which of them a setting of the command line causes, the checkpoint's KV directive, or
+the model and the GPU (a kernel gap). ``engine_rules.py`` holds the patterns."""
+
+from __future__ import annotations
+
+import re
+
+from patcher.advice.log_rules import Fix, LogContext
+from patcher.engines.vllm_kv import mla_dtype_from
+
+# The reasons AttentionBackend.validate_configuration gives (v1/attention/backend.py) that a
+# setting of the command line causes, and the setting's answer; the others (head size, MLA,
+# sinks, sparse, compute capability, attention type, sliding window) are the model's or the
+# GPU's.
+_SETTING_REASONS: dict[str, list[Fix]] = {
+    "block_size not supported": [
+        Fix("advice", "leave out --block-size", note="vLLM then picks a size the backend takes"),
+        Fix("flag", "--block-size 16", note="a multiple of 16, which every backend's kernel takes"),
+    ],
+    "dtype not supported": [
+        Fix("flag", "--dtype bfloat16", note="or float16 on a GPU without bfloat16"),
+    ],
+    "batch invariance not supported": [
+        Fix("env", "VLLM_BATCH_INVARIANT=0", note="batch-invariant mode is what no backend runs"),
+    ],
+    "KV connector not supported": [Fix("advice", "leave out --kv-transfer-config")],
+    "DCP not supported": [Fix("advice", "leave out --decode-context-parallel-size")],
+    "PCP not supported": [Fix("advice", "leave out --prefill-context-parallel-size")],
+}
+
+
+def _shared_reason(reasons: list[tuple[str, str]]) -> tuple[str, list[Fix]] | None:
+    """The one reason of :data:`_SETTING_REASONS` that every backend listed gives, with its
+    answer; None when the backends differ, or share none of them."""
+    if not reasons:
+        return None
+    lists = [{r.strip(" '\"") for r in why.split(",")} for _, why in reasons]
+    common = set.intersection(*lists) & set(_SETTING_REASONS)
+    if len(common) != 1:
+        return None
+    reason = common.pop()
+    return reason, _SETTING_REASONS[reason]
+
+
+def attention(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    text = m.group(0)
+    kv = re.search(r"kv_cache_dtype=([\w.]+)", text)
+    kv_dtype = kv.group(1) if kv else "?"
+    dense = re.findall(
+        r"(?<!_)(?:FLASH_ATTN_MLA|FLASHMLA|FLASHINFER_MLA|TRITON_MLA): \[([^\]]*)\]", text
+    )
+    if dense and all("sparse not supported" in reasons for reasons in dense):
+        return (
+            "a sparse-MLA model (DeepSeek-V3.2, GLM-5 style) on a GPU without a sparse MLA "
+            "kernel in this vLLM; no config edit helps",
+            [Fix("advice", "use a vLLM with a sparse MLA backend for this GPU, or other GPUs")],
+        )
+    reasons = re.findall(r"\b([A-Z][A-Z0-9_]+): \[([^\]]*)\]", text)
+    kv_only = [name for name, why in reasons if why.strip(" '\"") == "kv_cache_dtype not supported"]
+    if "use_sparse=True" in text and kv_dtype.startswith("fp8") and kv_only:
+        # A sparse backend refuses this KV dtype alone: another dtype runs on this GPU.
+        fixes = [Fix("flag", "--kv-cache-dtype bfloat16", note="vLLM 0.15 and later")]
+        fixes += [ctx.apply("strip-fp8-kv-cache")] if kv_dtype != "fp8_ds_mla" else []
+        return (
+            f"a sparse-MLA model whose sparse backend ({', '.join(kv_only)}) refuses only the "
+            f"KV dtype {kv_dtype}: a KV cache in the model's dtype runs",
+            fixes,
+        )
+    if "use_sparse=True" in text:
+        return (
+            "a sparse-MLA model on a GPU where no sparse MLA backend of this vLLM runs "
+            f"(KV {kv_dtype}): a missing kernel, not a checkpoint directive; no config edit helps",
+            [Fix("advice", "use a vLLM with a sparse MLA backend for this GPU, or other GPUs")],
+        )
+    if kv_dtype.startswith("fp8") and reasons and not kv_only:
+        return (
+            "no attention backend of this vLLM runs this configuration on this GPU, whatever "
+            "the KV dtype (each lists another reason than kv_cache_dtype): a kernel or GPU gap, "
+            "not the checkpoint's KV directive; no config edit helps",
+            [Fix("advice", "check the GPU and vLLM version against the listed reasons")],
+        )
+    shared = _shared_reason(reasons)
+    if shared is not None and not kv_only:
+        reason, fixes = shared
+        return (
+            f"every attention backend of this vLLM refuses the configuration for one reason, "
+            f"{reason}: a setting of the command line, not the checkpoint",
+            fixes,
+        )
+    if not kv_dtype.startswith("fp8"):
+        return (
+            f"no attention backend accepts this configuration (KV {kv_dtype}); see the reasons",
+            [Fix("advice", "check the GPU and vLLM version against the listed reasons")],
+        )
+    fixes = [ctx.apply("strip-fp8-kv-cache")]
+    if ctx.at_least(0, 15) is not False:
+        fixes.append(Fix("flag", "--kv-cache-dtype bfloat16", note="vLLM 0.15 and later"))
+    fixes.append(Fix("advice", "vLLM 0.18 and later run an FP8 MLA KV cache on SM12x"))
+    return (
+        f"the checkpoint declares a {kv_dtype} KV cache and no MLA attention backend of this "
+        "vLLM accepts it on this GPU (SM12x before vLLM 0.18: only TRITON_MLA, no FP8)",
+        fixes,
+    )
+
+
+def selected_backend(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    backend = m.group(1).rsplit(".", 1)[-1]
+    given = ctx.kv_dtype
+    if "kv_cache_dtype not supported" in m.group(0) and given not in (None, "auto"):
+        # The command line set the dtype the backend refuses: the flag is the answer, not the
+        # checkpoint's directive (which the flag overrides) nor the backend alone, since an
+        # explicit unquantized dtype was refused by every dense MLA backend before 0.15.
+        since = mla_dtype_from(backend, given)
+        fixes = [
+            Fix(
+                "flag",
+                "--kv-cache-dtype auto",
+                note="auto takes the checkpoint's own KV dtype; if that is an FP8 directive "
+                f"{backend} refuses too, strip it (patcher apply {ctx.checkpoint} "
+                "strip-fp8-kv-cache)",
+            )
+        ]
+        if since is not None:
+            text = ".".join(map(str, since))
+            fixes.append(
+                Fix(
+                    "dependency",
+                    f"pip install 'vllm>={text}'",
+                    note=f"{backend} lists {given} from vLLM {text} (read)",
+                )
+            )
+        return (
+            f"the forced attention backend {backend} does not list the KV cache dtype "
+            f"{given} the command line set",
+            fixes,
+        )
+    fixes = [Fix("advice", "drop --attention-backend: let vLLM choose")]
+    if "kv_cache_dtype not supported" in m.group(0):
+        fixes.append(ctx.apply("strip-fp8-kv-cache"))
+    return (f"the forced attention backend {m.group(1)} cannot run this configuration", fixes)
