@@ -505,7 +505,8 @@ def explain_architecture(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     """No model class for the architecture: a release that lists it. transformers' GGUF
     loader's refusal of a .gguf file's architecture: the transformers releases that map it."""
     gguf = GGUF_OLD.match(m.line.strip())
-    if gguf is not None or m.template.file.endswith("modeling_gguf_pytorch_utils.py"):
+    loader = m.template.file.endswith("modeling_gguf_pytorch_utils.py")
+    if gguf is not None or (loader and "not supported" in m.template.text):
         named = gguf.group(1) if gguf else (m.value("architecture") or "")
         if named:
             return gguf_gap(named)

@@ -1256,3 +1256,177 @@ def test_a_flag_argparse_names_by_all_its_spellings_is_its_long_one() -> None:
     )
     assert found.fixes[0].kind == "dependency"
     assert "--quantization" in found.cause and " -q " not in found.cause
+
+
+def _template_line(phrase: str, *values: str) -> str:
+    """The first line of the read template whose text holds ``phrase``, its holes filled with
+    ``values`` in order, as vLLM's engine core logs it."""
+    template = next(t for t in catalogue.templates("vllm") if phrase in t.text)
+    holes = iter(values)
+    text = "".join(p if i % 2 == 0 else next(holes) for i, p in enumerate(template.parts))
+    return f"{PREFIXES[0]}{template.exception}: {text}"
+
+
+@pytest.mark.parametrize(
+    ("method", "gpu", "fix"),
+    [
+        # fp8 asked 89 of the GPU in 0.4.3, 80 from 0.5.5 (the Marlin fallback), 75 from 0.14
+        ("fp8", "86", "pip install 'vllm>=0.5.5'"),
+        ("fp8", "75", "pip install 'vllm>=0.14.0'"),
+        ("fp8", "70", None),  # no release read asks 7.0 or less: the GPU's limit
+    ],
+)
+def test_a_gpu_a_release_refuses_a_method_gets_the_releases_that_ask_no_more(
+    method: str, gpu: str, fix: str | None
+) -> None:
+    line = _template_line(
+        "is not supported for the current GPU. Minimum capability", method, "90", gpu
+    )
+    found = diagnose_text(line)
+    assert found.code == "quantization-gpu"
+    dependencies = [f.text for f in found.fixes if f.kind == "dependency"]
+    assert dependencies == ([fix] if fix else [])
+    assert ("hardware limit" in found.cause) is (fix is None)
+
+
+def test_the_recorder_reads_each_methods_capability_and_choices_defined_by_another_name(
+    tmp_path: Path,
+) -> None:
+    import zipfile
+
+    from tools.read_model_classes import choices, min_capabilities
+
+    wheel = tmp_path / "vllm-9.9.9-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(
+            "vllm/model_executor/layers/quantization/fp8.py",
+            "class Fp8Config:\n"
+            "    def get_name(self):\n        return 'fp8'\n"
+            "    def get_min_capability(self):\n        return 80\n"
+            "class Computed:\n"  # a capability computed at run time is not known
+            "    def get_name(self):\n        return 'mx'\n"
+            "    def get_min_capability(self):\n        return 80 if X else 90\n",
+        )
+        archive.writestr(
+            "vllm/model_executor/layers/quantization/__init__.py",
+            "QuantizationMethods = Literal['awq', 'fp8']\n"
+            "QUANTIZATION_METHODS = list(get_args(QuantizationMethods))\n",
+        )
+        archive.writestr(
+            "vllm/engine/arg_utils.py",
+            "class EngineArgs:\n    quantization: Optional[str] = None\n"
+            "def add(parser):\n"
+            "    parser.add_argument('--quantization', choices=[*QUANTIZATION_METHODS, None])\n",
+        )
+    with zipfile.ZipFile(wheel) as archive:
+        assert min_capabilities(archive, "vllm") == {"min_capability:fp8": ["80"]}
+        assert choices(archive, "vllm")["choices:--quantization"] == ["awq", "fp8"]
+
+
+def test_the_recorder_reads_the_gguf_architectures_transformers_maps(tmp_path: Path) -> None:
+    import zipfile
+
+    from tools.read_model_classes import gguf_architectures
+
+    wheel = tmp_path / "transformers-9.9.9-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(
+            "transformers/integrations/ggml.py",
+            "GGUF_CONFIG_MAPPING = {'general': {}, 'llama': {}, 'gemma2': {}, 'tokenizer': {}}\n",
+        )
+    with zipfile.ZipFile(wheel) as archive:
+        assert gguf_architectures(archive) == {"gguf": ["gemma2", "llama"]}
+
+
+@pytest.mark.parametrize(
+    ("line", "fix"),
+    [
+        # transformers before 4.48 worded it so; 4.48.0 is the first read that maps gemma2
+        ("ValueError: Architecture gemma2 not supported", "pip install 'transformers>=4.48.0'"),
+        # the loader normalises minimax-m2 to minimax_m2, mapped from 5.4.0 (read)
+        (
+            "ValueError: GGUF model with architecture minimax-m2 is not supported yet.",
+            "pip install 'transformers>=5.4.0'",
+        ),
+        ("ValueError: GGUF model with architecture nosuch is not supported yet.", None),
+    ],
+)
+def test_a_gguf_architecture_is_the_transformers_releases_whose_loader_maps_it(
+    line: str, fix: str | None
+) -> None:
+    found = diagnose_text(f"INFO vLLM API server version 0.5.4\n{line}")
+    dependencies = [f.text for f in found.fixes if f.kind == "dependency"]
+    assert dependencies == ([fix] if fix else [])
+
+
+_SELECTOR = (
+    "ValueError: No valid attention backend found for cuda with AttentionSelectorConfig("
+    "head_size=128, dtype=torch.bfloat16, kv_cache_dtype=auto, block_size=8, use_mla=False, "
+    "use_sparse=False). Reasons: {{FLASH_ATTN: [{a}], FLASHINFER: [{b}], TRITON_ATTN: [{c}]}}"
+)
+
+
+@pytest.mark.parametrize(
+    ("reasons", "flag"),
+    [
+        (("block_size not supported",) * 3, "--block-size 16"),
+        (("dtype not supported",) * 3, "--dtype bfloat16"),
+        # each backend has its own reason: no one setting is the cause
+        (("head_size not supported", "block_size not supported", "dtype not supported"), None),
+    ],
+)
+def test_a_setting_every_attention_backend_refuses_is_that_setting(
+    reasons: tuple[str, str, str], flag: str | None
+) -> None:
+    found = diagnose_text(_SELECTOR.format(a=reasons[0], b=reasons[1], c=reasons[2]))
+    assert found.code == "no-attention-backend"
+    flags = [f.text for f in found.fixes if f.kind == "flag"]
+    assert flags == ([flag] if flag else [])
+    assert not any("strip-fp8-kv-cache" in f.text for f in found.fixes)
+
+
+@pytest.mark.parametrize(
+    ("given", "fixes"),
+    [
+        # the e5m2 cache was already asked for: the e4m3 kernel came another way
+        ("fp8_e5m2", ["--kv-cache-dtype auto"]),
+        # the flag asked for e4m3: e5m2 is the answer; the directive (overridden) is not
+        ("fp8", ["--kv-cache-dtype fp8_e5m2"]),
+    ],
+)
+def test_fp8e4nv_is_answered_by_the_kv_dtype_the_command_line_gave(
+    given: str, fixes: list[str]
+) -> None:
+    found = diagnose_text(
+        f"$ vllm serve /m --tensor-parallel-size 2 --kv-cache-dtype {given}\n"
+        '(Worker_TP0 pid=7) ERROR 10-11 16:19:02 [multiproc_executor.py:671] ValueError("type '
+        "fp8e4nv not supported in this architecture. The supported fp8 dtypes are ('fp8e4b15', "
+        "'fp8e5')\")"
+    )
+    assert [f.text for f in found.fixes if f.kind == "flag"] == fixes
+    assert not any(f.kind == "transform" for f in found.fixes)
+
+
+def test_gpus_per_node_not_a_multiple_of_tp_is_the_gpus_made_visible() -> None:
+    found = diagnose_text(
+        "INFO 08-12 22:35:15 [api_utils.py:273] non-default args: {'tensor_parallel_size': 2}\n"
+        "ValueError: The number of GPUs per node is not divisible by the number of tensor "
+        "parallelism."
+    )
+    assert found.code == "parallel-sizes"
+    assert [f.text for f in found.fixes if f.kind == "env"] == ["CUDA_VISIBLE_DEVICES=0,1"]
+
+
+def test_an_error_raised_under_a_runtime_whose_source_is_not_read_is_not_recognised() -> None:
+    # SGLang's diffusion runtime builds a quantization config from nothing; the words match a
+    # checkpoint-config message of the LLM runtime, which would blame the checkpoint
+    found = diagnose_text(
+        "Traceback (most recent call last):\n"
+        '  File "/env/lib/python3.12/site-packages/sglang/multimodal_gen/runtime/loader/'
+        'transformer_load_utils.py", line 495, in _resolve_quant_config\n'
+        "    return quant_cls.from_config({})\n"
+        "ValueError: Cannot find any of ['quant_method'] in the model's quantization config."
+    )
+    assert not found.recognised
+    assert "sglang/multimodal_gen" in found.cause
+    assert found.fixes == ()
