@@ -47,6 +47,7 @@ from patcher.advice.log_facts import (
     VLLM_SAYS,
 )
 from patcher.advice.log_lines import (
+    BARE_ASSERT,
     ERRORISH,
     PREFIX,
     RAISED,
@@ -212,6 +213,7 @@ _WORDS = (
 # the family of the engine file it arose in, where that file has one concern: the traceback's
 # last frame in the engine's package.
 _FRAMES = (
+    ("attention-backend", re.compile(r"/vllm/\S*attention/backends/\w+\.py\b")),
     ("chat-template", re.compile(r"/(?:sglang|vllm)/\S*(?:template|chat_utils)\w*\.py\b")),
     ("tokenizer", re.compile(r"/(?:sglang|vllm)/\S*tokeni[sz]er\w*\.py\b")),
 )
@@ -479,6 +481,8 @@ def diagnose_lines(
             return replace(
                 _divisibility(asserted, line.strip(), ctx), log=source, engine_version=version_text
             )
+        if line.strip() == "AssertionError" and (bare := _by_words(BARE_ASSERT, ctx, frame)):
+            return replace(bare, log=source, error=line.strip(), engine_version=version_text)
         quoted = QUOTED.search(line)
         if quoted is not None:  # the wrapper's quote of the worker's error: read the quote
             line = quoted.group(1)

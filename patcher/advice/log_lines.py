@@ -23,7 +23,8 @@ PREFIX = re.compile(
     # vLLM's process prefix; V0's multiprocessing workers name their rank before the pid
     r"(?:\((?:Worker|EngineCore|APIServer|VllmWorker|RayWorker)\S*(?:\s+rank=\d+)?\s+pid=\d+\)\s*)?"
     r"(?:(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+"
-    r"\[[^\]]*\]\s?)?"
+    # the file and line, bracketed; vLLM before 0.8 closed the bracket only ("core.py:210] ")
+    r"(?:\[[^\]]*\]|[\w.]+:\d+\])\s?)?"
 )
 WRAPPERS = (
     "Engine core initialization failed",
@@ -32,6 +33,8 @@ WRAPPERS = (
     "Class validation error for validator",
 )
 # The line an exception is printed on (``ValueError: ...``), the root of a traceback.
+# A bare ``assert`` fails with no words of its own; doctor reads it by the file it arose in.
+BARE_ASSERT = "AssertionError: (an assert with no message)"
 RAISED = re.compile(
     r"^\s*(?:[\w.]+\.)?(?P<kind>[A-Z]\w*(?:Error|Exception|Exit)|Fallback)"
     r"(?:\([^)]*\))?: (?P<message>.+)"

@@ -57,6 +57,13 @@ _ONLY_VALUE = re.compile(
     r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)=\S+ cannot be (?:any )?other value than ([\w.-]+)"
 )
 _ENV_SET = re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]{2,})=([\w.-]+)")
+# What a message refuses rather than asks for: "X=1 is not supported with ...", "... is not
+# supported with --flag".
+_REFUSED_AFTER = re.compile(r"\s*(?:is|are) not (?:supported|compatible|allowed)", re.I)
+_REFUSED_BEFORE = re.compile(
+    r"(?:not (?:supported|compatible|allowed)|incompatible|cannot be used|unsupported)\s*$",
+    re.I,
+)
 ENV_NAME = re.compile(r"\b((?:VLLM|SGLANG|TRTLLM|NCCL|CUDA|HF|TORCH|FLASHINFER)_[A-Z0-9_]{3,})\b")
 _PIP = re.compile(
     r"pip install\s+(?:-U\s+|--upgrade\s+)?"
@@ -104,7 +111,12 @@ def own_remedy(line: str, template: Template | None = None) -> list[Fix]:
 
     fixes: list[Fix] = []
     for pattern, said in ((_USE, "names this flag"), (_NEEDS_FLAG, "says it is required")):
-        for flag, value in pattern.findall(line):
+        for found in pattern.finditer(line):
+            flag, value = found.groups()
+            if _REFUSED_BEFORE.search(line[max(0, found.start() - 40) : found.start()]):
+                # "VLLM_USE_V1=1 is not supported with --kv-cache-dtype": the flag is refused
+                fixes.append(Fix("advice", f"leave out {flag}", note="the message refuses it"))
+                continue
             if value and value.lower() not in _WORDS_AFTER and not value.startswith("-"):
                 fixes.append(Fix("flag", f"{flag} {value}".rstrip(".,;:")))
             else:
@@ -159,8 +171,19 @@ def own_remedy(line: str, template: Template | None = None) -> list[Fix]:
         fixes.append(
             Fix("flag", f"--quantization {method}", note="the only method the message accepts")
         )
-    for name, value in _ENV_SET.findall(line):
-        fixes.append(Fix("env", f"{name}={value.rstrip('.')}"))
+    for found in _ENV_SET.finditer(line):
+        name, value = found.group(1), found.group(2).rstrip(".")
+        if _REFUSED_AFTER.match(line, found.end()):
+            # "VLLM_USE_V1=1 is not supported with X": the value set is what fails; a switch's
+            # other value, or the variable unset, is the way out
+            other = {"1": "0", "0": "1", "true": "false", "false": "true"}.get(value.lower())
+            fixes.append(
+                Fix("env", f"{name}={other}", note=f"not {value}, which the message refuses")
+                if other
+                else Fix("env", f"unset {name}", note=f"{value} is what the message refuses")
+            )
+            continue
+        fixes.append(Fix("env", f"{name}={value}"))
     for package in _PIP.findall(line):
         fixes.append(Fix("dependency", f"pip install {package.strip(chr(34) + chr(39))}"))
     for package, bound in _REQUIRES.findall(line):

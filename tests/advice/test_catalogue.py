@@ -1430,3 +1430,35 @@ def test_an_error_raised_under_a_runtime_whose_source_is_not_read_is_not_recogni
     assert not found.recognised
     assert "sglang/multimodal_gen" in found.cause
     assert found.fixes == ()
+
+
+@pytest.mark.parametrize(
+    ("phrase", "fixes"),
+    [
+        # what the message refuses is not what to set: the switch's other value, or the flag
+        # left out (vLLM 0.8's _raise_or_fallback, SGLang's server_args checks)
+        ("VLLM_USE_V1=1 is not supported with", ["VLLM_USE_V1=0"]),
+        ("cannot be used with --headless", ["leave out --headless"]),
+    ],
+)
+def test_a_value_or_flag_the_message_refuses_is_never_the_answer(
+    phrase: str, fixes: list[str]
+) -> None:
+    found = diagnose_text(_raised(phrase))
+    texts = [f.text for f in found.fixes]
+    assert all(fix in texts for fix in fixes), texts
+    assert "VLLM_USE_V1=1" not in texts and "--headless" not in texts
+
+
+def test_a_bare_assert_in_an_attention_backend_is_that_backend_on_this_gpu() -> None:
+    # vLLM 0.7's V1 FlashAttention on a V100: no message, only the file; and the prefix of
+    # vLLM before 0.8 ("core.py:210] ", the bracket only closing)
+    found = diagnose_text(
+        'ERROR 02-17 20:51:49 core.py:210]   File "/env/lib/python3.12/site-packages/vllm/v1/'
+        'attention/backends/flash_attn.py", line 156, in __init__\n'
+        "ERROR 02-17 20:51:49 core.py:210]     assert is_fa_version_supported(self.fa_version)\n"
+        "ERROR 02-17 20:51:49 core.py:210] AssertionError\n"
+    )
+    assert found.code == "attention-backend"
+    assert "flash_attn.py" in found.cause
+    assert [f.text for f in found.fixes if f.kind == "env"] == ["VLLM_USE_V1=0"]
