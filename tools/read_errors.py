@@ -73,6 +73,14 @@ START_UP: dict[str, tuple[str, ...]] = {
         "vllm/worker/worker.py",
         "vllm/worker/model_runner.py",
         "vllm/distributed/parallel_state.py",
+        # V0's multiprocessing executors check the world size against the GPUs they see;
+        # the Ray utilities refuse without Ray; DeepGEMM's wrapper refuses without the package.
+        # (Not the executors' other files: their log lines wrap a worker's error, the root.)
+        "vllm/executor/multiproc_gpu_executor.py",
+        "vllm/executor/mp_distributed_executor.py",
+        "vllm/executor/ray_utils.py",
+        "vllm/v1/executor/ray_utils.py",
+        "vllm/utils/deep_gemm.py",
         "vllm/entrypoints/chat_utils.py",
         "vllm/entrypoints/openai/api_server.py",
         "vllm/entrypoints/cli/serve.py",
@@ -526,6 +534,7 @@ def record(engine: str, wheels: list[Path], today: str, features_only: bool = Fa
                 read |= read_model_classes.choices(archive, engine)
                 read |= read_model_classes.parsers(archive, engine)  # the registries' names
                 read |= read_model_classes.min_capabilities(archive, engine)
+                read |= read_model_classes.env_names(archive, engine)
                 if engine == "vllm":
                     read |= read_model_classes.features(archive)
             _record_features(catalogue, _wheel_version(wheel), read)

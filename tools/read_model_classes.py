@@ -378,3 +378,27 @@ def gguf_architectures(archive: zipfile.ZipFile) -> dict[str, list[str]]:
         elif node.targets[0].id == "GGUF_CONFIG_MAPPING":
             found = _keys(value)
     return {"gguf": sorted(set(found) - {"general", "tokenizer"})}
+
+
+ENVS = {"vllm": "vllm/envs.py", "sglang": "sglang/srt/environ.py"}
+
+
+def env_names(archive: zipfile.ZipFile, engine: str) -> dict[str, list[str]]:
+    """The environment variables a release reads by name, keyed ``env``: the keys of vLLM's
+    ``envs.environment_variables``, the ``SGLANG_*`` fields of SGLang's ``Envs``
+    (environ.py). An answer may name a variable only where the release reads it (vLLM's
+    ``VLLM_USE_DEEP_GEMM`` turns DeepGEMM's kernels and warm-up off)."""
+    path = ENVS[engine]
+    if path not in archive.namelist():
+        return {"env": []}
+    prefix = f"{engine.upper()}_"
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(archive.read(path).decode("utf-8", "replace"))):
+        if isinstance(node, ast.Dict):
+            found.update(k for k in _keys(node) if k.startswith(prefix))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found.update(
+                t.id for t in targets if isinstance(t, ast.Name) and t.id.startswith(prefix)
+            )
+    return {"env": sorted(found)}

@@ -7,11 +7,16 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import Matched, model_types, releases, strict_since
+from patcher.advice.catalogue import (
+    Matched,
+    model_types,
+    releases,
+    strict_since,
+)
 from patcher.advice.log_lines import BARE_ASSERT
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.advice.no_config_fix import GGUF_OLD, gguf_gap
-from patcher.advice.own_remedy import ENV_NAME, as_flag, own_remedy
+from patcher.advice.own_remedy import as_flag, own_remedy
 
 
 def _engine(m: Matched, ctx: LogContext) -> str:
@@ -557,29 +562,3 @@ def explain_class_load(_m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     """A listed architecture whose model class did not import: the environment, not the
     checkpoint."""
     return CLASS_NOT_LOADED, [CLASS_NOT_LOADED_FIX]
-
-
-def explain_dependency(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
-    """A package missing or too old: the one the message names."""
-    fixes = own_remedy(m.line, m.template)
-    missing = re.search(r"No module named '?([\w.]+)", m.line)
-    if missing:
-        fixes.append(Fix("dependency", f"pip install {missing.group(1).split('.')[0]}"))
-    return (
-        "a package the engine needs is missing or too old in its environment",
-        fixes or [Fix("dependency", "install the package the message names")],
-    )
-
-
-def explain_environment(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
-    """An environment variable decides the path: set or unset the one named."""
-    fixes = own_remedy(m.line, m.template)
-    if not any(f.kind == "env" for f in fixes):
-        fixes += [
-            Fix("env", f"unset {name}", note="the message names it")
-            for name in dict.fromkeys(ENV_NAME.findall(m.line))
-        ]
-    return (
-        "an environment variable of the engine decides this start-up path",
-        fixes or [Fix("advice", "the environment variable the message names")],
-    )

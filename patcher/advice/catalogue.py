@@ -372,12 +372,30 @@ def _needs(template: Template) -> tuple[frozenset[str], frozenset[str] | None]:
     return _solid_words(template.head), _solid_words((start[: MIN_PREFIX + 8].rsplit(" ", 1)[0],))
 
 
+def _first_sentence(first: str, line: str) -> bool:
+    """Whether ``line`` ends with the message's first sentences only (a report or a wrapper
+    quoting "DeepGEMM backend is not available or outdated." of a message that goes on
+    "Please install ..."): at least ``MIN_PREFIX - 10`` letters and digits of them."""
+    text = line.rstrip().rstrip("'\"")
+    if not text.endswith("."):
+        return False
+    at = text.find(first[:20])
+    said = text[at:] if at >= 0 else ""
+    return (
+        len(said) < len(first)
+        and first.startswith(said)
+        and sum(c.isalnum() for c in said) >= MIN_PREFIX - 10
+    )
+
+
 def _read(template: Template, line: str) -> Matched | None:
     values = _fill(template.head[::2], line)
     if values is not None:
         return Matched(template, line, tuple(zip(template.holes(), values, strict=False)))
     prefix = _compiled(template)
     if prefix is not None and prefix.search(line) and len(line) >= 60:
+        return Matched(template, line, (), whole=False)
+    if prefix is not None and _first_sentence(template.head[0], line):
         return Matched(template, line, (), whole=False)
     if prefix is None and len(template.head) > 3:
         values = _fill_cut(template.head[::2], line)

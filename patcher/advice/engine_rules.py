@@ -14,7 +14,7 @@ import re
 from patcher.advice.answers import before_strict
 from patcher.advice.architectures import architecture, sglang_architecture
 from patcher.advice.attention_rules import attention, selected_backend
-from patcher.advice.flag_choices import invalid_choice, unrecognized_arguments
+from patcher.advice.flag_choices import invalid_choice, invalid_object, unrecognized_arguments
 from patcher.advice.log_rules import (
     FAMILY_MARKERS,
     FAMILY_RULES,
@@ -340,6 +340,11 @@ RULES: tuple[Rule, ...] = (
         unknown_quantization,
     ),
     (
+        "invalid-value",
+        re.compile(r"error: argument ([-\w/]+): \d+ validation errors? for (\w+)"),
+        invalid_object,
+    ),
+    (
         "invalid-choice",
         re.compile(r"error: argument ([-\w/]+): invalid choice: '([^']*)' \(choose from"),
         invalid_choice,
@@ -484,6 +489,7 @@ _MARKERS = (
     "context_length",
     "Cannot find the config file for",
     "invalid choice",
+    "validation error",
     "unrecognized arguments",
     "KeyError: '",
     *FAMILY_MARKERS,

@@ -36,8 +36,6 @@ from patcher.advice.answers import (
     explain_config_field,
     explain_config_name_taken,
     explain_context,
-    explain_dependency,
-    explain_environment,
     explain_gap,
     explain_kv_dtype,
     explain_memory,
@@ -46,6 +44,7 @@ from patcher.advice.answers import (
     explain_tokenizer,
 )
 from patcher.advice.catalogue import Matched, Template
+from patcher.advice.environment_answers import explain_dependency, explain_environment
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.advice.named_flags import explain_named_flags, refused_switch
 from patcher.advice.no_config_fix import (
@@ -221,7 +220,8 @@ FAMILIES: tuple[Family, ...] = (
         "flag",
         _says(
             r"divisible|tensor.?parallel|pipeline.?parallel|expert.?parallel|"
-            r"data.?parallel|context.?parallel|world.?size|tp.?size|ep.?size|\bdp\b"
+            r"data.?parallel|context.?parallel|world.?size|tp.?size|ep.?size|\bdp\b|"
+            r"required GPUs|available GPUs"
         ),
         explain_parallel,
     ),
@@ -243,7 +243,8 @@ FAMILIES: tuple[Family, ...] = (
         "hardware",
         "none",
         _says(
-            r"compute capability|\bsm[ _]?\d{2,3}|blackwell|hopper|ampere|volta|turing|"
+            r"compute capability|cuda capability|\bsm[ _]?\d{2,3}|"
+            r"blackwell|hopper|ampere|volta|turing|"
             r"rocm|gfx\d|\bhip\b|\bnpu\b|\bxpu\b|\btpu\b|\bcpu\b|\bmusa\b|cuda \d|platform|"
             r"device|\bgpu|\bamx\b|\bhpu\b|gaudi|triton|cutlass|flashinfer|kernel|"
             # compressed_tensors.py's _get_scheme_from_parts tries each scheme the release has,

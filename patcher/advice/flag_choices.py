@@ -95,3 +95,27 @@ def unrecognized_arguments(m: re.Match[str], ctx: LogContext) -> tuple[str, list
             )
     named = ", ".join(w for w in words if w.startswith("--"))
     return (f"the engine's command-line parser does not define {named}", fixes)
+
+
+def invalid_object(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """argparse's refusal of a flag whose value vLLM parses into a config class
+    (``--compilation-config``, ``--speculative-config``: ``parse_type(json.loads)``, then the
+    class validates it): the value must be a JSON object of the class's fields. A flag with a
+    short form that takes a bare level (``-O3``, FlexibleArgumentParser) is offered that."""
+    spellings = m.group(1).split("/")
+    flag = next((f for f in spellings if f.startswith("--")), spellings[0])
+    named = m.group(2)
+    fixes = [
+        Fix(
+            "advice",
+            f"{flag} '{{...}}'",
+            note=f"a JSON object of {named}'s fields, quoted for the shell",
+        )
+    ]
+    if "-O" in spellings:
+        fixes.insert(0, Fix("advice", "-O3", note="a bare optimization level goes to -O, 0 to 3"))
+    return (
+        f"argparse refused the value of {flag}: vLLM reads it as JSON into {named}, which "
+        "refused it (the next line names the field and what it should be)",
+        fixes,
+    )

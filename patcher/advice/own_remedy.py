@@ -56,6 +56,11 @@ _DIRECTION_NAMED = re.compile(
 _ONLY_VALUE = re.compile(
     r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)=\S+ cannot be (?:any )?other value than ([\w.-]+)"
 )
+# "Please set prefill_context_parallel_size to 1", "set decode_context_parallel_size=1": a
+# setting and the value the message asks for.
+_SET_TO = re.compile(r"\b[Ss]et `?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?\s*(?:to |=\s*)'?([\w.+-]+)")
+_VERBS = {"enable", "disable", "use", "allow", "avoid", "make", "run", "support", "get"}
+_ENABLE = re.compile(r"\b[Pp]lease enable ([a-z0-9]+(?: [a-z0-9]+){0,3})")
 _ENV_SET = re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]{2,})=([\w.-]+)")
 # What a message refuses rather than asks for: "X=1 is not supported with ...", "... is not
 # supported with --flag".
@@ -121,7 +126,10 @@ def own_remedy(line: str, template: Template | None = None) -> list[Fix]:
                 fixes.append(Fix("flag", f"{flag} {value}".rstrip(".,;:")))
             else:
                 fixes.append(Fix("flag", flag, note=f"the engine's message {said}"))
-    for name, value in [*_NEEDS_SETTING.findall(line), *_ONLY_VALUE.findall(line)]:
+    told = [*_NEEDS_SETTING.findall(line), *_ONLY_VALUE.findall(line), *_SET_TO.findall(line)]
+    for name, value in told:
+        if value.lower() in _VERBS:  # "set weight_transfer_config to enable ...": a purpose
+            continue
         if not known(as_flag(name)):  # a model's own property, not a server setting
             continue
         value = value.rstrip(".,;:")
@@ -163,6 +171,14 @@ def own_remedy(line: str, template: Template | None = None) -> list[Fix]:
                         note="a setting, not a flag of the releases that raise this",
                     )
                 )
+    for words in _ENABLE.findall(line):
+        # "Please enable dp attention when setting ...": the switch named in words, where the
+        # engine declares it (SGLang's enable_dp_attention)
+        for count in range(len(words.split()), 0, -1):
+            switch = as_flag("enable_" + "_".join(words.split()[:count]))
+            if known(switch):
+                fixes.append(Fix("flag", switch, note="the switch the message asks for"))
+                break
     for flag in _DROP.findall(line):
         fixes.append(
             Fix("advice", f"drop {flag}", note="the engine's message says to leave it out")

@@ -188,13 +188,48 @@ def _no_pipeline(engine: str, ctx: LogContext) -> tuple[str, list[Fix]]:
 # A size held to the GPUs there are ("The number of GPUs per node is not divisible by the
 # number of tensor parallelism", vLLM 0.1's Ray placement): the model's dimensions are not
 # in question, the devices visible are.
-_DEVICES = re.compile(r"(?:number of|num) (?:GPUs|devices)|GPUs per node|gpus_per_node", re.I)
+_DEVICES = re.compile(
+    r"(?:number of|num) (?:available )?(?:GPUs|devices)|GPUs per node|gpus_per_node|"
+    r"gpu count|available GPUs",
+    re.I,
+)
+# More GPUs asked for than the node has ("please ensure that world_size (2) is less than than
+# max local gpu count (1)", vLLM 0.7's mp executor; "World size (16) is larger than the
+# number of available GPUs (8) in this node", config/parallel.py): sizes that fit, or Ray's
+# executor, which spans the GPUs of several nodes.
+_TOO_FEW = re.compile(
+    r"less than (?:than )?max local gpu count|larger than the number of|"
+    r"exceeds the total number of available",
+    re.I,
+)
 
 
-def _devices(engine: str, ctx: LogContext) -> tuple[str, list[Fix]]:
-    """The GPUs visible to the engine against the tensor-parallel size: show it a multiple of
-    the size, or a size that divides the GPUs."""
+def _devices(engine: str, ctx: LogContext, line: str = "") -> tuple[str, list[Fix]]:
+    """The GPUs visible to the engine against the parallel sizes: sizes whose product fits
+    them (or Ray's executor across nodes), or a multiple of the tensor-parallel size."""
     tp = _flag_word(engine, "--tensor-parallel-size", "--tp-size")
+    if _TOO_FEW.search(line):
+        pp = _flag_word(engine, "--pipeline-parallel-size", "--pp-size")
+        fixes = [
+            Fix(
+                "flag",
+                f"{tp} N {pp} M",
+                note="N x M no more than the GPUs this node has (CUDA_VISIBLE_DEVICES)",
+            )
+        ]
+        if engine == "vllm":
+            fixes.append(
+                Fix(
+                    "flag",
+                    "--distributed-executor-backend ray",
+                    note="for GPUs on several nodes: a Ray cluster spans them",
+                )
+            )
+        return (
+            "the parallel sizes ask for more GPUs (tensor x pipeline parallel) than this node "
+            "shows the engine",
+            fixes,
+        )
     shown = (
         Fix(
             "env",
@@ -237,7 +272,7 @@ def explain_parallel(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
             or [Fix("advice", "leave out the parallel mode the message names (its flag)")],
         )
     if _DEVICES.search(line):
-        return _devices(engine, ctx)
+        return _devices(engine, ctx, line)
     total = m.number("head", "expert", "num_", "hidden", "intermediate", "vocab", "size_per")
     size = m.number("parallel", "tp", "ep_", "world", "rank", "dcp", "block")
     if total is None or size is None:
@@ -279,6 +314,12 @@ def explain_parallel(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
         # The message gives the value itself ("... cannot be other value than 1"): no size
         # to divide by, and the other sizes are not in question.
         return ("the engine takes only the value the message names for this size", named)
+    if not fixes and not re.search(r"divisib|divide|multiple of", line, re.IGNORECASE):
+        # a combination of parallel settings refused, no size to divide
+        return (
+            "the engine refuses this combination of parallel settings",
+            named or [Fix("advice", "the parallel setting the message names")],
+        )
     if not fixes:
         fixes.append(
             Fix(

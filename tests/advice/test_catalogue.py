@@ -1462,3 +1462,61 @@ def test_a_bare_assert_in_an_attention_backend_is_that_backend_on_this_gpu() -> 
     assert found.code == "attention-backend"
     assert "flash_attn.py" in found.cause
     assert [f.text for f in found.fixes if f.kind == "env"] == ["VLLM_USE_V1=0"]
+
+
+def test_a_package_the_release_has_a_switch_for_is_installed_or_switched_off() -> None:
+    # vllm/utils/deep_gemm.py names the package; envs.py of the releases raising it reads
+    # VLLM_USE_DEEP_GEMM; a worker's wrapper quotes only the first sentence of the message
+    found = diagnose_text(
+        "(EngineCore_DP0 pid=2001) ERROR 12-02 10:00:00 [core.py:842] RuntimeError: Worker "
+        "failed with error 'DeepGEMM backend is not available or outdated.', please check the "
+        "stack trace above for the root cause"
+    )
+    assert found.code == "dependency"
+    assert [f.text for f in found.fixes if f.kind == "env"] == ["VLLM_USE_DEEP_GEMM=0"]
+    assert any("deep_gemm" in f.text for f in found.fixes if f.kind == "advice")
+
+
+def test_the_recorder_reads_the_environment_variables_a_release_reads(tmp_path: Path) -> None:
+    import zipfile
+
+    from tools.read_model_classes import env_names
+
+    wheel = tmp_path / "vllm-9.9.9-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(
+            "vllm/envs.py",
+            "if TYPE_CHECKING:\n    VLLM_USE_DEEP_GEMM: bool = True\n"
+            "environment_variables = {'VLLM_USE_DEEP_GEMM': lambda: 1, 'HOME': lambda: 2}\n",
+        )
+    with zipfile.ZipFile(wheel) as archive:
+        assert env_names(archive, "vllm") == {"env": ["VLLM_USE_DEEP_GEMM"]}
+
+
+@pytest.mark.parametrize(
+    "phrase",
+    [
+        "is less than than max local gpu count",  # vLLM 0.7's mp executor
+        "is larger than the number of available GPUs",  # config/parallel.py
+    ],
+)
+def test_more_gpus_asked_than_the_node_has_is_sizes_that_fit_or_ray(phrase: str) -> None:
+    found = diagnose_text(_raised(phrase))
+    assert found.code == "parallel-sizes"
+    texts = [f.text for f in found.fixes]
+    assert "--distributed-executor-backend ray" in texts
+    assert not any(t.startswith("CUDA_VISIBLE_DEVICES") for t in texts)
+
+
+@pytest.mark.parametrize(
+    ("phrase", "fix"),
+    [
+        ("Please set prefill_context_parallel_size to 1", "--prefill-context-parallel-size 1"),
+        ("Please enable dp attention when setting enable_dp_lm_head", "--enable-dp-attention"),
+    ],
+)
+def test_a_setting_the_message_asks_for_in_words_is_its_flag(phrase: str, fix: str) -> None:
+    found = diagnose_text(_raised(phrase))
+    assert fix in [f.text for f in found.fixes]
+    # no size to divide: never a generic tensor-parallel size
+    assert not any(f.text.endswith(" N") for f in found.fixes)

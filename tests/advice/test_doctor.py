@@ -170,6 +170,14 @@ CASES = [
         "invalid-choice",
         "--reasoning-parser with one of the names",
     ),
+    # argparse's type=parse_type(json.loads) into a config class (engine/arg_utils.py), the
+    # class refusing the value: a JSON object, or -O's bare level for --compilation-config
+    (
+        "vllm serve: error: argument --compilation-config/-O: 1 validation error for "
+        "CompilationConfig",
+        "invalid-value",
+        "-O3",
+    ),
     # model_executor/model_loader/weight_utils.py @ v0.34.0 L202 (get_quant_config)
     (
         "ValueError: Cannot find the config file for gptq",
