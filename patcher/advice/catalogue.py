@@ -191,16 +191,7 @@ def feature_span(engine: Engine, feature: str, name: str) -> tuple[str, str | No
     """The last unbroken run of releases read where ``name`` has ``feature``: its first
     release, and the first release read after it (None: the run reaches the newest read);
     None when no release read has it."""
-    having = set(feature_releases(engine, feature, name))
-    span: tuple[str, str | None] | None = None
-    start: str | None = None
-    for release in releases(engine):
-        if release in having:
-            start = start or release
-            span = (start, None)
-        elif start is not None:
-            span, start = (start, release), None
-    return span
+    return span_where(engine, feature, lambda named: named == name)
 
 
 def span_where(
