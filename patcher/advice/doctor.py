@@ -304,11 +304,16 @@ def _given_kv_dtype(found: Diagnosis, flag: str | None) -> Diagnosis:
     kept = tuple(f for f in found.fixes if " strip-fp8-kv-cache" not in f.text and f.text != same)
     if len(kept) == len(found.fixes):
         return found
-    return replace(
-        found,
-        fixes=kept
-        or (Fix("flag", "--kv-cache-dtype auto", note=f"the log's command line set {flag}"),),
-    )
+    if not any(f.text.startswith("--kv-cache-dtype") for f in kept):
+        # A dtype fix was dropped and none is left: the flag's own value is what to change.
+        auto = Fix(
+            "flag",
+            "--kv-cache-dtype auto",
+            note=f"the log's command line set {flag}; leave the flag out, and with an FP8 "
+            "directive in the checkpoint also strip-fp8-kv-cache",
+        )
+        kept = (auto, *kept)
+    return replace(found, fixes=kept)
 
 
 NO_MATCH = "it matches no rule and no message of the engines' read source"

@@ -173,33 +173,26 @@ def _fp8_kv_backend(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
 
 
 def _fp8e4nv(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    # The command line's own KV dtype (doctor's _given_kv_dtype) trims these fixes to the ones
+    # that change something; only the reading differs when that dtype was not e4m3.
+    fixes = [
+        ctx.apply("strip-fp8-kv-cache"),
+        Fix("flag", "--kv-cache-dtype fp8_e5m2", note="or auto, with the directive stripped"),
+        Fix("advice", "block-FP8 weights need an SM89+ GPU or another checkpoint"),
+    ]
     if ctx.kv_dtype is not None and ctx.kv_dtype not in ("auto", "fp8", "fp8_e4m3"):
-        # The command line chose the cache's dtype (the flag wins over the checkpoint's
-        # directive), and not e4m3: the e4m3 kernel was reached by another path
         return (
             f"this GPU's Triton has no fp8e4nv (FP8 e4m3 needs SM89+), and the log's command "
             f"line already set --kv-cache-dtype {ctx.kv_dtype}: an FP8 kernel of this model "
             "still reached e4m3, so no FP8 KV cache runs here; or the weights are FP8",
-            [
-                Fix(
-                    "flag",
-                    "--kv-cache-dtype auto",
-                    note="leave the flag out; with an FP8 directive in the checkpoint, also "
-                    f"patcher apply {ctx.checkpoint} strip-fp8-kv-cache",
-                ),
-                Fix("advice", "block-FP8 weights need an SM89+ GPU or another checkpoint"),
-            ],
+            fixes,
         )
     return (
         "this GPU's Triton has no fp8e4nv (FP8 e4m3 needs SM89+; RDNA3 has only fp8e5). It is "
         "raised by an FP8 e4m3 KV cache or by an FP8 weight kernel, and this line cannot tell "
         "which: if the KV cache is FP8 (the checkpoint's directive or --kv-cache-dtype fp8), "
         "use a BF16 cache or fp8_e5m2; if the weights are FP8, this GPU cannot run them",
-        [
-            ctx.apply("strip-fp8-kv-cache"),
-            Fix("flag", "--kv-cache-dtype fp8_e5m2", note="or auto, with the directive stripped"),
-            Fix("advice", "block-FP8 weights need an SM89+ GPU or another checkpoint"),
-        ],
+        fixes,
     )
 
 

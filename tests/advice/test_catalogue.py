@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -1289,52 +1290,49 @@ def test_a_gpu_a_release_refuses_a_method_gets_the_releases_that_ask_no_more(
     assert ("hardware limit" in found.cause) is (fix is None)
 
 
+def _wheel(path: Path, files: dict[str, str]) -> zipfile.ZipFile:
+    """A wheel holding ``files`` (name to source), opened for the recorder to read."""
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return zipfile.ZipFile(path)
+
+
 def test_the_recorder_reads_each_methods_capability_and_choices_defined_by_another_name(
     tmp_path: Path,
 ) -> None:
-    import zipfile
-
     from tools.read_model_classes import choices, min_capabilities
 
-    wheel = tmp_path / "vllm-9.9.9-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        archive.writestr(
-            "vllm/model_executor/layers/quantization/fp8.py",
+    files = {
+        "vllm/model_executor/layers/quantization/fp8.py": (
             "class Fp8Config:\n"
             "    def get_name(self):\n        return 'fp8'\n"
             "    def get_min_capability(self):\n        return 80\n"
             "class Computed:\n"  # a capability computed at run time is not known
             "    def get_name(self):\n        return 'mx'\n"
-            "    def get_min_capability(self):\n        return 80 if X else 90\n",
-        )
-        archive.writestr(
-            "vllm/model_executor/layers/quantization/__init__.py",
+            "    def get_min_capability(self):\n        return 80 if X else 90\n"
+        ),
+        "vllm/model_executor/layers/quantization/__init__.py": (
             "QuantizationMethods = Literal['awq', 'fp8']\n"
-            "QUANTIZATION_METHODS = list(get_args(QuantizationMethods))\n",
-        )
-        archive.writestr(
-            "vllm/engine/arg_utils.py",
+            "QUANTIZATION_METHODS = list(get_args(QuantizationMethods))\n"
+        ),
+        "vllm/engine/arg_utils.py": (
             "class EngineArgs:\n    quantization: Optional[str] = None\n"
             "def add(parser):\n"
-            "    parser.add_argument('--quantization', choices=[*QUANTIZATION_METHODS, None])\n",
-        )
-    with zipfile.ZipFile(wheel) as archive:
+            "    parser.add_argument('--quantization', choices=[*QUANTIZATION_METHODS, None])\n"
+        ),
+    }
+    with _wheel(tmp_path / "vllm-9.9.9-py3-none-any.whl", files) as archive:
         assert min_capabilities(archive, "vllm") == {"min_capability:fp8": ["80"]}
         assert choices(archive, "vllm")["choices:--quantization"] == ["awq", "fp8"]
 
 
 def test_the_recorder_reads_the_gguf_architectures_transformers_maps(tmp_path: Path) -> None:
-    import zipfile
-
     from tools.read_model_classes import gguf_architectures
 
-    wheel = tmp_path / "transformers-9.9.9-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        archive.writestr(
-            "transformers/integrations/ggml.py",
-            "GGUF_CONFIG_MAPPING = {'general': {}, 'llama': {}, 'gemma2': {}, 'tokenizer': {}}\n",
-        )
-    with zipfile.ZipFile(wheel) as archive:
+    mapping = "GGUF_CONFIG_MAPPING = {'general': {}, 'llama': {}, 'gemma2': {}, 'tokenizer': {}}\n"
+    files = {"transformers/integrations/ggml.py": mapping}
+    with _wheel(tmp_path / "transformers-9.9.9-py3-none-any.whl", files) as archive:
         assert gguf_architectures(archive) == {"gguf": ["gemma2", "llama"]}
 
 
@@ -1478,18 +1476,13 @@ def test_a_package_the_release_has_a_switch_for_is_installed_or_switched_off() -
 
 
 def test_the_recorder_reads_the_environment_variables_a_release_reads(tmp_path: Path) -> None:
-    import zipfile
-
     from tools.read_model_classes import env_names
 
-    wheel = tmp_path / "vllm-9.9.9-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        archive.writestr(
-            "vllm/envs.py",
-            "if TYPE_CHECKING:\n    VLLM_USE_DEEP_GEMM: bool = True\n"
-            "environment_variables = {'VLLM_USE_DEEP_GEMM': lambda: 1, 'HOME': lambda: 2}\n",
-        )
-    with zipfile.ZipFile(wheel) as archive:
+    envs = (
+        "if TYPE_CHECKING:\n    VLLM_USE_DEEP_GEMM: bool = True\n"
+        "environment_variables = {'VLLM_USE_DEEP_GEMM': lambda: 1, 'HOME': lambda: 2}\n"
+    )
+    with _wheel(tmp_path / "vllm-9.9.9-py3-none-any.whl", {"vllm/envs.py": envs}) as archive:
         assert env_names(archive, "vllm") == {"env": ["VLLM_USE_DEEP_GEMM"]}
 
 
