@@ -13,7 +13,6 @@ from patcher.advice.catalogue import (
     releases,
     strict_since,
 )
-from patcher.advice.log_lines import BARE_ASSERT
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.advice.no_config_fix import GGUF_OLD, gguf_gap
 from patcher.advice.own_remedy import as_flag, own_remedy
@@ -314,23 +313,6 @@ def explain_backend(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     """A forced attention or MoE kernel backend: the one the message names, else drop it."""
     if re.search(r"sparse", m.line, re.IGNORECASE):
         return explain_gap(m, ctx)
-    if m.line == BARE_ASSERT.partition(": ")[2]:
-        # an attention backend's own check, with no message (V1's flash_attn.py: "assert
-        # is_fa_version_supported(...)" on a GPU below SM80)
-        return (
-            "an attention backend's own check failed with no message: it does not run this "
-            "GPU or configuration",
-            [
-                Fix(
-                    "env",
-                    "VLLM_USE_V1=0",
-                    note="vLLM 0.7 to 0.10: the V0 engine, whose backends run older GPUs",
-                ),
-                Fix(
-                    "advice", "--attention-backend another backend (vLLM 0.11 on), or a GPU it runs"
-                ),
-            ],
-        )
     fixes = own_remedy(m.line, m.template)
     kind = "MoE" if re.search(r"moe|expert|a2a|all2all", m.line, re.IGNORECASE) else "attention"
     flag = {

@@ -140,3 +140,20 @@ def selected_backend(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]
     if "kv_cache_dtype not supported" in m.group(0):
         fixes.append(ctx.apply("strip-fp8-kv-cache"))
     return (f"the forced attention backend {m.group(1)} cannot run this configuration", fixes)
+
+
+def bare_assert() -> tuple[str, list[Fix]]:
+    """An ``assert`` with no message in a vLLM attention backend's file (V1's flash_attn.py:
+    ``assert is_fa_version_supported(...)`` on a GPU below SM80): that backend's own check."""
+    return (
+        "an attention backend's own check failed with no message: it does not run this "
+        "GPU or configuration",
+        [
+            Fix(
+                "env",
+                "VLLM_USE_V1=0",
+                note="vLLM 0.7 to 0.10: the V0 engine, whose backends run older GPUs",
+            ),
+            Fix("advice", "--attention-backend another backend (vLLM 0.11 on), or a GPU it runs"),
+        ],
+    )

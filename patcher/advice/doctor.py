@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from patcher.advice import catalogue
+from patcher.advice.attention_rules import bare_assert
 from patcher.advice.catalogue import Matched, Template
 from patcher.advice.check import FP8_KV_POINTERS, kv_label
 from patcher.advice.cuda_oom import (
@@ -47,7 +48,6 @@ from patcher.advice.log_facts import (
     VLLM_SAYS,
 )
 from patcher.advice.log_lines import (
-    BARE_ASSERT,
     ERRORISH,
     PREFIX,
     RAISED,
@@ -212,8 +212,9 @@ _WORDS = (
 # An error with no words an engine's source or a rule reads (a TypeError, a KeyError) is still
 # the family of the engine file it arose in, where that file has one concern: the traceback's
 # last frame in the engine's package.
+_BACKEND_FILE = re.compile(r"/vllm/\S*attention/backends/\w+\.py\b")
 _FRAMES = (
-    ("attention-backend", re.compile(r"/vllm/\S*attention/backends/\w+\.py\b")),
+    ("attention-backend", _BACKEND_FILE),
     ("chat-template", re.compile(r"/(?:sglang|vllm)/\S*(?:template|chat_utils)\w*\.py\b")),
     ("tokenizer", re.compile(r"/(?:sglang|vllm)/\S*tokeni[sz]er\w*\.py\b")),
 )
@@ -486,8 +487,14 @@ def diagnose_lines(
             return replace(
                 _divisibility(asserted, line.strip(), ctx), log=source, engine_version=version_text
             )
-        if line.strip() == "AssertionError" and (bare := _by_words(BARE_ASSERT, ctx, frame)):
-            return replace(bare, log=source, error=line.strip(), engine_version=version_text)
+        if line.strip() == "AssertionError" and (where := _BACKEND_FILE.search(frame or "")):
+            # an assert with no words: read by the file it arose in
+            cause, fixes = bare_assert()
+            family = next(f for f in FAMILIES if f.name == "attention-backend")
+            cause += f" (read from the engine file it arose in, {Path(where.group(0)).name})"
+            return Diagnosis(
+                source, family.name, "AssertionError", cause, tuple(fixes), version_text, family
+            )
         quoted = QUOTED.search(line)
         if quoted is not None:  # the wrapper's quote of the worker's error: read the quote
             line = quoted.group(1)

@@ -33,8 +33,6 @@ WRAPPERS = (
     "Class validation error for validator",
 )
 # The line an exception is printed on (``ValueError: ...``), the root of a traceback.
-# A bare ``assert`` fails with no words of its own; doctor reads it by the file it arose in.
-BARE_ASSERT = "AssertionError: (an assert with no message)"
 RAISED = re.compile(
     r"^\s*(?:[\w.]+\.)?(?P<kind>[A-Z]\w*(?:Error|Exception|Exit)|Fallback)"
     r"(?:\([^)]*\))?: (?P<message>.+)"
