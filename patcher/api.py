@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from patcher.advice.check import CheckReport
 from patcher.advice.check import check_checkpoint as check
-from patcher.advice.doctor import Diagnosis
+from patcher.advice.diagnosis import Diagnosis
 from patcher.advice.doctor import diagnose as doctor
 from patcher.advice.kvbudget import KvBudget, kv_budget
 from patcher.advice.overrides import Overrides

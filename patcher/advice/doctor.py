@@ -11,13 +11,10 @@ import functools
 import re
 import shlex
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from patcher.advice import catalogue
-from patcher.advice.attention_rules import bare_assert
-from patcher.advice.catalogue import Matched, Template
 from patcher.advice.check import FP8_KV_POINTERS, kv_label
 from patcher.advice.cuda_oom import (
     OOM_WORDS,
@@ -26,8 +23,10 @@ from patcher.advice.cuda_oom import (
     phase_of,
     utilization_in,
 )
+from patcher.advice.diagnosis import Diagnosis
 from patcher.advice.engine_rules import _MARKERS, RULES
-from patcher.advice.families import FAMILIES, Family, family_of
+from patcher.advice.fallbacks import by_bare_assert, by_unset, by_words, divisibility
+from patcher.advice.families import family_of
 from patcher.advice.finding import dig
 from patcher.advice.log_facts import (
     CONFIG_FILE,
@@ -70,64 +69,8 @@ from patcher.engines.engine import parse_engine
 from patcher.engines.files import ConfigFiles, read_config_files
 from patcher.engines.model import edit_takes_effect
 from patcher.engines.parallel import shared_expert_refused
-from patcher.engines.readings import Assumed, assumed
 from patcher.errors import InputFileError, PatcherError
-from patcher.results import JsonResult
 from patcher.store.checkpoint import open_checkpoint
-
-
-@dataclass(frozen=True, slots=True, repr=False)
-class Diagnosis(JsonResult):
-    """The root error found in a log, what it means, and what to run."""
-
-    log: str
-    code: str | None
-    error: str | None
-    cause: str
-    fixes: tuple[Fix, ...]
-    engine_version: str | None
-    # A failure read from the engines' own messages (catalogue.py): the family, its answer
-    # kind, and where the engine raises it.
-    family: Family | None = None
-    template: Template | None = None
-
-    @property
-    def recognised(self) -> bool:
-        """Whether the log held a failure the doctor knows."""
-        return self.code is not None
-
-    @property
-    def reading(self) -> Assumed | None:
-        """The vLLM release whose rules answer for the log's version (None: none named)."""
-        if self.engine_version is None:
-            return None
-        try:
-            return assumed(parse_engine(f"vllm=={self.engine_version}"))
-        except PatcherError:
-            return None
-
-    def to_json(self) -> dict[str, Any]:
-        """A log diagnosis as JSON."""
-        return {
-            "log": self.log,
-            "recognised": self.recognised,
-            "code": self.code,
-            "error": self.error,
-            "cause": self.cause,
-            "engine_version": self.engine_version,
-            "reading": None if self.reading is None else self.reading.to_json(),
-            "fixes": [{"kind": f.kind, "text": f.text, "note": f.note} for f in self.fixes],
-            "family": None if self.family is None else self.family.name,
-            "answer": None if self.family is None else self.family.answer,
-            "raised_by": None
-            if self.template is None
-            else {
-                "engine": self.template.engine,
-                "file": self.template.file,
-                "releases": list(self.template.releases),
-                "message": self.template.text,
-            },
-        }
 
 
 @functools.cache
@@ -175,124 +118,6 @@ def _from_catalogue(line: str, ctx: LogContext) -> Diagnosis | None:
         fixes = [Fix("advice", "change what the message names: " + found.template.literal[:80])]
     return Diagnosis(
         "-", family.name, line.strip(), cause, tuple(fixes), None, family, found.template
-    )
-
-
-# Outside the catalogue (a release not read, a kernel library's message), an error line is
-# still read by its words where they leave one cause: a KV dtype refused, a size that does not
-# divide. Anything else stays "not recognised".
-_WORDS = (
-    (
-        "kv-cache-dtype",
-        re.compile(
-            r"(?=.*\bkv\b|.*kv[_-]?cache|.*kv_data_type)(?=.*(?:fp8|float8|uint8|e4m3|e5m2))"
-            r"(?=.*(?:not (?:yet )?supported|unsupported|only supports?))",
-            re.IGNORECASE,
-        ),
-    ),
-    (
-        # The CUDA runtime's, and PyTorch's: the build has no kernels for this GPU's compute
-        # capability (an older build on a newer GPU, or a dropped architecture).
-        "hardware",
-        re.compile(
-            r"(?=.*(?:no kernel image is available for execution on the device|"
-            r"with CUDA capability sm_\d+ is not compatible with the current PyTorch))"
-        ),
-    ),
-    (
-        "parallel-sizes",
-        re.compile(
-            r"(?=.*(?:divisible|divide))(?=.*(?:tensor|tp|parallel|expert|ep_size|world))",
-            re.IGNORECASE,
-        ),
-    ),
-)
-
-
-# An error with no words an engine's source or a rule reads (a TypeError, a KeyError) is still
-# the family of the engine file it arose in, where that file has one concern: the traceback's
-# last frame in the engine's package.
-_BACKEND_FILE = re.compile(r"/vllm/\S*attention/backends/\w+\.py\b")
-_FRAMES = (
-    ("attention-backend", _BACKEND_FILE),
-    ("chat-template", re.compile(r"/(?:sglang|vllm)/\S*(?:template|chat_utils)\w*\.py\b")),
-    ("tokenizer", re.compile(r"/(?:sglang|vllm)/\S*tokeni[sz]er\w*\.py\b")),
-)
-
-
-def _by_words(line: str, ctx: LogContext, frame: str | None = None) -> Diagnosis | None:
-    raised = RAISED.match(line)
-    message = raised.group("message") if raised else line.strip()
-    for name, words in _WORDS:
-        if words.match(message):
-            family = next(f for f in FAMILIES if f.name == name)
-            template = Template(
-                "sglang" if ctx.engine == "sglang" else "vllm",
-                raised.group("kind") if raised else "?",
-                (message,),
-                "",
-                (),
-            )
-            cause, fixes = family.explained(Matched(template, message, ()), ctx)
-            return Diagnosis(
-                "-",
-                name,
-                line.strip(),
-                cause + " (read from its words: no read release has this message)",
-                tuple(fixes),
-                None,
-                family,
-            )
-    for name, area in _FRAMES:
-        where = area.search(frame or "") if raised else None
-        if where is not None:
-            family = next(f for f in FAMILIES if f.name == name)
-            template = Template(
-                "sglang" if "sglang" in where.group(0) else "vllm", "?", (message,), "", ()
-            )
-            cause, fixes = family.explained(Matched(template, message, ()), ctx)
-            return Diagnosis(
-                "-",
-                name,
-                line.strip(),
-                f"{cause} (read from the engine file it arose in, {Path(where.group(0)).name})",
-                tuple(fixes),
-                None,
-                family,
-            )
-    return None
-
-
-def _divisibility(asserted: tuple[str, str], line: str, ctx: LogContext) -> Diagnosis:
-    """A message-less assertion that ``a % b == 0``: a size that does not divide another."""
-    family = next(f for f in FAMILIES if f.name == "parallel-sizes")
-    total, size = asserted
-    flag = "--tp-size" if ctx.engine == "sglang" else "--tensor-parallel-size"
-    what = (
-        "experts"
-        if "expert" in total.lower()
-        else "KV heads"
-        if "kv" in total.lower()
-        else "attention heads"
-        if "head" in total.lower()
-        else "a dimension the GPUs split"
-    )
-    return Diagnosis(
-        "-",
-        family.name,
-        f"{line} (assert {total} % {size} == 0)",
-        f"the engine asserts that {total} divides by {size}: {what} that the parallel size "
-        "does not split evenly",
-        (
-            Fix(
-                "flag",
-                f"{flag} N",
-                note=f"N dividing the model's {what}; patcher check CKPT --engine ENGINE --tp N "
-                "tells before start-up",
-            ),
-        ),
-        None,
-        family,
     )
 
 
@@ -357,6 +182,7 @@ def diagnose_lines(
     kv_flag: str | None = None
     unread: str | None = None  # a runtime of the engine whose source is not read
     frame: str | None = None  # the last frame in the engine's package a traceback showed
+    code: str | None = None  # the source line that frame shows
     config_file: str | None = None  # the model's transformers config class it went through
     validated: str | None = None  # the setting whose config class pydantic refused
     marked, heeded = _marked(), _heeded()
@@ -431,9 +257,11 @@ def diagnose_lines(
                 after = float(loaded.group(2))
                 memory = (after + float(loaded.group(3)), after)
         if "Traceback (most" in line:  # a new traceback: an earlier one's assert is not its
-            asserted = frame = None
+            asserted = frame = code = None
+        if code is None and frame is not None:
+            code = PREFIX.sub("", uncoloured(line)).strip()  # the source line the frame shows
         if 'File "' in line and ("/sglang/" in line or "/vllm/" in line):
-            frame = line
+            frame, code = line, None
         if "validation error for " in line and (named := VALIDATED.search(line)):
             validated = re.sub(r"(?<!^)(?=[A-Z])", "_", named.group(1)).lower() + "_config"
         if "/configuration_" in line and (own := CONFIG_FILE.search(line)):
@@ -485,25 +313,21 @@ def diagnose_lines(
             return _unread(_given_kv_dtype(found_here, kv_flag), unread)
         if asserted is not None and line.strip().endswith("AssertionError"):
             return replace(
-                _divisibility(asserted, line.strip(), ctx), log=source, engine_version=version_text
+                divisibility(asserted, line.strip(), ctx), log=source, engine_version=version_text
             )
-        if line.strip() == "AssertionError" and (where := _BACKEND_FILE.search(frame or "")):
-            # an assert with no words: read by the file it arose in
-            cause, fixes = bare_assert()
-            family = next(f for f in FAMILIES if f.name == "attention-backend")
-            cause += f" (read from the engine file it arose in, {Path(where.group(0)).name})"
-            return Diagnosis(
-                source, family.name, "AssertionError", cause, tuple(fixes), version_text, family
-            )
+        if line.strip() == "AssertionError" and (bare := by_bare_assert(frame)):
+            return replace(bare, log=source, engine_version=version_text)
         quoted = QUOTED.search(line)
         if quoted is not None:  # the wrapper's quote of the worker's error: read the quote
             line = quoted.group(1)
         elif SOURCE.match(line) or any(w in line for w in WRAPPERS):
             continue
-        known = _from_catalogue(line, ctx) or _by_words(line, ctx, frame)
+        known = (
+            _from_catalogue(line, ctx) or by_words(line, ctx, frame) or by_unset(line, frame, code)
+        )
         raised = RAISED.match(line)
         if known is None and asserted is not None and raised and raised["kind"] == "AssertionError":
-            known = _divisibility(asserted, line.strip(), ctx)  # "12 is not divisible by 24"
+            known = divisibility(asserted, line.strip(), ctx)  # "12 is not divisible by 24"
         if known is not None:
             known = replace(known, log=source, engine_version=version_text)
             return _unread(_given_kv_dtype(known, kv_flag), unread)

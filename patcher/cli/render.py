@@ -13,7 +13,7 @@ from patcher.units import GIB
 
 if TYPE_CHECKING:  # only for annotations: `patcher status` must not import the apply machinery
     from patcher.advice.check import CheckReport
-    from patcher.advice.doctor import Diagnosis
+    from patcher.advice.diagnosis import Diagnosis
     from patcher.advice.kvbudget import KvBudget
     from patcher.advice.overrides import Overrides
     from patcher.engines.engine import Engine

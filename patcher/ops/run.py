@@ -22,7 +22,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from patcher.advice.doctor import Diagnosis, diagnose_text, judge_fixes
+from patcher.advice.diagnosis import Diagnosis
+from patcher.advice.doctor import diagnose_text, judge_fixes
 from patcher.engines import installed
 from patcher.engines.effects import patched_files
 from patcher.engines.files import ConfigFiles, read_config_files

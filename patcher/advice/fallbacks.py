@@ -1,0 +1,188 @@
+"""doctor's readings of an error line outside the catalogue and the rules: a release not read,
+a kernel library's message, an error with no words of its own. Each is read by what leaves
+one cause (its words, the engine file it arose in, the setting a traceback shows unset);
+anything else stays "not recognised"."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from patcher.advice import catalogue
+from patcher.advice.attention_rules import bare_assert
+from patcher.advice.catalogue import Engine, Matched, Template
+from patcher.advice.diagnosis import Diagnosis
+from patcher.advice.families import FAMILIES
+from patcher.advice.log_lines import RAISED
+from patcher.advice.log_rules import Fix, LogContext
+
+# Outside the catalogue (a release not read, a kernel library's message), an error line is
+# still read by its words where they leave one cause: a KV dtype refused, a size that does not
+# divide. Anything else stays "not recognised".
+_WORDS = (
+    (
+        "kv-cache-dtype",
+        re.compile(
+            r"(?=.*\bkv\b|.*kv[_-]?cache|.*kv_data_type)(?=.*(?:fp8|float8|uint8|e4m3|e5m2))"
+            r"(?=.*(?:not (?:yet )?supported|unsupported|only supports?))",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        # The CUDA runtime's, and PyTorch's: the build has no kernels for this GPU's compute
+        # capability (an older build on a newer GPU, or a dropped architecture).
+        "hardware",
+        re.compile(
+            r"(?=.*(?:no kernel image is available for execution on the device|"
+            r"with CUDA capability sm_\d+ is not compatible with the current PyTorch))"
+        ),
+    ),
+    (
+        "parallel-sizes",
+        re.compile(
+            r"(?=.*(?:divisible|divide))(?=.*(?:tensor|tp|parallel|expert|ep_size|world))",
+            re.IGNORECASE,
+        ),
+    ),
+)
+
+
+# An error with no words an engine's source or a rule reads (a TypeError, a KeyError) is still
+# the family of the engine file it arose in, where that file has one concern: the traceback's
+# last frame in the engine's package.
+_BACKEND_FILE = re.compile(r"/vllm/\S*attention/backends/\w+\.py\b")
+_FRAMES = (
+    ("attention-backend", _BACKEND_FILE),
+    ("chat-template", re.compile(r"/(?:sglang|vllm)/\S*(?:template|chat_utils)\w*\.py\b")),
+    ("tokenizer", re.compile(r"/(?:sglang|vllm)/\S*tokeni[sz]er\w*\.py\b")),
+)
+
+
+def by_words(line: str, ctx: LogContext, frame: str | None = None) -> Diagnosis | None:
+    raised = RAISED.match(line)
+    message = raised.group("message") if raised else line.strip()
+    for name, words in _WORDS:
+        if words.match(message):
+            family = next(f for f in FAMILIES if f.name == name)
+            template = Template(
+                "sglang" if ctx.engine == "sglang" else "vllm",
+                raised.group("kind") if raised else "?",
+                (message,),
+                "",
+                (),
+            )
+            cause, fixes = family.explained(Matched(template, message, ()), ctx)
+            return Diagnosis(
+                "-",
+                name,
+                line.strip(),
+                cause + " (read from its words: no read release has this message)",
+                tuple(fixes),
+                None,
+                family,
+            )
+    for name, area in _FRAMES:
+        where = area.search(frame or "") if raised else None
+        if where is not None:
+            family = next(f for f in FAMILIES if f.name == name)
+            template = Template(
+                "sglang" if "sglang" in where.group(0) else "vllm", "?", (message,), "", ()
+            )
+            cause, fixes = family.explained(Matched(template, message, ()), ctx)
+            return Diagnosis(
+                "-",
+                name,
+                line.strip(),
+                f"{cause} (read from the engine file it arose in, {Path(where.group(0)).name})",
+                tuple(fixes),
+                None,
+                family,
+            )
+    return None
+
+
+def divisibility(asserted: tuple[str, str], line: str, ctx: LogContext) -> Diagnosis:
+    """A message-less assertion that ``a % b == 0``: a size that does not divide another."""
+    family = next(f for f in FAMILIES if f.name == "parallel-sizes")
+    total, size = asserted
+    flag = "--tp-size" if ctx.engine == "sglang" else "--tensor-parallel-size"
+    what = (
+        "experts"
+        if "expert" in total.lower()
+        else "KV heads"
+        if "kv" in total.lower()
+        else "attention heads"
+        if "head" in total.lower()
+        else "a dimension the GPUs split"
+    )
+    return Diagnosis(
+        "-",
+        family.name,
+        f"{line} (assert {total} % {size} == 0)",
+        f"the engine asserts that {total} divides by {size}: {what} that the parallel size "
+        "does not split evenly",
+        (
+            Fix(
+                "flag",
+                f"{flag} N",
+                note=f"N dividing the model's {what}; patcher check CKPT --engine ENGINE --tp N "
+                "tells before start-up",
+            ),
+        ),
+        None,
+        family,
+    )
+
+
+def by_bare_assert(frame: str | None) -> Diagnosis | None:
+    """An ``assert`` with no words, read by the engine file it arose in: an attention backend's
+    own check (attention_rules.bare_assert)."""
+    where = _BACKEND_FILE.search(frame or "")
+    if where is None:
+        return None
+    cause, fixes = bare_assert()
+    family = next(f for f in FAMILIES if f.name == "attention-backend")
+    cause += f" (read from the engine file it arose in, {Path(where.group(0)).name})"
+    return Diagnosis("-", family.name, "AssertionError", cause, tuple(fixes), None, family)
+
+
+# The files that hold the engines' settings: a config class (vLLM's config/<group>.py, whose
+# group is a JSON flag ``--<group>-config`` where a release declares it), the engine's
+# arguments, SGLang's ServerArgs.
+_SETTINGS_FILE = re.compile(
+    r"/(?:vllm/config/(?P<group>\w+)\.py|vllm/config\.py|vllm/engine/arg_utils\.py|"
+    r"sglang/srt/server_args\.py)\b"
+)
+
+
+def by_unset(line: str, frame: str | None, code: str | None) -> Diagnosis | None:
+    """A ``TypeError`` over ``None`` where a settings file's own check reads one setting
+    (``self.num_speculative_tokens > 1``): that setting was left unset and this release does
+    not default it before its check, so it is to be given."""
+    raised = RAISED.match(line)
+    if raised is None or raised["kind"] != "TypeError" or "NoneType" not in raised["message"]:
+        return None
+    where = _SETTINGS_FILE.search(frame or "")
+    named = set(re.findall(r"\bself\.(\w+)\b(?!\s*\()", code or ""))
+    if where is None or len(named) != 1:
+        return None
+    engine: Engine = "sglang" if "sglang" in where.group(0) else "vllm"
+    (setting,) = named
+    group = where["group"]
+    flag = "--" + setting.replace("_", "-")
+    if group is not None and catalogue.declared(engine, f"--{group}-config"):
+        fix = Fix(
+            "advice",
+            f'--{group}-config with "{setting}" given',
+            note=f"the JSON of --{group}-config, with {setting} set to the value the model needs",
+        )
+    elif catalogue.declared(engine, flag):
+        fix = Fix("flag", f"{flag} VALUE", note="the value the model needs")
+    else:
+        return None
+    family = next(f for f in FAMILIES if f.name == "engine-flags")
+    cause = (
+        f"{setting} was left unset, and this release compares it before it defaults it "
+        f"(read from the engine's settings file, {Path(where.group(0)).name}): give it"
+    )
+    return Diagnosis("-", family.name, line.strip(), cause, (fix,), None, family)

@@ -1,0 +1,63 @@
+"""doctor's readings of an error outside the catalogue (patcher/advice/fallbacks.py): a
+``TypeError`` over ``None`` in a settings file's own check is that setting left unset."""
+
+from __future__ import annotations
+
+import pytest
+
+from patcher.advice.doctor import diagnose_text
+
+# The source line is vLLM 0.34.0's config/speculative.py (line 1817): its check of the
+# speculative tokens against the MTP modules, reached before num_speculative_tokens defaults.
+_SPECULATIVE = (
+    '$ vllm serve /m --speculative-config \'{"method": "mtp"}\'\n'
+    "(APIServer pid=1) INFO 09-04 10:00:00 [api_server.py:1839] vLLM API server version 0.34.0\n"
+    '(APIServer pid=1)   File "/env/lib/python3.12/site-packages/vllm/config/speculative.py", '
+    "line 1817, in __post_init__\n"
+    "(APIServer pid=1)     if min(self.num_mtp_modules(), self.num_speculative_tokens) <= 1:\n"
+    "(APIServer pid=1) TypeError: '<' not supported between instances of 'NoneType' and 'int'\n"
+)
+
+
+def test_a_setting_a_config_check_reads_unset_is_given_in_its_json_flag() -> None:
+    found = diagnose_text(_SPECULATIVE)
+    assert found.code == "engine-flags"
+    assert "num_speculative_tokens was left unset" in found.cause
+    assert [f.text for f in found.fixes] == [
+        '--speculative-config with "num_speculative_tokens" given'
+    ]
+
+
+def test_a_setting_of_the_engine_arguments_left_unset_is_its_own_flag() -> None:
+    found = diagnose_text(
+        '  File "/env/lib/python3.12/site-packages/vllm/engine/arg_utils.py", line 1500, in '
+        "create_engine_config\n"
+        "    if self.max_num_seqs > 256:\n"
+        "TypeError: '>' not supported between instances of 'NoneType' and 'int'\n"
+    )
+    assert [f.text for f in found.fixes if f.kind == "flag"] == ["--max-num-seqs VALUE"]
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        # not a settings file: a model's forward, whose None is not a setting the user gives
+        '  File "/env/lib/python3.12/site-packages/vllm/model_executor/models/llama.py", line 9\n'
+        "    if self.head_dim > 1:\n"
+        "TypeError: '>' not supported between instances of 'NoneType' and 'int'\n",
+        # two settings in one comparison: which was unset is not known
+        '  File "/env/lib/python3.12/site-packages/vllm/config/scheduler.py", line 9\n'
+        "    if self.max_num_seqs > self.max_num_batched_tokens:\n"
+        "TypeError: '>' not supported between instances of 'NoneType' and 'int'\n",
+        # a TypeError about something else than None
+        '  File "/env/lib/python3.12/site-packages/vllm/config/speculative.py", line 9\n'
+        "    if self.num_speculative_tokens > 1:\n"
+        "TypeError: '>' not supported between instances of 'str' and 'int'\n",
+    ],
+)
+def test_an_unset_setting_is_read_only_where_one_setting_of_a_settings_file_was_none(
+    log: str,
+) -> None:
+    found = diagnose_text(log)
+    assert not found.recognised
+    assert found.fixes == ()
