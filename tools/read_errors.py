@@ -111,6 +111,11 @@ START_UP: dict[str, tuple[str, ...]] = {
         "sglang/srt/utils/hf_transformers_utils.py",
         "sglang/srt/hf_transformers_utils.py",
         "sglang/srt/distributed/parallel_state.py",
+        # the grammar backends and the reasoning parser are built as the scheduler starts
+        # (--grammar-backend, --reasoning-parser): their refusals stop it
+        "sglang/srt/constrained/*.py",
+        "sglang/srt/parser/reasoning_parser.py",
+        "sglang/srt/reasoning_parser.py",
     ),
     "transformers": (
         "transformers/configuration_utils.py",

@@ -46,7 +46,11 @@ from patcher.advice.answers import (
 from patcher.advice.catalogue import Matched, Template
 from patcher.advice.environment_answers import explain_dependency, explain_environment
 from patcher.advice.log_rules import Fix, LogContext
-from patcher.advice.named_flags import explain_named_flags, refused_switch
+from patcher.advice.named_flags import (
+    explain_named_flags,
+    explain_reasoning_parser,
+    refused_switch,
+)
 from patcher.advice.no_config_fix import (
     explain_feature_gap,
     explain_files,
@@ -110,7 +114,34 @@ def _BACKEND_LACKS(t: Template) -> bool:  # noqa: N802 (a claim, named like the 
     return backend and re.search(r"does not support|not supported by", t.text, re.I) is not None
 
 
+def _GRAMMAR_FILE(t: Template) -> bool:  # noqa: N802 (a claim, named like the others)
+    """SGLang's grammar backends and reasoning parser (constrained/, parser/): built as the
+    scheduler starts, and used again for each request's grammar."""
+    return t.engine == "sglang" and re.search(r"/constrained/|reasoning_parser", t.file) is not None
+
+
+_PARSER_WORDS = _says(r"think_|reasoning parser|model type|Strict reasoning")
+
+
 FAMILIES: tuple[Family, ...] = (
+    Family(
+        # a --reasoning-parser that is not this model's: its think tokens, its name
+        "reasoning-parser",
+        "flag",
+        lambda t: _GRAMMAR_FILE(t) and _PARSER_WORDS(t),
+        explain_reasoning_parser,
+        defers=True,
+    ),
+    Family(
+        # a request's grammar (a JSON schema, a regex, EBNF) that the backend refuses, or
+        # the backend's own bookkeeping of its masks: a request's, or the engine's, never
+        # a setting's; the flags these files refuse, and a tokenizer the grammar backend
+        # cannot start with, are the named-flags family's
+        "grammar-request",
+        "none",
+        lambda t: _GRAMMAR_FILE(t) and not _says(r"--[a-z]|grammar backend:|XGrammar")(t),
+        explain_request,
+    ),
     Family(
         "dependency",
         "dependency",

@@ -135,3 +135,28 @@ def explain_named_flags(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
         "the engine refuses a flag or a combination of flags at start-up",
         fixes or flags_named(m.line),
     )
+
+
+def explain_reasoning_parser(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """SGLang's reasoning parser refused as the scheduler starts (constrained/
+    reasoner_grammar_backend.py, parser/reasoning_parser.py): the parser named by
+    ``--reasoning-parser`` is not this model's, its think tokens not single tokens of this
+    vocabulary, or its name not one the release registers."""
+    if re.search(r"Unsupported model type|must be specified", m.line):
+        return (
+            "the --reasoning-parser name is not one this release registers",
+            [Fix("advice", "--reasoning-parser NAME, a name of this release's own list")],
+        )
+    return (
+        "the reasoning parser given does not fit this model: its think tokens are not single "
+        "tokens of this model's vocabulary, so the parser is another model family's, or the "
+        "model does not reason",
+        [
+            Fix("advice", "leave out --reasoning-parser", note="a model that does not reason"),
+            Fix(
+                "advice",
+                "--reasoning-parser NAME of this model's own family",
+                note="its chat template's think tokens tell which",
+            ),
+        ],
+    )

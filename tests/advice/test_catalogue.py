@@ -1513,3 +1513,26 @@ def test_a_setting_the_message_asks_for_in_words_is_its_flag(phrase: str, fix: s
     assert fix in [f.text for f in found.fixes]
     # no size to divide: never a generic tensor-parallel size
     assert not any(f.text.endswith(" N") for f in found.fixes)
+
+
+def _sglang_template(fragment: str) -> Template:
+    return next(t for t in catalogue.templates("sglang") if fragment in t.text)
+
+
+def test_a_reasoning_parser_whose_think_token_is_not_one_token_is_left_out_or_changed() -> None:
+    # SGLang 0.5.12 on (constrained/reasoner_grammar_backend.py), as the scheduler starts
+    template = _sglang_template("must encode to exactly one token for constrained reasoning")
+    found = diagnose_text(
+        "$ python -m sglang.launch_server --model-path /m --reasoning-parser deepseek-v3\n"
+        f"[2026-05-09 10:00:00] Scheduler hit an exception: {_log_line(template, 1)}\n"
+    )
+    assert found.code == "reasoning-parser"
+    assert [f.text for f in found.fixes][0] == "leave out --reasoning-parser"
+
+
+def test_a_requests_grammar_the_backend_refuses_is_no_setting_to_change() -> None:
+    # outlines_backend.py: a request's regex; no flag or checkpoint edit changes a request
+    template = _sglang_template("Hit invalid regex schema")
+    found = diagnose_text(f"[2026-05-09 10:00:00] {_log_line(template, 2)}\n")
+    assert found.code == "grammar-request"
+    assert not any(f.kind in ("flag", "transform") for f in found.fixes)
