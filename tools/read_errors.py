@@ -81,6 +81,9 @@ START_UP: dict[str, tuple[str, ...]] = {
         "vllm/executor/ray_utils.py",
         "vllm/v1/executor/ray_utils.py",
         "vllm/utils/deep_gemm.py",
+        # the reasoning parser is built with the structured-output manager as the engine
+        # starts: one whose think tokens the tokenizer lacks refuses there
+        "vllm/reasoning/*.py",
         "vllm/entrypoints/chat_utils.py",
         "vllm/entrypoints/openai/api_server.py",
         "vllm/entrypoints/cli/serve.py",

@@ -123,12 +123,36 @@ def _GRAMMAR_FILE(t: Template) -> bool:  # noqa: N802 (a claim, named like the o
 _PARSER_WORDS = _says(r"think_|reasoning parser|model type|Strict reasoning")
 
 
+def _PARSER_REFUSED(t: Template) -> bool:  # noqa: N802 (a claim, named like the others)
+    """A reasoning parser refusing the model as it is built: SGLang's (grammar backend, parser
+    registry), vLLM's (vllm/reasoning/: think tokens the tokenizer lacks, a name not
+    registered)."""
+    if t.engine == "vllm" and t.file.startswith("vllm/reasoning/"):
+        return _says(
+            r"could not locate|Tokenizer must contain|must be an instance of \w*Tokenizer|"
+            r"parser '[^']*' not found|not found in reasoning_parsers"
+        )(t)
+    return _GRAMMAR_FILE(t) and _PARSER_WORDS(t)
+
+
+def _REQUEST_GRAMMAR(t: Template) -> bool:  # noqa: N802 (a claim, named like the others)
+    """A request's grammar or reasoning options refused (SGLang's constrained/, vLLM's
+    reasoning parsers' structured-output conversions), or a grammar backend's own mask
+    bookkeeping."""
+    if t.engine == "vllm" and t.file.startswith("vllm/reasoning/"):
+        return _says(
+            r"structured_outputs|request|reasoning_effort|should not be called|"
+            r"shouldn't be used|HarmonyParser|is empty"
+        )(t)
+    return _GRAMMAR_FILE(t) and not _says(r"--[a-z]|grammar backend:|XGrammar")(t)
+
+
 FAMILIES: tuple[Family, ...] = (
     Family(
         # a --reasoning-parser that is not this model's: its think tokens, its name
         "reasoning-parser",
         "flag",
-        lambda t: _GRAMMAR_FILE(t) and _PARSER_WORDS(t),
+        _PARSER_REFUSED,
         explain_reasoning_parser,
         defers=True,
     ),
@@ -139,7 +163,7 @@ FAMILIES: tuple[Family, ...] = (
         # cannot start with, are the named-flags family's
         "grammar-request",
         "none",
-        lambda t: _GRAMMAR_FILE(t) and not _says(r"--[a-z]|grammar backend:|XGrammar")(t),
+        _REQUEST_GRAMMAR,
         explain_request,
     ),
     Family(

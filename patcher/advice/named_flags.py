@@ -138,17 +138,28 @@ def explain_named_flags(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
 
 
 def explain_reasoning_parser(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
-    """SGLang's reasoning parser refused as the scheduler starts (constrained/
-    reasoner_grammar_backend.py, parser/reasoning_parser.py): the parser named by
-    ``--reasoning-parser`` is not this model's, its think tokens not single tokens of this
-    vocabulary, or its name not one the release registers."""
-    if re.search(r"Unsupported model type|must be specified", m.line):
+    """A reasoning parser refused as the engine starts (SGLang's constrained/
+    reasoner_grammar_backend.py and parser/reasoning_parser.py, vLLM's vllm/reasoning/): the
+    parser named by ``--reasoning-parser`` is not this model's, its think tokens not (single)
+    tokens of this vocabulary, or its name not one the release registers."""
+    if re.search(
+        r"Unsupported model type|must be specified|parser '[^']*' not found|not found in", m.line
+    ):
         return (
             "the --reasoning-parser name is not one this release registers",
             [Fix("advice", "--reasoning-parser NAME, a name of this release's own list")],
         )
+    if "instance of MistralTokenizer" in m.line:  # vLLM builds it for --tokenizer-mode mistral
+        return (
+            "the Mistral reasoning parser reads Mistral's own tokenizer, which vLLM loads only "
+            "with --tokenizer-mode mistral",
+            [
+                Fix("flag", "--tokenizer-mode mistral"),
+                Fix("advice", "leave out --reasoning-parser"),
+            ],
+        )
     return (
-        "the reasoning parser given does not fit this model: its think tokens are not single "
+        "the reasoning parser given does not fit this model: its think tokens are not (single) "
         "tokens of this model's vocabulary, so the parser is another model family's, or the "
         "model does not reason",
         [

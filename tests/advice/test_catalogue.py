@@ -1536,3 +1536,25 @@ def test_a_requests_grammar_the_backend_refuses_is_no_setting_to_change() -> Non
     found = diagnose_text(f"[2026-05-09 10:00:00] {_log_line(template, 2)}\n")
     assert found.code == "grammar-request"
     assert not any(f.kind in ("flag", "transform") for f in found.fixes)
+
+
+@pytest.mark.parametrize(
+    ("fragment", "first"),
+    [
+        # vLLM 0.9.2 on (vllm/reasoning/): the parser is built as the engine starts
+        ("DeepSeek R1 reasoning parser could not locate think", "leave out --reasoning-parser"),
+        ("The tokenizer must be an instance of MistralTokenizer", "--tokenizer-mode mistral"),
+        # a name the release does not register: one of its own list
+        ("Available parsers:", "--reasoning-parser NAME, a name of this release's own list"),
+    ],
+)
+def test_vllms_reasoning_parser_refusing_the_model_is_the_parser_or_the_tokenizer(
+    fragment: str, first: str
+) -> None:
+    template = next(t for t in catalogue.templates("vllm") if fragment in t.text)
+    found = diagnose_text(
+        "$ vllm serve /m --reasoning-parser deepseek_r1\n"
+        f"(EngineCore_DP0 pid=7) ERROR 05-09 10:00:00 [core.py:708] {_log_line(template, 3)}\n"
+    )
+    assert found.code == "reasoning-parser"
+    assert found.fixes[0].text == first
