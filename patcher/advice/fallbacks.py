@@ -29,6 +29,20 @@ _WORDS = (
         ),
     ),
     (
+        # An attention kernel library's own check of the GPU (FlashAttention 3/4's CuTe
+        # kernels, FlashMLA, FlashInfer's and CUTLASS's MLA): it runs only on the GPUs it names,
+        # so another attention backend is the way out (the message is the kernel's, not the
+        # engine's, and no release read raises it).
+        "attention-backend",
+        re.compile(
+            r"(?=.*\b(?:FA[234]|flash[_ -]?attn|flash[_ -]?attention\d?|FlashMLA|flashinfer|"
+            r"cutlass[_ ]?mla|trtllm[_ ]mla)\b)"
+            r"(?=.*\b(?:only supported on|requires|not supported on|supports only|only supports)"
+            r"\s+(?:SM\s?\d|sm_?\d|compute capability|Hopper|Blackwell|Ampere))",
+            re.IGNORECASE,
+        ),
+    ),
+    (
         # The CUDA runtime's, and PyTorch's: the build has no kernels for this GPU's compute
         # capability (an older build on a newer GPU, or a dropped architecture).
         "hardware",

@@ -61,3 +61,23 @@ def test_an_unset_setting_is_read_only_where_one_setting_of_a_settings_file_was_
     found = diagnose_text(log)
     assert not found.recognised
     assert found.fixes == ()
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        # FlashAttention 4's CuTe kernels (through SGLang's fa3/fa4 backends) on an SM120 GPU
+        "AssertionError: FP8 is only supported on SM100 (compute capability 10.x) for FA4 CuTe",
+        "RuntimeError: FlashMLA is only supported on Hopper GPUs",
+    ],
+)
+def test_an_attention_kernels_own_gpu_check_is_another_attention_backend(message: str) -> None:
+    found = diagnose_text(f"$ sglang serve --model-path /m --attention-backend fa3\n{message}\n")
+    assert found.code == "attention-backend"
+    assert "read from its words" in found.cause
+    assert any("--attention-backend" in f.text for f in found.fixes)
+
+
+def test_a_kernel_named_without_a_gpu_it_needs_is_not_read_as_the_attention_backend() -> None:
+    found = diagnose_text("RuntimeError: FA4 CuTe kernel failed to compile: ptxas exited 1\n")
+    assert found.code != "attention-backend"
