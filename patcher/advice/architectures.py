@@ -40,6 +40,11 @@ def _release_for(
     )
 
 
+def _first_read(engine: EngineName) -> str:
+    """The oldest release of ``engine`` whose registry was read."""
+    return ".".join(map(str, min(architectures(engine))))
+
+
 def sglang_architecture(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     """SGLang's registry has no class for the architectures ``m.group(1)`` names: one that
     failed to import (an earlier 'Ignore import error' line), or one the release lacks (the
@@ -57,7 +62,7 @@ def sglang_architecture(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fi
     releases = [f for f in (_release_for(n, None, "sglang") for n in names) if f is not None]
     return (
         f"this SGLang has no model class for {m.group(1)}"
-        + ("" if releases else "; no SGLang release read (0.5.1 on) lists it"),
+        + ("" if releases else f"; no SGLang release read ({_first_read('sglang')} on) lists it"),
         [
             *releases[:1],
             ctx.apply("set-architectures", " --set architecture=NAME"),
@@ -74,7 +79,7 @@ def architecture(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     which raises the same words."""
     names = re.findall(r"'([^']+)'", m.group(1))
     listed = set(re.findall(r"'([^']+)'", m.string[m.end() :]))
-    # SGLang's registry raises the same words (models/registry.py, 0.5.1 to 0.5.23): in an
+    # SGLang's registry raises the same words (models/registry.py, 0.4.0 to 0.5.23): in an
     # SGLang log, SGLang's answer, never a vLLM release. A log that does not say whose it is
     # tells by the supported list it prints: classes no vLLM release read has are not vLLM's.
     engine = ctx.engine

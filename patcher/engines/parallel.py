@@ -225,7 +225,7 @@ def group_slice_error(engine: Engine, files: ConfigFiles, tp: int) -> StartupErr
     """The refusal of a group-quantized (AWQ, GPTQ) MLP whose down projection's slice is not
     a whole number of groups: both engines' ``awq.py`` ``create_weights`` ("The input size is
     not aligned with the quantized weight shape. This can be caused by too large tensor
-    parallel size."; vLLM 0.10.1 to 0.34.0, SGLang 0.5.1 to 0.5.23), and Marlin's, which
+    parallel size."; vLLM 0.10.1 to 0.34.0, SGLang 0.4.6 to 0.5.23), and Marlin's, which
     vLLM picks for them on newer GPUs, the same way. None otherwise."""
     config = files.config
     quant = config.get("quantization_config") if isinstance(config, dict) else None

@@ -578,9 +578,9 @@ def test_the_registry_message_is_read_as_the_engine_whose_log_it_is() -> None:
         "'MultiModalityCausalLM', 'LlamaForCausalLM'])"
     )
     assert "SGLang" in sglang.cause and not any("vllm" in f.text for f in sglang.fixes)
-    # every SGLang release read (0.5.1 on) lists Glm4ForCausalLM: the one that refused is older
+    # SGLang 0.4.10 is the first release read that lists Glm4ForCausalLM (0.4.6 did not)
     assert [f.text for f in sglang.fixes if f.kind == "dependency"] == [
-        "pip install 'sglang>=0.5.1'"
+        "pip install 'sglang>=0.4.10'"
     ]
     unknown = diagnose_text(
         "[2026-01-02 10:00:00 TP0] Scheduler hit an exception: ValueError: Model architectures "
