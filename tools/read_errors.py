@@ -543,6 +543,7 @@ def record(engine: str, wheels: list[Path], today: str, features_only: bool = Fa
                 read |= read_model_classes.parsers(archive, engine)  # the registries' names
                 read |= read_model_classes.min_capabilities(archive, engine)
                 read |= read_model_classes.env_names(archive, engine)
+                read |= read_model_classes.cli_flags(archive, engine)
                 if engine == "vllm":
                     read |= read_model_classes.features(archive)
             _record_features(catalogue, _wheel_version(wheel), read)

@@ -147,6 +147,39 @@ def settings(archive: zipfile.ZipFile, engine: str) -> list[str]:
     return sorted(found)
 
 
+# Where a release's command-line parser is built: the engine's arguments and the server's own
+# (vLLM's entrypoints: make_arg_parser in cli_args.py, the serve subcommand; SGLang's
+# server_args.py and its arg_groups), each flag a literal ``add_argument("--x", ...)`` or a
+# dataclass field made into one (EngineArgs, ServerArgs, vLLM 0.10's FrontendArgs).
+_PARSER_FILES = {
+    "vllm": ("vllm/engine/arg_utils.py", "vllm/entrypoints/*.py"),
+    "sglang": ("sglang/srt/server_args.py", "sglang/srt/arg_groups/*.py"),
+}
+
+
+def cli_flags(archive: zipfile.ZipFile, engine: str) -> dict[str, list[str]]:
+    """The flags the release's command-line parser defines, keyed ``flags``: what argparse
+    takes, so that a flag it refuses ("unrecognized arguments") can be looked up in the
+    releases that define it."""
+    found = {"--" + name.replace("_", "-") for name in settings(archive, engine)}
+    patterns = _PARSER_FILES[engine]
+    for source in archive.namelist():
+        if not any(fnmatch.fnmatch(source, p) for p in patterns) or not source.endswith(".py"):
+            continue
+        tree = ast.parse(archive.read(source).decode("utf-8", "replace"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr == "add_argument" and node.args:
+                    found |= {s for a in node.args for s in _strings(a) if s.startswith("--")}
+            elif isinstance(node, ast.ClassDef) and node.name.endswith("FrontendArgs"):
+                found |= {
+                    "--" + item.target.id.replace("_", "-")
+                    for item in node.body
+                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+                }
+    return {"flags": sorted(found)}
+
+
 # The registries of the parsers a flag names by value: vLLM's tool_parsers/ and reasoning/
 # (``@ToolParserManager.register_module("name")`` to 0.1x, then the lazy
 # ``_TOOL_PARSERS_TO_REGISTER = {"name": (file, class)}``), SGLang's ``ToolCallParserEnum`` and

@@ -173,6 +173,11 @@ def feature_releases(engine: Engine, feature: str, name: str) -> tuple[str, ...]
     return tuple(_features(engine).get(feature, {}).get(name, ()))
 
 
+def features_of(engine: Engine, feature: str) -> tuple[str, ...]:
+    """Every name the releases read of ``engine`` recorded ``feature`` for."""
+    return tuple(_features(engine).get(feature, {}))
+
+
 def has_feature(engine: Engine, feature: str) -> bool:
     """Whether the releases read of ``engine`` recorded ``feature`` for any name."""
     return bool(_features(engine).get(feature))

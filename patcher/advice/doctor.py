@@ -39,6 +39,7 @@ from patcher.advice.log_facts import (
     PP,
     QUANT_SET,
     QUOTED,
+    RESOLVED,
     SGLANG_SAYS,
     TP,
     UNREAD_RUNTIMES,
@@ -185,6 +186,7 @@ def diagnose_lines(
     code: str | None = None  # the source line that frame shows
     config_file: str | None = None  # the model's transformers config class it went through
     validated: str | None = None  # the setting whose config class pydantic refused
+    architecture: str | None = None  # the architecture vLLM resolved the model to
     marked, heeded = _marked(), _heeded()
     for raw in bounded(lines):
         line = raw
@@ -262,6 +264,8 @@ def diagnose_lines(
             code = PREFIX.sub("", uncoloured(line)).strip()  # the source line the frame shows
         if 'File "' in line and ("/sglang/" in line or "/vllm/" in line):
             frame, code = line, None
+        if "Resolved architecture" in line and (resolved := RESOLVED.search(line)):
+            architecture = resolved.group(1)
         if "validation error for " in line and (named := VALIDATED.search(line)):
             validated = re.sub(r"(?<!^)(?=[A-Z])", "_", named.group(1)).lower() + "_config"
         if "/configuration_" in line and (own := CONFIG_FILE.search(line)):
@@ -303,6 +307,7 @@ def diagnose_lines(
             quantization=quantization,
             config_file=config_file,
             validated=validated,
+            architecture=architecture,
         )
         matched = _first_rule(line) if marked_line else None
         if matched is not None:

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import Engine, feature_releases, feature_span, has_feature, releases
+from patcher.advice.catalogue import (
+    Engine,
+    feature_releases,
+    feature_span,
+    features_of,
+    has_feature,
+    releases,
+)
 from patcher.advice.log_rules import Fix, LogContext
 
 
@@ -84,17 +91,75 @@ def unrecognized_arguments(m: re.Match[str], ctx: LogContext) -> tuple[str, list
                     note="the flag as the parser declares it, with dashes",
                 )
             )
-        else:
-            fixes.append(
-                Fix(
-                    "advice",
-                    f"leave out {flag}",
-                    note="this release's parser does not define it; a later release may (which "
-                    "is not read)",
-                )
-            )
+        elif vllm or ctx.engine == "sglang" or re.search(r"sglang|launch_server", m.string):
+            fixes += _defined_elsewhere("vllm" if vllm else "sglang", flag)
+        else:  # whose parser it is, the log does not say
+            fixes.append(Fix("advice", f"leave out {flag}", note="the parser does not define it"))
     named = ", ".join(w for w in words if w.startswith("--"))
     return (f"the engine's command-line parser does not define {named}", fixes)
+
+
+# Words too common in flag names to tell one flag from another (what kind of value, not what).
+_COMMON = frozenset(
+    {"max", "min", "enable", "disable", "num", "size", "use", "no", "path", "dir", "file", "name"}
+)
+
+
+def _defined_elsewhere(engine: Engine, flag: str) -> list[Fix]:
+    """What to do with ``flag`` where this release's parser lacks it: the releases read whose
+    parser defines it (the catalogue's ``flags``, tools/read_model_classes.py), else the
+    flags of the newest release read that share its words (a misspelling, another name)."""
+    span = feature_span(engine, "flags", flag) if has_feature(engine, "flags") else None
+    if span is not None:
+        first, after = span
+        if after is not None:  # dropped: leave it out, or the releases that still had it
+            return [
+                Fix("advice", f"leave out {flag}", note=f"{engine} {after} on does not define it"),
+                Fix("dependency", f"pip install '{engine}>={first},<{after}'"),
+            ]
+        return [
+            Fix(
+                "dependency",
+                f"pip install '{engine}>={first}'",
+                note=f"{engine} {first} and later define {flag} (read from their source)",
+            ),
+            Fix("advice", f"or leave out {flag}"),
+        ]
+    newest = list(releases(engine))[-1] if has_feature(engine, "flags") else None
+    words = set(flag[2:].split("-")) - _COMMON
+    alike = (
+        [f for f in _flags_of(engine, newest) if words & set(f[2:].split("-")) and f != flag]
+        if newest
+        else []
+    )
+    alike.sort(key=lambda f: (-len(words & set(f[2:].split("-"))), len(f)))
+    fixes = [
+        Fix(
+            "advice",
+            f"leave out {flag}",
+            note="no release read defines it"
+            if newest
+            else "this release's parser does not define it; a later release may (not read)",
+        )
+    ]
+    if alike:
+        fixes.append(
+            Fix(
+                "advice",
+                "or the flag meant: " + ", ".join(alike[:6]),
+                note=f"{engine} {newest}'s flags that share its words",
+            )
+        )
+    return fixes
+
+
+def _flags_of(engine: Engine, release: str | None) -> list[str]:
+    """The flags the parser of ``release`` defines (read)."""
+    return sorted(
+        f
+        for f in features_of(engine, "flags")
+        if release is not None and release in feature_releases(engine, "flags", f)
+    )
 
 
 def invalid_object(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:

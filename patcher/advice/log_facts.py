@@ -69,3 +69,6 @@ VERSION = re.compile(
 # and the model's own transformers config class a traceback went through.
 VALIDATED = re.compile(r"validation errors? for (\w+?)Config\b")
 CONFIG_FILE = re.compile(r"transformers/models/\w+/configuration_\w+\.py")
+
+# vLLM's "Resolved architecture: LlamaForCausalLM" (config/model.py, 0.10 on).
+RESOLVED = re.compile(r"Resolved architecture: (\w+)")

@@ -67,6 +67,9 @@ class LogContext:
     # The setting whose config class a pydantic error names ("1 validation error for
     # SpeculativeConfig": speculative_config), when the log shows one.
     validated: str | None = None
+    # The architecture vLLM resolved the model to (its "Resolved architecture: X" line, 0.10 on),
+    # when the log shows it.
+    architecture: str | None = None
 
     def mem_fraction(self) -> Fix:
         """SGLang's ``--mem-fraction-static`` that leaves the KV pool room after the weights.

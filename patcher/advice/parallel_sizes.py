@@ -11,7 +11,7 @@ import math
 import re
 
 from patcher.advice.answers import _engine, _flag_word, _numbers, _unique
-from patcher.advice.catalogue import Matched
+from patcher.advice.catalogue import Matched, declared, feature_releases, releases, version_key
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.advice.own_remedy import own_remedy
 
@@ -26,6 +26,9 @@ _NO_PIPELINE = re.compile(
     r"Pipeline parallelism is (?:only supported for the following|not supported for this model)",
     re.IGNORECASE,
 )
+# A parallel mode refused on one executor ("Pipeline parallelism is not supported yet with
+# multiprocessing.", vLLM 0.5's config.py): the other executor (--distributed-executor-backend).
+_EXECUTOR = re.compile(r"not supported (?:yet )?(?:with|on|by) (multiprocessing|ray)\b", re.I)
 _SIZED = re.compile(
     r"divisib|divide|multiple of|greater than|less than|at least|at most|must be (?:<|>|=)|"
     r"must equal|exceeds?",
@@ -176,12 +179,33 @@ def _no_pipeline(engine: str, ctx: LogContext) -> tuple[str, list[Fix]]:
                     "tells"
                 ),
             ),
-            Fix(
-                "advice",
-                "or a release whose class for this model supports pipeline parallelism (which "
-                "release is not read)",
-            ),
+            _pipelined_release(engine, ctx),
         ],
+    )
+
+
+def _pipelined_release(engine: str, ctx: LogContext) -> Fix:
+    """The vLLM releases read whose class for the log's architecture (its "Resolved
+    architecture" line, 0.10 on) has pipeline parallelism (the catalogue's ``pp``)."""
+    having = feature_releases("vllm", "pp", ctx.architecture) if ctx.architecture else ()
+    if engine != "vllm" or not ctx.architecture:
+        return Fix(
+            "advice",
+            "or a release whose class for this model supports pipeline parallelism (the log "
+            "does not name the architecture)",
+        )
+    if not having:
+        read = list(releases("vllm"))
+        return Fix(
+            "advice",
+            f"no vLLM release read ({read[0]} to {read[-1]}) gives {ctx.architecture} "
+            "pipeline parallelism: tensor parallel only",
+        )
+    newer = [r for r in having if ctx.version is None or version_key(r) > ctx.version]
+    return Fix(
+        "dependency",
+        f"pip install 'vllm>={newer[0] if newer else having[0]}'",
+        note=f"the releases read whose {ctx.architecture} supports pipeline parallelism",
     )
 
 
@@ -264,6 +288,15 @@ def explain_parallel(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     line = m.line
     if _NO_PIPELINE.search(line):
         return _no_pipeline(engine, ctx)
+    executor = _EXECUTOR.search(line)
+    if executor and engine == "vllm" and declared("vllm", "--distributed-executor-backend"):
+        # vLLM 0.5's ParallelConfig: pipeline parallelism ran only on Ray's executor
+        other = "mp" if executor.group(1).lower() == "ray" else "ray"
+        return (
+            "this release runs this parallel mode only on another executor than "
+            + executor.group(1),
+            [Fix("flag", f"--distributed-executor-backend {other}")],
+        )
     if _REFUSED_MODE.search(line) and not _SIZED.search(line):
         # "X does not support prefill context parallelism": a mode refused, not a size.
         return (

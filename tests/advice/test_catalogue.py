@@ -1558,3 +1558,23 @@ def test_vllms_reasoning_parser_refusing_the_model_is_the_parser_or_the_tokenize
     )
     assert found.code == "reasoning-parser"
     assert found.fixes[0].text == first
+
+
+def test_the_recorder_reads_the_flags_a_releases_parser_defines(tmp_path: Path) -> None:
+    from tools.read_model_classes import cli_flags
+
+    files = {
+        "vllm/engine/arg_utils.py": "class EngineArgs:\n    max_model_len: int = 0\n",
+        "vllm/entrypoints/openai/cli_args.py": (
+            "class FrontendArgs:\n    lora_modules: list = None\n"
+            "def make_arg_parser(parser):\n"
+            "    parser.add_argument('--host', type=str)\n"
+            "    parser.add_argument('-tp', '--tensor-parallel-size', type=int)\n"
+        ),
+        # not the parser's: a flag named in a test's own argparse elsewhere is not read
+        "vllm/benchmarks/serve.py": "parser.add_argument('--request-rate')\n",
+    }
+    with _wheel(tmp_path / "vllm-9.9.9-py3-none-any.whl", files) as archive:
+        assert cli_flags(archive, "vllm") == {
+            "flags": ["--host", "--lora-modules", "--max-model-len", "--tensor-parallel-size"]
+        }

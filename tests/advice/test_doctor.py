@@ -982,6 +982,36 @@ def test_flags_the_parser_does_not_define(log: str, first: str) -> None:
     assert found.fixes[0].text.startswith(first)
 
 
+@pytest.mark.parametrize(
+    ("log", "fixes"),
+    [
+        # SGLang 0.4.6 is the first release read whose parser defines --reasoning-parser
+        (
+            "launch_server.py: error: unrecognized arguments: --reasoning-parser deepseek-r1",
+            ["pip install 'sglang>=0.4.6'", "or leave out --reasoning-parser"],
+        ),
+        # vLLM 0.7.3 to 0.9.2 defined --enable-reasoning; 0.10.1 on does not
+        (
+            "INFO 08-01 10:00:00 [api_server.py:1000] vLLM API server version 0.10.1\n"
+            "vllm: error: unrecognized arguments: --enable-reasoning",
+            ["leave out --enable-reasoning", "pip install 'vllm>=0.7.3,<0.10.1'"],
+        ),
+    ],
+)
+def test_a_flag_other_releases_define_is_those_releases_or_left_out(
+    log: str, fixes: list[str]
+) -> None:
+    found = diagnose_text(log + "\n")
+    assert [f.text for f in found.fixes] == fixes
+
+
+def test_a_flag_no_release_defines_names_the_flags_that_share_its_words() -> None:
+    found = diagnose_text("vllm: error: unrecognized arguments: --lora-path yard1/sql-lora\n")
+    assert found.fixes[0].text == "leave out --lora-path"
+    meant = found.fixes[1].text
+    assert "--lora-modules" in meant and "--root-path" not in meant
+
+
 @pytest.mark.parametrize(("version", "flagged"), [("0.8.5", True), ("0.20.0", False)])
 def test_a_sliding_window_on_some_layers_is_the_configs_switch(version: str, flagged: bool) -> None:
     # qwen2.py: to 0.9 the cache's window decides (the flag turns it off), from 0.10 the
