@@ -98,6 +98,9 @@ START_UP: dict[str, tuple[str, ...]] = {
         "sglang/srt/configs/load_config.py",
         "sglang/srt/model_executor/model_runner.py",
         "sglang/srt/model_executor/model_runner_kv_cache_mixin.py",
+        # the CUDA graphs are captured as the model runner starts ("Capture cuda graph failed")
+        "sglang/srt/model_executor/cuda_graph_runner.py",
+        "sglang/srt/model_executor/runner/decode_cuda_graph_runner.py",
         "sglang/srt/managers/scheduler.py",
         "sglang/srt/managers/tp_worker.py",
         "sglang/srt/model_loader/*.py",

@@ -11,6 +11,7 @@ from pathlib import Path
 from patcher.advice import catalogue
 from patcher.advice.attention_rules import bare_assert
 from patcher.advice.catalogue import Engine, Matched, Template
+from patcher.advice.cuda_graph import CAPTURE
 from patcher.advice.diagnosis import Diagnosis
 from patcher.advice.families import FAMILIES
 from patcher.advice.log_lines import RAISED
@@ -20,6 +21,8 @@ from patcher.advice.log_rules import Fix, LogContext
 # still read by its words where they leave one cause: a KV dtype refused, a size that does not
 # divide. Anything else stays "not recognised".
 _WORDS = (
+    # a kernel refused inside a CUDA graph capture (CUDA's and PyTorch's words)
+    ("cuda-graph", re.compile(rf"(?=.*(?:{CAPTURE.pattern}))", re.IGNORECASE)),
     (
         "kv-cache-dtype",
         re.compile(

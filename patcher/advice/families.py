@@ -44,6 +44,7 @@ from patcher.advice.answers import (
     explain_tokenizer,
 )
 from patcher.advice.catalogue import Matched, Template
+from patcher.advice.cuda_graph import CAPTURE, explain_cuda_graph
 from patcher.advice.environment_answers import explain_dependency, explain_environment
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.advice.named_flags import (
@@ -148,6 +149,13 @@ def _REQUEST_GRAMMAR(t: Template) -> bool:  # noqa: N802 (a claim, named like th
 
 
 FAMILIES: tuple[Family, ...] = (
+    Family(
+        # the engine's CUDA graphs could not be captured as it started
+        "cuda-graph",
+        "flag",
+        lambda t: CAPTURE.search(t.text) is not None,
+        explain_cuda_graph,
+    ),
     Family(
         # a --reasoning-parser that is not this model's: its think tokens, its name
         "reasoning-parser",

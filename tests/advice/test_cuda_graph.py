@@ -1,0 +1,48 @@
+"""doctor's answer to a CUDA graph capture that failed as the engine started
+(patcher/advice/cuda_graph.py): the engine's own ways out, with the releases that define them."""
+
+from __future__ import annotations
+
+from patcher.advice import catalogue
+from patcher.advice.doctor import diagnose_text
+
+# SGLang 0.4.9's report (cuda_graph_runner.py): a kernel refused inside the capture under
+# torch.compile, the inner error first, as the chained traceback prints it
+_INNER = (
+    "$ python3 -m sglang.launch_server --model-path /m --tp 8 --enable-torch-compile\n"
+    '  File "/env/lib/python3.10/site-packages/sglang/srt/layers/moe/topk.py", line 322, in x\n'
+    "RuntimeError: CUDA error: operation not permitted when stream is capturing\n"
+    "During handling of the above exception, another exception occurred:\n"
+)
+
+
+def test_a_kernel_refused_inside_sglangs_capture_is_its_flags_to_run_without_graphs() -> None:
+    found = diagnose_text(_INNER)
+    assert found.code == "cuda-graph"
+    texts = [f.text for f in found.fixes]
+    assert texts[0] == "--disable-cuda-graph"
+    assert "leave out --enable-torch-compile" in texts
+    # the batch-size flag as each release spells it, where a read release defines it
+    assert "--cuda-graph-max-bs-decode 16" in texts and "--cuda-graph-max-bs 16" in texts
+
+
+def test_sglangs_own_capture_report_is_read_from_its_source() -> None:
+    template = next(
+        t
+        for t in catalogue.templates("sglang")
+        if t.text == "Capture cuda graph failed: {e}\n{CUDA_GRAPH_CAPTURE_FAILED_MSG}"
+    )
+    assert "0.4.10" in template.releases
+    found = diagnose_text(
+        "[2025-07-10 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call "
+        "last):\nException: Capture cuda graph failed: CUDA error: out of resources\n"
+    )
+    assert found.code == "cuda-graph"
+
+
+def test_vllms_capture_failure_is_enforce_eager() -> None:
+    found = diagnose_text(
+        "INFO 05-01 10:00:00 [api_server.py:1000] vLLM API server version 0.9.2\n"
+        "RuntimeError: Cannot call CUDAGeneratorImpl::current_seed during CUDA graph capture.\n"
+    )
+    assert [f.text for f in found.fixes] == ["--enforce-eager"]
