@@ -498,11 +498,15 @@ def explain_tokenizer(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-def explain_remote_code(_m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
-    """A config that needs its own code: --trust-remote-code, or drop auto_map."""
+def explain_remote_code(_m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A config that needs its own code: --trust-remote-code. Not drop-auto-map:
+    transformers' ``resolve_trust_remote_code`` refuses only where no class of its own knows
+    the model type (``has_remote_code and not has_local_code``), so without auto_map the same
+    config is refused as an unknown model type."""
     return (
-        "the checkpoint's config needs its own code (auto_map)",
-        [Fix("flag", "--trust-remote-code"), ctx.apply("drop-auto-map")],
+        "the checkpoint's config needs its own code (auto_map): no class of this transformers "
+        "knows its model type",
+        [Fix("flag", "--trust-remote-code", note="after reading the repository's code")],
     )
 
 

@@ -137,16 +137,12 @@ def _block_size(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
     )
 
 
-def _remote_code(_m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+def _remote_code(_m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
+    # transformers asks for the code only where no class of its own knows the model type
+    # (resolve_trust_remote_code): removing auto_map leaves an unknown type, not a fix
     return (
         "the config needs the checkpoint's own Python code (auto_map)",
-        [
-            Fix("flag", "--trust-remote-code", note="after reading the repository's code"),
-            Fix(
-                "advice",
-                f"offline with a foreign auto_map: patcher apply {ctx.checkpoint} drop-auto-map",
-            ),
-        ],
+        [Fix("flag", "--trust-remote-code", note="after reading the repository's code")],
     )
 
 

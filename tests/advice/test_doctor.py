@@ -342,12 +342,13 @@ CASES = [
         "remote-code",
         "--trust-remote-code",
     ),
-    # transformers 5.24.0 dynamic_module_utils.py
+    # transformers 5.24.0 dynamic_module_utils.py: raised only where no class of its own knows
+    # the model type (resolve_trust_remote_code), so the code is the way, not dropping auto_map
     (
         "ValueError: The repository /m/kimi contains custom code which must be executed to "
         "correctly load the model.",
         "remote-code",
-        "drop-auto-map",
+        "--trust-remote-code",
     ),
     # platforms/cuda.py @ v0.33.0 L650
     (
@@ -1080,3 +1081,23 @@ def test_a_key_a_config_class_requires_goes_in_the_json_of_its_setting() -> None
     assert "num_speculative_tokens" in named.fixes[0].text
     unnamed = diagnose_text(line)
     assert not any(f.text.startswith("--speculative-config") for f in unnamed.fixes)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        "ValueError: The repository /m/kimi contains custom code which must be executed to "
+        "correctly load the model.",
+        "ValueError: Loading internvl2-8b/ requires you to execute the configuration file in "
+        "that repo on your local machine. Make sure you have read the code there to avoid "
+        "malicious use, then set the option `trust_remote_code=True` to remove this error.",
+    ],
+)
+def test_transformers_asking_for_the_code_is_not_answered_by_dropping_auto_map(
+    error: str,
+) -> None:
+    # transformers raises these only where no class of its own knows the model type: without
+    # auto_map, the same config would be refused as an unknown model type
+    found = diagnose_text(error + "\n")
+    assert found.code == "remote-code"
+    assert [f.text for f in found.fixes] == ["--trust-remote-code"]
