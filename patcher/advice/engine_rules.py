@@ -14,7 +14,12 @@ import re
 from patcher.advice.answers import before_strict
 from patcher.advice.architectures import architecture, sglang_architecture
 from patcher.advice.attention_rules import attention, selected_backend
-from patcher.advice.flag_choices import invalid_choice, invalid_object, unrecognized_arguments
+from patcher.advice.flag_choices import (
+    arguments_required,
+    invalid_choice,
+    invalid_object,
+    unrecognized_arguments,
+)
 from patcher.advice.log_rules import (
     FAMILY_MARKERS,
     FAMILY_RULES,
@@ -351,6 +356,11 @@ RULES: tuple[Rule, ...] = (
         unrecognized_arguments,
     ),
     (
+        "arguments-required",
+        re.compile(r"error: the following arguments are required: (.+?)\s*$"),
+        arguments_required,
+    ),
+    (
         "quantization-config-missing",
         re.compile(r"Cannot find the config file for (\w+)"),
         no_quantization_config,
@@ -487,6 +497,7 @@ _MARKERS = (
     "invalid choice",
     "validation error",
     "unrecognized arguments",
+    "arguments are required",
     "KeyError: '",
     *FAMILY_MARKERS,
     *TRANSFORMERS_MARKERS,

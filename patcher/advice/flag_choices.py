@@ -184,3 +184,17 @@ def invalid_object(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
         "refused it (the next line names the field and what it should be)",
         fixes,
     )
+
+
+def arguments_required(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """argparse's refusal of a command line without an argument it requires (``error: the
+    following arguments are required: model_tag``): give it. vLLM's ``serve`` takes the model
+    as its first, positional argument (``model_tag``, cli/serve.py)."""
+    named = [a.strip() for a in m.group(1).split(",") if a.strip()]
+    fixes = [
+        Fix("advice", "vllm serve MODEL ...", note="the model path or Hub ID, first after serve")
+        if name == "model_tag"
+        else Fix("advice", f"give {name}", note="the command line lacks it")
+        for name in named
+    ]
+    return (f"the command line lacks what its parser requires: {', '.join(named)}", fixes)

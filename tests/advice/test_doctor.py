@@ -220,6 +220,12 @@ CASES = [
         "unrecognized-arguments",
         "leave out --enable-reasoning",
     ),
+    # Lib/argparse.py: a required argument left out (vLLM's serve takes the model first)
+    (
+        "vllm serve: error: the following arguments are required: model_tag",
+        "arguments-required",
+        "vllm serve MODEL",
+    ),
     # a model's load_weights: params_dict[name] for a parameter only GPTQ's create_weights makes
     (
         "KeyError: 'model.layers.3.self_attn.qkv_proj.g_idx'",
