@@ -545,6 +545,7 @@ def record(engine: str, wheels: list[Path], today: str, features_only: bool = Fa
                 read |= read_model_classes.choices(archive, engine)
                 read |= read_model_classes.parsers(archive, engine)  # the registries' names
                 read |= read_model_classes.min_capabilities(archive, engine)
+                read |= read_model_classes.quantization_classes(archive, engine)
                 read |= read_model_classes.env_names(archive, engine)
                 read |= read_model_classes.cli_flags(archive, engine)
                 if engine == "vllm":

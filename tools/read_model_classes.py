@@ -354,6 +354,28 @@ def _returned(function: ast.FunctionDef) -> object:
     return only.value if isinstance(only, ast.Constant) else None
 
 
+def _quantization_classes(
+    archive: zipfile.ZipFile, engine: str
+) -> Iterable[tuple[str, str, dict[str, ast.FunctionDef]]]:
+    """Each quantization config class in ``<engine>/**/quantization/`` whose ``get_name``
+    returns a constant: its class name, that method name, and its methods."""
+    for source in archive.namelist():
+        if not (source.startswith(f"{engine}/") and "/quantization/" in source):
+            continue
+        if not source.endswith(".py"):
+            continue
+        text = archive.read(source).decode("utf-8", "replace")
+        if "get_name" not in text:
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            methods = {f.name: f for f in node.body if isinstance(f, ast.FunctionDef)}
+            name = _returned(methods["get_name"]) if "get_name" in methods else None
+            if isinstance(name, str):
+                yield node.name, name, methods
+
+
 def min_capabilities(archive: zipfile.ZipFile, engine: str) -> dict[str, list[str]]:
     """The compute capability each quantization method asks of the GPU, keyed
     ``min_capability:<method>`` (x10: 89 is 8.9): the constant ``get_min_capability`` of the
@@ -364,25 +386,21 @@ def min_capabilities(archive: zipfile.ZipFile, engine: str) -> dict[str, list[st
     Marlin fallback in 0.5, 75 later), so a GPU refused by one release may run the method in
     another. A method whose capability is computed is left out (not known)."""
     found: dict[str, list[str]] = {}
-    for source in archive.namelist():
-        if not (source.startswith(f"{engine}/") and "/quantization/" in source):
-            continue
-        if not source.endswith(".py"):
-            continue
-        text = archive.read(source).decode("utf-8", "replace")
-        if "get_min_capability" not in text:
-            continue
-        for node in ast.walk(ast.parse(text)):
-            if not isinstance(node, ast.ClassDef):
-                continue
-            methods = {f.name: f for f in node.body if isinstance(f, ast.FunctionDef)}
-            if "get_name" not in methods or "get_min_capability" not in methods:
-                continue
-            name = _returned(methods["get_name"])
+    for _cls, name, methods in _quantization_classes(archive, engine):
+        if "get_min_capability" in methods:
             capability = _returned(methods["get_min_capability"])
-            if isinstance(name, str) and isinstance(capability, int):
+            if isinstance(capability, int):
                 found[f"min_capability:{name}"] = [str(capability)]
     return found
+
+
+def quantization_classes(archive: zipfile.ZipFile, engine: str) -> dict[str, list[str]]:
+    """The method (``--quantization``) each quantization config class is, keyed
+    ``quant_class:<Class>``: a message that names a class ("For FP4 quantization, use
+    ModelOptFp4Config", SGLang's modelopt_quant.py) is that method's flag."""
+    return {
+        f"quant_class:{cls}": [name] for cls, name, _m in _quantization_classes(archive, engine)
+    }
 
 
 GGUF = "transformers/integrations/ggml.py"

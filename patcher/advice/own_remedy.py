@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import Template, declared, flags
+from patcher.advice.catalogue import Engine, Template, declared, features_of, flags
 from patcher.advice.log_rules import Fix
 
 _WORDS_AFTER = {
@@ -95,6 +95,9 @@ _ABOVE_MAX = re.compile(
 # "BitsAndBytes load format and QLoRA adapter only support 'bitsandbytes' quantization, but
 # got None" (vLLM 0.5 to 0.7, arg_utils.py): the one quantization method the setting accepts.
 _ONLY_METHOD = re.compile(r"\bonly supports? '(\w+)' quantization")
+# "For FP4 quantization, use ModelOptFp4Config" (SGLang's modelopt_quant.py): a quantization
+# config class, which is the method its get_name returns (the catalogue's quant_class).
+_USE_CLASS = re.compile(r"\buse `?([A-Z]\w*Config)\b")
 _REQUIRES = re.compile(
     r"\b(?:requires?|upgrade(?: to)?|install)\s+`?([A-Za-z][\w.-]*)`?\s*(?:version\s*)?"
     # a version bound (>=, ==, <, ~=): a lone "=" is a setting's value ("requires DCP=1")
@@ -187,6 +190,14 @@ def own_remedy(line: str, template: Template | None = None) -> list[Fix]:
         fixes.append(
             Fix("flag", f"--quantization {method}", note="the only method the message accepts")
         )
+    for cls in _USE_CLASS.findall(line):
+        engines: tuple[Engine, ...] = ("vllm", "sglang")
+        if template is not None and template.engine != "transformers":
+            engines = (template.engine,)
+        for method in dict.fromkeys(
+            m for e in engines for m in features_of(e, f"quant_class:{cls}")
+        ):
+            fixes.append(Fix("flag", f"--quantization {method}", note=f"{cls}'s method"))
     for found in _ENV_SET.finditer(line):
         name, value = found.group(1), found.group(2).rstrip(".")
         if _REFUSED_AFTER.match(line, found.end()):

@@ -1578,3 +1578,24 @@ def test_the_recorder_reads_the_flags_a_releases_parser_defines(tmp_path: Path) 
         assert cli_flags(archive, "vllm") == {
             "flags": ["--host", "--lora-modules", "--max-model-len", "--tensor-parallel-size"]
         }
+
+
+def test_a_quantization_config_class_the_message_names_is_its_method(tmp_path: Path) -> None:
+    from tools.read_model_classes import quantization_classes
+
+    source = (
+        "class ModelOptFp4Config:\n"
+        "    @classmethod\n    def get_name(cls):\n        return 'modelopt_fp4'\n"
+    )
+    files = {"sglang/srt/layers/quantization/modelopt_quant.py": source}
+    with _wheel(tmp_path / "sglang-9.9.9-py3-none-any.whl", files) as archive:
+        assert quantization_classes(archive, "sglang") == {
+            "quant_class:ModelOptFp4Config": ["modelopt_fp4"]
+        }
+    # SGLang 0.5.1 to 0.5.17 (modelopt_quant.py): a FP4 checkpoint read as FP8
+    found = diagnose_text(
+        "[2025-12-01 10:00:00 TP0] Scheduler hit an exception: ValueError: ModelOptFp8Config "
+        "only supports static FP8 quantization in SGLang. For FP4 quantization, use "
+        "ModelOptFp4Config. Check the quantization config for your model's configuration.\n"
+    )
+    assert "--quantization modelopt_fp4" in [f.text for f in found.fixes]
