@@ -90,6 +90,9 @@ START_UP: dict[str, tuple[str, ...]] = {
         # adapters named by --lora-modules load at start-up, checked against --max-lora-rank
         "vllm/lora/peft_helper.py",
         "vllm/lora/worker_manager.py",
+        # speculative decoding's proposers load the draft model as the engine starts
+        "vllm/spec_decode/*.py",
+        "vllm/v1/spec_decode/*.py",
     ),
     "sglang": (
         "sglang/srt/server_args.py",
@@ -122,6 +125,8 @@ START_UP: dict[str, tuple[str, ...]] = {
         "sglang/srt/constrained/*.py",
         "sglang/srt/parser/reasoning_parser.py",
         "sglang/srt/reasoning_parser.py",
+        # the draft workers of speculative decoding load the draft model as the scheduler starts
+        "sglang/srt/speculative/*.py",
     ),
     "transformers": (
         "transformers/configuration_utils.py",

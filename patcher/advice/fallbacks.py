@@ -72,6 +72,10 @@ _FRAMES = (
     ("attention-backend", _BACKEND_FILE),
     ("chat-template", re.compile(r"/(?:sglang|vllm)/\S*(?:template|chat_utils)\w*\.py\b")),
     ("tokenizer", re.compile(r"/(?:sglang|vllm)/\S*tokeni[sz]er\w*\.py\b")),
+    (
+        "speculative-draft",
+        re.compile(r"/(?:sglang/srt/speculative|vllm/(?:v1/)?spec_decode)/\w+\.py\b"),
+    ),
 )
 
 

@@ -62,6 +62,7 @@ from patcher.advice.no_config_fix import (
 from patcher.advice.own_remedy import ENV_NAME, own_remedy
 from patcher.advice.parallel_sizes import explain_parallel
 from patcher.advice.rope_config import explain_rope
+from patcher.advice.speculative import explain_draft
 
 Answer = Literal["transform", "flag", "env", "dependency", "none"]
 Explain = Callable[[Matched, LogContext], tuple[str, list[Fix]]]
@@ -121,6 +122,8 @@ def _GRAMMAR_FILE(t: Template) -> bool:  # noqa: N802 (a claim, named like the o
     return t.engine == "sglang" and re.search(r"/constrained/|reasoning_parser", t.file) is not None
 
 
+# the engines' speculative decoding: SGLang's draft workers, vLLM's proposers (V0 and V1)
+_SPECULATIVE_FILE = re.compile(r"^(?:sglang/srt/speculative/|vllm/(?:v1/)?spec_decode/)")
 _PARSER_WORDS = _says(r"think_|reasoning parser|model type|Strict reasoning")
 
 
@@ -155,6 +158,21 @@ FAMILIES: tuple[Family, ...] = (
         "flag",
         lambda t: CAPTURE.search(t.text) is not None,
         explain_cuda_graph,
+    ),
+    Family(
+        # speculative decoding's draft model: not one of its method (SGLang's draft workers,
+        # vLLM's proposers, read as the engine loads the draft)
+        "speculative-draft",
+        "flag",
+        lambda t: (
+            _SPECULATIVE_FILE.search(t.file) is not None
+            and _says(
+                r"draft model (?:returned|config|to share|has no|\{)|"
+                r"draft (?:config|checkpoint|weights|architecture|vocab)|same vocab|"
+                r"eagle3? (?:draft|head|model)|not an? (?:eagle|draft|mtp)|set_embed|hot_token"
+            )(t)
+        ),
+        explain_draft,
     ),
     Family(
         # a --reasoning-parser that is not this model's: its think tokens, its name
@@ -421,6 +439,7 @@ FAMILIES: tuple[Family, ...] = (
         lambda t: (
             t.exception != "ValueError"
             or "/models/" in t.file
+            or re.search(r"/speculative/|spec_decode/", t.file) is not None  # a draft's bookkeeping
             or _says(
                 r"already|twice|mismatch|no free|out of range|limit|store|table|reused|not set yet|"
                 r"could not|failed|do not match|require the same|require separate|contains an empty"
