@@ -5,9 +5,18 @@ from it; a setting is told as a flag only where the engine has that flag.
 
 from __future__ import annotations
 
+import difflib
 import re
 
-from patcher.advice.catalogue import Engine, Template, declared, features_of, flags
+from patcher.advice.catalogue import (
+    Engine,
+    Template,
+    declared,
+    feature_releases,
+    features_of,
+    flags,
+    has_feature,
+)
 from patcher.advice.log_rules import Fix
 
 _WORDS_AFTER = {
@@ -59,6 +68,7 @@ _ONLY_VALUE = re.compile(
 # "Please set prefill_context_parallel_size to 1", "set decode_context_parallel_size=1": a
 # setting and the value the message asks for.
 _SET_TO = re.compile(r"\b[Ss]et `?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?\s*(?:to |=\s*)'?([\w.+-]+)")
+_SWITCH = ("true", "false")
 _VERBS = {"enable", "disable", "use", "allow", "avoid", "make", "run", "support", "get"}
 _ENABLE = re.compile(r"\b[Pp]lease enable ([a-z0-9]+(?: [a-z0-9]+){0,3})")
 _ENV_SET = re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]{2,})=([\w.-]+)")
@@ -112,10 +122,12 @@ def own_remedy(line: str, template: Template | None = None) -> list[Fix]:
     ``template`` declares the setting (vLLM's EngineArgs, SGLang's ServerArgs)."""
 
     def known(flag: str) -> bool:
+        # the flags each release's parser defines (the catalogue's "flags"), where read; a
+        # flag a message names may be another setting's name ("don't pass
+        # --disable-padded-drafter-batch", a --speculative-config field, no flag)
         if template is None or template.engine == "transformers":
-            return flag in flags() or declared("vllm", flag) or declared("sglang", flag)
-        engine = template.engine
-        return flag in flags(engine) or declared(engine, flag, template.releases)
+            return any(_defines(e, flag, None) for e in ("vllm", "sglang"))
+        return _defines(template.engine, flag, template.releases)
 
     fixes: list[Fix] = []
     for pattern, said in ((_USE, "names this flag"), (_NEEDS_FLAG, "says it is required")):
@@ -136,7 +148,9 @@ def own_remedy(line: str, template: Template | None = None) -> list[Fix]:
         if not known(as_flag(name)):  # a model's own property, not a server setting
             continue
         value = value.rstrip(".,;:")
-        if value.lower() in ("true", "false"):
+        # a switch's value as the message spells it ("=Fasle", vLLM 0.2x's speculative check)
+        value = next(iter(difflib.get_close_matches(value.lower(), _SWITCH, 1, 0.75)), value)
+        if value.lower() in _SWITCH:
             # a switch: argparse takes the bare flag, and vLLM's BooleanOptionalAction its
             # --no- form; SGLang's store_true switches are off when left out
             on = value.lower() == "true"
@@ -226,6 +240,16 @@ def own_remedy(line: str, template: Template | None = None) -> list[Fix]:
     for fix in fixes:
         unique.setdefault(fix.text, fix)
     return list(unique.values())
+
+
+def _defines(engine: Engine, flag: str, within: tuple[str, ...] | None) -> bool:
+    """Whether a read release of ``engine`` (of ``within``, when given) has ``flag``: its
+    parser defines it (read), or, where the parsers were not read, a message names it or
+    ``EngineArgs``/``ServerArgs`` declares it."""
+    if has_feature(engine, "flags"):
+        having = feature_releases(engine, "flags", flag)
+        return bool(having) if within is None else any(r in having for r in within)
+    return flag in flags(engine) or declared(engine, flag, within)
 
 
 def _direction(direction: str, flag: str, value: str) -> Fix:

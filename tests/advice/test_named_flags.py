@@ -61,3 +61,16 @@ def test_a_multimodal_setting_on_a_model_the_release_takes_as_text() -> None:
     assert "registry lists the checkpoint's architecture" in fixes[0].text
     assert fixes[1].text == "leave out --limit-mm-per-prompt"
     assert "text" in (fixes[1].note or "")
+
+
+def test_a_setting_a_message_names_is_a_flag_only_where_a_parser_defines_it() -> None:
+    # vLLM 0.12's config/vllm.py names disable_padded_drafter_batch, a --speculative-config
+    # field: no read release's parser defines --disable-padded-drafter-batch, so no such flag
+    # is offered (its messages elsewhere name the flag, which no parser has)
+    found = diagnose_text(
+        "ValueError: async scheduling for EAGLE/MTP kind of speculative decoding is enabled, but "
+        "disable_padded_drafter_batch=True disable_padded_drafter_batch=True is not supported for "
+        "this situation now. please set disable_padded_drafter_batch=Fasle\n"
+    )
+    assert not any("--disable-padded-drafter-batch" in f.text for f in found.fixes)
+    assert not any("drafter-batch" in f.text and f.kind == "flag" for f in found.fixes)
