@@ -152,7 +152,13 @@ def settings(archive: zipfile.ZipFile, engine: str) -> list[str]:
 # server_args.py and its arg_groups), each flag a literal ``add_argument("--x", ...)`` or a
 # dataclass field made into one (EngineArgs, ServerArgs, vLLM 0.10's FrontendArgs).
 _PARSER_FILES = {
-    "vllm": ("vllm/engine/arg_utils.py", "vllm/entrypoints/*.py"),
+    # not the other subcommands' parsers (cli/openai.py's chat client, preload, snapshot)
+    "vllm": (
+        "vllm/engine/arg_utils.py",
+        "vllm/entrypoints/*cli_args.py",
+        "vllm/entrypoints/cli/serve.py",
+        "vllm/entrypoints/openai/api_server.py",
+    ),
     "sglang": ("sglang/srt/server_args.py", "sglang/srt/arg_groups/*.py"),
 }
 

@@ -184,11 +184,17 @@ def has_feature(engine: Engine, feature: str) -> bool:
 
 
 def declared(engine: Engine, flag: str, within: tuple[str, ...] | None = None) -> bool:
-    """Whether a read release of ``engine`` (one of ``within``, when given) declares the
-    server setting whose flag is ``flag`` (vLLM's ``EngineArgs``, SGLang's ``ServerArgs``)."""
+    """Whether a read release of ``engine`` (one of ``within``, when given) has the flag
+    ``flag``: its command-line parser defines it (``flags``, read per release: the server
+    settings, vLLM's ``EngineArgs`` and SGLang's ``ServerArgs``, and the server's own flags),
+    or, for a catalogue read before the parsers were, it declares the setting."""
     if engine == "transformers":
         return False
-    having = feature_releases(engine, "settings", flag[2:].replace("-", "_"))
+    having = (
+        feature_releases(engine, "flags", flag)
+        if has_feature(engine, "flags")
+        else feature_releases(engine, "settings", flag[2:].replace("-", "_"))
+    )
     return bool(having) if within is None else any(r in having for r in within)
 
 

@@ -17,6 +17,8 @@ from patcher.advice.families import FAMILIES
 from patcher.advice.log_lines import RAISED
 from patcher.advice.log_rules import Fix, LogContext
 
+_FAMILY = {f.name: f for f in FAMILIES}
+
 # Outside the catalogue (a release not read, a kernel library's message), an error line is
 # still read by its words where they leave one cause: a KV dtype refused, a size that does not
 # divide. Anything else stays "not recognised".
@@ -84,7 +86,7 @@ def by_words(line: str, ctx: LogContext, frame: str | None = None) -> Diagnosis 
     message = raised.group("message") if raised else line.strip()
     for name, words in _WORDS:
         if words.match(message):
-            family = next(f for f in FAMILIES if f.name == name)
+            family = _FAMILY[name]
             template = Template(
                 "sglang" if ctx.engine == "sglang" else "vllm",
                 raised.group("kind") if raised else "?",
@@ -105,7 +107,7 @@ def by_words(line: str, ctx: LogContext, frame: str | None = None) -> Diagnosis 
     for name, area in _FRAMES:
         where = area.search(frame or "") if raised else None
         if where is not None:
-            family = next(f for f in FAMILIES if f.name == name)
+            family = _FAMILY[name]
             template = Template(
                 "sglang" if "sglang" in where.group(0) else "vllm", "?", (message,), "", ()
             )
@@ -124,7 +126,7 @@ def by_words(line: str, ctx: LogContext, frame: str | None = None) -> Diagnosis 
 
 def divisibility(asserted: tuple[str, str], line: str, ctx: LogContext) -> Diagnosis:
     """A message-less assertion that ``a % b == 0``: a size that does not divide another."""
-    family = next(f for f in FAMILIES if f.name == "parallel-sizes")
+    family = _FAMILY["parallel-sizes"]
     total, size = asserted
     flag = "--tp-size" if ctx.engine == "sglang" else "--tensor-parallel-size"
     what = (
@@ -162,7 +164,7 @@ def by_bare_assert(frame: str | None) -> Diagnosis | None:
     if where is None:
         return None
     cause, fixes = bare_assert()
-    family = next(f for f in FAMILIES if f.name == "attention-backend")
+    family = _FAMILY["attention-backend"]
     cause += f" (read from the engine file it arose in, {Path(where.group(0)).name})"
     return Diagnosis("-", family.name, "AssertionError", cause, tuple(fixes), None, family)
 
@@ -201,7 +203,7 @@ def by_unset(line: str, frame: str | None, code: str | None) -> Diagnosis | None
         fix = Fix("flag", f"{flag} VALUE", note="the value the model needs")
     else:
         return None
-    family = next(f for f in FAMILIES if f.name == "engine-flags")
+    family = _FAMILY["engine-flags"]
     cause = (
         f"{setting} was left unset, and this release compares it before it defaults it "
         f"(read from the engine's settings file, {Path(where.group(0)).name}): give it"

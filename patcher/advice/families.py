@@ -439,7 +439,7 @@ FAMILIES: tuple[Family, ...] = (
         lambda t: (
             t.exception != "ValueError"
             or "/models/" in t.file
-            or re.search(r"/speculative/|spec_decode/", t.file) is not None  # a draft's bookkeeping
+            or _SPECULATIVE_FILE.search(t.file) is not None  # a draft worker's bookkeeping
             or _says(
                 r"already|twice|mismatch|no free|out of range|limit|store|table|reused|not set yet|"
                 r"could not|failed|do not match|require the same|require separate|contains an empty"

@@ -12,7 +12,6 @@ from patcher.advice.catalogue import (
     Engine,
     Template,
     declared,
-    feature_releases,
     features_of,
     flags,
     has_feature,
@@ -243,13 +242,11 @@ def own_remedy(line: str, template: Template | None = None) -> list[Fix]:
 
 
 def _defines(engine: Engine, flag: str, within: tuple[str, ...] | None) -> bool:
-    """Whether a read release of ``engine`` (of ``within``, when given) has ``flag``: its
-    parser defines it (read), or, where the parsers were not read, a message names it or
-    ``EngineArgs``/``ServerArgs`` declares it."""
-    if has_feature(engine, "flags"):
-        having = feature_releases(engine, "flags", flag)
-        return bool(having) if within is None else any(r in having for r in within)
-    return flag in flags(engine) or declared(engine, flag, within)
+    """Whether a read release of ``engine`` (of ``within``, when given) has ``flag``
+    (:func:`catalogue.declared`), or, where its parsers were not read, a message names it."""
+    return declared(engine, flag, within) or (
+        not has_feature(engine, "flags") and flag in flags(engine)
+    )
 
 
 def _direction(direction: str, flag: str, value: str) -> Fix:

@@ -187,13 +187,13 @@ def _no_pipeline(engine: str, ctx: LogContext) -> tuple[str, list[Fix]]:
 def _pipelined_release(engine: str, ctx: LogContext) -> Fix:
     """The vLLM releases read whose class for the log's architecture (its "Resolved
     architecture" line, 0.10 on) has pipeline parallelism (the catalogue's ``pp``)."""
-    having = feature_releases("vllm", "pp", ctx.architecture) if ctx.architecture else ()
     if engine != "vllm" or not ctx.architecture:
         return Fix(
             "advice",
             "or a release whose class for this model supports pipeline parallelism (the log "
             "does not name the architecture)",
         )
+    having = feature_releases("vllm", "pp", ctx.architecture)
     if not having:
         read = list(releases("vllm"))
         return Fix(

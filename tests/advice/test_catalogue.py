@@ -1571,8 +1571,9 @@ def test_the_recorder_reads_the_flags_a_releases_parser_defines(tmp_path: Path) 
             "    parser.add_argument('--host', type=str)\n"
             "    parser.add_argument('-tp', '--tensor-parallel-size', type=int)\n"
         ),
-        # not the parser's: a flag named in a test's own argparse elsewhere is not read
+        # not serve's parser: the benchmarks', the chat client subcommand's
         "vllm/benchmarks/serve.py": "parser.add_argument('--request-rate')\n",
+        "vllm/entrypoints/cli/openai.py": "parser.add_argument('--model-name')\n",
     }
     with _wheel(tmp_path / "vllm-9.9.9-py3-none-any.whl", files) as archive:
         assert cli_flags(archive, "vllm") == {
