@@ -65,10 +65,19 @@ START_UP: dict[str, tuple[str, ...]] = {
         "vllm/platforms/interface.py",
         "vllm/platforms/rocm.py",
         "vllm/platforms/cpu.py",
-        "vllm/v1/core/kv_cache_*.py",
+        # the scheduler's core sizes the KV cache and the encoder cache (the multimodal
+        # budget: a whole image item must fit max_num_batched_tokens) as the engine starts
+        "vllm/v1/core/*.py",
+        "vllm/v1/core/sched/*.py",
         "vllm/v1/engine/core.py",
+        # the model runner and the worker profile memory, build the multimodal budget and
+        # the attention groups, and capture CUDA graphs before the server answers
         "vllm/v1/worker/gpu_worker.py",
+        "vllm/v1/worker/gpu_model_runner.py",
         "vllm/v1/worker/utils.py",
+        # the multimodal registry and profiler: each model's items' sizes and limits
+        "vllm/multimodal/registry.py",
+        "vllm/multimodal/profiling.py",
         # the V0 engine's worker (releases before 0.10) sized the KV cache here
         "vllm/worker/worker.py",
         "vllm/worker/model_runner.py",
@@ -555,6 +564,8 @@ def record(engine: str, wheels: list[Path], today: str, features_only: bool = Fa
                 read |= read_model_classes.cli_flags(archive, engine)
                 if engine == "vllm":
                     read |= read_model_classes.features(archive)
+                    read |= read_model_classes.attention_backends(archive)
+                    read |= read_model_classes.cuda_archs(archive)
             _record_features(catalogue, _wheel_version(wheel), read)
         if engine == "transformers":
             with zipfile.ZipFile(wheel) as archive:

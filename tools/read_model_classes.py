@@ -23,8 +23,14 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import re
+import shutil
+import struct
+import tempfile
 import zipfile
+from collections import Counter
 from collections.abc import Iterable
+from typing import IO
 
 # 0.34 keeps some model packages in vllm/models/ (fnmatch's * crosses folders)
 MODELS = ("vllm/model_executor/models/*.py", "vllm/models/*.py")
@@ -459,3 +465,96 @@ def env_names(archive: zipfile.ZipFile, engine: str) -> dict[str, list[str]]:
                 t.id for t in targets if isinstance(t, ast.Name) and t.id.startswith(prefix)
             )
     return {"env": sorted(found)}
+
+
+# Where vLLM's releases define the attention backends' names: selector.py (0.4 to 0.5),
+# platforms/interface.py's _Backend (0.6 to 0.10), the registry's AttentionBackendEnum (0.11 on).
+BACKEND_ENUMS = (
+    "vllm/attention/selector.py",
+    "vllm/platforms/interface.py",
+    "vllm/attention/backends/registry.py",
+    "vllm/v1/attention/backends/registry.py",
+)
+
+
+def attention_backends(archive: zipfile.ZipFile) -> dict[str, list[str]]:
+    """The attention backends a vLLM release can be told to use, keyed ``attention_backend``:
+    the members of its ``_Backend`` or ``AttentionBackendEnum``, the names
+    ``VLLM_ATTENTION_BACKEND`` and ``--attention-backend`` take. A backend's own refusal
+    ("Sinks are only supported in FlashAttention 3", raised in flash_attn.py) is answered
+    with the release's other backends."""
+    names = set(archive.namelist())
+    found: set[str] = set()
+    for path in (p for p in BACKEND_ENUMS if p in names):
+        for node in ast.walk(ast.parse(archive.read(path).decode("utf-8", "replace"))):
+            if isinstance(node, ast.ClassDef) and node.name in ("_Backend", "AttentionBackendEnum"):
+                found.update(
+                    t.id
+                    for item in node.body
+                    if isinstance(item, ast.Assign)
+                    for t in item.targets
+                    if isinstance(t, ast.Name) and t.id.isupper()
+                )
+    return {"attention_backend": sorted(found)}
+
+
+# The engine's own kernels: vLLM's _C extension (``_C.abi3.so``, ``_C.cpython-3X-...so``
+# before 0.5, ``_C_stable_libtorch.abi3.so`` from 0.2x).
+KERNELS = re.compile(r"vllm/_C(?:_stable_libtorch)?\.(?:abi3|cpython-\d+-x86_64-linux-gnu)\.so")
+_FATBIN = 0xBA55ED50  # a CUDA fat binary's magic (the .nv_fatbin section holds them)
+
+
+def _fatbin_archs(so: IO[bytes]) -> Counter[int]:
+    """The SM version of each compiled kernel image (ELF, not PTX) in an ELF shared object's
+    ``.nv_fatbin`` section, counted: a fat binary is a header (magic, version, header size,
+    size) and entries (kind, version, header size, padded size, ..., the SM version at 28)."""
+    so.seek(0)
+    ident = so.read(64)
+    if ident[:4] != b"\x7fELF" or ident[4] != 2:
+        return Counter()
+    (table,) = struct.unpack_from("<Q", ident, 0x28)
+    entry, count, names_at = struct.unpack_from("<HHH", ident, 0x3A)
+    so.seek(table)
+    raw = so.read(entry * count)
+    headers = [struct.unpack_from("<IIQQQQIIQQ", raw, i * entry) for i in range(count)]
+    so.seek(headers[names_at][4])
+    names = so.read(headers[names_at][5])
+    found: Counter[int] = Counter()
+    for header in headers:
+        name = names[header[0] : names.index(b"\0", header[0])]
+        if name != b".nv_fatbin":
+            continue
+        so.seek(header[4])
+        data = so.read(header[5])
+        at = 0
+        while at + 16 <= len(data):
+            magic, _version, size_of_header, size = struct.unpack_from("<IHHQ", data, at)
+            if magic != _FATBIN:
+                at += 8  # fat binaries are 8-byte aligned
+                continue
+            item, end = at + size_of_header, at + size_of_header + size
+            while item < end:
+                kind, _v, item_header, padded = struct.unpack_from("<HHIQ", data, item)
+                (sm,) = struct.unpack_from("<I", data, item + 28)
+                if kind == 2:  # 1 is PTX, compiled by the driver where no image fits
+                    found[sm] += 1
+                item += item_header + padded
+            at = end
+    return found
+
+
+def cuda_archs(archive: zipfile.ZipFile) -> dict[str, list[str]]:
+    """The GPU architectures a vLLM release's own kernels are compiled for, keyed ``cuda_arch``
+    (``"80"`` is SM 8.0): the SM versions of the kernel images in its ``_C`` extension that
+    hold at least a tenth as many kernels as the best-served one (a single stray kernel of
+    another SM is not a build for it). A kernel image for SM X.Y runs on X.Y and later minors
+    of X; a GPU with none gets "no kernel image is available for execution on the device"
+    (0.4 to 0.8 are built for 7.0 to 9.0; 0.9 adds 10.0 and 12.0; 0.2x drop 7.0)."""
+    path = next((n for n in archive.namelist() if KERNELS.fullmatch(n)), None)
+    if path is None:
+        return {"cuda_arch": []}
+    with archive.open(path) as source, tempfile.TemporaryFile() as so:
+        shutil.copyfileobj(source, so, 1 << 20)
+        counted = _fatbin_archs(so)
+    most = max(counted.values(), default=0)
+    return {"cuda_arch": [str(sm) for sm in sorted(counted) if counted[sm] * 10 >= most]}

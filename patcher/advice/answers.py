@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import re
 
+from patcher.advice.attention_rules import another_backend
 from patcher.advice.catalogue import (
     Matched,
     model_types,
     releases,
     strict_since,
+    version_key,
 )
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.advice.no_config_fix import GGUF_OLD, gguf_gap
@@ -314,6 +316,7 @@ def explain_backend(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     if re.search(r"sparse", m.line, re.IGNORECASE):
         return explain_gap(m, ctx)
     fixes = own_remedy(m.line, m.template)
+    named = bool(fixes)  # the message names its own way out
     kind = "MoE" if re.search(r"moe|expert|a2a|all2all", m.line, re.IGNORECASE) else "attention"
     flag = {
         "MoE": "--moe-backend" if _engine(m, ctx) == "vllm" else "--moe-runner-backend",
@@ -377,7 +380,21 @@ def explain_backend(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
             "uses: forced by a flag or VLLM_ATTENTION_BACKEND, or the engine's only choice here",
             _unique([Fix("env", "unset VLLM_ATTENTION_BACKEND", note="if it was set"), *fixes]),
         )
+    in_backend = m.template.engine == "vllm" and "attention/backends/" in m.template.file
+    if kind == "attention" and in_backend and not named:
+        # The backend's own file refused: with no flag forcing it, the engine chose it, and
+        # another backend of the release is the way out (forced by name).
+        fixes += another_backend(m.template.file, _within(m, ctx))
     return (f"the {kind} kernel backend chosen cannot run this model or GPU", _unique(fixes))
+
+
+def _within(m: Matched, ctx: LogContext) -> tuple[str, ...]:
+    """The releases ``m``'s template is read in, or the one of them the log's version is
+    (the newest read at or below it)."""
+    if ctx.version is None:
+        return m.template.releases
+    at_or_below = [r for r in m.template.releases if version_key(r)[:3] <= ctx.version[:3]]
+    return (at_or_below[-1],) if at_or_below else m.template.releases
 
 
 def before_strict() -> Fix:

@@ -6,7 +6,10 @@ the model and the GPU (a kernel gap). ``engine_rules.py`` holds the patterns."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
+from typing import Literal
 
+from patcher.advice.catalogue import declared, feature_releases, features_of
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.engines.vllm_kv import mla_dtype_from
 
@@ -157,3 +160,76 @@ def bare_assert() -> tuple[str, list[Fix]]:
             Fix("advice", "--attention-backend another backend (vLLM 0.11 on), or a GPU it runs"),
         ],
     )
+
+
+# The attention backends whose kernels a CUDA GPU runs (the kernel libraries' names), and the
+# platforms' own; Triton's kernels are compiled for the GPU they run on, so they come first.
+_CUDA_KERNELS = re.compile(r"TRITON|FLASH|FLEX|XFORMERS|CUTLASS")
+_OTHER_PLATFORM = re.compile(r"ROCM|AITER|IPEX|PALLAS|HPU|XPU|CPU|OPENVINO|TORCH_SDPA|CUSTOM")
+_FIRST = ("TRITON", "FLASHINFER", "FLEX", "FLASH")
+
+
+def _backends(release: str) -> list[str]:
+    return [
+        n
+        for n in features_of("vllm", "attention_backend")
+        if release in feature_releases("vllm", "attention_backend", n)
+    ]
+
+
+def another_backend(file: str, within: tuple[str, ...]) -> list[Fix]:
+    """The other attention backends of the releases ``within`` (read: their backend enum),
+    where the backend of ``file`` (``vllm/v1/attention/backends/flash_attn.py``: FLASH_ATTN)
+    refuses the model or the GPU, by the way each release takes a backend:
+    ``--attention-backend`` or ``VLLM_ATTENTION_BACKEND`` (the releases that read it), each
+    with the releases read that have the name."""
+    this = Path(file).stem.upper()
+    if _OTHER_PLATFORM.search(this):
+        return []  # a TPU's, CPU's or ROCm GPU's backend: the CUDA backends are no way out
+    mla = "/mla/" in file or "MLA" in this
+    v1 = "/v1/" in file
+    env = feature_releases("vllm", "env", "VLLM_ATTENTION_BACKEND")
+    ways: tuple[tuple[Literal["flag", "env"], list[str]], ...] = (
+        ("flag", [r for r in within if declared("vllm", "--attention-backend", (r,))]),
+        ("env", [r for r in within if r in env]),
+    )
+    fixes: list[Fix] = []
+    for kind, having in ways:
+        chosen: dict[str, tuple[list[str], list[str]]] = {}  # first name: releases, others
+        for release in having:
+            names = _backends(release)
+            if not {this, f"{this}_VLLM_V1"} & set(names):
+                continue  # a file the backends share (mla/common.py), or another platform's
+            others = [
+                n
+                for n in names
+                if n not in (this, f"{this}_VLLM_V1")
+                # V0's backends in a V0 file; in a V1 file, V1's name where a release has both
+                and (n.endswith("_VLLM_V1") if v1 and f"{n}_VLLM_V1" in names else True)
+                and not (not v1 and n.endswith("_VLLM_V1"))
+                and _CUDA_KERNELS.search(n)
+                and not _OTHER_PLATFORM.search(n)
+                and ("MLA" in n) == mla
+                and not re.search(r"SPARSE|DIFF|DUAL|TREE", n)
+            ]
+            if others:
+                others.sort(key=_preference)
+                chosen.setdefault(others[0], ([], others[1:4]))[0].append(release)
+        for name, (releases, rest) in list(chosen.items())[-2:]:
+            span = releases[0] if len(releases) == 1 else f"{releases[0]} to {releases[-1]}"
+            text = (
+                f"--attention-backend {name}"
+                if kind == "flag"
+                else f"VLLM_ATTENTION_BACKEND={name}"
+            )
+            note = f"vLLM {span}: a backend other than {this}"
+            fixes.append(Fix(kind, text, note=note + (f" (or {', '.join(rest)})" if rest else "")))
+    return fixes
+
+
+def _preference(name: str) -> tuple[int, bool, int, int]:
+    """Triton's kernels first, then FlashInfer's, FlexAttention, FlashAttention; a plain
+    backend (``TRITON_ATTN``, ``FLASHINFER``, ``TRITON_MLA``) before a variant of it."""
+    first = next((i for i, word in enumerate(_FIRST) if word in name), len(_FIRST))
+    plain = name in ("FLASHINFER",) or name.endswith(("_ATTN", "_ATTENTION", "_MLA", "_V1"))
+    return first, not plain, name.count("_"), len(name)

@@ -28,6 +28,7 @@ from patcher.advice.engine_rules import _MARKERS, RULES
 from patcher.advice.fallbacks import by_bare_assert, by_unset, by_words, divisibility
 from patcher.advice.families import family_of
 from patcher.advice.finding import dig
+from patcher.advice.kernels import stated
 from patcher.advice.log_facts import (
     CONFIG_FILE,
     DIVIDES,
@@ -187,6 +188,7 @@ def diagnose_lines(
     config_file: str | None = None  # the model's transformers config class it went through
     validated: str | None = None  # the setting whose config class pydantic refused
     architecture: str | None = None  # the architecture vLLM resolved the model to
+    gpu: tuple[int, int] | None = None  # the compute capability of the GPU the log names
     marked, heeded = _marked(), _heeded()
     for raw in bounded(lines):
         line = raw
@@ -266,6 +268,8 @@ def diagnose_lines(
             frame, code = line, None
         if "Resolved architecture" in line and (resolved := RESOLVED.search(line)):
             architecture = resolved.group(1)
+        if gpu is None and ("apabilit" in line or "NVIDIA" in line or "Tesla" in line):
+            gpu = stated(line)
         if "validation error for " in line and (named := VALIDATED.search(line)):
             validated = re.sub(r"(?<!^)(?=[A-Z])", "_", named.group(1)).lower() + "_config"
         if "/configuration_" in line and (own := CONFIG_FILE.search(line)):
@@ -308,6 +312,7 @@ def diagnose_lines(
             config_file=config_file,
             validated=validated,
             architecture=architecture,
+            gpu=gpu,
         )
         matched = _first_rule(line) if marked_line else None
         if matched is not None:

@@ -18,8 +18,11 @@ from patcher.advice.flag_choices import (
     arguments_required,
     invalid_choice,
     invalid_object,
+    port_in_use,
+    unexpected_argument,
     unrecognized_arguments,
 )
+from patcher.advice.kernels import kernel_gap, stated
 from patcher.advice.log_rules import (
     FAMILY_MARKERS,
     FAMILY_RULES,
@@ -151,11 +154,18 @@ def _remote_code(_m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
     )
 
 
-def _bf16(_m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
-    return (
-        "bfloat16 was forced on a GPU below compute capability 8.0",
-        [Fix("flag", "--dtype half"), ctx.apply("set-torch-dtype", " --set dtype=float16")],
-    )
+def _bf16(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    fixes = [Fix("flag", "--dtype half"), ctx.apply("set-torch-dtype", " --set dtype=float16")]
+    gpu = stated(m.string) or ctx.gpu
+    gap = kernel_gap(gpu, ctx.version) if gpu is not None else None
+    if gpu is not None and gap is not None and gap[0].kind == "advice":
+        # float16 passes this check, and the GPU then has none of vLLM's kernels
+        return (
+            f"bfloat16 was asked of a GPU of compute capability {gpu[0]}.{gpu[1]}, for which "
+            "no vLLM release read has kernels: float16 would only meet the next refusal",
+            gap,
+        )
+    return ("bfloat16 was forced on a GPU below compute capability 8.0", [*fixes, *(gap or [])])
 
 
 def _bom(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
@@ -361,6 +371,21 @@ RULES: tuple[Rule, ...] = (
         arguments_required,
     ),
     (
+        "unexpected-engine-argument",
+        # TensorRT-LLM's LlmArgs are its own rule's (trtllm_rules)
+        re.compile(r"(?<!LlmArgs\.)__init__\(\) got an unexpected keyword argument '(\w+)'"),
+        unexpected_argument,
+    ),
+    (
+        "port-in-use",
+        re.compile(
+            r"error while attempting to bind on address \('([^']*)', (\d+)\): "
+            r"\[?.*address already in use",
+            re.IGNORECASE,
+        ),
+        port_in_use,
+    ),
+    (
         "quantization-config-missing",
         re.compile(r"Cannot find the config file for (\w+)"),
         no_quantization_config,
@@ -498,6 +523,8 @@ _MARKERS = (
     "validation error",
     "unrecognized arguments",
     "arguments are required",
+    "unexpected keyword argument",
+    "attempting to bind on address",
     "KeyError: '",
     *FAMILY_MARKERS,
     *TRANSFORMERS_MARKERS,

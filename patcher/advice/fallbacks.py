@@ -10,10 +10,11 @@ from pathlib import Path
 
 from patcher.advice import catalogue
 from patcher.advice.attention_rules import bare_assert
-from patcher.advice.catalogue import Engine, Matched, Template
+from patcher.advice.catalogue import Engine, Matched, Template, has_feature
 from patcher.advice.cuda_graph import CAPTURE
 from patcher.advice.diagnosis import Diagnosis
 from patcher.advice.families import FAMILIES
+from patcher.advice.kernels import builds, kernel_gap
 from patcher.advice.log_lines import RAISED
 from patcher.advice.log_rules import Fix, LogContext
 
@@ -95,6 +96,8 @@ def by_words(line: str, ctx: LogContext, frame: str | None = None) -> Diagnosis 
                 (),
             )
             cause, fixes = family.explained(Matched(template, message, ()), ctx)
+            if name == "hardware":
+                fixes = _kernels(ctx, fixes)
             return Diagnosis(
                 "-",
                 name,
@@ -122,6 +125,23 @@ def by_words(line: str, ctx: LogContext, frame: str | None = None) -> Diagnosis 
                 family,
             )
     return None
+
+
+def _kernels(ctx: LogContext, fixes: list[Fix]) -> list[Fix]:
+    """Where a GPU has no kernel image: the vLLM releases whose own kernels are built for the
+    GPU the log names, or, where it names none, what each release's build covers."""
+    if ctx.engine == "sglang" or not has_feature("vllm", "cuda_arch"):
+        return fixes  # SGLang's kernels (sgl-kernel) are not read
+    gap = kernel_gap(ctx.gpu, ctx.version) if ctx.gpu is not None else None
+    if gap is not None:
+        return gap
+    builds_read = Fix(
+        "advice",
+        "the GPU's compute capability (nvidia-smi --query-gpu=compute_cap --format=csv) "
+        "against the vLLM builds read: " + builds(),
+        note="a release whose build covers it",
+    )
+    return [*fixes, builds_read] if ctx.gpu is None else fixes
 
 
 def divisibility(asserted: tuple[str, str], line: str, ctx: LogContext) -> Diagnosis:

@@ -110,10 +110,12 @@ def _quantization(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
 
 def _BACKEND_LACKS(t: Template) -> bool:  # noqa: N802 (a claim, named like the others)
     """A vLLM attention backend's own refusal of a model feature, raised in a backend's file
-    ("FlexAttention does not support sliding window yet"): the backend's, whatever the
-    feature (a model's attention layer refusing one is not)."""
+    ("FlexAttention does not support sliding window yet", "Sinks are only supported in
+    FlashAttention 3"): the backend's, whatever the feature (a model's attention layer
+    refusing one is not). Another backend is the way out."""
     backend = t.engine == "vllm" and "attention/backends/" in t.file
-    return backend and re.search(r"does not support|not supported by", t.text, re.I) is not None
+    refuses = r"does not support|not supported by|(?:is |are )?only supported (?:in|on|by|with)"
+    return backend and re.search(refuses, t.text, re.I) is not None
 
 
 def _GRAMMAR_FILE(t: Template) -> bool:  # noqa: N802 (a claim, named like the others)
@@ -441,8 +443,9 @@ FAMILIES: tuple[Family, ...] = (
             or "/models/" in t.file
             or _SPECULATIVE_FILE.search(t.file) is not None  # a draft worker's bookkeeping
             or _says(
-                r"already|twice|mismatch|no free|out of range|limit|store|table|reused|not set yet|"
-                r"could not|failed|do not match|require the same|require separate|contains an empty"
+                r"already|twice|mismatch|no free|out of range|limit|store|table|reused|"
+                r"not set yet|could not|failed|do not match|require the same|require separate|"
+                r"contains an empty|should not be called"
             )(t)
         ),
         explain_internal,

@@ -198,3 +198,41 @@ def arguments_required(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fi
         for name in named
     ]
     return (f"the command line lacks what its parser requires: {', '.join(named)}", fixes)
+
+
+def unexpected_argument(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """Python's refusal of an engine argument this release's ``EngineArgs`` (or ``LLM``,
+    ``ServerArgs``) does not take (``TypeError: __init__() got an unexpected keyword argument
+    'limit_mm_per_prompt'``, from a program that passes engine arguments itself): the releases
+    read whose parser defines it, or that dropped it. An argument no read release of either
+    engine defines is not an engine's, and the rule does not hold (no fix)."""
+    flag = "--" + m.group(1).replace("_", "-")
+    engines: tuple[Engine, ...] = (
+        (ctx.engine,) if ctx.engine in ("vllm", "sglang") else ("vllm", "sglang")  # type: ignore[assignment]
+    )
+    for engine in engines:
+        if has_feature(engine, "flags") and feature_span(engine, "flags", flag) is not None:
+            return (
+                f"the program passes {m.group(1)} to the engine, and this {engine} release does "
+                "not take it (an argument of other releases)",
+                _defined_elsewhere(engine, flag),
+            )
+    return ("", [])
+
+
+def port_in_use(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """The server's listening socket could not bind: another process (often an earlier server
+    still shutting down) holds the port (uvicorn's ``error while attempting to bind on address
+    ('0.0.0.0', 8000): address already in use``; the engines bind --host/--port themselves)."""
+    host, port = m.group(1), m.group(2)
+    return (
+        f"port {port} on {host or 'all addresses'} is taken by another process",
+        [
+            Fix("flag", f"--port {int(port) + 1}", note="a free port"),
+            Fix(
+                "advice",
+                f"or stop what listens on {port}: ss -ltnp 'sport = :{port}'",
+                note="an earlier server may still be shutting down",
+            ),
+        ],
+    )

@@ -70,6 +70,9 @@ class LogContext:
     # The architecture vLLM resolved the model to (its "Resolved architecture: X" line, 0.10 on),
     # when the log shows it.
     architecture: str | None = None
+    # The compute capability of the GPU the log states or names (a refusal's "compute
+    # capability 7.5", a driver name such as "NVIDIA GeForce RTX 5090"), when it does.
+    gpu: tuple[int, int] | None = None
 
     def mem_fraction(self) -> Fix:
         """SGLang's ``--mem-fraction-static`` that leaves the KV pool room after the weights.

@@ -101,6 +101,12 @@ _NEEDS_BOUND = re.compile(r"\brequires?\s+`?([a-z][a-z0-9]*_[a-z0-9_]+)`?\s*([<>
 _ABOVE_MAX = re.compile(
     r"\b(\d+) is (?:greater|larger|more) than (?:the )?`?(max_[a-z_]+)`?\s*\(?(\d+)"
 )
+# "max_tokens_per_mm_item (2496) is larger than max_num_batched_tokens (2048)": the value a
+# setting falls short of, where the message asks to increase it but names no value.
+_SHORT_OF = re.compile(
+    r"\(?(\d+)\)?\s+is (?:greater|larger|more|bigger|higher) than (?:the )?`?"
+    r"([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?\s*\(?\d+"
+)
 # "BitsAndBytes load format and QLoRA adapter only support 'bitsandbytes' quantization, but
 # got None" (vLLM 0.5 to 0.7, arg_utils.py): the one quantization method the setting accepts.
 _ONLY_METHOD = re.compile(r"\bonly supports? '(\w+)' quantization")
@@ -177,6 +183,8 @@ def own_remedy(line: str, template: Template | None = None) -> list[Fix]:
         fixes.append(_direction(direction, flag, ""))
     if not _DIRECTION.search(line):
         for direction, name, value in _DIRECTION_NAMED.findall(line):
+            if not value and direction.lower().startswith(("increas", "rais")):
+                value = next((n for n, short in _SHORT_OF.findall(line) if short == name), "")
             if known(as_flag(name)):
                 fixes.append(_direction(direction, as_flag(name), value))
             else:  # a setting the releases that raise it take elsewhere (a JSON config)

@@ -540,6 +540,23 @@ def test_a_setting_the_message_says_to_raise_becomes_its_flag() -> None:
     ]
 
 
+def test_the_value_a_setting_falls_short_of_is_the_value_to_raise_it_to() -> None:
+    # vLLM 0.8.5 to 0.34's encoder cache (v1/core/encoder_cache_manager.py): one image item
+    # must fit a batch where chunked multimodal input is off (Gemma 3 and 4)
+    message = next(
+        t.text
+        for t in catalogue.templates("vllm")
+        if t.text.startswith("Chunked MM input disabled but max_tokens_per_mm_item")
+    )
+    line = message.replace("{max_tokens_per_mm_item}", "2496").replace(
+        "{scheduler_config.max_num_batched_tokens}", "2048"
+    )
+    found = diagnose_text(f"ERROR 05-05 10:00:00 [core.py:700] ValueError: {line}")
+    assert found.template is not None
+    assert found.template.file == "vllm/v1/core/encoder_cache_manager.py"
+    assert [f.text for f in found.fixes] == ["--max-num-batched-tokens 2496"]
+
+
 @pytest.mark.parametrize(
     ("head", "name", "fix"),
     [

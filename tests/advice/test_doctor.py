@@ -198,6 +198,26 @@ CASES = [
         "quantization-config",
         "--dtype float16",
     ),
+    # a program passing an engine argument the release lacks: the releases whose parser has it
+    (
+        "TypeError: __init__() got an unexpected keyword argument 'limit_mm_per_prompt'",
+        "unexpected-engine-argument",
+        "pip install 'vllm>=",
+    ),
+    # the server's socket: the port is another process's
+    (
+        "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): "
+        "address already in use",
+        "port-in-use",
+        "--port 8001",
+    ),
+    # bfloat16 on a GPU no vLLM build has kernels for: float16 is no way out
+    (
+        "RuntimeError: Bfloat16 is only supported on GPUs with compute capability of at least "
+        "8.0. Your Tesla P100-PCIE-16GB GPU has compute capability 6.0.",
+        "bfloat16-gpu",
+        "no config fix: no vLLM release read has kernels for compute capability 6.0",
+    ),
     # the CUDA runtime: the build has no kernel for this GPU's compute capability
     (
         "[rank0]: RuntimeError: CUDA error: no kernel image is available for execution on the "

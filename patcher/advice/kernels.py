@@ -1,0 +1,109 @@
+"""Which vLLM releases have kernels for a GPU: the architectures each release's own kernels
+are compiled for (the catalogue's ``cuda_arch``, read from the kernel images in the wheel's
+``_C`` extension by tools/read_model_classes.py). A kernel image for SM X.Y runs on X.Y and
+the later minors of X; a GPU no image fits gets "no kernel image is available for execution on
+the device", whatever the flags.
+"""
+
+from __future__ import annotations
+
+import re
+
+from patcher.advice.catalogue import (
+    feature_releases,
+    features_of,
+    has_feature,
+    releases,
+    span_where,
+    version_key,
+)
+from patcher.advice.log_rules import Fix
+from patcher.engines.gpus import DRIVER_NAMES, GPUS
+
+Capability = tuple[int, int]
+
+# "compute capability 7.5", "CUDA capability sm_120", "compute capability of 8.6"
+_STATED = re.compile(r"(?:compute|cuda) capability (?:of )?(?:sm_?(\d{1,2})(\d)\b|(\d{1,2})\.(\d))")
+
+
+def stated(line: str) -> Capability | None:
+    """The compute capability a log line states, or the one of the GPU it names by its
+    driver name ("NVIDIA GeForce RTX 5090", "Tesla V100-SXM2-32GB")."""
+    said = _STATED.search(line.lower())
+    if said is not None:
+        major, minor = (said.group(1), said.group(2)) if said.group(1) else said.group(3, 4)
+        return int(major), int(minor)
+    if not re.search(r"NVIDIA|Tesla|GeForce|Quadro", line, re.IGNORECASE):
+        return None
+    words = re.sub(r"[^a-z0-9]+", " ", line.lower())
+    known = next((name for pattern, name in DRIVER_NAMES if pattern.search(words)), None)
+    return GPUS[known].capability if known is not None else None
+
+
+def _fits(arch: str, gpu: Capability) -> bool:
+    return int(arch) // 10 == gpu[0] and int(arch) % 10 <= gpu[1]
+
+
+def _text(arch: str) -> str:
+    return f"{int(arch) // 10}.{int(arch) % 10}"
+
+
+def builds() -> str:
+    """The read releases grouped by the architectures their kernels are built for:
+    ``0.4.3 to 0.8.5.post1: 7.0-9.0; 0.9.2 to 0.14.0: 7.0-12.0``."""
+    runs: list[tuple[str, str, str]] = []  # first release, last release, the range built
+    for release in releases("vllm"):
+        archs = sorted(
+            (
+                a
+                for a in features_of("vllm", "cuda_arch")
+                if release in feature_releases("vllm", "cuda_arch", a)
+            ),
+            key=int,
+        )
+        if not archs:
+            continue
+        built = f"{_text(archs[0])}-{_text(archs[-1])}"
+        if runs and runs[-1][2] == built:
+            runs[-1] = (runs[-1][0], release, built)
+        else:
+            runs.append((release, release, built))
+    return "; ".join(
+        f"{first}{'' if first == last else ' to ' + last}: {built}" for first, last, built in runs
+    )
+
+
+def kernel_gap(gpu: Capability, version: tuple[int, ...] | None) -> list[Fix] | None:
+    """What to do where vLLM's own kernels may not run on ``gpu``: the releases whose build
+    has kernels for it (where the log's release, ``version``, is not one of them), or, where
+    no read release has, a GPU the builds cover. None where the reading does not know (no
+    builds read) or the log's release has kernels for the GPU (another library's kernel)."""
+    if not has_feature("vllm", "cuda_arch"):
+        return None
+    span = span_where("vllm", "cuda_arch", lambda arch: _fits(arch, gpu))
+    label = f"{gpu[0]}.{gpu[1]}"
+    if span is None:
+        return [
+            Fix(
+                "advice",
+                f"no config fix: no vLLM release read has kernels for compute capability {label}",
+                note=f"their builds: {builds()}; a GPU they cover, or another engine",
+            )
+        ]
+    first, after = span
+    if version is None and after is None and first == next(iter(releases("vllm"))):
+        return None  # every release read has kernels for it
+    if version is not None:
+        inside = version_key(first)[:3] <= version[:3] and (
+            after is None or version[:3] < version_key(after)[:3]
+        )
+        if inside:
+            return None
+    bound = f">={first}" + (f",<{after}" if after else "")
+    return [
+        Fix(
+            "dependency",
+            f"pip install 'vllm{bound}'",
+            note=f"the vLLM releases read whose kernels are built for compute capability {label}",
+        )
+    ]

@@ -1,0 +1,56 @@
+"""A vLLM attention backend's own refusal, raised in its file ("Sinks are only supported in
+FlashAttention 3", flash_attn.py): the release's other backends (its backend enum, read per
+release), by the way that release takes one (patcher/advice/attention_rules.another_backend)."""
+
+from __future__ import annotations
+
+import pytest
+
+from patcher.advice.attention_rules import another_backend
+from patcher.advice.doctor import diagnose_text
+
+_SINKS = "(EngineCore_0 pid=114) ERROR 08-10 12:15:20 [core.py:632] AssertionError: Sinks are only supported in FlashAttention 3\n"  # noqa: E501
+
+
+@pytest.mark.parametrize(
+    ("version", "fix"),
+    [
+        # 0.10's V1 backends carry the suffix, and only the environment variable takes them
+        ("0.10.1", "VLLM_ATTENTION_BACKEND=TRITON_ATTN_VLLM_V1"),
+        ("0.12.0", "VLLM_ATTENTION_BACKEND=TRITON_ATTN"),
+        ("0.20.0", "--attention-backend TRITON_ATTN"),
+    ],
+)
+def test_a_backends_own_refusal_names_another_backend_of_the_logs_release(
+    version: str, fix: str
+) -> None:
+    banner = f"INFO 08-10 12:14:00 [api_server.py:1805] vLLM API server version {version}\n"
+    found = diagnose_text(banner + _SINKS)
+    assert found.code == "attention-backend"
+    forced = [f.text for f in found.fixes if f.kind in ("flag", "env")]
+    assert forced == [fix]
+    assert "FLASH_ATTN" not in forced[0]
+
+
+def test_without_a_release_each_way_names_the_releases_it_holds_for() -> None:
+    found = diagnose_text(_SINKS)
+    notes = {f.text: f.note for f in found.fixes if f.kind in ("flag", "env")}
+    assert "VLLM_ATTENTION_BACKEND=TRITON_ATTN_VLLM_V1" in notes
+    assert (notes["VLLM_ATTENTION_BACKEND=TRITON_ATTN_VLLM_V1"] or "").startswith("vLLM 0.10.1:")
+
+
+@pytest.mark.parametrize(
+    "file",
+    [
+        "vllm/v1/attention/backends/mla/common.py",  # shared by every MLA backend
+        "vllm/v1/attention/backends/pallas.py",  # a TPU's
+        "vllm/v1/attention/backends/cpu_attn.py",  # the CPU's
+    ],
+)
+def test_a_file_that_is_no_cuda_backend_of_its_own_names_none(file: str) -> None:
+    assert another_backend(file, ("0.12.0", "0.20.0")) == []
+
+
+def test_an_mla_backend_is_answered_with_another_mla_backend() -> None:
+    fixes = another_backend("vllm/v1/attention/backends/mla/cutlass_mla.py", ("0.20.0",))
+    assert [f.text for f in fixes] == ["--attention-backend TRITON_MLA"]
