@@ -82,6 +82,9 @@ START_UP: dict[str, tuple[str, ...]] = {
         "vllm/worker/worker.py",
         "vllm/worker/model_runner.py",
         "vllm/distributed/parallel_state.py",
+        # divide() and ensure_divisibility(): every layer's split by the parallel sizes
+        # ("25 is not divisible by 4", a vision tower's heads under --tensor-parallel-size 4)
+        "vllm/distributed/utils.py",
         # V0's multiprocessing executors check the world size against the GPUs they see;
         # the Ray utilities refuse without Ray; DeepGEMM's wrapper refuses without the package.
         # (Not the executors' other files: their log lines wrap a worker's error, the root.)
@@ -129,6 +132,7 @@ START_UP: dict[str, tuple[str, ...]] = {
         "sglang/srt/utils/hf_transformers_utils.py",
         "sglang/srt/hf_transformers_utils.py",
         "sglang/srt/distributed/parallel_state.py",
+        "sglang/srt/distributed/utils.py",
         # the grammar backends and the reasoning parser are built as the scheduler starts
         # (--grammar-backend, --reasoning-parser): their refusals stop it
         "sglang/srt/constrained/*.py",

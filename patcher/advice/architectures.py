@@ -106,3 +106,42 @@ def architecture(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
             Fix("flag", '--hf-overrides \'{"architectures": ["NAME"]}\''),
         ],
     )
+
+
+def config_attribute(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """``AttributeError: 'Gemma3Config' object has no attribute 'vocab_size'``: the engine
+    reads a field the model's config class does not have where the engine's release predates
+    its support of the model (vLLM 0.7.3 on Gemma 3, whose config nests the text model's
+    fields). The answer is the releases whose registry (read) lists the family's classes
+    (``Gemma3For...``). Where the log names no release, the release already lists them, or no
+    release read lists one, the field is missing for another reason and the rule does not
+    hold (no fix)."""
+    stem, field = m.group(1).rstrip("_"), m.group(2)
+    engine: EngineName = "sglang" if ctx.engine == "sglang" else "vllm"
+    if ctx.version is None:
+        return ("", [])
+    registry = architectures(engine)
+    family = sorted(
+        {n for names in registry.values() for n in names if re.match(rf"{stem}_?For[A-Z]", n)}
+    )
+    listing = [v for v, names in registry.items() if any(n in names for n in family)]
+    if not listing or ctx.version[:3] >= min(listing):
+        return ("", [])
+    first = ".".join(map(str, min(listing)))
+    older = ctx.version[:3] < min(registry)  # a release older than any registry read
+    cause = f"the model's config class {m.group(1)}Config has no {field}, which this {engine} " + (
+        f"release reads: it predates the registries read ({_first_read(engine)} on), "
+        f"which list the model ({family[0]})"
+        if older
+        else f"release reads: the release predates its support for the model ({family[0]})"
+    )
+    return (
+        cause,
+        [
+            Fix(
+                "dependency",
+                f"pip install '{engine}>={first}'",
+                note=f"the releases read that list {', '.join(family[:3])}",
+            )
+        ],
+    )

@@ -390,6 +390,13 @@ def _first_sentence(first: str, line: str) -> bool:
     )
 
 
+@functools.cache
+def _unquoted(template: Template) -> Template:
+    """``template`` with the backticks of its literal text left out."""
+    parts = tuple(p.replace("`", "") if i % 2 == 0 else p for i, p in enumerate(template.parts))
+    return replace(template, parts=parts)
+
+
 def _read(template: Template, line: str) -> Matched | None:
     values = _fill(template.head[::2], line)
     if values is not None:
@@ -423,6 +430,10 @@ def match(line: str, engine: Engine | None = None) -> Matched | None:
         if not whole <= words and (start is None or not start <= words):
             continue  # a word of the message is missing: no pattern can match
         found = _read(template, line)
+        if found is None and "`" not in line and "`" in template.text:
+            # quoted without the message's backticks (an issue title, rendered Markdown)
+            bare = _read(_unquoted(template), line)
+            found = replace(bare, template=template) if bare is not None else None
         if found is None:
             continue
         # The engine, file and parts last: a tie is settled the same way in every process (a

@@ -25,7 +25,13 @@ from patcher.advice.cuda_oom import (
 )
 from patcher.advice.diagnosis import Diagnosis
 from patcher.advice.engine_rules import _MARKERS, RULES
-from patcher.advice.fallbacks import by_bare_assert, by_unset, by_words, divisibility
+from patcher.advice.fallbacks import (
+    by_bare_assert,
+    by_division,
+    by_unset,
+    by_words,
+    divisibility,
+)
 from patcher.advice.families import family_of
 from patcher.advice.finding import dig
 from patcher.advice.kernels import stated
@@ -333,7 +339,10 @@ def diagnose_lines(
         elif SOURCE.match(line) or any(w in line for w in WRAPPERS):
             continue
         known = (
-            _from_catalogue(line, ctx) or by_words(line, ctx, frame) or by_unset(line, frame, code)
+            _from_catalogue(line, ctx)
+            or by_words(line, ctx, frame)
+            or by_unset(line, frame, code)
+            or by_division(line, ctx, frame)
         )
         raised = RAISED.match(line)
         if known is None and asserted is not None and raised and raised["kind"] == "AssertionError":

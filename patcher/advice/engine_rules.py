@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from patcher.advice.answers import before_strict
-from patcher.advice.architectures import architecture, sglang_architecture
+from patcher.advice.architectures import architecture, config_attribute, sglang_architecture
 from patcher.advice.attention_rules import attention, selected_backend
 from patcher.advice.flag_choices import (
     arguments_required,
@@ -487,6 +487,12 @@ RULES: tuple[Rule, ...] = (
     *FAMILY_RULES,
     *TRANSFORMERS_RULES,
     *TRTLLM_RULES,
+    # last: a config class lacking a field, where no rule above names a cause of its own
+    (
+        "config-attribute",
+        re.compile(r"AttributeError: '(\w+?)Config' object has no attribute '(\w+)'"),
+        config_attribute,
+    ),
 )
 
 
@@ -525,6 +531,7 @@ _MARKERS = (
     "arguments are required",
     "unexpected keyword argument",
     "attempting to bind on address",
+    "Config' object has no attribute",
     "KeyError: '",
     *FAMILY_MARKERS,
     *TRANSFORMERS_MARKERS,

@@ -6,6 +6,7 @@ anything else stays "not recognised"."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from patcher.advice import catalogue
@@ -144,11 +145,60 @@ def _kernels(ctx: LogContext, fixes: list[Fix]) -> list[Fix]:
     return [*fixes, builds_read] if ctx.gpu is None else fixes
 
 
+_DIVIDES = re.compile(r"(\d+) is not divisible by (\d+)")
+
+
+def by_division(line: str, ctx: LogContext, frame: str | None = None) -> Diagnosis | None:
+    """``AssertionError: 25 is not divisible by 4`` in an engine's log: the engines'
+    ``ensure_divisibility`` (vllm/distributed/utils.py, sglang/srt/distributed/utils.py, read),
+    which every layer's split by the parallel size goes through. Its words are too few for the
+    catalogue to tell apart, so it is read only where the log is an engine's and a read release
+    of that engine has the message."""
+    raised = RAISED.match(line)
+    numbers = _DIVIDES.fullmatch(raised["message"].strip()) if raised else None
+    if raised is None or raised["kind"] != "AssertionError" or numbers is None:
+        return None
+    whose = ctx.engine or ("sglang" if "/sglang/" in (frame or "") else None)
+    whose = whose or ("vllm" if "/vllm/" in (frame or "") else None)  # a traceback's frame
+    if whose not in ("vllm", "sglang"):
+        return None
+    engine: Engine = "sglang" if whose == "sglang" else "vllm"
+    if not any(
+        t.file.endswith("distributed/utils.py")
+        and t.text == "{numerator} is not divisible by {denominator}"
+        for t in catalogue.templates(engine)
+    ):
+        return None
+    return divisibility(
+        (numbers.group(1), numbers.group(2)), line.strip(), replace(ctx, engine=engine)
+    )
+
+
 def divisibility(asserted: tuple[str, str], line: str, ctx: LogContext) -> Diagnosis:
     """A message-less assertion that ``a % b == 0``: a size that does not divide another."""
     family = _FAMILY["parallel-sizes"]
     total, size = asserted
     flag = "--tp-size" if ctx.engine == "sglang" else "--tensor-parallel-size"
+    if total.isdigit() and size.isdigit() and int(size) > 1:
+        # the numbers themselves: the parallel size must divide the split dimension
+        fits = [d for d in range(int(size) - 1, 0, -1) if int(total) % d == 0]
+        return Diagnosis(
+            "-",
+            family.name,
+            line,
+            f"a dimension of {total} (a layer's heads or width) is split by a parallel size "
+            f"of {size}, which does not divide it",
+            (
+                Fix(
+                    "flag",
+                    f"{flag} {fits[0]}",
+                    note=f"the largest size below {size} dividing {total}; the model's other "
+                    "sizes must divide too: patcher check CKPT --engine ENGINE --tp N tells",
+                ),
+            ),
+            None,
+            family,
+        )
     what = (
         "experts"
         if "expert" in total.lower()

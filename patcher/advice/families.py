@@ -118,6 +118,17 @@ def _BACKEND_LACKS(t: Template) -> bool:  # noqa: N802 (a claim, named like the 
     return backend and re.search(refuses, t.text, re.I) is not None
 
 
+# The scheduler's KV-cache managers and the model runner (read for the multimodal budget and
+# the memory profile): their "block size" is the KV cache's and their "sliding window" an
+# attention layer kind, not a quantization block or a context length.
+_RUNTIME_FILE = re.compile(r"^vllm/v1/core/|^vllm/v1/worker/gpu_model_runner\.py$")
+
+
+def _RUNTIME_WORDS(t: Template, words: str) -> bool:  # noqa: N802 (a claim, named like the others)
+    """Whether ``t`` is from a runtime file and names none of ``words``."""
+    return _RUNTIME_FILE.search(t.file) is not None and not re.search(words, t.text, re.I)
+
+
 def _GRAMMAR_FILE(t: Template) -> bool:  # noqa: N802 (a claim, named like the others)
     """SGLang's grammar backends and reasoning parser (constrained/, parser/): built as the
     scheduler starts, and used again for each request's grammar."""
@@ -272,6 +283,7 @@ FAMILIES: tuple[Family, ...] = (
             )(t)
             # "FlexAttention does not support sliding window yet": a backend's gap, not a length
             and not _BACKEND_LACKS(t)
+            and not _RUNTIME_WORDS(t, r"max.?model.?len|max_position|context.?len")
         ),
         explain_context,
     ),
@@ -352,10 +364,13 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "quantization-config",
         "transform",
-        _says(
-            r"quant|scale|group.?size|block.?size|weight_block|bits|awq|gptq|marlin|"
-            r"modelopt|compressed|fp8|fp4|int4|int8|mxfp|nvfp4|w4a|w8a|zero.?point|aqlm|hqq|"
-            r"bitsandbytes"
+        lambda t: (
+            _says(
+                r"quant|scale|group.?size|block.?size|weight_block|bits|awq|gptq|marlin|"
+                r"modelopt|compressed|fp8|fp4|int4|int8|mxfp|nvfp4|w4a|w8a|zero.?point|aqlm|hqq|"
+                r"bitsandbytes"
+            )(t)
+            and not _RUNTIME_WORDS(t, r"quant|awq|gptq|marlin|fp8|fp4|int4|int8|mxfp|nvfp4")
         ),
         _quantization,
         defers=True,

@@ -132,6 +132,22 @@ def explain_files(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     """A checkpoint file missing or unreadable; vLLM's "No supported config format found"
     (transformers_utils/config.py ``get_config``: config.json, then Mistral's params.json,
     each looked for at the model path or on the Hub) is neither file readable there."""
+    if re.search(r"No adapter found for", m.line):
+        # vLLM's worker_manager.py: the LoRA path is neither a local directory with a PEFT
+        # adapter (adapter_config.json) nor an adapter repository on the Hub
+        return (
+            "the LoRA adapter path holds no PEFT adapter (no adapter_config.json there, and no "
+            "adapter repository of that name on the Hub)",
+            [
+                Fix(
+                    "advice",
+                    "--lora-modules NAME=DIR with DIR the adapter's own directory: its "
+                    "adapter_config.json and adapter_model.safetensors",
+                    note="a training checkpoint directory may hold a full model or nest the "
+                    "adapter one level down",
+                ),
+            ],
+        )
     if not re.search(r"config format found|detect config format", m.line, re.IGNORECASE):
         return _files(m, ctx)
     return (

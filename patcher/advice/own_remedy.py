@@ -107,6 +107,12 @@ _SHORT_OF = re.compile(
     r"\(?(\d+)\)?\s+is (?:greater|larger|more|bigger|higher) than (?:the )?`?"
     r"([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?\s*\(?\d+"
 )
+# "This can be caused by too large tensor parallel size" (vLLM's AWQ): a setting named in
+# words, and which way it is wrong.
+_TOO = re.compile(
+    r"\btoo (large|big|high|many|small|low|few)\s+(?:an? |the )?([a-z]+(?:[ _-][a-z]+){0,3})",
+    re.IGNORECASE,
+)
 # "BitsAndBytes load format and QLoRA adapter only support 'bitsandbytes' quantization, but
 # got None" (vLLM 0.5 to 0.7, arg_utils.py): the one quantization method the setting accepts.
 _ONLY_METHOD = re.compile(r"\bonly supports? '(\w+)' quantization")
@@ -195,6 +201,15 @@ def own_remedy(line: str, template: Template | None = None) -> list[Fix]:
                         note="a setting, not a flag of the releases that raise this",
                     )
                 )
+    for amount, words in _TOO.findall(line):
+        # the longest run of the words that is a setting the engine has a flag for
+        parts = re.split(r"[ _-]", words.lower())
+        for count in range(len(parts), 0, -1):
+            flag = as_flag("_".join(parts[:count]))
+            if "_" in "_".join(parts[:count]) and known(flag):
+                lower = amount.lower() in ("large", "big", "high", "many")
+                fixes.append(_direction("decrease" if lower else "increase", flag, ""))
+                break
     for words in _ENABLE.findall(line):
         # "Please enable dp attention when setting ...": the switch named in words, where the
         # engine declares it (SGLang's enable_dp_attention)

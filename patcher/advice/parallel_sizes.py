@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 
 from patcher.advice.answers import _engine, _flag_word, _numbers, _unique
 from patcher.advice.catalogue import Matched, declared, feature_releases, releases, version_key
@@ -87,6 +88,18 @@ def _smaller_tp(part: int, unit: int, tp_now: int) -> int:
         if tp_now % size == 0 and (whole // size) % unit == 0:
             return size
     return 1
+
+
+def _marlin_method(fix: Fix, ctx: LogContext) -> Fix | None:
+    """vLLM's Marlin shape check (marlin_utils.py, shared by the GPTQ and AWQ Marlin methods)
+    names ``--quantization gptq``: a way out for a GPTQ checkpoint only (GPTQ's own kernel);
+    AWQ's own kernel (awq.py) refuses the same slice ("The input size is not aligned with the
+    quantized weight shape"), so for AWQ it is no fix."""
+    if fix.text != "--quantization gptq":
+        return fix
+    if ctx.quantization is not None and "awq" in ctx.quantization:
+        return None
+    return replace(fix, note="a GPTQ checkpoint only; AWQ's own kernel refuses the same slice")
 
 
 def _block_slice(m: Matched, ctx: LogContext, engine: str) -> list[Fix]:
@@ -342,7 +355,7 @@ def explain_parallel(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
             )
     if blocked:
         fixes += _block_slice(m, ctx, engine)
-    named = own_remedy(line, m.template)
+    named = [f for f in (_marlin_method(f, ctx) for f in own_remedy(line, m.template)) if f]
     if not fixes and _ONLY_VALUE.search(line):
         # The message gives the value itself ("... cannot be other value than 1"): no size
         # to divide by, and the other sizes are not in question.

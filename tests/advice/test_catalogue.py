@@ -540,6 +540,38 @@ def test_a_setting_the_message_says_to_raise_becomes_its_flag() -> None:
     ]
 
 
+def test_a_message_quoted_without_its_backticks_is_still_the_engines() -> None:
+    # transformers 4.40 to 4.42's Llama config (configuration_llama.py), as an issue title
+    # shows it once Markdown has eaten the backticks
+    found = diagnose_text(
+        "ValueError: rope_scaling must be a dictionary with two fields, type and factor"
+    )
+    assert found.template is not None and "`rope_scaling`" in found.template.text
+    assert any(f.text.startswith("pip install 'transformers>=") for f in found.fixes)
+
+
+def test_the_engines_divisibility_message_in_an_engines_log_names_a_size_that_divides() -> None:
+    # vllm/distributed/utils.py's ensure_divisibility, read; InternVL2-26B's vision tower has
+    # 25 heads, split 4 ways
+    log = (
+        '[rank0]:   File "/env/vllm/entrypoints/llm.py", line 177, in __init__\n'
+        "[rank0]: AssertionError: 25 is not divisible by 4\n"
+    )
+    found = diagnose_text(log)
+    assert found.code == "parallel-sizes"
+    assert found.fixes[0].text == "--tensor-parallel-size 1"
+
+
+def test_a_setting_the_message_calls_too_large_is_made_smaller() -> None:
+    fixes = own_remedy(
+        "The input size is not aligned with the quantized weight shape. This can be caused by "
+        "too large tensor parallel size."
+    )
+    assert [(f.text, f.note) for f in fixes] == [
+        ("--tensor-parallel-size N", "a smaller value, as the message says")
+    ]
+
+
 def test_the_value_a_setting_falls_short_of_is_the_value_to_raise_it_to() -> None:
     # vLLM 0.8.5 to 0.34's encoder cache (v1/core/encoder_cache_manager.py): one image item
     # must fit a batch where chunked multimodal input is off (Gemma 3 and 4)
@@ -656,8 +688,9 @@ def test_a_divisibility_assert_with_a_bare_numbers_message_is_read_from_its_sour
         ]
     )
     found = diagnose_text(log)
-    assert found.code == "parallel-sizes" and found.fixes[0].text == "--tp-size N"
-    # the same message after a traceback with no such assert is not read as one
+    # 12 split 24 ways: the largest size below 24 that divides 12
+    assert found.code == "parallel-sizes" and found.fixes[0].text == "--tp-size 12"
+    # the same message in a log that is no engine's is not read as one
     other = "Traceback (most recent call last):\nAssertionError: 12 is not divisible by 24"
     assert not diagnose_text(other).recognised
 

@@ -31,9 +31,7 @@ def _elf(images: list[tuple[int, int]]) -> bytes:
     names_at = body_at + len(fatbin)
     table_at = names_at + len(names)
     ident = b"\x7fELF" + bytes([2, 1, 1]) + b"\0" * 9
-    header = ident + struct.pack(
-        "<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, table_at, 0, 64, 0, 0, 64, 3, 1
-    )
+    header = ident + struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, table_at, 0, 64, 0, 0, 64, 3, 1)
     null = b"\0" * 64
     shstrtab = struct.pack("<IIQQQQIIQQ", 1, 3, 0, 0, names_at, len(names), 0, 0, 1, 0)
     nv_fatbin = struct.pack("<IIQQQQIIQQ", 11, 1, 0, 0, body_at, len(fatbin), 0, 0, 8, 0)

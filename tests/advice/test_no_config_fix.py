@@ -35,3 +35,13 @@ def test_a_docker_compose_prefix_is_not_part_of_the_error() -> None:
     )
     assert found.error == "ValueError: No supported config format found in org/model"
     assert found.engine_version == "0.7.3"
+
+
+def test_a_lora_path_without_an_adapter_is_told_what_the_directory_must_hold() -> None:
+    # vLLM 0.7 to 0.17's worker_manager.py, for --lora-modules NAME=PATH
+    found = diagnose_text(
+        'ERROR 12-15 18:57:10 [core.py:918] ValueError: Loading lora ["table_qc failed: No '
+        'adapter found for /data/out/checkpoint-57"]\n'
+    )
+    assert found.family is not None and found.family.name == "checkpoint-files"
+    assert "adapter_config.json" in found.fixes[0].text

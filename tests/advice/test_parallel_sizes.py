@@ -35,3 +35,28 @@ def test_no_pipeline_path_names_the_release_whose_class_has_one(
     )
     assert found.code == "parallel-sizes"
     assert found.fixes[-1].text.startswith(fix)
+
+
+@pytest.mark.parametrize(
+    ("quantization", "offered"),
+    [("awq_marlin", False), (None, True)],
+)
+def test_marlins_gptq_way_out_is_not_offered_for_an_awq_checkpoint(
+    quantization: str | None, offered: bool
+) -> None:
+    # marlin_utils.py's message names --quantization gptq for both Marlin methods; AWQ's own
+    # kernel (awq.py) refuses the same slice
+    head = (
+        f"INFO 02-13 14:18:00 llm_engine.py:234] Initializing an LLM engine with config: "
+        f"model='m', quantization={quantization}, seed=0\n"
+        if quantization
+        else ""
+    )
+    found = diagnose_text(
+        head + "ValueError: Weight input_size_per_partition = 14784 is not divisible by "
+        "min_thread_k = 128. Consider reducing tensor_parallel_size or running with "
+        "--quantization gptq.\n"
+    )
+    texts = [f.text for f in found.fixes]
+    assert ("--quantization gptq" in texts) is offered
+    assert any(t.startswith("--tensor-parallel-size") for t in texts)
