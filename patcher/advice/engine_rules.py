@@ -296,8 +296,9 @@ RULES: tuple[Rule, ...] = (
     (
         "kv-cache-memory",
         re.compile(
-            r"The model's max seq len \((?P<len>\d+)\) is larger than the maximum number of "
-            r"tokens that can be stored in KV cache \((?P<estimate>\d+)\)"
+            # the whole message, or its start where a title or a wrapped line cut it
+            r"The model's max seq len \((?P<len>\d+)\)(?: is larger than the maximum number "
+            r"of tokens that can be stored in KV cache \((?P<estimate>\d+)\))?"
         ),
         _kv_memory,
     ),

@@ -204,6 +204,12 @@ CASES = [
         "unexpected-engine-argument",
         "pip install 'vllm>=",
     ),
+    # the KV-cache refusal's start, as an issue title cuts it: no estimate to compute from
+    (
+        "ValueError: The model's max seq len (32768)",
+        "kv-cache-memory",
+        "a smaller --max-model-len",
+    ),
     # a model's config class lacking a field the release reads: the release predates the
     # model (DeepSeek-V4's classes are first listed by vLLM 0.2x; the log is 0.16.0's)
     (
