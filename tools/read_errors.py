@@ -52,9 +52,16 @@ START_UP: dict[str, tuple[str, ...]] = {
         "vllm/models/*.py",
         "vllm/model_executor/model_loader/*.py",
         "vllm/model_executor/layers/quantization/*.py",
-        "vllm/model_executor/layers/fused_moe/oracle/*.py",
-        "vllm/model_executor/layers/fused_moe/config.py",
-        "vllm/model_executor/layers/fused_moe/layer.py",
+        # the MoE layers and kernels, the quantized linear kernels' selection, the layers every
+        # model builds (linear, embedding, attention, Mamba, rotary): built as the model loads
+        "vllm/model_executor/layers/fused_moe/*.py",
+        "vllm/model_executor/kernels/*.py",
+        "vllm/model_executor/layers/*.py",
+        "vllm/model_executor/layers/attention/*.py",
+        "vllm/model_executor/layers/mamba/*.py",
+        "vllm/model_executor/layers/rotary_embedding/*.py",
+        # the KV connector --kv-transfer-config names is made as the engine starts
+        "vllm/distributed/kv_transfer/kv_connector/factory.py",
         "vllm/attention/selector.py",
         "vllm/v1/attention/selector.py",
         # each attention backend refuses the head sizes, dtypes and features it lacks
@@ -74,6 +81,7 @@ START_UP: dict[str, tuple[str, ...]] = {
         # the attention groups, and capture CUDA graphs before the server answers
         "vllm/v1/worker/gpu_worker.py",
         "vllm/v1/worker/gpu_model_runner.py",
+        "vllm/v1/worker/gpu/*.py",
         "vllm/v1/worker/utils.py",
         # the multimodal registry and profiler: each model's items' sizes and limits
         "vllm/multimodal/registry.py",
@@ -125,10 +133,17 @@ START_UP: dict[str, tuple[str, ...]] = {
         "sglang/srt/layers/quantization/*.py",
         "sglang/srt/layers/attention/attention_registry.py",
         "sglang/srt/layers/attention/*_backend.py",
-        "sglang/srt/layers/moe/utils.py",
-        "sglang/srt/layers/moe/moe_runner/runner.py",
-        "sglang/srt/layers/moe/fused_moe_triton/layer.py",
-        "sglang/srt/layers/moe/ep_moe/layer.py",
+        # the MoE layers, runners and token dispatchers, the attention backends' helpers, the
+        # layers every model builds, the memory pools, LoRA: all built as the model loads
+        "sglang/srt/layers/moe/*.py",
+        "sglang/srt/layers/attention/*.py",
+        "sglang/srt/layers/*.py",
+        "sglang/srt/mem_cache/memory_pool.py",
+        "sglang/srt/mem_cache/allocator.py",
+        "sglang/srt/mem_cache/kv_cache_configurator.py",
+        "sglang/srt/lora/*.py",
+        "sglang/srt/model_executor/*.py",
+        "sglang/srt/utils/common.py",
         "sglang/srt/utils/hf_transformers_utils.py",
         "sglang/srt/hf_transformers_utils.py",
         "sglang/srt/distributed/parallel_state.py",

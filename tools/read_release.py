@@ -45,7 +45,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from tools import read_errors, record_mla_backends, record_rules
+from tools import read_errors, read_model_classes, record_mla_backends, record_rules
 from tools.read_source import (
     Release,
     SourceMissing,
@@ -138,6 +138,10 @@ def read_wheel(wheel: Path) -> dict[str, Any]:
     if _key(version) >= (0, 12, 0) and not any(backends.values()):
         raise SystemExit(f"vllm {version}: no MLA backend declares supported_kv_cache_dtypes")
     parts["backends"] = backends
+    with zipfile.ZipFile(wheel) as archive:
+        parts["cuda_archs"] = read_model_classes.cuda_archs(archive)["cuda_arch"]
+    if not parts["cuda_archs"]:
+        raise SystemExit(f"vllm {version}: no kernel images in its _C extension")
     for name, reader in (
         ("architectures", architectures),
         ("mla_model_types", mla_model_types),
@@ -204,6 +208,7 @@ def write(readings: list[dict[str, Any]], today: str) -> None:
             "tool_parsers": reading["parsers"]["tool"],
             "reasoning_parsers": reading["parsers"]["reasoning"],
             "memory": reading["memory"],
+            "cuda_archs": reading["cuda_archs"],
         }
         full[version] = reading["architectures"]
     made_by = f"python -m tools.read_release vllm VERSION ({today})"

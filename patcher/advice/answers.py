@@ -317,7 +317,11 @@ def explain_backend(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
         return explain_gap(m, ctx)
     fixes = own_remedy(m.line, m.template)
     named = bool(fixes)  # the message names its own way out
-    kind = "MoE" if re.search(r"moe|expert|a2a|all2all", m.line, re.IGNORECASE) else "attention"
+    kind = (
+        "MoE"
+        if re.search(r"moe|expert|a2a|all2all|deepep|dispatch|combine", m.line, re.IGNORECASE)
+        else "attention"
+    )
     flag = {
         "MoE": "--moe-backend" if _engine(m, ctx) == "vllm" else "--moe-runner-backend",
         "attention": "--attention-backend",

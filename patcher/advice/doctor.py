@@ -36,6 +36,7 @@ from patcher.advice.families import family_of
 from patcher.advice.finding import dig
 from patcher.advice.kernels import stated
 from patcher.advice.log_facts import (
+    COMMAND_LINE,
     CONFIG_FILE,
     DIVIDES,
     DRAFT,
@@ -129,6 +130,38 @@ def _from_catalogue(line: str, ctx: LogContext) -> Diagnosis | None:
     )
 
 
+def _already_given(found: Diagnosis, command: str | None) -> Diagnosis:
+    """``found`` less the flags the log's own command line already gave with the same value:
+    the engine refused with them in place (another setting resets them, or they are not the
+    cause), so they are no way out. Where none is left, that is said instead."""
+    if command is None:
+        return found
+    words = command.split()
+    pairs = {" ".join(words[i : i + 2]) for i in range(len(words))} | set(words)
+    forced = re.compile(r"drop (--[\w-]+) if it was given")
+
+    def given(fix: Fix) -> bool:
+        if fix.kind == "flag":
+            return fix.text in pairs
+        dropped = forced.match(fix.text)  # a flag to drop that the command line does not give
+        return dropped is not None and dropped.group(1) not in words
+
+    kept = tuple(f for f in found.fixes if not given(f))
+    if len(kept) == len(found.fixes):
+        return found
+    if not kept:
+        gave = ", ".join(f.text for f in found.fixes if f.kind == "flag") or "the flags named"
+        kept = (
+            Fix(
+                "advice",
+                f"the command line already gives {gave} and the engine still refused: another "
+                "setting resets it (the engine's warnings above the error name it), or the "
+                "cause is elsewhere",
+            ),
+        )
+    return replace(found, fixes=kept)
+
+
 def _given_kv_dtype(found: Diagnosis, flag: str | None) -> Diagnosis:
     """``found`` less the strip of the checkpoint's FP8 KV directive when the command line set
     the KV dtype itself: the flag overrides the directive, so stripping it changes nothing."""
@@ -195,6 +228,7 @@ def diagnose_lines(
     validated: str | None = None  # the setting whose config class pydantic refused
     architecture: str | None = None  # the architecture vLLM resolved the model to
     gpu: tuple[int, int] | None = None  # the compute capability of the GPU the log names
+    command: str | None = None  # the server's command line, as the log quotes it
     marked, heeded = _marked(), _heeded()
     for raw in bounded(lines):
         line = raw
@@ -274,6 +308,8 @@ def diagnose_lines(
             frame, code = line, None
         if "Resolved architecture" in line and (resolved := RESOLVED.search(line)):
             architecture = resolved.group(1)
+        if command is None and " --" in line and COMMAND_LINE.search(line):
+            command = uncoloured(line)
         if gpu is None and ("apabilit" in line or "NVIDIA" in line or "Tesla" in line):
             gpu = stated(line)
         if "validation error for " in line and (named := VALIDATED.search(line)):
@@ -326,7 +362,7 @@ def diagnose_lines(
             cause, fixes = explain(found, ctx)
         if matched is not None and fixes:  # no fix: the rule does not hold in this log
             found_here = Diagnosis(source, code, line.strip(), cause, tuple(fixes), version_text)
-            return _unread(_given_kv_dtype(found_here, kv_flag), unread)
+            return _unread(_already_given(_given_kv_dtype(found_here, kv_flag), command), unread)
         if asserted is not None and line.strip().endswith("AssertionError"):
             return replace(
                 divisibility(asserted, line.strip(), ctx), log=source, engine_version=version_text
@@ -349,7 +385,7 @@ def diagnose_lines(
             known = divisibility(asserted, line.strip(), ctx)  # "12 is not divisible by 24"
         if known is not None:
             known = replace(known, log=source, engine_version=version_text)
-            return _unread(_given_kv_dtype(known, kv_flag), unread)
+            return _unread(_already_given(_given_kv_dtype(known, kv_flag), command), unread)
         if root is None and (RAISED.match(line) or quoted is not None):
             root = (raw if quoted is not None else line).strip()
     if oom is not None and phase is not None:

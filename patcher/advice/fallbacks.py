@@ -59,6 +59,13 @@ _WORDS = (
         ),
     ),
     (
+        # a MoE method without the runner its backend needs (SGLang's FP8 MoE method under
+        # --moe-runner-backend flashinfer_cutlass: 'Fp8MoEMethod' object has no attribute
+        # 'runner'): the MoE backend forced is one the method does not build
+        "moe-backend",
+        re.compile(r"(?=.*\w*MoE\w*Method\b)(?=.*has no attribute '\w*(?:runner|backend)\w*')"),
+    ),
+    (
         "parallel-sizes",
         re.compile(
             r"(?=.*(?:divisible|divide))(?=.*(?:tensor|tp|parallel|expert|ep_size|world))",

@@ -72,3 +72,8 @@ CONFIG_FILE = re.compile(r"transformers/models/\w+/configuration_\w+\.py")
 
 # vLLM's "Resolved architecture: LlamaForCausalLM" (config/model.py, 0.10 on).
 RESOLVED = re.compile(r"Resolved architecture: (\w+)")
+
+# The command line a log quotes: vLLM's ``vllm serve``/api_server, SGLang's launch_server.
+COMMAND_LINE = re.compile(
+    r"(?:\bvllm serve\b|entrypoints\.openai\.api_server|sglang\.launch_server)\s"
+)

@@ -73,7 +73,10 @@ _ENABLE = re.compile(r"\b[Pp]lease enable ([a-z0-9]+(?: [a-z0-9]+){0,3})")
 _ENV_SET = re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]{2,})=([\w.-]+)")
 # What a message refuses rather than asks for: "X=1 is not supported with ...", "... is not
 # supported with --flag".
-_REFUSED_AFTER = re.compile(r"\s*(?:is|are) not (?:supported|compatible|allowed)", re.I)
+_REFUSED_AFTER = re.compile(
+    r"\s*(?:(?:is|are) not (?:supported|compatible|allowed|valid)|is invalid|must be|should be)",
+    re.I,
+)
 _REFUSED_BEFORE = re.compile(
     r"(?:not (?:supported|compatible|allowed)|incompatible|cannot be used|unsupported)\s*$",
     re.I,

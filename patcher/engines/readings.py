@@ -47,6 +47,9 @@ class Reading:
     # The names --tool-call-parser and --reasoning-parser take (their parser registries)
     tool_parsers: frozenset[str] = frozenset()
     reasoning_parsers: frozenset[str] = frozenset()
+    # The SM versions its own kernels (the _C extension's kernel images) are compiled for:
+    # 80 is 8.0; empty where the wheel's binaries were not read
+    cuda_archs: frozenset[int] = frozenset()
 
     @property
     def default_utilization(self) -> float:
@@ -78,6 +81,7 @@ def vllm_readings() -> dict[Version, Reading]:
             read.get("modelopt_quantized_lm_head", False),
             frozenset(read.get("tool_parsers", ())),
             frozenset(read.get("reasoning_parsers", ())),
+            frozenset(int(sm) for sm in read.get("cuda_archs", ())),
         )
     return dict(sorted(found.items()))
 

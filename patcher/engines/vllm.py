@@ -21,6 +21,7 @@ from patcher.engines.files import (
     readable_generation,
 )
 from patcher.engines.gpus import Gpu
+from patcher.engines.kernels import no_kernels
 from patcher.engines.readings import reading
 from patcher.engines.registries import (
     is_deepseek_mla,
@@ -538,6 +539,9 @@ def derive(
         kv = chosen_kv_cache_dtype(kv_flag)
     backends: tuple[str, ...] | None = None
     if gpu is not None:
+        unbuilt = no_kernels(engine, gpu)
+        if unbuilt is not None:
+            errors.append(unbuilt)
         minimum = MIN_CAPABILITY.get(quantization or "")
         if engine.at_least(0, 33) and quantization == "modelopt":
             minimum = 80

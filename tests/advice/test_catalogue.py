@@ -562,6 +562,11 @@ def test_the_engines_divisibility_message_in_an_engines_log_names_a_size_that_di
     assert found.fixes[0].text == "--tensor-parallel-size 1"
 
 
+def test_an_environment_value_the_message_refuses_is_not_the_fix() -> None:
+    fixes = own_remedy("SGLANG_AMD_FLYDSL_MEGA_MOE_DECODE_MTPR=3 must be 0 (off) or a power of two")
+    assert [f.text for f in fixes] == ["unset SGLANG_AMD_FLYDSL_MEGA_MOE_DECODE_MTPR"]
+
+
 def test_a_setting_the_message_calls_too_large_is_made_smaller() -> None:
     fixes = own_remedy(
         "The input size is not aligned with the quantized weight shape. This can be caused by "

@@ -81,3 +81,29 @@ def test_an_attention_kernels_own_gpu_check_is_another_attention_backend(message
 def test_a_kernel_named_without_a_gpu_it_needs_is_not_read_as_the_attention_backend() -> None:
     found = diagnose_text("RuntimeError: FA4 CuTe kernel failed to compile: ptxas exited 1\n")
     assert found.code != "attention-backend"
+
+
+def test_a_moe_method_without_the_runner_its_forced_backend_needs_is_that_backend() -> None:
+    # SGLang's FP8 MoE method under --moe-runner-backend flashinfer_cutlass builds no runner
+    found = diagnose_text(
+        "python -m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B-Instruct-2507-FP8 "
+        "--moe-runner-backend flashinfer_cutlass\n"
+        '  File "/env/sglang/srt/layers/quantization/fp8.py", line 1402, in apply\n'
+        "AttributeError: 'Fp8MoEMethod' object has no attribute 'runner'\n"
+    )
+    assert found.code == "moe-backend"
+    assert [f.text for f in found.fixes] == ["drop --moe-runner-backend if it was given"]
+
+
+def test_a_fix_the_command_line_already_gave_is_not_offered_again() -> None:
+    # SGLang's MoE runner: no fused func for the all-to-all backend; the command line already
+    # gives --moe-a2a-backend none (another setting forced deepep), and no --moe-runner-backend
+    found = diagnose_text(
+        "python -m sglang.launch_server --model-path /m --tp 8 --enable-prefill-cp "
+        "--moe-a2a-backend none\n"
+        "NotImplementedError: Runner backend MoeRunnerBackend.MARLIN requires a fused func for "
+        "a2a backend deepep, but none is registered.\n"
+    )
+    texts = [f.text for f in found.fixes]
+    assert "--moe-a2a-backend none" not in texts
+    assert len(texts) == 1 and texts[0].startswith("the command line already gives")
