@@ -19,6 +19,7 @@ from patcher.advice.catalogue import (
 )
 from patcher.advice.log_rules import Fix
 from patcher.engines.gpus import DRIVER_NAMES, GPUS
+from patcher.engines.kernels import runs_on
 
 Capability = tuple[int, int]
 
@@ -38,10 +39,6 @@ def stated(line: str) -> Capability | None:
     words = re.sub(r"[^a-z0-9]+", " ", line.lower())
     known = next((name for pattern, name in DRIVER_NAMES if pattern.search(words)), None)
     return GPUS[known].capability if known is not None else None
-
-
-def _fits(arch: str, gpu: Capability) -> bool:
-    return int(arch) // 10 == gpu[0] and int(arch) % 10 <= gpu[1]
 
 
 def _text(arch: str) -> str:
@@ -80,7 +77,7 @@ def kernel_gap(gpu: Capability, version: tuple[int, ...] | None) -> list[Fix] | 
     builds read) or the log's release has kernels for the GPU (another library's kernel)."""
     if not has_feature("vllm", "cuda_arch"):
         return None
-    span = span_where("vllm", "cuda_arch", lambda arch: _fits(arch, gpu))
+    span = span_where("vllm", "cuda_arch", lambda arch: runs_on(int(arch), gpu))
     label = f"{gpu[0]}.{gpu[1]}"
     if span is None:
         return [

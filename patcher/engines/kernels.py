@@ -10,6 +10,12 @@ from patcher.engines.readings import reading, vllm_readings
 from patcher.engines.view import StartupError
 
 
+def runs_on(sm: int, capability: tuple[int, int]) -> bool:
+    """Whether a kernel image built for ``sm`` (80: SM 8.0) runs on a GPU of ``capability``:
+    the same major version, at or after the image's minor."""
+    return sm // 10 == capability[0] and sm % 10 <= capability[1]
+
+
 def no_kernels(engine: Engine, gpu: Gpu) -> StartupError | None:
     """The release's own kernels have no image for this GPU (read from the wheel's _C
     extension, tools/read_model_classes.cuda_archs): an image for SM X.Y runs on X.Y and the
@@ -17,12 +23,12 @@ def no_kernels(engine: Engine, gpu: Gpu) -> StartupError | None:
     for execution on the device"). 0.20.0 and later are built without SM 7.0 (V100)."""
     built = reading(engine).cuda_archs
     major, minor = gpu.capability
-    if not built or any(sm // 10 == major and sm % 10 <= minor for sm in built):
+    if not built or any(runs_on(sm, gpu.capability) for sm in built):
         return None
     having = [
         v
         for v, r in vllm_readings().items()
-        if any(sm // 10 == major and sm % 10 <= minor for sm in r.cuda_archs)
+        if any(runs_on(sm, gpu.capability) for sm in r.cuda_archs)
     ]
     where = (
         f"vLLM {'.'.join(map(str, having[0]))} to {'.'.join(map(str, having[-1]))} have them"
