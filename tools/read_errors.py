@@ -581,6 +581,7 @@ def record(engine: str, wheels: list[Path], today: str, features_only: bool = Fa
                 read |= read_model_classes.quantization_classes(archive, engine)
                 read |= read_model_classes.env_names(archive, engine)
                 read |= read_model_classes.cli_flags(archive, engine)
+                read |= read_model_classes.torch_pin(archive)
                 if engine == "vllm":
                     read |= read_model_classes.features(archive)
                     read |= read_model_classes.attention_backends(archive)

@@ -558,3 +558,16 @@ def cuda_archs(archive: zipfile.ZipFile) -> dict[str, list[str]]:
         counted = _fatbin_archs(so)
     most = max(counted.values(), default=0)
     return {"cuda_arch": [str(sm) for sm in sorted(counted) if counted[sm] * 10 >= most]}
+
+
+def torch_pin(archive: zipfile.ZipFile) -> dict[str, list[str]]:
+    """The torch a release's compiled kernels are built against, keyed ``torch_pin``: its
+    wheel's ``Requires-Dist: torch==X`` (METADATA). An extension built against another torch
+    fails to import with "undefined symbol: _ZN3c10..." (a C++ symbol of torch's), and that
+    pin is the torch it needs."""
+    metadata = next((n for n in archive.namelist() if n.endswith(".dist-info/METADATA")), None)
+    if metadata is None:
+        return {"torch_pin": []}
+    text = archive.read(metadata).decode("utf-8", "replace")
+    pinned = re.search(r"^Requires-Dist: torch\s*==\s*([\w.+]+)", text, re.MULTILINE)
+    return {"torch_pin": [pinned.group(1)] if pinned else []}

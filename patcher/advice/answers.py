@@ -6,6 +6,7 @@ message carries, and the remedy the message names itself (``own_remedy.py``).
 from __future__ import annotations
 
 import re
+from pathlib import PurePosixPath
 
 from patcher.advice.attention_rules import another_backend
 from patcher.advice.catalogue import (
@@ -496,7 +497,24 @@ def explain_config_name_taken(m: Matched, _ctx: LogContext) -> tuple[str, list[F
 
 
 def explain_chat_template(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
-    """A missing or unfit chat template: set one in the checkpoint or by flag."""
+    """A missing or unfit chat template: set one in the checkpoint or by flag. A
+    ``--chat-template`` that looks like a path no file is at (vLLM's chat_utils: "appears
+    path-like, but doesn't exist") is that path to fix: the examples/ templates a recipe names
+    are in vLLM's repository, not in its wheel (read: none of them is in a wheel)."""
+    missing = re.search(r"\(([^)]*\.jinja)\) appears path-like, but doesn't exist", m.line)
+    if missing is not None:
+        name = missing.group(1)
+        return (
+            f"--chat-template names {name}, and no file is at that path",
+            [
+                Fix(
+                    "flag",
+                    f"--chat-template /path/to/{PurePosixPath(name).name}",
+                    note="the template file's real path; vLLM's examples/ templates come "
+                    "from its repository (the release's tag), not with the wheel",
+                ),
+            ],
+        )
     return (
         "the chat template is missing or does not fit the request",
         [

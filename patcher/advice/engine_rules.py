@@ -14,6 +14,7 @@ import re
 from patcher.advice.answers import before_strict
 from patcher.advice.architectures import architecture, config_attribute, sglang_architecture
 from patcher.advice.attention_rules import attention, selected_backend
+from patcher.advice.extensions import undefined_symbol
 from patcher.advice.flag_choices import (
     arguments_required,
     invalid_choice,
@@ -378,6 +379,11 @@ RULES: tuple[Rule, ...] = (
         unexpected_argument,
     ),
     (
+        "undefined-symbol",
+        re.compile(r"ImportError: (\S+?\.so): undefined symbol: (\S+)"),
+        undefined_symbol,
+    ),
+    (
         "port-in-use",
         re.compile(
             r"error while attempting to bind on address \('([^']*)', (\d+)\): "
@@ -532,6 +538,7 @@ _MARKERS = (
     "arguments are required",
     "unexpected keyword argument",
     "attempting to bind on address",
+    "undefined symbol",
     "Config' object has no attribute",
     "KeyError: '",
     *FAMILY_MARKERS,

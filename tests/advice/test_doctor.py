@@ -217,6 +217,13 @@ CASES = [
         "config-attribute",
         "pip install 'vllm>=0.2",
     ),
+    # a compiled extension built against another torch than the one installed
+    (
+        "ImportError: /usr/local/lib/python3.10/dist-packages/flash_attn_2_cuda.cpython-310-"
+        "x86_64-linux-gnu.so: undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationE",
+        "undefined-symbol",
+        "pip install --force-reinstall --no-build-isolation flash-attn",
+    ),
     # the server's socket: the port is another process's
     (
         "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): "

@@ -1,0 +1,97 @@
+"""doctor's answer to a compiled extension that does not load: ``ImportError: X.so: undefined
+symbol: _ZN3c10...``. A C++ extension (vLLM's and SGLang's kernels, FlashAttention's) is built
+against one torch; under another, the torch symbols it calls are gone. The engines' wheels pin
+the torch they are built against (``Requires-Dist: torch==X``, read per release into the
+catalogue's ``torch_pin``), so the answer is that torch, or the extension rebuilt for the torch
+installed."""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+from patcher.advice.catalogue import (
+    Engine,
+    feature_releases,
+    features_of,
+    releases,
+    version_key,
+)
+from patcher.advice.log_rules import Fix, LogContext
+
+# the engines whose wheels were read: their packages' own extensions
+_ENGINES: dict[str, Engine] = {"vllm": "vllm", "sglang": "sglang"}
+
+
+def _package(path: str) -> str:
+    """The package an extension module belongs to: its folder inside site-packages, or, for a
+    top-level module (``flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so``), its name up to
+    the first build tag."""
+    file = PurePosixPath(path)
+    parts = file.parts
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts:
+            inside = parts[parts.index(marker) + 1 :]
+            return inside[0] if len(inside) > 1 else re.split(r"\.|_\d|_cuda", file.name)[0]
+    return file.parent.name or file.name.split(".")[0]
+
+
+def _pin(engine: Engine, version: tuple[int, ...] | None) -> str | None:
+    """The torch the log's release of ``engine`` pins (the newest read at or below it)."""
+    if version is None:
+        return None
+    read = [r for r in releases(engine) if version_key(r)[:3] <= version[:3]]
+    for release in reversed(read):
+        for pin in features_of(engine, "torch_pin"):
+            if release in feature_releases(engine, "torch_pin", pin):
+                return pin
+    return None
+
+
+def undefined_symbol(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """``ImportError: ....so: undefined symbol: S``: the extension was built against another
+    torch (a torch symbol, ``_ZN3c10``/``_ZN2at``/``torch``) or another library."""
+    path, symbol = m.group(1), m.group(2)
+    package = _package(path)
+    torch_symbol = re.match(r"_ZN\d*(?:c10|at|torch)", symbol) is not None
+    against = "another torch than the one installed" if torch_symbol else "other libraries"
+    cause = (
+        f"{package}'s compiled extension ({PurePosixPath(path).name}) was built against {against}"
+    )
+    engine = _ENGINES.get(package.split("-")[0].replace("_", ""))
+    if engine is not None:
+        pin = _pin(engine, ctx.version)
+        fixes = [
+            Fix(
+                "dependency",
+                f"pip install 'torch=={pin}'",
+                note=f"the torch {engine} {'.'.join(map(str, (ctx.version or ())[:3]))} is "
+                "built against (its wheel's requirement)",
+            )
+            if pin
+            else Fix(
+                "dependency",
+                f"pip install --force-reinstall {engine}==VERSION",
+                note="the release installed again, with the torch its wheel pins",
+            ),
+            Fix("advice", f"or build {engine} from source against the torch installed"),
+        ]
+        return cause, fixes
+    name = "flash-attn" if package.startswith("flash_attn") else package
+    fixes = [
+        Fix(
+            "dependency",
+            f"pip install --force-reinstall --no-build-isolation {name}",
+            note="built again against the torch installed",
+        )
+    ]
+    if name == "flash-attn":
+        fixes.append(
+            Fix(
+                "advice",
+                "or pip uninstall flash-attn",
+                note="vLLM's wheels carry their own FlashAttention build from 0.6 "
+                "(vllm/vllm_flash_attn, read)",
+            )
+        )
+    return cause, fixes
