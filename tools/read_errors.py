@@ -106,6 +106,8 @@ START_UP: dict[str, tuple[str, ...]] = {
         "vllm/reasoning/*.py",
         "vllm/entrypoints/chat_utils.py",
         "vllm/entrypoints/openai/api_server.py",
+        # the serve parser's own validation (validate_parsed_serve_args), before the engine
+        "vllm/entrypoints/openai/cli_args.py",
         "vllm/entrypoints/cli/serve.py",
         # adapters named by --lora-modules load at start-up, checked against --max-lora-rank
         "vllm/lora/peft_helper.py",

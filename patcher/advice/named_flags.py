@@ -7,7 +7,15 @@ from __future__ import annotations
 import re
 
 from patcher.advice.answers import flags_named
-from patcher.advice.catalogue import Matched, declared, flags
+from patcher.advice.catalogue import (
+    Engine,
+    Matched,
+    declared,
+    flags,
+    releases,
+    templates,
+    version_key,
+)
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.advice.own_remedy import as_flag, own_remedy
 
@@ -25,6 +33,13 @@ _EXCLUSIVE = re.compile(
     r"\b([a-z][a-z ]{3,40}?) (?:cannot be used with|is not compatible with|"
     r"can't be used with) ([a-z][a-z ]{3,40}?)(?: now| yet| together)?[.,;]",
     re.IGNORECASE,
+)
+
+
+# Two flags a message refuses together, by name.
+_BOTH_FLAGS = re.compile(
+    r"(--[a-z][\w-]*) and (--[a-z][\w-]*) (?:cannot|can't|must not) be (?:enabled|used|set|"
+    r"given|specified)(?: at the same time| together)"
 )
 
 
@@ -123,6 +138,11 @@ def explain_named_flags(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
         if both
         else (None, None)
     )
+    named = _BOTH_FLAGS.search(m.line)
+    if named is not None and not both:
+        # "--enable-auto-tool-choice and --enable-reasoning cannot be enabled at the same
+        # time" (vLLM 0.7's cli_args.py): the two flags themselves
+        pair = (named.group(1), named.group(2))
     if not fixes and pair[0] and pair[1] and pair[0] != pair[1]:
         fixes = [
             Fix(
@@ -131,10 +151,42 @@ def explain_named_flags(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
                 note="the engine refuses the two together",
             )
         ]
+        together = _together_since(engine, pair[0], pair[1], m.template.releases)
+        if together is not None:
+            fixes.append(
+                Fix(
+                    "dependency",
+                    f"pip install '{engine}>={together}'",
+                    note=f"no message of {engine} {together} or later refuses the two together "
+                    "(read)",
+                )
+            )
     return (
         "the engine refuses a flag or a combination of flags at start-up",
         fixes or flags_named(m.line),
     )
+
+
+def _together_since(
+    engine: Engine, first: str, second: str, raising: tuple[str, ...]
+) -> str | None:
+    """The first release read after the last that raises this refusal where no message of
+    that release or a later one names both flags (or their settings): from there the engine
+    takes them together, as far as its messages tell."""
+    if engine == "transformers" or not raising:
+        return None
+    later = [
+        r for r in releases(engine) if version_key(r) > version_key(max(raising, key=version_key))
+    ]
+    if not later:
+        return None
+    names = [(f, f[2:].replace("-", "_")) for f in (first, second)]
+    for template in templates(engine):
+        if not any(r in later for r in template.releases):
+            continue
+        if all(flag in template.text or setting in template.text for flag, setting in names):
+            return None  # a later release still refuses (or names) the pair
+    return later[0]
 
 
 def explain_reasoning_parser(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:

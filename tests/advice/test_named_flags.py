@@ -26,8 +26,10 @@ def test_two_features_told_in_words_are_the_two_flags_to_choose_between() -> Non
     assert "0.4.3" in releases
     found = diagnose_text(line)
     assert found.code == "engine-flags"
+    # and no message of 0.6.6 or later refuses the two together: V1 runs both
     assert [f.text for f in found.fixes] == [
-        "leave out one of --enable-chunked-prefill / --enable-prefix-caching"
+        "leave out one of --enable-chunked-prefill / --enable-prefix-caching",
+        "pip install 'vllm>=0.6.6.post1'",
     ]
 
 
@@ -74,3 +76,17 @@ def test_a_setting_a_message_names_is_a_flag_only_where_a_parser_defines_it() ->
     )
     assert not any("--disable-padded-drafter-batch" in f.text for f in found.fixes)
     assert not any("drafter-batch" in f.text and f.kind == "flag" for f in found.fixes)
+
+
+def test_two_flags_refused_together_name_the_release_that_takes_both() -> None:
+    # vLLM 0.7.3's cli_args.py (validate_parsed_serve_args); no message of 0.8.5 or later
+    # refuses the two together
+    found = diagnose_text(
+        '  File "/env/vllm/entrypoints/openai/cli_args.py", line 285, in '
+        "validate_parsed_serve_args\n"
+        "TypeError: Error: --enable-auto-tool-choice and --enable-reasoning cannot be enabled "
+        "at the same time\n"
+    )
+    texts = [f.text for f in found.fixes]
+    assert texts[0] == "leave out one of --enable-auto-tool-choice / --enable-reasoning"
+    assert texts[1] == "pip install 'vllm>=0.8.5.post1'"
