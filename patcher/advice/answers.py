@@ -11,10 +11,10 @@ from pathlib import PurePosixPath
 from patcher.advice.attention_rules import another_backend
 from patcher.advice.catalogue import (
     Matched,
+    at_or_below,
     model_types,
     releases,
     strict_since,
-    version_key,
 )
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.advice.no_config_fix import GGUF_OLD, gguf_gap
@@ -396,10 +396,8 @@ def explain_backend(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
 def _within(m: Matched, ctx: LogContext) -> tuple[str, ...]:
     """The releases ``m``'s template is read in, or the one of them the log's version is
     (the newest read at or below it)."""
-    if ctx.version is None:
-        return m.template.releases
-    at_or_below = [r for r in m.template.releases if version_key(r)[:3] <= ctx.version[:3]]
-    return (at_or_below[-1],) if at_or_below else m.template.releases
+    answering = at_or_below(m.template.releases, ctx.version) if ctx.version else None
+    return (answering,) if answering else m.template.releases
 
 
 def before_strict() -> Fix:

@@ -18,7 +18,7 @@ import functools
 import json
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Literal
@@ -223,6 +223,13 @@ def span_where(
         elif start is not None:
             span, start = (start, release), None
     return span
+
+
+def at_or_below(candidates: Iterable[str], version: tuple[int, ...]) -> str | None:
+    """The newest of ``candidates`` (releases read) at or below ``version``: the read release
+    whose reading answers for a log of that version; None when all are newer."""
+    below = [r for r in candidates if _key(r)[:3] <= version[:3]]
+    return max(below, key=_key) if below else None
 
 
 def releases(engine: Engine) -> dict[str, str]:

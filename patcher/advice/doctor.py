@@ -130,6 +130,9 @@ def _from_catalogue(line: str, ctx: LogContext) -> Diagnosis | None:
     )
 
 
+_DROP_IF_GIVEN = re.compile(r"drop (--[\w-]+) if it was given")
+
+
 def _already_given(found: Diagnosis, command: str | None) -> Diagnosis:
     """``found`` less the flags the log's own command line already gave with the same value:
     the engine refused with them in place (another setting resets them, or they are not the
@@ -138,12 +141,13 @@ def _already_given(found: Diagnosis, command: str | None) -> Diagnosis:
         return found
     words = command.split()
     pairs = {" ".join(words[i : i + 2]) for i in range(len(words))} | set(words)
-    forced = re.compile(r"drop (--[\w-]+) if it was given")
 
     def given(fix: Fix) -> bool:
         if fix.kind == "flag":
             return fix.text in pairs
-        dropped = forced.match(fix.text)  # a flag to drop that the command line does not give
+        dropped = _DROP_IF_GIVEN.match(
+            fix.text
+        )  # a flag to drop that the command line does not give
         return dropped is not None and dropped.group(1) not in words
 
     kept = tuple(f for f in found.fixes if not given(f))

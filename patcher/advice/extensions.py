@@ -10,13 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
-from patcher.advice.catalogue import (
-    Engine,
-    feature_releases,
-    features_of,
-    releases,
-    version_key,
-)
+from patcher.advice.catalogue import Engine, at_or_below, feature_releases, features_of
 from patcher.advice.log_rules import Fix, LogContext
 
 # the engines whose wheels were read: their packages' own extensions
@@ -38,14 +32,13 @@ def _package(path: str) -> str:
 
 def _pin(engine: Engine, version: tuple[int, ...] | None) -> str | None:
     """The torch the log's release of ``engine`` pins (the newest read at or below it)."""
-    if version is None:
-        return None
-    read = [r for r in releases(engine) if version_key(r)[:3] <= version[:3]]
-    for release in reversed(read):
-        for pin in features_of(engine, "torch_pin"):
-            if release in feature_releases(engine, "torch_pin", pin):
-                return pin
-    return None
+    pinned = {
+        release: pin
+        for pin in features_of(engine, "torch_pin")
+        for release in feature_releases(engine, "torch_pin", pin)
+    }
+    answering = at_or_below(pinned, version) if version is not None else None
+    return pinned[answering] if answering is not None else None
 
 
 def undefined_symbol(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
@@ -70,8 +63,8 @@ def undefined_symbol(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]
             )
             if pin
             else Fix(
-                "dependency",
-                f"pip install --force-reinstall {engine}==VERSION",
+                "advice",
+                f"pip install --force-reinstall {engine}==<the release installed>",
                 note="the release installed again, with the torch its wheel pins",
             ),
             Fix("advice", f"or build {engine} from source against the torch installed"),
