@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tools import read_model_classes
+from tools import read_defects, read_model_classes
 
 CATALOGUE = Path(__file__).resolve().parents[1] / "patcher" / "advice"
 
@@ -457,7 +457,19 @@ MODEL_TYPES = (
 def model_types(sources: list[str]) -> list[str]:
     """The model types transformers' ``AutoConfig`` knows: the keys ``CONFIG_MAPPING_NAMES``
     is built from (a list of pairs, a dict, ``.update`` calls) in the auto-mapping modules."""
-    found: set[str] = set()
+    return sorted(config_mapping(sources))
+
+
+def config_classes(sources: list[str]) -> list[str]:
+    """The config classes transformers ships for those model types (``CONFIG_MAPPING_NAMES``'
+    values): the classes an engine that registers its own copy collides with."""
+    return sorted({c for c in config_mapping(sources).values() if c})
+
+
+def config_mapping(sources: list[str]) -> dict[str, str]:
+    """``CONFIG_MAPPING_NAMES`` read with ast: each model type with its config class's name
+    ("" where the entry gives none)."""
+    found: dict[str, str] = {}
     for source in sources:
         for node in ast.walk(ast.parse(source)):
             holder: ast.AST | None = None
@@ -477,18 +489,20 @@ def model_types(sources: list[str]) -> list[str]:
                 continue
             for inner in ast.walk(holder):
                 if isinstance(inner, ast.Tuple) and len(inner.elts) == 2:
-                    key = inner.elts[0]
+                    key, value = inner.elts
                     if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                        found.add(key.value)
+                        found[key.value] = _constant(value)
                 elif isinstance(inner, ast.Dict):
-                    found |= {
-                        k.value
-                        for k in inner.keys
-                        if isinstance(k, ast.Constant) and isinstance(k.value, str)
-                    }
+                    for k, v in zip(inner.keys, inner.values, strict=True):
+                        if isinstance(k, ast.Constant) and isinstance(k.value, str):
+                            found[k.value] = _constant(v)
                 elif isinstance(inner, ast.keyword) and inner.arg is not None:
-                    found.add(inner.arg)
-    return sorted(found)
+                    found[inner.arg] = _constant(inner.value)
+    return found
+
+
+def _constant(node: ast.expr) -> str:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
 
 
 def read_wheel(wheel: Path, engine: str) -> list[dict[str, Any]]:
@@ -584,6 +598,7 @@ def record(engine: str, wheels: list[Path], today: str, features_only: bool = Fa
                 read |= read_model_classes.env_names(archive, engine)
                 read |= read_model_classes.cli_flags(archive, engine)
                 read |= read_model_classes.torch_pin(archive)
+                read |= read_defects.defects(archive, START_UP[engine])
                 if engine == "vllm":
                     read |= read_model_classes.features(archive)
                     read |= read_model_classes.attention_backends(archive)
@@ -606,15 +621,17 @@ def record(engine: str, wheels: list[Path], today: str, features_only: bool = Fa
             types = model_types(texts)
             if len(types) < 100:
                 raise RuntimeError(f"{wheel.name}: CONFIG_MAPPING_NAMES not found")
-            # Each model type with the first and the last release read that knows it.
-            known = catalogue.setdefault("model_types", {})
+            # Each model type, and each config class, with the first and the last release
+            # read that knows it.
             version = _wheel_version(wheel)
-            for name in types:
-                first, last = known.get(name, [version, version])
-                known[name] = [
-                    min(first, version, key=_version_key),
-                    max(last, version, key=_version_key),
-                ]
+            for key, found in (("model_types", types), ("config_classes", config_classes(texts))):
+                known = catalogue.setdefault(key, {})
+                for name in found:
+                    first, last = known.get(name, [version, version])
+                    known[name] = [
+                        min(first, version, key=_version_key),
+                        max(last, version, key=_version_key),
+                    ]
     catalogue["source"] = (
         f"{engine}'s wheels, read with ast by tools/read_errors.py (files: START_UP there)"
     )

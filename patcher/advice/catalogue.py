@@ -248,6 +248,15 @@ def model_types() -> dict[str, tuple[str, str]]:
     return {name: (span[0], span[1]) for name, span in read.items()}
 
 
+@functools.cache
+def config_classes() -> dict[str, tuple[str, str]]:
+    """Each config class a read transformers release ships (``CONFIG_MAPPING_NAMES``' values,
+    ``LlamaConfig``), with the first and the last release read that ships it."""
+    text = resources.files("patcher.advice").joinpath("errors-transformers.json").read_text()
+    read: dict[str, list[str]] = json.loads(text).get("config_classes", {})
+    return {name: (span[0], span[1]) for name, span in read.items()}
+
+
 def no_longer_raised(engine: Engine, fragment: str, file: str | None = None) -> str | None:
     """The first release read after the last one with a message holding ``fragment`` (the
     release that no longer raises it), in ``file`` where given (a model's own config class),

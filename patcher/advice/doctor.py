@@ -359,6 +359,7 @@ def diagnose_lines(
             validated=validated,
             architecture=architecture,
             gpu=gpu,
+            frame=frame,
         )
         matched = _first_rule(line) if marked_line else None
         if matched is not None:

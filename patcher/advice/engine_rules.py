@@ -14,6 +14,8 @@ import re
 from patcher.advice.answers import before_strict
 from patcher.advice.architectures import architecture, config_attribute, sglang_architecture
 from patcher.advice.attention_rules import attention, selected_backend
+from patcher.advice.catalogue import config_classes, releases
+from patcher.advice.engine_defects import missing_logger_method, undefined_name
 from patcher.advice.extensions import undefined_symbol
 from patcher.advice.flag_choices import (
     arguments_required,
@@ -23,6 +25,7 @@ from patcher.advice.flag_choices import (
     unexpected_argument,
     unrecognized_arguments,
 )
+from patcher.advice.json_files import bom, not_json
 from patcher.advice.kernels import kernel_gap, stated
 from patcher.advice.log_rules import (
     FAMILY_MARKERS,
@@ -43,6 +46,7 @@ from patcher.advice.quantized_modules import excluded_scale
 from patcher.advice.startup_memory import too_little_free
 from patcher.advice.transformers_rules import TRANSFORMERS_MARKERS, TRANSFORMERS_RULES
 from patcher.advice.trtllm_rules import TRTLLM_MARKERS, TRTLLM_RULES
+from patcher.advice.unknown_weights import unknown_weight
 from patcher.engines.launch_flags import MAX_MODEL_LEN_AUTO_FROM
 
 LENGTH_STEP = 1024
@@ -169,18 +173,6 @@ def _bf16(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
     return ("bfloat16 was forced on a GPU below compute capability 8.0", [*fixes, *(gap or [])])
 
 
-def _bom(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
-    fixes = [ctx.apply("strip-bom")]
-    if m.group(1) is None:
-        cause = "a JSON config file (hf_quant_config.json, read as text) starts with a UTF-8 BOM"
-        return cause, fixes
-    fixes.append(Fix("advice", "if patcher check finds no byte-order mark: fix the JSON syntax"))
-    return (
-        f"{m.group(1)} cannot be parsed; a UTF-8 byte-order mark at its start is the usual cause",
-        fixes,
-    )
-
-
 def _no_model_type(_m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
     # transformers' AutoConfig, in every release read: not strict validation, a missing key
     return (
@@ -200,31 +192,33 @@ def _no_model_type(_m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
 def _class_clash(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
     # transformers' auto classes refuse a second registration of a class they now ship: the
     # engine registers its own copy, written for an older transformers
+    name = m.group(1).rsplit(".", 1)[-1]
+    check = Fix(
+        "dependency",
+        "pip check",
+        note="in the engine's environment: it names the transformers release the engine "
+        "requires; install that one",
+    )
+    span = config_classes().get(name)
+    first_read = next(iter(releases("transformers")), None)
+    if span is None or span[0] == first_read:
+        return (
+            f"transformers is newer than this engine release expects: it now ships "
+            f"{m.group(1)}'s model itself, which the engine registers too; no checkpoint edit "
+            "helps",
+            [check],
+        )
     return (
-        f"transformers is newer than this engine release expects: it now ships {m.group(1)}'s "
-        "model itself, which the engine registers too; no checkpoint edit helps",
+        f"transformers {span[0]} and later ship {name} themselves (read from their "
+        "CONFIG_MAPPING_NAMES), and this engine release registers its own copy, written for "
+        "an older transformers: no checkpoint edit helps",
         [
             Fix(
                 "dependency",
-                "pip check",
-                note="in the engine's environment: it names the transformers release the "
-                "engine requires; install that one",
-            )
-        ],
-    )
-
-
-def _not_json(_m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
-    # json's own words for a document that is not JSON from its first byte. Any JSON parse
-    # says them (an HTTP reply, a wrapper's own file): only in an engine's log (its prefixes,
-    # its traceback's paths) are they the engine reading a checkpoint file. Else: no answer.
-    if ctx.engine is None:
-        return ("", [])
-    return (
-        "a JSON file the engine reads is empty or not JSON from its first byte (a Git LFS "
-        "pointer, an HTML page saved in its place, a cut-off download)",
-        [
-            Fix("advice", f"patcher check {ctx.checkpoint} names the file; download it again"),
+                f"pip install 'transformers<{span[0]}'",
+                note=f"or an engine release written for transformers {span[0]} or later",
+            ),
+            check,
         ],
     )
 
@@ -340,6 +334,23 @@ RULES: tuple[Rule, ...] = (
         excluded_scale,
     ),
     (
+        "engine-defect",
+        re.compile(r"NameError: name '(\w+)' is not defined"),
+        undefined_name,
+    ),
+    (
+        "engine-defect",
+        re.compile(r"'Logger' object has no attribute '(\w+)'"),
+        missing_logger_method,
+    ),
+    (
+        # the weight loader's words: quoted up to 0.14, bare (and followed by the layer's
+        # parameters) from 0.15
+        "unknown-weight",
+        re.compile(r"There is no module or parameter named '?([\w.]+?)'? in (\w+)"),
+        unknown_weight,
+    ),
+    (
         "quantization-mismatch",
         re.compile(
             r"Quantization method specified in the model config \((\S*?)\) does not match the "
@@ -440,7 +451,7 @@ RULES: tuple[Rule, ...] = (
             r"It looks like the config file at '(?:[^']*/)?([^'/]+)' is not a valid JSON file"
             r"|Unexpected UTF-8 BOM \(decode using utf-8-sig\)()"
         ),
-        _bom,
+        bom,
     ),
     (
         "no-model-type",
@@ -455,7 +466,7 @@ RULES: tuple[Rule, ...] = (
     (
         "unreadable-json",
         re.compile(r"Expecting value: line 1 column 1 \(char 0\)"),
-        _not_json,
+        not_json,
     ),
     (
         "bfloat16-gpu",
@@ -541,6 +552,8 @@ _MARKERS = (
     "undefined symbol",
     "Config' object has no attribute",
     "KeyError: '",
+    "is not defined",
+    "'Logger' object has no attribute",
     *FAMILY_MARKERS,
     *TRANSFORMERS_MARKERS,
     *TRTLLM_MARKERS,

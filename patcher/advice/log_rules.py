@@ -73,6 +73,9 @@ class LogContext:
     # The compute capability of the GPU the log states or names (a refusal's "compute
     # capability 7.5", a driver name such as "NVIDIA GeForce RTX 5090"), when it does.
     gpu: tuple[int, int] | None = None
+    # The last traceback frame in the engine's package ('File ".../gptq.py", line 347, in f'),
+    # when the log shows one.
+    frame: str | None = None
 
     def mem_fraction(self) -> Fix:
         """SGLang's ``--mem-fraction-static`` that leaves the KV pool room after the weights.

@@ -507,6 +507,21 @@ CASES = [
         "chat-template-mapping",
         "set-chat-template",
     ),
+    # vllm/model_executor/models/utils.py @ v0.16.0 L326 (a Mistral-format checkpoint)
+    (
+        "ValueError: There is no module or parameter named 'mm_whisper_embeddings' in "
+        "LlamaForCausalLM",
+        "unknown-weight",
+        "--config-format mistral --load-format mistral --tokenizer-mode mistral",
+    ),
+    # sglang 0.4.6 srt/layers/quantization/gptq.py: check_marlin_supported from vLLM, in try
+    (
+        '  File "/env/sglang/srt/layers/quantization/gptq.py", line 347, in compatible\n'
+        "    return check_marlin_supported(\n"
+        "NameError: name 'check_marlin_supported' is not defined",
+        "engine-defect",
+        "pip install 'sglang>=0.4.10'",
+    ),
 ]
 
 
@@ -539,9 +554,10 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     """Lines without a marker word skip the rules, so each rule must need one: on every case
     a rule's pattern meets, blanking the markers out makes the pattern miss it."""
     from patcher.advice.doctor import _MARKERS, RULES, _marked
+    from tests.advice.test_engine_defects import DEFECT_LINES
     from tests.advice.test_trtllm_rules import TRTLLM_LINES
 
-    errors = [error for error, _, _ in CASES] + TRTLLM_LINES
+    errors = [error for error, _, _ in CASES] + TRTLLM_LINES + DEFECT_LINES
     for code, pattern, _ in RULES:
         hits = [error for error in errors if pattern.search(error)]
         assert hits, f"no case for a {code} pattern"

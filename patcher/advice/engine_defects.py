@@ -1,0 +1,111 @@
+"""doctor's answer to an error in Python's own words that a release's source raises whenever
+the line runs: a name imported only where another package imports (``NameError``), a logger
+method no logger has (``AttributeError: 'Logger' object has no attribute``). Each is read from
+the release's files (tools/read_defects.py) and recorded with the releases that carry it; the
+traceback's frame says which file raised, and the releases read without the defect are the
+fix."""
+
+from __future__ import annotations
+
+import re
+
+from patcher.advice.catalogue import (
+    Engine,
+    at_or_below,
+    feature_releases,
+    features_of,
+    releases,
+    version_key,
+)
+from patcher.advice.log_rules import Fix, LogContext
+
+_ENGINES: tuple[Engine, ...] = ("vllm", "sglang")
+
+
+def _recorded(feature: str, frame: str | None, test: str) -> tuple[Engine, str, str] | None:
+    """The engine, file and record of ``feature`` whose file is the traceback frame's and whose
+    record ends in ``test`` (a name, a method)."""
+    if frame is None:
+        return None
+    path = re.search(r'File "([^"]+\.py)"', frame)
+    if path is None:
+        return None
+    for engine in _ENGINES:
+        for record in features_of(engine, feature):
+            file, _, rest = record.partition("|")
+            if path.group(1).endswith("/" + file) and rest.split("|")[0] == test:
+                return engine, file, record
+    return None
+
+
+def _carried(engine: Engine, feature: str, record: str, ctx: LogContext) -> bool:
+    """Whether the release that answers for the log's (the newest read at or below it) carries
+    the defect; True where the log names no release of this engine."""
+    if ctx.version is None or ctx.engine != engine:
+        return True
+    answering = at_or_below(releases(engine), ctx.version)
+    return answering is None or answering in feature_releases(engine, feature, record)
+
+
+def _without(engine: Engine, feature: str, record: str) -> Fix | None:
+    """The upgrade to the first release read after the last that carries ``record`` (None
+    where the newest release read still does)."""
+    having = feature_releases(engine, feature, record)
+    later = [r for r in releases(engine) if version_key(r) > version_key(having[-1])]
+    if not later:
+        return None
+    first = min(later, key=version_key)
+    return Fix(
+        "dependency",
+        f"pip install '{engine}>={first}'",
+        note=f"{engine} {', '.join(having)} carry it (read from their source); {first} does not",
+    )
+
+
+def undefined_name(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """``NameError: name 'X' is not defined`` in an engine file that imports X only where
+    another package's import succeeds."""
+    name = m.group(1)
+    found = _recorded("optional_import", ctx.frame, name)
+    if found is None:
+        return "", []
+    engine, file, record = found
+    if not _carried(engine, "optional_import", record, ctx):
+        return "", []
+    module = record.split("|")[2]
+    package = module.split(".")[0]
+    upgrade = _without(engine, "optional_import", record)
+    fixes = [] if upgrade is None else [upgrade]
+    fixes.append(
+        Fix(
+            "advice",
+            f"or install {package}, at the version this {engine} release names for it, so "
+            f"that {module} imports",
+        )
+    )
+    return (
+        f"{file} imports {name} from {module} only where that import succeeds, and here it "
+        f"failed ({package} missing, or a version of it without {name}): an engine defect of "
+        "this release, no config edit helps",
+        fixes,
+    )
+
+
+def missing_logger_method(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """``AttributeError: 'Logger' object has no attribute 'X'`` in an engine file that calls a
+    logger method no logger has."""
+    method = m.group(1)
+    found = _recorded("missing_method", ctx.frame, f"logger.{method}")
+    if found is None:
+        return "", []
+    engine, file, record = found
+    if not _carried(engine, "missing_method", record, ctx):
+        return "", []
+    upgrade = _without(engine, "missing_method", record)
+    return (
+        f"{file} calls logger.{method}, which no logger has: an engine bug of this release "
+        "(the line runs on this model's path), no config edit helps",
+        [upgrade]
+        if upgrade is not None
+        else [Fix("advice", "no config fix: every release read still has the call; report it")],
+    )

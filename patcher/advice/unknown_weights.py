@@ -1,0 +1,99 @@
+"""doctor's answer when the weights hold a tensor the model the engine built has no place for:
+vLLM's ``There is no module or parameter named 'X' in ARCH`` (its weight loader,
+``models/utils.py``, every release read from 0.6.6).
+
+The tensor's name says which of three things happened:
+
+- ``ARCH`` is vLLM's Transformers backend (``Transformers...ForCausalLM``): the model has no
+  vLLM implementation and transformers' own modelling code has no such parameter. No config
+  edit loads it.
+- the name ends in a quantized tensor's (a scale, packed weights, group indices): the
+  checkpoint is quantized where the engine built the layer unquantized.
+- otherwise the checkpoint's own files describe another model than its weights: a
+  Mistral-format checkpoint (``params.json``, ``consolidated.safetensors``) read through its
+  ``config.json``, or an ``architectures`` entry of another class."""
+
+from __future__ import annotations
+
+import re
+
+from patcher.advice.catalogue import feature_releases, releases
+from patcher.advice.log_rules import Fix, LogContext
+
+# The tensors quantization methods add beside (or in place of) a layer's weight, by the names
+# the checkpoints' formats give them (GPTQ/AWQ: qweight, qzeros, scales, g_idx; FP8/FP4 and
+# compressed-tensors: *_scale, weight_packed, weight_shape; bitsandbytes: absmax, quant_map).
+_QUANTIZED = re.compile(
+    r"(?:^|\.)(?:\w*_scale(?:_2|_inv)?|qweight|qzeros|scales|g_idx|weight_packed|weight_shape|"
+    r"weight_zero_point|absmax|quant_map|quant_state\w*)$"
+)
+
+
+def _mistral_format(ctx: LogContext) -> bool:
+    """Whether the log's vLLM release (any read release, when it names none) reads Mistral's
+    own format: ``--load-format mistral`` among its load formats."""
+    having = feature_releases("vllm", "choices:--load-format", "mistral")
+    if not having:
+        return False
+    if ctx.version is None:
+        return True
+    older = [r for r in releases("vllm") if _key(r) <= ctx.version[:3]]
+    return bool(older) and max(older, key=_key) in having
+
+
+def _key(release: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", release)[:3])
+
+
+def unknown_weight(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """``There is no module or parameter named 'X' in ARCH``."""
+    name, arch = m.group(1), m.group(2)
+    if arch.startswith("Transformers"):
+        return (
+            f"vLLM has no implementation of this model and ran it through transformers' own "
+            f"code ({arch}), which has no parameter {name}: an engine gap, no config edit "
+            "loads these weights",
+            [
+                Fix(
+                    "advice",
+                    "no config fix: a vLLM release that implements the model's architecture "
+                    "itself (its supported-models list), or a transformers release whose code "
+                    "for the model has this parameter",
+                ),
+            ],
+        )
+    if _QUANTIZED.search(name):
+        return (
+            f"the checkpoint ships {name}, a quantized tensor, for a layer the engine built "
+            f"unquantized ({arch}): the quantization config does not cover that layer (its "
+            "exclude or ignore list names it, or the config is missing)",
+            [
+                Fix(
+                    "advice",
+                    f"patcher check {ctx.checkpoint} shows the quantization config; the layers "
+                    "it leaves out must be the ones the checkpoint stores unquantized",
+                )
+            ],
+        )
+    fixes: list[Fix] = []
+    if _mistral_format(ctx):
+        fixes.append(
+            Fix(
+                "flag",
+                "--config-format mistral --load-format mistral --tokenizer-mode mistral",
+                note="if the checkpoint holds params.json and consolidated*.safetensors "
+                "(Mistral's own format): they are its weights' description, not config.json",
+            )
+        )
+    fixes.append(
+        Fix(
+            "advice",
+            f"otherwise config.json's architectures ({arch}) is not the model of these "
+            f"weights: patcher check {ctx.checkpoint}, and the checkpoint's upstream config",
+        )
+    )
+    return (
+        f"the weights hold {name}, which {arch} (the class the config resolved to) has no "
+        "place for: the checkpoint's config describes another model than its weights",
+        fixes,
+    )

@@ -1,0 +1,127 @@
+"""Errors in Python's own words that a release's source raises whenever the line runs: a name
+imported only where another package imports (``NameError``), a logger method no logger has.
+Read per release from the engines' files (tools/read_defects.py); doctor names the releases
+read without the defect (patcher/advice/engine_defects.py)."""
+
+from __future__ import annotations
+
+import ast
+import zipfile
+from pathlib import Path
+
+from patcher.advice.catalogue import feature_releases
+from patcher.advice.doctor import diagnose_text
+from tools.read_defects import defects, logger_calls, optional_imports
+
+GPTQ = "/usr/local/lib/python3.10/dist-packages/sglang/srt/layers/quantization/gptq.py"
+AWQ_MARLIN = "/opt/env/site-packages/vllm/model_executor/layers/quantization/awq_marlin.py"
+# the errors the rules read (test_doctor's marker test takes them with its own cases)
+DEFECT_LINES = [
+    "NameError: name 'check_marlin_supported' is not defined",
+    "AttributeError: 'Logger' object has no attribute 'warning_one'",
+]
+
+
+def test_a_name_sglang_imported_from_vllm_names_the_release_that_imports_its_own() -> None:
+    # SGLang 0.4.6's gptq.py took check_marlin_supported from vLLM inside try/except
+    found = diagnose_text(
+        f'  File "{GPTQ}", line 347, in is_gptq_marlin_compatible\n'
+        "    return check_marlin_supported(\n"
+        "NameError: name 'check_marlin_supported' is not defined\n"
+    )
+    assert found.code == "engine-defect"
+    assert found.fixes[0].text == "pip install 'sglang>=0.4.10'"
+    assert "vllm" in found.fixes[1].text and "vllm.model_executor" in found.cause
+
+
+def test_a_logger_method_no_logger_has_names_the_release_without_the_call() -> None:
+    # vLLM 0.8.5's awq_marlin.py called logger.warning_one
+    lines = (
+        f'  File "{AWQ_MARLIN}", line 141, in get_quant_method\n'
+        "    logger.warning_one(\n"
+        "AttributeError: [address=0.0.0.0:38425, pid=462] 'Logger' object has no attribute "
+        "'warning_one'\n"
+    )
+    found = diagnose_text(lines)
+    assert found.code == "engine-defect"
+    assert found.fixes[0].text == "pip install 'vllm>=0.9.2'"
+    assert "0.8.5.post1" in (found.fixes[0].note or "")
+    # a release read without the call does not raise it: the rule does not answer for it
+    later = diagnose_text(
+        "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.9.2\n" + lines
+    )
+    assert later.code != "engine-defect"
+
+
+def test_a_name_error_in_a_file_without_the_defect_is_not_answered() -> None:
+    found = diagnose_text(
+        f'  File "{GPTQ}", line 10, in f\n'
+        "    return not_a_recorded_name(\n"
+        "NameError: name 'not_a_recorded_name' is not defined\n"
+    )
+    assert found.code != "engine-defect"
+    assert not found.recognised
+
+
+def test_the_readings_are_recorded_per_release() -> None:
+    record = "sglang/srt/layers/quantization/gptq.py|check_marlin_supported|"
+    having = [
+        r
+        for name in ("vllm.model_executor.layers.quantization.utils.marlin_utils",)
+        for r in feature_releases("sglang", "optional_import", record + name)
+    ]
+    assert "0.4.6" in having and "0.4.10" not in having
+    assert feature_releases(
+        "vllm",
+        "missing_method",
+        "vllm/model_executor/layers/quantization/awq_marlin.py|logger.warning_one",
+    ) == ("0.8.5.post1",)
+
+
+def test_the_reader_finds_optional_imports_and_calls_no_logger_has(tmp_path: Path) -> None:
+    module = (
+        "import logging\n"
+        "logger = logging.getLogger(__name__)\n"
+        "try:\n"
+        "    from other.pkg import helper, kept\n"
+        "    from other.pkg import fallback\n"
+        "except ImportError:\n"
+        "    fallback = None\n"
+        "if True:\n"
+        "    try:\n"
+        "        from other.more import deep\n"
+        "    except (ImportError, OSError):\n"
+        "        pass\n"
+        "kept = 1\n"
+        "def f():\n"
+        "    logger.warning_one('x')\n"
+        "    logger.warning_once('y')\n"
+        "    logger.info('z')\n"
+    )
+    tree = ast.parse(module)
+    # fallback is bound by the handler and kept by a later assignment: neither can go unbound
+    assert sorted(optional_imports(tree)) == [("deep", "other.more"), ("helper", "other.pkg")]
+    assert logger_calls(tree) == {"warning_one", "warning_once", "info"}
+    own = module.replace(
+        "logger = logging.getLogger(__name__)",
+        "from eng.logger import init_logger\nlogger = init_logger(__name__)",
+    )
+    wheel = tmp_path / "eng.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("eng/layers/q.py", module)
+        archive.writestr("eng/layers/own.py", own)
+        archive.writestr("eng/layers/bound.py", "logger = make()\nlogger.anything()\n")
+        archive.writestr("eng/logger.py", "PATCH = {'warning_once': print}\n")
+        archive.writestr(
+            "eng/other.py", "try:\n    from x import y\nexcept ImportError:\n    y=0\n"
+        )
+    with zipfile.ZipFile(wheel) as archive:
+        read = defects(archive, ("eng/layers/*.py",))
+    # transformers adds warning_once to every stdlib logger, the engine's factory may add more;
+    # a logger bound some other way is not judged
+    assert read["missing_method"] == [
+        "eng/layers/own.py|logger.warning_one",
+        "eng/layers/q.py|logger.warning_one",
+    ]
+    assert "eng/layers/q.py|helper|other.pkg" in read["optional_import"]
+    assert not any(r.startswith("eng/other.py") for r in read["optional_import"])

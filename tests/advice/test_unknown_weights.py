@@ -1,0 +1,74 @@
+"""vLLM's weight loader finding a tensor the model it built has no place for (``There is no
+module or parameter named 'X' in ARCH``, models/utils.py): what the name says decides the
+answer (patcher/advice/unknown_weights.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from patcher.advice.doctor import diagnose_text
+
+BANNER = "INFO 07-18 10:29:00 [api_server.py:1] vLLM API server version {}\n"
+
+
+def test_mistral_format_weights_read_through_config_json_get_the_mistral_formats() -> None:
+    found = diagnose_text(
+        BANNER.format("0.10.1")
+        + "ValueError: There is no module or parameter named 'mm_whisper_embeddings' in "
+        "LlamaForCausalLM\n"
+    )
+    assert found.code == "unknown-weight"
+    assert found.fixes[0].kind == "flag"
+    assert found.fixes[0].text == (
+        "--config-format mistral --load-format mistral --tokenizer-mode mistral"
+    )
+    assert "params.json" in (found.fixes[0].note or "")
+    assert "architectures" in found.fixes[1].text
+
+
+def test_a_release_without_mistral_s_load_format_is_not_told_to_use_it() -> None:
+    found = diagnose_text(
+        BANNER.format("0.4.3")
+        + "ValueError: There is no module or parameter named 'vision_encoder.x' in "
+        "LlamaForCausalLM\n"
+    )
+    assert found.code == "unknown-weight"
+    assert [f.kind for f in found.fixes] == ["advice"]
+
+
+def test_the_transformers_backend_lacking_a_parameter_is_an_engine_gap() -> None:
+    # 0.15 on: the name unquoted, the layer's own parameters after it
+    found = diagnose_text(
+        BANNER.format("0.28.0") + "ValueError: There is no module or parameter named "
+        "model.language_model.layers.0.self_attn.k_conv1d in "
+        "TransformersMultiModalMoEForCausalLM. The available parameters belonging to "
+        "model.language_model.layers.0.self_attn (Glm5NextTextLinearAttention) are: "
+        "{'model.language_model.layers.0.self_attn.v_proj.weight'}\n"
+    )
+    assert found.code == "unknown-weight"
+    assert [f.kind for f in found.fixes] == ["advice"]
+    assert found.fixes[0].text.startswith("no config fix")
+    assert "k_conv1d" in found.cause
+
+
+@pytest.mark.parametrize(
+    "name", ["model.layers.0.mlp.experts.w13_weight_scale", "model.layers.3.mlp.qweight"]
+)
+def test_a_quantized_tensor_is_the_quantization_config_s_not_the_architecture_s(
+    name: str,
+) -> None:
+    found = diagnose_text(
+        BANNER.format("0.16.0")
+        + f"ValueError: There is no module or parameter named '{name}' in Qwen3MoeForCausalLM\n"
+    )
+    assert found.code == "unknown-weight"
+    assert "quantized tensor" in found.cause
+    assert not any("mistral" in f.text for f in found.fixes)
+
+
+def test_an_lm_head_scale_keeps_its_own_answer() -> None:
+    found = diagnose_text(
+        BANNER.format("0.16.0") + "ValueError: There is no module or parameter named "
+        "'lm_head.input_scale' in LlamaForCausalLM\n"
+    )
+    assert found.code == "excluded-quantized-module"

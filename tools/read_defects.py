@@ -1,0 +1,160 @@
+"""Defects a release's start-up files carry in their source, read with ``ast``: the lines that
+raise an error of Python's own words (no message of the engine's) whenever they run.
+
+- ``optional_import``: a name a module imports inside ``try: ... except ImportError`` and does
+  not bind otherwise. Where the import fails (the other package not installed, or a version
+  of it without the name), a later use raises ``NameError: name 'X' is not defined`` (SGLang
+  0.4.6's ``gptq.py`` took ``check_marlin_supported`` from vLLM so). Recorded as
+  ``FILE|NAME|MODULE``.
+- ``missing_method``: a call ``logger.X(...)`` where the module's logger has no ``X``: not a
+  method of ``logging.Logger`` (with the ones transformers adds to it) and, for a logger the
+  engine's own factory makes, no word of that factory's module (vLLM's ``init_logger``). It
+  raises ``AttributeError: 'Logger' object has no attribute 'X'`` (vLLM 0.8.5's
+  ``awq_marlin.py`` called ``logger.warning_one``). A module whose logger comes from
+  elsewhere is not judged.
+  Recorded as ``FILE|logger.X``.
+
+doctor names, for such an error in such a file, the releases read whose file no longer has
+the defect (patcher/advice/engine_defects.py)."""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import logging
+import re
+import zipfile
+
+# transformers, which every engine imports at start-up, adds these to every logging.Logger
+# (transformers/utils/logging.py: ``logging.Logger.warning_once = warning_once``; read in its
+# releases 4.40.0 to 5.25.0, info_once from 4.4x on)
+_TRANSFORMERS_ADDS = frozenset({"warning_advice", "warning_once", "info_once"})
+_LOGGER_METHODS = frozenset(dir(logging.Logger)) | _TRANSFORMERS_ADDS
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+def _catches_import(handler: ast.ExceptHandler) -> bool:
+    kinds = handler.type
+    if kinds is None:
+        return True
+    names = kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]
+    return any(isinstance(n, ast.Name) and n.id in _IMPORT_ERRORS for n in names)
+
+
+def _bound(nodes: list[ast.stmt]) -> set[str]:
+    """The names statements bind (assignments, imports, definitions), at any depth."""
+    found: set[str] = set()
+    for node in (n for stmt in nodes for n in ast.walk(stmt)):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            found.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            found |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+    return found
+
+
+def _module_statements(tree: ast.Module) -> list[ast.stmt]:
+    """The module's own statements, through its top-level ``if`` blocks (a platform's imports)."""
+    found: list[ast.stmt] = []
+    pending = list(tree.body)
+    while pending:
+        stmt = pending.pop(0)
+        found.append(stmt)
+        if isinstance(stmt, ast.If):
+            pending[:0] = [*stmt.body, *stmt.orelse]
+    return found
+
+
+def optional_imports(tree: ast.Module) -> list[tuple[str, str]]:
+    """Each name imported only under ``try: ... except ImportError`` (with its module), that
+    neither the handler nor any other module-level statement binds."""
+    statements = _module_statements(tree)
+    found: list[tuple[str, str]] = []
+    for stmt in statements:
+        if not isinstance(stmt, ast.Try) or not any(map(_catches_import, stmt.handlers)):
+            continue
+        elsewhere = _bound([s for s in statements if s is not stmt and not isinstance(s, ast.If)])
+        elsewhere |= _bound([h for handler in stmt.handlers for h in handler.body])
+        for node in (n for s in stmt.body for n in ast.walk(s)):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                for alias in node.names:
+                    name = alias.asname or alias.name
+                    if name != "*" and name not in elsewhere:
+                        found.append((name, node.module))
+    return found
+
+
+def logger_calls(tree: ast.Module) -> set[str]:
+    """The methods the module calls on a name ``logger``."""
+    return {
+        node.func.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "logger"
+    }
+
+
+def logger_source(tree: ast.Module) -> str | None:
+    """Where the module's ``logger`` comes from: ``"logging"`` for ``logging.getLogger(...)``,
+    the module of the factory it imports (``vllm.logger`` for ``init_logger(...)``), or None
+    where it binds it otherwise (then its calls are not judged)."""
+    imported = {
+        alias.asname or alias.name: node.module
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+    }
+    for stmt in tree.body:
+        if not (
+            isinstance(stmt, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "logger" for t in stmt.targets)
+            and isinstance(stmt.value, ast.Call)
+        ):
+            continue
+        func = stmt.value.func
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "logging"
+            and func.attr == "getLogger"
+        ):
+            return "logging"
+        if isinstance(func, ast.Name) and func.id in imported:
+            return imported[func.id]
+        return None
+    return None
+
+
+def defects(archive: zipfile.ZipFile, patterns: tuple[str, ...]) -> dict[str, list[str]]:
+    """The defects of a wheel's files matching ``patterns`` (see the module's docstring)."""
+    names = set(archive.namelist())
+    words: dict[str, frozenset[str] | None] = {"logging": frozenset()}
+
+    def added(module: str) -> frozenset[str] | None:
+        """The words of the engine's module a logger factory comes from: the methods it adds
+        to its loggers (vLLM's ``warning_once``); None for a module not in the wheel."""
+        if module not in words:
+            path = module.replace(".", "/")
+            file = next((f for f in (f"{path}.py", f"{path}/__init__.py") if f in names), None)
+            text = archive.read(file).decode(errors="replace") if file else None
+            words[module] = frozenset(re.findall(r"\w+", text)) if text is not None else None
+        return words[module]
+
+    optional: set[str] = set()
+    missing: set[str] = set()
+    for name in sorted(names):
+        if not any(fnmatch.fnmatch(name, p) for p in patterns):
+            continue
+        try:
+            tree = ast.parse(archive.read(name))
+        except (SyntaxError, ValueError):
+            continue
+        optional |= {f"{name}|{n}|{module}" for n, module in optional_imports(tree)}
+        source = logger_source(tree)
+        extra = added(source) if source is not None else None
+        if extra is not None:
+            missing |= {f"{name}|logger.{m}" for m in logger_calls(tree) - _LOGGER_METHODS - extra}
+    return {"optional_import": sorted(optional), "missing_method": sorted(missing)}
