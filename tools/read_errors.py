@@ -155,6 +155,10 @@ START_UP: dict[str, tuple[str, ...]] = {
         "sglang/srt/constrained/*.py",
         "sglang/srt/parser/reasoning_parser.py",
         "sglang/srt/reasoning_parser.py",
+        # the chat template (--chat-template) is loaded as the server starts (0.4.10 on; before,
+        # in the OpenAI adapter, whose other errors are requests')
+        "sglang/srt/managers/template_manager.py",
+        "sglang/srt/parser/template_manager.py",
         # the draft workers of speculative decoding load the draft model as the scheduler starts
         "sglang/srt/speculative/*.py",
     ),

@@ -499,17 +499,28 @@ def explain_chat_template(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     ``--chat-template`` that looks like a path no file is at (vLLM's chat_utils: "appears
     path-like, but doesn't exist") is that path to fix: the examples/ templates a recipe names
     are in vLLM's repository, not in its wheel (read: none of them is in a wheel)."""
-    missing = re.search(r"\(([^)]*\.jinja)\) appears path-like, but doesn't exist", m.line)
+    missing = re.search(
+        r"\(([^)]*\.jinja)\) appears path-like, but doesn't exist"
+        # SGLang's template manager: neither one of its registered names nor a file
+        r"|Chat template (\S+) is not a built-in template name or a valid chat template file",
+        m.line,
+    )
     if missing is not None:
-        name = missing.group(1)
+        name = missing.group(1) or missing.group(2)
         return (
             f"--chat-template names {name}, and no file is at that path",
             [
                 Fix(
                     "flag",
                     f"--chat-template /path/to/{PurePosixPath(name).name}",
-                    note="the template file's real path; vLLM's examples/ templates come "
-                    "from its repository (the release's tag), not with the wheel",
+                    note=(
+                        "the template file's real path; vLLM's examples/ templates come from "
+                        "its repository (the release's tag), not with the wheel"
+                        if missing.group(1)
+                        else "the template file's path as the server sees it (a relative one "
+                        "from the directory the server starts in), or a template name SGLang "
+                        "registers"
+                    ),
                 ),
             ],
         )

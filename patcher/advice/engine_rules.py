@@ -25,6 +25,7 @@ from patcher.advice.flag_choices import (
     unexpected_argument,
     unrecognized_arguments,
 )
+from patcher.advice.hub_names import invalid_repo_id
 from patcher.advice.json_files import bom, not_json
 from patcher.advice.kernels import kernel_gap, stated
 from patcher.advice.log_rules import (
@@ -334,6 +335,14 @@ RULES: tuple[Rule, ...] = (
         excluded_scale,
     ),
     (
+        "hub-repo-id",
+        re.compile(
+            r"(?:Repo id must (?:be in the form|use alphanumeric chars)[^:]*?:|"
+            r"Incorrect path_or_model_id:)\s*'([^']+)'"
+        ),
+        invalid_repo_id,
+    ),
+    (
         "engine-defect",
         re.compile(r"NameError: name '(\w+)' is not defined"),
         undefined_name,
@@ -554,6 +563,8 @@ _MARKERS = (
     "KeyError: '",
     "is not defined",
     "'Logger' object has no attribute",
+    "Repo id must ",
+    "Incorrect path_or_model_id",
     *FAMILY_MARKERS,
     *TRANSFORMERS_MARKERS,
     *TRTLLM_MARKERS,

@@ -324,7 +324,7 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "chat-template",
         "transform",
-        _says(r"chat.?template|jinja|generation prompt|conversation|tool.?call"),
+        _says(r"chat.?template|jinja|generation prompt|conversation|tool.?call|templates dict"),
         explain_chat_template,
         defers=True,
     ),

@@ -514,6 +514,13 @@ CASES = [
         "unknown-weight",
         "--config-format mistral --load-format mistral --tokenizer-mode mistral",
     ),
+    # huggingface_hub utils/_validators.py validate_repo_id: a path no folder is at
+    (
+        "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or "
+        "'namespace/repo_name': '/models/'. Use `repo_type` argument if needed.",
+        "hub-repo-id",
+        "where the checkpoint is mounted",
+    ),
     # sglang 0.4.6 srt/layers/quantization/gptq.py: check_marlin_supported from vLLM, in try
     (
         '  File "/env/sglang/srt/layers/quantization/gptq.py", line 347, in compatible\n'
