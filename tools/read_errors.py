@@ -171,6 +171,9 @@ START_UP: dict[str, tuple[str, ...]] = {
         "transformers/modeling_rope_utils.py",
         "transformers/models/auto/configuration_auto.py",
         "transformers/models/auto/tokenization_auto.py",
+        # the checkpoint's files fetched from the Hub or found in its cache (gated, private,
+        # misnamed, offline)
+        "transformers/utils/hub.py",
         "transformers/tokenization_utils_base.py",
         "transformers/utils/quantization_config.py",
         # every model's config class: its own checks of config.json's values (transformers 5

@@ -15,6 +15,7 @@ from patcher.advice.answers import before_strict
 from patcher.advice.architectures import architecture, config_attribute, sglang_architecture
 from patcher.advice.attention_rules import attention, selected_backend
 from patcher.advice.catalogue import config_classes, releases
+from patcher.advice.cuda_environment import ENVIRONMENT_MARKERS, ENVIRONMENT_RULES
 from patcher.advice.engine_defects import missing_logger_method, undefined_name
 from patcher.advice.extensions import undefined_symbol
 from patcher.advice.flag_choices import (
@@ -514,6 +515,7 @@ RULES: tuple[Rule, ...] = (
     *FAMILY_RULES,
     *TRANSFORMERS_RULES,
     *TRTLLM_RULES,
+    *ENVIRONMENT_RULES,
     # last: a config class lacking a field, where no rule above names a cause of its own
     (
         "config-attribute",
@@ -568,4 +570,5 @@ _MARKERS = (
     *FAMILY_MARKERS,
     *TRANSFORMERS_MARKERS,
     *TRTLLM_MARKERS,
+    *ENVIRONMENT_MARKERS,
 )

@@ -46,6 +46,7 @@ from patcher.advice.answers import (
 from patcher.advice.catalogue import Matched, Template
 from patcher.advice.cuda_graph import CAPTURE, explain_cuda_graph
 from patcher.advice.environment_answers import explain_dependency, explain_environment
+from patcher.advice.hub_access import explain_hub
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.advice.named_flags import (
     explain_named_flags,
@@ -165,6 +166,13 @@ def _REQUEST_GRAMMAR(t: Template) -> bool:  # noqa: N802 (a claim, named like th
 
 
 FAMILIES: tuple[Family, ...] = (
+    Family(
+        # the checkpoint's files not had from the Hub: gated, private, misnamed, offline
+        "hub-access",
+        "env",
+        lambda t: t.file == "transformers/utils/hub.py",
+        explain_hub,
+    ),
     Family(
         # the engine's CUDA graphs could not be captured as it started
         "cuda-graph",

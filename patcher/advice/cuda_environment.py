@@ -1,0 +1,179 @@
+"""doctor's answers when the process cannot reach a GPU or the libraries beside the engine:
+torch's own refusals (``torch/cuda/__init__.py``'s ``_check_driver`` and ``_lazy_init``: "The
+NVIDIA driver on your system is too old", "Found no NVIDIA driver", "Torch not compiled with
+CUDA enabled"; its C++ "No CUDA GPUs are available"), the dynamic loader's "cannot open shared
+object file", an engine imported without its compiled extension, and a full disk. None is the
+checkpoint's or a flag's: each names what the machine lacks."""
+
+from __future__ import annotations
+
+import re
+
+from patcher.advice.catalogue import Engine, feature_releases, features_of
+from patcher.advice.hub_access import hub_error
+from patcher.advice.log_rules import Fix, LogContext, Rule
+
+_GPU_VISIBLE = Fix(
+    "advice",
+    "make the GPUs visible to the process: in Docker, docker run --gpus all (the NVIDIA "
+    "container toolkit installed); CUDA_VISIBLE_DEVICES unset or naming GPUs nvidia-smi lists",
+)
+
+
+def _pin(ctx: LogContext) -> str | None:
+    """The torch the log's vLLM release pins (its wheel's ``Requires-Dist``), when known."""
+    if ctx.engine not in ("vllm", "sglang") or ctx.version is None:
+        return None
+    engine: Engine = "vllm" if ctx.engine == "vllm" else "sglang"
+    version = ".".join(map(str, ctx.version[:3]))
+    for pin in features_of(engine, "torch_pin"):
+        if any(r.startswith(version) for r in feature_releases(engine, "torch_pin", pin)):
+            return pin
+    return None
+
+
+def driver_too_old(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """torch built for a newer CUDA than the installed driver runs."""
+    found = int(m.group(1))
+    cuda = f"{found // 1000}.{found % 1000 // 10}"
+    return (
+        f"the NVIDIA driver runs CUDA up to {cuda}, older than the CUDA this torch was built "
+        "for: no config edit helps",
+        [
+            Fix("advice", "a newer NVIDIA driver (nvidia-smi shows the CUDA it runs)"),
+            Fix(
+                "advice",
+                f"or a torch and engine built for CUDA {cuda} or older (the engine's wheels "
+                "for that CUDA)",
+            ),
+        ],
+    )
+
+
+def no_gpu(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """The process sees no GPU, or torch has no CUDA at all."""
+    if "not compiled with CUDA" in m.group(0):
+        pin = _pin(ctx)
+        build = f"torch {pin}" if pin else "the torch the engine pins (pip show vllm lists it)"
+        return (
+            "the torch installed is a CPU-only build: the engine's CUDA kernels cannot run",
+            [
+                Fix(
+                    "advice",
+                    f"install the CUDA build of {build}, from the PyTorch index of the CUDA the "
+                    "driver runs (https://download.pytorch.org/whl/cuXYZ)",
+                ),
+            ],
+        )
+    return (
+        "the process sees no GPU: no driver inside it, no device passed to the container, or "
+        "CUDA_VISIBLE_DEVICES naming none",
+        [_GPU_VISIBLE],
+    )
+
+
+def missing_library(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """The dynamic loader cannot find a CUDA library the engine's extensions link."""
+    library = m.group(1)
+    if library.startswith(("libcuda.so", "libnvidia-ml.so")):
+        return (
+            f"{library} is the NVIDIA driver's own library: the process runs where no driver "
+            "is visible",
+            [_GPU_VISIBLE],
+        )
+    runtime = re.match(r"lib(\w+?)\.so\.(\d+)", library)
+    major = runtime.group(2) if runtime else "12"
+    return (
+        f"{library} (a CUDA {major} library) is not installed where the engine runs: the "
+        "engine and torch were built for CUDA "
+        f"{major}, the environment lacks its runtime libraries",
+        [
+            Fix(
+                "advice",
+                f"install the engine's wheel for CUDA {major} with its torch (pip pulls the "
+                "nvidia-* runtime packages), or the CUDA toolkit's libraries on LD_LIBRARY_PATH",
+            )
+        ],
+    )
+
+
+def no_extension(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """An engine imported without its compiled extension."""
+    module = m.group(1)
+    engine = module.split(".")[0]
+    return (
+        f"{module} is {engine}'s compiled extension: this {engine} was imported from a source "
+        "folder (the current directory is its repository) or installed without a build",
+        [
+            Fix(
+                "advice",
+                f"start the server from another directory, or install {engine}'s wheel "
+                f"(pip install {engine}) rather than the source tree",
+            )
+        ],
+    )
+
+
+def disk_full(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """``[Errno 28] No space left on device``."""
+    return (
+        "a disk the server writes to is full: the Hub cache the weights download into, the "
+        "shared memory the workers exchange tensors through (/dev/shm), or the temporary folder",
+        [
+            Fix("advice", "df -h on the cache (HF_HOME), /dev/shm and /tmp"),
+            Fix(
+                "env",
+                "HF_HOME=DIR",
+                note="a cache on a disk with room for the weights",
+            ),
+            Fix("advice", "in Docker, --ipc=host or --shm-size 16g for /dev/shm"),
+        ],
+    )
+
+
+# The rules (engine_rules.RULES takes them after its own): the torch, loader and OS words above.
+ENVIRONMENT_RULES: tuple[Rule, ...] = (
+    (
+        "cuda-driver",
+        re.compile(r"The NVIDIA driver on your system is too old \(found version (\d+)\)"),
+        driver_too_old,
+    ),
+    (
+        "no-gpu",
+        re.compile(
+            r"No CUDA GPUs are available|Found no NVIDIA driver on your system|"
+            r"Torch not compiled with CUDA enabled"
+        ),
+        no_gpu,
+    ),
+    (
+        "cuda-library",
+        re.compile(r"(lib[\w.+-]+\.so(?:\.\d+)*): cannot open shared object file"),
+        missing_library,
+    ),
+    (
+        "engine-extension",
+        re.compile(r"No module named '((?:vllm|sglang)\._C|sgl_kernel\.\w+)'"),
+        no_extension,
+    ),
+    ("disk-full", re.compile(r"\[Errno 28\] No space left on device"), disk_full),
+    (
+        "hub-access",
+        re.compile(
+            r"huggingface_hub\.(?:utils\._errors|errors)\.(?:GatedRepoError|RepositoryNotFoundError|"
+            r"RevisionNotFoundError|LocalEntryNotFoundError)"
+        ),
+        hub_error,
+    ),
+)
+# One plain word of each rule above, for the line filter (engine_rules._MARKERS).
+ENVIRONMENT_MARKERS = (
+    "NVIDIA driver on your system",
+    "No CUDA GPUs",
+    "no NVIDIA driver",
+    "not compiled with CUDA",
+    "cannot open shared object file",
+    "No module named '",
+    "No space left on device",
+    "huggingface_hub",
+)

@@ -1,0 +1,73 @@
+"""What the machine lacks, in torch's, the loader's and the OS's words: a driver older than
+torch's CUDA, no GPU visible, a CPU-only torch, a CUDA library not installed, an engine
+without its compiled extension, a full disk (patcher/advice/cuda_environment.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from patcher.advice.doctor import diagnose_text
+
+# One line per rule (test_doctor's marker test takes them with its own cases).
+ENVIRONMENT_LINES = [
+    "RuntimeError: The NVIDIA driver on your system is too old (found version 11040). Please "
+    "update your GPU driver by downloading and installing a new version from the URL",
+    "RuntimeError: No CUDA GPUs are available",
+    "AssertionError: Torch not compiled with CUDA enabled",
+    "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory",
+    "ModuleNotFoundError: No module named 'vllm._C'",
+    "OSError: [Errno 28] No space left on device",
+    "huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo for url "
+    "https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/resolve/main/config.json.",
+]
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    list(
+        zip(
+            ENVIRONMENT_LINES,
+            [
+                "cuda-driver",
+                "no-gpu",
+                "no-gpu",
+                "cuda-library",
+                "engine-extension",
+                "disk-full",
+                "hub-access",
+            ],
+            strict=True,
+        )
+    ),
+)
+def test_each_lack_of_the_machine_has_its_answer(line: str, code: str) -> None:
+    found = diagnose_text(line + "\n")
+    assert found.code == code
+    assert found.fixes
+    assert not any(f.kind == "transform" for f in found.fixes)  # never the checkpoint's
+
+
+def test_the_driver_s_cuda_is_read_from_its_version() -> None:
+    found = diagnose_text(ENVIRONMENT_LINES[0] + "\n")
+    assert "CUDA up to 11.4" in found.cause
+
+
+def test_the_driver_s_own_library_is_a_gpu_not_visible_and_a_runtime_is_an_install() -> None:
+    driver = diagnose_text("OSError: libcuda.so.1: cannot open shared object file: No such file\n")
+    assert "--gpus all" in driver.fixes[0].text
+    runtime = diagnose_text(ENVIRONMENT_LINES[3] + "\n")
+    assert "CUDA 12" in runtime.fixes[0].text
+
+
+def test_a_cpu_only_torch_under_a_named_release_names_its_pinned_torch() -> None:
+    found = diagnose_text(
+        "INFO 02-10 17:06:00 [api_server.py:1] vLLM API server version 0.9.2\n"
+        + ENVIRONMENT_LINES[2]
+        + "\n"
+    )
+    assert "torch 2.7.0" in found.fixes[0].text  # vllm 0.9.2's wheel: torch==2.7.0
+
+
+def test_another_module_missing_is_not_the_engine_extension_s() -> None:
+    found = diagnose_text("ModuleNotFoundError: No module named 'flash_attn'\n")
+    assert found.code != "engine-extension"
