@@ -605,6 +605,7 @@ def record(engine: str, wheels: list[Path], today: str, features_only: bool = Fa
                 read |= read_model_classes.env_names(archive, engine)
                 read |= read_model_classes.cli_flags(archive, engine)
                 read |= read_model_classes.torch_pin(archive)
+                read |= read_model_classes.requirements(archive)
                 read |= read_defects.defects(archive, START_UP[engine])
                 if engine == "vllm":
                     read |= read_model_classes.features(archive)

@@ -571,3 +571,21 @@ def torch_pin(archive: zipfile.ZipFile) -> dict[str, list[str]]:
     text = archive.read(metadata).decode("utf-8", "replace")
     pinned = re.search(r"^Requires-Dist: torch\s*==\s*([\w.+]+)", text, re.MULTILINE)
     return {"torch_pin": [pinned.group(1)] if pinned else []}
+
+
+def requirements(archive: zipfile.ZipFile) -> dict[str, list[str]]:
+    """The packages a release requires, each with its version specifier as the wheel states it
+    (``Requires-Dist: flashinfer_python==0.2.3; extra == "srt"``: ``flashinfer_python==0.2.3``),
+    keyed ``requires``: the version of a library an engine release was written against, which
+    a name it imports from that library and cannot find says is another."""
+    metadata = next((n for n in archive.namelist() if n.endswith(".dist-info/METADATA")), None)
+    if metadata is None:
+        return {"requires": []}
+    text = archive.read(metadata).decode("utf-8", "replace")
+    found = set()
+    for line in re.findall(r"^Requires-Dist: (.+)$", text, re.MULTILINE):
+        requirement = line.split(";")[0].strip()
+        named = re.match(r"([A-Za-z0-9][\w.-]*)(?:\[[^\]]*\])?\s*\(?([^)]*)\)?", requirement)
+        if named is not None and named.group(2).strip():
+            found.add(named.group(1) + named.group(2).replace(" ", ""))
+    return {"requires": sorted(found)}

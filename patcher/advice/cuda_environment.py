@@ -12,6 +12,7 @@ import re
 from patcher.advice.catalogue import Engine, feature_releases, features_of
 from patcher.advice.hub_access import hub_error
 from patcher.advice.log_rules import Fix, LogContext, Rule
+from patcher.advice.requirements import missing_name
 
 _GPU_VISIBLE = Fix(
     "advice",
@@ -114,6 +115,47 @@ def no_extension(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
+def engine_missing(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """``python -m vllm...`` where the Python that runs has no such module: the engine not
+    installed in its environment, a folder of the engine's name shadowing it, or a module path
+    no release has."""
+    module, missing = m.group(1), m.group(2)
+    engine = module.split(".")[0]
+    if missing == engine:
+        return (
+            f"the Python that ran has no {engine} installed: another environment than the "
+            f"one {engine} was installed into",
+            [
+                Fix(
+                    "advice",
+                    f"run it with that environment's python (or activate it), or pip install "
+                    f"{engine} into this one",
+                )
+            ],
+        )
+    if module.startswith(missing + ".") and missing.count(".") == 1:
+        return (
+            f"{engine} was found but not its {missing}: a folder named {engine} in the "
+            "current directory shadows the installed package, or the install is broken",
+            [
+                Fix(
+                    "advice",
+                    f"start it from another directory, or pip install --force-reinstall {engine}",
+                )
+            ],
+        )
+    return (
+        f"{module} is no module of the {engine} installed",
+        [
+            Fix(
+                "advice",
+                "the server's module: python -m vllm.entrypoints.openai.api_server, or vllm "
+                "serve; SGLang's: python -m sglang.launch_server",
+            )
+        ],
+    )
+
+
 def disk_full(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     """``[Errno 28] No space left on device``."""
     return (
@@ -156,6 +198,19 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
         re.compile(r"No module named '((?:vllm|sglang)\._C|sgl_kernel\.\w+)'"),
         no_extension,
     ),
+    (
+        "engine-missing",
+        re.compile(
+            r"(?:Error while finding module specification for )?'((?:vllm|sglang)[\w.]*)' "
+            r"\(ModuleNotFoundError: No module named '([\w.]+)'\)"
+        ),
+        engine_missing,
+    ),
+    (
+        "library-version",
+        re.compile(r"cannot import name '(\w+)' from '([\w.]+)'"),
+        missing_name,
+    ),
     ("disk-full", re.compile(r"\[Errno 28\] No space left on device"), disk_full),
     (
         "hub-access",
@@ -175,5 +230,7 @@ ENVIRONMENT_MARKERS = (
     "cannot open shared object file",
     "No module named '",
     "No space left on device",
+    "cannot import name '",
+    "Error while finding module specification",
     "huggingface_hub",
 )

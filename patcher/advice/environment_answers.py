@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import Matched, feature_releases
+from patcher.advice.catalogue import Engine, Matched, feature_releases, features_of, version_key
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.advice.own_remedy import ENV_NAME, own_remedy
+from patcher.advice.requirements import normal as _normal
 
 
 def explain_dependency(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
@@ -33,10 +34,47 @@ def explain_dependency(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
                     note=f"the release's switch for {package}: off, it runs its other kernels",
                 )
             )
+    minimum = re.search(
+        r"([\w.-]+) with minimum required version ([\w.]+) is not installed", m.line
+    )
+    if minimum is not None:
+        fixes[:0] = _minimum(minimum.group(1), minimum.group(2), m.template.engine)
     return (
         "a package the engine needs is missing or too old in its environment",
         fixes or [Fix("dependency", "install the package the message names")],
     )
+
+
+def _minimum(package: str, version: str, engine: Engine) -> list[Fix]:
+    """SGLang's ``assert_pkg_version``: the package at that version; and where the package is
+    published under another name that later read releases require (flashinfer as
+    flashinfer_python), the release that checks the new name."""
+    fixes = [Fix("dependency", f"pip install '{package}>={version}'")]
+    if engine == "transformers":
+        return fixes
+    key = _normal(package)
+    spelled: dict[bool, list[tuple[str, str]]] = {True: [], False: []}
+    for requirement in features_of(engine, "requires"):
+        name = re.match(r"[A-Za-z0-9][\w.-]*", requirement)
+        if name is None or _normal(name.group(0)) != key:
+            continue
+        same = name.group(0).replace("-", "_") == package.replace("-", "_")
+        spelled[same] += [
+            (r, name.group(0)) for r in feature_releases(engine, "requires", requirement)
+        ]
+    if spelled[False] and spelled[True]:
+        first, new = min(spelled[False], key=lambda pair: version_key(pair[0]))
+        if version_key(first) > max(version_key(r) for r, _ in spelled[True]):
+            fixes.insert(
+                0,
+                Fix(
+                    "dependency",
+                    f"pip install '{engine}>={first}'",
+                    note=f"{package} is published as {new} now; {engine} {first} and later "
+                    "require that name",
+                ),
+            )
+    return fixes
 
 
 def explain_environment(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:

@@ -17,6 +17,9 @@ ENVIRONMENT_LINES = [
     "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory",
     "ModuleNotFoundError: No module named 'vllm._C'",
     "OSError: [Errno 28] No space left on device",
+    "/usr/bin/python3: Error while finding module specification for "
+    "'vllm.entrypoints.openai.api_server' (ModuleNotFoundError: No module named 'vllm')",
+    "ImportError: cannot import name 'StructuralTagItem' from 'xgrammar'",
     "huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo for url "
     "https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/resolve/main/config.json.",
 ]
@@ -34,6 +37,8 @@ ENVIRONMENT_LINES = [
                 "cuda-library",
                 "engine-extension",
                 "disk-full",
+                "engine-missing",
+                "library-version",
                 "hub-access",
             ],
             strict=True,
@@ -71,3 +76,12 @@ def test_a_cpu_only_torch_under_a_named_release_names_its_pinned_torch() -> None
 def test_another_module_missing_is_not_the_engine_extension_s() -> None:
     found = diagnose_text("ModuleNotFoundError: No module named 'flash_attn'\n")
     assert found.code != "engine-extension"
+
+
+def test_the_engine_not_installed_a_shadowing_folder_and_a_wrong_module_are_told_apart() -> None:
+    spec = "/env/bin/python: Error while finding module specification for '{}' "
+    spec += "(ModuleNotFoundError: No module named '{}')\n"
+    absent = diagnose_text(spec.format("vllm.entrypoints.openai.api_server", "vllm"))
+    assert "no vllm installed" in absent.cause
+    shadowed = diagnose_text(spec.format("vllm.entrypoints.openai_server", "vllm.entrypoints"))
+    assert "shadows the installed package" in shadowed.cause

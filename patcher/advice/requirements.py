@@ -1,0 +1,97 @@
+"""doctor's answer when the engine imports a name a library it depends on does not have:
+``ImportError: cannot import name 'X' from 'flashinfer.sampling'``. The engine release was
+written against another version of that library. Each release's wheel states the versions it
+requires (``Requires-Dist``, read per release into the catalogue's ``requires``), so the answer
+is that requirement: for the log's release where it names one, else ``pip check``, which
+compares the installed versions with the installed engine's."""
+
+from __future__ import annotations
+
+import re
+
+from patcher.advice.catalogue import (
+    Engine,
+    at_or_below,
+    feature_releases,
+    features_of,
+    version_key,
+)
+from patcher.advice.log_rules import Fix, LogContext
+
+_ENGINES: tuple[Engine, ...] = ("vllm", "sglang")
+
+
+def normal(name: str) -> str:
+    """A distribution's or an import's name as one key: flashinfer_python, flashinfer-python
+    and flashinfer (the import) are one library; sgl-kernel and sgl_kernel too."""
+    key = re.sub(r"[-_.]+", "_", name.lower())
+    return key.removesuffix("_python")
+
+
+def _required(engine: Engine, library: str) -> dict[str, str]:
+    """Each release read of ``engine`` with its requirement on ``library`` (the specifier as
+    its wheel states it); releases without one are left out."""
+    found: dict[str, str] = {}
+    for requirement in features_of(engine, "requires"):
+        name = re.match(r"[A-Za-z0-9][\w.-]*", requirement)
+        if name is None or normal(name.group(0)) != normal(library):
+            continue
+        for release in feature_releases(engine, "requires", requirement):
+            # the strictest one a release states (== over >=), for extras that differ
+            if release not in found or "==" in requirement:
+                found[release] = requirement
+    return found
+
+
+def _engine_of(ctx: LogContext) -> tuple[Engine, ...]:
+    if ctx.frame is not None:
+        for engine in _ENGINES:
+            if f"/{engine}/" in ctx.frame:
+                return (engine,)
+    if ctx.engine in _ENGINES:
+        return ("vllm",) if ctx.engine == "vllm" else ("sglang",)
+    return _ENGINES
+
+
+def missing_name(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """``cannot import name 'X' from 'LIB...'``, LIB a library an engine requires."""
+    name, module = m.group(1), m.group(2)
+    library = module.split(".")[0]
+    if library in _ENGINES or library in ("torch", "transformers"):
+        return "", []  # the engine's own modules, and the libraries other rules answer for
+    required = {e: r for e in _engine_of(ctx) if (r := _required(e, library))}
+    if not required:
+        return "", []
+    fixes: list[Fix] = []
+    for engine, by_release in required.items():
+        answering = (
+            at_or_below(by_release, ctx.version)
+            if ctx.version is not None and ctx.engine == engine
+            else None
+        )
+        if answering is not None:
+            fixes.append(
+                Fix(
+                    "dependency",
+                    f"pip install '{by_release[answering]}'",
+                    note=f"what {engine} {answering}'s wheel requires (Requires-Dist)",
+                )
+            )
+    fixes.append(
+        Fix(
+            "dependency",
+            "pip check",
+            note="in the engine's environment: it names the version of "
+            f"{library} the installed engine requires; install that one",
+        )
+    )
+    for engine, by_release in required.items():
+        ordered = sorted(by_release, key=version_key)
+        shown = ", ".join(f"{r}: {by_release[r]}" for r in ordered[:3])
+        more = f", ... {ordered[-1]}: {by_release[ordered[-1]]}" if len(ordered) > 3 else ""
+        fixes.append(Fix("advice", f"{engine} releases read require {shown}{more}"))
+    return (
+        f"the {library} installed has no {name}, which the engine imports from {module}: it "
+        f"is another version of {library} than the engine release was written against",
+        fixes,
+    )
