@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import Engine, feature_releases, features_of
+from patcher.advice.catalogue import Engine
+from patcher.advice.extensions import torch_pin
 from patcher.advice.hub_access import hub_error
 from patcher.advice.log_rules import Fix, LogContext, Rule
 from patcher.advice.requirements import missing_name
@@ -19,18 +20,6 @@ _GPU_VISIBLE = Fix(
     "make the GPUs visible to the process: in Docker, docker run --gpus all (the NVIDIA "
     "container toolkit installed); CUDA_VISIBLE_DEVICES unset or naming GPUs nvidia-smi lists",
 )
-
-
-def _pin(ctx: LogContext) -> str | None:
-    """The torch the log's vLLM release pins (its wheel's ``Requires-Dist``), when known."""
-    if ctx.engine not in ("vllm", "sglang") or ctx.version is None:
-        return None
-    engine: Engine = "vllm" if ctx.engine == "vllm" else "sglang"
-    version = ".".join(map(str, ctx.version[:3]))
-    for pin in features_of(engine, "torch_pin"):
-        if any(r.startswith(version) for r in feature_releases(engine, "torch_pin", pin)):
-            return pin
-    return None
 
 
 def driver_too_old(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
@@ -54,7 +43,10 @@ def driver_too_old(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
 def no_gpu(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     """The process sees no GPU, or torch has no CUDA at all."""
     if "not compiled with CUDA" in m.group(0):
-        pin = _pin(ctx)
+        engine: Engine | None = (
+            "vllm" if ctx.engine == "vllm" else "sglang" if ctx.engine == "sglang" else None
+        )
+        pin = torch_pin(engine, ctx.version) if engine is not None else None
         build = f"torch {pin}" if pin else "the torch the engine pins (pip show vllm lists it)"
         return (
             "the torch installed is a CPU-only build: the engine's CUDA kernels cannot run",

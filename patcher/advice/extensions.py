@@ -30,7 +30,7 @@ def _package(path: str) -> str:
     return file.parent.name or file.name.split(".")[0]
 
 
-def _pin(engine: Engine, version: tuple[int, ...] | None) -> str | None:
+def torch_pin(engine: Engine, version: tuple[int, ...] | None) -> str | None:
     """The torch the log's release of ``engine`` pins (the newest read at or below it)."""
     pinned = {
         release: pin
@@ -53,7 +53,7 @@ def undefined_symbol(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]
     )
     engine = _ENGINES.get(package.split("-")[0].replace("_", ""))
     if engine is not None:
-        pin = _pin(engine, ctx.version)
+        pin = torch_pin(engine, ctx.version)
         fixes = [
             Fix(
                 "dependency",

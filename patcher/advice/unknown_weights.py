@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import feature_releases, releases
+from patcher.advice.catalogue import at_or_below, feature_releases, releases
 from patcher.advice.log_rules import Fix, LogContext
 
 # The tensors quantization methods add beside (or in place of) a layer's weight, by the names
@@ -37,12 +37,7 @@ def _mistral_format(ctx: LogContext) -> bool:
         return False
     if ctx.version is None:
         return True
-    older = [r for r in releases("vllm") if _key(r) <= ctx.version[:3]]
-    return bool(older) and max(older, key=_key) in having
-
-
-def _key(release: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", release)[:3])
+    return at_or_below(releases("vllm"), ctx.version) in having
 
 
 def unknown_weight(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
