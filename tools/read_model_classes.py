@@ -589,3 +589,36 @@ def requirements(archive: zipfile.ZipFile) -> dict[str, list[str]]:
         if named is not None and named.group(2).strip():
             found.add(named.group(1) + named.group(2).replace(" ", ""))
     return {"requires": sorted(found)}
+
+
+GGUF_LOADERS = (
+    "vllm/model_executor/model_loader/gguf_loader.py",
+    "vllm/model_executor/model_loader/loader.py",
+)
+
+
+def gguf_model_types(archive: zipfile.ZipFile) -> dict[str, list[str]]:
+    """The model types vLLM's GGUF loader maps by name to a GGUF architecture, keyed
+    ``gguf_model_type``: the strings its ``_get_gguf_weights_map`` compares ``model_type``
+    with (``if model_type in ("qwen2_moe", "qwen3_moe")``, 0.10.1 on). A model type it does not
+    map, and whose name is no GGUF architecture's, is refused ("Unknown gguf model_type")."""
+    names = set(archive.namelist())
+    found: set[str] = set()
+    for path in GGUF_LOADERS:
+        if path not in names:
+            continue
+        for node in ast.walk(ast.parse(archive.read(path))):
+            if not (
+                isinstance(node, ast.Compare)
+                and isinstance(node.left, ast.Name)
+                and node.left.id == "model_type"
+            ):
+                continue
+            for side in node.comparators:
+                values = side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]
+                found |= {
+                    v.value
+                    for v in values
+                    if isinstance(v, ast.Constant) and isinstance(v.value, str)
+                }
+    return {"gguf_model_type": sorted(found)}

@@ -36,6 +36,7 @@ from patcher.advice.log_rules import (
     LogContext,
     Rule,
 )
+from patcher.advice.no_config_fix import unknown_gguf_type
 from patcher.advice.quantization_rules import (
     modelopt_algo,
     no_quantization_config,
@@ -336,6 +337,12 @@ RULES: tuple[Rule, ...] = (
         excluded_scale,
     ),
     (
+        # vLLM's loader; transformers' own wording goes on "in gguf-py" (its catalogue answer)
+        "gguf-model-type",
+        re.compile(r"Unknown gguf model_type: ([\w.-]+)(?![\w.-])(?! in gguf-py)"),
+        unknown_gguf_type,
+    ),
+    (
         "hub-repo-id",
         re.compile(
             r"(?:Repo id must (?:be in the form|use alphanumeric chars)[^:]*?:|"
@@ -566,6 +573,7 @@ _MARKERS = (
     "is not defined",
     "'Logger' object has no attribute",
     "Repo id must ",
+    "Unknown gguf model_type",
     "Incorrect path_or_model_id",
     *FAMILY_MARKERS,
     *TRANSFORMERS_MARKERS,

@@ -73,6 +73,31 @@ def gguf_gap(architecture: str) -> tuple[str, list[Fix]]:
     )
 
 
+def unknown_gguf_type(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """vLLM's GGUF loader (``gguf_loader.py``) finds no GGUF architecture for the model type:
+    the first release read whose loader maps it by name (``gguf_model_type``,
+    tools/read_model_classes.py), within the releases that read GGUF at all."""
+    model_type = m.group(1)
+    mapped = feature_span("vllm", "gguf_model_type", model_type)
+    readable = feature_span("vllm", "choices:--quantization", "gguf")
+    if mapped is None or readable is None:
+        return (
+            f"vLLM's GGUF loader maps no GGUF architecture to the model type {model_type}, in "
+            "no release read: no config edit of the .gguf file helps",
+            [Fix("advice", "no config fix: the model's safetensors checkpoint")],
+        )
+    upper = readable[1]
+    bounds = f">={mapped[0]}" + (f",<{upper}" if upper else "")
+    return (
+        f"this vLLM's GGUF loader maps no GGUF architecture to the model type {model_type}; "
+        f"vLLM {mapped[0]} and later map it (read from their gguf_loader.py)",
+        [
+            Fix("dependency", f"pip install 'vllm{bounds}'"),
+            Fix("advice", "or the model's safetensors checkpoint"),
+        ],
+    )
+
+
 def explain_feature_gap(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     """A model class or loader of this release without a feature the command line asks for:
     the first release read whose class has it, where the read releases say."""

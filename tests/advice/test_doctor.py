@@ -514,6 +514,12 @@ CASES = [
         "unknown-weight",
         "--config-format mistral --load-format mistral --tokenizer-mode mistral",
     ),
+    # vllm/model_executor/model_loader/gguf_loader.py @ v0.9.2 L73 (qwen3_moe mapped 0.10.1 on)
+    (
+        "RuntimeError: Unknown gguf model_type: qwen3_moe",
+        "gguf-model-type",
+        "pip install 'vllm>=0.10.1,<0.24.0'",
+    ),
     # huggingface_hub utils/_validators.py validate_repo_id: a path no folder is at
     (
         "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or "

@@ -45,3 +45,12 @@ def test_a_lora_path_without_an_adapter_is_told_what_the_directory_must_hold() -
     )
     assert found.family is not None and found.family.name == "checkpoint-files"
     assert "adapter_config.json" in found.fixes[0].text
+
+
+def test_a_gguf_model_type_no_release_maps_is_no_config_fix() -> None:
+    from patcher.advice.doctor import diagnose_text
+
+    found = diagnose_text("RuntimeError: Unknown gguf model_type: notamodel_moe\n")
+    assert found.code == "gguf-model-type"
+    assert [f.kind for f in found.fixes] == ["advice"]
+    assert found.fixes[0].text.startswith("no config fix")
