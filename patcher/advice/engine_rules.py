@@ -15,7 +15,6 @@ from patcher.advice.answers import before_strict
 from patcher.advice.architectures import architecture, config_attribute, sglang_architecture
 from patcher.advice.attention_rules import attention, selected_backend
 from patcher.advice.catalogue import config_classes, releases
-from patcher.advice.cuda_environment import ENVIRONMENT_MARKERS, ENVIRONMENT_RULES
 from patcher.advice.engine_defects import missing_logger_method, undefined_name
 from patcher.advice.extensions import undefined_symbol
 from patcher.advice.flag_choices import (
@@ -26,6 +25,7 @@ from patcher.advice.flag_choices import (
     unexpected_argument,
     unrecognized_arguments,
 )
+from patcher.advice.hub_access import HUB_MARKERS, HUB_RULES
 from patcher.advice.hub_names import invalid_repo_id
 from patcher.advice.json_files import bom, not_json
 from patcher.advice.kernels import kernel_gap, stated
@@ -36,6 +36,7 @@ from patcher.advice.log_rules import (
     LogContext,
     Rule,
 )
+from patcher.advice.machine import ENVIRONMENT_MARKERS, ENVIRONMENT_RULES
 from patcher.advice.no_config_fix import unknown_gguf_type
 from patcher.advice.quantization_rules import (
     modelopt_algo,
@@ -523,6 +524,7 @@ RULES: tuple[Rule, ...] = (
     *TRANSFORMERS_RULES,
     *TRTLLM_RULES,
     *ENVIRONMENT_RULES,
+    *HUB_RULES,
     # last: a config class lacking a field, where no rule above names a cause of its own
     (
         "config-attribute",
@@ -579,4 +581,5 @@ _MARKERS = (
     *TRANSFORMERS_MARKERS,
     *TRTLLM_MARKERS,
     *ENVIRONMENT_MARKERS,
+    *HUB_MARKERS,
 )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from patcher.advice.catalogue import Matched
-from patcher.advice.log_rules import Fix, LogContext
+from patcher.advice.log_rules import Fix, LogContext, Rule
 
 # The repository a message names: a Hub URL's, or the name transformers quotes first.
 _REPO_URL = re.compile(r"huggingface\.co/(?:api/models/)?([\w.-]+/[\w.-]+)")
@@ -144,3 +144,17 @@ def explain_hub(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
 def hub_error(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     """huggingface_hub's own error, by its class name."""
     return _answer(m.string) or ("", [])
+
+
+# huggingface_hub's own errors, let out whole by the engines (engine_rules.RULES takes them).
+HUB_RULES: tuple[Rule, ...] = (
+    (
+        "hub-access",
+        re.compile(
+            r"huggingface_hub\.(?:utils\._errors|errors)\.(?:GatedRepoError|"
+            r"RepositoryNotFoundError|RevisionNotFoundError|LocalEntryNotFoundError)"
+        ),
+        hub_error,
+    ),
+)
+HUB_MARKERS = ("huggingface_hub",)

@@ -567,8 +567,8 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     """Lines without a marker word skip the rules, so each rule must need one: on every case
     a rule's pattern meets, blanking the markers out makes the pattern miss it."""
     from patcher.advice.doctor import _MARKERS, RULES, _marked
-    from tests.advice.test_cuda_environment import ENVIRONMENT_LINES
     from tests.advice.test_engine_defects import DEFECT_LINES
+    from tests.advice.test_machine import ENVIRONMENT_LINES
     from tests.advice.test_trtllm_rules import TRTLLM_LINES
 
     errors = [error for error, _, _ in CASES] + TRTLLM_LINES + DEFECT_LINES + ENVIRONMENT_LINES

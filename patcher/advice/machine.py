@@ -1,9 +1,11 @@
-"""doctor's answers when the process cannot reach a GPU or the libraries beside the engine:
-torch's own refusals (``torch/cuda/__init__.py``'s ``_check_driver`` and ``_lazy_init``: "The
-NVIDIA driver on your system is too old", "Found no NVIDIA driver", "Torch not compiled with
-CUDA enabled"; its C++ "No CUDA GPUs are available"), the dynamic loader's "cannot open shared
-object file", an engine imported without its compiled extension, and a full disk. None is the
-checkpoint's or a flag's: each names what the machine lacks."""
+"""doctor's answers when the machine lacks what the engine needs: a GPU it can reach, the
+libraries beside the engine at the versions its release requires (requirements.py), the
+engine itself where Python runs, room on disk. In their own words: torch's refusals
+(``torch/cuda/__init__.py``'s ``_check_driver`` and ``_lazy_init``: "The NVIDIA driver on your
+system is too old", "Found no NVIDIA driver", "Torch not compiled with CUDA enabled"; its C++
+"No CUDA GPUs are available"), the dynamic loader's "cannot open shared object file", Python's
+"Error while finding module specification", an engine imported without its compiled
+extension, and a full disk. None is the checkpoint's or a flag's."""
 
 from __future__ import annotations
 
@@ -11,7 +13,6 @@ import re
 
 from patcher.advice.catalogue import Engine
 from patcher.advice.extensions import torch_pin
-from patcher.advice.hub_access import hub_error
 from patcher.advice.log_rules import Fix, LogContext, Rule
 from patcher.advice.requirements import missing_name
 
@@ -204,14 +205,6 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
         missing_name,
     ),
     ("disk-full", re.compile(r"\[Errno 28\] No space left on device"), disk_full),
-    (
-        "hub-access",
-        re.compile(
-            r"huggingface_hub\.(?:utils\._errors|errors)\.(?:GatedRepoError|RepositoryNotFoundError|"
-            r"RevisionNotFoundError|LocalEntryNotFoundError)"
-        ),
-        hub_error,
-    ),
 )
 # One plain word of each rule above, for the line filter (engine_rules._MARKERS).
 ENVIRONMENT_MARKERS = (
@@ -224,5 +217,4 @@ ENVIRONMENT_MARKERS = (
     "No space left on device",
     "cannot import name '",
     "Error while finding module specification",
-    "huggingface_hub",
 )

@@ -1,6 +1,6 @@
 """What the machine lacks, in torch's, the loader's and the OS's words: a driver older than
 torch's CUDA, no GPU visible, a CPU-only torch, a CUDA library not installed, an engine
-without its compiled extension, a full disk (patcher/advice/cuda_environment.py)."""
+without its compiled extension, a full disk (patcher/advice/machine.py)."""
 
 from __future__ import annotations
 
