@@ -461,21 +461,10 @@ MODEL_TYPES = (
 )
 
 
-def model_types(sources: list[str]) -> list[str]:
-    """The model types transformers' ``AutoConfig`` knows: the keys ``CONFIG_MAPPING_NAMES``
-    is built from (a list of pairs, a dict, ``.update`` calls) in the auto-mapping modules."""
-    return sorted(config_mapping(sources))
-
-
-def config_classes(sources: list[str]) -> list[str]:
-    """The config classes transformers ships for those model types (``CONFIG_MAPPING_NAMES``'
-    values): the classes an engine that registers its own copy collides with."""
-    return sorted({c for c in config_mapping(sources).values() if c})
-
-
 def config_mapping(sources: list[str]) -> dict[str, str]:
-    """``CONFIG_MAPPING_NAMES`` read with ast: each model type with its config class's name
-    ("" where the entry gives none)."""
+    """``CONFIG_MAPPING_NAMES`` read with ast in the auto-mapping modules (a list of pairs, a
+    dict, ``.update`` calls): each model type transformers' ``AutoConfig`` knows, with its
+    config class's name ("" where the entry gives none)."""
     found: dict[str, str] = {}
     for source in sources:
         for node in ast.walk(ast.parse(source)):
@@ -614,32 +603,29 @@ def record(engine: str, wheels: list[Path], today: str, features_only: bool = Fa
                     read |= read_model_classes.gguf_model_types(archive)
             _record_features(catalogue, _wheel_version(wheel), read)
         if engine == "transformers":
-            with zipfile.ZipFile(wheel) as archive:
-                _record_features(
-                    catalogue, _wheel_version(wheel), read_model_classes.gguf_architectures(archive)
-                )
             version_of_wheel = _wheel_version(wheel)
             with zipfile.ZipFile(wheel) as archive:
+                gguf = read_model_classes.gguf_architectures(archive)
                 names = set(archive.namelist())
                 texts = [archive.read(n).decode() for n in MODEL_TYPES if n in names]
-            with zipfile.ZipFile(wheel) as archive:
                 config_code = archive.read("transformers/configuration_utils.py").decode()
+            _record_features(catalogue, version_of_wheel, gguf)
             if "huggingface_hub.dataclasses" in config_code:  # @strict config classes
                 since = catalogue.get("strict_since") or version_of_wheel
                 catalogue["strict_since"] = min(since, version_of_wheel, key=_version_key)
-            types = model_types(texts)
-            if len(types) < 100:
+            mapping = config_mapping(texts)
+            if len(mapping) < 100:
                 raise RuntimeError(f"{wheel.name}: CONFIG_MAPPING_NAMES not found")
             # Each model type, and each config class, with the first and the last release
             # read that knows it.
-            version = _wheel_version(wheel)
-            for key, found in (("model_types", types), ("config_classes", config_classes(texts))):
+            mapped = {"model_types": set(mapping), "config_classes": set(mapping.values()) - {""}}
+            for key, found in mapped.items():
                 known = catalogue.setdefault(key, {})
-                for name in found:
-                    first, last = known.get(name, [version, version])
+                for name in sorted(found):
+                    first, last = known.get(name, [version_of_wheel, version_of_wheel])
                     known[name] = [
-                        min(first, version, key=_version_key),
-                        max(last, version, key=_version_key),
+                        min(first, version_of_wheel, key=_version_key),
+                        max(last, version_of_wheel, key=_version_key),
                     ]
     catalogue["source"] = (
         f"{engine}'s wheels, read with ast by tools/read_errors.py (files: START_UP there)"

@@ -225,6 +225,12 @@ def span_where(
     return span
 
 
+def within(first: str, after: str | None) -> str:
+    """A span of releases read as a pip specifier: ``>=first`` and, where a later release read
+    is outside it, ``,<after``."""
+    return f">={first}" + (f",<{after}" if after else "")
+
+
 def at_or_below(candidates: Iterable[str], version: tuple[int, ...]) -> str | None:
     """The newest of ``candidates`` (releases read) at or below ``version``: the read release
     whose reading answers for a log of that version; None when all are newer."""

@@ -145,9 +145,8 @@ def _already_given(found: Diagnosis, command: str | None) -> Diagnosis:
     def given(fix: Fix) -> bool:
         if fix.kind == "flag":
             return fix.text in pairs
-        dropped = _DROP_IF_GIVEN.match(
-            fix.text
-        )  # a flag to drop that the command line does not give
+        # a flag to drop that the command line does not give
+        dropped = _DROP_IF_GIVEN.match(fix.text)
         return dropped is not None and dropped.group(1) not in words
 
     kept = tuple(f for f in found.fixes if not given(f))
@@ -381,9 +380,9 @@ def diagnose_lines(
             continue
         known = (
             _from_catalogue(line, ctx)
-            or by_words(line, ctx, frame)
+            or by_words(line, ctx)
             or by_unset(line, frame, code)
-            or by_division(line, ctx, frame)
+            or by_division(line, ctx)
         )
         raised = RAISED.match(line)
         if known is None and asserted is not None and raised and raised["kind"] == "AssertionError":

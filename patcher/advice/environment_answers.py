@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import Engine, Matched, feature_releases, features_of, version_key
+from patcher.advice.catalogue import Engine, Matched, feature_releases, version_key
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.advice.own_remedy import ENV_NAME, own_remedy
-from patcher.advice.requirements import normal as _normal
+from patcher.advice.requirements import distribution, required
 
 
 def explain_dependency(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
@@ -52,16 +52,10 @@ def _minimum(package: str, version: str, engine: Engine) -> list[Fix]:
     fixes = [Fix("dependency", f"pip install '{package}>={version}'")]
     if engine == "transformers":
         return fixes
-    key = _normal(package)
     spelled: dict[bool, list[tuple[str, str]]] = {True: [], False: []}
-    for requirement in features_of(engine, "requires"):
-        name = re.match(r"[A-Za-z0-9][\w.-]*", requirement)
-        if name is None or _normal(name.group(0)) != key:
-            continue
-        same = name.group(0).replace("-", "_") == package.replace("-", "_")
-        spelled[same] += [
-            (r, name.group(0)) for r in feature_releases(engine, "requires", requirement)
-        ]
+    for release, requirement in required(engine, package).items():
+        name = distribution(requirement)
+        spelled[name.replace("-", "_") == package.replace("-", "_")].append((release, name))
     if spelled[False] and spelled[True]:
         first, new = min(spelled[False], key=lambda pair: version_key(pair[0]))
         if version_key(first) > max(version_key(r) for r, _ in spelled[True]):

@@ -90,7 +90,7 @@ _FRAMES = (
 )
 
 
-def by_words(line: str, ctx: LogContext, frame: str | None = None) -> Diagnosis | None:
+def by_words(line: str, ctx: LogContext) -> Diagnosis | None:
     raised = RAISED.match(line)
     message = raised.group("message") if raised else line.strip()
     for name, words in _WORDS:
@@ -116,7 +116,7 @@ def by_words(line: str, ctx: LogContext, frame: str | None = None) -> Diagnosis 
                 family,
             )
     for name, area in _FRAMES:
-        where = area.search(frame or "") if raised else None
+        where = area.search(ctx.frame or "") if raised else None
         if where is not None:
             family = _FAMILY[name]
             template = Template(
@@ -155,7 +155,7 @@ def _kernels(ctx: LogContext, fixes: list[Fix]) -> list[Fix]:
 _DIVIDES = re.compile(r"(\d+) is not divisible by (\d+)")
 
 
-def by_division(line: str, ctx: LogContext, frame: str | None = None) -> Diagnosis | None:
+def by_division(line: str, ctx: LogContext) -> Diagnosis | None:
     """``AssertionError: 25 is not divisible by 4`` in an engine's log: the engines'
     ``ensure_divisibility`` (vllm/distributed/utils.py, sglang/srt/distributed/utils.py, read),
     which every layer's split by the parallel size goes through. Its words are too few for the
@@ -165,8 +165,9 @@ def by_division(line: str, ctx: LogContext, frame: str | None = None) -> Diagnos
     numbers = _DIVIDES.fullmatch(raised["message"].strip()) if raised else None
     if raised is None or raised["kind"] != "AssertionError" or numbers is None:
         return None
-    whose = ctx.engine or ("sglang" if "/sglang/" in (frame or "") else None)
-    whose = whose or ("vllm" if "/vllm/" in (frame or "") else None)  # a traceback's frame
+    frame = ctx.frame or ""
+    whose = ctx.engine or ("sglang" if "/sglang/" in frame else None)
+    whose = whose or ("vllm" if "/vllm/" in frame else None)  # a traceback's frame
     if whose not in ("vllm", "sglang"):
         return None
     engine: Engine = "sglang" if whose == "sglang" else "vllm"

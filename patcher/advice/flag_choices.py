@@ -17,6 +17,7 @@ from patcher.advice.catalogue import (
     features_of,
     has_feature,
     releases,
+    within,
 )
 from patcher.advice.log_rules import Fix, LogContext
 
@@ -51,7 +52,7 @@ def invalid_choice(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
             [Fix("advice", f"{flag} with one of the names the message lists")],
         )
     first, after = span
-    bound = f">={first}" + (f",<{after}" if after else "")
+    bound = within(first, after)
     having = feature_releases(named, f"choices:{flag}", value)
     said = (
         f"{named} {first} to {having[-1]} take {value}"
@@ -115,7 +116,7 @@ def _defined_elsewhere(engine: Engine, flag: str) -> list[Fix]:
         if after is not None:  # dropped: leave it out, or the releases that still had it
             return [
                 Fix("advice", f"leave out {flag}", note=f"{engine} {after} on does not define it"),
-                Fix("dependency", f"pip install '{engine}>={first},<{after}'"),
+                Fix("dependency", f"pip install '{engine}{within(first, after)}'"),
             ]
         return [
             Fix(
@@ -207,10 +208,7 @@ def unexpected_argument(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fi
     read whose parser defines it, or that dropped it. An argument no read release of either
     engine defines is not an engine's, and the rule does not hold (no fix)."""
     flag = "--" + m.group(1).replace("_", "-")
-    engines: tuple[Engine, ...] = (
-        (ctx.engine,) if ctx.engine in ("vllm", "sglang") else ("vllm", "sglang")  # type: ignore[assignment]
-    )
-    for engine in engines:
+    for engine in ctx.engines():
         if has_feature(engine, "flags") and feature_span(engine, "flags", flag) is not None:
             return (
                 f"the program passes {m.group(1)} to the engine, and this {engine} release does "

@@ -15,6 +15,7 @@ import re
 
 from patcher.advice.catalogue import Matched
 from patcher.advice.log_rules import Fix, LogContext, Rule
+from patcher.advice.unknown_weights import mistral_formats
 
 # The repository a message names: a Hub URL's, or the name transformers quotes first.
 _REPO_URL = re.compile(r"huggingface\.co/(?:api/models/)?([\w.-]+/[\w.-]+)")
@@ -38,7 +39,7 @@ def _repo(line: str) -> str:
     return (named.group(1) or named.group(2)) if named else "REPO"
 
 
-def _answer(line: str) -> tuple[str, list[Fix]] | None:
+def _answer(line: str, ctx: LogContext) -> tuple[str, list[Fix]] | None:
     """The answer for a line in either source's words; None for a line that says none."""
     repo = _repo(line)
     if re.search(r"gated repo|GatedRepoError|is a gated repository", line):
@@ -95,6 +96,7 @@ def _answer(line: str) -> tuple[str, list[Fix]] | None:
     if lacks is not None:
         named = lacks.group(1)
         if named == "config.json":
+            mistral = mistral_formats(ctx, "for a folder with params.json (Mistral's own format)")
             return (
                 "the model folder or repository holds no config.json: not the checkpoint's own "
                 "folder, or a checkpoint of another layout",
@@ -104,11 +106,7 @@ def _answer(line: str) -> tuple[str, list[Fix]] | None:
                         "the folder that holds config.json (a Hub cache folder holds it under "
                         "snapshots/REVISION); a GGUF checkpoint is given as its .gguf file",
                     ),
-                    Fix(
-                        "flag",
-                        "--config-format mistral --load-format mistral --tokenizer-mode mistral",
-                        note="for a folder with params.json (Mistral's own format), on vLLM",
-                    ),
+                    *([] if mistral is None else [mistral]),
                 ],
             )
         return (
@@ -130,9 +128,9 @@ def _answer(line: str) -> tuple[str, list[Fix]] | None:
     return None
 
 
-def explain_hub(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
+def explain_hub(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     """A catalogue message of transformers' hub.py (see the module's docstring)."""
-    answered = _answer(m.line) or _answer(m.template.text)
+    answered = _answer(m.line, ctx) or _answer(m.template.text, ctx)
     if answered is not None:
         return answered
     return (
@@ -141,9 +139,9 @@ def explain_hub(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-def hub_error(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+def hub_error(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     """huggingface_hub's own error, by its class name."""
-    return _answer(m.string) or ("", [])
+    return _answer(m.string, ctx) or ("", [])
 
 
 # huggingface_hub's own errors, let out whole by the engines (engine_rules.RULES takes them).

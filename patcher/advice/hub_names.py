@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import Engine, declared
+from patcher.advice.catalogue import declared
 from patcher.advice.log_rules import Fix, LogContext
 
 
 def _revision(repo: str, branch: str, ctx: LogContext) -> tuple[str, list[Fix]]:
-    engines: tuple[Engine, ...] = (
-        ("sglang",) if ctx.engine == "sglang" else ("vllm",) if ctx.engine else ("vllm", "sglang")
-    )
-    having = [e for e in engines if declared(e, "--revision")]
+    having = [e for e in ctx.engines() if declared(e, "--revision")]
     download = f"hf download {repo} --revision {branch} --local-dir DIR, and give DIR as the model"
     fixes = [Fix("advice", f"download the branch: {download}")]
     if having:

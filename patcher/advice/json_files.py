@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import Engine, feature_span
+from patcher.advice.catalogue import feature_span, within
 from patcher.advice.log_rules import Fix, LogContext
 
 
@@ -29,7 +29,7 @@ def bom(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
 def _not_a_config(name: str, ctx: LogContext) -> tuple[str, list[Fix]]:
     """transformers was handed a file as the model's config: the engine took the model path
     for a checkpoint folder or hub name, where it reads GGUF only by the file's suffix."""
-    engine: Engine = "sglang" if ctx.engine == "sglang" else "vllm"
+    engine = ctx.engines()[0]
     span = feature_span(engine, "choices:--quantization", "gguf")
     if not name.endswith(".gguf"):
         return (
@@ -46,7 +46,7 @@ def _not_a_config(name: str, ctx: LogContext) -> tuple[str, list[Fix]]:
     if span is None:
         return ("this engine reads no GGUF file in any release read", [])
     first, after = span
-    bounds = f">={first}" + (f",<{after}" if after else "")
+    bounds = within(first, after)
     return (
         f"this {engine} does not read GGUF: it took {name} for a JSON config. {engine} "
         f"{first}{' to before ' + after if after else ' and later'} read .gguf files (their "

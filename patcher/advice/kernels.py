@@ -16,6 +16,7 @@ from patcher.advice.catalogue import (
     releases,
     span_where,
     version_key,
+    within,
 )
 from patcher.advice.log_rules import Fix
 from patcher.engines.gpus import DRIVER_NAMES, GPUS
@@ -96,7 +97,7 @@ def kernel_gap(gpu: Capability, version: tuple[int, ...] | None) -> list[Fix] | 
         )
         if inside:
             return None
-    bound = f">={first}" + (f",<{after}" if after else "")
+    bound = within(first, after)
     return [
         Fix(
             "dependency",

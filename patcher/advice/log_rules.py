@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from patcher.advice.catalogue import Engine
 from patcher.advice.tokenizer_findings import TOKENIZER_CLASS_RENAMES
 
 # transform: a patcher command; flag: engine flags alone; env: NAME=value (or unset NAME);
@@ -76,6 +77,14 @@ class LogContext:
     # The last traceback frame in the engine's package ('File ".../gptq.py", line 347, in f'),
     # when the log shows one.
     frame: str | None = None
+
+    def engines(self) -> tuple[Engine, ...]:
+        """The engine the log shows, or both engines read where it shows none."""
+        if self.engine == "vllm":
+            return ("vllm",)
+        if self.engine == "sglang":
+            return ("sglang",)
+        return ("vllm", "sglang")
 
     def mem_fraction(self) -> Fix:
         """SGLang's ``--mem-fraction-static`` that leaves the KV pool room after the weights.

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import Engine
 from patcher.advice.extensions import torch_pin
 from patcher.advice.log_rules import Fix, LogContext, Rule
 from patcher.advice.requirements import missing_name
@@ -44,10 +43,7 @@ def driver_too_old(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
 def no_gpu(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     """The process sees no GPU, or torch has no CUDA at all."""
     if "not compiled with CUDA" in m.group(0):
-        engine: Engine | None = (
-            "vllm" if ctx.engine == "vllm" else "sglang" if ctx.engine == "sglang" else None
-        )
-        pin = torch_pin(engine, ctx.version) if engine is not None else None
+        pin = torch_pin(ctx.engines()[0], ctx.version) if ctx.engine else None
         build = f"torch {pin}" if pin else "the torch the engine pins (pip show vllm lists it)"
         return (
             "the torch installed is a CPU-only build: the engine's CUDA kernels cannot run",

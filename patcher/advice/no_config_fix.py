@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from patcher.advice.catalogue import Matched, feature_span, releases
+from patcher.advice.catalogue import Matched, feature_span, releases, within
 from patcher.advice.log_rules import Fix, LogContext
 
 
@@ -66,7 +66,7 @@ def gguf_gap(architecture: str) -> tuple[str, list[Fix]]:
         [
             Fix(
                 "dependency",
-                f"pip install 'transformers>={first}" + (f",<{after}'" if after else "'"),
+                f"pip install 'transformers{within(first, after)}'",
             ),
             Fix("advice", "or the model's safetensors checkpoint"),
         ],
@@ -87,7 +87,7 @@ def unknown_gguf_type(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix
             [Fix("advice", "no config fix: the model's safetensors checkpoint")],
         )
     upper = readable[1]
-    bounds = f">={mapped[0]}" + (f",<{upper}" if upper else "")
+    bounds = within(mapped[0], upper)
     return (
         f"this vLLM's GGUF loader maps no GGUF architecture to the model type {model_type}; "
         f"vLLM {mapped[0]} and later map it (read from their gguf_loader.py)",
@@ -123,7 +123,7 @@ def explain_feature_gap(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     fixes = [
         Fix(
             "dependency",
-            f"pip install 'vllm>={span[0]}" + (f",<{span[1]}'" if span[1] else "'"),
+            f"pip install 'vllm{within(*span)}'",
             note=f"the releases read whose {name} has {what}"
             + (f" ({span[1]} read without it)" if span[1] else ""),
         )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from patcher.advice.catalogue import Engine, has_feature, releases, span_where, version_key
+from patcher.advice.catalogue import Engine, has_feature, releases, span_where, version_key, within
 from patcher.advice.log_rules import Fix, LogContext
 
 
@@ -68,7 +68,7 @@ def unknown_quantization(m: re.Match[str], ctx: LogContext) -> tuple[str, list[F
             ],
         )
     first, after = span
-    bound = f">={first}" + (f",<{after}" if after else "")
+    bound = within(first, after)
     if ctx.version is not None and after is not None and ctx.version[:3] >= version_key(after):
         return (
             f"this {engine} no longer lists {method} ({engine} {first} to before {after} do, "
@@ -188,7 +188,7 @@ def quantization_gpu(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]
     span = span_where(engine, f"min_capability:{method}", lambda cap: int(cap) <= have)
     if span is not None:
         first, after = span
-        bound = f">={first}" + (f",<{after}" if after else "")
+        bound = within(first, after)
         return (
             f"{method} needs compute capability {need} in this {engine}, the GPU has {have}; "
             f"{engine} {first}{' to before ' + after if after else ' and later'} ask at most "

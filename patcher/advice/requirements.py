@@ -28,13 +28,19 @@ def normal(name: str) -> str:
     return key.removesuffix("_python")
 
 
-def _required(engine: Engine, library: str) -> dict[str, str]:
-    """Each release read of ``engine`` with its requirement on ``library`` (the specifier as
-    its wheel states it); releases without one are left out."""
+def distribution(requirement: str) -> str:
+    """The distribution a requirement names (``flashinfer_python`` of
+    ``flashinfer_python==0.2.3``)."""
+    named = re.match(r"[A-Za-z0-9][\w.-]*", requirement)
+    return named.group(0) if named else requirement
+
+
+def required(engine: Engine, library: str) -> dict[str, str]:
+    """Each release read of ``engine`` with its requirement on ``library``, under any of its
+    spellings (the specifier as its wheel states it); releases without one are left out."""
     found: dict[str, str] = {}
     for requirement in features_of(engine, "requires"):
-        name = re.match(r"[A-Za-z0-9][\w.-]*", requirement)
-        if name is None or normal(name.group(0)) != normal(library):
+        if normal(distribution(requirement)) != normal(library):
             continue
         for release in feature_releases(engine, "requires", requirement):
             # the strictest one a release states (== over >=), for extras that differ
@@ -48,9 +54,7 @@ def _engine_of(ctx: LogContext) -> tuple[Engine, ...]:
         for engine in _ENGINES:
             if f"/{engine}/" in ctx.frame:
                 return (engine,)
-    if ctx.engine in _ENGINES:
-        return ("vllm",) if ctx.engine == "vllm" else ("sglang",)
-    return _ENGINES
+    return ctx.engines()
 
 
 def missing_name(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
@@ -59,11 +63,11 @@ def missing_name(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     library = module.split(".")[0]
     if library in _ENGINES or library in ("torch", "transformers"):
         return "", []  # the engine's own modules, and the libraries other rules answer for
-    required = {e: r for e in _engine_of(ctx) if (r := _required(e, library))}
-    if not required:
+    required_by = {e: r for e in _engine_of(ctx) if (r := required(e, library))}
+    if not required_by:
         return "", []
     fixes: list[Fix] = []
-    for engine, by_release in required.items():
+    for engine, by_release in required_by.items():
         answering = (
             at_or_below(by_release, ctx.version)
             if ctx.version is not None and ctx.engine == engine
@@ -85,7 +89,7 @@ def missing_name(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
             f"{library} the installed engine requires; install that one",
         )
     )
-    for engine, by_release in required.items():
+    for engine, by_release in required_by.items():
         ordered = sorted(by_release, key=version_key)
         shown = ", ".join(f"{r}: {by_release[r]}" for r in ordered[:3])
         more = f", ... {ordered[-1]}: {by_release[ordered[-1]]}" if len(ordered) > 3 else ""

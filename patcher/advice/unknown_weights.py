@@ -29,15 +29,18 @@ _QUANTIZED = re.compile(
 )
 
 
-def _mistral_format(ctx: LogContext) -> bool:
-    """Whether the log's vLLM release (any read release, when it names none) reads Mistral's
-    own format: ``--load-format mistral`` among its load formats."""
+def mistral_formats(ctx: LogContext, note: str) -> Fix | None:
+    """vLLM's flags that read a checkpoint in Mistral's own format (params.json,
+    consolidated*.safetensors), where the log's vLLM release (any read release, when it names
+    none) has ``--load-format mistral``; None for a release without it, or an SGLang log."""
     having = feature_releases("vllm", "choices:--load-format", "mistral")
-    if not having:
-        return False
-    if ctx.version is None:
-        return True
-    return at_or_below(releases("vllm"), ctx.version) in having
+    if not having or ctx.engine == "sglang":
+        return None
+    if ctx.version is not None and at_or_below(releases("vllm"), ctx.version) not in having:
+        return None
+    return Fix(
+        "flag", "--config-format mistral --load-format mistral --tokenizer-mode mistral", note=note
+    )
 
 
 def unknown_weight(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
@@ -70,16 +73,12 @@ def unknown_weight(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
                 )
             ],
         )
-    fixes: list[Fix] = []
-    if _mistral_format(ctx):
-        fixes.append(
-            Fix(
-                "flag",
-                "--config-format mistral --load-format mistral --tokenizer-mode mistral",
-                note="if the checkpoint holds params.json and consolidated*.safetensors "
-                "(Mistral's own format): they are its weights' description, not config.json",
-            )
-        )
+    mistral = mistral_formats(
+        ctx,
+        "if the checkpoint holds params.json and consolidated*.safetensors (Mistral's own "
+        "format): they are its weights' description, not config.json",
+    )
+    fixes = [] if mistral is None else [mistral]
     fixes.append(
         Fix(
             "advice",
