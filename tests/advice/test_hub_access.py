@@ -75,3 +75,18 @@ def test_a_folder_without_config_json_and_a_missing_shard_are_told_apart() -> No
         "download it again: hf download Qwen/Qwen2-7B model-00002-of-00004.safetensors "
         "--local-dir DIR"
     )
+
+
+def test_mistral_s_format_flags_go_only_to_a_release_that_has_them() -> None:
+    line = (
+        "OSError: /models/m does not appear to have a file named config.json. Checkout "
+        "'https://huggingface.co//models/m/tree/None' for available files.\n"
+    )
+    flags = "--config-format mistral --load-format mistral --tokenizer-mode mistral"
+    vllm = diagnose_text("INFO 01-01 [api_server.py:1] vLLM API server version 0.16.0\n" + line)
+    assert flags in [f.text for f in vllm.fixes]
+    sglang = diagnose_text("[2025-01-01 10:00:00] server_args=ServerArgs(model_path='m')\n" + line)
+    assert sglang.code == "hub-access"
+    assert flags not in [f.text for f in sglang.fixes]  # SGLang's parser has no such flags
+    old = diagnose_text("INFO 01-01 [api_server.py:1] vLLM API server version 0.4.3\n" + line)
+    assert flags not in [f.text for f in old.fixes]  # 0.4.3 has no --load-format mistral
