@@ -214,10 +214,16 @@ def span_where(
     having = {
         r for name, rels in _features(engine).get(feature, {}).items() if accept(name) for r in rels
     }
+    return span_of(engine, having.__contains__)
+
+
+def span_of(engine: Engine, holds: Callable[[str], bool]) -> tuple[str, str | None] | None:
+    """The last unbroken run of releases read of ``engine`` where ``holds(release)``: its
+    first release and the first release read after it (None: the run reaches the newest)."""
     span: tuple[str, str | None] | None = None
     start: str | None = None
     for release in releases(engine):
-        if release in having:
+        if holds(release):
             start = start or release
             span = (start, None)
         elif start is not None:

@@ -1,24 +1,29 @@
-"""Which vLLM releases have kernels for a GPU: the architectures each release's own kernels
-are compiled for (the catalogue's ``cuda_arch``, read from the kernel images in the wheel's
-``_C`` extension by tools/read_model_classes.py). A kernel image for SM X.Y runs on X.Y and
-the later minors of X; a GPU no image fits gets "no kernel image is available for execution on
-the device", whatever the flags.
+"""Which engine releases run on a GPU: the architectures each vLLM release's own kernels are
+compiled for (the catalogue's ``cuda_arch``, read from the kernel images in the wheel's ``_C``
+extension by tools/read_model_classes.py), and the GPUs the default build of the torch each
+release pins runs on (torch_builds.py, torch's own reading). A kernel image for SM X.Y runs on
+X.Y and the later minors of X; a GPU no image fits gets "no kernel image is available for
+execution on the device", whatever the flags, and torch says so first ("... with CUDA
+capability sm_120 is not compatible with the current PyTorch installation").
 """
 
 from __future__ import annotations
 
+import functools
 import re
 
 from patcher.advice.catalogue import (
+    Engine,
     feature_releases,
     features_of,
     has_feature,
     releases,
-    span_where,
+    span_of,
     version_key,
     within,
 )
-from patcher.advice.log_rules import Fix
+from patcher.advice.log_rules import Fix, LogContext
+from patcher.advice.torch_builds import first_build, pinned_torch, pinned_torch_runs
 from patcher.engines.gpus import DRIVER_NAMES, GPUS
 from patcher.engines.kernels import runs_on
 
@@ -71,14 +76,34 @@ def builds() -> str:
     )
 
 
+def _own_kernels_run(release: str, gpu: Capability) -> bool:
+    """Whether the vLLM ``release``'s own kernels have an image ``gpu`` runs."""
+    return any(
+        runs_on(int(arch), gpu)
+        for arch in features_of("vllm", "cuda_arch")
+        if release in feature_releases("vllm", "cuda_arch", arch)
+    )
+
+
+def _runs(engine: Engine, release: str, gpu: Capability, *, unread: bool) -> bool:
+    """Whether ``engine``'s ``release`` runs on ``gpu``: its own kernels (vLLM's; SGLang's are
+    not read) and its pinned torch's default build; ``unread`` is the answer where that build
+    was not read."""
+    if engine == "vllm" and not _own_kernels_run(release, gpu):
+        return False
+    torch = pinned_torch_runs(engine, release, gpu[0] * 10 + gpu[1])
+    return unread if torch is None else torch
+
+
 def kernel_gap(gpu: Capability, version: tuple[int, ...] | None) -> list[Fix] | None:
     """What to do where vLLM's own kernels may not run on ``gpu``: the releases whose build
-    has kernels for it (where the log's release, ``version``, is not one of them), or, where
-    no read release has, a GPU the builds cover. None where the reading does not know (no
-    builds read) or the log's release has kernels for the GPU (another library's kernel)."""
+    (and whose pinned torch's default build, where read) has kernels for it (where the log's
+    release, ``version``, is not one of them), or, where no read release has, a GPU the builds
+    cover. None where the reading does not know (no builds read) or the log's release has
+    kernels for the GPU (another library's kernel)."""
     if not has_feature("vllm", "cuda_arch"):
         return None
-    span = span_where("vllm", "cuda_arch", lambda arch: runs_on(int(arch), gpu))
+    span = span_of("vllm", functools.partial(_runs, "vllm", gpu=gpu, unread=True))
     label = f"{gpu[0]}.{gpu[1]}"
     if span is None:
         return [
@@ -102,6 +127,57 @@ def kernel_gap(gpu: Capability, version: tuple[int, ...] | None) -> list[Fix] | 
         Fix(
             "dependency",
             f"pip install 'vllm{bound}'",
-            note=f"the vLLM releases read whose kernels are built for compute capability {label}",
+            note=f"the vLLM releases read whose kernels, and whose pinned torch's default "
+            f"build, are built for compute capability {label}",
         )
     ]
+
+
+def torch_refuses(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """torch's build has no kernel image the GPU runs (torch_builds.TORCH_REFUSES): the engine
+    releases whose pinned torch's default build runs on it (vLLM's own kernels too), and
+    torch's own build for a CUDA that has one."""
+    device = int(m.group(1)) if m.group(1) else int(m.group(2)) * 10 + int(m.group(3))
+    gpu = (device // 10, device % 10)
+    label = f"sm_{device} (compute capability {gpu[0]}.{gpu[1]})"
+    cause = f"the installed torch has no kernel image that runs on this GPU, {label}"
+    fixes: list[Fix] = []
+    for engine in ctx.engines():
+        span = span_of(engine, functools.partial(_runs, engine, gpu=gpu, unread=False))
+        whose = (
+            "whose own kernels and pinned torch's default build run"
+            if engine == "vllm"
+            else "whose pinned torch's default build runs"
+        )
+        if span is None:
+            fixes.append(
+                Fix(
+                    "advice",
+                    f"no {engine} release read {whose} on {label}",
+                    note="another GPU, or the engine built from source for it",
+                )
+            )
+            continue
+        first, after = span
+        pin = pinned_torch(engine, first)
+        fixes.append(
+            Fix(
+                "dependency",
+                f"pip install '{engine}{within(first, after)}'",
+                note=f"the {engine} releases read {whose} on {label} ({engine} {first} pins "
+                f"torch {pin})"
+                + ("; SGLang's own kernels (sgl-kernel) not read" if engine == "sglang" else ""),
+            )
+        )
+    cuda = first_build(device)
+    if cuda is not None:
+        tag = "cu" + cuda.replace(".", "")
+        fixes.append(
+            Fix(
+                "dependency",
+                f"pip install torch==VERSION --index-url https://download.pytorch.org/whl/{tag}",
+                note=f"or the engine's own torch VERSION (pip show torch) in its build for CUDA "
+                f"{cuda}, which runs on {label}; the driver must run CUDA {cuda}",
+            )
+        )
+    return cause, fixes

@@ -5,15 +5,18 @@ engine itself where Python runs, room on disk. In their own words: torch's refus
 system is too old", "Found no NVIDIA driver", "Torch not compiled with CUDA enabled"; its C++
 "No CUDA GPUs are available"), the dynamic loader's "cannot open shared object file", Python's
 "Error while finding module specification", an engine imported without its compiled
-extension, and a full disk. None is the checkpoint's or a flag's."""
+extension, a full disk, and torch's build refusing the GPU (kernels.py, torch_builds.py).
+None is the checkpoint's or a flag's."""
 
 from __future__ import annotations
 
 import re
 
 from patcher.advice.extensions import torch_pin
+from patcher.advice.kernels import torch_refuses
 from patcher.advice.log_rules import Fix, LogContext, Rule
 from patcher.advice.requirements import missing_name
+from patcher.advice.torch_builds import TORCH_REFUSES
 
 _GPU_VISIBLE = Fix(
     "advice",
@@ -201,6 +204,7 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
         missing_name,
     ),
     ("disk-full", re.compile(r"\[Errno 28\] No space left on device"), disk_full),
+    ("torch-build", TORCH_REFUSES, torch_refuses),
 )
 # One plain word of each rule above, for the line filter (engine_rules._MARKERS).
 ENVIRONMENT_MARKERS = (
@@ -213,4 +217,6 @@ ENVIRONMENT_MARKERS = (
     "No space left on device",
     "cannot import name '",
     "Error while finding module specification",
+    "is not compatible with the current PyTorch",
+    "which is of ",
 )

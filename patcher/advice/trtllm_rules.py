@@ -15,7 +15,12 @@ source as the public-code index holds it (``trtllm-memory.json`` names the files
 - the C++ KV cache manager (``cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp``) refuses a
   pool smaller than one sequence at the longest attention window, in whole blocks, times the
   beam width (the TensorRT backend and Triton's say it; the numbers where the release prints
-  them).
+  them);
+- Triton's TensorRT-LLM backend (triton-inference-server/tensorrtllm_backend, read by
+  tools/read_triton_templates.py into ``trtllm-templates.json``): its model templates'
+  ``${key}`` placeholders, which Triton refuses unfilled in protobuf's words ("29:17: Expected
+  integer, got: $"), and the engine folder its ``gpt_model_path`` must name, whose config.json
+  the backend parses (before it checked the folder exists, a parse error at line 1, column 1).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import functools
 import json
 import re
 from importlib import resources
+from typing import Any
 
 from patcher.advice.log_rules import Fix, LogContext, Rule
 
@@ -41,6 +47,13 @@ _LOWER = {
     "--max_num_tokens": "4096",  # default 8192
     "--max_batch_size": "128",  # default 256
 }
+
+
+@functools.cache
+def _templates() -> dict[str, Any]:
+    text = resources.files("patcher.advice").joinpath("trtllm-templates.json").read_text()
+    templates: dict[str, Any] = json.loads(text)
+    return templates
 
 
 @functools.cache
@@ -160,6 +173,53 @@ def _unknown_option(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]
     )
 
 
+def _unfilled(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A ``${key}`` the backend's template fill (tools/fill_template.py) left in a model's
+    config.pbtxt, at the line and column protobuf names: the keys the read templates have
+    there, and the models whose templates have them."""
+    line, column = m.group(1), m.group(2)
+    keys = _templates()["places"].get(f"{line}:{column}", [])
+    models = sorted({name for name, has in _templates()["models"].items() if set(keys) & set(has)})
+    named = " or ".join(f"${{{k}}}" for k in keys) or "a ${...} placeholder"
+    fill = ",".join(f"{k}:VALUE" for k in keys) or "KEY:VALUE"
+    return (
+        f"a model's config.pbtxt still holds {named} at line {line}, column {column}: the "
+        "template was not filled in for it",
+        [
+            Fix(
+                "advice",
+                f"python3 tools/fill_template.py -i MODEL_REPO/MODEL/config.pbtxt {fill}",
+                note="MODEL: the model directory the next log line names (Poll failed for "
+                "model directory 'MODEL')"
+                + (
+                    f"; the backend's templates with this key: {', '.join(models)}"
+                    if models
+                    else ""
+                ),
+            )
+        ],
+    )
+
+
+def _engine_path(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """The backend read no engine where ``gpt_model_path`` points: no config.json there."""
+    parameter = _templates()["engine_path_parameter"]
+    fill = ",".join(f"{k}:ENGINE_DIR" for k in _templates()["engine_path_placeholders"])
+    return (
+        f"the tensorrt_llm model's {parameter} names no engine folder: the backend found no "
+        "engine config.json there (a path that does not exist inside the server's container, "
+        "or a template left unfilled)",
+        [
+            Fix(
+                "advice",
+                f"python3 tools/fill_template.py -i MODEL_REPO/tensorrt_llm/config.pbtxt {fill}",
+                note="ENGINE_DIR: the folder trtllm-build wrote (config.json, rank0.engine), as "
+                "the server's container sees it",
+            )
+        ],
+    )
+
+
 TRTLLM_RULES: tuple[Rule, ...] = (
     (
         "trtllm-executor-memory",
@@ -186,6 +246,19 @@ TRTLLM_RULES: tuple[Rule, ...] = (
         _kv_pool_too_small,
     ),
     (
+        "trtllm-template",
+        re.compile(r"inference\.ModelConfig: (\d+):(\d+): Expected \w+, got: \$"),
+        _unfilled,
+    ),
+    (
+        "trtllm-engine-path",
+        re.compile(
+            r"creating modelInstanceState: \[json\.exception\.parse_error\.101\] parse error "
+            r"at line 1, column 1|Decoder \(GPT\) model path at \S+ does not exist"
+        ),
+        _engine_path,
+    ),
+    (
         "trtllm-unknown-option",
         re.compile(r"\b(\w*LlmArgs)\.__init__\(\) got an unexpected keyword argument '(\w+)'"),
         _unknown_option,
@@ -198,4 +271,7 @@ TRTLLM_MARKERS = (
     "is not supported in TRT-LLM",
     "got an unexpected keyword argument",
     "maxTokensInPagedKvCache",
+    "ModelConfig: ",
+    "creating modelInstanceState: ",
+    "model path at ",
 )

@@ -248,8 +248,8 @@ CASES = [
     (
         "UserWarning: NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with "
         "the current PyTorch installation.",
-        "hardware",
-        "no checkpoint edit",
+        "torch-build",
+        "pip install 'vllm>=0.11.0'",
     ),
     # transformers' configuration_auto.py (_LazyConfigMapping.__getitem__): a model type an
     # older transformers does not map, let out as a KeyError

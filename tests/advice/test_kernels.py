@@ -63,7 +63,9 @@ def test_the_recorded_builds_are_the_wheels_own() -> None:
 @pytest.mark.parametrize(
     ("gpu", "version", "fix"),
     [
-        ((12, 0), (0, 8, 5), "pip install 'vllm>=0.9.2'"),  # an RTX 5090 before its build
+        # an RTX 5090 before its build: 0.9.2's kernels run on it, but the torch 0.9.2 and
+        # 0.10.1 pin is built for CUDA 12.6 on PyPI, without SM 12.0 (torch-builds.json)
+        ((12, 0), (0, 8, 5), "pip install 'vllm>=0.11.0'"),
         ((7, 0), (0, 34, 0), "pip install 'vllm>=0.4.3,<0.20.0'"),  # a V100 after its last
         ((7, 0), None, "pip install 'vllm>=0.4.3,<0.20.0'"),
         ((8, 9), (0, 34, 0), None),  # its kernels are there: another library's kernel
@@ -107,7 +109,7 @@ def test_no_kernel_image_on_a_gpu_the_log_names_is_the_release_whose_build_has_i
         "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
     )
     assert found.code == "hardware"
-    assert [f.text for f in found.fixes] == ["pip install 'vllm>=0.9.2'"]
+    assert [f.text for f in found.fixes] == ["pip install 'vllm>=0.11.0'"]
 
 
 def test_no_kernel_image_on_an_unnamed_gpu_lists_what_each_build_covers() -> None:

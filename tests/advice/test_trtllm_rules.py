@@ -9,7 +9,9 @@ and after the CUDA out-of-memory error it chains from.
 from __future__ import annotations
 
 import json
+import subprocess
 from importlib import resources
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +28,13 @@ TRTLLM_LINES = [
     "NotImplementedError: The given huggingface model architecture DeepseekV3ForCausalLM is "
     "not supported in TRT-LLM yet",
     "TypeError: LlmArgs.__init__() got an unexpected keyword argument 'enable_attention_dp'",
+    # Triton's TensorRT-LLM backend: protobuf refusing an unfilled template, and the engine
+    # folder's config.json not found
+    "Error parsing text-format inference.ModelConfig: 29:17: Expected integer, got: $",
+    "E1212 03:05:00.535254 11684 backend_model.cc:553] ERROR: Failed to create instance: "
+    "unexpected error when creating modelInstanceState: [json.exception.parse_error.101] parse "
+    "error at line 1, column 1: syntax error while parsing value - unexpected end of input; "
+    "expected '[', '{', or a literal",
     # kvCacheManager.cpp's TLLM_CHECK_WITH_INFO, as tensorrt_llm's assert prints it
     "[TensorRT-LLM][ERROR] Assertion failed: maxTokensInPagedKvCache (256) must be large enough "
     "to process at least 1 sequence to completion (i.e. must be larger than beam_width (1) * "
@@ -147,3 +156,89 @@ def test_a_kv_pool_smaller_than_one_sequence_gets_a_bigger_pool_or_a_shorter_seq
         "large enough to process at least 1 sequence to completion\n"
     )
     assert bare.code == "trtllm-kv-pool" and "--max_seq_len N" in [f.text for f in bare.fixes]
+
+
+TEMPLATES = json.loads(
+    resources.files("patcher.advice").joinpath("trtllm-templates.json").read_text()
+)
+# each place where the read templates hold one placeholder, a sample across the files
+SINGLE = [(p, k[0]) for p, k in TEMPLATES["places"].items() if len(k) == 1][::25]
+
+
+@pytest.mark.parametrize(("place", "key"), SINGLE)
+def test_an_unfilled_template_names_the_key_at_that_place(place: str, key: str) -> None:
+    line, column = place.split(":")
+    # libprotobuf's line, wrapped where a terminal breaks it, then Triton's
+    log = (
+        "[libprotobuf ERROR /tmp/tritonbuild/tritonserver/build/_deps/repo-third-party-build/"
+        "grpc-repo/src/grpc/third_party/protobuf/src/google/protobuf/text_format.cc:335] Error "
+        "parsing text-format\n"
+        f"inference.ModelConfig: {line}:{column}: Expected integer, got: $\n"
+        "E1212 04:49:30.187206 1230 model_repository_manager.cc:1309] Poll failed for model "
+        "directory 'ensemble': failed to read text proto from /models/ensemble/config.pbtxt\n"
+    )
+    found = diagnose_text(log)
+    assert found.code == "trtllm-template"
+    assert f"{key}:VALUE" in found.fixes[0].text
+    assert "fill_template.py" in found.fixes[0].text
+
+
+def test_the_engine_folder_is_named_in_both_of_the_backend_s_words() -> None:
+    older = diagnose_text(TRTLLM_LINES[5] + "\n")
+    newer = diagnose_text(
+        "[TensorRT-LLM][ERROR] Assertion failed: Decoder (GPT) model path at "
+        "/models/tensorrt_llm/1 does not exist. (/tmp/tritonbuild/model_instance_state.cc:745)\n"
+    )
+    for found in (older, newer):
+        assert found.code == "trtllm-engine-path"
+        assert "engine_dir:ENGINE_DIR" in found.fixes[0].text  # gpt_model_path's placeholder
+
+
+def test_a_key_the_backend_s_config_json_lacks_is_not_taken_for_a_path() -> None:
+    # an encoder model's engine (BERT) has no num_layers: not a folder the path misses
+    found = diagnose_text(
+        "E0524 03:33:12.868443 2517 backend_model.cc:691] ERROR: Failed to create instance: "
+        "unexpected error when creating modelInstanceState: [json.exception.out_of_range.403] "
+        "key 'num_layers' not found\n"
+    )
+    assert found.code != "trtllm-engine-path"
+    assert not found.fixes
+
+
+def test_the_reader_takes_each_placeholder_s_place_from_the_backend_s_history(
+    tmp_path: Path,
+) -> None:
+    from tools.read_triton_templates import read
+
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            check=True,
+            capture_output=True,
+        )
+
+    models = tmp_path / "all_models" / "inflight_batcher_llm"
+    (models / "ensemble").mkdir(parents=True)
+    (models / "tensorrt_llm").mkdir(parents=True)
+    (models / "ensemble" / "config.pbtxt").write_text(
+        'name: "ensemble"\nplatform: "ensemble"\nmax_batch_size: ${triton_max_batch_size}\n'
+    )
+    (models / "tensorrt_llm" / "config.pbtxt").write_text(
+        'parameters: {\n  key: "gpt_model_path"\n  value: {\n    string_value: "${engine_dir}"'
+        "\n  }\n}\n"
+    )
+    source = tmp_path / "inflight_batcher_llm" / "src" / "model_instance_state.cc"
+    source.parent.mkdir(parents=True)
+    source.write_text('GetParameter<std::string>("gpt_model_path");\n')
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "backend")
+    git("rm", "-rq", "inflight_batcher_llm")  # the backend's C++ moved out, as it did
+    git("commit", "-qm", "moved")
+    reading = read(tmp_path)
+    assert reading["places"] == {"3:17": ["triton_max_batch_size"], "4:20": ["engine_dir"]}
+    assert reading["models"] == {
+        "ensemble": ["triton_max_batch_size"],
+        "tensorrt_llm": ["engine_dir"],
+    }
+    assert reading["engine_path_placeholders"] == ["engine_dir"]
