@@ -10,7 +10,10 @@ name the first release read whose class has the feature. What marks a class, per
 - pipeline parallelism: the ``SupportsPP`` interface (0.6 on);
 - BitsAndBytes: the mapping attribute the release's BitsAndBytes loader looks for, read from
   the loader itself (``bitsandbytes_stacked_params_mapping`` to 0.6, ``packed_modules_mapping``
-  from 0.7).
+  from 0.7);
+- a vision encoder run data-parallel (``--mm-encoder-tp-mode data``): ``supports_encoder_tp_data
+  = True`` (0.11 on; ``ModelConfig`` falls back to splitting it by the tensor-parallel size for
+  a class without it).
 
 A class has a feature when it or a base class it names (transitively, across the model files)
 carries the mark. With them, for vLLM and SGLang: the server settings a release declares
@@ -35,7 +38,7 @@ from typing import IO
 # 0.34 keeps some model packages in vllm/models/ (fnmatch's * crosses folders)
 MODELS = ("vllm/model_executor/models/*.py", "vllm/models/*.py")
 LOADERS = "vllm/model_executor/model_loader/*.py"
-FEATURES = ("lora", "pp", "bnb")
+FEATURES = ("lora", "pp", "bnb", "encoder_tp_data")
 
 
 def _names(nodes: Iterable[ast.expr]) -> set[str]:
@@ -67,6 +70,11 @@ def _classes(sources: Iterable[str]) -> dict[str, tuple[set[str], set[str]]]:
                     attributes |= _names(item.targets)
                 elif isinstance(item, ast.AnnAssign):
                     attributes |= _names([item.target])
+                value = item.value if isinstance(item, ast.Assign | ast.AnnAssign) else None
+                if isinstance(value, ast.Constant) and value.value is True:
+                    # a flag set true (``supports_encoder_tp_data = True``), as a mark of its own
+                    targets = item.targets if isinstance(item, ast.Assign) else [item.target]
+                    attributes |= {f"{name}=True" for name in _names(targets)}
             bases, own = classes.get(node.name, (set(), set()))
             classes[node.name] = (bases | _names(node.bases), own | attributes)
     return classes
@@ -120,6 +128,9 @@ def features(archive: zipfile.ZipFile) -> dict[str, list[str]]:
         "lora": _marked(classes, {"SupportsLoRA", "supported_lora_modules"}),
         "pp": _marked(classes, {"SupportsPP"}),
         "bnb": _marked(classes, {mark}) if (mark := _bnb_mark(loaders)) else [],
+        # ``--mm-encoder-tp-mode data`` (0.11 on): the vision encoder replicated, not split by
+        # the tensor-parallel size; a class without the flag falls back to splitting it
+        "encoder_tp_data": _marked(classes, {"supports_encoder_tp_data=True"}),
     }
 
 

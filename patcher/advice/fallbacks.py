@@ -153,12 +153,21 @@ def _kernels(ctx: LogContext, fixes: list[Fix]) -> list[Fix]:
 _DIVIDES = re.compile(r"(\d+) is not divisible by (\d+)")
 
 
+def _ensures(engine: Engine) -> bool:
+    """Whether a read release of ``engine`` has ``ensure_divisibility``'s message."""
+    return any(
+        t.file.endswith("distributed/utils.py")
+        and t.text == "{numerator} is not divisible by {denominator}"
+        for t in catalogue.templates(engine)
+    )
+
+
 def by_division(line: str, ctx: LogContext) -> Diagnosis | None:
     """``AssertionError: 25 is not divisible by 4`` in an engine's log: the engines'
     ``ensure_divisibility`` (vllm/distributed/utils.py, sglang/srt/distributed/utils.py, read),
     which every layer's split by the parallel size goes through. Its words are too few for the
-    catalogue to tell apart, so it is read only where the log is an engine's and a read release
-    of that engine has the message."""
+    catalogue to tell apart, so it is read only where a read release of the log's engine has
+    the message (of either engine's, where the log shows neither)."""
     raised = RAISED.match(line)
     numbers = _DIVIDES.fullmatch(raised["message"].strip()) if raised else None
     if raised is None or raised["kind"] != "AssertionError" or numbers is None:
@@ -166,17 +175,44 @@ def by_division(line: str, ctx: LogContext) -> Diagnosis | None:
     frame = ctx.frame or ""
     whose = ctx.engine or ("sglang" if "/sglang/" in frame else None)
     whose = whose or ("vllm" if "/vllm/" in frame else None)  # a traceback's frame
-    if whose not in ("vllm", "sglang"):
-        return None
-    engine: Engine = "sglang" if whose == "sglang" else "vllm"
-    if not any(
-        t.file.endswith("distributed/utils.py")
-        and t.text == "{numerator} is not divisible by {denominator}"
-        for t in catalogue.templates(engine)
-    ):
+    engines: tuple[Engine, ...] = (
+        ("sglang",) if whose == "sglang" else ("vllm",) if whose == "vllm" else ("vllm", "sglang")
+    )
+    if whose not in (None, "vllm", "sglang") or not any(_ensures(e) for e in engines):
         return None
     return divisibility(
-        (numbers.group(1), numbers.group(2)), line.strip(), replace(ctx, engine=engine)
+        (numbers.group(1), numbers.group(2)), line.strip(), replace(ctx, engine=whose)
+    )
+
+
+def _vision_encoder(ctx: LogContext) -> Fix | None:
+    """vLLM's ``--mm-encoder-tp-mode data`` (read: the flag per release, and the architectures
+    whose class supports it, ``encoder_tp_data``): a vision encoder whose heads the
+    tensor-parallel size does not divide is replicated instead of split. None where the log's
+    engine is SGLang's, its release lacks the flag, or its architecture does not support it."""
+    if ctx.engine == "sglang" or not has_feature("vllm", "encoder_tp_data"):
+        return None
+    having = catalogue.feature_releases("vllm", "flags", "--mm-encoder-tp-mode")
+    if not having or (
+        ctx.version is not None and ctx.version[:3] < catalogue.version_key(having[0])[:3]
+    ):
+        return None
+    if ctx.architecture is not None:
+        if not catalogue.feature_releases("vllm", "encoder_tp_data", ctx.architecture):
+            return None
+        return Fix(
+            "flag",
+            "--mm-encoder-tp-mode data",
+            note=f"{ctx.architecture}'s vision encoder replicated on each GPU, not split: where "
+            "the split dimension is its heads (vLLM " + having[0] + " on)",
+        )
+    classes = catalogue.features_of("vllm", "encoder_tp_data")
+    return Fix(
+        "flag",
+        "--mm-encoder-tp-mode data",
+        note=f"where the dimension is a vision encoder's heads: the encoder replicated on each "
+        f"GPU, not split (vLLM {having[0]} on, for the {len(classes)} model classes read that "
+        "support it; others fall back to splitting it)",
     )
 
 
@@ -185,23 +221,31 @@ def divisibility(asserted: tuple[str, str], line: str, ctx: LogContext) -> Diagn
     family = _FAMILY["parallel-sizes"]
     total, size = asserted
     flag = "--tp-size" if ctx.engine == "sglang" else "--tensor-parallel-size"
+    either = " (SGLang: --tp-size)" if ctx.engine is None else ""
     if total.isdigit() and size.isdigit() and int(size) > 1:
-        # the numbers themselves: the parallel size must divide the split dimension
+        # the numbers themselves: the parallel size must divide the split dimension; GPUs
+        # come in powers of two, and so do the heads and KV heads of nearly every model
         fits = [d for d in range(int(size) - 1, 0, -1) if int(total) % d == 0]
+        best = next((d for d in fits if d & (d - 1) == 0), fits[0])
+        others = [d for d in fits if d != best]
+        fixes = [
+            Fix(
+                "flag",
+                f"{flag} {best}",
+                note=f"the largest power of two below {size} dividing {total}"
+                + (f" (also {', '.join(map(str, others))})" if others else "")
+                + f"{either}; the model's other sizes must divide too: patcher check CKPT "
+                "--engine ENGINE --tp N tells",
+            )
+        ]
+        vision = _vision_encoder(ctx)
         return Diagnosis(
             "-",
             family.name,
             line,
             f"a dimension of {total} (a layer's heads or width) is split by a parallel size "
             f"of {size}, which does not divide it",
-            (
-                Fix(
-                    "flag",
-                    f"{flag} {fits[0]}",
-                    note=f"the largest size below {size} dividing {total}; the model's other "
-                    "sizes must divide too: patcher check CKPT --engine ENGINE --tp N tells",
-                ),
-            ),
+            tuple(fixes + ([vision] if vision else [])),
             None,
             family,
         )
@@ -224,8 +268,8 @@ def divisibility(asserted: tuple[str, str], line: str, ctx: LogContext) -> Diagn
             Fix(
                 "flag",
                 f"{flag} N",
-                note=f"N dividing the model's {what}; patcher check CKPT --engine ENGINE --tp N "
-                "tells before start-up",
+                note=f"N dividing the model's {what}{either}; patcher check CKPT --engine "
+                "ENGINE --tp N tells before start-up",
             ),
         ),
         None,

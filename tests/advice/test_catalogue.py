@@ -693,11 +693,18 @@ def test_a_divisibility_assert_with_a_bare_numbers_message_is_read_from_its_sour
         ]
     )
     found = diagnose_text(log)
-    # 12 split 24 ways: the largest size below 24 that divides 12
-    assert found.code == "parallel-sizes" and found.fixes[0].text == "--tp-size 12"
-    # the same message in a log that is no engine's is not read as one
-    other = "Traceback (most recent call last):\nAssertionError: 12 is not divisible by 24"
-    assert not diagnose_text(other).recognised
+    # 12 split 24 ways: the largest power of two below 24 that divides 12, the others named
+    assert found.code == "parallel-sizes" and found.fixes[0].text == "--tp-size 4"
+    assert "also 12, 6, 3, 2, 1" in (found.fixes[0].note or "")
+    # the same message in a log that shows no engine (a line pasted alone) is either engine's
+    # ensure_divisibility: both read releases have it, and the flag is named for both
+    other = diagnose_text(
+        "Traceback (most recent call last):\nAssertionError: 12 is not divisible by 24"
+    )
+    assert other.code == "parallel-sizes" and other.fixes[0].text == "--tensor-parallel-size 4"
+    assert "SGLang: --tp-size" in (other.fixes[0].note or "")
+    # a message no read release has in that file is not read as it
+    assert not diagnose_text("AssertionError: 12 is not divisible by a tile of 24").recognised
 
 
 @pytest.mark.parametrize(
@@ -1655,3 +1662,48 @@ def test_a_quantization_config_class_the_message_names_is_its_method(tmp_path: P
         "ModelOptFp4Config. Check the quantization config for your model's configuration.\n"
     )
     assert "--quantization modelopt_fp4" in [f.text for f in found.fixes]
+
+
+@pytest.mark.parametrize(
+    ("version", "architecture", "offered"),
+    [
+        ("0.11.0", "Glm4vMoeForConditionalGeneration", True),  # its class supports data mode
+        ("0.10.1", "Glm4vMoeForConditionalGeneration", False),  # no --mm-encoder-tp-mode yet
+        ("0.11.0", "LlamaForCausalLM", False),  # no vision encoder to replicate
+    ],
+)
+def test_a_vision_encoder_s_heads_get_the_data_parallel_encoder_where_read(
+    version: str, architecture: str, offered: bool
+) -> None:
+    log = (
+        f"(APIServer pid=1) INFO 08-26 09:12:01 [api_server.py:1805] vLLM API server version "
+        f"{version}\n"
+        f"(APIServer pid=1) INFO 08-26 09:12:07 [model.py:547] Resolved architecture: "
+        f"{architecture}\n"
+        "(Worker_TP0 pid=2) ERROR 08-26 09:13:15 [multiproc_executor.py:559] AssertionError: 12 "
+        "is not divisible by 8\n"
+    )
+    found = diagnose_text(log)
+    assert found.code == "parallel-sizes"
+    assert found.fixes[0].text == "--tensor-parallel-size 4"  # divides 12, and 8 KV heads
+    assert any(f.text == "--mm-encoder-tp-mode data" for f in found.fixes) is offered
+
+
+def test_a_class_flag_set_true_is_a_feature_of_the_classes_that_inherit_it(tmp_path: Path) -> None:
+    from tools.read_model_classes import features
+
+    source = (
+        "class SupportsMultiModal:\n    supports_encoder_tp_data: ClassVar[bool] = False\n"
+        "class Glm4vForConditionalGeneration(SupportsMultiModal):\n"
+        "    supports_encoder_tp_data = True\n"
+        "class Glm4vMoeForConditionalGeneration(Glm4vForConditionalGeneration):\n    pass\n"
+        "class LlavaForConditionalGeneration(SupportsMultiModal):\n    pass\n"
+    )
+    wheel = tmp_path / "vllm-9.9.9-cp38-abi3-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("vllm/model_executor/models/glm4_1v.py", source)
+    with zipfile.ZipFile(wheel) as archive:
+        assert features(archive)["encoder_tp_data"] == [
+            "Glm4vForConditionalGeneration",
+            "Glm4vMoeForConditionalGeneration",
+        ]
