@@ -14,7 +14,6 @@ import re
 from patcher.advice.answers import before_strict
 from patcher.advice.architectures import architecture, config_attribute, sglang_architecture
 from patcher.advice.attention_rules import attention, selected_backend
-from patcher.advice.catalogue import config_classes, releases
 from patcher.advice.engine_defects import missing_logger_method, undefined_name
 from patcher.advice.extensions import undefined_symbol
 from patcher.advice.flag_choices import (
@@ -189,40 +188,6 @@ def _no_model_type(_m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
                 note="the model type of the family its architectures name (llama for a "
                 "LlamaForCausalLM draft)",
             )
-        ],
-    )
-
-
-def _class_clash(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
-    # transformers' auto classes refuse a second registration of a class they now ship: the
-    # engine registers its own copy, written for an older transformers
-    name = m.group(1).rsplit(".", 1)[-1]
-    check = Fix(
-        "dependency",
-        "pip check",
-        note="in the engine's environment: it names the transformers release the engine "
-        "requires; install that one",
-    )
-    span = config_classes().get(name)
-    first_read = next(iter(releases("transformers")), None)
-    if span is None or span[0] == first_read:
-        return (
-            f"transformers is newer than this engine release expects: it now ships "
-            f"{m.group(1)}'s model itself, which the engine registers too; no checkpoint edit "
-            "helps",
-            [check],
-        )
-    return (
-        f"transformers {span[0]} and later ship {name} themselves (read from their "
-        "CONFIG_MAPPING_NAMES), and this engine release registers its own copy, written for "
-        "an older transformers: no checkpoint edit helps",
-        [
-            Fix(
-                "dependency",
-                f"pip install 'transformers<{span[0]}'",
-                note=f"or an engine release written for transformers {span[0]} or later",
-            ),
-            check,
         ],
     )
 
@@ -477,11 +442,6 @@ RULES: tuple[Rule, ...] = (
         _no_model_type,
     ),
     (
-        "transformers-class-clash",
-        re.compile(r"'<class '([\w.]+)'>' is already used by a Transformers model"),
-        _class_clash,
-    ),
-    (
         "unreadable-json",
         re.compile(r"Expecting value: line 1 column 1 \(char 0\)"),
         not_json,
@@ -543,7 +503,6 @@ _MARKERS = (
     "Field '",
     "Expecting value: line 1 column 1",
     "Should have a `model_type` key",
-    "is already used by a Transformers model",
     "No common block size",
     "attention backend found",
     "is not valid for this configuration",

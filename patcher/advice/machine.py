@@ -5,8 +5,9 @@ engine itself where Python runs, room on disk. In their own words: torch's refus
 system is too old", "Found no NVIDIA driver", "Torch not compiled with CUDA enabled"; its C++
 "No CUDA GPUs are available"), the dynamic loader's "cannot open shared object file", Python's
 "Error while finding module specification", an engine imported without its compiled
-extension, a full disk, and torch's build refusing the GPU (kernels.py, torch_builds.py).
-None is the checkpoint's or a flag's."""
+extension, a full disk, torch's build refusing the GPU (kernels.py, torch_builds.py), and an
+HTTP proxy answering for the server's own address (proxies.py). None is the checkpoint's or a
+flag's."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import re
 from patcher.advice.extensions import torch_pin
 from patcher.advice.kernels import torch_refuses
 from patcher.advice.log_rules import Fix, LogContext, Rule
+from patcher.advice.proxies import PROXIED_REQUEST, WARMUP_REFUSED, proxied_request, warmup_refused
 from patcher.advice.requirements import missing_name
 from patcher.advice.torch_builds import TORCH_REFUSES
 
@@ -205,6 +207,8 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
     ),
     ("disk-full", re.compile(r"\[Errno 28\] No space left on device"), disk_full),
     ("torch-build", TORCH_REFUSES, torch_refuses),
+    ("server-proxy", WARMUP_REFUSED, warmup_refused),
+    ("server-proxy", PROXIED_REQUEST, proxied_request),
 )
 # One plain word of each rule above, for the line filter (engine_rules._MARKERS).
 ENVIRONMENT_MARKERS = (
@@ -219,4 +223,6 @@ ENVIRONMENT_MARKERS = (
     "Error while finding module specification",
     "is not compatible with the current PyTorch",
     "which is of ",
+    "AssertionError: res=<Response ",
+    '"GET http://',
 )

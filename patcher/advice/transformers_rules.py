@@ -1,15 +1,19 @@
 """doctor's rules for the failures of transformers' own code the engines call: a model type
 this transformers does not map (``AutoConfig``'s words, or a bare ``KeyError`` from older
-releases), and a legacy RoPE check a model's config class makes. Each answer is read from the
-transformers releases read (``errors-transformers.json``: the model types each maps, and each
-model's config class's messages per release).
+releases), a legacy RoPE check a model's config class makes, and a config class an engine
+registers that transformers now ships itself (answered with the first engine release whose
+transformers requirement starts at the release that ships it, then the older transformers).
+Each answer is read from the transformers releases read (``errors-transformers.json``: the
+model types each maps, and each model's config class's messages per release).
 """
 
 from __future__ import annotations
 
 import re
 
+from patcher.advice.catalogue import Engine, config_classes, releases, version_key
 from patcher.advice.log_rules import Fix, LogContext, Rule
+from patcher.advice.requirements import required
 
 
 def _rope_two_fields(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
@@ -82,6 +86,68 @@ def _config_mapping_key(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fi
     return _transformers_model_type(m, ctx)
 
 
+def _written_for(engine: Engine, least: str) -> tuple[str, str] | None:
+    """The first release read of ``engine`` whose transformers requirement starts at ``least``
+    or later (``transformers==4.51.1``): a release written for the transformers that ships the
+    class, so one that no longer registers its own copy."""
+    pins = required(engine, "transformers")
+    for release in releases(engine):
+        bounds = re.findall(r"(?:==|>=|~=)\s*(\d+(?:\.\d+)*)", pins.get(release, ""))
+        if bounds and max(map(version_key, bounds)) >= version_key(least):
+            return release, pins[release]
+    return None
+
+
+def _class_clash(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    # transformers' auto classes refuse a second registration of a class they now ship: the
+    # engine registers its own copy, written for an older transformers
+    name = m.group(1).rsplit(".", 1)[-1]
+    check = Fix(
+        "dependency",
+        "pip check",
+        note="in the engine's environment: it names the transformers release the engine "
+        "requires; install that one",
+    )
+    span = config_classes().get(name)
+    first_read = next(iter(releases("transformers")), None)
+    if span is None or span[0] == first_read:
+        return (
+            f"transformers is newer than this engine release expects: it now ships "
+            f"{m.group(1)}'s model itself, which the engine registers too; no checkpoint edit "
+            "helps",
+            [check],
+        )
+    fixes = [
+        Fix(
+            "dependency",
+            f"pip install 'transformers<{span[0]}'",
+            note="this engine release with the transformers it was written for; a model that "
+            f"needs transformers {span[0]} or later will not load with it",
+        ),
+        check,
+    ]
+    owner = m.group(1).split(".", 1)[0]
+    engine: Engine | None = "sglang" if owner == "sglang" else "vllm" if owner == "vllm" else None
+    later = _written_for(engine, span[0]) if engine is not None else None
+    if engine is not None and later is not None:
+        # first: it keeps the newer transformers, which newer models need
+        fixes.insert(
+            0,
+            Fix(
+                "dependency",
+                f"pip install '{engine}>={later[0]}'",
+                note=f"the first {engine} release read written for transformers {span[0]} or "
+                f"later (it requires {later[1]}), whose own configs no longer clash",
+            ),
+        )
+    return (
+        f"transformers {span[0]} and later ship {name} themselves (read from their "
+        "CONFIG_MAPPING_NAMES), and this engine release registers its own copy, written for "
+        "an older transformers: no checkpoint edit helps",
+        fixes,
+    )
+
+
 TRANSFORMERS_RULES: tuple[Rule, ...] = (
     (
         "rope-scaling-fields",
@@ -98,10 +164,16 @@ TRANSFORMERS_RULES: tuple[Rule, ...] = (
         re.compile(r"KeyError: '([a-z][a-z0-9_]*)'\s*$"),
         _config_mapping_key,
     ),
+    (
+        "transformers-class-clash",
+        re.compile(r"'<class '([\w.]+)'>' is already used by a Transformers model"),
+        _class_clash,
+    ),
 )
 # A line is tried against the rules only when it holds one of these (one per rule above;
 # the bare KeyError is an error word every line filter keeps).
 TRANSFORMERS_MARKERS = (
     "must be a dictionary with two fields",
     "but Transformers does not recognize",
+    "is already used by a Transformers model",
 )

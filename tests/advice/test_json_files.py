@@ -30,14 +30,21 @@ def test_a_config_json_keeps_the_byte_order_mark_answer() -> None:
     assert found.fixes[0].text == "patcher apply /m/kimi strip-bom"
 
 
-def test_a_config_class_transformers_now_ships_pins_transformers_below_that_release() -> None:
-    # transformers 4.49.0 is the first release read whose CONFIG_MAPPING_NAMES has it
+def test_a_config_class_transformers_now_ships_names_the_engine_written_for_it_then_the_older() -> (
+    None
+):
+    # transformers 4.49.0 is the first release read whose CONFIG_MAPPING_NAMES has it; SGLang
+    # 0.4.6 is the first release read requiring a transformers from 4.49.0 on (==4.51.1): a
+    # model that needs the newer transformers (Gemma 3 needs 4.50) starts only that way
     found = diagnose_text(
         "ValueError: '<class 'sglang.srt.configs.qwen2_5_vl_config.Qwen2_5_VLConfig'>' is "
         "already used by a Transformers model.\n"
     )
     assert found.code == "transformers-class-clash"
-    assert found.fixes[0].text == "pip install 'transformers<4.49.0'"
+    assert [f.text for f in found.fixes[:2]] == [
+        "pip install 'sglang>=0.4.6'",
+        "pip install 'transformers<4.49.0'",
+    ]
     assert "4.49.0" in found.cause
 
 

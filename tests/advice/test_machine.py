@@ -22,6 +22,10 @@ ENVIRONMENT_LINES = [
     "ImportError: cannot import name 'StructuralTagItem' from 'xgrammar'",
     "huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo for url "
     "https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/resolve/main/config.json.",
+    # SGLang's warmup (http_server.py) answered by a proxy, as its assertion and as urllib3 logs it
+    "AssertionError: res=<Response [502]>, res.text=''",
+    '[2025-08-13 11:01:03] http://172.16.37.200:3138 "GET http://0.0.0.0:25600/get_model_info '
+    'HTTP/1.1" 403 3582',
 ]
 
 
@@ -40,6 +44,8 @@ ENVIRONMENT_LINES = [
                 "engine-missing",
                 "library-version",
                 "hub-access",
+                "server-proxy",
+                "server-proxy",
             ],
             strict=True,
         )
@@ -85,3 +91,27 @@ def test_the_engine_not_installed_a_shadowing_folder_and_a_wrong_module_are_told
     assert "no vllm installed" in absent.cause
     shadowed = diagnose_text(spec.format("vllm.entrypoints.openai_server", "vllm.entrypoints"))
     assert "shadows the installed package" in shadowed.cause
+
+
+def test_a_warmup_answered_by_a_proxy_exempts_the_server_s_own_address() -> None:
+    log = (
+        "[2025-10-22 10:27:27] INFO:     Uvicorn running on http://127.0.0.1:9316 (Press CTRL+C "
+        "to quit)\n"
+        "[2025-10-22 10:29:28] Initialization failed. warmup error: Traceback (most recent call "
+        "last):\n"
+        '  File "/x/sglang/srt/entrypoints/http_server.py", line 1407, in _execute_server_warmup\n'
+        '    assert res.status_code == 200, f"{res=}, {res.text=}"\n'
+        "AssertionError: res=<Response [403]>, res.text='<html>\\n<head><title>403 Forbidden"
+        "</title></head>'\n"
+    )
+    found = diagnose_text(log)
+    assert found.code == "server-proxy"
+    assert "HTTP 403" in found.cause and "403 Forbidden" in found.cause
+    assert found.fixes[0].kind == "env" and "127.0.0.1" in found.fixes[0].text
+
+
+def test_a_proxied_request_to_another_host_exempts_that_host_and_a_200_is_no_failure() -> None:
+    line = '"GET http://10.0.0.5:30000/get_model_info HTTP/1.1" {} 3582\n'
+    found = diagnose_text(line.format(403))
+    assert found.code == "server-proxy" and "10.0.0.5" in found.fixes[0].text
+    assert diagnose_text(line.format(200)).code != "server-proxy"
