@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tools import read_defects, read_model_classes
+from tools import read_accepts, read_defects, read_model_classes
 
 CATALOGUE = Path(__file__).resolve().parents[1] / "patcher" / "advice"
 
@@ -596,6 +596,7 @@ def record(engine: str, wheels: list[Path], today: str, features_only: bool = Fa
                 read |= read_model_classes.torch_pin(archive)
                 read |= read_model_classes.requirements(archive)
                 read |= read_defects.defects(archive, START_UP[engine])
+                read |= read_accepts.accepts(archive, START_UP[engine])
                 if engine == "vllm":
                     read |= read_model_classes.features(archive)
                     read |= read_model_classes.attention_backends(archive)

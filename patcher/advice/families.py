@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from patcher.advice.accepted_values import later_accepts
 from patcher.advice.answers import (
     explain_architecture,
     explain_backend,
@@ -85,7 +86,11 @@ class Family:
 
     def explained(self, m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
         """The cause and the fixes of ``m``: the message's own remedy where it names one and
-        the family defers to it, else the family's answer."""
+        the family defers to it, else the family's answer; first of all, a later release that
+        accepts the value the message refuses, where the reading shows one."""
+        accepted = later_accepts(m, ctx)
+        if accepted is not None:
+            return accepted
         cause, fixes = self.explain(m, ctx)
         if self.defers:
             named = own_remedy(m.line if m.whole else m.template.text, m.template)
