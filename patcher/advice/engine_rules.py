@@ -374,7 +374,9 @@ RULES: tuple[Rule, ...] = (
     ),
     (
         "undefined-symbol",
-        re.compile(r"ImportError: (\S+?\.so): undefined symbol: (\S+)"),
+        # Python's ImportError, transformers' lazy import of it (the path alone on its line),
+        # Triton's "unable to load shared library: X.so: undefined symbol: S"
+        re.compile(r"(/?[^\s:]+?\.so(?:\.\d+)*): undefined symbol: (\S+)"),
         undefined_symbol,
     ),
     (

@@ -41,11 +41,31 @@ def torch_pin(engine: Engine, version: tuple[int, ...] | None) -> str | None:
     return pinned[answering] if answering is not None else None
 
 
+def _triton_backend(path: str) -> tuple[str, list[Fix]]:
+    """Triton's TensorRT-LLM backend (``libtriton_tensorrtllm.so``) missing a TensorRT-LLM
+    symbol: the backend and the TensorRT-LLM beside it are of two releases."""
+    return (
+        f"Triton's TensorRT-LLM backend ({PurePosixPath(path).name}) was built against another "
+        "TensorRT-LLM release than the one installed beside it",
+        [
+            Fix(
+                "advice",
+                "nvcr.io/nvidia/tritonserver:<yy.mm>-trtllm-python-py3 of one release, whose "
+                "backend and TensorRT-LLM are built together (the backend's own docs)",
+                note="the engines built with that TensorRT-LLM release",
+            ),
+            Fix("advice", "or build the backend against the TensorRT-LLM installed"),
+        ],
+    )
+
+
 def undefined_symbol(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     """``ImportError: ....so: undefined symbol: S``: the extension was built against another
     torch (a torch symbol, ``_ZN3c10``/``_ZN2at``/``torch``) or another library."""
     path, symbol = m.group(1), m.group(2)
     package = _package(path)
+    if "/backends/" in path and "tensorrt_llm" in symbol:
+        return _triton_backend(path)
     torch_symbol = re.match(r"_ZN\d*(?:c10|at|torch)", symbol) is not None
     against = "another torch than the one installed" if torch_symbol else "other libraries"
     cause = (

@@ -31,6 +31,9 @@ WRAPPERS = (
     "Worker failed with error",
     # huggingface_hub's @strict (transformers 5's config classes): the cause is the next line
     "Class validation error for validator",
+    # transformers 4's lazy modules (utils/import_utils.py, _LazyModule._get_module): the
+    # import's own error is the next line
+    "because of the following error (look up to see its",
 )
 # The line an exception is printed on (``ValueError: ...``), the root of a traceback.
 RAISED = re.compile(

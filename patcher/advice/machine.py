@@ -67,6 +67,29 @@ def no_gpu(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
+def no_platform(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """vLLM found no platform to run on (vllm/platforms/__init__.py: each platform plugin's
+    check fails, and every platform method then raises NotImplementedError)."""
+    return (
+        "vLLM detected no platform: its CUDA check found no GPU through NVML, and the vLLM "
+        "installed is not its CPU build (the version it reads from its package metadata has "
+        "no 'cpu'); every device call then raises NotImplementedError",
+        [
+            _GPU_VISIBLE,
+            Fix(
+                "advice",
+                "to run on the CPU: vLLM's CPU build (its version ends in +cpu; built with "
+                "VLLM_TARGET_DEVICE=cpu), not the CUDA wheel",
+            ),
+            Fix(
+                "advice",
+                "a source checkout run in place: pip install -e . in it, so that the package "
+                "metadata vLLM reads its build from exists",
+            ),
+        ],
+    )
+
+
 def missing_library(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     """The dynamic loader cannot find a CUDA library the engine's extensions link."""
     library = m.group(1)
@@ -206,6 +229,11 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
         missing_name,
     ),
     ("disk-full", re.compile(r"\[Errno 28\] No space left on device"), disk_full),
+    (
+        "engine-platform",
+        re.compile(r"No platform detected, vLLM is running on UnspecifiedPlatform"),
+        no_platform,
+    ),
     ("torch-build", TORCH_REFUSES, torch_refuses),
     ("server-proxy", WARMUP_REFUSED, warmup_refused),
     ("server-proxy", PROXIED_REQUEST, proxied_request),
@@ -224,5 +252,6 @@ ENVIRONMENT_MARKERS = (
     "is not compatible with the current PyTorch",
     "which is of ",
     "AssertionError: res=<Response ",
+    "No platform detected",
     '"GET http://',
 )

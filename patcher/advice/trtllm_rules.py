@@ -220,6 +220,37 @@ def _engine_path(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
+def _no_backend(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """Triton has no TensorRT-LLM backend where it looks (``/opt/tritonserver/backends/``),
+    or the model's ``backend`` is a template key left unfilled."""
+    backend = m.group(1) or "tensorrtllm"
+    unfilled = re.fullmatch(r"\$\{(\w+)\}", backend)
+    if unfilled is not None:
+        return (
+            f"the tensorrt_llm model's config.pbtxt names its backend as {backend}: the "
+            "template was not filled in for it",
+            [
+                Fix(
+                    "advice",
+                    "python3 tools/fill_template.py -i MODEL_REPO/tensorrt_llm/config.pbtxt "
+                    f"{unfilled.group(1)}:tensorrtllm",
+                    note="tensorrtllm: the C++ backend; python: the PyTorch one",
+                )
+            ],
+        )
+    return (
+        "this Triton container has no TensorRT-LLM backend: the plain tritonserver image "
+        "carries none",
+        [
+            Fix(
+                "advice",
+                "nvcr.io/nvidia/tritonserver:<yy.mm>-trtllm-python-py3, the release whose "
+                "TensorRT-LLM built the engines (the backend's own docs)",
+            )
+        ],
+    )
+
+
 TRTLLM_RULES: tuple[Rule, ...] = (
     (
         "trtllm-executor-memory",
@@ -259,6 +290,14 @@ TRTLLM_RULES: tuple[Rule, ...] = (
         _engine_path,
     ),
     (
+        "trtllm-no-backend",
+        re.compile(
+            r"unable to find (?:'tensorrtllm/model\.py' for model|backend library for backend "
+            r"'([^']+)')"
+        ),
+        _no_backend,
+    ),
+    (
         "trtllm-unknown-option",
         re.compile(r"\b(\w*LlmArgs)\.__init__\(\) got an unexpected keyword argument '(\w+)'"),
         _unknown_option,
@@ -274,4 +313,5 @@ TRTLLM_MARKERS = (
     "ModelConfig: ",
     "creating modelInstanceState: ",
     "model path at ",
+    "unable to find ",
 )

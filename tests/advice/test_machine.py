@@ -26,6 +26,9 @@ ENVIRONMENT_LINES = [
     "AssertionError: res=<Response [502]>, res.text=''",
     '[2025-08-13 11:01:03] http://172.16.37.200:3138 "GET http://0.0.0.0:25600/get_model_info '
     'HTTP/1.1" 403 3582',
+    # vllm/platforms/__init__.py: no platform plugin's check passed
+    "INFO 05-09 15:43:15 __init__.py:211] No platform detected, vLLM is running on "
+    "UnspecifiedPlatform",
 ]
 
 
@@ -46,6 +49,7 @@ ENVIRONMENT_LINES = [
                 "hub-access",
                 "server-proxy",
                 "server-proxy",
+                "engine-platform",
             ],
             strict=True,
         )
@@ -115,3 +119,15 @@ def test_a_proxied_request_to_another_host_exempts_that_host_and_a_200_is_no_fai
     found = diagnose_text(line.format(403))
     assert found.code == "server-proxy" and "10.0.0.5" in found.fixes[0].text
     assert diagnose_text(line.format(200)).code != "server-proxy"
+
+
+def test_a_lazy_import_s_wrapper_gives_way_to_the_error_on_the_next_line() -> None:
+    # transformers 4's _LazyModule._get_module: the import's own error follows the wrapper
+    found = diagnose_text(
+        "RuntimeError: Failed to import transformers.models.bert.modeling_bert because of the "
+        "following error (look up to see its traceback):\n"
+        "/usr/local/lib/python3.12/dist-packages/flash_attn_2_cuda.cpython-312-x86_64-linux-gnu"
+        ".so: undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationE\n"
+    )
+    assert found.code == "undefined-symbol"
+    assert "flash-attn" in found.fixes[0].text

@@ -35,6 +35,9 @@ TRTLLM_LINES = [
     "unexpected error when creating modelInstanceState: [json.exception.parse_error.101] parse "
     "error at line 1, column 1: syntax error while parsing value - unexpected end of input; "
     "expected '[', '{', or a literal",
+    # Triton without the TensorRT-LLM backend (the plain tritonserver image)
+    "failed to load 'tensorrt_llm' version 2: Invalid argument: unable to find "
+    "'tensorrtllm/model.py' for model 'tensorrt_llm', in /opt/tritonserver/backends/tensorrtllm",
     # kvCacheManager.cpp's TLLM_CHECK_WITH_INFO, as tensorrt_llm's assert prints it
     "[TensorRT-LLM][ERROR] Assertion failed: maxTokensInPagedKvCache (256) must be large enough "
     "to process at least 1 sequence to completion (i.e. must be larger than beam_width (1) * "
@@ -242,3 +245,28 @@ def test_the_reader_takes_each_placeholder_s_place_from_the_backend_s_history(
         "tensorrt_llm": ["engine_dir"],
     }
     assert reading["engine_path_placeholders"] == ["engine_dir"]
+
+
+def test_a_backend_left_as_a_template_key_is_filled_and_a_missing_one_is_the_trtllm_image() -> None:
+    unfilled = diagnose_text(
+        "failed to load 'tensorrt_llm' version 1: Invalid argument: unable to find backend "
+        "library for backend '${triton_backend}', try specifying runtime on the model "
+        "configuration.\n"
+    )
+    assert unfilled.code == "trtllm-no-backend"
+    assert "triton_backend:tensorrtllm" in unfilled.fixes[0].text
+    assert "triton_backend" in TEMPLATES["models"]["tensorrt_llm"]  # the key the reading has
+    missing = diagnose_text(TRTLLM_LINES[6] + "\n")
+    assert missing.code == "trtllm-no-backend"
+    assert "-trtllm-python-py3" in missing.fixes[0].text
+
+
+def test_the_backend_built_against_another_tensorrt_llm_is_one_release_s_container() -> None:
+    found = diagnose_text(
+        "UNAVAILABLE: Not found: unable to load shared library: /opt/tritonserver/backends/"
+        "tensorrtllm/libtriton_tensorrtllm.so: undefined symbol: "
+        "_ZNK12tensorrt_llm8executor8Response11getErrorMsgB5cxx11Ev\n"
+    )
+    assert found.code == "undefined-symbol"
+    assert "another TensorRT-LLM release" in found.cause
+    assert "-trtllm-python-py3" in found.fixes[0].text
