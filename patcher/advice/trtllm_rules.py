@@ -173,6 +173,13 @@ def _unknown_option(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]
     )
 
 
+def _fill(model: str, values: dict[str, str]) -> str:
+    """The backend's own command that fills ``model``'s template keys (tools/fill_template.py,
+    ``key:value`` pairs joined by commas)."""
+    pairs = ",".join(f"{key}:{value}" for key, value in values.items()) or "KEY:VALUE"
+    return f"python3 tools/fill_template.py -i MODEL_REPO/{model}/config.pbtxt {pairs}"
+
+
 def _unfilled(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     """A ``${key}`` the backend's template fill (tools/fill_template.py) left in a model's
     config.pbtxt, at the line and column protobuf names: the keys the read templates have
@@ -181,14 +188,13 @@ def _unfilled(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     keys = _templates()["places"].get(f"{line}:{column}", [])
     models = sorted({name for name, has in _templates()["models"].items() if set(keys) & set(has)})
     named = " or ".join(f"${{{k}}}" for k in keys) or "a ${...} placeholder"
-    fill = ",".join(f"{k}:VALUE" for k in keys) or "KEY:VALUE"
     return (
         f"a model's config.pbtxt still holds {named} at line {line}, column {column}: the "
         "template was not filled in for it",
         [
             Fix(
                 "advice",
-                f"python3 tools/fill_template.py -i MODEL_REPO/MODEL/config.pbtxt {fill}",
+                _fill("MODEL", dict.fromkeys(keys, "VALUE")),
                 note="MODEL: the model directory the next log line names (Poll failed for "
                 "model directory 'MODEL')"
                 + (
@@ -204,7 +210,6 @@ def _unfilled(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
 def _engine_path(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     """The backend read no engine where ``gpt_model_path`` points: no config.json there."""
     parameter = _templates()["engine_path_parameter"]
-    fill = ",".join(f"{k}:ENGINE_DIR" for k in _templates()["engine_path_placeholders"])
     return (
         f"the tensorrt_llm model's {parameter} names no engine folder: the backend found no "
         "engine config.json there (a path that does not exist inside the server's container, "
@@ -212,7 +217,10 @@ def _engine_path(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
         [
             Fix(
                 "advice",
-                f"python3 tools/fill_template.py -i MODEL_REPO/tensorrt_llm/config.pbtxt {fill}",
+                _fill(
+                    "tensorrt_llm",
+                    dict.fromkeys(_templates()["engine_path_placeholders"], "ENGINE_DIR"),
+                ),
                 note="ENGINE_DIR: the folder trtllm-build wrote (config.json, rank0.engine), as "
                 "the server's container sees it",
             )
@@ -232,8 +240,7 @@ def _no_backend(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
             [
                 Fix(
                     "advice",
-                    "python3 tools/fill_template.py -i MODEL_REPO/tensorrt_llm/config.pbtxt "
-                    f"{unfilled.group(1)}:tensorrtllm",
+                    _fill("tensorrt_llm", {unfilled.group(1): "tensorrtllm"}),
                     note="tensorrtllm: the C++ backend; python: the PyTorch one",
                 )
             ],
