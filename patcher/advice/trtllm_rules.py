@@ -109,6 +109,22 @@ def _no_model_class(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]
     )
 
 
+def _llm_api_lists(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """The early LLM API (0.9-0.10's ``hlapi``) converts only the architectures it names."""
+    return (
+        f"this TensorRT-LLM's LLM API converts only {m.group(2)}, not {m.group(1)}: an engine "
+        "gap of this release's LLM API, not a config problem",
+        [
+            Fix("advice", f"a TensorRT-LLM release whose LLM API lists {m.group(1)}"),
+            Fix(
+                "advice",
+                f"or the model's own convert_checkpoint.py and trtllm-build for {m.group(1)}, "
+                "then the engine folder",
+            ),
+        ],
+    )
+
+
 def _no_converter(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     # Which release's PyTorch backend lists which architecture is not read (no wheel here):
     # the way out is named with its condition, not as a fix (0.17's lists no DeepSeek-V3).
@@ -270,6 +286,11 @@ TRTLLM_RULES: tuple[Rule, ...] = (
         _no_model_class,
     ),
     (
+        "trtllm-no-model-class",
+        re.compile(r"Unsupported model architecture: (\w+), only (.+?) (?:is|are) supported now"),
+        _llm_api_lists,
+    ),
+    (
         "trtllm-no-converter",
         re.compile(r"The given huggingface model architecture (\w+) is not supported in TRT-LLM"),
         _no_converter,
@@ -321,4 +342,5 @@ TRTLLM_MARKERS = (
     "creating modelInstanceState: ",
     "model path at ",
     "unable to find ",
+    "Unsupported model architecture: ",
 )

@@ -38,6 +38,9 @@ TRTLLM_LINES = [
     # Triton without the TensorRT-LLM backend (the plain tritonserver image)
     "failed to load 'tensorrt_llm' version 2: Invalid argument: unable to find "
     "'tensorrtllm/model.py' for model 'tensorrt_llm', in /opt/tritonserver/backends/tensorrtllm",
+    # the early LLM API (hlapi), which converted two architectures
+    "KeyError: 'Unsupported model architecture: Qwen2ForCausalLM, only LlamaForCausalLM, "
+    "MixtralForCausalLM are supported now.'",
     # kvCacheManager.cpp's TLLM_CHECK_WITH_INFO, as tensorrt_llm's assert prints it
     "[TensorRT-LLM][ERROR] Assertion failed: maxTokensInPagedKvCache (256) must be large enough "
     "to process at least 1 sequence to completion (i.e. must be larger than beam_width (1) * "
@@ -270,3 +273,10 @@ def test_the_backend_built_against_another_tensorrt_llm_is_one_release_s_contain
     assert found.code == "undefined-symbol"
     assert "another TensorRT-LLM release" in found.cause
     assert "-trtllm-python-py3" in found.fixes[0].text
+
+
+def test_the_early_llm_api_s_two_architectures_are_an_engine_gap_not_a_config_edit() -> None:
+    found = diagnose_text(TRTLLM_LINES[7] + "\n")
+    assert found.code == "trtllm-no-model-class"
+    assert "Qwen2ForCausalLM" in found.fixes[0].text
+    assert not any(f.kind == "transform" for f in found.fixes)
