@@ -33,7 +33,8 @@ PP = re.compile(
 # (quantization=gptq_marlin) and non-default args, SGLang's server_args (quantization='awq').
 QUANT_SET = re.compile(r"(?:\bquantization=|'quantization': )'?([\w-]+)")
 # Lines that say whose log it is before any error does: SGLang's server_args and source
-# paths, vLLM's non-default args.
+# paths, vLLM's non-default args, its platform line and its entry points (SGLang imports vLLM's
+# layers in some releases, never its entry points).
 SGLANG_SAYS = ("ServerArgs(", "sglang/srt/")
 # The engines' runtimes whose source is not read (tools/read_errors.py's START_UP): an error
 # raised under one may share its words with a read message and mean another thing (SGLang's
@@ -41,7 +42,13 @@ SGLANG_SAYS = ("ServerArgs(", "sglang/srt/")
 UNREAD_RUNTIMES = {
     "sglang/multimodal_gen/": "SGLang's diffusion runtime (sglang/multimodal_gen)",
 }
-VLLM_SAYS = ("non-default args", "vllm/engine/", "vllm/v1/")
+VLLM_SAYS = (
+    "non-default args",
+    "vllm/engine/",
+    "vllm/v1/",
+    "vllm/entrypoints/",
+    "Automatically detected platform",
+)
 # A draft model for speculative decoding on SGLang's server_args line: its pool is sized
 # beside the target's from the same fraction (model_runner: the draft worker's own pool).
 DRAFT = re.compile(r"speculative_(?:algorithm|draft_model_path)='[^']+'")

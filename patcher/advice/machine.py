@@ -5,9 +5,10 @@ engine itself where Python runs, room on disk. In their own words: torch's refus
 system is too old", "Found no NVIDIA driver", "Torch not compiled with CUDA enabled"; its C++
 "No CUDA GPUs are available"), the dynamic loader's "cannot open shared object file", Python's
 "Error while finding module specification", an engine imported without its compiled
-extension, a full disk, torch's build refusing the GPU (kernels.py, torch_builds.py), and an
-HTTP proxy answering for the server's own address (proxies.py). None is the checkpoint's or a
-flag's."""
+extension, a full disk, torch's build refusing the GPU (kernels.py, torch_builds.py), an
+HTTP proxy answering for the server's own address (proxies.py), a Python newer than the release
+admits (pythons.py), the engine's command or a module of it not found, and CUDA forked. None is
+the checkpoint's or a flag's."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from patcher.advice.extensions import torch_pin
 from patcher.advice.kernels import torch_refuses
 from patcher.advice.log_rules import Fix, LogContext, Rule
 from patcher.advice.proxies import PROXIED_REQUEST, WARMUP_REFUSED, proxied_request, warmup_refused
+from patcher.advice.pythons import FIRSTLINENO, python_too_new
 from patcher.advice.requirements import missing_name
 from patcher.advice.torch_builds import TORCH_REFUSES
 
@@ -173,6 +175,75 @@ def engine_missing(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
+def engine_module_missing(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A module of the engine's own package missing where the engine itself imports: the
+    ``vllm`` Python found is not the release installed (a source folder of that name in the
+    working directory), or a release without that module (a plugin written for another)."""
+    module = m.group(1)
+    engine = module.split(".")[0]
+    return (
+        f"the {engine} Python imports has no {module}: a {engine} source folder in the working "
+        "directory shadows the installed release, or a plugin or script written for another "
+        f"release of {engine} asks for it",
+        [
+            Fix(
+                "advice",
+                f"start it from another directory; python -c 'import {engine}; "
+                f"print({engine}.__file__, {engine}.__version__)' tells which {engine} it finds",
+            ),
+            Fix(
+                "advice",
+                f"or the {engine} release the plugin or script names (pip check lists a plugin's "
+                "requirement)",
+            ),
+        ],
+    )
+
+
+def engine_command(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A launcher ran the engine's command (``vllm serve``) and the OS found no such program."""
+    command = m.group(1)
+    package = {"trtllm-serve": "tensorrt_llm"}.get(command, command)
+    return (
+        f"the command {command} is not on the PATH of the process that ran it: {package} is not "
+        "installed in that environment, or its environment's bin folder is not on PATH",
+        [
+            Fix(
+                "advice",
+                f"pip install {package} into the environment the launcher runs in, or activate "
+                f"the one it is installed in (which {command} tells where it is)",
+            )
+        ],
+    )
+
+
+def forked_cuda(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """torch refuses CUDA in a process forked after its parent initialized CUDA (torch's
+    ``_lazy_init``): vLLM's workers start by fork unless told to spawn."""
+    fixes = [
+        Fix(
+            "advice",
+            "with vLLM in your own script (LLM(...)), create it under "
+            "`if __name__ == '__main__':` and touch no CUDA before it",
+        )
+    ]
+    if ctx.engine != "sglang":  # SGLang starts its processes by spawn itself
+        fixes.insert(
+            0,
+            Fix(
+                "env",
+                "VLLM_WORKER_MULTIPROC_METHOD=spawn",
+                note="vLLM's workers started by spawn: a fresh process with no CUDA of its "
+                "parent's",
+            ),
+        )
+    return (
+        "CUDA was initialized in the parent before the engine's workers were forked, and a "
+        "forked process cannot initialize it again",
+        fixes,
+    )
+
+
 def disk_full(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     """``[Errno 28] No space left on device``."""
     return (
@@ -224,6 +295,22 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
         engine_missing,
     ),
     (
+        "engine-module",
+        re.compile(r"No module named '((?:vllm|sglang)\.(?!_C\b)[\w.]+)'"),
+        engine_module_missing,
+    ),
+    (
+        "engine-command",
+        re.compile(r"\[Errno 2\] No such file or directory: '(vllm|sglang|trtllm-serve)'"),
+        engine_command,
+    ),
+    ("python-version", FIRSTLINENO, python_too_new),
+    (
+        "cuda-forked",
+        re.compile(r"Cannot re-initialize CUDA in forked subprocess"),
+        forked_cuda,
+    ),
+    (
         "library-version",
         re.compile(r"cannot import name '(\w+)' from '([\w.]+)'"),
         missing_name,
@@ -253,5 +340,8 @@ ENVIRONMENT_MARKERS = (
     "which is of ",
     "AssertionError: res=<Response ",
     "No platform detected",
+    "Cannot re-initialize CUDA in forked",
+    "No such file or directory: '",
+    "KeyError: '__firstlineno__'",
     '"GET http://',
 )

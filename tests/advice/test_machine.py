@@ -29,6 +29,13 @@ ENVIRONMENT_LINES = [
     # vllm/platforms/__init__.py: no platform plugin's check passed
     "INFO 05-09 15:43:15 __init__.py:211] No platform detected, vLLM is running on "
     "UnspecifiedPlatform",
+    # a module of the engine's own package, a launcher's engine command, torch's fork refusal,
+    # Python 3.13's inspect on an older release
+    "ModuleNotFoundError: No module named 'vllm.benchmarks.serve'",
+    "FileNotFoundError: [Errno 2] No such file or directory: 'vllm'",
+    "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with "
+    "multiprocessing, you must use the 'spawn' start method",
+    "KeyError: '__firstlineno__'",
 ]
 
 
@@ -50,6 +57,10 @@ ENVIRONMENT_LINES = [
                 "server-proxy",
                 "server-proxy",
                 "engine-platform",
+                "engine-module",
+                "engine-command",
+                "cuda-forked",
+                "python-version",
             ],
             strict=True,
         )
@@ -131,3 +142,32 @@ def test_a_lazy_import_s_wrapper_gives_way_to_the_error_on_the_next_line() -> No
     )
     assert found.code == "undefined-symbol"
     assert "flash-attn" in found.fixes[0].text
+
+
+def test_python_3_13_under_a_release_that_excludes_it_names_the_first_that_admits_it() -> None:
+    # Requires-Python read per release: 0.8.5.post1 to 0.10.1 say <3.13, 0.11.0 on admit 3.13
+    # (0.4.3 to 0.7.3 bound nothing, which is no evidence)
+    found = diagnose_text(
+        '  File "/v/lib/python3.13/site-packages/vllm/entrypoints/cli/main.py", line 46\n'
+        "KeyError: '__firstlineno__'\n"
+    )
+    assert found.fixes[0].text == "pip install 'vllm>=0.11.0'"
+    # vLLM's entry point in the traceback says whose log it is: no SGLang release named
+    assert all("sglang" not in f.text for f in found.fixes)
+
+
+def test_the_fork_refusal_is_vllm_s_variable_only_under_vllm() -> None:
+    vllm = diagnose_text(ENVIRONMENT_LINES[-2] + "\n")
+    assert vllm.fixes[0].text == "VLLM_WORKER_MULTIPROC_METHOD=spawn"
+    sglang = diagnose_text(
+        "[2025-01-01 00:00:00] server_args=ServerArgs(model_path='m')\n"
+        + ENVIRONMENT_LINES[-2]
+        + "\n"
+    )
+    assert sglang.code == "cuda-forked"
+    assert all("VLLM_" not in f.text for f in sglang.fixes)
+
+
+def test_a_module_of_the_engine_missing_is_not_its_compiled_extension() -> None:
+    assert diagnose_text(ENVIRONMENT_LINES[4] + "\n").code == "engine-extension"
+    assert diagnose_text(ENVIRONMENT_LINES[-4] + "\n").code == "engine-module"

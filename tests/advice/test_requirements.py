@@ -48,9 +48,19 @@ def test_the_reader_keeps_each_requirement_with_its_specifier(tmp_path: Path) ->
             "eng-1.0.dist-info/METADATA",
             'Name: eng\nRequires-Dist: flashinfer_python==0.2.3; extra == "srt"\n'
             "Requires-Dist: torch (>=2.5)\nRequires-Dist: requests\n"
-            "Requires-Dist: xgrammar[cuda]>=0.1.4\n",
+            "Requires-Dist: xgrammar[cuda]>=0.1.4\nRequires-Python: <3.13, >=3.9\n",
         )
     with zipfile.ZipFile(wheel) as archive:
         read = requirements(archive)
     # a requirement with no version says nothing of one: left out
-    assert read == {"requires": ["flashinfer_python==0.2.3", "torch>=2.5", "xgrammar>=0.1.4"]}
+    assert read == {
+        "requires": ["flashinfer_python==0.2.3", "torch>=2.5", "xgrammar>=0.1.4"],
+        "requires_python": ["<3.13,>=3.9"],
+    }
+
+
+def test_a_requires_python_is_read_by_its_bounds() -> None:
+    from patcher.advice.pythons import admits
+
+    assert admits("<3.13,>=3.9", (3, 12)) and not admits("<3.13,>=3.9", (3, 13))
+    assert admits(">=3.8", (3, 13)) and not admits("<3.15,>=3.11", (3, 10))
