@@ -61,9 +61,9 @@ def audit() -> dict[str, list[object]]:
 
 def main(argv: list[str]) -> int:
     """Write the audit; with a second file, print how many answers changed, by family."""
-    if not 1 <= len(argv) <= 2:
+    if not 1 <= len(argv) <= 2 or any(a.startswith("-") for a in argv):
         print(__doc__, file=sys.stderr)
-        return 2
+        return 0 if argv[:1] in (["-h"], ["--help"]) else 2
     answers = audit()
     Path(argv[0]).write_text(json.dumps(answers, indent=0), encoding="utf-8")
     print(f"{len(answers)} templates, {sum(a[1] is not None for a in answers.values())} recognised")
