@@ -24,6 +24,7 @@ from patcher.advice.cuda_oom import (
     utilization_in,
 )
 from patcher.advice.diagnosis import Diagnosis
+from patcher.advice.dtypes import forced_dtype
 from patcher.advice.engine_rules import _MARKERS, RULES
 from patcher.advice.fallbacks import (
     by_bare_assert,
@@ -224,6 +225,7 @@ def diagnose_lines(
     utilization: float | None = None
     asserted: tuple[str, str] | None = None  # the last ``assert a % b == 0`` a traceback echoed
     kv_flag: str | None = None
+    dtype: str | None = None  # the model dtype the command forced
     unread: str | None = None  # a runtime of the engine whose source is not read
     frame: str | None = None  # the last frame in the engine's package a traceback showed
     code: str | None = None  # the source line that frame shows
@@ -292,6 +294,8 @@ def diagnose_lines(
             given := KV_FLAG.search(line)
         ):
             kv_flag = given.group(1) or given.group(2)
+        if "dtype" in line or "Casting torch" in line:
+            dtype = forced_dtype(line) or dtype
         if "avail mem=" in line:
             loaded = LOADED.search(line)
             if loaded is not None and loaded.group(1) == "begin":
@@ -359,6 +363,7 @@ def diagnose_lines(
             architecture=architecture,
             gpu=gpu,
             frame=frame,
+            dtype=dtype,
         )
         matched = _first_rule(line) if marked_line else None
         if matched is not None:

@@ -14,6 +14,7 @@ import re
 from patcher.advice.answers import before_strict
 from patcher.advice.architectures import architecture, config_attribute, sglang_architecture
 from patcher.advice.attention_rules import attention, selected_backend
+from patcher.advice.dtypes import DTYPE_MARKERS, DTYPE_RULES
 from patcher.advice.engine_defects import missing_logger_method, undefined_name
 from patcher.advice.extensions import undefined_symbol
 from patcher.advice.flag_choices import (
@@ -483,6 +484,7 @@ RULES: tuple[Rule, ...] = (
         _strict_field,
     ),
     *FAMILY_RULES,
+    *DTYPE_RULES,
     *TRANSFORMERS_RULES,
     *TRTLLM_RULES,
     *ENVIRONMENT_RULES,
@@ -539,6 +541,7 @@ _MARKERS = (
     "Unknown gguf model_type",
     "Incorrect path_or_model_id",
     *FAMILY_MARKERS,
+    *DTYPE_MARKERS,
     *TRANSFORMERS_MARKERS,
     *TRTLLM_MARKERS,
     *ENVIRONMENT_MARKERS,

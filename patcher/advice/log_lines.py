@@ -24,7 +24,9 @@ PREFIX = re.compile(
     r"(?:\((?:Worker|EngineCore|APIServer|VllmWorker|RayWorker)\S*(?:\s+rank=\d+)?\s+pid=\d+\)\s*)?"
     r"(?:(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+"
     # the file and line, bracketed; vLLM before 0.8 closed the bracket only ("core.py:210] ")
-    r"(?:\[[^\]]*\]|[\w.]+:\d+\])\s?)?"
+    r"(?:\[[^\]]*\]|[\w.]+:\d+\])\s?"
+    # or the file and line alone, where a report quotes the line without level and date
+    r"|\[\w+\.py:\d+\]\s)?"
 )
 WRAPPERS = (
     "Engine core initialization failed",
@@ -34,6 +36,8 @@ WRAPPERS = (
     # transformers 4's lazy modules (utils/import_utils.py, _LazyModule._get_module): the
     # import's own error is the next line
     "because of the following error (look up to see its",
+    # vLLM 0.7-0.8's engine core logging its traceback whole: the error is its last line
+    "EngineCore hit an exception: Traceback",
 )
 # The line an exception is printed on (``ValueError: ...``), the root of a traceback.
 RAISED = re.compile(

@@ -77,6 +77,9 @@ class LogContext:
     # The last traceback frame in the engine's package ('File ".../gptq.py", line 347, in f'),
     # when the log shows one.
     frame: str | None = None
+    # The model dtype the command forced (--dtype half; vLLM's "Casting ... to torch.float16"),
+    # when the log shows one other than auto.
+    dtype: str | None = None
 
     def engines(self) -> tuple[Engine, ...]:
         """The engine the log shows, or both engines read where it shows none."""

@@ -567,11 +567,18 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     """Lines without a marker word skip the rules, so each rule must need one: on every case
     a rule's pattern meets, blanking the markers out makes the pattern miss it."""
     from patcher.advice.doctor import _MARKERS, RULES, _marked
+    from tests.advice.test_dtypes import DTYPE_LINES
     from tests.advice.test_engine_defects import DEFECT_LINES
     from tests.advice.test_machine import ENVIRONMENT_LINES
     from tests.advice.test_trtllm_rules import TRTLLM_LINES
 
-    errors = [error for error, _, _ in CASES] + TRTLLM_LINES + DEFECT_LINES + ENVIRONMENT_LINES
+    errors = (
+        [error for error, _, _ in CASES]
+        + TRTLLM_LINES
+        + DEFECT_LINES
+        + ENVIRONMENT_LINES
+        + DTYPE_LINES
+    )
     for code, pattern, _ in RULES:
         hits = [error for error in errors if pattern.search(error)]
         assert hits, f"no case for a {code} pattern"
