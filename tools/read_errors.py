@@ -602,6 +602,7 @@ def record(engine: str, wheels: list[Path], today: str, features_only: bool = Fa
                     read |= read_model_classes.attention_backends(archive)
                     read |= read_model_classes.cuda_archs(archive)
                     read |= read_model_classes.gguf_model_types(archive)
+                    read |= read_model_classes.marlin_pads(archive)
             _record_features(catalogue, _wheel_version(wheel), read)
         if engine == "transformers":
             version_of_wheel = _wheel_version(wheel)

@@ -608,6 +608,35 @@ def requirements(archive: zipfile.ZipFile) -> dict[str, list[str]]:
     }
 
 
+# Where vLLM pads a weight shard up to the Marlin kernel's tiles (the kernel refuses a shard
+# that is not a multiple: "size_n = 2736 is not divisible by tile_n_size = 64"): the padding
+# helper the release defines, and whether any other module calls it.
+MARLIN_UTILS = "vllm/model_executor/layers/quantization/utils/marlin_utils.py"
+MARLIN_PADS = {"dense": "marlin_padded_nk", "moe": "marlin_moe_padded_intermediate"}
+
+
+def marlin_pads(archive: zipfile.ZipFile) -> dict[str, list[str]]:
+    """The Marlin paths (``dense`` linear layers, ``moe`` experts) whose weight shards the
+    release pads to the kernel's tiles: the helper defined in ``marlin_utils.py`` and called
+    from another module of the release, keyed ``marlin_pads``."""
+    names = set(archive.namelist())
+    if MARLIN_UTILS not in names:
+        return {"marlin_pads": []}
+    utils = archive.read(MARLIN_UTILS).decode("utf-8", "replace")
+    callers = [
+        archive.read(n).decode("utf-8", "replace")
+        for n in names
+        if n.startswith("vllm/") and n.endswith(".py") and n != MARLIN_UTILS
+    ]
+    return {
+        "marlin_pads": sorted(
+            path
+            for path, helper in MARLIN_PADS.items()
+            if f"def {helper}(" in utils and any(helper in text for text in callers)
+        )
+    }
+
+
 GGUF_LOADERS = (
     "vllm/model_executor/model_loader/gguf_loader.py",
     "vllm/model_executor/model_loader/loader.py",

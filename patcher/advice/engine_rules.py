@@ -37,6 +37,7 @@ from patcher.advice.log_rules import (
     Rule,
 )
 from patcher.advice.machine import ENVIRONMENT_MARKERS, ENVIRONMENT_RULES
+from patcher.advice.marlin import MARLIN_MARKERS, MARLIN_RULES
 from patcher.advice.no_config_fix import unknown_gguf_type
 from patcher.advice.quantization_rules import (
     modelopt_algo,
@@ -485,6 +486,7 @@ RULES: tuple[Rule, ...] = (
     ),
     *FAMILY_RULES,
     *DTYPE_RULES,
+    *MARLIN_RULES,
     *TRANSFORMERS_RULES,
     *TRTLLM_RULES,
     *ENVIRONMENT_RULES,
@@ -542,6 +544,7 @@ _MARKERS = (
     "Incorrect path_or_model_id",
     *FAMILY_MARKERS,
     *DTYPE_MARKERS,
+    *MARLIN_MARKERS,
     *TRANSFORMERS_MARKERS,
     *TRTLLM_MARKERS,
     *ENVIRONMENT_MARKERS,
