@@ -13,6 +13,11 @@ raise an error of Python's own words (no message of the engine's) whenever they 
   ``awq_marlin.py`` called ``logger.warning_one``). A module whose logger comes from
   elsewhere is not judged.
   Recorded as ``FILE|logger.X``.
+- ``root_import``: a module inside the engine's package importing a name from the package's
+  root at module level (``from sglang import ServerArgs`` in ``sglang/srt/...``). Where the
+  root is itself still importing that module, Python raises ``ImportError: cannot import name
+  'X' from partially initialized module 'sglang' (most likely due to a circular import)``
+  (SGLang 0.5.3's ``decode_kvcache_offload_manager.py``). Recorded as ``FILE|NAME``.
 
 doctor names, for such an error in such a file, the releases read whose file no longer has
 the defect (patcher/advice/engine_defects.py)."""
@@ -128,6 +133,24 @@ def logger_source(tree: ast.Module) -> str | None:
     return None
 
 
+def root_imports(tree: ast.Module, package: str) -> set[str]:
+    """The names a module imports from ``package``'s root at module level (not under ``if
+    TYPE_CHECKING:``, which never runs)."""
+    checked = {
+        id(node)
+        for stmt in tree.body
+        if isinstance(stmt, ast.If) and "TYPE_CHECKING" in ast.unparse(stmt.test)
+        for node in ast.walk(stmt)
+    }
+    return {
+        alias.name
+        for stmt in _module_statements(tree)
+        if id(stmt) not in checked
+        if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module == package
+        for alias in stmt.names
+    }
+
+
 def defects(archive: zipfile.ZipFile, patterns: tuple[str, ...]) -> dict[str, list[str]]:
     """The defects of a wheel's files matching ``patterns`` (see the module's docstring)."""
     names = set(archive.namelist())
@@ -145,6 +168,7 @@ def defects(archive: zipfile.ZipFile, patterns: tuple[str, ...]) -> dict[str, li
 
     optional: set[str] = set()
     missing: set[str] = set()
+    rooted: set[str] = set()
     for name in sorted(names):
         if not any(fnmatch.fnmatch(name, p) for p in patterns):
             continue
@@ -153,8 +177,27 @@ def defects(archive: zipfile.ZipFile, patterns: tuple[str, ...]) -> dict[str, li
         except (SyntaxError, ValueError):
             continue
         optional |= {f"{name}|{n}|{module}" for n, module in optional_imports(tree)}
+
         source = logger_source(tree)
         extra = added(source) if source is not None else None
         if extra is not None:
             missing |= {f"{name}|logger.{m}" for m in logger_calls(tree) - _LOGGER_METHODS - extra}
-    return {"optional_import": sorted(optional), "missing_method": sorted(missing)}
+    for name in sorted(names):  # every module of the package: any can close the circle
+        package = name.split("/")[0]
+        if not name.endswith(".py") or name.count("/") < 1 or name == f"{package}/__init__.py":
+            continue
+        try:
+            tree = ast.parse(archive.read(name))
+        except (SyntaxError, ValueError):
+            continue
+        # a submodule (``from vllm import envs``) imports even from a partial root
+        rooted |= {
+            f"{name}|{n}"
+            for n in root_imports(tree, package)
+            if f"{package}/{n}.py" not in names and f"{package}/{n}/__init__.py" not in names
+        }
+    return {
+        "optional_import": sorted(optional),
+        "missing_method": sorted(missing),
+        "root_import": sorted(rooted),
+    }

@@ -1,6 +1,8 @@
 """doctor's answer to an error in Python's own words that a release's source raises whenever
 the line runs: a name imported only where another package imports (``NameError``), a logger
-method no logger has (``AttributeError: 'Logger' object has no attribute``). Each is read from
+method no logger has (``AttributeError: 'Logger' object has no attribute``), a name imported
+from the package's root while the root is still importing (``cannot import name 'X' from
+partially initialized module``). Each is read from
 the release's files (tools/read_defects.py) and recorded with the releases that carry it; the
 traceback's frame says which file raised, and the releases read without the defect are the
 fix."""
@@ -108,4 +110,25 @@ def missing_logger_method(m: re.Match[str], ctx: LogContext) -> tuple[str, list[
         [upgrade]
         if upgrade is not None
         else [Fix("advice", "no config fix: every release read still has the call; report it")],
+    )
+
+
+def circular_import(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """``ImportError: cannot import name 'X' from partially initialized module 'ENGINE'`` in
+    an engine file that imports X from the package's root while the root is still importing."""
+    name = m.group(1)
+    found = _recorded("root_import", ctx.frame, name)
+    if found is None:
+        return "", []
+    engine, file, record = found
+    if not _carried(engine, "root_import", record, ctx):
+        return "", []
+    upgrade = _without(engine, "root_import", record)
+    return (
+        f"{file} imports {name} from the {engine} package's root while the root is still "
+        "importing it (a circular import): an engine defect of this release, no config edit "
+        "helps",
+        [upgrade]
+        if upgrade is not None
+        else [Fix("advice", "no config fix: every release read still has the import; report it")],
     )

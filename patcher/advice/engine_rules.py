@@ -15,7 +15,7 @@ from patcher.advice.answers import before_strict
 from patcher.advice.architectures import architecture, config_attribute, sglang_architecture
 from patcher.advice.attention_rules import attention, selected_backend
 from patcher.advice.dtypes import DTYPE_MARKERS, DTYPE_RULES
-from patcher.advice.engine_defects import missing_logger_method, undefined_name
+from patcher.advice.engine_defects import circular_import, missing_logger_method, undefined_name
 from patcher.advice.extensions import undefined_symbol
 from patcher.advice.flag_choices import (
     arguments_required,
@@ -329,6 +329,11 @@ RULES: tuple[Rule, ...] = (
         missing_logger_method,
     ),
     (
+        "engine-defect",
+        re.compile(r"cannot import name '(\w+)' from partially initialized module '\w+'"),
+        circular_import,
+    ),
+    (
         # the weight loader's words: quoted up to 0.14, bare (and followed by the layer's
         # parameters) from 0.15
         "unknown-weight",
@@ -539,6 +544,7 @@ _MARKERS = (
     "KeyError: '",
     "is not defined",
     "'Logger' object has no attribute",
+    "from partially initialized module '",
     "Repo id must ",
     "Unknown gguf model_type",
     "Incorrect path_or_model_id",

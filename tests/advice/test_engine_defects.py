@@ -19,6 +19,8 @@ AWQ_MARLIN = "/opt/env/site-packages/vllm/model_executor/layers/quantization/awq
 DEFECT_LINES = [
     "NameError: name 'check_marlin_supported' is not defined",
     "AttributeError: 'Logger' object has no attribute 'warning_one'",
+    "ImportError: cannot import name 'ServerArgs' from partially initialized module 'sglang' "
+    "(most likely due to a circular import) (/x/sglang/__init__.py)",
 ]
 
 
@@ -125,3 +127,40 @@ def test_the_reader_finds_optional_imports_and_calls_no_logger_has(tmp_path: Pat
     ]
     assert "eng/layers/q.py|helper|other.pkg" in read["optional_import"]
     assert not any(r.startswith("eng/other.py") for r in read["optional_import"])
+
+
+def test_a_circular_import_of_the_package_s_root_names_the_release_without_it() -> None:
+    # SGLang 0.5.3's decode_kvcache_offload_manager.py: "from sglang import ServerArgs"
+    offload = "/u/site-packages/sglang/srt/disaggregation/decode_kvcache_offload_manager.py"
+    found = diagnose_text(
+        f'  File "{offload}", line 7, in <module>\n'
+        "    from sglang import ServerArgs\n"
+        f"{DEFECT_LINES[2]}\n"
+    )
+    assert found.code == "engine-defect"
+    assert found.fixes[0].text == "pip install 'sglang>=0.5.4'"
+    assert "circular" in found.cause
+
+
+def test_a_circular_import_in_a_file_no_release_read_carries_is_not_answered() -> None:
+    found = diagnose_text(
+        f'  File "/u/site-packages/sglang/srt/other.py", line 7, in <module>\n{DEFECT_LINES[2]}\n'
+    )
+    assert found.code != "engine-defect"
+
+
+def test_the_reader_records_a_root_import_but_not_a_submodule(tmp_path: Path) -> None:
+    wheel = tmp_path / "eng-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("eng/__init__.py", "from eng.srt.a import Args\n")
+        archive.writestr("eng/envs.py", "")
+        archive.writestr(
+            "eng/srt/a.py",
+            "from eng import Args, envs\nfrom eng import ops as o\n"
+            "if TYPE_CHECKING:\n    from eng import Hint\n",
+        )
+    with zipfile.ZipFile(wheel) as archive:
+        read = defects(archive, ("eng/srt/*.py",))
+    # envs is a submodule, which imports even from a partial root; ops is read as it is named;
+    # an import for the type checker never runs
+    assert read["root_import"] == ["eng/srt/a.py|Args", "eng/srt/a.py|ops"]
