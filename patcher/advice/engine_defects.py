@@ -64,19 +64,28 @@ def _without(engine: Engine, feature: str, record: str) -> Fix | None:
     )
 
 
+def _carried_defect(
+    feature: str, test: str, ctx: LogContext
+) -> tuple[Engine, str, str, Fix | None] | None:
+    """The engine, file and record of ``feature`` the traceback's frame carries in the log's
+    release, with the upgrade past it (None where no release read is without it)."""
+    found = _recorded(feature, ctx.frame, test)
+    if found is None or not _carried(found[0], feature, found[2], ctx):
+        return None
+    engine, file, record = found
+    return engine, file, record, _without(engine, feature, record)
+
+
 def undefined_name(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     """``NameError: name 'X' is not defined`` in an engine file that imports X only where
     another package's import succeeds."""
     name = m.group(1)
-    found = _recorded("optional_import", ctx.frame, name)
+    found = _carried_defect("optional_import", name, ctx)
     if found is None:
         return "", []
-    engine, file, record = found
-    if not _carried(engine, "optional_import", record, ctx):
-        return "", []
+    engine, file, record, upgrade = found
     module = record.split("|")[2]
     package = module.split(".")[0]
-    upgrade = _without(engine, "optional_import", record)
     fixes = [] if upgrade is None else [upgrade]
     fixes.append(
         Fix(
@@ -97,13 +106,10 @@ def missing_logger_method(m: re.Match[str], ctx: LogContext) -> tuple[str, list[
     """``AttributeError: 'Logger' object has no attribute 'X'`` in an engine file that calls a
     logger method no logger has."""
     method = m.group(1)
-    found = _recorded("missing_method", ctx.frame, f"logger.{method}")
+    found = _carried_defect("missing_method", f"logger.{method}", ctx)
     if found is None:
         return "", []
-    engine, file, record = found
-    if not _carried(engine, "missing_method", record, ctx):
-        return "", []
-    upgrade = _without(engine, "missing_method", record)
+    _, file, _, upgrade = found
     return (
         f"{file} calls logger.{method}, which no logger has: an engine bug of this release "
         "(the line runs on this model's path), no config edit helps",
@@ -117,13 +123,10 @@ def circular_import(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     """``ImportError: cannot import name 'X' from partially initialized module 'ENGINE'`` in
     an engine file that imports X from the package's root while the root is still importing."""
     name = m.group(1)
-    found = _recorded("root_import", ctx.frame, name)
+    found = _carried_defect("root_import", name, ctx)
     if found is None:
         return "", []
-    engine, file, record = found
-    if not _carried(engine, "root_import", record, ctx):
-        return "", []
-    upgrade = _without(engine, "root_import", record)
+    engine, file, _, upgrade = found
     return (
         f"{file} imports {name} from the {engine} package's root while the root is still "
         "importing it (a circular import): an engine defect of this release, no config edit "
