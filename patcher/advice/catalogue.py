@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from importlib import resources
-from typing import Literal
+from typing import Any, Literal
 
 Engine = Literal["vllm", "sglang", "transformers"]
 ENGINES: tuple[Engine, ...] = ("vllm", "sglang", "transformers")
@@ -139,13 +139,20 @@ def _fill(literals: tuple[str, ...], line: str) -> list[str] | None:
 
 
 @functools.cache
+def _catalogue_file(name: str) -> dict[str, Any]:
+    """An engine's catalogue file, parsed once: each reading below takes its own part."""
+    text = resources.files("patcher.advice").joinpath(f"errors-{name}.json").read_text()
+    found: dict[str, Any] = json.loads(text)
+    return found
+
+
+@functools.cache
 def templates(engine: Engine | None = None) -> tuple[Template, ...]:
     """Every recorded template (of one engine, or of all)."""
     engines = ENGINES if engine is None else (engine,)
     found: list[Template] = []
     for name in engines:
-        text = resources.files("patcher.advice").joinpath(f"errors-{name}.json").read_text()
-        for entry in json.loads(text)["templates"]:
+        for entry in _catalogue_file(name)["templates"]:
             found.append(
                 Template(
                     name,
@@ -160,8 +167,7 @@ def templates(engine: Engine | None = None) -> tuple[Template, ...]:
 
 @functools.cache
 def _features(engine: Engine) -> dict[str, dict[str, list[str]]]:
-    text = resources.files("patcher.advice").joinpath(f"errors-{engine}.json").read_text()
-    found: dict[str, dict[str, list[str]]] = json.loads(text).get("features", {})
+    found: dict[str, dict[str, list[str]]] = _catalogue_file(engine).get("features", {})
     return found
 
 
@@ -244,10 +250,10 @@ def at_or_below(candidates: Iterable[str], version: tuple[int, ...]) -> str | No
     return max(below, key=_key) if below else None
 
 
+@functools.cache
 def releases(engine: Engine) -> dict[str, str]:
-    """The releases whose errors were read, each with the date it was read."""
-    text = resources.files("patcher.advice").joinpath(f"errors-{engine}.json").read_text()
-    read: dict[str, str] = json.loads(text).get("read", {})
+    """The releases whose errors were read, oldest first, each with the date it was read."""
+    read: dict[str, str] = _catalogue_file(engine).get("read", {})
     return dict(sorted(read.items(), key=lambda item: _key(item[0])))
 
 
@@ -255,8 +261,7 @@ def releases(engine: Engine) -> dict[str, str]:
 def model_types() -> dict[str, tuple[str, str]]:
     """Each model type a read transformers release's ``AutoConfig`` knows, with the first and
     the last release read that knows it."""
-    text = resources.files("patcher.advice").joinpath("errors-transformers.json").read_text()
-    read: dict[str, list[str]] = json.loads(text).get("model_types", {})
+    read: dict[str, list[str]] = _catalogue_file("transformers").get("model_types", {})
     return {name: (span[0], span[1]) for name, span in read.items()}
 
 
@@ -264,8 +269,7 @@ def model_types() -> dict[str, tuple[str, str]]:
 def config_classes() -> dict[str, tuple[str, str]]:
     """Each config class a read transformers release ships (``CONFIG_MAPPING_NAMES``' values,
     ``LlamaConfig``), with the first and the last release read that ships it."""
-    text = resources.files("patcher.advice").joinpath("errors-transformers.json").read_text()
-    read: dict[str, list[str]] = json.loads(text).get("config_classes", {})
+    read: dict[str, list[str]] = _catalogue_file("transformers").get("config_classes", {})
     return {name: (span[0], span[1]) for name, span in read.items()}
 
 
@@ -307,8 +311,7 @@ _key = version_key
 def strict_since() -> str | None:
     """The first transformers release read whose config classes validate strictly
     (huggingface_hub's ``@strict``), or None when none does."""
-    text = resources.files("patcher.advice").joinpath("errors-transformers.json").read_text()
-    found: str | None = json.loads(text).get("strict_since")
+    found: str | None = _catalogue_file("transformers").get("strict_since")
     return found
 
 

@@ -292,7 +292,7 @@ def diagnose_lines(
             engine = "sglang"
         elif engine is None and any(w in line for w in VLLM_SAYS):
             engine = "vllm"
-        if "dtype" in line or "Casting torch" in line:  # the command's dtypes, one test first
+        if "dtype" in line:  # the command's dtypes, one test first
             if ("kv_cache_dtype" in line or "kv-cache-dtype" in line) and (
                 given := KV_FLAG.search(line)
             ):

@@ -2,10 +2,13 @@
 
 torch refuses an operation whose tensors disagree ("expected scalar type Half but found
 BFloat16", "expected mat1 and mat2 to have the same dtype"). Where the log shows the command
-forced a dtype (``--dtype half``; vLLM's own "Casting torch.bfloat16 to torch.float16"), a part
-of the model the engine builds in the checkpoint's dtype (a buffer, a vision tower, a router)
-met the cast weights: ``--dtype auto`` runs the checkpoint's own dtype. Where the log shows no
-forced dtype this rule says nothing (the mismatch is then the engine's own).
+forced a dtype (``--dtype half``, the args line's ``dtype='half'``), a part of the model the
+engine builds in the checkpoint's dtype (a buffer, a vision tower, a router) met the cast
+weights: ``--dtype auto`` runs the checkpoint's own dtype. Where the log shows no forced dtype
+this rule says nothing (the mismatch is then the engine's own). vLLM's "Casting
+torch.bfloat16 to torch.float16" is no evidence: it prints it too when it falls back by itself
+on a GPU without bfloat16, and its engine line's unquoted ``dtype=torch.bfloat16`` is the
+resolved dtype, not the command's.
 """
 
 from __future__ import annotations
@@ -15,11 +18,10 @@ import re
 from patcher.advice.log_rules import Fix, LogContext, Rule
 
 # The dtype the command line forced: vLLM's "--dtype half", its args/non-default args
-# ("dtype='half'", "'dtype': 'half'"), SGLang's server_args; never kv_cache_dtype (the
+# ("dtype='half'", "'dtype': 'half'"), SGLang's server_args; quoted (the engine line's
+# unquoted dtype=torch.bfloat16 is resolved, not asked), never kv_cache_dtype (the
 # lookbehind), never auto.
-FORCED = re.compile(r"(?:--dtype[= ]|(?<![\w-])dtype=|'dtype': )'?(?!auto\b)(\w+)")
-# vLLM's config.py when the dtype asked differs from the checkpoint's: "Casting %s to %s."
-CASTING = re.compile(r"Casting torch\.(\w+) to torch\.(\w+)")
+FORCED = re.compile(r"(?:--dtype[= ]'?|(?<![\w-])dtype='|'dtype': ')(?!auto\b)(\w+)")
 
 _MISMATCH = re.compile(
     r"expected scalar type (\w+) but found (\w+)"
@@ -29,9 +31,6 @@ _MISMATCH = re.compile(
 
 def forced_dtype(line: str) -> str | None:
     """The dtype a log line shows the command forced, or None."""
-    cast = CASTING.search(line)
-    if cast is not None:
-        return cast.group(2)
     given = FORCED.search(line)
     return given.group(1) if given is not None else None
 

@@ -33,8 +33,8 @@ PP = re.compile(
 # (quantization=gptq_marlin) and non-default args, SGLang's server_args (quantization='awq').
 QUANT_SET = re.compile(r"(?:\bquantization=|'quantization': )'?([\w-]+)")
 # Lines that say whose log it is before any error does: SGLang's server_args and source
-# paths, vLLM's non-default args, its platform line and its entry points (SGLang imports vLLM's
-# layers in some releases, never its entry points).
+# paths, vLLM's non-default args and its entry points (SGLang imports vLLM's layers in some
+# releases, which print vLLM's platform line, never its entry points).
 SGLANG_SAYS = ("ServerArgs(", "sglang/srt/")
 # The engines' runtimes whose source is not read (tools/read_errors.py's START_UP): an error
 # raised under one may share its words with a read message and mean another thing (SGLang's
@@ -47,7 +47,6 @@ VLLM_SAYS = (
     "vllm/engine/",
     "vllm/v1/",
     "vllm/entrypoints/",
-    "Automatically detected platform",
 )
 # A draft model for speculative decoding on SGLang's server_args line: its pool is sized
 # beside the target's from the same fraction (model_runner: the draft worker's own pool).

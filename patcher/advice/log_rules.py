@@ -77,8 +77,8 @@ class LogContext:
     # The last traceback frame in the engine's package ('File ".../gptq.py", line 347, in f'),
     # when the log shows one.
     frame: str | None = None
-    # The model dtype the command forced (--dtype half; vLLM's "Casting ... to torch.float16"),
-    # when the log shows one other than auto.
+    # The model dtype the command forced (--dtype half, the args line's dtype='half'), when
+    # the log shows one other than auto.
     dtype: str | None = None
 
     def engines(self) -> tuple[Engine, ...]:

@@ -17,12 +17,14 @@ DTYPE_LINES = [
 @pytest.mark.parametrize(
     "forced",
     [
-        # a report quoting the command, vLLM 0.8's args, vLLM's cast warning, SGLang's args
+        # a report quoting the command, vLLM 0.8's args, vLLM 0.10's non-default args,
+        # SGLang's args
         "python -m vllm.entrypoints.openai.api_server --model m --tensor-parallel-size 8 \\\n"
         "    --dtype half",
         "INFO 04-14 10:00:00 [api_server.py:1035] args: Namespace(model='m', dtype='half', "
         "kv_cache_dtype='auto')",
-        "WARNING 04-14 10:00:05 [config.py:2614] Casting torch.bfloat16 to torch.float16.",
+        "(APIServer pid=1) INFO 10-13 17:38:38 [utils.py:233] non-default args: {'model': 'm', "
+        "'dtype': 'float16'}",
         "[2025-01-01 00:00:00] server_args=ServerArgs(model_path='m', dtype='float16', "
         "kv_cache_dtype='auto')",
     ],
@@ -36,12 +38,23 @@ def test_a_dtype_refusal_after_a_forced_dtype_gives_the_checkpoint_s_own(
     assert found.fixes[0].text == "--dtype auto"
 
 
-def test_without_a_forced_dtype_the_refusal_is_not_answered_with_one() -> None:
-    # kv_cache_dtype and an explicit auto are not a forced model dtype
-    found = diagnose_text(
+@pytest.mark.parametrize(
+    "unforced",
+    [
+        # kv_cache_dtype and an explicit auto are not a forced model dtype
         "INFO 04-14 10:00:00 [api_server.py:1035] args: Namespace(model='m', dtype='auto', "
-        f"kv_cache_dtype='fp8')\n{DTYPE_LINES[0]}\n"
-    )
+        "kv_cache_dtype='fp8')",
+        # vLLM's engine line names the dtype it resolved; its cast warning comes with its own
+        # fallback on a GPU without bfloat16 too
+        "(EngineCore_DP0 pid=1) INFO 08-27 10:00:00 [core.py:74] Initializing a V1 LLM engine "
+        "(v0.10.1) with config: model='m', dtype=torch.bfloat16, max_seq_len=4096",
+        "WARNING 10-07 13:51:42 [model.py:1679] Your device 'Radeon Instinct MI50 32GB' doesn't "
+        "support torch.bfloat16. Falling back to torch.float16 for compatibility.\n"
+        "WARNING 10-07 13:51:42 [model.py:1730] Casting torch.bfloat16 to torch.float16.",
+    ],
+)
+def test_without_a_forced_dtype_the_refusal_is_not_answered_with_one(unforced: str) -> None:
+    found = diagnose_text(f"{unforced}\n{DTYPE_LINES[0]}\n")
     assert found.code != "dtype-forced"
     assert all("--dtype" not in f.text for f in found.fixes)
 

@@ -64,3 +64,12 @@ def test_a_requires_python_is_read_by_its_bounds() -> None:
 
     assert admits("<3.13,>=3.9", (3, 12)) and not admits("<3.13,>=3.9", (3, 13))
     assert admits(">=3.8", (3, 13)) and not admits("<3.15,>=3.11", (3, 10))
+
+
+def test_an_upgrade_is_named_for_python_3_13_only_where_a_release_read_excludes_it() -> None:
+    from patcher.advice.pythons import first_admitting
+
+    # vLLM 0.8.5.post1 to 0.10.1 say <3.13; every SGLang release read admits 3.13, so an
+    # SGLang upgrade would change nothing
+    assert first_admitting("vllm", (3, 13)) == "0.11.0"
+    assert first_admitting("sglang", (3, 13)) is None
