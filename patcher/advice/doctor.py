@@ -42,6 +42,7 @@ from patcher.advice.log_facts import (
     DIVIDES,
     DRAFT,
     FRACTION,
+    IMPORTED,
     KV_FLAG,
     LOADED,
     LOADING,
@@ -236,6 +237,7 @@ def diagnose_lines(
     architecture: str | None = None  # the architecture vLLM resolved the model to
     gpu: tuple[int, int] | None = None  # the compute capability of the GPU the log names
     command: str | None = None  # the server's command line, as the log quotes it
+    imported: str | None = None  # the last "from X import ..." source line a traceback showed
     marked, heeded = _marked(), _heeded()
     for raw in bounded(lines):
         line = raw
@@ -315,6 +317,8 @@ def diagnose_lines(
             code = PREFIX.sub("", uncoloured(line)).strip()  # the source line the frame shows
         if 'File "' in line and ("/sglang/" in line or "/vllm/" in line):
             frame, code = line, None
+        if " import " in line and (asked := IMPORTED.match(PREFIX.sub("", line))):
+            imported = asked.group(0).strip()
         if "Resolved architecture" in line and (resolved := RESOLVED.search(line)):
             architecture = resolved.group(1)
         if command is None and " --" in line and COMMAND_LINE.search(line):
@@ -366,6 +370,7 @@ def diagnose_lines(
             gpu=gpu,
             frame=frame,
             dtype=dtype,
+            imported=imported,
         )
         matched = _first_rule(line) if marked_line else None
         if matched is not None:

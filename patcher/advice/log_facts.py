@@ -83,3 +83,6 @@ RESOLVED = re.compile(r"Resolved architecture: (\w+)")
 COMMAND_LINE = re.compile(
     r"(?:\bvllm serve\b|entrypoints\.openai\.api_server|sglang\.launch_server)\s"
 )
+
+# A traceback's source line of an import: what the failing import asked for.
+IMPORTED = re.compile(r"\s*from ([\w.]+) import [\w, ()]+\s*$")

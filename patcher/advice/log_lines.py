@@ -20,8 +20,10 @@ ANSI = re.compile(
 PREFIX = re.compile(
     # docker compose's "service  | " before each line of a container's log
     r"^\s*(?:[\w.-]+\s+\|\s)?(?:\[rank\d+\]:\s*|\[\d{4}-\d\d-\d\d [\d:]+(?: [A-Z]{2}\d+)*\]\s*)?"
-    # vLLM's process prefix; V0's multiprocessing workers name their rank before the pid
-    r"(?:\((?:Worker|EngineCore|APIServer|VllmWorker|RayWorker)\S*(?:\s+rank=\d+)?\s+pid=\d+\)\s*)?"
+    # a process prefix: vLLM's (EngineCore_DP0 pid=N), and any other process name a runtime
+    # built on it gives its own (vllm-omni's StageEngineCoreProc); V0's multiprocessing
+    # workers name their rank before the pid
+    r"(?:\([A-Z][\w-]*(?:\s+rank=\d+)?\s+pid=\d+\)\s*)?"
     r"(?:(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+"
     # the file and line, bracketed; vLLM before 0.8 closed the bracket only ("core.py:210] ")
     r"(?:\[[^\]]*\]|[\w.]+:\d+\])\s?"

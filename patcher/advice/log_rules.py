@@ -80,6 +80,9 @@ class LogContext:
     # The model dtype the command forced (--dtype half, the args line's dtype='half'), when
     # the log shows one other than auto.
     dtype: str | None = None
+    # The last ``from X import ...`` source line a traceback showed (what a failing import asked
+    # for), when the log shows one.
+    imported: str | None = None
 
     def engines(self) -> tuple[Engine, ...]:
         """The engine the log shows, or both engines read where it shows none."""

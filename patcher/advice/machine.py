@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import re
 
+from patcher.advice.engine_exports import module_elsewhere
 from patcher.advice.extensions import torch_pin
+from patcher.advice.flashinfer_jit import REFUSED, no_arch
 from patcher.advice.kernels import torch_refuses
 from patcher.advice.log_rules import Fix, LogContext, Rule
 from patcher.advice.proxies import PROXIED_REQUEST, WARMUP_REFUSED, proxied_request, warmup_refused
@@ -175,12 +177,16 @@ def engine_missing(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-def engine_module_missing(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
-    """A module of the engine's own package missing where the engine itself imports: the
-    ``vllm`` Python found is not the release installed (a source folder of that name in the
-    working directory), or a release without that module (a plugin written for another)."""
+def engine_module_missing(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A module of the engine's own package missing: a release without that module, where the
+    releases read show others have it (a plugin written for another release;
+    engine_exports.py), else the ``vllm`` Python found is not the release installed (a source
+    folder of that name in the working directory)."""
     module = m.group(1)
     engine = module.split(".")[0]
+    elsewhere = module_elsewhere(module, ctx)
+    if elsewhere is not None:
+        return elsewhere
     return (
         f"the {engine} Python imports has no {module}: a {engine} source folder in the working "
         "directory shadows the installed release, or a plugin or script written for another "
@@ -322,6 +328,7 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
         no_platform,
     ),
     ("torch-build", TORCH_REFUSES, torch_refuses),
+    ("flashinfer-arch", REFUSED, no_arch),
     ("server-proxy", WARMUP_REFUSED, warmup_refused),
     ("server-proxy", PROXIED_REQUEST, proxied_request),
 )
@@ -343,5 +350,6 @@ ENVIRONMENT_MARKERS = (
     "Cannot re-initialize CUDA in forked",
     "No such file or directory: '",
     "KeyError: '__firstlineno__'",
+    "FlashInfer requires GPUs",
     '"GET http://',
 )

@@ -16,6 +16,7 @@ from patcher.advice.catalogue import (
     features_of,
     version_key,
 )
+from patcher.advice.engine_exports import name_elsewhere
 from patcher.advice.log_rules import Fix, LogContext
 
 _ENGINES: tuple[Engine, ...] = ("vllm", "sglang")
@@ -57,12 +58,36 @@ def _engine_of(ctx: LogContext) -> tuple[Engine, ...]:
     return ctx.engines()
 
 
+def _engine_name(
+    name: str, module: str, m: re.Match[str], ctx: LogContext
+) -> tuple[str, list[Fix]]:
+    """A name of the engine's own package: Python's "(unknown location)" is a namespace
+    package (a folder of the engine's name without ``__init__.py``, the working directory's
+    checkout) standing for the release; else the releases read that have the name there."""
+    engine = module.split(".")[0]
+    if m.string[m.end() :].lstrip().startswith("(unknown location)"):
+        return (
+            f"the {engine} Python imports is a folder named {engine} without __init__.py (a "
+            f"checkout or a folder in the working directory), not the {engine} installed",
+            [
+                Fix(
+                    "advice",
+                    f"start it from another directory; python -c 'import {engine}; "
+                    f"print({engine}.__path__)' tells which folder it finds",
+                )
+            ],
+        )
+    return name_elsewhere(name, module, ctx) or ("", [])
+
+
 def missing_name(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     """``cannot import name 'X' from 'LIB...'``, LIB a library an engine requires."""
     name, module = m.group(1), m.group(2)
     library = module.split(".")[0]
-    if library in _ENGINES or library in ("torch", "transformers"):
-        return "", []  # the engine's own modules, and the libraries other rules answer for
+    if library in _ENGINES:
+        return _engine_name(name, module, m, ctx)
+    if library in ("torch", "transformers"):
+        return "", []  # the libraries other rules answer for
     required_by = {e: r for e in _engine_of(ctx) if (r := required(e, library))}
     if not required_by:
         return "", []

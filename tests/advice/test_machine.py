@@ -36,6 +36,8 @@ ENVIRONMENT_LINES = [
     "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with "
     "multiprocessing, you must use the 'spawn' start method",
     "KeyError: '__firstlineno__'",
+    # flashinfer/jit/core.py: no architecture of sm75 or newer to compile for
+    "RuntimeError: FlashInfer requires GPUs with sm75 or higher",
 ]
 
 
@@ -61,6 +63,7 @@ ENVIRONMENT_LINES = [
                 "engine-command",
                 "cuda-forked",
                 "python-version",
+                "flashinfer-arch",
             ],
             strict=True,
         )
@@ -157,11 +160,11 @@ def test_python_3_13_under_a_release_that_excludes_it_names_the_first_that_admit
 
 
 def test_the_fork_refusal_is_vllm_s_variable_only_under_vllm() -> None:
-    vllm = diagnose_text(ENVIRONMENT_LINES[-2] + "\n")
+    vllm = diagnose_text(ENVIRONMENT_LINES[-3] + "\n")
     assert vllm.fixes[0].text == "VLLM_WORKER_MULTIPROC_METHOD=spawn"
     sglang = diagnose_text(
         "[2025-01-01 00:00:00] server_args=ServerArgs(model_path='m')\n"
-        + ENVIRONMENT_LINES[-2]
+        + ENVIRONMENT_LINES[-3]
         + "\n"
     )
     assert sglang.code == "cuda-forked"
@@ -170,4 +173,4 @@ def test_the_fork_refusal_is_vllm_s_variable_only_under_vllm() -> None:
 
 def test_a_module_of_the_engine_missing_is_not_its_compiled_extension() -> None:
     assert diagnose_text(ENVIRONMENT_LINES[4] + "\n").code == "engine-extension"
-    assert diagnose_text(ENVIRONMENT_LINES[-4] + "\n").code == "engine-module"
+    assert diagnose_text(ENVIRONMENT_LINES[-5] + "\n").code == "engine-module"

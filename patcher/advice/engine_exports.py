@@ -1,0 +1,219 @@
+"""What each release read lets other code import from an engine's package, and the answer to
+an import that asks a release for what another release has.
+
+A plugin, a model's own serving code or a launcher (vllm-omni, a platform plugin, a model's
+``modeling_*_vllm.py``, sglang-router) is written against one release of the engine and
+imports its modules and names; on another release Python says ``No module named
+'vllm.inputs.data'`` or ``cannot import name 'is_port_available' from 'sglang.srt.utils'``.
+``tools/read_exports.py`` reads, from each release's wheel, every module of the package and
+every name each binds at its top level; doctor names the releases read that have what the
+import asks for, and where the release of the log keeps the name now."""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from importlib import resources
+
+from patcher.advice.catalogue import version_key
+from patcher.advice.log_rules import Fix, LogContext
+
+
+@dataclass(frozen=True, slots=True)
+class Exports:
+    """One engine's reading: the releases in order, each module's releases and each
+    module's names' releases, as bit masks over ``releases``."""
+
+    releases: tuple[str, ...]
+    modules: dict[str, int]
+    names: dict[str, list[object]]  # module -> [names held wherever it is, {name: mask}]
+
+    def holding(self, mask: int) -> tuple[str, ...]:
+        """The releases of a mask, in order."""
+        return tuple(r for i, r in enumerate(self.releases) if mask >> i & 1)
+
+    def name_mask(self, module: str, name: str) -> int:
+        """The releases whose ``module`` binds ``name``, as a mask (0: none read)."""
+        entry = self.names.get(module)
+        if entry is None:
+            return 0
+        always, others = entry
+        if isinstance(always, list) and name in always:
+            return self.modules[module]
+        return int(others.get(name, 0)) if isinstance(others, dict) else 0
+
+    def keeping(self, name: str, release: str) -> tuple[str, ...]:
+        """The modules of ``release`` that bind ``name``, shortest path first."""
+        if release not in self.releases:
+            return ()
+        bit = 1 << self.releases.index(release)
+        found = [m for m in self.names if self.name_mask(m, name) & bit]
+        return tuple(sorted(found, key=lambda m: (m.count("."), m)))
+
+
+@functools.cache
+def exports(engine: str) -> Exports | None:
+    """The engine's reading (``exports-ENGINE.json``), or None where none is recorded."""
+    try:
+        text = resources.files("patcher.advice").joinpath(f"exports-{engine}.json").read_text()
+    except FileNotFoundError:
+        return None
+    data = json.loads(text)
+    return Exports(tuple(data["releases"]), data["modules"], data["names"])
+
+
+def _spans(read: Exports, held: tuple[str, ...], near: str | None) -> list[tuple[str, str]]:
+    """The runs of consecutive releases read that hold it, as their first and last release:
+    the one nearest the log's release first (else the latest), then the latest other; none
+    where every release read holds it (no release would differ)."""
+    if not held or len(held) == len(read.releases):
+        return []
+    runs: list[list[str]] = []
+    for at, release in enumerate(read.releases):
+        if release in held and runs and at and runs[-1][-1] == read.releases[at - 1]:
+            runs[-1].append(release)
+        elif release in held:
+            runs.append([release])
+    runs.reverse()  # the latest first
+    if near is not None:
+        key = version_key(near)
+        runs.sort(key=lambda r: min(abs(_distance(read, key, x)) for x in (r[0], r[-1])))
+    return [(r[0], r[-1]) for r in runs[:2]]
+
+
+def _distance(read: Exports, at: tuple[int, ...], release: str) -> int:
+    """How many releases read lie between the log's release and ``release``."""
+    keys = [version_key(r) for r in read.releases]
+    here = sum(1 for k in keys if k < at)
+    return keys.index(version_key(release)) - here
+
+
+def _specifier(engine: str, read: Exports, first: str, last: str) -> str:
+    """``pip install`` words for the releases from ``first`` to ``last`` read: bounded by the
+    releases read themselves, so a release between two read ones is never assumed."""
+    bounds = [
+        *([f">={first}"] if first != read.releases[0] else []),
+        *([f"<={last}"] if last != read.releases[-1] else []),
+    ]
+    return f"pip install '{engine}{','.join(bounds)}'"
+
+
+def _or(engine: str, read: Exports, other: list[tuple[str, str]]) -> list[Fix]:
+    """The other run of releases that holds it, where there is one."""
+    return [
+        Fix("dependency", _specifier(engine, read, a, b), note=f"or {engine} {a} to {b}")
+        for a, b in other
+    ]
+
+
+def _log_release(ctx: LogContext, engine: str, read: Exports) -> str | None:
+    """The log's release of ``engine``, where it names one read."""
+    if ctx.version is None or ctx.engine != engine:
+        return None
+    at = ".".join(str(p) for p in ctx.version)
+    return next((r for r in read.releases if version_key(r) == ctx.version), at)
+
+
+def _imported_names(ctx: LogContext, module: str) -> tuple[str, ...]:
+    """The names the failing ``from MODULE import ...`` line asks for, where the log shows it."""
+    if ctx.imported is None:
+        return ()
+    head, _, names = ctx.imported.partition(" import ")
+    if head.removeprefix("from ").strip() != module:
+        return ()
+    cleaned = names.replace("(", " ").replace(")", " ").replace("\\", " ")
+    return tuple(n.split(" as ")[0].strip() for n in cleaned.split(",") if n.strip())[:3]
+
+
+def _kept_now(engine: str, read: Exports, names: tuple[str, ...], release: str) -> list[Fix]:
+    """Where the log's ``release`` keeps each name asked for (a name of that spelling), for
+    an import that can be changed instead of the release."""
+    fixes: list[Fix] = []
+    for name in names:
+        kept = read.keeping(name, release)[:2]
+        if kept:
+            fixes.append(
+                Fix(
+                    "advice",
+                    f"or change the import: {engine} {release} binds {name} in "
+                    + " and ".join(kept)
+                    + " (importable from there)",
+                )
+            )
+    return fixes
+
+
+def module_elsewhere(module: str, ctx: LogContext) -> tuple[str, list[Fix]] | None:
+    """``No module named 'ENGINE.X'``: the releases read that have X, where some do and the
+    log's release (where it shows one) does not; None otherwise."""
+    engine = module.split(".")[0]
+    read = exports(engine)
+    if read is None:
+        return None
+    held = read.holding(read.modules.get(module, 0))
+    near = _log_release(ctx, engine, read)
+    if near in held:
+        return None  # the release has it: the Python imports another (a source folder)
+    spans = _spans(read, held, near)
+    if not spans:
+        return None
+    (first, last), *other = spans
+    names = _imported_names(ctx, module)
+    shown = f"{engine} {near}" if near else f"the {engine} installed"
+    return (
+        f"{shown} has no {module}, which code written for another release imports (a "
+        f"plugin, a model's own serving code, a launcher): the {engine} releases read from "
+        f"{first} to {last} have it",
+        [
+            Fix(
+                "dependency",
+                _specifier(engine, read, first, last),
+                note=f"{module} is in {engine} {first} to {last} (read from each release's "
+                "wheel); the release the plugin or model names is the one it was written for",
+            ),
+            *_or(engine, read, other),
+            *(_kept_now(engine, read, names, near) if near else []),
+        ],
+    )
+
+
+def name_elsewhere(name: str, module: str, ctx: LogContext) -> tuple[str, list[Fix]] | None:
+    """``cannot import name 'N' from 'ENGINE.X'``: the releases read whose X has N, where some
+    do and the log's release does not; where none does, the modules that have N."""
+    engine = module.split(".")[0]
+    read = exports(engine)
+    if read is None or module not in read.modules:
+        return None
+    near = _log_release(ctx, engine, read)
+    held = read.holding(read.name_mask(module, name))
+    if near in held:
+        return None
+    spans = _spans(read, held, near)
+    shown = f"{engine} {near}" if near else f"the {engine} installed"
+    if not spans:
+        moved = _kept_now(engine, read, (name,), near) if near else []
+        if held or not moved:
+            return None
+        return (
+            f"{shown}'s {module} has no {name}, which code written for another release "
+            f"imports; no {engine} release read has it there",
+            moved,
+        )
+    (first, last), *other = spans
+    return (
+        f"{shown}'s {module} has no {name}, which code written for another release imports "
+        f"(a plugin, a model's own serving code, a launcher): the {engine} releases read from "
+        f"{first} to {last} have it there",
+        [
+            Fix(
+                "dependency",
+                _specifier(engine, read, first, last),
+                note=f"{module}.{name} is in {engine} {first} to {last} (read from each "
+                "release's wheel); the release the plugin or script names is the one it was "
+                "written for",
+            ),
+            *_or(engine, read, other),
+            *(_kept_now(engine, read, (name,), near) if near else []),
+        ],
+    )

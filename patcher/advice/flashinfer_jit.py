@@ -1,0 +1,106 @@
+"""FlashInfer's JIT finding no architecture to compile for.
+
+FlashInfer compiles its kernels when first used (the sampler, a MoE or attention kernel) for
+the architectures in its compilation context, and refuses when none is sm75 or newer:
+``check_cuda_arch`` in ``flashinfer/jit/core.py`` raises "FlashInfer requires GPUs with sm75 or
+higher" (read in flashinfer-python 0.5.3, 0.6.8.post1 and 0.7.4, the releases vLLM 0.11 to
+0.34 require). The context (``flashinfer/compilation_context.py``) takes the architectures
+from ``FLASHINFER_CUDA_ARCH_LIST`` when set, else from each GPU torch sees; a GPU whose
+architecture the CUDA toolkit FlashInfer compiles with cannot target is dropped with a warning
+("Failed to get device capability: SM 12.x requires CUDA >= 12.9", 0.6; 0.7 accepts SM 12.0
+from CUDA 12.8 and keeps 12.9 for SM 12.1 on). The toolkit is the nvcc under ``CUDA_HOME`` or
+``CUDA_PATH``, else the one on PATH (``flashinfer/jit/cpp_ext.py``), not torch's own CUDA. So
+on a GPU of 7.5 or newer the set is empty because the toolkit is older than the GPU, or torch
+saw no GPU in that process."""
+
+from __future__ import annotations
+
+import re
+
+from patcher.advice.catalogue import feature_releases
+from patcher.advice.log_rules import Fix, LogContext
+
+# The message, not the raise that a traceback echoes above it (its source line).
+REFUSED = re.compile(r"(?<![(\"'])FlashInfer requires GPUs with sm75 or higher")
+
+
+def _arch(gpu: tuple[int, int]) -> str:
+    """``FLASHINFER_CUDA_ARCH_LIST``'s spelling of a GPU: a suffix taken as given (12.0a),
+    the suffix compilation_context adds from 9.0 on (``_normalize_cuda_arch``)."""
+    major, minor = gpu
+    return f"{major}.{minor}a" if major >= 9 else f"{major}.{minor}"
+
+
+def no_arch(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """FlashInfer's JIT refusing: the GPU older than 7.5, or (on a newer one) the CUDA
+    toolkit it compiles with too old for the GPU, or no GPU seen by that process."""
+    sampler = [
+        Fix(
+            "env",
+            "VLLM_USE_FLASHINFER_SAMPLER=0",
+            note="where the traceback runs through FlashInfer's sampling (flashinfer/sampling.py): "
+            "vLLM samples with PyTorch's own top-k/top-p instead (envs.py, read in vLLM "
+            f"{releases[0]} to {releases[-1]})",
+        )
+        for releases in [feature_releases("vllm", "env", "VLLM_USE_FLASHINFER_SAMPLER")]
+        if releases and ctx.engine != "sglang"
+    ]
+    if ctx.gpu is not None and ctx.gpu < (7, 5):
+        major, minor = ctx.gpu
+        return (
+            f"the GPU (compute capability {major}.{minor}) is older than FlashInfer compiles "
+            "for (sm75 on): a kernel the engine takes from FlashInfer does not run on it",
+            [
+                *sampler,
+                Fix(
+                    "advice",
+                    "no config fix for FlashInfer's kernels on this GPU: the engine's other "
+                    "kernels (its attention backend and MoE flags), or a GPU of 7.5 or newer",
+                ),
+            ],
+        )
+    arch = (
+        Fix(
+            "env",
+            f"FLASHINFER_CUDA_ARCH_LIST={_arch(ctx.gpu)}",
+            note="FlashInfer then compiles for the architecture given instead of detecting it "
+            "(compilation_context.py reads this first; a suffix is taken as given)",
+        )
+        if ctx.gpu is not None
+        else Fix(
+            "advice",
+            "or FLASHINFER_CUDA_ARCH_LIST=MAJOR.MINOR, the GPU's compute capability "
+            "(nvidia-smi --query-gpu=compute_cap --format=csv), with an a after it from 9.0 "
+            "on (12.0a): FlashInfer then compiles for it without detecting it",
+        )
+    )
+    if ctx.gpu is not None and ctx.gpu[0] != 12:
+        major, minor = ctx.gpu
+        return (
+            "FlashInfer's JIT found no GPU architecture to compile its kernels for "
+            f"(flashinfer/jit/core.py): the GPU (compute capability {major}.{minor}) needs no "
+            "newer CUDA toolkit, so torch saw no GPU in the process FlashInfer compiled in; its "
+            "warning 'Failed to get device capability' above the error says why",
+            [arch, *sampler],
+        )
+    needs = "12.9" if ctx.gpu is None or ctx.gpu[1] else "12.8 (FlashInfer 0.7) or 12.9 (0.6)"
+    gpu = f"the GPU (compute capability 12.{ctx.gpu[1]})" if ctx.gpu else "an SM 12.x GPU"
+    toolkit = Fix(
+        "env",
+        "CUDA_HOME=DIR",
+        note=f"DIR a CUDA toolkit of {needs} or later for {gpu}: FlashInfer compiles with the "
+        "nvcc under CUDA_HOME, else the one on PATH, not torch's own CUDA (nvcc --version "
+        "tells which it has)",
+    )
+    return (
+        "FlashInfer's JIT found no GPU architecture of sm75 or newer to compile its kernels "
+        "for (flashinfer/jit/core.py): "
+        + (
+            f"the CUDA toolkit it compiles with is older than {gpu} needs ({needs})"
+            if ctx.gpu is not None
+            else "on a GPU of 7.5 or newer, the CUDA toolkit it compiles with is too old for "
+            f"the GPU (an SM 12.x GPU needs {needs}), or torch saw no GPU in that process"
+        )
+        + "; its warning 'Failed to get device capability' above the error says which",
+        [toolkit, arch, *sampler],
+    )

@@ -1,0 +1,133 @@
+"""doctor on an import written for another release of the engine: the releases read that have
+the module or the name (tools/read_exports.py), and where the log's release keeps it."""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from pathlib import Path
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from patcher.advice.doctor import diagnose_text
+from patcher.advice.engine_exports import exports
+from tools import read_exports
+
+BANNER = "INFO 02-10 17:06:00 [api_server.py:1] vLLM API server version {}\n"
+
+
+def _admitted(text: str, engine: str) -> list[str]:
+    """The releases read that a ``pip install 'ENGINE<specifier>'`` fix admits."""
+    spec = SpecifierSet(re.fullmatch(rf"pip install '{engine}(.*)'", text).group(1))  # type: ignore[union-attr]
+    read = exports(engine)
+    assert read is not None
+    return [r for r in read.releases if Version(r) in spec]
+
+
+def _holding(engine: str, module: str) -> set[str]:
+    read = exports(engine)
+    assert read is not None
+    return set(read.holding(read.modules.get(module, 0)))
+
+
+def test_a_module_of_another_release_names_releases_that_all_have_it() -> None:
+    read = exports("vllm")
+    assert read is not None
+    # a module some releases read have and others not, and a release without it
+    module = "vllm.inputs.data"
+    held = _holding("vllm", module)
+    assert held and len(held) < len(read.releases)
+    without = next(r for r in reversed(read.releases) if r not in held)
+    found = diagnose_text(
+        BANNER.format(without) + f"ModuleNotFoundError: No module named '{module}'\n"
+    )
+    assert found.code == "engine-module"
+    assert f"vllm {without} has no {module}" in found.cause
+    admitted = _admitted(found.fixes[0].text, "vllm")
+    assert admitted and set(admitted) <= held  # every release it lets pip pick has it
+
+
+def test_a_module_the_log_s_release_has_is_a_folder_shadowing_it() -> None:
+    read = exports("vllm")
+    assert read is not None
+    module = "vllm.inputs.data"
+    present = next(r for r in read.releases if r in _holding("vllm", module))
+    found = diagnose_text(
+        BANNER.format(present) + f"ModuleNotFoundError: No module named '{module}'\n"
+    )
+    assert "shadows the installed release" in found.cause
+    assert not any(f.kind == "dependency" for f in found.fixes)
+
+
+def test_a_module_every_release_has_names_no_release() -> None:
+    module = "vllm.sampling_params"
+    read = exports("vllm")
+    assert read is not None and _holding("vllm", module) == set(read.releases)
+    found = diagnose_text(f"ModuleNotFoundError: No module named '{module}'\n")
+    assert "shadows the installed release" in found.cause
+
+
+def test_a_name_of_another_release_names_releases_that_have_it_there() -> None:
+    read = exports("sglang")
+    assert read is not None
+    module, name = "sglang.srt.utils", "is_port_available"
+    held = set(read.holding(read.name_mask(module, name)))
+    assert held and len(held) < len(read.releases)
+    found = diagnose_text(
+        f"ImportError: cannot import name '{name}' from '{module}' (/x/sglang/srt/utils/"
+        "__init__.py)\n"
+    )
+    assert found.code == "library-version"
+    for fix in found.fixes:
+        if fix.kind == "dependency":
+            admitted = _admitted(fix.text, "sglang")
+            assert admitted and set(admitted) <= held
+
+
+def test_the_failing_import_s_name_is_found_where_the_log_s_release_keeps_it() -> None:
+    read = exports("vllm")
+    assert read is not None
+    module = "vllm.v1.attention.backends.registry"
+    held = _holding("vllm", module)
+    release = next(
+        r for r in read.releases if r not in held and read.keeping("AttentionBackendEnum", r)
+    )
+    log = (
+        BANNER.format(release)
+        + "Traceback (most recent call last):\n"
+        + '  File "/w/plugin/platform.py", line 23, in <module>\n'
+        + f"    from {module} import AttentionBackendEnum\n"
+        + f"ModuleNotFoundError: No module named '{module}'\n"
+    )
+    found = diagnose_text(log)
+    moved = [f.text for f in found.fixes if f.text.startswith("or change the import")]
+    assert moved and all(m in moved[0] for m in read.keeping("AttentionBackendEnum", release)[:1])
+
+
+def test_a_namespace_folder_of_the_engine_s_name_is_told_as_such() -> None:
+    found = diagnose_text("ImportError: cannot import name 'LLM' from 'vllm' (unknown location)\n")
+    assert "without __init__.py" in found.cause
+    assert "another directory" in found.fixes[0].text
+
+
+def test_the_reading_binds_definitions_own_imports_and_star_imports(tmp_path: Path) -> None:
+    wheel = tmp_path / "eng-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("eng/__init__.py", "from eng.utils import *\nimport torch\n")
+        archive.writestr("eng/utils/__init__.py", "from .common import *\n")
+        archive.writestr(
+            "eng/utils/common.py",
+            "import os\nfrom typing import Any\nfrom ..core import helper as h\n"
+            "def is_port_available(): ...\n_private = 1\nif os.name:\n    class Late: ...\n",
+        )
+        archive.writestr("eng/core.py", "def helper(): ...\nX: int = 2\n")
+        archive.writestr("eng/data/readme.txt", "not a module")
+    read = read_exports.read_wheel(wheel, "eng")
+    assert read["eng.utils.common"] == {"is_port_available", "_private", "Late", "h"}
+    assert read["eng.core"] == {"helper", "X"}
+    # a star import brings the public names, through a chain of them
+    assert {"is_port_available", "Late", "h"} <= read["eng.utils"]
+    assert "_private" not in read["eng.utils"]
+    assert "is_port_available" in read["eng"] and "torch" not in read["eng"]
+    assert set(read) == {"eng", "eng.utils", "eng.utils.common", "eng.core"}

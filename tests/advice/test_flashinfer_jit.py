@@ -1,0 +1,39 @@
+"""doctor on FlashInfer's JIT finding no architecture to compile for (flashinfer/jit/core.py):
+the toolkit for an SM 12.x GPU, the architecture list, the sampler switch under vLLM only."""
+
+from __future__ import annotations
+
+from patcher.advice.doctor import diagnose_text
+
+REFUSAL = "RuntimeError: FlashInfer requires GPUs with sm75 or higher\n"
+RAISE = '    raise RuntimeError("FlashInfer requires GPUs with sm75 or higher")\n'
+
+
+def test_on_an_sm120_gpu_the_toolkit_and_the_architecture_are_named() -> None:
+    found = diagnose_text("GPU 0: NVIDIA GeForce RTX 5090\n" + RAISE + REFUSAL)
+    assert found.code == "flashinfer-arch"
+    assert found.error == REFUSAL.strip()  # the message, not the raise echoed above it
+    texts = [f.text for f in found.fixes]
+    assert texts[0] == "CUDA_HOME=DIR" and "12.8" in (found.fixes[0].note or "")
+    assert "FLASHINFER_CUDA_ARCH_LIST=12.0a" in texts
+    assert "VLLM_USE_FLASHINFER_SAMPLER=0" in texts
+
+
+def test_an_older_gpu_is_no_config_fix_and_a_hopper_one_no_toolkit() -> None:
+    volta = diagnose_text("Tesla V100-SXM2-32GB compute capability 7.0\n" + REFUSAL)
+    assert "older than FlashInfer compiles for" in volta.cause
+    assert all(f.text != "CUDA_HOME=DIR" for f in volta.fixes)
+    hopper = diagnose_text("GPU 0: NVIDIA H100 80GB HBM3\n" + REFUSAL)
+    assert "torch saw no GPU" in hopper.cause
+    assert [f.text for f in hopper.fixes][0] == "FLASHINFER_CUDA_ARCH_LIST=9.0a"
+    assert all(f.text != "CUDA_HOME=DIR" for f in hopper.fixes)
+
+
+def test_under_sglang_no_vllm_switch_and_any_process_prefix_is_read() -> None:
+    sglang = diagnose_text(
+        "[2025-01-01 00:00:00] server_args=ServerArgs(model_path='m')\n" + REFUSAL
+    )
+    assert sglang.code == "flashinfer-arch"
+    assert all("VLLM_" not in f.text for f in sglang.fixes)
+    prefixed = diagnose_text("(StageEngineCoreProc pid=8146) " + REFUSAL)
+    assert prefixed.code == "flashinfer-arch"

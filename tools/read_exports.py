@@ -1,0 +1,211 @@
+"""What each release of an engine lets other code import, read from its wheel with ``ast``:
+every module of the package (each ``.py`` file, a package's ``__init__.py`` standing for the
+package) and every name a module binds at its top level (``def``, ``class``, an assignment,
+an ``import``: a name imported into a module can be imported from it).
+
+A plugin, a model's own serving code or a launcher written against one release imports from
+another: ``No module named 'vllm.inputs.data'``, ``cannot import name 'is_port_available' from
+'sglang.srt.utils'``. doctor names the releases read whose package has the module or the name,
+and where the release of the log keeps the name now (patcher/advice/engine_exports.py).
+
+Recorded in ``patcher/advice/exports-ENGINE.json``: ``releases`` in order; for each module
+(``modules``) the releases holding it as a bit mask over that order (bit i: ``releases[i]``);
+and each module's names (``names``) as ``[ALWAYS, {NAME: MASK}]``: the names held wherever the
+module is, then each other name with its own mask.
+
+Usage: python -m tools.read_exports ENGINE WHEEL...  (each wheel read anew, the others kept)
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+TARGET = Path(__file__).resolve().parent.parent / "patcher" / "advice"
+
+
+def module_name(path: str) -> str | None:
+    """``vllm/inputs/data.py`` -> ``vllm.inputs.data``; ``vllm/inputs/__init__.py`` ->
+    ``vllm.inputs``; None for a file that is not a module of the package."""
+    if not path.endswith(".py"):
+        return None
+    parts = path[: -len(".py")].split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    if not parts or not all(p.isidentifier() for p in parts):
+        return None
+    return ".".join(parts)
+
+
+def bound_names(tree: ast.Module, package: str, stars: list[str] | None = None) -> set[str]:
+    """The names a module binds at its top level, in any branch of an ``if`` or ``try`` (an
+    import the module makes only where a library is present still binds it there). Of its
+    imports, only those from ``package`` itself (a relative one too): code importing
+    ``torch`` from an engine's module is not what a plugin does. ``from X import *`` binds
+    X's names: each such X of the package is added to ``stars`` (relative ones as written,
+    dots first), for ``read_wheel`` to expand."""
+    found: set[str] = set()
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                found.add(node.name)
+            elif isinstance(node, ast.Import):
+                own = [a for a in node.names if a.name.split(".")[0] == package]
+                found.update((a.asname or a.name).split(".")[0] for a in own)
+            elif isinstance(node, ast.ImportFrom):
+                source = node.module or ""
+                if node.level or source.split(".")[0] == package:
+                    found.update(a.asname or a.name for a in node.names if a.name != "*")
+                    if stars is not None and any(a.name == "*" for a in node.names):
+                        stars.append("." * node.level + source)
+            elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    for leaf in ast.walk(target):
+                        if isinstance(leaf, ast.Name):
+                            found.add(leaf.id)
+            elif isinstance(node, ast.If):
+                visit(node.body)
+                visit(node.orelse)
+            elif isinstance(node, ast.Try):
+                visit(node.body)
+                for handler in node.handlers:
+                    visit(handler.body)
+                visit(node.orelse)
+                visit(node.finalbody)
+            elif isinstance(node, ast.With):
+                visit(node.body)
+
+    visit(tree.body)
+    return found
+
+
+def _absolute(star: str, module: str, is_package: bool) -> str:
+    """A star import's module, relative ones resolved against ``module``."""
+    level = len(star) - len(star.lstrip("."))
+    if not level:
+        return star
+    parts = module.split(".") if is_package else module.split(".")[:-1]
+    base = parts[: len(parts) - (level - 1)]
+    rest = star[level:]
+    return ".".join([*base, rest] if rest else base)
+
+
+def read_wheel(wheel: Path, engine: str) -> dict[str, set[str]]:
+    """Each module of ``engine``'s package in the wheel, with the names it binds (a star
+    import of another module of the package brings that module's public names)."""
+    found: dict[str, set[str]] = {}
+    stars: dict[str, list[str]] = {}
+    with zipfile.ZipFile(wheel) as archive:
+        for path in archive.namelist():
+            if not path.startswith(f"{engine}/"):
+                continue
+            module = module_name(path)
+            if module is None:
+                continue
+            text = archive.read(path).decode("utf-8", errors="replace")
+            try:
+                tree = ast.parse(text)
+            except SyntaxError:
+                found.setdefault(module, set())
+                continue
+            starred: list[str] = []
+            found[module] = bound_names(tree, engine, starred)
+            is_package = path.endswith("/__init__.py")
+            stars[module] = [_absolute(s, module, is_package) for s in starred]
+    if engine not in found:
+        raise RuntimeError(f"{wheel.name}: no {engine}/__init__.py")
+    changed = True
+    while changed:  # a star import of a module that star-imports another
+        changed = False
+        for module, sources in stars.items():
+            for source in sources:
+                public = {n for n in found.get(source, ()) if not n.startswith("_")}
+                if not public <= found[module]:
+                    found[module] |= public
+                    changed = True
+    return found
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split(".")[:3] if p.isdigit())
+
+
+def _releases_of(mask: int, releases: list[str]) -> set[str]:
+    return {r for i, r in enumerate(releases) if mask >> i & 1}
+
+
+def _mask(held: set[str], releases: list[str]) -> int:
+    return sum(1 << i for i, r in enumerate(releases) if r in held)
+
+
+def _names_entry(by_name: dict[str, set[str]], module: set[str], ordered: list[str]) -> list[Any]:
+    """A module's names: first those held wherever the module is (most of them), then each
+    other name with its own mask."""
+    always = sorted(n for n, h in by_name.items() if h == module)
+    others = {n: _mask(h, ordered) for n, h in sorted(by_name.items()) if h and h != module}
+    return [always, others]
+
+
+def record(engine: str, wheels: list[Path]) -> Path:
+    """Read each wheel into ``exports-ENGINE.json``; the releases read before are kept."""
+    target = TARGET / f"exports-{engine}.json"
+    old: dict[str, Any] = json.loads(target.read_text()) if target.exists() else {}
+    old_releases: list[str] = old.get("releases", [])
+    modules: dict[str, set[str]] = {
+        m: _releases_of(v, old_releases) for m, v in old.get("modules", {}).items()
+    }
+    names: dict[str, dict[str, set[str]]] = {}
+    for m, (always, others) in old.get("names", {}).items():
+        names[m] = {n: set(modules[m]) for n in always}
+        names[m] |= {n: _releases_of(v, old_releases) for n, v in others.items()}
+    releases = set(old_releases)
+    for wheel in wheels:
+        release = wheel.name.split("-")[1]
+        read = read_wheel(wheel, engine)
+        releases.add(release)
+        for held in modules.values():
+            held.discard(release)
+        for by_name in names.values():
+            for held in by_name.values():
+                held.discard(release)
+        for module, bound in read.items():
+            modules.setdefault(module, set()).add(release)
+            by_name = names.setdefault(module, {})
+            for name in bound:
+                by_name.setdefault(name, set()).add(release)
+        print(f"{wheel.name}: {len(read)} modules", file=sys.stderr)
+    ordered = sorted(releases, key=_version_key)
+    out = {
+        "engine": engine,
+        "source": f"{engine}'s wheels, read with ast by tools/read_exports.py",
+        "releases": ordered,
+        "modules": {m: _mask(h, ordered) for m, h in sorted(modules.items()) if h},
+        "names": {
+            m: _names_entry(by_name, modules[m], ordered)
+            for m, by_name in sorted(names.items())
+            if any(by_name.values())
+        },
+    }
+    target.write_text(json.dumps(out, separators=(",", ":")) + "\n")
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Read the wheels given into the engine's exports file."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) < 2 or args[0] not in ("vllm", "sglang") or args[0] in ("-h", "--help"):
+        print(__doc__)
+        return 2
+    target = record(args[0], [Path(a) for a in args[1:]])
+    print(f"{target}: {target.stat().st_size} bytes")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
