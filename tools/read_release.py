@@ -19,11 +19,14 @@ release's pins (0.34.0 pins a flashinfer-python the index lacks) nor its compile
   ``gpu_memory_utilization``, the extensible KV cache) (tools/read_source.py) ->
   patcher/engines/vllm_releases.json, which the engine model itself reads, with the date;
 - every start-up error message (tools/read_errors.py) -> patcher/advice/errors-vllm.json,
-  the catalogue doctor matches logs against.
+  the catalogue doctor matches logs against;
+- every module of the package and the names each binds (tools/read_exports.py) ->
+  patcher/advice/exports-vllm.json, what doctor names for an import written for another
+  release.
 
 For SGLang, its model registry (``EntryClass`` of each module in ``srt/models/``,
-tools/read_source.py) -> patcher/engines/sglang_architectures.json, and its start-up errors ->
-patcher/advice/errors-sglang.json.
+tools/read_source.py) -> patcher/engines/sglang_architectures.json, its start-up errors ->
+patcher/advice/errors-sglang.json, and its modules and names -> patcher/advice/exports-sglang.json.
 
 Every part must find what it reads: a part that finds nothing stops the command with its name
 and nothing is written (all parts are read first, then the files are written once). It ends
@@ -45,7 +48,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from tools import read_errors, read_model_classes, record_mla_backends, record_rules
+from tools import read_errors, read_exports, read_model_classes, record_mla_backends, record_rules
 from tools.read_source import (
     Release,
     SourceMissing,
@@ -286,6 +289,7 @@ def _read(wheels: list[Path]) -> None:
     write(readings, datetime.date.today().isoformat())
     catalogue = read_errors.record("vllm", wheels, datetime.date.today().isoformat())
     print(f"start-up errors: {catalogue}")
+    print(f"modules and names: {read_exports.record('vllm', wheels)}")
     rules = _load(record_rules.OUT)["releases"]
     backends = _load(record_mla_backends.OUT)["releases"]
     releases = _load(RELEASES)["releases"]
@@ -328,6 +332,7 @@ def _read_sglang(wheels: list[Path]) -> None:
     }
     SGLANG_ARCHITECTURES.write_text(json.dumps(content, indent=1) + "\n")
     print(f"start-up errors: {read_errors.record('sglang', wheels, today)}")
+    print(f"modules and names: {read_exports.record('sglang', wheels)}")
     for version in sorted({version_of(w, "sglang") for w in wheels}, key=_key):
         older = [v for v in full if _key(v) < _key(version)]
         print(f"sglang {version}: read" + (f" (against {max(older, key=_key)})" if older else ""))
