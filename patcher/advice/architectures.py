@@ -113,21 +113,48 @@ def config_attribute(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]
     reads a field the model's config class does not have where the engine's release predates
     its support of the model (vLLM 0.7.3 on Gemma 3, whose config nests the text model's
     fields). The answer is the releases whose registry (read) lists the family's classes
-    (``Gemma3For...``). Where the log names no release, the release already lists them, or no
-    release read lists one, the field is missing for another reason and the rule does not
-    hold (no fix)."""
+    (``Gemma3For...``, or the stem itself: ``Llama_Nemotron_Nano_VL``). Where the release
+    already lists them, or no release read lists one, the field is missing for another reason
+    and the rule does not hold (no fix). Where the log names no release, the answer holds on
+    the condition the user checks (``pip show``), unless the traceback runs through vLLM's
+    Transformers backend, which a release takes only for an architecture its registry lacks."""
     stem, field = m.group(1).rstrip("_"), m.group(2)
     engine: EngineName = "sglang" if ctx.engine == "sglang" else "vllm"
-    if ctx.version is None:
-        return ("", [])
     registry = architectures(engine)
     family = sorted(
-        {n for names in registry.values() for n in names if re.match(rf"{stem}_?For[A-Z]", n)}
+        {
+            n
+            for names in registry.values()
+            for n in names
+            if n == stem or re.match(rf"{stem}_?For[A-Z]", n)
+        }
     )
     listing = [v for v, names in registry.items() if any(n in names for n in family)]
-    if not listing or ctx.version[:3] >= min(listing):
+    if not listing or (ctx.version is not None and ctx.version[:3] >= min(listing)):
         return ("", [])
     first = ".".join(map(str, min(listing)))
+    fallback = ctx.frame is not None and "/models/transformers" in ctx.frame
+    if ctx.version is None:
+        return (
+            f"the model's config class {m.group(1)}Config has no {field}, which the {engine} "
+            "release reads where it predates its support for the model (a config that nests "
+            f"the text model's fields); the {engine} releases read list the model "
+            f"({family[0]}) from {first} on"
+            + (
+                ": the traceback runs through vLLM's Transformers backend, which a release "
+                "takes for an architecture its registry lacks"
+                if fallback
+                else ""
+            ),
+            [
+                Fix(
+                    "dependency",
+                    f"pip install '{engine}>={first}'",
+                    note=f"the releases read that list {', '.join(family[:3])}"
+                    + ("" if fallback else f"; where pip show {engine} names an older one"),
+                )
+            ],
+        )
     older = ctx.version[:3] < min(registry)  # a release older than any registry read
     cause = f"the model's config class {m.group(1)}Config has no {field}, which this {engine} " + (
         f"release reads: it predates the registries read ({_first_read(engine)} on), "

@@ -1186,3 +1186,25 @@ def test_transformers_asking_for_the_code_is_not_answered_by_dropping_auto_map(
     found = diagnose_text(error + "\n")
     assert found.code == "remote-code"
     assert [f.text for f in found.fixes] == ["--trust-remote-code"]
+
+
+def test_a_config_field_missing_under_no_named_release_is_answered_on_a_condition() -> None:
+    error = "AttributeError: 'Qwen3VLMoeConfig' object has no attribute 'vocab_size'\n"
+    plain = diagnose_text(error)
+    assert plain.code == "config-attribute"
+    assert plain.fixes[0].text.startswith("pip install 'vllm>=")
+    assert "pip show vllm" in (plain.fixes[0].note or "")  # the user checks the condition
+    # vLLM's Transformers backend in the traceback: the release's registry lacks the model
+    frame = (
+        'ERROR 02-01 01:50:11 engine.py:389]   File "/x/vllm/model_executor/models/'
+        'transformers.py", line 128, in __init__\n'
+        "ERROR 02-01 01:50:11 engine.py:389]     self.vocab_size = config.vocab_size\n"
+    )
+    fallback = diagnose_text(frame + "ERROR 02-01 01:50:11 engine.py:389] " + error)
+    assert "Transformers backend" in fallback.cause
+    assert "pip show" not in (fallback.fixes[0].note or "")
+    # a release that already lists the model: the field is missing for another reason
+    listed = diagnose_text(
+        "INFO 02-10 17:06:00 [api_server.py:1] vLLM API server version 0.34.0\n" + error
+    )
+    assert not any(f.text.startswith("pip install 'vllm>=") for f in listed.fixes)
