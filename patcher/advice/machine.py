@@ -19,6 +19,7 @@ from patcher.advice.extensions import torch_pin
 from patcher.advice.flashinfer_jit import REFUSED, no_arch
 from patcher.advice.kernels import torch_refuses
 from patcher.advice.log_rules import Fix, LogContext, Rule
+from patcher.advice.nccl_transports import FAILED, UNHANDLED, transport_failed, unhandled
 from patcher.advice.proxies import PROXIED_REQUEST, WARMUP_REFUSED, proxied_request, warmup_refused
 from patcher.advice.pythons import FIRSTLINENO, python_too_new
 from patcher.advice.requirements import missing_name
@@ -329,6 +330,8 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
     ),
     ("torch-build", TORCH_REFUSES, torch_refuses),
     ("flashinfer-arch", REFUSED, no_arch),
+    ("nccl-transport", FAILED, transport_failed),
+    ("nccl-unhandled", UNHANDLED, unhandled),
     ("server-proxy", WARMUP_REFUSED, warmup_refused),
     ("server-proxy", PROXIED_REQUEST, proxied_request),
 )
@@ -351,5 +354,7 @@ ENVIRONMENT_MARKERS = (
     "No such file or directory: '",
     "KeyError: '__firstlineno__'",
     "FlashInfer requires GPUs",
+    "NCCL WARN ",
+    "NCCL error",
     '"GET http://',
 )

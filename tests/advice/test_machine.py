@@ -38,6 +38,10 @@ ENVIRONMENT_LINES = [
     "KeyError: '__firstlineno__'",
     # flashinfer/jit/core.py: no architecture of sm75 or newer to compile for
     "RuntimeError: FlashInfer requires GPUs with sm75 or higher",
+    # NCCL's warning from a transport's source file, and torch's wrapper of its failure
+    "node4:279:279 [1] transport/nvls.cc:254 NCCL WARN Cuda failure 401 'the operation cannot "
+    "be performed in the present state'",
+    "RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
 ]
 
 
@@ -64,6 +68,8 @@ ENVIRONMENT_LINES = [
                 "cuda-forked",
                 "python-version",
                 "flashinfer-arch",
+                "nccl-transport",
+                "nccl-unhandled",
             ],
             strict=True,
         )
@@ -160,11 +166,11 @@ def test_python_3_13_under_a_release_that_excludes_it_names_the_first_that_admit
 
 
 def test_the_fork_refusal_is_vllm_s_variable_only_under_vllm() -> None:
-    vllm = diagnose_text(ENVIRONMENT_LINES[-3] + "\n")
+    vllm = diagnose_text(ENVIRONMENT_LINES[-5] + "\n")
     assert vllm.fixes[0].text == "VLLM_WORKER_MULTIPROC_METHOD=spawn"
     sglang = diagnose_text(
         "[2025-01-01 00:00:00] server_args=ServerArgs(model_path='m')\n"
-        + ENVIRONMENT_LINES[-3]
+        + ENVIRONMENT_LINES[-5]
         + "\n"
     )
     assert sglang.code == "cuda-forked"
@@ -173,4 +179,22 @@ def test_the_fork_refusal_is_vllm_s_variable_only_under_vllm() -> None:
 
 def test_a_module_of_the_engine_missing_is_not_its_compiled_extension() -> None:
     assert diagnose_text(ENVIRONMENT_LINES[4] + "\n").code == "engine-extension"
-    assert diagnose_text(ENVIRONMENT_LINES[-5] + "\n").code == "engine-module"
+    assert diagnose_text(ENVIRONMENT_LINES[-7] + "\n").code == "engine-module"
+
+
+def test_a_transport_s_warning_names_its_switch_and_the_wrapper_alone_asks_for_it() -> (
+    None
+):
+    shm = diagnose_text(
+        "h:1:1 [0] transport/shm.cc:120 NCCL WARN Call to posix_fallocate failed\n"
+        "RuntimeError: NCCL error: unhandled system error\n"
+    )
+    assert shm.code == "nccl-transport"
+    assert [f.text for f in shm.fixes] == ["NCCL_SHM_DISABLE=1"]
+    nvls = diagnose_text(
+        "transport/nvls.cc:287 NCCL WARN Failed to bind NVLink SHARP (NVLS) Multicast memory\n"
+    )
+    assert [f.text for f in nvls.fixes] == ["NCCL_NVLS_ENABLE=0"]
+    alone = diagnose_text(ENVIRONMENT_LINES[-1] + "\n")
+    assert [f.kind for f in alone.fixes] == ["advice"]  # no switch guessed
+    assert "NCCL_DEBUG=INFO" in alone.fixes[0].text

@@ -1,0 +1,70 @@
+"""NCCL's own warning that one of its transports failed, and the switch that turns it off.
+
+With ``NCCL_DEBUG=WARN`` or ``INFO`` NCCL prefixes a warning with its source file and line
+(``transport/nvls.cc:287 NCCL WARN ...``): a CUDA call failing there (``CUCHECKGOTO``) or the
+NVLink SHARP multicast bind failing returns ``ncclUnhandledCudaError`` and the communicator's
+initialisation fails ("NCCL error: unhandled cuda error"), so the engine does not start. Each
+transport has a parameter that takes it out, read from NCCL's source (NVIDIA/nccl at
+5067397c): ``NCCL_PARAM(NvlsEnable, "NVLS_ENABLE", 2)`` in ``src/transport/nvls.cc`` (the
+warning itself says "Disable NVLS (NCCL_NVLS_ENABLE=0)"), ``ShmDisable, "SHM_DISABLE"`` in
+``shm.cc``, ``IbDisable, "IB_DISABLE"`` in ``net_ib/init.cc``, ``NCCL_P2P_DISABLE`` read by
+``graph/paths.cc`` for ``p2p.cc``, and ``CollnetEnable, "COLLNET_ENABLE"`` in ``init.cc`` for
+``coll_net.cc``. The transport off, NCCL routes through the others (slower where it was the
+fast one); the machine's own fault (the Fabric Manager, NVSwitches, InfiniBand) stays to mend.
+"""
+
+from __future__ import annotations
+
+import re
+
+from patcher.advice.log_rules import Fix, LogContext
+
+# transport file -> (the switch that takes it out, what the transport is)
+SWITCHES: dict[str, tuple[str, str]] = {
+    "nvls": ("NCCL_NVLS_ENABLE=0", "NVLink SHARP (NVSwitch multicast)"),
+    "shm": ("NCCL_SHM_DISABLE=1", "shared memory between the processes (/dev/shm)"),
+    "p2p": ("NCCL_P2P_DISABLE=1", "peer-to-peer copies between the GPUs"),
+    "net_ib": ("NCCL_IB_DISABLE=1", "InfiniBand/RoCE"),
+    "coll_net": ("NCCL_COLLNET_ENABLE=0", "in-network reductions (CollNet/SHARP)"),
+}
+FAILED = re.compile(
+    r"transport/(nvls|shm|p2p|net_ib|coll_net)[\w/]*\.cc:\d+ NCCL WARN "
+    r"(?:Cuda failure|Call to \w+ failed|Failed to bind)"
+)
+
+
+def transport_failed(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A transport's CUDA call or bind failing inside NCCL: its switch off."""
+    switch, what = SWITCHES[m.group(1)]
+    return (
+        f"NCCL's {what} transport failed on this machine (its warning from transport/"
+        f"{m.group(1)}), so the GPUs' communicator did not initialise and the engine stopped",
+        [
+            Fix(
+                "env",
+                switch,
+                note="NCCL then routes through its other transports (NCCL_PARAM in its "
+                "source); the machine's own fault stays to mend",
+            ),
+        ],
+    )
+
+
+# torch's wrapper of an NCCL failure, which sends the reader to NCCL's own warning.
+UNHANDLED = re.compile(r"NCCL error:? (?:in: \S+ )?unhandled (?:cuda|system) error")
+
+
+def unhandled(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """NCCL's failure as torch words it, without NCCL's own warning in the log: the warning
+    names the transport (above), so the way is to have NCCL print it."""
+    return (
+        "NCCL failed to set up the GPUs' communicator; its own warning, which names the "
+        "transport or call that failed, is not in the log",
+        [
+            Fix(
+                "advice",
+                "run the same command with NCCL_DEBUG=INFO (or WARN): NCCL then prints the "
+                "transport/FILE.cc line that failed, and doctor names the switch for it",
+            )
+        ],
+    )
