@@ -37,3 +37,22 @@ def test_under_sglang_no_vllm_switch_and_any_process_prefix_is_read() -> None:
     assert all("VLLM_" not in f.text for f in sglang.fixes)
     prefixed = diagnose_text("(StageEngineCoreProc pid=8146) " + REFUSAL)
     assert prefixed.code == "flashinfer-arch"
+
+
+def test_the_rule_holds_to_flashinfer_s_own_words_as_recorded() -> None:
+    from pathlib import Path
+
+    from patcher.advice.flashinfer_jit import REFUSED
+
+    recorded = (
+        Path(__file__).parents[2] / "snapshots" / "engines" / "flashinfer-jit-arch.txt"
+    ).read_text()
+    raises = [line for line in recorded.splitlines() if "sm75 or higher" in line]
+    assert len(raises) == 3 and all(
+        "FlashInfer requires GPUs with sm75 or higher" in r for r in raises
+    )
+    assert REFUSED.search("RuntimeError: FlashInfer requires GPUs with sm75 or higher")
+    # the CUDA each SM 12.x needs, which the answer states: 12.9 in 0.6, 12.8 for SM 120 in 0.7
+    assert 'raise RuntimeError("SM 12.x requires CUDA >= 12.9")' in recorded
+    assert 'raise RuntimeError("SM 120 requires CUDA >= 12.8")' in recorded
+    assert recorded.count('os.environ.get("CUDA_HOME")') == 3  # the nvcc it compiles with

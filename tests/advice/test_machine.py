@@ -182,9 +182,7 @@ def test_a_module_of_the_engine_missing_is_not_its_compiled_extension() -> None:
     assert diagnose_text(ENVIRONMENT_LINES[-7] + "\n").code == "engine-module"
 
 
-def test_a_transport_s_warning_names_its_switch_and_the_wrapper_alone_asks_for_it() -> (
-    None
-):
+def test_a_transport_s_warning_names_its_switch_and_the_wrapper_alone_asks_for_it() -> None:
     shm = diagnose_text(
         "h:1:1 [0] transport/shm.cc:120 NCCL WARN Call to posix_fallocate failed\n"
         "RuntimeError: NCCL error: unhandled system error\n"
@@ -198,3 +196,17 @@ def test_a_transport_s_warning_names_its_switch_and_the_wrapper_alone_asks_for_i
     alone = diagnose_text(ENVIRONMENT_LINES[-1] + "\n")
     assert [f.kind for f in alone.fixes] == ["advice"]  # no switch guessed
     assert "NCCL_DEBUG=INFO" in alone.fixes[0].text
+
+
+def test_each_transport_s_switch_is_the_one_nccl_s_source_reads() -> None:
+    from pathlib import Path
+
+    from patcher.advice.nccl_transports import SWITCHES
+
+    recorded = (
+        Path(__file__).parents[2] / "snapshots" / "engines" / "nccl-transport-switches.txt"
+    ).read_text()
+    for switch, _ in SWITCHES.values():
+        name = switch.split("=")[0]
+        # NCCL_PARAM(X, "NAME") reads NCCL_NAME; paths.cc reads "NCCL_P2P_DISABLE" whole
+        assert f'"{name.removeprefix("NCCL_")}"' in recorded or f'"{name}"' in recorded, name
