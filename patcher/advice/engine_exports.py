@@ -151,15 +151,19 @@ def module_elsewhere(module: str, ctx: LogContext) -> tuple[str, list[Fix]] | No
     read = exports(engine)
     if read is None:
         return None
-    held = read.holding(read.modules.get(module, 0))
+    mask = read.modules.get(module, 0)
     near = _log_release(ctx, engine, read)
-    if near in held:
+    if near in read.holding(mask):
         return None  # the release has it: the Python imports another (a source folder)
+    names = _imported_names(ctx, module)
+    asked = mask
+    for name in names:  # the releases whose module has every name the import asks for
+        asked &= read.name_mask(module, name)
+    held = read.holding(asked or mask)
     spans = _spans(read, held, near)
     if not spans:
         return None
     (first, last), *other = spans
-    names = _imported_names(ctx, module)
     shown = f"{engine} {near}" if near else f"the {engine} installed"
     return (
         f"{shown} has no {module}, which code written for another release imports (a "
@@ -169,8 +173,10 @@ def module_elsewhere(module: str, ctx: LogContext) -> tuple[str, list[Fix]] | No
             Fix(
                 "dependency",
                 _specifier(engine, read, first, last),
-                note=f"{module} is in {engine} {first} to {last} (read from each release's "
-                "wheel); the release the plugin or model names is the one it was written for",
+                note=f"{module}"
+                + (f" with {', '.join(names)}" if names and asked else "")
+                + f" is in {engine} {first} to {last} (read from each release's wheel); the "
+                "release the plugin or model names is the one it was written for",
             ),
             *_or(engine, read, other),
             *(_kept_now(engine, read, names, near) if near else []),

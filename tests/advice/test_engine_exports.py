@@ -131,3 +131,19 @@ def test_the_reading_binds_definitions_own_imports_and_star_imports(tmp_path: Pa
     assert "_private" not in read["eng.utils"]
     assert "is_port_available" in read["eng"] and "torch" not in read["eng"]
     assert set(read) == {"eng", "eng.utils", "eng.utils.common", "eng.core"}
+
+
+def test_a_missing_module_s_releases_are_those_that_have_every_name_the_import_asks() -> None:
+    read = exports("vllm")
+    assert read is not None
+    module, name = "vllm.model_executor.layers.attention", "MLAAttention"
+    with_name = set(read.holding(read.name_mask(module, name)))
+    assert with_name < _holding("vllm", module)  # the name came later than the module
+    log = (
+        '  File "/w/plugin/model_runner.py", line 62, in <module>\n'
+        f"    from {module} import Attention, {name}\n"
+        f"ModuleNotFoundError: No module named '{module}'\n"
+    )
+    found = diagnose_text(log)
+    admitted = _admitted(found.fixes[0].text, "vllm")
+    assert admitted and set(admitted) <= with_name
