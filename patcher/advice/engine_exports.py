@@ -163,25 +163,9 @@ def module_elsewhere(module: str, ctx: LogContext) -> tuple[str, list[Fix]] | No
     spans = _spans(read, held, near)
     if not spans:
         return None
-    (first, last), *other = spans
     shown = f"{engine} {near}" if near else f"the {engine} installed"
-    return (
-        f"{shown} has no {module}, which code written for another release imports (a "
-        f"plugin, a model's own serving code, a launcher): the {engine} releases read from "
-        f"{first} to {last} have it",
-        [
-            Fix(
-                "dependency",
-                _specifier(engine, read, first, last),
-                note=f"{module}"
-                + (f" with {', '.join(names)}" if names and asked else "")
-                + f" is in {engine} {first} to {last} (read from each release's wheel); the "
-                "release the plugin or model names is the one it was written for",
-            ),
-            *_or(engine, read, other),
-            *(_kept_now(engine, read, names, near) if near else []),
-        ],
-    )
+    what = module + (f" with {', '.join(names)}" if names and asked else "")
+    return _answer(engine, read, (f"{shown} has no {module}", "it", what), spans, names, near)
 
 
 def name_elsewhere(name: str, module: str, ctx: LogContext) -> tuple[str, list[Fix]] | None:
@@ -206,20 +190,33 @@ def name_elsewhere(name: str, module: str, ctx: LogContext) -> tuple[str, list[F
             f"imports; no {engine} release read has it there",
             moved,
         )
+    lacking = f"{shown}'s {module} has no {name}"
+    return _answer(engine, read, (lacking, "it there", f"{module}.{name}"), spans, (name,), near)
+
+
+def _answer(
+    engine: str,
+    read: Exports,
+    said: tuple[str, str, str],
+    spans: list[tuple[str, str]],
+    names: tuple[str, ...],
+    near: str | None,
+) -> tuple[str, list[Fix]]:
+    """The answer to an import of another release: ``said`` is what the release lacks, how
+    the cause refers to it, and what the note calls it."""
+    lacking, it, what = said
     (first, last), *other = spans
     return (
-        f"{shown}'s {module} has no {name}, which code written for another release imports "
-        f"(a plugin, a model's own serving code, a launcher): the {engine} releases read from "
-        f"{first} to {last} have it there",
+        f"{lacking}, which code written for another release imports (a plugin, a model's own "
+        f"serving code, a launcher): the {engine} releases read from {first} to {last} have {it}",
         [
             Fix(
                 "dependency",
                 _specifier(engine, read, first, last),
-                note=f"{module}.{name} is in {engine} {first} to {last} (read from each "
-                "release's wheel); the release the plugin or script names is the one it was "
-                "written for",
+                note=f"{what} is in {engine} {first} to {last} (read from each release's "
+                "wheel); the release the plugin or script names is the one it was written for",
             ),
             *_or(engine, read, other),
-            *(_kept_now(engine, read, (name,), near) if near else []),
+            *(_kept_now(engine, read, names, near) if near else []),
         ],
     )
