@@ -223,8 +223,9 @@ def test_the_dockerfile_builds_the_wheel_from_a_small_context(tmp_path: Path) ->
     # was 220 MB with the venv; 5.3 MB of it now is doctor's catalogue of the engines'
     # start-up errors and what each release declares (patcher/advice/errors-*.json, package
     # data kept readable in git: 31 vLLM releases, 27 SGLang, 44 transformers, their start-up
-    # files read as far as the MoE, linear and attention layers; about 90 kB more per release)
-    assert sent < 8_000_000, sent
+    # files read as far as the MoE, linear and attention layers; about 90 kB more per release),
+    # and 1.2 MB each release's modules and names (patcher/advice/exports-*.json.gz, gzip)
+    assert sent < 10_000_000, sent
     wheels = tmp_path / "wheels"
     build = runs[0].replace("python", sys.executable, 1).replace("-w /dist", f"-w {wheels}")
     # The image fetches setuptools for the build; offline, this venv's own is used.

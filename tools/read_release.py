@@ -21,12 +21,13 @@ release's pins (0.34.0 pins a flashinfer-python the index lacks) nor its compile
 - every start-up error message (tools/read_errors.py) -> patcher/advice/errors-vllm.json,
   the catalogue doctor matches logs against;
 - every module of the package and the names each binds (tools/read_exports.py) ->
-  patcher/advice/exports-vllm.json, what doctor names for an import written for another
+  patcher/advice/exports-vllm.json.gz, what doctor names for an import written for another
   release.
 
 For SGLang, its model registry (``EntryClass`` of each module in ``srt/models/``,
 tools/read_source.py) -> patcher/engines/sglang_architectures.json, its start-up errors ->
-patcher/advice/errors-sglang.json, and its modules and names -> patcher/advice/exports-sglang.json.
+patcher/advice/errors-sglang.json, and its modules and names ->
+patcher/advice/exports-sglang.json.gz.
 
 Every part must find what it reads: a part that finds nothing stops the command with its name
 and nothing is written (all parts are read first, then the files are written once). It ends

@@ -12,6 +12,7 @@ import asks for, and where the release of the log keeps the name now."""
 from __future__ import annotations
 
 import functools
+import gzip
 import json
 from dataclasses import dataclass
 from importlib import resources
@@ -54,12 +55,12 @@ class Exports:
 
 @functools.cache
 def exports(engine: str) -> Exports | None:
-    """The engine's reading (``exports-ENGINE.json``), or None where none is recorded."""
+    """The engine's reading (``exports-ENGINE.json.gz``), or None where none is recorded."""
     try:
-        text = resources.files("patcher.advice").joinpath(f"exports-{engine}.json").read_text()
+        packed = resources.files("patcher.advice").joinpath(f"exports-{engine}.json.gz")
+        data = json.loads(gzip.decompress(packed.read_bytes()))
     except FileNotFoundError:
         return None
-    data = json.loads(text)
     return Exports(tuple(data["releases"]), data["modules"], data["names"])
 
 
