@@ -134,41 +134,39 @@ def config_attribute(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]
         return ("", [])
     first = ".".join(map(str, min(listing)))
     fallback = ctx.frame is not None and "/models/transformers" in ctx.frame
+    # Without a release in the log the answer holds on a condition the user checks, unless
+    # the traceback itself shows the registry lacks the model (the Transformers backend).
+    unsure = ctx.version is None and not fallback
+    condition = f"; where pip show {engine} names an older one" if unsure else ""
+    said = f"the model's config class {m.group(1)}Config has no {field}, which "
     if ctx.version is None:
-        return (
-            f"the model's config class {m.group(1)}Config has no {field}, which the {engine} "
-            "release reads where it predates its support for the model (a config that nests "
-            f"the text model's fields); the {engine} releases read list the model "
+        cause = said + (
+            f"the {engine} release reads where it predates its support for the model (a config "
+            f"that nests the text model's fields); the {engine} releases read list the model "
             f"({family[0]}) from {first} on"
-            + (
+        )
+        if fallback:
+            cause += (
                 ": the traceback runs through vLLM's Transformers backend, which a release "
                 "takes for an architecture its registry lacks"
-                if fallback
-                else ""
-            ),
-            [
-                Fix(
-                    "dependency",
-                    f"pip install '{engine}>={first}'",
-                    note=f"the releases read that list {', '.join(family[:3])}"
-                    + ("" if fallback else f"; where pip show {engine} names an older one"),
-                )
-            ],
+            )
+    elif ctx.version[:3] < min(registry):  # a release older than any registry read
+        cause = said + (
+            f"this {engine} release reads: it predates the registries read "
+            f"({_first_read(engine)} on), which list the model ({family[0]})"
         )
-    older = ctx.version[:3] < min(registry)  # a release older than any registry read
-    cause = f"the model's config class {m.group(1)}Config has no {field}, which this {engine} " + (
-        f"release reads: it predates the registries read ({_first_read(engine)} on), "
-        f"which list the model ({family[0]})"
-        if older
-        else f"release reads: the release predates its support for the model ({family[0]})"
-    )
+    else:
+        cause = said + (
+            f"this {engine} release reads: the release predates its support for the model "
+            f"({family[0]})"
+        )
     return (
         cause,
         [
             Fix(
                 "dependency",
                 f"pip install '{engine}>={first}'",
-                note=f"the releases read that list {', '.join(family[:3])}",
+                note=f"the releases read that list {', '.join(family[:3])}{condition}",
             )
         ],
     )

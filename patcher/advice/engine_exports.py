@@ -28,7 +28,8 @@ class Exports:
 
     releases: tuple[str, ...]
     modules: dict[str, int]
-    names: dict[str, list[object]]  # module -> [names held wherever it is, {name: mask}]
+    # module -> (the names it binds wherever it is, each other name with its own mask)
+    names: dict[str, tuple[frozenset[str], dict[str, int]]]
 
     def holding(self, mask: int) -> tuple[str, ...]:
         """The releases of a mask, in order."""
@@ -36,13 +37,8 @@ class Exports:
 
     def name_mask(self, module: str, name: str) -> int:
         """The releases whose ``module`` binds ``name``, as a mask (0: none read)."""
-        entry = self.names.get(module)
-        if entry is None:
-            return 0
-        always, others = entry
-        if isinstance(always, list) and name in always:
-            return self.modules[module]
-        return int(others.get(name, 0)) if isinstance(others, dict) else 0
+        always, others = self.names.get(module, (frozenset(), {}))
+        return self.modules[module] if name in always else others.get(name, 0)
 
     def keeping(self, name: str, release: str) -> tuple[str, ...]:
         """The modules of ``release`` that bind ``name``, shortest path first."""
@@ -61,33 +57,29 @@ def exports(engine: str) -> Exports | None:
         data = json.loads(gzip.decompress(packed.read_bytes()))
     except FileNotFoundError:
         return None
-    return Exports(tuple(data["releases"]), data["modules"], data["names"])
+    names = {m: (frozenset(always), others) for m, (always, others) in data["names"].items()}
+    return Exports(tuple(data["releases"]), data["modules"], names)
 
 
-def _spans(read: Exports, held: tuple[str, ...], near: str | None) -> list[tuple[str, str]]:
-    """The runs of consecutive releases read that hold it, as their first and last release:
+def _spans(read: Exports, mask: int, near: str | None) -> list[tuple[str, str]]:
+    """The runs of consecutive releases read in ``mask``, as their first and last release:
     the one nearest the log's release first (else the latest), then the latest other; none
     where every release read holds it (no release would differ)."""
-    if not held or len(held) == len(read.releases):
+    if not mask or mask == (1 << len(read.releases)) - 1:
         return []
-    runs: list[list[str]] = []
-    for at, release in enumerate(read.releases):
-        if release in held and runs and at and runs[-1][-1] == read.releases[at - 1]:
-            runs[-1].append(release)
-        elif release in held:
-            runs.append([release])
+    runs: list[tuple[int, int]] = []  # first and last index into read.releases
+    for at in range(len(read.releases)):
+        if not mask >> at & 1:
+            continue
+        if runs and runs[-1][1] == at - 1:
+            runs[-1] = (runs[-1][0], at)
+        else:
+            runs.append((at, at))
     runs.reverse()  # the latest first
-    if near is not None:
-        key = version_key(near)
-        runs.sort(key=lambda r: min(abs(_distance(read, key, x)) for x in (r[0], r[-1])))
-    return [(r[0], r[-1]) for r in runs[:2]]
-
-
-def _distance(read: Exports, at: tuple[int, ...], release: str) -> int:
-    """How many releases read lie between the log's release and ``release``."""
-    keys = [version_key(r) for r in read.releases]
-    here = sum(1 for k in keys if k < at)
-    return keys.index(version_key(release)) - here
+    if near is not None:  # the place of the log's release among the releases read
+        here = sum(1 for r in read.releases if version_key(r) < version_key(near))
+        runs.sort(key=lambda run: min(abs(run[0] - here), abs(run[1] - here)))
+    return [(read.releases[a], read.releases[b]) for a, b in runs[:2]]
 
 
 def _specifier(engine: str, read: Exports, first: str, last: str) -> str:
@@ -160,8 +152,7 @@ def module_elsewhere(module: str, ctx: LogContext) -> tuple[str, list[Fix]] | No
     asked = mask
     for name in names:  # the releases whose module has every name the import asks for
         asked &= read.name_mask(module, name)
-    held = read.holding(asked or mask)
-    spans = _spans(read, held, near)
+    spans = _spans(read, asked or mask, near)
     if not spans:
         return None
     shown = f"{engine} {near}" if near else f"the {engine} installed"
@@ -177,8 +168,8 @@ def name_elsewhere(name: str, module: str, ctx: LogContext) -> tuple[str, list[F
     if read is None or module not in read.modules:
         return None
     near = _log_release(ctx, engine, read)
-    held = read.holding(read.name_mask(module, name))
-    if near in held:
+    held = read.name_mask(module, name)
+    if near in read.holding(held):
         return None
     spans = _spans(read, held, near)
     shown = f"{engine} {near}" if near else f"the {engine} installed"

@@ -34,17 +34,20 @@ def _arch(gpu: tuple[int, int]) -> str:
 def no_arch(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     """FlashInfer's JIT refusing: the GPU older than 7.5, or (on a newer one) the CUDA
     toolkit it compiles with too old for the GPU, or no GPU seen by that process."""
-    sampler = [
-        Fix(
-            "env",
-            "VLLM_USE_FLASHINFER_SAMPLER=0",
-            note="where the traceback runs through FlashInfer's sampling (flashinfer/sampling.py): "
-            "vLLM samples with PyTorch's own top-k/top-p instead (envs.py, read in vLLM "
-            f"{releases[0]} to {releases[-1]})",
-        )
-        for releases in [feature_releases("vllm", "env", "VLLM_USE_FLASHINFER_SAMPLER")]
-        if releases and ctx.engine != "sglang"
-    ]
+    switch = feature_releases("vllm", "env", "VLLM_USE_FLASHINFER_SAMPLER")
+    sampler = (
+        [
+            Fix(
+                "env",
+                "VLLM_USE_FLASHINFER_SAMPLER=0",
+                note="where the traceback runs through FlashInfer's sampling "
+                "(flashinfer/sampling.py): vLLM samples with PyTorch's own top-k/top-p instead "
+                f"(envs.py, read in vLLM {switch[0]} to {switch[-1]})",
+            )
+        ]
+        if switch and ctx.engine != "sglang"
+        else []
+    )
     if ctx.gpu is not None and ctx.gpu < (7, 5):
         major, minor = ctx.gpu
         return (
@@ -85,12 +88,12 @@ def no_arch(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
         )
     needs = "12.9" if ctx.gpu is None or ctx.gpu[1] else "12.8 (FlashInfer 0.7) or 12.9 (0.6)"
     gpu = f"the GPU (compute capability 12.{ctx.gpu[1]})" if ctx.gpu else "an SM 12.x GPU"
+    # advice, not an assignment to paste: the folder is the user's own toolkit's
     toolkit = Fix(
-        "env",
-        "CUDA_HOME=DIR",
-        note=f"DIR a CUDA toolkit of {needs} or later for {gpu}: FlashInfer compiles with the "
-        "nvcc under CUDA_HOME, else the one on PATH, not torch's own CUDA (nvcc --version "
-        "tells which it has)",
+        "advice",
+        f"CUDA_HOME set to a CUDA toolkit of {needs} or later for {gpu}: FlashInfer compiles "
+        "with the nvcc under CUDA_HOME, else the one on PATH, not torch's own CUDA (nvcc "
+        "--version tells which it has)",
     )
     return (
         "FlashInfer's JIT found no GPU architecture of sm75 or newer to compile its kernels "

@@ -119,9 +119,9 @@ def _answer(line: str, ctx: LogContext) -> tuple[str, list[Fix]] | None:
             "the server may not write the Hub cache it downloads into",
             [
                 Fix(
-                    "env",
-                    "HF_HOME=DIR",
-                    note="a cache folder the server's user owns (or fix the folder's owner)",
+                    "advice",
+                    "HF_HOME set to a cache folder the server's user owns (or fix the folder's "
+                    "owner)",
                 )
             ],
         )

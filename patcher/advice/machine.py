@@ -258,11 +258,7 @@ def disk_full(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
         "shared memory the workers exchange tensors through (/dev/shm), or the temporary folder",
         [
             Fix("advice", "df -h on the cache (HF_HOME), /dev/shm and /tmp"),
-            Fix(
-                "env",
-                "HF_HOME=DIR",
-                note="a cache on a disk with room for the weights",
-            ),
+            Fix("advice", "HF_HOME set to a cache folder on a disk with room for the weights"),
             Fix("advice", "in Docker, --ipc=host or --shm-size 16g for /dev/shm"),
         ],
     )
