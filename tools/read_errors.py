@@ -4,6 +4,7 @@
     python -m tools.read_errors sglang W.whl
     python -m tools.read_errors transformers W.whl
     python -m tools.read_errors --features vllm W.whl    # only tools/read_model_classes.py's
+    python -m tools.read_errors --templates vllm W.whl   # only the templates (a reader change)
 
 A start-up error is a ``raise X("...")``, an ``assert cond, "..."`` or a ``logger.error`` /
 ``logger.critical`` / ``logger.exception`` call with a message, in a file of the start-up path
@@ -26,14 +27,13 @@ from __future__ import annotations
 import ast
 import fnmatch
 import json
-import re
 import sys
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from tools import read_accepts, read_defects, read_model_classes
+from tools.read_messages import templates_in
 
 CATALOGUE = Path(__file__).resolve().parents[1] / "patcher" / "advice"
 
@@ -182,279 +182,6 @@ START_UP: dict[str, tuple[str, ...]] = {
     ),
 }
 
-_LOG_CALLS = {"error", "critical", "exception", "fatal"}
-
-
-def _hole(node: ast.expr) -> str:
-    """A hole's name: the interpolated expression, as short source text."""
-    text = ast.unparse(node)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-class _Messages:
-    """Turns a message expression into template parts: literal, hole, literal, ..."""
-
-    def __init__(self, function: ast.AST | None) -> None:
-        self.locals: dict[str, list[ast.expr]] = {}
-        # A list a message is gathered in (``errors.append(f"...")``), then joined and raised.
-        self.appended: dict[str, list[ast.expr]] = {}
-        if function is not None:
-            for node in ast.walk(function):
-                if (
-                    isinstance(node, ast.Call)
-                    and isinstance(node.func, ast.Attribute)
-                    and node.func.attr == "append"
-                    and isinstance(node.func.value, ast.Name)
-                    and len(node.args) == 1
-                ):
-                    self.appended.setdefault(node.func.value.id, []).append(node.args[0])
-                if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                    target = node.targets[0]
-                    if isinstance(target, ast.Name):
-                        self.locals.setdefault(target.id, []).append(node.value)
-                elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-                    if isinstance(node.op, ast.Add) and node.target.id in self.locals:
-                        self.locals[node.target.id].append(node.value)
-
-    def parts(self, node: ast.expr, depth: int = 0) -> list[str] | None:
-        """Alternating literal and hole texts (even: literal, odd: hole), or None when the
-        message is not text this reader can follow."""
-        if depth > 6:
-            return None
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            return [node.value]
-        if isinstance(node, ast.JoinedStr):
-            out: list[str] = [""]
-            for value in node.values:
-                if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                    out[-1] += value.value
-                elif isinstance(value, ast.FormattedValue):
-                    out += [_hole(value.value), ""]
-            return out
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            left, right = self.parts(node.left, depth + 1), self.parts(node.right, depth + 1)
-            if left is None and right is None:
-                return None
-            left = left if left is not None else ["", _hole(node.left), ""]
-            right = right if right is not None else ["", _hole(node.right), ""]
-            return [*left[:-1], left[-1] + right[0], *right[1:]]
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
-            base = self.parts(node.left, depth + 1)
-            args = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
-            return None if base is None else _fill(base, [_hole(a) for a in args], "%")
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "format"
-        ):
-            base = self.parts(node.func.value, depth + 1)
-            names = [_hole(a) for a in node.args] + [k.arg or "kw" for k in node.keywords]
-            return None if base is None else _fill(base, names, "{")
-        if isinstance(node, ast.Name) and node.id in self.locals:
-            pieces = [self.parts(v, depth + 1) for v in self.locals[node.id]]
-            if pieces[0] is None:
-                return None
-            out = list(pieces[0])
-            for more in pieces[1:]:
-                more = more if more is not None else ["", "...", ""]
-                out = [*out[:-1], out[-1] + more[0], *more[1:]]
-            return out
-        if isinstance(node, ast.Call) and node.args and isinstance(node.func, ast.Name):
-            if node.func.id in {"str", "repr"}:
-                return self.parts(node.args[0], depth + 1)
-        if isinstance(node, ast.Tuple) and node.elts:
-            # An exception raised with several arguments prints them as a tuple's repr:
-            # RuntimeError('a ', 'b') -> "('a ', 'b')".
-            tuple_out = ["("]
-            for index, element in enumerate(node.elts):
-                piece = self.parts(element, depth + 1)
-                if piece is None:
-                    piece = ["", _hole(element), ""]
-                elif len(piece) == 1:
-                    piece = ["'" + piece[0] + "'"]
-                else:
-                    piece = ["'" + piece[0], *piece[1:-1], piece[-1] + "'"]
-                joint = ", " if index else ""
-                tuple_out = [*tuple_out[:-1], tuple_out[-1] + joint + piece[0], *piece[1:]]
-            tuple_out[-1] += ")"
-            return tuple_out
-        return None
-
-
-def _split_literal(text: str, holes: Iterator[str], marker: str) -> list[str]:
-    out = [""]
-    i = 0
-    while i < len(text):
-        if marker == "%" and text[i] == "%" and i + 1 < len(text):
-            if text[i + 1] == "%":
-                out[-1] += "%"
-                i += 2
-                continue
-            j = i + 1
-            while j < len(text) and text[j] in "-+ #0123456789.()":
-                j += 1
-            if j < len(text) and text[j].isalpha():
-                out += [next(holes, "arg"), ""]
-                i = j + 1
-                continue
-        if marker == "{" and text[i] in "{}":
-            if text[i : i + 2] in {"{{", "}}"}:
-                out[-1] += text[i]
-                i += 2
-                continue
-            end = text.find("}", i)
-            if text[i] == "{" and end > 0:
-                field = text[i + 1 : end].split(":")[0].split("!")[0]
-                out += [field if field and not field.isdigit() else next(holes, "arg"), ""]
-                i = end + 1
-                continue
-        out[-1] += text[i]
-        i += 1
-    return out
-
-
-def _fill(parts: list[str], names: list[str], marker: str) -> list[str]:
-    """``parts`` with each ``%s`` (marker ``%``) or ``{}`` (marker ``{``) of its literal text
-    made a hole, named by the argument at that place."""
-    holes = iter(names)
-    out: list[str] = []
-    for index, part in enumerate(parts):
-        if index % 2:
-            out += [part, ""] if out else ["", part, ""]
-            continue
-        split = _split_literal(part, holes, marker)
-        out = [*out[:-1], (out[-1] if out else "") + split[0], *split[1:]]
-    return out
-
-
-def _exception_name(node: ast.expr | None) -> str | None:
-    if isinstance(node, ast.Call):
-        node = node.func
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return None
-
-
-def _enclosing(tree: ast.Module) -> Iterator[tuple[ast.AST | None, ast.AST]]:
-    """Each node with the function it is in (None at module level)."""
-
-    def walk(node: ast.AST, function: ast.AST | None) -> Iterator[tuple[ast.AST | None, ast.AST]]:
-        for child in ast.iter_child_nodes(node):
-            inner = child if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) else function
-            yield function, child
-            yield from walk(child, inner)
-
-    yield from walk(tree, None)
-
-
-def _callees(message: ast.expr, reader: _Messages) -> list[str]:
-    """The functions whose result is the message: called in place, or into a local first."""
-    values = reader.locals.get(message.id, []) if isinstance(message, ast.Name) else [message]
-    names = []
-    for value in values:
-        if isinstance(value, ast.Call):
-            func = value.func
-            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
-            if name is not None:
-                names.append(name)
-    return names
-
-
-def _joined(message: ast.expr) -> str | None:
-    """The local list a message joins (``" ".join(errors)``, or that inside an f-string),
-    or None."""
-    if isinstance(message, ast.JoinedStr) and len(message.values) == 1:
-        value = message.values[0]
-        message = value.value if isinstance(value, ast.FormattedValue) else message
-    if (
-        isinstance(message, ast.Call)
-        and isinstance(message.func, ast.Attribute)
-        and message.func.attr == "join"
-        and isinstance(message.func.value, ast.Constant)
-        and len(message.args) == 1
-        and isinstance(message.args[0], ast.Name)
-    ):
-        return message.args[0].id
-    return None
-
-
-def _worded(parts: list[str]) -> bool:
-    """Whether a message's literal text has a word to find it by (``assert a, (x, y)`` has
-    none: it prints only values)."""
-    return re.search(r"[A-Za-z]{2}", "".join(parts[::2])) is not None
-
-
-def _template(kind: str, parts: list[str], file: str, node: ast.AST) -> dict[str, Any]:
-    """One message as the catalogue records it."""
-    return {"exception": kind, "parts": parts, "file": file, "line": getattr(node, "lineno", 0)}
-
-
-def templates_in(source: str, file: str) -> Iterator[dict[str, Any]]:
-    """Each error message ``file``'s source can raise or log, as a template."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return
-    readers: dict[int, _Messages] = {}
-    built: dict[str, str] = {}  # a helper that builds a message -> what its caller raises
-    for function, node in _enclosing(tree):
-        message: ast.expr | None = None
-        kind: str | None = None
-        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
-            raised = node.exc.args
-            kind = _exception_name(node.exc)
-            if len(raised) == 1:
-                message = raised[0]
-            elif not any(isinstance(a, ast.Starred) for a in raised):
-                message = ast.Tuple(list(raised), ast.Load())
-        elif isinstance(node, ast.Assert) and node.msg is not None:
-            message, kind = node.msg, "AssertionError"
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in _LOG_CALLS
-            and isinstance(node.func.value, ast.Name)
-            and "log" in node.func.value.id.lower()
-            and node.args
-        ):
-            message = node.args[0]
-            if len(node.args) > 1:
-                message = ast.BinOp(message, ast.Mod(), ast.Tuple(list(node.args[1:])))
-            kind = "log." + node.func.attr
-        if message is None or kind is None:
-            continue
-        reader = readers.setdefault(id(function), _Messages(function))
-        gathered = _joined(message)
-        if gathered is not None and gathered in reader.appended:
-            # Each message appended to the list is one the raise can say (alone or joined).
-            for item in reader.appended[gathered]:
-                piece = reader.parts(item)
-                if piece is not None and _worded(piece):
-                    yield _template(kind, piece, file, item)
-            continue
-        parts = reader.parts(message)
-        if parts is None:
-            for name in _callees(message, reader):
-                built.setdefault(name, kind)
-            continue
-        if not _worded(parts):
-            continue
-        yield _template(kind, parts, file, node)
-    # A message a helper of the module builds (``raise ValueError(_make_log_unsupported(b,
-    # r))``): each string the helper returns, raised as the caller raises it.
-    for helper in ast.walk(tree):
-        if not isinstance(helper, ast.FunctionDef) or helper.name not in built:
-            continue
-        reader = _Messages(helper)
-        for node in ast.walk(helper):
-            if isinstance(node, ast.Return) and node.value is not None:
-                parts = reader.parts(node.value)
-                if parts is not None and _worded(parts):
-                    yield _template(built[helper.name], parts, file, node)
-
-
 MODEL_TYPES = (
     "transformers/models/auto/auto_mappings.py",
     "transformers/models/auto/configuration_auto.py",
@@ -569,10 +296,17 @@ def _record_features(catalogue: dict[str, Any], release: str, read: dict[str, li
         features[feature] = dict(sorted(known.items()))
 
 
-def record(engine: str, wheels: list[Path], today: str, features_only: bool = False) -> Path:
+def record(
+    engine: str,
+    wheels: list[Path],
+    today: str,
+    features_only: bool = False,
+    templates_only: bool = False,
+) -> Path:
     """Add each wheel's templates to the engine's catalogue file; returns the file. With
     ``features_only``, the templates are kept and only what tools/read_model_classes.py reads
-    is read again (a reading added to it, recorded for the releases already read)."""
+    is read again (a reading added to it, recorded for the releases already read); with
+    ``templates_only``, only the templates are read again (a change of this reader)."""
     target = CATALOGUE / f"errors-{engine}.json"
     catalogue: dict[str, Any] = (
         json.loads(target.read_text()) if target.exists() else {"engine": engine}
@@ -584,6 +318,8 @@ def record(engine: str, wheels: list[Path], today: str, features_only: bool = Fa
         if not features_only:
             catalogue = merge(catalogue, _wheel_version(wheel), read_wheel(wheel, engine))
             catalogue.setdefault("read", {})[_wheel_version(wheel)] = today
+        if templates_only:
+            continue
         if engine in read_model_classes.SETTINGS:
             with zipfile.ZipFile(wheel) as archive:
                 read = {"settings": read_model_classes.settings(archive, engine)}
@@ -651,12 +387,13 @@ def main(argv: list[str] | None = None) -> int:
 
     args = sys.argv[1:] if argv is None else argv
     features_only = bool(args) and args[0] == "--features"
-    args = args[1:] if features_only else args
+    templates_only = bool(args) and args[0] == "--templates"
+    args = args[1:] if features_only or templates_only else args
     if len(args) < 2 or args[0] not in START_UP:
         print(__doc__)
         return 2
     today = datetime.date.today().isoformat()
-    target = record(args[0], [Path(a) for a in args[1:]], today, features_only)
+    target = record(args[0], [Path(a) for a in args[1:]], today, features_only, templates_only)
     count = len(json.loads(target.read_text())["templates"])
     print(f"{target}: {count} templates")
     return 0

@@ -534,18 +534,6 @@ def explain_chat_template(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-def explain_tokenizer(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
-    """Tokenizer files that do not load: the tokenizer class, or the transformers."""
-    return (
-        "the tokenizer files do not load as this transformers reads them",
-        [
-            *own_remedy(m.line, m.template),
-            ctx.apply("set-tokenizer-class", " --set class=PreTrainedTokenizerFast"),
-            Fix("dependency", "the transformers the checkpoint was saved with"),
-        ],
-    )
-
-
 def explain_remote_code(_m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     """A config that needs its own code: --trust-remote-code. Not drop-auto-map:
     transformers' ``resolve_trust_remote_code`` refuses only where no class of its own knows

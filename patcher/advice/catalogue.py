@@ -85,6 +85,9 @@ class Matched:
     line: str
     values: tuple[tuple[str, str], ...]
     whole: bool = True  # False: the line was cut short; the holes after the cut are unknown
+    # False: the message ends in a value and a full stop, and the line in the value alone (an
+    # issue title): a template the line holds to its last word is the better reading
+    exact: bool = True
 
     def value(self, *words: str) -> str | None:
         """The first hole whose name holds one of ``words`` (lower case), or None."""
@@ -100,20 +103,22 @@ class Matched:
         return int(found.group(0)) if found else None
 
 
-def _fill(literals: tuple[str, ...], line: str) -> list[str] | None:
+def _fill(literals: tuple[str, ...], line: str) -> tuple[list[str], bool] | None:
     """What fills the holes between ``literals`` in ``line``: each literal found after the one
-    before (leftmost), the text between them a hole. No backtracking, so a hostile line costs
-    a few linear scans; the first literal is tried at its first few places."""
+    before (leftmost), the text between them a hole; and False where the message ends in a hole
+    and a full stop and the line in the hole alone (quoted without the stop). No backtracking,
+    so a hostile line costs a few linear scans; the first literal is tried at its first few
+    places."""
     start = 0
     for _attempt in range(8):
         at = line.find(literals[0], start)
         if at < 0 and len(literals) == 1 and literals[0].endswith(".") and not start:
             stem = literals[0].rstrip(".")  # a whole message quoted without its full stop
             at = line.rfind(stem) if stem and line.rstrip().endswith(stem) else -1
-            return [] if at >= 0 else None
+            return ([], True) if at >= 0 else None
         if at < 0:
             return None
-        cursor, values = at + len(literals[0]), []
+        cursor, values, exact = at + len(literals[0]), [], True
         for index, literal in enumerate(literals[1:], 1):
             last = index == len(literals) - 1
             if not literal and last:
@@ -124,14 +129,18 @@ def _fill(literals: tuple[str, ...], line: str) -> list[str] | None:
             if found < 0 and last and literal.endswith("."):
                 # quoted without its full stop (an issue title, a line cut at the sentence)
                 stem, end = literal.rstrip("."), len(line.rstrip())
-                found = end - len(stem) if stem and line[:end].endswith(stem) else -1
-                found = found if found >= cursor else -1
+                found = end - len(stem) if line[:end].endswith(stem) else -1
+                # a message that ends in a hole and its full stop: the hole runs to the end
+                found = found if found > cursor or (stem and found == cursor) else -1
+                # a message's own words found at the line's end read as surely as the whole;
+                # a value running to the end, the stop its only literal, less so
+                exact = bool(stem)
             if found < 0:
                 break
             values.append(line[cursor:found])
             cursor = found + len(literal)
         else:
-            return values
+            return values, exact
         if not literals[0]:
             return None
         start = at + 1
@@ -429,9 +438,11 @@ def _unquoted(template: Template) -> Template:
 
 
 def _read(template: Template, line: str) -> Matched | None:
-    values = _fill(template.head[::2], line)
-    if values is not None:
-        return Matched(template, line, tuple(zip(template.holes(), values, strict=False)))
+    filled = _fill(template.head[::2], line)
+    if filled is not None:
+        filling, exact = filled
+        pairs = tuple(zip(template.holes(), filling, strict=False))
+        return Matched(template, line, pairs, exact=exact)
     prefix = _compiled(template)
     if prefix is not None and prefix.search(line) and len(line) >= 60:
         return Matched(template, line, (), whole=False)
@@ -455,7 +466,7 @@ def match(line: str, engine: Engine | None = None) -> Matched | None:
     words = set(_WORD.findall(line))
     candidates = {t for w in words for t in index.get(w, ())}
     best: Matched | None = None
-    best_key: tuple[bool, bool, int, str, str, tuple[str, ...]] | None = None
+    best_key: tuple[bool, bool, bool, int, str, str, tuple[str, ...]] | None = None
     for template in candidates:
         whole, start = _needs(template)
         if not whole <= words and (start is None or not start <= words):
@@ -472,6 +483,7 @@ def match(line: str, engine: Engine | None = None) -> Matched | None:
         key = (
             template.engine in (engine, "transformers"),
             found.whole,
+            found.exact,
             len(template.literal),
             template.engine,
             template.file,

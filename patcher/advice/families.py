@@ -42,7 +42,6 @@ from patcher.advice.answers import (
     explain_memory,
     explain_quantization,
     explain_remote_code,
-    explain_tokenizer,
 )
 from patcher.advice.catalogue import Matched, Template
 from patcher.advice.cuda_graph import CAPTURE, explain_cuda_graph
@@ -65,6 +64,7 @@ from patcher.advice.own_remedy import ENV_NAME, own_remedy
 from patcher.advice.parallel_sizes import explain_parallel
 from patcher.advice.rope_config import explain_rope
 from patcher.advice.speculative import explain_draft
+from patcher.advice.tokenizer_answers import explain_tokenizer
 
 Answer = Literal["transform", "flag", "env", "dependency", "none"]
 Explain = Callable[[Matched, LogContext], tuple[str, list[Fix]]]

@@ -24,6 +24,9 @@ from patcher.advice.proxies import PROXIED_REQUEST, WARMUP_REFUSED, proxied_requ
 from patcher.advice.pythons import FIRSTLINENO, python_too_new
 from patcher.advice.requirements import missing_name
 from patcher.advice.torch_builds import TORCH_REFUSES
+from patcher.advice.torch_compile import FAILED as COMPILE_FAILED
+from patcher.advice.torch_compile import MARKERS as COMPILE_MARKERS
+from patcher.advice.torch_compile import compile_failed
 
 _GPU_VISIBLE = Fix(
     "advice",
@@ -326,6 +329,7 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
     ),
     ("torch-build", TORCH_REFUSES, torch_refuses),
     ("flashinfer-arch", REFUSED, no_arch),
+    ("torch-compile", COMPILE_FAILED, compile_failed),
     ("nccl-transport", FAILED, transport_failed),
     ("nccl-unhandled", UNHANDLED, unhandled),
     ("server-proxy", WARMUP_REFUSED, warmup_refused),
@@ -353,4 +357,5 @@ ENVIRONMENT_MARKERS = (
     "NCCL WARN ",
     "NCCL error",
     '"GET http://',
+    *COMPILE_MARKERS,
 )

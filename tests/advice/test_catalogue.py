@@ -241,7 +241,7 @@ def test_the_message_s_own_remedy_is_read_as_it_says() -> None:
 
 
 def test_the_recorder_reads_templates_from_source() -> None:
-    from tools.read_errors import templates_in
+    from tools.read_messages import templates_in
 
     source = (
         "def f(h, tp):\n"
@@ -402,10 +402,69 @@ def test_the_error_a_worker_wrapper_quotes_is_read() -> None:
     assert found.fixes[0].text == "--tensor-parallel-size 8"
 
 
+def test_the_recorder_reads_a_local_assigned_in_two_handlers_as_two_messages() -> None:
+    from tools.read_messages import templates_in
+
+    # SGLang's get_tokenizer: err_msg assigned in two except handlers, each raised there.
+    source = (
+        "def get_tokenizer(name, trust_remote_code):\n"
+        "    try:\n"
+        "        return load(name)\n"
+        "    except TypeError as e:\n"
+        "        err_msg = ('Failed to load the tokenizer. If you are using a LLaMA V1 model '\n"
+        "                   f'consider using {FAST!r} instead of the original tokenizer.')\n"
+        "        raise RuntimeError(err_msg) from e\n"
+        "    except ValueError as e:\n"
+        "        if not trust_remote_code:\n"
+        "            err_msg = 'Failed to load the tokenizer. Consider --trust-remote-code.'\n"
+        "            raise RuntimeError(err_msg) from e\n"
+        "        raise e\n"
+    )
+    found = [t["parts"] for t in templates_in(source, "x.py")]
+    assert found == [
+        [
+            "Failed to load the tokenizer. If you are using a LLaMA V1 model consider using ",
+            "FAST",
+            " instead of the original tokenizer.",
+        ],
+        ["Failed to load the tokenizer. Consider --trust-remote-code."],
+    ]
+
+
+def test_the_recorder_reads_each_branch_of_a_message_and_what_is_added_after() -> None:
+    from tools.read_messages import templates_in
+
+    source = (
+        "def check(x):\n"
+        "    if x:\n"
+        "        msg = 'alpha refused'\n"
+        "    else:\n"
+        "        msg = 'beta refused'\n"
+        "    msg += f' for {x}'\n"
+        "    raise ValueError(msg)\n"
+        "def again(x):\n"
+        "    msg = 'first wording'\n"
+        "    msg = 'second wording'\n"
+        "    raise ValueError(msg)\n"
+    )
+    found = [t["parts"] for t in templates_in(source, "x.py")]
+    assert found == [
+        ["alpha refused for ", "x", ""],
+        ["beta refused for ", "x", ""],
+        ["second wording"],
+    ]
+
+
+def test_a_message_ending_in_a_value_is_read_without_its_full_stop() -> None:
+    # "LoRA rank {rank} is greater than max_lora_rank {max_lora_rank}." as an issue quotes it
+    found = diagnose_text("[rank0]: ValueError: LoRA rank 32 is greater than max_lora_rank 16")
+    assert [f.text for f in found.fixes] == ["--max-lora-rank 32"]
+
+
 def test_the_recorder_reads_an_exception_raised_with_several_arguments_as_python_prints_it() -> (
     None
 ):
-    from tools.read_errors import templates_in
+    from tools.read_messages import templates_in
 
     source = (
         "def check(min_capability, capability):\n"
@@ -435,7 +494,7 @@ def test_a_capability_message_raised_as_a_tuple_is_a_hardware_gap() -> None:
 
 
 def test_the_recorder_follows_a_message_a_helper_builds() -> None:
-    from tools.read_errors import templates_in
+    from tools.read_messages import templates_in
 
     source = (
         "def _unsupported(backend, reason):\n"
@@ -1016,7 +1075,7 @@ def test_a_limit_below_the_value_it_must_hold_is_raised_to_that_value() -> None:
 
 
 def test_the_recorder_reads_each_message_gathered_in_a_list_and_raised_joined() -> None:
-    from tools.read_errors import templates_in
+    from tools.read_messages import templates_in
 
     source = (
         "def validate(self, config):\n"

@@ -147,3 +147,17 @@ def test_a_missing_module_s_releases_are_those_that_have_every_name_the_import_a
     found = diagnose_text(log)
     admitted = _admitted(found.fixes[0].text, "vllm")
     assert admitted and set(admitted) <= with_name
+
+
+def test_a_module_only_the_oldest_releases_read_had_names_them() -> None:
+    # SGLang 0.1's vllm.model_executor.input_metadata, gone in vLLM 0.4.0 (sglang#350's kind):
+    # vLLM 0.2.7 and 0.3.3 are read for what they let other code import.
+    module = "vllm.model_executor.input_metadata"
+    read = exports("vllm")
+    assert read is not None and read.releases[0] == "0.2.7"
+    held = _holding("vllm", module)
+    assert held and "0.4.0.post1" not in held
+    found = diagnose_text(f"ModuleNotFoundError: No module named '{module}'\n")
+    assert found.code == "engine-module"
+    admitted = _admitted(found.fixes[0].text, "vllm")
+    assert admitted and set(admitted) <= held

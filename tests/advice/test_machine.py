@@ -26,6 +26,9 @@ ENVIRONMENT_LINES = [
     "AssertionError: res=<Response [502]>, res.text=''",
     '[2025-08-13 11:01:03] http://172.16.37.200:3138 "GET http://0.0.0.0:25600/get_model_info '
     'HTTP/1.1" 403 3582',
+    # torch.compile's Inductor failing as vLLM compiles the model (vllm#28982's kind)
+    "torch._inductor.exc.InductorError: AssertionError: type(self)=<class "
+    "'torch._inductor.scheduler.Scheduler'>",
     # vllm/platforms/__init__.py: no platform plugin's check passed
     "INFO 05-09 15:43:15 __init__.py:211] No platform detected, vLLM is running on "
     "UnspecifiedPlatform",
@@ -62,6 +65,7 @@ ENVIRONMENT_LINES = [
                 "hub-access",
                 "server-proxy",
                 "server-proxy",
+                "torch-compile",
                 "engine-platform",
                 "engine-module",
                 "engine-command",

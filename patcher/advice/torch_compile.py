@@ -1,0 +1,71 @@
+"""torch.compile failing while the engine starts: an error of torch's own compiler stack
+(``torch._dynamo.exc.*`` while Dynamo traces the model, ``torch._inductor.exc.*`` while Inductor
+writes and builds its kernels), raised as the engine compiles the model before serving.
+
+vLLM's V1 engine compiles the model with torch.compile unless ``--enforce-eager`` is set: read
+in each release's ``VllmConfig`` (``snapshots/engines/torch-compile-eager.txt``): 0.8.5 to 0.11
+compile (level PIECEWISE) only without it, 0.12 to 0.16 lower the optimization level to -O0
+under it, whose compilation mode is NONE, and 0.17 on set the mode NONE outright. SGLang
+compiles only when ``--enable-torch-compile`` asks it to. Eager mode costs the CUDA graphs too
+(slower decoding), so the cause is named as well: a torch build the release was not made with
+(a torch newer than the one it pins), an op of the model Inductor cannot lower, or a stale
+compile cache.
+"""
+
+from __future__ import annotations
+
+import re
+
+from patcher.advice.catalogue import feature_releases
+from patcher.advice.log_rules import Fix, LogContext
+
+# The exception a traceback's last line names: torch._dynamo.exc.BackendCompilerFailed,
+# TorchRuntimeError, Unsupported; torch._inductor.exc.InductorError, LoweringException.
+# (The dot after "torch" unescaped, so the line filter's word is plain text of the pattern.)
+FAILED = re.compile(r"\btorch._(dynamo|inductor)\.exc\.(\w+)")
+MARKERS = ("torch._",)
+# The first release whose VllmConfig the recording shows leaving the model uncompiled under
+# enforce_eager (V1's default), and the reading it comes from.
+EAGER_SINCE = "0.8.5.post1"
+RECORDING = "snapshots/engines/torch-compile-eager.txt"
+
+_STAGE = {
+    "dynamo": "Dynamo, tracing the model",
+    "inductor": "Inductor, writing and building its kernels",
+}
+
+
+def compile_failed(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A torch.compile error at start-up: eager mode, which skips it, and the torch the
+    release pins, which is the usual cause."""
+    cause = (
+        f"torch.compile failed in {_STAGE[m.group(1)]} ({m.group(2)}) while the engine compiled "
+        "the model at start-up: a torch build the engine release was not made with, an op of "
+        "the model the compiler cannot lower, or a stale compile cache"
+    )
+    sglang = Fix(
+        "advice",
+        "leave out --enable-torch-compile",
+        note="SGLang compiles the model only when that flag asks it to",
+    )
+    if ctx.engine == "sglang":
+        return cause, [sglang]
+    flags = feature_releases("vllm", "flags", "--enforce-eager")
+    last = flags[-1] if flags else EAGER_SINCE
+    fixes = [
+        Fix(
+            "flag",
+            "--enforce-eager",
+            note="vLLM then runs the model without torch.compile and without CUDA graphs "
+            f"(slower decoding): its VllmConfig leaves the model uncompiled under it (read in "
+            f"vLLM {EAGER_SINCE} to {last})",
+        ),
+        Fix(
+            "advice",
+            "or the torch the engine release pins (pip show torch, against the release's "
+            "requirement), with the compile cache (~/.cache/vllm/torch_compile_cache) removed",
+        ),
+    ]
+    if ctx.engine is None:
+        fixes.append(sglang)
+    return cause, fixes
