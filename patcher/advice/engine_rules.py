@@ -51,7 +51,7 @@ from patcher.advice.quantized_modules import excluded_scale
 from patcher.advice.startup_memory import too_little_free
 from patcher.advice.transformers_rules import TRANSFORMERS_MARKERS, TRANSFORMERS_RULES
 from patcher.advice.trtllm_rules import TRTLLM_MARKERS, TRTLLM_RULES
-from patcher.advice.unknown_weights import unknown_weight
+from patcher.advice.unknown_weights import MISTRAL_NAME, mistral_names, unknown_weight
 from patcher.engines.launch_flags import MAX_MODEL_LEN_AUTO_FROM
 
 LENGTH_STEP = 1024
@@ -400,6 +400,7 @@ RULES: tuple[Rule, ...] = (
         re.compile(r"Cannot find the config file for (\w+)"),
         no_quantization_config,
     ),
+    ("mistral-weights", MISTRAL_NAME, mistral_names),
     (
         "quantized-weights-unquantized-model",
         re.compile(r"KeyError: '([\w.]*?\.(qweight|qzeros|g_idx|weight_packed|weight_scale_inv))'"),

@@ -27,6 +27,17 @@ from patcher.advice.torch_builds import TORCH_REFUSES
 from patcher.advice.torch_compile import FAILED as COMPILE_FAILED
 from patcher.advice.torch_compile import MARKERS as COMPILE_MARKERS
 from patcher.advice.torch_compile import compile_failed
+from patcher.advice.triton_build import COMMAND as TRITON_COMMAND
+from patcher.advice.triton_build import MARKERS as TRITON_MARKERS
+from patcher.advice.triton_build import (
+    NO_COMPILER,
+    NO_HEADER,
+    NO_LIBCUDA,
+    build_failed,
+    missing_header,
+    missing_libcuda,
+    no_compiler,
+)
 
 _GPU_VISIBLE = Fix(
     "advice",
@@ -329,6 +340,11 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
     ),
     ("torch-build", TORCH_REFUSES, torch_refuses),
     ("flashinfer-arch", REFUSED, no_arch),
+    # before torch.compile's: Inductor's error quotes the compile command Triton ran
+    ("triton-build", NO_HEADER, missing_header),
+    ("triton-build", NO_LIBCUDA, missing_libcuda),
+    ("triton-build", NO_COMPILER, no_compiler),
+    ("triton-build", TRITON_COMMAND, build_failed),
     ("torch-compile", COMPILE_FAILED, compile_failed),
     ("nccl-transport", FAILED, transport_failed),
     ("nccl-unhandled", UNHANDLED, unhandled),
@@ -358,4 +374,5 @@ ENVIRONMENT_MARKERS = (
     "NCCL error",
     '"GET http://',
     *COMPILE_MARKERS,
+    *TRITON_MARKERS,
 )

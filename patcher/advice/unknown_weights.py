@@ -91,3 +91,44 @@ def unknown_weight(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
         "place for: the checkpoint's config describes another model than its weights",
         fixes,
     )
+
+
+# Mistral's own names for a checkpoint's tensors (params.json's consolidated*.safetensors), as
+# a loader that read that file beside the transformers-format shards looks them up in the
+# model it built (sglang#519's "KeyError: 'layers.0.attention.wk.weight'").
+MISTRAL_NAME = re.compile(
+    r"KeyError: '((?:model\.)?(?:layers\.\d+\.(?:attention\.w[qkvo]|feed_forward\.w[123]|"
+    r"attention_norm|ffn_norm)|tok_embeddings)\.weight)'"
+)
+# The first release read whose loader reads only the files model.safetensors.index.json lists
+# (filter_duplicate_safetensors_files in its weight_utils.py; vLLM 0.4.0.post1 has none).
+_INDEX_ONLY = {"vllm": "0.4.3", "sglang": "0.4.0"}
+
+
+def mistral_names(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A tensor of Mistral's own format looked up in a transformers-format model: the engine
+    read consolidated*.safetensors beside the shards the index lists."""
+    engines = [ctx.engine] if ctx.engine in _INDEX_ONLY else list(_INDEX_ONLY)
+    fixes = [
+        Fix(
+            "dependency",
+            f"pip install '{engine}>={_INDEX_ONLY[engine]}'",
+            note=f"{engine} from {_INDEX_ONLY[engine]} on (the first release read) loads only the "
+            "files model.safetensors.index.json lists",
+        )
+        for engine in engines
+    ]
+    fixes.append(
+        Fix(
+            "advice",
+            "or move consolidated*.safetensors out of the checkpoint's folder: the "
+            "model-*.safetensors shards hold the same weights under the names config.json's "
+            "model expects",
+        )
+    )
+    return (
+        f"the engine read Mistral's own consolidated*.safetensors (its tensor names, such as "
+        f"{m.group(1)}) beside the transformers-format shards of the same weights, and the "
+        "model it built from config.json has no such parameter",
+        fixes,
+    )

@@ -266,6 +266,12 @@ CASES = [
         "arguments-required",
         "vllm serve MODEL",
     ),
+    # Mistral's consolidated.safetensors read beside the shards the index lists (sglang#519)
+    (
+        "KeyError: 'layers.0.attention.wk.weight'",
+        "mistral-weights",
+        "pip install 'vllm>=0.4.3'",
+    ),
     # a model's load_weights: params_dict[name] for a parameter only GPTQ's create_weights makes
     (
         "KeyError: 'model.layers.3.self_attn.qkv_proj.g_idx'",

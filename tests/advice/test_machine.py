@@ -29,6 +29,13 @@ ENVIRONMENT_LINES = [
     # torch.compile's Inductor failing as vLLM compiles the model (vllm#28982's kind)
     "torch._inductor.exc.InductorError: AssertionError: type(self)=<class "
     "'torch._inductor.scheduler.Scheduler'>",
+    # Triton's C helper built with the host compiler: gcc's words, and subprocess's refusal
+    "/tmp/tmpab12/main.c:5:10: fatal error: Python.h: No such file or directory",
+    "/usr/bin/ld: cannot find -lcuda: No such file or directory",
+    "RuntimeError: Failed to find C compiler. Please specify via CC environment variable.",
+    "subprocess.CalledProcessError: Command '['/usr/bin/gcc', '/tmp/tmpab12/main.c', '-O3', "
+    "'-shared', '-fPIC', '-o', '/tmp/tmpab12/cuda_utils.so', '-lcuda']' returned non-zero exit "
+    "status 1.",
     # vllm/platforms/__init__.py: no platform plugin's check passed
     "INFO 05-09 15:43:15 __init__.py:211] No platform detected, vLLM is running on "
     "UnspecifiedPlatform",
@@ -66,6 +73,10 @@ ENVIRONMENT_LINES = [
                 "server-proxy",
                 "server-proxy",
                 "torch-compile",
+                "triton-build",
+                "triton-build",
+                "triton-build",
+                "triton-build",
                 "engine-platform",
                 "engine-module",
                 "engine-command",

@@ -55,8 +55,8 @@ def test_a_dynamo_error_is_the_same_family() -> None:
 def test_under_sglang_the_answer_is_its_own_switch() -> None:
     log = (
         "[2025-07-01 10:00:00] server_args=ServerArgs(model_path='/m', enable_torch_compile=True)\n"
-        "[2025-07-01 10:00:09 TP0] torch._dynamo.exc.BackendCompilerFailed: backend='inductor' "
-        "raised:\n"
+        "[2025-07-01 10:00:09 TP0] torch._inductor.exc.InductorError: LoweringException: "
+        "AssertionError: target: aten.index_put_.default\n"
     )
     found = diagnose_text(log)
     assert found.code == "torch-compile"

@@ -72,3 +72,16 @@ def test_an_lm_head_scale_keeps_its_own_answer() -> None:
         "'lm_head.input_scale' in LlamaForCausalLM\n"
     )
     assert found.code == "excluded-quantized-module"
+
+
+def test_mistral_s_own_tensor_names_are_its_consolidated_file_read_beside_the_shards() -> None:
+    sglang = diagnose_text(
+        "[2024-06-09 10:00:01] server_args=ServerArgs(model_path='Mistral-7B-Instruct-v0.3')\n"
+        "KeyError: 'layers.0.attention.wk.weight'\n"
+    )
+    assert sglang.code == "mistral-weights"
+    assert [f.text for f in sglang.fixes][0] == "pip install 'sglang>=0.4.0'"
+    assert "consolidated" in sglang.fixes[-1].text
+    # a transformers-format name is not Mistral's
+    other = diagnose_text("KeyError: 'model.layers.0.self_attn.q_proj.weight'\n")
+    assert other.code != "mistral-weights"
