@@ -18,9 +18,11 @@ from patcher.advice.dtypes import DTYPE_MARKERS, DTYPE_RULES
 from patcher.advice.engine_defects import circular_import, missing_logger_method, undefined_name
 from patcher.advice.extensions import undefined_symbol
 from patcher.advice.flag_choices import (
+    NOT_JSON,
     arguments_required,
     invalid_choice,
     invalid_object,
+    json_flag,
     port_in_use,
     unexpected_argument,
     unrecognized_arguments,
@@ -358,6 +360,7 @@ RULES: tuple[Rule, ...] = (
         re.compile(r"error: argument ([-\w/]+): \d+ validation errors? for (\w+)"),
         invalid_object,
     ),
+    ("flag-json", NOT_JSON, json_flag),
     (
         "invalid-choice",
         re.compile(r"error: argument ([-\w/]+): invalid choice: '([^']*)' \(choose from"),
@@ -535,6 +538,7 @@ _MARKERS = (
     "context_length",
     "Cannot find the config file for",
     "invalid choice",
+    "cannot be converted to <function",
     "validation error",
     "unrecognized arguments",
     "arguments are required",

@@ -8,7 +8,9 @@ a flag's ``choices`` or its field's ``Literal`` type, and the parser registries 
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
 
 from patcher.advice.catalogue import (
     Engine,
@@ -97,7 +99,43 @@ def unrecognized_arguments(m: re.Match[str], ctx: LogContext) -> tuple[str, list
         else:  # whose parser it is, the log does not say
             fixes.append(Fix("advice", f"leave out {flag}", note="the parser does not define it"))
     named = ", ".join(w for w in words if w.startswith("--"))
+    if words and not words[0].startswith("-") and not fixes:
+        return _positional(words[0], m.string, ctx)
     return (f"the engine's command-line parser does not define {named}", fixes)
+
+
+def _positional(word: str, line: str, ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A model given positionally to a program whose parser takes it only as a flag: vLLM's
+    ``python -m vllm.entrypoints.openai.api_server`` (``--model``; ``vllm serve`` takes it
+    positionally) and SGLang's ``launch_server`` (``--model-path``)."""
+    if word == "serve":
+        # "vllm: error: unrecognized arguments: serve MODEL": the command named vllm serve after
+        # an entrypoint that already runs it (the vllm/vllm-openai image's), so "vllm" was
+        # taken as the model and the rest refused
+        return (
+            "vllm serve was given twice: the entrypoint already runs it (the vllm/vllm-openai "
+            "image's), so the second 'vllm' was read as the model and 'serve' refused",
+            [
+                Fix(
+                    "advice",
+                    "leave 'vllm serve' out of the container's arguments: give the model and "
+                    "the flags alone",
+                )
+            ],
+        )
+    sglang = ctx.engine == "sglang" or "launch_server" in line
+    flag = "--model-path" if sglang else "--model"
+    return (
+        f"the program's parser takes no positional argument: {word} must follow {flag}",
+        [
+            Fix(
+                "flag",
+                f"{flag} {shlex.quote(word)}",
+                note="the API server module takes the model only as a flag"
+                + ("" if sglang else "; vllm serve takes it positionally"),
+            )
+        ],
+    )
 
 
 # Words too common in flag names to tell one flag from another (what kind of value, not what).
@@ -234,3 +272,33 @@ def port_in_use(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
             ),
         ],
     )
+
+
+# vLLM's parse_type(json.loads) (vllm/engine/arg_utils.py, 0.8.5 on): a flag whose field is a
+# dict takes JSON, and argparse says "Value V cannot be converted to <function loads at ...>."
+# (a report's title cuts it at "<function").
+NOT_JSON = re.compile(
+    r"argument (--[\w-]+): Value (.+?) cannot be converted to <function(?: loads|$)"
+)
+_PAIRS = re.compile(r"\s*([A-Za-z_][\w.-]*)\s*=\s*([^,=]+?)\s*(?:,|$)")
+
+
+def _as_json(value: str) -> str | None:
+    """``image=4,audio=1`` as the JSON object it means, or None for another shape."""
+    pairs = _PAIRS.findall(value)
+    if not pairs or ",".join(f"{k}={v}" for k, v in pairs) != re.sub(r"\s+", "", value):
+        return None
+    return json.dumps({k: int(v) if v.isdigit() else v for k, v in pairs})
+
+
+def json_flag(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A dict-typed flag given as ``k=v`` pairs (the form of releases before 0.8.5)."""
+    flag, value = m.group(1), m.group(2).strip().strip("'\"")
+    cause = (
+        f"{flag} takes a JSON object in this vLLM release (its value is read with json.loads), "
+        f"and {value!r} is not one: the k=v form of older releases"
+    )
+    given = _as_json(value)
+    if given is None:
+        return cause, [Fix("advice", f"give {flag} as JSON, e.g. '{{\"key\": 1}}'")]
+    return cause, [Fix("flag", f"{flag} {shlex.quote(given)}", note="the same value as JSON")]

@@ -266,6 +266,13 @@ CASES = [
         "arguments-required",
         "vllm serve MODEL",
     ),
+    # vllm/engine/arg_utils.py parse_type(json.loads): a dict-typed flag given as k=v
+    (
+        "vllm serve: error: argument --limit-mm-per-prompt: Value image=4 cannot be converted "
+        "to <function loads at 0x7f00>.",
+        "flag-json",
+        """--limit-mm-per-prompt '{"image": 4}'""",
+    ),
     # Mistral's consolidated.safetensors read beside the shards the index lists (sglang#519)
     (
         "KeyError: 'layers.0.attention.wk.weight'",

@@ -1,0 +1,57 @@
+"""doctor on argparse refusing a flag's value: a dict-typed vLLM flag given in the k=v form of
+older releases is told as the same value in JSON (vllm/engine/arg_utils.py reads such a flag
+with json.loads from 0.8.5 on)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from patcher.advice.doctor import diagnose_text
+
+
+def test_k_v_pairs_become_the_same_json_object() -> None:
+    found = diagnose_text(
+        "vllm serve: error: argument --limit-mm-per-prompt: Value image=4,audio=1 cannot be "
+        "converted to <function loads at 0x7f00>.\n"
+    )
+    assert found.code == "flag-json"
+    (fix,) = found.fixes
+    flag, value = shlex.split(fix.text)
+    assert flag == "--limit-mm-per-prompt" and json.loads(value) == {"image": 4, "audio": 1}
+
+
+def test_a_title_cut_at_the_function_still_reads() -> None:
+    found = diagnose_text(
+        "vllm serve: error: argument --limit-mm-per-prompt: Value image=2 cannot be converted to "
+        "<function"
+    )
+    assert found.code == "flag-json" and json.loads(shlex.split(found.fixes[0].text)[1]) == {
+        "image": 2
+    }
+
+
+def test_another_shape_gets_the_form_not_a_guess() -> None:
+    found = diagnose_text(
+        "vllm serve: error: argument --hf-overrides: Value rope_scaling cannot be converted to "
+        "<function loads at 0x7f00>.\n"
+    )
+    assert found.code == "flag-json" and found.fixes[0].kind == "advice"
+
+
+def test_a_model_given_positionally_to_the_api_server_module_goes_after_model() -> None:
+    found = diagnose_text("api_server.py: error: unrecognized arguments: /root/models/Qwen3-8B\n")
+    assert found.code == "unrecognized-arguments"
+    assert [f.text for f in found.fixes] == ["--model /root/models/Qwen3-8B"]
+    sglang = diagnose_text("launch_server.py: error: unrecognized arguments: /models/Qwen3-8B\n")
+    assert [f.text for f in sglang.fixes] == ["--model-path /models/Qwen3-8B"]
+
+
+def test_vllm_serve_given_after_an_entrypoint_that_runs_it_is_left_out() -> None:
+    found = diagnose_text(
+        "usage: vllm [-h] [-v] {chat,complete,serve,bench,collect-env,run-batch} ...\n"
+        "vllm: error: unrecognized arguments: serve /models/GLM-4.7-Flash-AWQ-4bit\n"
+    )
+    assert found.code == "unrecognized-arguments"
+    assert "given twice" in found.cause
+    assert found.fixes[0].kind == "advice" and "leave 'vllm serve' out" in found.fixes[0].text
