@@ -402,11 +402,10 @@ def test_the_error_a_worker_wrapper_quotes_is_read() -> None:
     assert found.fixes[0].text == "--tensor-parallel-size 8"
 
 
-def test_the_recorder_reads_a_local_assigned_in_two_handlers_as_two_messages() -> None:
-    from tools.read_messages import templates_in
-
-    # SGLang's get_tokenizer: err_msg assigned in two except handlers, each raised there.
-    source = (
+# SGLang's get_tokenizer: err_msg assigned in two except handlers, each raised there; a local
+# assigned in an if and its else, with an addition after both; a local assigned twice in a row.
+_LOCALS = (
+    (
         "def get_tokenizer(name, trust_remote_code):\n"
         "    try:\n"
         "        return load(name)\n"
@@ -418,23 +417,17 @@ def test_the_recorder_reads_a_local_assigned_in_two_handlers_as_two_messages() -
         "        if not trust_remote_code:\n"
         "            err_msg = 'Failed to load the tokenizer. Consider --trust-remote-code.'\n"
         "            raise RuntimeError(err_msg) from e\n"
-        "        raise e\n"
-    )
-    found = [t["parts"] for t in templates_in(source, "x.py")]
-    assert found == [
+        "        raise e\n",
         [
-            "Failed to load the tokenizer. If you are using a LLaMA V1 model consider using ",
-            "FAST",
-            " instead of the original tokenizer.",
+            [
+                "Failed to load the tokenizer. If you are using a LLaMA V1 model consider using ",
+                "FAST",
+                " instead of the original tokenizer.",
+            ],
+            ["Failed to load the tokenizer. Consider --trust-remote-code."],
         ],
-        ["Failed to load the tokenizer. Consider --trust-remote-code."],
-    ]
-
-
-def test_the_recorder_reads_each_branch_of_a_message_and_what_is_added_after() -> None:
-    from tools.read_messages import templates_in
-
-    source = (
+    ),
+    (
         "def check(x):\n"
         "    if x:\n"
         "        msg = 'alpha refused'\n"
@@ -445,14 +438,19 @@ def test_the_recorder_reads_each_branch_of_a_message_and_what_is_added_after() -
         "def again(x):\n"
         "    msg = 'first wording'\n"
         "    msg = 'second wording'\n"
-        "    raise ValueError(msg)\n"
-    )
-    found = [t["parts"] for t in templates_in(source, "x.py")]
-    assert found == [
-        ["alpha refused for ", "x", ""],
-        ["beta refused for ", "x", ""],
-        ["second wording"],
-    ]
+        "    raise ValueError(msg)\n",
+        [["alpha refused for ", "x", ""], ["beta refused for ", "x", ""], ["second wording"]],
+    ),
+)
+
+
+@pytest.mark.parametrize(("source", "messages"), _LOCALS, ids=["handlers", "branches"])
+def test_the_recorder_reads_each_value_of_a_local_that_reaches_the_raise(
+    source: str, messages: list[list[str]]
+) -> None:
+    from tools.read_messages import templates_in
+
+    assert [t["parts"] for t in templates_in(source, "x.py")] == messages
 
 
 def test_a_message_ending_in_a_value_is_read_without_its_full_stop() -> None:
