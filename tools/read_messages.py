@@ -28,13 +28,13 @@ class _Messages:
     def __init__(self, function: ast.AST | None) -> None:
         self.locals: dict[str, list[ast.expr]] = {}
         # Each assignment to a local, in source order: (the statement, whether it adds).
-        self.definitions: dict[str, list[tuple[ast.stmt, bool]]] = {}
+        self.definitions: dict[str, list[tuple[ast.Assign | ast.AugAssign, bool]]] = {}
         self.parents: dict[int, ast.AST] = {}
         # The raise or log call being read: a local's value is what reaches it.
         self.at: ast.AST | None = None
         # A list a message is gathered in (``errors.append(f"...")``), then joined and raised.
         self.appended: dict[str, list[ast.expr]] = {}
-        added: list[ast.AugAssign] = []
+        added: list[tuple[str, ast.AugAssign]] = []
         if function is not None:
             for node in ast.walk(function):
                 for child in ast.iter_child_nodes(node):
@@ -54,14 +54,13 @@ class _Messages:
                         self.definitions.setdefault(target.id, []).append((node, False))
                 elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
                     if isinstance(node.op, ast.Add):
-                        added.append(node)
+                        added.append((node.target.id, node))
             # After the walk: it goes breadth first, so an addition at a function's top
             # level comes before the assignment in an if that it adds to.
-            for node in added:
-                name = node.target.id  # type: ignore[attr-defined]
+            for name, addition in added:
                 if name in self.locals:
-                    self.locals[name].append(node.value)
-                    self.definitions[name].append((node, True))
+                    self.locals[name].append(addition.value)
+                    self.definitions[name].append((addition, True))
             for found in self.definitions.values():
                 found.sort(key=lambda d: (d[0].lineno, d[0].col_offset))
 
@@ -139,7 +138,7 @@ class _Messages:
                     reaching = reaching[last:]
         alternatives: list[list[ast.expr]] = []
         for statement, adds in reaching:
-            value = statement.value  # type: ignore[attr-defined]
+            value = statement.value
             if not adds:
                 alternatives.append([value])
             elif alternatives:
