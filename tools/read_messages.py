@@ -39,14 +39,9 @@ class _Messages:
             for node in ast.walk(function):
                 for child in ast.iter_child_nodes(node):
                     self.parents[id(child)] = node
-                if (
-                    isinstance(node, ast.Call)
-                    and isinstance(node.func, ast.Attribute)
-                    and node.func.attr == "append"
-                    and isinstance(node.func.value, ast.Name)
-                    and len(node.args) == 1
-                ):
-                    self.appended.setdefault(node.func.value.id, []).append(node.args[0])
+                appended = _method_call(node, "append")
+                if appended is not None and isinstance(appended[0], ast.Name):
+                    self.appended.setdefault(appended[0].id, []).append(appended[1])
                 if isinstance(node, ast.Assign) and len(node.targets) == 1:
                     target = node.targets[0]
                     if isinstance(target, ast.Name):
@@ -308,21 +303,27 @@ def _callees(message: ast.expr, reader: _Messages) -> list[str]:
     return names
 
 
+def _method_call(node: ast.AST, method: str) -> tuple[ast.expr, ast.expr] | None:
+    """``X.method(arg)``'s ``X`` and ``arg``, or None for another expression."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == method
+        and len(node.args) == 1
+    ):
+        return node.func.value, node.args[0]
+    return None
+
+
 def _joined(message: ast.expr) -> str | None:
     """The local list a message joins (``" ".join(errors)``, or that inside an f-string),
     or None."""
     if isinstance(message, ast.JoinedStr) and len(message.values) == 1:
         value = message.values[0]
         message = value.value if isinstance(value, ast.FormattedValue) else message
-    if (
-        isinstance(message, ast.Call)
-        and isinstance(message.func, ast.Attribute)
-        and message.func.attr == "join"
-        and isinstance(message.func.value, ast.Constant)
-        and len(message.args) == 1
-        and isinstance(message.args[0], ast.Name)
-    ):
-        return message.args[0].id
+    joined = _method_call(message, "join")
+    if joined is not None and isinstance(joined[0], ast.Constant):
+        return joined[1].id if isinstance(joined[1], ast.Name) else None
     return None
 
 

@@ -107,11 +107,12 @@ def unrecognized_arguments(m: re.Match[str], ctx: LogContext) -> tuple[str, list
 def _positional(word: str, line: str, ctx: LogContext) -> tuple[str, list[Fix]]:
     """A model given positionally to a program whose parser takes it only as a flag: vLLM's
     ``python -m vllm.entrypoints.openai.api_server`` (``--model``; ``vllm serve`` takes it
-    positionally) and SGLang's ``launch_server`` (``--model-path``)."""
+    positionally) and SGLang's ``launch_server`` (``--model-path``). The vllm/vllm-openai
+    image's entrypoint was that module, then ``vllm serve`` (its docker/Dockerfile, recorded in
+    snapshots/engines/docker-entrypoints-vllm.txt); arguments after the image are appended."""
     if word == "serve":
-        # "vllm: error: unrecognized arguments: serve MODEL": the command named vllm serve after
-        # an entrypoint that already runs it (the vllm/vllm-openai image's), so "vllm" was
-        # taken as the model and the rest refused
+        # "vllm: error: unrecognized arguments: serve MODEL": vllm serve given after the newer
+        # image's entrypoint, which already runs it, so "vllm" was taken as the model
         return (
             "vllm serve was given twice: the entrypoint already runs it (the vllm/vllm-openai "
             "image's), so the second 'vllm' was read as the model and 'serve' refused",
@@ -274,9 +275,11 @@ def port_in_use(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-# vLLM's parse_type(json.loads) (vllm/engine/arg_utils.py, 0.8.5 on): a flag whose field is a
-# dict takes JSON, and argparse says "Value V cannot be converted to <function loads at ...>."
-# (a report's title cuts it at "<function").
+# vLLM's parse_type(json.loads) (vllm/engine/arg_utils.py): a flag whose field is a dict takes
+# JSON alone from 0.10 on, where k=v pairs (nullable_kvs, 0.5 to 0.9) are refused with "Value V
+# cannot be converted to <function loads at ...>." (a report's title cuts it at "<function");
+# read per release in snapshots/engines/json-flags-vllm.txt.
+JSON_ONLY_SINCE = "0.10.1"
 NOT_JSON = re.compile(
     r"argument (--[\w-]+): Value (.+?) cannot be converted to <function(?: loads|$)"
 )
@@ -292,11 +295,12 @@ def _as_json(value: str) -> str | None:
 
 
 def json_flag(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
-    """A dict-typed flag given as ``k=v`` pairs (the form of releases before 0.8.5)."""
+    """A dict-typed flag given as ``k=v`` pairs (the form vLLM 0.5 to 0.9 took)."""
     flag, value = m.group(1), m.group(2).strip().strip("'\"")
     cause = (
-        f"{flag} takes a JSON object in this vLLM release (its value is read with json.loads), "
-        f"and {value!r} is not one: the k=v form of older releases"
+        f"{flag} takes a JSON object in this vLLM release (its value is read with json.loads "
+        f"alone, from {JSON_ONLY_SINCE} read on), and {value!r} is not one: the k=v form that "
+        "releases before 0.10 took"
     )
     given = _as_json(value)
     if given is None:

@@ -101,7 +101,8 @@ MISTRAL_NAME = re.compile(
     r"attention_norm|ffn_norm)|tok_embeddings)\.weight)'"
 )
 # The first release read whose loader reads only the files model.safetensors.index.json lists
-# (filter_duplicate_safetensors_files in its weight_utils.py; vLLM 0.4.0.post1 has none).
+# (filter_duplicate_safetensors_files in its weight_utils.py): every release read of either
+# engine has it, vLLM 0.4.0.post1 none (snapshots/engines/index-only-loading.txt).
 _INDEX_ONLY = {"vllm": "0.4.3", "sglang": "0.4.0"}
 
 
@@ -113,7 +114,7 @@ def mistral_names(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
         Fix(
             "dependency",
             f"pip install '{engine}>={_INDEX_ONLY[engine]}'",
-            note=f"{engine} from {_INDEX_ONLY[engine]} on (the first release read) loads only the "
+            note=f"{engine} {_INDEX_ONLY[engine]} and every later release read load only the "
             "files model.safetensors.index.json lists",
         )
         for engine in engines

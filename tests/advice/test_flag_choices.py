@@ -8,6 +8,7 @@ import json
 import shlex
 
 from patcher.advice.doctor import diagnose_text
+from tests.conftest import SNAPSHOTS
 
 
 def test_k_v_pairs_become_the_same_json_object() -> None:
@@ -55,3 +56,23 @@ def test_vllm_serve_given_after_an_entrypoint_that_runs_it_is_left_out() -> None
     assert found.code == "unrecognized-arguments"
     assert "given twice" in found.cause
     assert found.fixes[0].kind == "advice" and "leave 'vllm serve' out" in found.fixes[0].text
+
+
+def test_the_json_form_s_release_is_the_recording_s() -> None:
+    from patcher.advice.flag_choices import JSON_ONLY_SINCE
+
+    kinds = [
+        line.split()
+        for line in (SNAPSHOTS / "engines" / "json-flags-vllm.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
+    first_json = next(i for i, (_, kind) in enumerate(kinds) if kind == "json")
+    assert kinds[first_json][0] == JSON_ONLY_SINCE
+    assert all(kind == "json" for _, kind in kinds[first_json:])  # no release went back
+    assert any(kind == "kvs" for _, kind in kinds[:first_json])
+
+
+def test_both_entrypoints_the_answers_name_are_the_dockerfile_s() -> None:
+    text = (SNAPSHOTS / "engines" / "docker-entrypoints-vllm.txt").read_text()
+    assert 'ENTRYPOINT ["python3", "-m", "vllm.entrypoints.openai.api_server"]' in text
+    assert 'ENTRYPOINT ["vllm", "serve"]' in text

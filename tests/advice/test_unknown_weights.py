@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from patcher.advice.doctor import diagnose_text
+from tests.conftest import SNAPSHOTS
 
 BANNER = "INFO 07-18 10:29:00 [api_server.py:1] vLLM API server version {}\n"
 
@@ -85,3 +86,17 @@ def test_mistral_s_own_tensor_names_are_its_consolidated_file_read_beside_the_sh
     # a transformers-format name is not Mistral's
     other = diagnose_text("KeyError: 'model.layers.0.self_attn.q_proj.weight'\n")
     assert other.code != "mistral-weights"
+
+
+def test_the_releases_that_load_only_the_index_s_files_are_the_recording_s() -> None:
+    from patcher.advice.unknown_weights import _INDEX_ONLY
+
+    rows = [
+        line.split()
+        for line in (SNAPSHOTS / "engines" / "index-only-loading.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
+    for engine, first in _INDEX_ONLY.items():
+        having = [(release, has) for name, release, has in rows if name == engine]
+        assert having[0] == (first, "yes")  # the first release read
+        assert all(has == "yes" for _, has in having)  # and every later one
