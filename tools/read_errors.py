@@ -86,6 +86,10 @@ START_UP: dict[str, tuple[str, ...]] = {
         # the multimodal registry and profiler: each model's items' sizes and limits
         "vllm/multimodal/registry.py",
         "vllm/multimodal/profiling.py",
+        # the V0 engine (releases before 0.11): built as the server or LLM() starts, and its
+        # first step refuses what it runs only through AsyncLLMEngine (pipeline parallelism,
+        # multi-step scheduling) when the LLM class drives it
+        "vllm/engine/llm_engine.py",
         # the V0 engine's worker (releases before 0.10) sized the KV cache here
         "vllm/worker/worker.py",
         "vllm/worker/model_runner.py",

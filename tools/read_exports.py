@@ -14,7 +14,12 @@ over that order (bit i: ``releases[i]``); and each module's names (``names``) as
 ``[ALWAYS, {NAME: MASK}]``: the names held wherever the module is, then each other name with
 its own mask.
 
-Usage: python -m tools.read_exports ENGINE WHEEL...  (each wheel read anew, the others kept)
+The libraries engines import (``LIBRARIES`` in patcher/advice/engine_exports.py: outlines) are
+read the same way from every release's wheel: an engine written against one release of them
+imports a module or a name another release dropped.
+
+Usage: python -m tools.read_exports PACKAGE WHEEL...  (PACKAGE: vllm, sglang or a library of
+LIBRARIES; each wheel read anew, the others kept)
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ import sys
 import zipfile
 from pathlib import Path
 from typing import Any
+
+from patcher.advice.engine_exports import LIBRARIES
 
 TARGET = Path(__file__).resolve().parent.parent / "patcher" / "advice"
 
@@ -205,7 +212,7 @@ def record(engine: str, wheels: list[Path]) -> Path:
 def main(argv: list[str] | None = None) -> int:
     """Read the wheels given into the engine's exports file."""
     args = sys.argv[1:] if argv is None else argv
-    if len(args) < 2 or args[0] not in ("vllm", "sglang") or args[0] in ("-h", "--help"):
+    if len(args) < 2 or args[0] not in ("vllm", "sglang", *LIBRARIES):
         print(__doc__)
         return 2
     target = record(args[0], [Path(a) for a in args[1:]])

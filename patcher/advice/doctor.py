@@ -76,6 +76,7 @@ from patcher.advice.log_rules import (
     LogContext,
     Rule,
 )
+from patcher.advice.optional_imports import by_optional_import
 from patcher.engines.engine import parse_engine
 from patcher.engines.files import ConfigFiles, read_config_files
 from patcher.engines.model import edit_takes_effect
@@ -392,6 +393,8 @@ def diagnose_lines(
             continue
         known = (
             _from_catalogue(line, ctx)
+            # the engine's own reading of the name before any reading of the words
+            or by_optional_import(line, frame, code)
             or by_words(line, ctx)
             or by_unset(line, frame, code)
             or by_division(line, ctx)

@@ -1,5 +1,5 @@
-"""What each release read lets other code import from an engine's package, and the answer to
-an import that asks a release for what another release has.
+"""What each release read lets other code import from an engine's package, or from a library
+an engine imports, and the answer to an import that asks a release for what another release has.
 
 A plugin, a model's own serving code or a launcher (vllm-omni, a platform plugin, a model's
 ``modeling_*_vllm.py``, sglang-router) is written against one release of the engine and
@@ -7,7 +7,12 @@ imports its modules and names; on another release Python says ``No module named
 'vllm.inputs.data'`` or ``cannot import name 'is_port_available' from 'sglang.srt.utils'``.
 ``tools/read_exports.py`` reads, from each release's wheel, every module of the package and
 every name each binds at its top level; doctor names the releases read that have what the
-import asks for, and where the release of the log keeps the name now."""
+import asks for, and where the release of the log keeps the name now.
+
+A library an engine imports breaks the same way the other way round: an engine release written
+against outlines 0.0 imports ``outlines.fsm.regex``, which outlines 0.1 no longer has. The
+libraries in ``LIBRARIES`` are read the same way from their own wheels (every release on PyPI),
+so the answer is the library's releases that have what the engine asks for."""
 
 from __future__ import annotations
 
@@ -19,6 +24,12 @@ from importlib import resources
 
 from patcher.advice.catalogue import version_key
 from patcher.advice.log_rules import Fix, LogContext
+
+# The libraries engines import whose every release is read (``exports-LIBRARY.json.gz``). How to
+# add one: ``python -m tools.read_exports LIBRARY WHEEL...`` over its wheels from PyPI, add its
+# import name here, and a test that writes a log of an import of a module or a name one of its
+# releases dropped.
+LIBRARIES: tuple[str, ...] = ("outlines",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,15 +209,25 @@ def _answer(
     the cause refers to it, and what the note calls it."""
     lacking, it, what = said
     (first, last), *other = spans
+    if engine in LIBRARIES:
+        importer = (
+            f"which the engine (or code beside it) imports: it was written against another {engine}"
+        )
+        named = "a release of these is what the engine's import needs"
+    else:
+        importer = (
+            "which code written for another release imports (a plugin, a model's own serving "
+            "code, a launcher)"
+        )
+        named = "the release the plugin or script names is the one it was written for"
     return (
-        f"{lacking}, which code written for another release imports (a plugin, a model's own "
-        f"serving code, a launcher): the {engine} releases read from {first} to {last} have {it}",
+        f"{lacking}, {importer}: the {engine} releases read from {first} to {last} have {it}",
         [
             Fix(
                 "dependency",
                 _specifier(engine, read, first, last),
                 note=f"{what} is in {engine} {first} to {last} (read from each release's "
-                "wheel); the release the plugin or script names is the one it was written for",
+                f"wheel); {named}",
             ),
             *_or(engine, read, other),
             *(_kept_now(engine, read, names, near) if near else []),

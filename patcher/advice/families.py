@@ -130,6 +130,13 @@ def _BACKEND_LACKS(t: Template) -> bool:  # noqa: N802 (a claim, named like the 
 _RUNTIME_FILE = re.compile(r"^vllm/v1/core/|^vllm/v1/worker/gpu_model_runner\.py$")
 
 
+# A setting's bound in its own name: "max_num_batched_tokens must be <= 65528".
+_SETTING_BOUND = _says(
+    r"\b[a-z]+_[a-z_]+\b[`'\"]? (?:must|should) be (?:<=?|>=?|less|greater|at most|at least|"
+    r"smaller|larger|no (?:more|less|greater|smaller|larger))"
+)
+
+
 def _RUNTIME_WORDS(t: Template, words: str) -> bool:  # noqa: N802 (a claim, named like the others)
     """Whether ``t`` is from a runtime file and names none of ``words``."""
     return _RUNTIME_FILE.search(t.file) is not None and not re.search(words, t.text, re.I)
@@ -351,14 +358,19 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "hardware",
         "none",
-        _says(
-            r"compute capability|cuda capability|\bsm[ _]?\d{2,3}|"
-            r"blackwell|hopper|ampere|volta|turing|"
-            r"rocm|gfx\d|\bhip\b|\bnpu\b|\bxpu\b|\btpu\b|\bcpu\b|\bmusa\b|cuda \d|platform|"
-            r"device|\bgpu|\bamx\b|\bhpu\b|gaudi|triton|cutlass|flashinfer|kernel|"
-            # compressed_tensors.py's _get_scheme_from_parts tries each scheme the release has,
-            # each gated on the GPU's capability: none left is a release or GPU gap
-            r"compatible scheme"
+        lambda t: (
+            _says(
+                r"compute capability|cuda capability|\bsm[ _]?\d{2,3}|"
+                r"blackwell|hopper|ampere|volta|turing|"
+                r"rocm|gfx\d|\bhip\b|\bnpu\b|\bxpu\b|\btpu\b|\bcpu\b|\bmusa\b|cuda \d|"
+                r"platform|device|\bgpu|\bamx\b|\bhpu\b|gaudi|triton|cutlass|flashinfer|kernel|"
+                # compressed_tensors.py's _get_scheme_from_parts tries each scheme the release
+                # has, each gated on the GPU's capability: none left is a release or GPU gap
+                r"compatible scheme"
+            )(t)
+            # "Due to limitations of the custom LoRA CUDA kernel, max_num_batched_tokens must
+            # be <= 65528": a kernel's limit stated as a setting's bound is the setting's
+            and not _SETTING_BOUND(t)
         ),
         explain_gap,
         defers=True,
@@ -441,7 +453,10 @@ FAMILIES: tuple[Family, ...] = (
             r"should all be|isn't in|can't derive|supports only|speculative|\bis set\b|"
             r"can only be set|is supported for|no loader provided|does not yet support|"
             r"must equal|supports \w+ in\b|unrecogni[sz]ed|supported values|"
-            r"required for full cuda graph|\bnot set in\b"
+            r"required for full cuda graph|\bnot set in\b|"
+            # "Got priority 1 but Priority scheduling is not enabled." (V0's add_request): a
+            # request asks for what the server's flags did not switch on
+            r"\bbut \w+ \w+ is not enabled\b"
         ),
         explain_named_flags,
     ),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.engine_exports import module_elsewhere
+from patcher.advice.engine_exports import LIBRARIES, module_elsewhere
 from patcher.advice.extensions import torch_pin
 from patcher.advice.flashinfer_jit import REFUSED, no_arch
 from patcher.advice.kernels import torch_refuses
@@ -221,6 +221,13 @@ def engine_module_missing(m: re.Match[str], ctx: LogContext) -> tuple[str, list[
     )
 
 
+def library_module_missing(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A module of a library the engine imports (``LIBRARIES``) missing from the release of
+    it installed (``outlines.fsm.regex`` under outlines 0.1): the library's releases read that
+    have it; nothing where every release read has it or none does."""
+    return module_elsewhere(m.group(1), ctx) or ("", [])
+
+
 def engine_command(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     """A launcher ran the engine's command (``vllm serve``) and the OS found no such program."""
     command = m.group(1)
@@ -315,6 +322,11 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
         "engine-module",
         re.compile(r"No module named '((?:vllm|sglang)\.(?!_C\b)[\w.]+)'"),
         engine_module_missing,
+    ),
+    (
+        "library-module",
+        re.compile(rf"No module named '((?:{'|'.join(LIBRARIES)})\.[\w.]+)'"),
+        library_module_missing,
     ),
     (
         "engine-command",

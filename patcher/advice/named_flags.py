@@ -78,9 +78,49 @@ _NEEDED = re.compile(
 )
 
 
+# A setting's bound stated with its number: "max_num_batched_tokens must be <= 65528 when LoRA
+# is enabled" (vLLM 0.4's LoRAConfig, the custom LoRA kernel's limit).
+_AT_MOST = re.compile(
+    r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b[`'\"]? must be (?:<=|<|at most) (\d+)\b"
+)
+
+
+def _bounded(m: Matched) -> tuple[str, list[Fix]] | None:
+    """A setting given (or defaulted) above the bound the message states: the setting's flag at
+    the bound. vLLM's max_num_batched_tokens defaults to the context length (SchedulerConfig,
+    0.4 to 0.5: ``max(max_model_len, 2048)`` without chunked prefill) and is refused below it,
+    so the context length is what brings it down."""
+    bound = _AT_MOST.search(m.line)
+    if bound is None:
+        return None
+    setting, limit = bound.group(1), bound.group(2)
+    flag = as_flag(setting)
+    if not declared(m.template.engine, flag):
+        return None
+    fixes = [Fix("flag", f"{flag} {limit}", note="the bound the message states")]
+    if setting == "max_num_batched_tokens" and declared(m.template.engine, "--max-model-len"):
+        fixes = [
+            Fix("flag", f"{flag} {limit}", note="where the context length is that or less"),
+        ]
+        fixes.insert(
+            0,
+            Fix(
+                "flag",
+                f"--max-model-len {limit}",
+                note="max_num_batched_tokens defaults to the context length (vLLM's "
+                "SchedulerConfig: max(max_model_len, 2048) without chunked prefill), and a "
+                "smaller one is refused below the context length",
+            ),
+        )
+    return (f"{setting} is above the {limit} this release allows here", fixes)
+
+
 def explain_named_flags(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     """A flag or a combination of flags refused: the flags the message names."""
     fixes = own_remedy(m.line, m.template)
+    bounded = None if fixes else _bounded(m)
+    if bounded is not None:
+        return bounded
     needed = _NEEDED.search(m.line)
     if (
         not fixes

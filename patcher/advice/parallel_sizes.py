@@ -30,6 +30,10 @@ _NO_PIPELINE = re.compile(
 # A parallel mode refused on one executor ("Pipeline parallelism is not supported yet with
 # multiprocessing.", vLLM 0.5's config.py): the other executor (--distributed-executor-backend).
 _EXECUTOR = re.compile(r"not supported (?:yet )?(?:with|on|by) (multiprocessing|ray)\b", re.I)
+# "Pipeline parallelism is only supported through AsyncLLMEngine as performance will be severely
+# degraded otherwise." (vLLM 0.5 to 0.10's LLMEngine.step): the LLM class drives the engine step
+# by step, which pipeline parallelism does not run under; the API server runs AsyncLLMEngine.
+_ASYNC_ONLY = re.compile(r"only supported through AsyncLLMEngine")
 _SIZED = re.compile(
     r"divisib|divide|multiple of|greater than|less than|at least|at most|must be (?:<|>|=)|"
     r"must equal|exceeds?",
@@ -295,12 +299,39 @@ def _devices(engine: str, ctx: LogContext, line: str = "") -> tuple[str, list[Fi
     )
 
 
+def _async_only(ctx: LogContext) -> tuple[str, list[Fix]]:
+    """Pipeline parallelism asked of the LLM class (offline inference), which this release runs
+    only in the API server's engine: the same GPUs in tensor parallel, or the server."""
+    gpus = ctx.tp * ctx.pp if ctx.tp is not None and ctx.pp is not None else None
+    size = str(gpus) if gpus is not None else "N"
+    return (
+        "the LLM class (offline inference) drives the engine step by step, and this release "
+        "runs pipeline parallelism only in the API server's engine (AsyncLLMEngine)",
+        [
+            Fix(
+                "flag",
+                f"--tensor-parallel-size {size} --pipeline-parallel-size 1",
+                note="in LLM(...): tensor_parallel_size and pipeline_parallel_size=1; the same "
+                "GPUs split by tensor parallelism, whose size must divide the attention heads "
+                f"(patcher check CKPT --tp {size} tells)",
+            ),
+            Fix(
+                "advice",
+                "or serve it with vllm serve (the API server runs AsyncLLMEngine) and send the "
+                "prompts to it",
+            ),
+        ],
+    )
+
+
 def explain_parallel(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     """A parallel size that does not divide what it splits: sizes that divide."""
     engine = _engine(m, ctx)
     line = m.line
     if _NO_PIPELINE.search(line):
         return _no_pipeline(engine, ctx)
+    if _ASYNC_ONLY.search(line):
+        return _async_only(ctx)
     executor = _EXECUTOR.search(line)
     if executor and engine == "vllm" and declared("vllm", "--distributed-executor-backend"):
         # vLLM 0.5's ParallelConfig: pipeline parallelism ran only on Ray's executor

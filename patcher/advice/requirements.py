@@ -16,7 +16,7 @@ from patcher.advice.catalogue import (
     features_of,
     version_key,
 )
-from patcher.advice.engine_exports import name_elsewhere
+from patcher.advice.engine_exports import LIBRARIES, name_elsewhere
 from patcher.advice.log_rules import Fix, LogContext
 
 _ENGINES: tuple[Engine, ...] = ("vllm", "sglang")
@@ -80,17 +80,8 @@ def _engine_name(
     return name_elsewhere(name, module, ctx) or ("", [])
 
 
-def missing_name(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
-    """``cannot import name 'X' from 'LIB...'``, LIB a library an engine requires."""
-    name, module = m.group(1), m.group(2)
-    library = module.split(".")[0]
-    if library in _ENGINES:
-        return _engine_name(name, module, m, ctx)
-    if library in ("torch", "transformers"):
-        return "", []  # the libraries other rules answer for
-    required_by = {e: r for e in _engine_of(ctx) if (r := required(e, library))}
-    if not required_by:
-        return "", []
+def _release_requires(required_by: dict[Engine, dict[str, str]], ctx: LogContext) -> list[Fix]:
+    """What the log's engine release states it requires of the library, where it is read."""
     fixes: list[Fix] = []
     for engine, by_release in required_by.items():
         answering = (
@@ -106,6 +97,25 @@ def missing_name(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
                     note=f"what {engine} {answering}'s wheel requires (Requires-Dist)",
                 )
             )
+    return fixes
+
+
+def missing_name(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """``cannot import name 'X' from 'LIB...'``, LIB a library an engine requires."""
+    name, module = m.group(1), m.group(2)
+    library = module.split(".")[0]
+    if library in _ENGINES:
+        return _engine_name(name, module, m, ctx)
+    if library in ("torch", "transformers"):
+        return "", []  # the libraries other rules answer for
+    required_by = {e: r for e in _engine_of(ctx) if (r := required(e, library))}
+    # a library whose every release is read: the releases whose module has the name
+    read = name_elsewhere(name, module, ctx) if library in LIBRARIES else None
+    if read is not None:
+        return read[0], [*read[1], *_release_requires(required_by, ctx)]
+    if not required_by:
+        return "", []
+    fixes = _release_requires(required_by, ctx)
     fixes.append(
         Fix(
             "dependency",

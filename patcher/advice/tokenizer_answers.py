@@ -15,6 +15,12 @@ from patcher.advice.own_remedy import own_remedy
 # vLLM's "use '...' instead" before 0.2): the tokenizer to load in place of the model's own,
 # whose slow LLaMA tokenizer raised a TypeError (protobuf, sentencepiece).
 _INSTEAD = re.compile(r"\bus(?:e|ing)\s+'([\w./:+-]+)'\s+instead of the original tokenizer")
+# vLLM's Mistral tokenizer (transformers_utils/tokenizers/mistral.py, 0.6 to 0.11) finds Mistral's
+# own tokenizer file (tekken.json, tokenizer.model.vN) among the model's files: "Found 0 files
+# matching the pattern ... Make sure that a Mistral tokenizer is present", or more than one.
+# It is loaded only where --tokenizer-mode mistral asks for it.
+_MISTRAL_NONE = re.compile(r"Make sure that a Mistral tokenizer is present")
+_MISTRAL_MANY = re.compile(r"Make sure only one Mistral tokenizer is present")
 # Each engine's flag for the tokenizer to load (vLLM's EngineArgs, SGLang's ServerArgs).
 _TOKENIZER_FLAGS = ("--tokenizer", "--tokenizer-path")
 
@@ -44,9 +50,45 @@ def named_tokenizer(m: Matched, ctx: LogContext) -> list[Fix]:
     return fixes
 
 
+def _mistral_files(m: Matched) -> tuple[str, list[Fix]] | None:
+    """Mistral's own tokenizer asked for (--tokenizer-mode mistral) and not one such file."""
+    if _MISTRAL_NONE.search(m.line):
+        return (
+            "--tokenizer-mode mistral asks for Mistral's own tokenizer file (tekken.json or "
+            "tokenizer.model.vN), and the model's files have none: they are in Hugging Face's "
+            "format",
+            [
+                Fix(
+                    "advice",
+                    "leave out --tokenizer-mode mistral, and --config-format mistral and "
+                    "--load-format mistral with it",
+                    note="the default auto modes read Hugging Face's config.json, tokenizer "
+                    "and weights; the mistral ones read Mistral's own params.json, tekken.json "
+                    "and consolidated.safetensors",
+                ),
+            ],
+        )
+    if _MISTRAL_MANY.search(m.line):
+        return (
+            "more than one of Mistral's own tokenizer files is among the model's files "
+            "(the message lists them), and --tokenizer-mode mistral loads exactly one",
+            [
+                Fix(
+                    "advice",
+                    "keep one of the files the message lists in the model's folder (the one "
+                    "its model card names), or leave out --tokenizer-mode mistral",
+                )
+            ],
+        )
+    return None
+
+
 def explain_tokenizer(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
-    """Tokenizer files that do not load: the tokenizer the engine names instead, or the
-    tokenizer class, or the transformers."""
+    """Tokenizer files that do not load: the tokenizer the engine names instead, or
+    Mistral's own tokenizer asked for, or the tokenizer class, or the transformers."""
+    mistral = _mistral_files(m)
+    if mistral is not None:
+        return mistral
     named = named_tokenizer(m, ctx)
     if named:
         return (

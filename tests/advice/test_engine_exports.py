@@ -161,3 +161,46 @@ def test_a_module_only_the_oldest_releases_read_had_names_them() -> None:
     assert found.code == "engine-module"
     admitted = _admitted(found.fixes[0].text, "vllm")
     assert admitted and set(admitted) <= held
+
+
+def test_a_library_module_an_engine_imports_names_the_library_s_releases_that_have_it() -> None:
+    # SGLang before 0.4 imports outlines.fsm.regex, which outlines 0.1 dropped
+    module = "outlines.fsm.regex"
+    held = _holding("outlines", module)
+    read = exports("outlines")
+    assert read is not None and held and "0.1.0" not in held
+    log = (
+        '  File "/usr/local/lib/python3.11/site-packages/sglang/srt/constrained/__init__.py", '
+        "line 22, in <module>\n"
+        "    from outlines.fsm.regex import FSMInfo, make_byte_level_fsm\n"
+        f"ModuleNotFoundError: No module named '{module}'\n"
+    )
+    found = diagnose_text(log)
+    assert found.code == "library-module"
+    assert "the engine (or code beside it) imports" in found.cause
+    admitted = _admitted(found.fixes[0].text, "outlines")
+    names = ("FSMInfo", "make_byte_level_fsm")
+    assert admitted and all(  # every release pip may pick has the module with both names
+        all(r in read.holding(read.name_mask(module, n)) for n in names) for r in admitted
+    )
+
+
+def test_a_library_name_an_engine_imports_names_the_releases_whose_module_has_it() -> None:
+    module, name = "outlines.fsm.json_schema", "build_regex_from_object"
+    read = exports("outlines")
+    assert read is not None
+    held = set(read.holding(read.name_mask(module, name)))
+    assert held and read.releases[-1] not in held  # a later release dropped it
+    found = diagnose_text(f"ImportError: cannot import name '{name}' from '{module}'\n")
+    assert found.code == "library-version"
+    admitted = _admitted(found.fixes[0].text, "outlines")
+    assert admitted and set(admitted) <= held
+
+
+def test_a_library_module_every_release_has_gets_no_release_answer() -> None:
+    read = exports("outlines")
+    assert read is not None
+    full = (1 << len(read.releases)) - 1
+    every = next(m for m, mask in read.modules.items() if "." in m and mask == full)
+    found = diagnose_text(f"ModuleNotFoundError: No module named '{every}'\n")
+    assert found.code != "library-module"

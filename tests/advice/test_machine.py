@@ -36,6 +36,8 @@ ENVIRONMENT_LINES = [
     "subprocess.CalledProcessError: Command '['/usr/bin/gcc', '/tmp/tmpab12/main.c', '-O3', "
     "'-shared', '-fPIC', '-o', '/tmp/tmpab12/cuda_utils.so', '-lcuda']' returned non-zero exit "
     "status 1.",
+    # a module of a library the engine imports, which the installed release of it lacks
+    "ModuleNotFoundError: No module named 'outlines.fsm.regex'",
     # vllm/platforms/__init__.py: no platform plugin's check passed
     "INFO 05-09 15:43:15 __init__.py:211] No platform detected, vLLM is running on "
     "UnspecifiedPlatform",
@@ -77,6 +79,7 @@ ENVIRONMENT_LINES = [
                 "triton-build",
                 "triton-build",
                 "triton-build",
+                "library-module",
                 "engine-platform",
                 "engine-module",
                 "engine-command",

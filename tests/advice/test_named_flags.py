@@ -5,6 +5,8 @@ elsewhere. Every log here is written from a template read from a release's sourc
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from patcher.advice import catalogue
@@ -90,3 +92,31 @@ def test_two_flags_refused_together_name_the_release_that_takes_both() -> None:
     texts = [f.text for f in found.fixes]
     assert texts[0] == "leave out one of --enable-auto-tool-choice / --enable-reasoning"
     assert texts[1] == "pip install 'vllm>=0.8.5.post1'"
+
+
+def _batched_tokens_reading() -> dict[str, dict[str, bool]]:
+    """vLLM's SchedulerConfig and LoRAConfig per release read
+    (snapshots/engines/batched-tokens-default-vllm.txt)."""
+    path = Path(__file__).resolve().parents[2] / "snapshots/engines/batched-tokens-default-vllm.txt"
+    found: dict[str, dict[str, bool]] = {}
+    for row in path.read_text().splitlines():
+        if row and not row.startswith("#"):
+            release, *fields = row.split("\t")
+            found[release] = {k: v == "yes" for k, v in (f.rsplit(":", 1) for f in fields)}
+    return found
+
+
+def test_a_setting_above_its_stated_bound_is_the_setting_at_the_bound() -> None:
+    # vLLM 0.4's LoRAConfig: the custom LoRA kernel bounds max_num_batched_tokens, which
+    # defaults to the context length; "kernel" in its words is no hardware gap
+    line, releases = _raised("max_num_batched_tokens must be <= 65528")
+    reading = _batched_tokens_reading()
+    for release in releases:  # where the bound is, the default is the context length
+        assert reading[release]["lora-bound-65528"]
+        assert reading[release]["default=max(max_model_len, 2048)"]
+    found = diagnose_text(line)
+    assert found.code == "engine-flags"
+    assert [f.text for f in found.fixes] == [
+        "--max-model-len 65528",
+        "--max-num-batched-tokens 65528",
+    ]

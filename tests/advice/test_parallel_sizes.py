@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from patcher.advice import catalogue
 from patcher.advice.doctor import diagnose_text
 
 
@@ -60,3 +61,22 @@ def test_marlins_gptq_way_out_is_not_offered_for_an_awq_checkpoint(
     texts = [f.text for f in found.fixes]
     assert ("--quantization gptq" in texts) is offered
     assert any(t.startswith("--tensor-parallel-size") for t in texts)
+
+
+def test_pipeline_parallelism_through_the_llm_class_is_tensor_parallelism_or_the_server() -> None:
+    # vLLM 0.5 to 0.10's LLMEngine.step: pipeline parallelism only under AsyncLLMEngine
+    (template,) = [
+        t
+        for t in catalogue.templates("vllm")
+        if t.text.startswith("Pipeline parallelism is only supported through AsyncLLMEngine")
+    ]
+    assert template.releases[0] == "0.5.5" and "0.11.0" not in template.releases
+    log = (
+        "INFO 08-10 10:11:02 llm_engine.py:184] Initializing an LLM engine (v0.5.4) with config: "
+        "model='/models/m', tensor_parallel_size=2, pipeline_parallel_size=2, quantization=None\n"
+        f"[rank0]: NotImplementedError: {template.text}\n"
+    )
+    found = diagnose_text(log)
+    assert found.code == "parallel-sizes"
+    assert found.fixes[0].text == "--tensor-parallel-size 4 --pipeline-parallel-size 1"
+    assert "vllm serve" in found.fixes[1].text

@@ -5,6 +5,8 @@ catalogue once offered for it (the recorder had joined two messages of one funct
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from patcher.advice import catalogue
 from patcher.advice.doctor import diagnose_text
 
@@ -70,3 +72,42 @@ def test_a_custom_tokenizer_still_gets_trust_remote_code() -> None:
         "`trust_remote_code=True` in LLM or using the `--trust-remote-code` flag in the CLI."
     )
     assert found.fixes and found.fixes[0].text == "--trust-remote-code"
+
+
+SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots" / "engines"
+
+
+def _mistral_reading() -> dict[str, bool]:
+    """Each vLLM release read: whether get_tokenizer loads MistralTokenizer only under
+    ``tokenizer_mode == "mistral"`` (snapshots/engines/mistral-tokenizer-mode-vllm.txt)."""
+    text = (SNAPSHOTS / "mistral-tokenizer-mode-vllm.txt").read_text()
+    rows = [line.split("\t") for line in text.splitlines() if line and not line.startswith("#")]
+    return {row[0]: row[1].endswith("=yes") for row in rows}
+
+
+def _mistral_none() -> catalogue.Template:
+    (template,) = [
+        t
+        for t in catalogue.templates("vllm")
+        if "Make sure that a Mistral tokenizer is present" in t.text and "`" in t.text
+    ]
+    return template
+
+
+def test_no_mistral_tokenizer_file_is_leaving_out_the_mistral_mode() -> None:
+    template = _mistral_none()
+    # the releases that raise it load the Mistral tokenizer only where the mode asks for it
+    reading = _mistral_reading()
+    assert all(reading[r] for r in template.releases)
+    holes = iter(["0", r"^tokenizer\.model\.v.*$|^tekken\.json$", "['model.gguf', 'config.json']"])
+    line = "".join(p if i % 2 == 0 else next(holes) for i, p in enumerate(template.parts))
+    found = diagnose_text(
+        f"INFO 04-26 03:12:40 [api_server.py:1043] vLLM API server version 0.8.5\nOSError: {line}\n"
+    )
+    assert found.code == "tokenizer"
+    assert [f.text for f in found.fixes] == [
+        "leave out --tokenizer-mode mistral, and --config-format mistral and --load-format "
+        "mistral with it"
+    ]
+    # not the tokenizer class or the transformers, which a Hugging Face tokenizer's failure gets
+    assert not any(f.kind == "transform" for f in found.fixes)
