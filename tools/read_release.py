@@ -22,12 +22,16 @@ release's pins (0.34.0 pins a flashinfer-python the index lacks) nor its compile
   the catalogue doctor matches logs against;
 - every module of the package and the names each binds (tools/read_exports.py) ->
   patcher/advice/exports-vllm.json.gz, what doctor names for an import written for another
-  release.
+  release;
+- the names it imports only where a library is installed, set to None otherwise
+  (tools/read_optional_imports.py) -> patcher/advice/optional-imports-vllm.json, what doctor
+  names when a traceback's line calls or reads one of them.
 
 For SGLang, its model registry (``EntryClass`` of each module in ``srt/models/``,
 tools/read_source.py) -> patcher/engines/sglang_architectures.json, its start-up errors ->
-patcher/advice/errors-sglang.json, and its modules and names ->
-patcher/advice/exports-sglang.json.gz.
+patcher/advice/errors-sglang.json, its modules and names ->
+patcher/advice/exports-sglang.json.gz, and its optional imports ->
+patcher/advice/optional-imports-sglang.json.
 
 Every part must find what it reads: a part that finds nothing stops the command with its name
 and nothing is written (all parts are read first, then the files are written once). It ends
@@ -49,7 +53,14 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from tools import read_errors, read_exports, read_model_classes, record_mla_backends, record_rules
+from tools import (
+    read_errors,
+    read_exports,
+    read_model_classes,
+    read_optional_imports,
+    record_mla_backends,
+    record_rules,
+)
 from tools.read_source import (
     Release,
     SourceMissing,
@@ -291,6 +302,7 @@ def _read(wheels: list[Path]) -> None:
     catalogue = read_errors.record("vllm", wheels, datetime.date.today().isoformat())
     print(f"start-up errors: {catalogue}")
     print(f"modules and names: {read_exports.record('vllm', wheels)}")
+    print(f"optional imports: {read_optional_imports.record('vllm', wheels)}")
     rules = _load(record_rules.OUT)["releases"]
     backends = _load(record_mla_backends.OUT)["releases"]
     releases = _load(RELEASES)["releases"]
@@ -334,6 +346,7 @@ def _read_sglang(wheels: list[Path]) -> None:
     SGLANG_ARCHITECTURES.write_text(json.dumps(content, indent=1) + "\n")
     print(f"start-up errors: {read_errors.record('sglang', wheels, today)}")
     print(f"modules and names: {read_exports.record('sglang', wheels)}")
+    print(f"optional imports: {read_optional_imports.record('sglang', wheels)}")
     for version in sorted({version_of(w, "sglang") for w in wheels}, key=_key):
         older = [v for v in full if _key(v) < _key(version)]
         print(f"sglang {version}: read" + (f" (against {max(older, key=_key)})" if older else ""))
