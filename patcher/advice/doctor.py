@@ -77,6 +77,7 @@ from patcher.advice.log_rules import (
     Rule,
 )
 from patcher.advice.optional_imports import by_optional_import
+from patcher.advice.remote_tokenizers import REMOTE_FILE
 from patcher.engines.engine import parse_engine
 from patcher.engines.files import ConfigFiles, read_config_files
 from patcher.engines.model import edit_takes_effect
@@ -233,6 +234,8 @@ def diagnose_lines(
     unread: str | None = None  # a runtime of the engine whose source is not read
     frame: str | None = None  # the last frame in the engine's package a traceback showed
     code: str | None = None  # the source line that frame shows
+    tokenizer_init = False  # a frame of transformers' tokenizer __init__ in this traceback
+    remote_tokenizer: str | None = None  # the model's own tokenizer file a frame after it
     config_file: str | None = None  # the model's transformers config class it went through
     validated: str | None = None  # the setting whose config class pydantic refused
     architecture: str | None = None  # the architecture vLLM resolved the model to
@@ -313,7 +316,8 @@ def diagnose_lines(
                 after = float(loaded.group(2))
                 memory = (after + float(loaded.group(3)), after)
         if "Traceback (most" in line:  # a new traceback: an earlier one's assert is not its
-            asserted = frame = code = None
+            asserted = frame = code = remote_tokenizer = None
+            tokenizer_init = False
         if code is None and frame is not None:
             code = PREFIX.sub("", uncoloured(line)).strip()  # the source line the frame shows
         if 'File "' in line and ("/sglang/" in line or "/vllm/" in line):
@@ -330,6 +334,11 @@ def diagnose_lines(
             validated = re.sub(r"(?<!^)(?=[A-Z])", "_", named.group(1)).lower() + "_config"
         if "/configuration_" in line and (own := CONFIG_FILE.search(line)):
             config_file = own.group(0)
+        if 'File "' in line and "tokenization_" in line:
+            if "/transformers/tokenization_" in line and "in __init__" in line:
+                tokenizer_init = True
+            elif tokenizer_init and (remote := REMOTE_FILE.search(line)):
+                remote_tokenizer = remote.group(1)
         if "assert " in line and "%" in line:
             divides = DIVIDES.search(line)
             asserted = (divides.group(1), divides.group(2)) if divides else asserted
@@ -372,6 +381,7 @@ def diagnose_lines(
             frame=frame,
             dtype=dtype,
             imported=imported,
+            remote_tokenizer=remote_tokenizer,
         )
         matched = _first_rule(line) if marked_line else None
         if matched is not None:

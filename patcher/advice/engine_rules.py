@@ -50,6 +50,7 @@ from patcher.advice.quantization_rules import (
     unknown_quantization,
 )
 from patcher.advice.quantized_modules import excluded_scale
+from patcher.advice.remote_tokenizers import REMOTE_TOKENIZER_MARKERS, REMOTE_TOKENIZER_RULES
 from patcher.advice.startup_memory import too_little_free
 from patcher.advice.transformers_rules import TRANSFORMERS_MARKERS, TRANSFORMERS_RULES
 from patcher.advice.trtllm_rules import TRTLLM_MARKERS, TRTLLM_RULES
@@ -497,6 +498,7 @@ RULES: tuple[Rule, ...] = (
     *DTYPE_RULES,
     *MARLIN_RULES,
     *TRANSFORMERS_RULES,
+    *REMOTE_TOKENIZER_RULES,
     *TRTLLM_RULES,
     *ENVIRONMENT_RULES,
     *HUB_RULES,
@@ -557,6 +559,7 @@ _MARKERS = (
     *DTYPE_MARKERS,
     *MARLIN_MARKERS,
     *TRANSFORMERS_MARKERS,
+    *REMOTE_TOKENIZER_MARKERS,
     *TRTLLM_MARKERS,
     *ENVIRONMENT_MARKERS,
     *HUB_MARKERS,

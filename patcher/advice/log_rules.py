@@ -65,6 +65,9 @@ class LogContext:
     # The model's own transformers config class a traceback went through
     # ("transformers/models/llama/configuration_llama.py"), when it shows one.
     config_file: str | None = None
+    # The model's own tokenizer file (``tokenization_baichuan.py``, loaded with remote code) a
+    # traceback reached from inside transformers' tokenizer ``__init__``, when it shows one.
+    remote_tokenizer: str | None = None
     # The setting whose config class a pydantic error names ("1 validation error for
     # SpeculativeConfig": speculative_config), when the log shows one.
     validated: str | None = None
