@@ -15,6 +15,11 @@ name the first release read whose class has the feature. What marks a class, per
   = True`` (0.11 on; ``ModelConfig`` falls back to splitting it by the tensor-parallel size for
   a class without it).
 
+- a checkpoint's ``lm_head.weight`` passed over (``skips_lm_head``): per model file, not per
+  class, since the traceback names the file: its ``load_weights`` names ``lm_head`` in a
+  string (the tied models' loaders skip the saved copy; one without it raises ``KeyError:
+  'lm_head.weight'``).
+
 A class has a feature when it or a base class it names (transitively, across the model files)
 carries the mark. With them, for vLLM and SGLang: the server settings a release declares
 (:func:`settings`), each flag's closed set of values (:func:`choices`) and the parser names its
@@ -38,7 +43,7 @@ from typing import IO
 # 0.34 keeps some model packages in vllm/models/ (fnmatch's * crosses folders)
 MODELS = ("vllm/model_executor/models/*.py", "vllm/models/*.py")
 LOADERS = "vllm/model_executor/model_loader/*.py"
-FEATURES = ("lora", "pp", "bnb", "encoder_tp_data")
+FEATURES = ("lora", "pp", "bnb", "encoder_tp_data", "skips_lm_head")
 
 
 def _names(nodes: Iterable[ast.expr]) -> set[str]:
@@ -99,6 +104,31 @@ def _marked(classes: dict[str, tuple[set[str], set[str]]], marks: set[str]) -> l
     return sorted(name for name in classes if has(name, frozenset()) and name not in marks)
 
 
+def _skipping_lm_head(files: Iterable[tuple[str, str]]) -> list[str]:
+    """The model files (``gemma`` of models/gemma.py) whose ``load_weights`` names the output
+    projection ``lm_head`` in a string: the weight loaders that pass over a checkpoint's
+    ``lm_head.weight`` where the model ties it to the embeddings (``"lm_head.weight" in name``
+    then ``continue``; ``skip_prefixes=["lm_head."]`` from 0.8). A loader without it looks the
+    tensor up among its parameters and raises ``KeyError: 'lm_head.weight'``."""
+    found: set[str] = set()
+    for path, text in files:
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and node.name == "load_weights":
+                if any(
+                    isinstance(c, ast.Constant)
+                    and isinstance(c.value, str)
+                    and "lm_head" in c.value
+                    for c in ast.walk(node)
+                ):
+                    found.add(path.rsplit("/", 1)[-1].removesuffix(".py"))
+                    break
+    return sorted(found)
+
+
 def _bnb_mark(loaders: Iterable[str]) -> str | None:
     """The mapping attribute the release's BitsAndBytes loader requires of a model class; None
     for a release without that loader (before 0.5)."""
@@ -125,6 +155,11 @@ def features(archive: zipfile.ZipFile) -> dict[str, list[str]]:
         raise RuntimeError("no model file under vllm/model_executor/models/")
     classes = _classes(models)
     return {
+        "skips_lm_head": _skipping_lm_head(
+            (n, archive.read(n).decode("utf-8", "replace"))
+            for n in names
+            if any(fnmatch.fnmatch(n, p) for p in MODELS)
+        ),
         "lora": _marked(classes, {"SupportsLoRA", "supported_lora_modules"}),
         "pp": _marked(classes, {"SupportsPP"}),
         "bnb": _marked(classes, {mark}) if (mark := _bnb_mark(loaders)) else [],

@@ -54,7 +54,13 @@ from patcher.advice.remote_tokenizers import REMOTE_TOKENIZER_MARKERS, REMOTE_TO
 from patcher.advice.startup_memory import too_little_free
 from patcher.advice.transformers_rules import TRANSFORMERS_MARKERS, TRANSFORMERS_RULES
 from patcher.advice.trtllm_rules import TRTLLM_MARKERS, TRTLLM_RULES
-from patcher.advice.unknown_weights import MISTRAL_NAME, mistral_names, unknown_weight
+from patcher.advice.unknown_weights import (
+    LM_HEAD,
+    MISTRAL_NAME,
+    lm_head,
+    mistral_names,
+    unknown_weight,
+)
 from patcher.engines.launch_flags import MAX_MODEL_LEN_AUTO_FROM
 
 LENGTH_STEP = 1024
@@ -347,7 +353,8 @@ RULES: tuple[Rule, ...] = (
         "quantization-mismatch",
         re.compile(
             r"Quantization method specified in the model config \((\S*?)\) does not match the "
-            r"quantization method specified in the .quantization. argument \((\S+?)\)"
+            # the argument's name in backticks, which a log pasted through Markdown loses
+            r"quantization method specified in the `?quantization`? argument \((\S+?)\)"
         ),
         quantization_mismatch,
     ),
@@ -405,6 +412,7 @@ RULES: tuple[Rule, ...] = (
         no_quantization_config,
     ),
     ("mistral-weights", MISTRAL_NAME, mistral_names),
+    ("tied-lm-head", LM_HEAD, lm_head),
     (
         "quantized-weights-unquantized-model",
         re.compile(r"KeyError: '([\w.]*?\.(qweight|qzeros|g_idx|weight_packed|weight_scale_inv))'"),

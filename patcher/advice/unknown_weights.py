@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import at_or_below, feature_releases, releases
+from patcher.advice.catalogue import at_or_below, feature_releases, releases, version_key
 from patcher.advice.log_rules import Fix, LogContext
 
 # The tensors quantization methods add beside (or in place of) a layer's weight, by the names
@@ -131,5 +131,46 @@ def mistral_names(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
         f"the engine read Mistral's own consolidated*.safetensors (its tensor names, such as "
         f"{m.group(1)}) beside the transformers-format shards of the same weights, and the "
         "model it built from config.json has no such parameter",
+        fixes,
+    )
+
+
+# A tied model's output projection in the checkpoint, looked up among the parameters of a model
+# that has none of its own (vLLM's loaders up to 0.7: ``param = params_dict[name]``).
+LM_HEAD = re.compile(r"KeyError: '((?:model\.|transformer\.)?lm_head\.weight)'")
+_MODEL_FILE = re.compile(r"/models/(\w+)\.py\", line \d+, in load_weights")
+
+
+def lm_head(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """``KeyError: 'lm_head.weight'`` in a model file's ``load_weights``: the checkpoint saved
+    the output projection a tied model shares with its embeddings; the releases read whose
+    model file passes over it (tools/read_model_classes.py's ``skips_lm_head``)."""
+    where = _MODEL_FILE.search(ctx.frame or "")
+    if where is None:
+        return "", []
+    model = where.group(1)
+    skipping = feature_releases("vllm", "skips_lm_head", model)
+    later = [r for r in skipping if ctx.version is None or version_key(r) > ctx.version]
+    fixes: list[Fix] = []
+    if later:
+        fixes.append(
+            Fix(
+                "dependency",
+                f"pip install 'vllm>={later[0]}'",
+                note=f"the releases read whose models/{model}.py passes over lm_head.weight "
+                f"where the model ties it to the embeddings: {later[0]} to {skipping[-1]}",
+            )
+        )
+    fixes.append(
+        Fix(
+            "advice",
+            "or save the checkpoint without lm_head.weight: with tie_word_embeddings it is a "
+            "copy of the embeddings (model.embed_tokens.weight)",
+        )
+    )
+    return (
+        f"the checkpoint holds {m.group(1)}, which this release's {model} model has no "
+        "parameter for: it ties the output projection to the embeddings, and its weight "
+        "loader does not pass over the saved copy (a trainer saved it)",
         fixes,
     )

@@ -147,6 +147,13 @@ CASES = [
         "quantization-mismatch",
         "drop --quantization awq",
     ),
+    # the same, pasted through Markdown, which ate the backticks round the argument's name
+    (
+        "ValueError: Quantization method specified in the model config (marlin) does not match "
+        "the quantization method specified in the quantization argument (gptq).",
+        "quantization-mismatch",
+        "drop --quantization gptq",
+    ),
     # v1/worker/gpu_worker.py @ v0.16.0 init_device: another process holds the GPU's memory;
     # a utilization within what is free is the way out where the model fits there
     (
@@ -586,6 +593,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     from tests.advice.test_marlin import MARLIN_LINES
     from tests.advice.test_remote_tokenizers import REMOTE_TOKENIZER_LINES
     from tests.advice.test_trtllm_rules import TRTLLM_LINES
+    from tests.advice.test_unknown_weights import WEIGHT_LINES
 
     errors = (
         [error for error, _, _ in CASES]
@@ -595,6 +603,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
         + DTYPE_LINES
         + MARLIN_LINES
         + REMOTE_TOKENIZER_LINES
+        + WEIGHT_LINES
     )
     for code, pattern, _ in RULES:
         hits = [error for error in errors if pattern.search(error)]

@@ -100,3 +100,37 @@ def test_the_releases_that_load_only_the_index_s_files_are_the_recording_s() -> 
         having = [(release, has) for name, release, has in rows if name == engine]
         assert having[0] == (first, "yes")  # the first release read
         assert all(has == "yes" for _, has in having)  # and every later one
+
+
+# One line per rule (test_doctor's marker test takes them with its own cases).
+WEIGHT_LINES = ["KeyError: 'lm_head.weight'"]
+
+
+def _lm_head_log(model: str, release: str) -> str:
+    site = "/venv/lib/python3.10/site-packages/vllm/model_executor"
+    return (
+        f"INFO 03-11 18:20:00 api_server.py:1] vLLM API server version {release}\n"
+        "Traceback (most recent call last):\n"
+        f'  File "{site}/model_loader.py", line 86, in get_model\n'
+        "    model.load_weights(model_config.model, model_config.download_dir,\n"
+        f'  File "{site}/models/{model}.py", line 339, in load_weights\n'
+        "    param = params_dict[name]\n"
+        "KeyError: 'lm_head.weight'\n"
+    )
+
+
+def test_a_saved_lm_head_of_a_tied_model_names_the_release_whose_loader_passes_over_it() -> None:
+    from patcher.advice.catalogue import feature_releases
+
+    skipping = feature_releases("vllm", "skips_lm_head", "gemma")  # read with the model classes
+    assert skipping
+    found = diagnose_text(_lm_head_log("gemma", "0.3.3"))
+    assert found.code == "tied-lm-head"
+    assert found.fixes[0].text == f"pip install 'vllm>={skipping[0]}'"
+    assert "without lm_head.weight" in found.fixes[-1].text
+
+
+def test_a_model_file_no_release_read_passes_over_it_gets_only_the_checkpoint_s_way() -> None:
+    found = diagnose_text(_lm_head_log("nosuchmodel", "0.3.3"))
+    assert found.code == "tied-lm-head"
+    assert [f.kind for f in found.fixes] == ["advice"]
