@@ -51,6 +51,7 @@ from patcher.advice.quantization_rules import (
 )
 from patcher.advice.quantized_modules import excluded_scale
 from patcher.advice.remote_tokenizers import REMOTE_TOKENIZER_MARKERS, REMOTE_TOKENIZER_RULES
+from patcher.advice.safetensors_files import SAFETENSORS_MARKERS, SAFETENSORS_RULES
 from patcher.advice.startup_memory import too_little_free
 from patcher.advice.transformers_rules import TRANSFORMERS_MARKERS, TRANSFORMERS_RULES
 from patcher.advice.trtllm_rules import TRTLLM_MARKERS, TRTLLM_RULES
@@ -507,6 +508,7 @@ RULES: tuple[Rule, ...] = (
     *MARLIN_RULES,
     *TRANSFORMERS_RULES,
     *REMOTE_TOKENIZER_RULES,
+    *SAFETENSORS_RULES,
     *TRTLLM_RULES,
     *ENVIRONMENT_RULES,
     *HUB_RULES,
@@ -568,6 +570,7 @@ _MARKERS = (
     *MARLIN_MARKERS,
     *TRANSFORMERS_MARKERS,
     *REMOTE_TOKENIZER_MARKERS,
+    *SAFETENSORS_MARKERS,
     *TRTLLM_MARKERS,
     *ENVIRONMENT_MARKERS,
     *HUB_MARKERS,

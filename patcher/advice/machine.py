@@ -23,6 +23,7 @@ from patcher.advice.nccl_transports import FAILED, UNHANDLED, transport_failed, 
 from patcher.advice.proxies import PROXIED_REQUEST, WARMUP_REFUSED, proxied_request, warmup_refused
 from patcher.advice.pythons import FIRSTLINENO, python_too_new
 from patcher.advice.requirements import missing_name
+from patcher.advice.shared_memory import SHARED_MEMORY_MARKERS, SHARED_MEMORY_RULES
 from patcher.advice.torch_builds import TORCH_REFUSES
 from patcher.advice.torch_compile import FAILED as COMPILE_FAILED
 from patcher.advice.torch_compile import MARKERS as COMPILE_MARKERS
@@ -358,6 +359,7 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
     ("triton-build", NO_COMPILER, no_compiler),
     ("triton-build", TRITON_COMMAND, build_failed),
     ("torch-compile", COMPILE_FAILED, compile_failed),
+    *SHARED_MEMORY_RULES,
     ("nccl-transport", FAILED, transport_failed),
     ("nccl-unhandled", UNHANDLED, unhandled),
     ("server-proxy", WARMUP_REFUSED, warmup_refused),
@@ -387,4 +389,5 @@ ENVIRONMENT_MARKERS = (
     '"GET http://',
     *COMPILE_MARKERS,
     *TRITON_MARKERS,
+    *SHARED_MEMORY_MARKERS,
 )

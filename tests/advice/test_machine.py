@@ -36,6 +36,10 @@ ENVIRONMENT_LINES = [
     "subprocess.CalledProcessError: Command '['/usr/bin/gcc', '/tmp/tmpab12/main.c', '-O3', "
     "'-shared', '-fPIC', '-o', '/tmp/tmpab12/cuda_utils.so', '-lcuda']' returned non-zero exit "
     "status 1.",
+    # /dev/shm too small: NCCL's segment (src/os/linux.cc), and SIGBUS in a process
+    "node1:1203:1203 [0] misc/shmutils.cc:72 NCCL WARN Error: failed to extend "
+    "/dev/shm/nccl-vzIpS6 to 9637892 bytes",
+    "Fatal Python error: Bus error",
     # a module of a library the engine imports, which the installed release of it lacks
     "ModuleNotFoundError: No module named 'outlines.fsm.regex'",
     # vllm/platforms/__init__.py: no platform plugin's check passed
@@ -79,6 +83,8 @@ ENVIRONMENT_LINES = [
                 "triton-build",
                 "triton-build",
                 "triton-build",
+                "shared-memory",
+                "shared-memory",
                 "library-module",
                 "engine-platform",
                 "engine-module",
