@@ -28,6 +28,7 @@ from patcher.advice.torch_builds import TORCH_REFUSES
 from patcher.advice.torch_compile import FAILED as COMPILE_FAILED
 from patcher.advice.torch_compile import MARKERS as COMPILE_MARKERS
 from patcher.advice.torch_compile import compile_failed
+from patcher.advice.torchvision_ops import TORCHVISION_MARKERS, TORCHVISION_RULES
 from patcher.advice.triton_build import COMMAND as TRITON_COMMAND
 from patcher.advice.triton_build import MARKERS as TRITON_MARKERS
 from patcher.advice.triton_build import (
@@ -360,6 +361,7 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
     ("triton-build", TRITON_COMMAND, build_failed),
     ("torch-compile", COMPILE_FAILED, compile_failed),
     *SHARED_MEMORY_RULES,
+    *TORCHVISION_RULES,
     ("nccl-transport", FAILED, transport_failed),
     ("nccl-unhandled", UNHANDLED, unhandled),
     ("server-proxy", WARMUP_REFUSED, warmup_refused),
@@ -390,4 +392,5 @@ ENVIRONMENT_MARKERS = (
     *COMPILE_MARKERS,
     *TRITON_MARKERS,
     *SHARED_MEMORY_MARKERS,
+    *TORCHVISION_MARKERS,
 )
