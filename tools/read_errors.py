@@ -341,6 +341,7 @@ def record(
                     read |= read_model_classes.features(archive)
                     read |= read_model_classes.attention_backends(archive)
                     read |= read_model_classes.cuda_archs(archive)
+                    read |= read_model_classes.glibc(archive)
                     read |= read_model_classes.gguf_model_types(archive)
                     read |= read_model_classes.marlin_pads(archive)
             _record_features(catalogue, _wheel_version(wheel), read)

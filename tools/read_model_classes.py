@@ -606,6 +606,59 @@ def cuda_archs(archive: zipfile.ZipFile) -> dict[str, list[str]]:
     return {"cuda_arch": [str(sm) for sm in sorted(counted) if counted[sm] * 10 >= most]}
 
 
+def _glibc_needs(so: IO[bytes]) -> set[tuple[int, ...]]:
+    """The glibc symbol versions (``GLIBC_2.32`` as ``(2, 32)``) an ELF shared object needs:
+    the ``Vernaux`` names of its ``.gnu.version_r`` section (``SHT_GNU_verneed``), read from
+    the section headers without loading the whole file."""
+    so.seek(0)
+    ident = so.read(64)
+    if ident[:4] != b"\x7fELF" or ident[4] != 2:
+        return set()
+    (table,) = struct.unpack_from("<Q", ident, 0x28)
+    entry, count, _names_at = struct.unpack_from("<HHH", ident, 0x3A)
+    so.seek(table)
+    raw = so.read(entry * count)
+    headers = [struct.unpack_from("<IIQQQQIIQQ", raw, i * entry) for i in range(count)]
+    found: set[tuple[int, ...]] = set()
+    for header in headers:
+        if header[1] != 0x6FFFFFFE:  # SHT_GNU_verneed
+            continue
+        so.seek(headers[header[6]][4])  # sh_link: its string table
+        strings = so.read(headers[header[6]][5])
+        so.seek(header[4])
+        data = so.read(header[5])
+        at = 0
+        for _ in range(header[9] or 1 << 16):  # sh_info: how many Verneed entries
+            _version, aux_count, _file, aux, following = struct.unpack_from("<HHIII", data, at)
+            item = at + aux
+            for _ in range(aux_count):
+                _hash, _flags, _other, name, next_aux = struct.unpack_from("<IHHII", data, item)
+                word = strings[name : strings.index(b"\0", name)].decode("ascii", "replace")
+                if word.startswith("GLIBC_") and word[6:].replace(".", "").isdigit():
+                    found.add(tuple(int(p) for p in word[6:].split(".")))
+                item += next_aux
+            if not following:
+                break
+            at += following
+    return found
+
+
+def glibc(archive: zipfile.ZipFile, package: str = "vllm") -> dict[str, list[str]]:
+    """The newest glibc the release's compiled extensions need (every ``.so`` of the package,
+    ``GLIBC_X.Y`` among the symbol versions each needs), keyed ``glibc``: a machine whose glibc
+    is older fails to import them with "version `GLIBC_X.Y' not found (required by
+    .../vllm/_C.abi3.so)". The wheel's platform tag does not tell it (vLLM 0.5.2's manylinux1
+    wheel needed 2.32)."""
+    newest: tuple[int, ...] = ()
+    for path in archive.namelist():
+        if not (path.startswith(f"{package}/") and path.endswith(".so")):
+            continue
+        with archive.open(path) as source, tempfile.TemporaryFile() as so:
+            shutil.copyfileobj(source, so, 1 << 20)
+            newest = max([newest, *_glibc_needs(so)])
+    return {"glibc": [".".join(map(str, newest))] if newest else []}
+
+
 def torch_pin(archive: zipfile.ZipFile) -> dict[str, list[str]]:
     """The torch a release's compiled kernels are built against, keyed ``torch_pin``: its
     wheel's ``Requires-Dist: torch==X`` (METADATA). An extension built against another torch

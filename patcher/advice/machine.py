@@ -17,10 +17,12 @@ import re
 from patcher.advice.engine_exports import LIBRARIES, module_elsewhere
 from patcher.advice.extensions import torch_pin
 from patcher.advice.flashinfer_jit import REFUSED, no_arch
+from patcher.advice.glibc import GLIBC_MARKERS, GLIBC_RULES
 from patcher.advice.kernels import torch_refuses
 from patcher.advice.log_rules import Fix, LogContext, Rule
 from patcher.advice.nccl_transports import FAILED, UNHANDLED, transport_failed, unhandled
 from patcher.advice.proxies import PROXIED_REQUEST, WARMUP_REFUSED, proxied_request, warmup_refused
+from patcher.advice.ptxas_archs import PTXAS_MARKERS, PTXAS_RULES
 from patcher.advice.pythons import FIRSTLINENO, python_too_new
 from patcher.advice.requirements import missing_name
 from patcher.advice.shared_memory import SHARED_MEMORY_MARKERS, SHARED_MEMORY_RULES
@@ -362,6 +364,8 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
     ("torch-compile", COMPILE_FAILED, compile_failed),
     *SHARED_MEMORY_RULES,
     *TORCHVISION_RULES,
+    *GLIBC_RULES,
+    *PTXAS_RULES,
     ("nccl-transport", FAILED, transport_failed),
     ("nccl-unhandled", UNHANDLED, unhandled),
     ("server-proxy", WARMUP_REFUSED, warmup_refused),
@@ -393,4 +397,6 @@ ENVIRONMENT_MARKERS = (
     *TRITON_MARKERS,
     *SHARED_MEMORY_MARKERS,
     *TORCHVISION_MARKERS,
+    *GLIBC_MARKERS,
+    *PTXAS_MARKERS,
 )

@@ -22,10 +22,14 @@ from patcher.advice.log_rules import Fix, LogContext
 # The exception a traceback's last line names: torch._dynamo.exc.BackendCompilerFailed,
 # TorchRuntimeError, Unsupported; torch._inductor.exc.InductorError, LoweringException.
 # (The dot after "torch" unescaped, so the line filter's word is plain text of the pattern.)
+# Triton's ptxas failing under Inductor ("InductorError: PTXASError: ...") is passed over too: its
+# reason is ptxas's own next lines, and the engine's own Triton kernels run the same ptxas.
 # BackendCompilerFailed's "backend='inductor' raised:" with the error on the next line is passed
 # over: that line says what failed (Triton's C build is the machine's, not the compiler's).
 FAILED = re.compile(
-    r"\btorch._(dynamo|inductor)\.exc\.(?!BackendCompilerFailed: backend='\w+' raised:\s*$)(\w+)"
+    r"\btorch._(dynamo|inductor)\.exc\."
+    r"(?!BackendCompilerFailed: backend='\w+' raised:\s*$|InductorError: (?:[\w.]+\.)?PTXASError)"
+    r"(\w+)"
 )
 MARKERS = ("torch._",)
 # The first release whose VllmConfig the recording shows leaving the model uncompiled under

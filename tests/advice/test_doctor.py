@@ -589,8 +589,10 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     from patcher.advice.doctor import _MARKERS, RULES, _marked
     from tests.advice.test_dtypes import DTYPE_LINES
     from tests.advice.test_engine_defects import DEFECT_LINES
+    from tests.advice.test_glibc import GLIBC_LINES
     from tests.advice.test_machine import ENVIRONMENT_LINES
     from tests.advice.test_marlin import MARLIN_LINES
+    from tests.advice.test_ptxas_archs import PTXAS_LINES
     from tests.advice.test_remote_tokenizers import REMOTE_TOKENIZER_LINES
     from tests.advice.test_safetensors_files import SAFETENSORS_LINES
     from tests.advice.test_torchvision_ops import TORCHVISION_LINES
@@ -608,6 +610,8 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
         + WEIGHT_LINES
         + SAFETENSORS_LINES
         + TORCHVISION_LINES
+        + PTXAS_LINES
+        + GLIBC_LINES
     )
     for code, pattern, _ in RULES:
         hits = [error for error in errors if pattern.search(error)]
