@@ -58,6 +58,7 @@ from patcher.advice.log_facts import (
     VLLM_SAYS,
 )
 from patcher.advice.log_lines import (
+    CPP_ASSERTION,
     ERRORISH,
     PREFIX,
     RAISED,
@@ -415,7 +416,7 @@ def diagnose_lines(
         if known is not None:
             known = replace(known, log=source, engine_version=version_text)
             return _unread(_already_given(_given_kv_dtype(known, kv_flag), command), unread)
-        if root is None and (RAISED.match(line) or quoted is not None):
+        if root is None and (RAISED.match(line) or quoted is not None or CPP_ASSERTION.match(line)):
             root = (raw if quoted is not None else line).strip()
     if oom is not None and phase is not None:
         # Only now: a more specific line later in the log (TensorRT-LLM's executor names the

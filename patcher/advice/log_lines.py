@@ -46,6 +46,9 @@ RAISED = re.compile(
     r"^\s*(?:[\w.]+\.)?(?P<kind>[A-Z]\w*(?:Error|Exception|Exit)|Fallback)"
     r"(?:\([^)]*\))?: (?P<message>.+)"
 )
+# TensorRT-LLM's C++ checks (TLLM_CHECK_WITH_INFO): "[TensorRT-LLM][ERROR] Assertion failed: MSG
+# (file.cpp:LINE)", the root where no Python exception follows.
+CPP_ASSERTION = re.compile(r"\[TensorRT-LLM\]\[ERROR\] Assertion failed: \S")
 # A line can hold an engine's error only with one of these (a raised exception, or a log call
 # at error level); every other line is passed over with one search each.
 ERRORISH = ("rror", "xception", "ERROR", "CRITICAL", "Fallback")

@@ -280,3 +280,14 @@ def test_the_early_llm_api_s_two_architectures_are_an_engine_gap_not_a_config_ed
     assert found.code == "trtllm-no-model-class"
     assert "Qwen2ForCausalLM" in found.fixes[0].text
     assert not any(f.kind == "transform" for f in found.fixes)
+
+
+def test_a_cpp_check_of_tensorrt_llm_is_quoted_as_the_root_where_no_rule_reads_it() -> None:
+    # TLLM_CHECK_WITH_INFO's words, from the C++ batch manager; no Python exception follows
+    line = (
+        "[TensorRT-LLM][ERROR] Assertion failed: Do not set crossKvCacheFraction for decoder-only "
+        "model (/app/tensorrt_llm/cpp/tensorrt_llm/executor/executorImpl.cpp:300)"
+    )
+    found = diagnose_text("[TensorRT-LLM][INFO] Initialized MPI\n" + line + "\n")
+    assert found.code is None and not found.fixes  # not recognised: no fix is guessed
+    assert found.error == line
