@@ -550,19 +550,29 @@ KERNELS = re.compile(r"vllm/_C(?:_stable_libtorch)?\.(?:abi3|cpython-\d+-x86_64-
 _FATBIN = 0xBA55ED50  # a CUDA fat binary's magic (the .nv_fatbin section holds them)
 
 
-def _fatbin_archs(so: IO[bytes]) -> Counter[int]:
-    """The SM version of each compiled kernel image (ELF, not PTX) in an ELF shared object's
-    ``.nv_fatbin`` section, counted: a fat binary is a header (magic, version, header size,
-    size) and entries (kind, version, header size, padded size, ..., the SM version at 28)."""
+def _section_headers(so: IO[bytes]) -> tuple[list[tuple[int, ...]], int] | None:
+    """A 64-bit ELF file's section headers (name, type, flags, address, offset, size, link,
+    info, alignment, entry size) and the index of the one holding the section names; None
+    for any other file."""
     so.seek(0)
     ident = so.read(64)
     if ident[:4] != b"\x7fELF" or ident[4] != 2:
-        return Counter()
+        return None
     (table,) = struct.unpack_from("<Q", ident, 0x28)
     entry, count, names_at = struct.unpack_from("<HHH", ident, 0x3A)
     so.seek(table)
     raw = so.read(entry * count)
-    headers = [struct.unpack_from("<IIQQQQIIQQ", raw, i * entry) for i in range(count)]
+    return [struct.unpack_from("<IIQQQQIIQQ", raw, i * entry) for i in range(count)], names_at
+
+
+def _fatbin_archs(so: IO[bytes]) -> Counter[int]:
+    """The SM version of each compiled kernel image (ELF, not PTX) in an ELF shared object's
+    ``.nv_fatbin`` section, counted: a fat binary is a header (magic, version, header size,
+    size) and entries (kind, version, header size, padded size, ..., the SM version at 28)."""
+    read = _section_headers(so)
+    if read is None:
+        return Counter()
+    headers, names_at = read
     so.seek(headers[names_at][4])
     names = so.read(headers[names_at][5])
     found: Counter[int] = Counter()
@@ -610,15 +620,10 @@ def _glibc_needs(so: IO[bytes]) -> set[tuple[int, ...]]:
     """The glibc symbol versions (``GLIBC_2.32`` as ``(2, 32)``) an ELF shared object needs:
     the ``Vernaux`` names of its ``.gnu.version_r`` section (``SHT_GNU_verneed``), read from
     the section headers without loading the whole file."""
-    so.seek(0)
-    ident = so.read(64)
-    if ident[:4] != b"\x7fELF" or ident[4] != 2:
+    read = _section_headers(so)
+    if read is None:
         return set()
-    (table,) = struct.unpack_from("<Q", ident, 0x28)
-    entry, count, _names_at = struct.unpack_from("<HHH", ident, 0x3A)
-    so.seek(table)
-    raw = so.read(entry * count)
-    headers = [struct.unpack_from("<IIQQQQIIQQ", raw, i * entry) for i in range(count)]
+    headers, _names_at = read
     found: set[tuple[int, ...]] = set()
     for header in headers:
         if header[1] != 0x6FFFFFFE:  # SHT_GNU_verneed

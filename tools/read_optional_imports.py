@@ -31,17 +31,9 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from tools.read_defects import _catches_import
+
 TARGET = Path(__file__).resolve().parent.parent / "patcher" / "advice"
-# The exceptions a failed import raises, as a handler names them (a bare ``except`` too).
-_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
-
-
-def _catches_import(handler: ast.ExceptHandler) -> bool:
-    caught = handler.type
-    if caught is None:
-        return True
-    kinds = caught.elts if isinstance(caught, ast.Tuple) else [caught]
-    return any(isinstance(k, ast.Name) and k.id in _IMPORT_ERRORS for k in kinds)
 
 
 def _imported(body: list[ast.stmt], package: str) -> dict[str, str]:
