@@ -38,7 +38,8 @@ _LOGGER_METHODS = frozenset(dir(logging.Logger)) | _TRANSFORMERS_ADDS
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 
 
-def _catches_import(handler: ast.ExceptHandler) -> bool:
+def catches_import(handler: ast.ExceptHandler) -> bool:
+    """Whether an ``except`` handler catches an import's failure (a bare ``except`` too)."""
     kinds = handler.type
     if kinds is None:
         return True
@@ -77,7 +78,7 @@ def optional_imports(tree: ast.Module) -> list[tuple[str, str]]:
     statements = _module_statements(tree)
     found: list[tuple[str, str]] = []
     for stmt in statements:
-        if not isinstance(stmt, ast.Try) or not any(map(_catches_import, stmt.handlers)):
+        if not isinstance(stmt, ast.Try) or not any(map(catches_import, stmt.handlers)):
             continue
         elsewhere = _bound([s for s in statements if s is not stmt and not isinstance(s, ast.If)])
         elsewhere |= _bound([h for handler in stmt.handlers for h in handler.body])

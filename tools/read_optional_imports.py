@@ -31,7 +31,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from tools.read_defects import _catches_import
+from tools.read_defects import catches_import
 
 TARGET = Path(__file__).resolve().parent.parent / "patcher" / "advice"
 
@@ -70,7 +70,7 @@ def optional_names(tree: ast.Module, package: str) -> dict[str, str]:
             if isinstance(node, ast.Try):
                 imported = _imported(node.body, package)
                 for handler in node.handlers:
-                    if _catches_import(handler):
+                    if catches_import(handler):
                         for name in _set_to_none(handler.body) & imported.keys():
                             found[name] = imported[name]
                 visit(node.body)
