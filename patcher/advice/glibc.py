@@ -17,15 +17,6 @@ MISSING = re.compile(r"version .GLIBC_(\d+(?:\.\d+)+). not found \(required by (
 _PACKAGE = re.compile(r"(?:site|dist)-packages/([A-Za-z_]\w*)/")
 
 
-def _releases_below(needed: tuple[int, ...]) -> list[str]:
-    """The vLLM releases read whose extensions need an older glibc than ``needed``, in order."""
-    found: list[str] = []
-    for newest in features_of("vllm", "glibc"):
-        if version_key(newest) < needed:
-            found += feature_releases("vllm", "glibc", newest)
-    return sorted(found, key=version_key)
-
-
 def _needs() -> dict[str, str]:
     """The newest glibc each vLLM release read needs, by release."""
     return {
@@ -33,6 +24,12 @@ def _needs() -> dict[str, str]:
         for newest in features_of("vllm", "glibc")
         for release in feature_releases("vllm", "glibc", newest)
     }
+
+
+def _releases_below(needed: tuple[int, ...]) -> list[str]:
+    """The vLLM releases read whose extensions need an older glibc than ``needed``, in order."""
+    below = (r for r, newest in _needs().items() if version_key(newest) < needed)
+    return sorted(below, key=version_key)
 
 
 def _runs(releases: list[str]) -> str:

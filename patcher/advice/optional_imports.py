@@ -18,7 +18,7 @@ from patcher.advice.diagnosis import Diagnosis
 from patcher.advice.families import FAMILIES
 from patcher.advice.log_lines import RAISED
 from patcher.advice.log_rules import Fix
-from patcher.advice.requirements import distribution, normal, required
+from patcher.advice.requirements import distribution, required
 
 _FAMILY = next(f for f in FAMILIES if f.name == "dependency")
 # The file of the engine's package a traceback frame is in.
@@ -73,7 +73,7 @@ def by_optional_import(line: str, frame: str | None, code: str | None) -> Diagno
     (name,) = asked
     module, releases = names[name]
     library = module.split(".")[0]
-    package = _distribution(engine, normal(library))
+    package = _distribution(engine, library)
     shown = f"{releases[0]} to {releases[-1]}" if len(releases) > 1 else releases[0]
     cause = (
         f"{library} is not installed (or does not import): {path} imports {name} from {module} "
