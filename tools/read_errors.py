@@ -330,6 +330,7 @@ def record(
                 read |= read_model_classes.choices(archive, engine)
                 read |= read_model_classes.parsers(archive, engine)  # the registries' names
                 read |= read_model_classes.min_capabilities(archive, engine)
+                read |= read_model_classes.scheme_capabilities(archive, engine)
                 read |= read_model_classes.quantization_classes(archive, engine)
                 read |= read_model_classes.env_names(archive, engine)
                 read |= read_model_classes.cli_flags(archive, engine)

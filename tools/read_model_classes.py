@@ -452,6 +452,33 @@ def min_capabilities(archive: zipfile.ZipFile, engine: str) -> dict[str, list[st
     return found
 
 
+def scheme_capabilities(archive: zipfile.ZipFile, engine: str) -> dict[str, list[str]]:
+    """The compute capability each compressed-tensors scheme asks of the GPU, keyed
+    ``scheme_capability:<Scheme>`` (x10): the constant ``get_min_capability`` of each class in
+    ``<engine>/**/compressed_tensors/schemes/``. ``CompressedTensorsConfig`` refuses a GPU
+    below it with a message that names the numbers and not the scheme ("Quantization scheme
+    is not supported for the current GPU. Min capability: 80. Current capability: 75."), and
+    releases lowered some (vLLM's WNA16: 80 to 0.11, 75 from 0.12). A scheme whose capability
+    is computed, or returned on more than one path, is left out (not known)."""
+    found: dict[str, list[str]] = {}
+    for source in archive.namelist():
+        if "/compressed_tensors/schemes/" not in source or not source.endswith(".py"):
+            continue
+        if not source.startswith(f"{engine}/"):
+            continue
+        text = archive.read(source).decode("utf-8", "replace")
+        if "get_min_capability" not in text:
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef):
+                for method in node.body:
+                    if isinstance(method, ast.FunctionDef) and method.name == "get_min_capability":
+                        capability = _returned(method)
+                        if isinstance(capability, int) and not isinstance(capability, bool):
+                            found[f"scheme_capability:{node.name}"] = [str(capability)]
+    return found
+
+
 def quantization_classes(archive: zipfile.ZipFile, engine: str) -> dict[str, list[str]]:
     """The method (``--quantization``) each quantization config class is, keyed
     ``quant_class:<Class>``: a message that names a class ("For FP4 quantization, use

@@ -193,6 +193,12 @@ def features_of(engine: Engine, feature: str) -> tuple[str, ...]:
     return tuple(_features(engine).get(feature, {}))
 
 
+def features_named(engine: Engine, prefix: str) -> tuple[str, ...]:
+    """Every feature recorded for ``engine`` whose name starts with ``prefix`` (the
+    ``scheme_capability:<Scheme>`` of each compressed-tensors scheme, say)."""
+    return tuple(f for f in _features(engine) if f.startswith(prefix))
+
+
 def has_feature(engine: Engine, feature: str) -> bool:
     """Whether the releases read of ``engine`` recorded ``feature`` for any name."""
     return bool(_features(engine).get(feature))

@@ -35,6 +35,7 @@ from patcher.advice.fallbacks import (
 )
 from patcher.advice.families import family_of
 from patcher.advice.finding import dig
+from patcher.advice.kernel_reasons import CONTINUED, MOST_REASONS, by_reasons, is_reason
 from patcher.advice.kernels import stated
 from patcher.advice.log_facts import (
     COMMAND_LINE,
@@ -244,7 +245,17 @@ def diagnose_lines(
     command: str | None = None  # the server's command line, as the log quotes it
     imported: str | None = None  # the last "from X import ..." source line a traceback showed
     marked, heeded = _marked(), _heeded()
+    # An answer held while the lines after its message are read: the kernels' reasons that
+    # follow vLLM's "Failed to find a kernel ... Reasons:" (kernel_reasons.py).
+    held: tuple[Diagnosis, LogContext] | None = None
+    reasons: list[str] = []
     for raw in bounded(lines):
+        if held is not None:
+            reason = PREFIX.sub("", uncoloured(raw)).rstrip()
+            if is_reason(reason) and len(reasons) < MOST_REASONS:
+                reasons.append(reason)
+                continue
+            return by_reasons(held[0], reasons, held[1])
         line = raw
         # Colours are taken off only where the line is read further (the version banner, a
         # heeded line): they wrap a prefix or a level, never the middle of the words the
@@ -415,9 +426,19 @@ def diagnose_lines(
             known = divisibility(asserted, line.strip(), ctx)  # "12 is not divisible by 24"
         if known is not None:
             known = replace(known, log=source, engine_version=version_text)
-            return _unread(_already_given(_given_kv_dtype(known, kv_flag), command), unread)
+            known = _unread(_already_given(_given_kv_dtype(known, kv_flag), command), unread)
+            if CONTINUED.search(line) is not None:  # its reasons are on the lines that follow
+                tail = line.split("Reasons:", 1)[1] if "Reasons:" in line else ""
+                reasons = [r for r in tail.split("\\n") if is_reason(r)]
+                if reasons:
+                    return by_reasons(known, reasons, ctx)
+                held = (known, ctx)
+                continue
+            return known
         if root is None and (RAISED.match(line) or quoted is not None or CPP_ASSERTION.match(line)):
             root = (raw if quoted is not None else line).strip()
+    if held is not None:
+        return by_reasons(held[0], reasons, held[1])
     if oom is not None and phase is not None:
         # Only now: a more specific line later in the log (TensorRT-LLM's executor names the
         # component it could not create) is the better answer to the same failure.

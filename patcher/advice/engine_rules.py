@@ -52,6 +52,7 @@ from patcher.advice.quantization_rules import (
 from patcher.advice.quantized_modules import excluded_scale
 from patcher.advice.remote_tokenizers import REMOTE_TOKENIZER_MARKERS, REMOTE_TOKENIZER_RULES
 from patcher.advice.safetensors_files import SAFETENSORS_MARKERS, SAFETENSORS_RULES
+from patcher.advice.scheme_capabilities import SCHEME_MARKERS, SCHEME_RULES
 from patcher.advice.startup_memory import too_little_free
 from patcher.advice.transformers_rules import TRANSFORMERS_MARKERS, TRANSFORMERS_RULES
 from patcher.advice.trtllm_rules import TRTLLM_MARKERS, TRTLLM_RULES
@@ -509,6 +510,7 @@ RULES: tuple[Rule, ...] = (
     *TRANSFORMERS_RULES,
     *REMOTE_TOKENIZER_RULES,
     *SAFETENSORS_RULES,
+    *SCHEME_RULES,
     *TRTLLM_RULES,
     *ENVIRONMENT_RULES,
     *HUB_RULES,
@@ -571,6 +573,7 @@ _MARKERS = (
     *TRANSFORMERS_MARKERS,
     *REMOTE_TOKENIZER_MARKERS,
     *SAFETENSORS_MARKERS,
+    *SCHEME_MARKERS,
     *TRTLLM_MARKERS,
     *ENVIRONMENT_MARKERS,
     *HUB_MARKERS,

@@ -595,6 +595,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     from tests.advice.test_ptxas_archs import PTXAS_LINES
     from tests.advice.test_remote_tokenizers import REMOTE_TOKENIZER_LINES
     from tests.advice.test_safetensors_files import SAFETENSORS_LINES
+    from tests.advice.test_scheme_capabilities import SCHEME_LINES
     from tests.advice.test_torchvision_ops import TORCHVISION_LINES
     from tests.advice.test_trtllm_rules import TRTLLM_LINES
     from tests.advice.test_unknown_weights import WEIGHT_LINES
@@ -612,6 +613,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
         + TORCHVISION_LINES
         + PTXAS_LINES
         + GLIBC_LINES
+        + SCHEME_LINES
     )
     for code, pattern, _ in RULES:
         hits = [error for error in errors if pattern.search(error)]
