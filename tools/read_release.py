@@ -25,13 +25,17 @@ release's pins (0.34.0 pins a flashinfer-python the index lacks) nor its compile
   release;
 - the names it imports only where a library is installed, set to None otherwise
   (tools/read_optional_imports.py) -> patcher/advice/optional-imports-vllm.json, what doctor
-  names when a traceback's line calls or reads one of them.
+  names when a traceback's line calls or reads one of them;
+- the keys its start-up code asserts a dict holds, and reads with a default in later releases
+  (tools/read_asserted_keys.py) -> patcher/advice/asserted-keys-vllm.json, what doctor names
+  when a traceback shows one of those asserts failed.
 
 For SGLang, its model registry (``EntryClass`` of each module in ``srt/models/``,
 tools/read_source.py) -> patcher/engines/sglang_architectures.json, its start-up errors ->
 patcher/advice/errors-sglang.json, its modules and names ->
-patcher/advice/exports-sglang.json.gz, and its optional imports ->
-patcher/advice/optional-imports-sglang.json.
+patcher/advice/exports-sglang.json.gz, its optional imports ->
+patcher/advice/optional-imports-sglang.json, and its asserted keys ->
+patcher/advice/asserted-keys-sglang.json.
 
 Every part must find what it reads: a part that finds nothing stops the command with its name
 and nothing is written (all parts are read first, then the files are written once). It ends
@@ -54,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from tools import (
+    read_asserted_keys,
     read_errors,
     read_exports,
     read_model_classes,
@@ -303,6 +308,7 @@ def _read(wheels: list[Path]) -> None:
     print(f"start-up errors: {catalogue}")
     print(f"modules and names: {read_exports.record('vllm', wheels)}")
     print(f"optional imports: {read_optional_imports.record('vllm', wheels)}")
+    print(f"asserted keys: {read_asserted_keys.record('vllm', wheels)}")
     rules = _load(record_rules.OUT)["releases"]
     backends = _load(record_mla_backends.OUT)["releases"]
     releases = _load(RELEASES)["releases"]
@@ -347,6 +353,7 @@ def _read_sglang(wheels: list[Path]) -> None:
     print(f"start-up errors: {read_errors.record('sglang', wheels, today)}")
     print(f"modules and names: {read_exports.record('sglang', wheels)}")
     print(f"optional imports: {read_optional_imports.record('sglang', wheels)}")
+    print(f"asserted keys: {read_asserted_keys.record('sglang', wheels)}")
     for version in sorted({version_of(w, "sglang") for w in wheels}, key=_key):
         older = [v for v in full if _key(v) < _key(version)]
         print(f"sglang {version}: read" + (f" (against {max(older, key=_key)})" if older else ""))

@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from patcher.advice import catalogue
+from patcher.advice.asserted_keys import by_asserted_key
 from patcher.advice.check import FP8_KV_POINTERS, kv_label
 from patcher.advice.cuda_oom import (
     OOM_WORDS,
@@ -406,7 +407,9 @@ def diagnose_lines(
             return replace(
                 divisibility(asserted, line.strip(), ctx), log=source, engine_version=version_text
             )
-        if line.strip() == "AssertionError" and (bare := by_bare_assert(frame)):
+        if line.strip() == "AssertionError" and (
+            bare := by_asserted_key(frame, code) or by_bare_assert(frame)
+        ):
             return replace(bare, log=source, engine_version=version_text)
         quoted = QUOTED.search(line)
         if quoted is not None:  # the wrapper's quote of the worker's error: read the quote

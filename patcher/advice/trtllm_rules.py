@@ -9,7 +9,9 @@ source as the public-code index holds it (``trtllm-memory.json`` names the files
   the ``trtllm-serve`` flag that sets it;
 - the PyTorch backend's model registry (``_torch/models/modeling_auto.py``) and the TensorRT
   backend's converter registry (``models/automodel.py``) refuse an architecture each in its own
-  words: the first is an engine gap, the second may have the PyTorch backend as a way out;
+  words: the first has the TensorRT backend as a way out where its converters list the
+  architecture (``MODEL_MAP``, read at one commit into ``trtllm-model-map.json``), the second
+  may have the PyTorch backend;
 - ``LlmArgs`` refuses an option it does not have (an options file written for another
   release);
 - the C++ KV cache manager (``cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp``) refuses a
@@ -101,11 +103,39 @@ def _memory(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     return cause, fixes
 
 
+@functools.cache
+def _converted() -> frozenset[str]:
+    """The architectures TensorRT-LLM's TensorRT backend converts (MODEL_MAP, read at one
+    commit: trtllm-model-map.json)."""
+    text = resources.files("patcher.advice").joinpath("trtllm-model-map.json").read_text()
+    return frozenset(json.loads(text)["architectures"])
+
+
 def _no_model_class(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """The PyTorch backend lacks the architecture: the TensorRT backend where its converters
+    list it (from 1.0 the PyTorch backend is the default, and the LLM API names the other
+    one's import in its own words), else an engine gap."""
+    arch = m.group(1)
+    if arch in _converted():
+        return (
+            f"TensorRT-LLM's PyTorch backend (the default from 1.0) has no model class for "
+            f"{arch}, but its TensorRT backend converts it (MODEL_MAP, read from TensorRT-LLM's "
+            "source): run it on the TensorRT backend, from the Hugging Face checkpoint or an "
+            "engine trtllm-build made",
+            [
+                Fix("flag", "--backend tensorrt", note="trtllm-serve's, on the same model"),
+                Fix(
+                    "advice",
+                    "in Python: from tensorrt_llm._tensorrt_engine import LLM (the LLM API's "
+                    "own words for the TensorRT backend)",
+                ),
+            ],
+        )
     return (
-        f"TensorRT-LLM's PyTorch backend has no model class for {m.group(1)} (its model "
-        "registry): an engine gap, not a config problem",
-        [Fix("advice", f"a TensorRT-LLM release that lists {m.group(1)}, or another engine")],
+        f"TensorRT-LLM's PyTorch backend has no model class for {arch} (its model "
+        "registry), and its TensorRT backend converts none of that name either: an engine "
+        "gap, not a config problem",
+        [Fix("advice", f"a TensorRT-LLM release that lists {arch}, or another engine")],
     )
 
 

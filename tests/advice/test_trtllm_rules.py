@@ -18,6 +18,7 @@ import pytest
 from patcher.advice.doctor import diagnose_text
 from patcher.advice.log_rules import Fix
 from patcher.advice.trtllm_rules import _FLAGS
+from tests.conftest import SNAPSHOTS
 
 READING = json.loads(resources.files("patcher.advice").joinpath("trtllm-memory.json").read_text())
 COMPONENTS: dict[str, str | None] = READING["components"]
@@ -124,6 +125,32 @@ def test_the_pytorch_backends_missing_model_is_no_config_fix() -> None:
     assert diagnosis.code == "trtllm-no-model-class"
     assert [f.kind for f in diagnosis.fixes] == ["advice"]
     assert "not a config problem" in diagnosis.cause
+
+
+def _model_map() -> list[str]:
+    """The TensorRT backend's architectures as read (snapshots/engines/trtllm-model-map.txt)."""
+    text = (SNAPSHOTS / "engines" / "trtllm-model-map.txt").read_text()
+    return [line.strip() for line in text.splitlines() if line.strip() and line[0] != "#"]
+
+
+def test_the_packaged_converter_list_is_the_reading() -> None:
+    packaged = resources.files("patcher.advice").joinpath("trtllm-model-map.json").read_text()
+    assert json.loads(packaged)["architectures"] == _model_map()
+
+
+@pytest.mark.parametrize("arch", ["ExaoneForCausalLM", "Gemma3ForCausalLM", "DbrxForCausalLM"])
+def test_an_architecture_the_tensorrt_backend_converts_is_sent_there(arch: str) -> None:
+    # TensorRT-LLM 1.0 made the PyTorch backend the default; the TensorRT one still converts it
+    assert arch in _model_map()
+    log = (
+        f"ValueError: Unknown architecture for AutoModelForCausalLM: {arch}\n\n"
+        "[TRT-LLM] [E] Failed to initialize executor on rank 0: Unrecognized model in "
+        "/home/u/trt_engine/m.\n"
+    )
+    diagnosis = diagnose_text(log)
+    assert diagnosis.code == "trtllm-no-model-class"
+    assert diagnosis.fixes[0].text == "--backend tensorrt"
+    assert "tensorrt_llm._tensorrt_engine import LLM" in diagnosis.fixes[1].text
 
 
 def test_a_missing_converter_names_the_pytorch_backend_with_its_condition() -> None:
