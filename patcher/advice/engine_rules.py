@@ -22,6 +22,7 @@ from patcher.advice.flag_choices import (
     arguments_required,
     invalid_choice,
     invalid_object,
+    invalid_parser,
     json_flag,
     port_in_use,
     unexpected_argument,
@@ -377,6 +378,11 @@ RULES: tuple[Rule, ...] = (
         invalid_choice,
     ),
     (
+        "invalid-choice",
+        re.compile(r"invalid (tool call|reasoning) parser: (\S+?) \(chose from"),
+        invalid_parser,
+    ),
+    (
         "unrecognized-arguments",
         re.compile(r"error: unrecognized arguments: (.+?)\s*$"),
         unrecognized_arguments,
@@ -552,6 +558,7 @@ _MARKERS = (
     "context_length",
     "Cannot find the config file for",
     "invalid choice",
+    " parser: ",
     "cannot be converted to <function",
     "validation error",
     "unrecognized arguments",

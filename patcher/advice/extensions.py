@@ -3,14 +3,22 @@ symbol: _ZN3c10...``. A C++ extension (vLLM's and SGLang's kernels, FlashAttenti
 against one torch; under another, the torch symbols it calls are gone. The engines' wheels pin
 the torch they are built against (``Requires-Dist: torch==X``, read per release into the
 catalogue's ``torch_pin``), so the answer is that torch, or the extension rebuilt for the torch
-installed."""
+installed. A kernel package an engine release pins exactly beside its torch (SGLang's
+``sgl-kernel==X`` and ``torch==Y``, read per release into ``requires``) is a prebuilt wheel of
+that pair: reinstalling it builds nothing, the engine release installed again brings both."""
 
 from __future__ import annotations
 
 import re
 from pathlib import PurePosixPath
 
-from patcher.advice.catalogue import Engine, at_or_below, feature_releases, features_of
+from patcher.advice.catalogue import (
+    Engine,
+    at_or_below,
+    feature_releases,
+    features_of,
+    version_key,
+)
 from patcher.advice.log_rules import Fix, LogContext
 
 # the engines whose wheels were read: their packages' own extensions
@@ -28,6 +36,32 @@ def _package(path: str) -> str:
             inside = parts[parts.index(marker) + 1 :]
             return inside[0] if len(inside) > 1 else re.split(r"\.|_\d|_cuda", file.name)[0]
     return file.parent.name or file.name.split(".")[0]
+
+
+def _pinned_by(package: str) -> tuple[Engine, list[str]] | None:
+    """The engine whose releases read pin ``package`` exactly (``sgl-kernel==0.2.8``), with
+    each such release's ``package X with torch Y`` pair; None where no engine pins it."""
+    name = package.replace("_", "-").lower()
+    for engine in _ENGINES.values():
+        pins = [p for p in features_of(engine, "requires") if p.lower().startswith(name + "==")]
+        if not pins:
+            continue
+        torch = {
+            r: t
+            for t in features_of(engine, "torch_pin")
+            for r in feature_releases(engine, "torch_pin", t)
+        }
+        pairs = sorted(
+            (
+                (release, pin.split("==", 1)[1])
+                for pin in pins
+                for release in feature_releases(engine, "requires", pin)
+            ),
+            key=lambda pair: version_key(pair[0]),
+        )
+        shown = [f"{engine} {r}: {name} {v} with torch {torch.get(r, '?')}" for r, v in pairs]
+        return engine, shown
+    return None
 
 
 def torch_pin(engine: Engine, version: tuple[int, ...] | None) -> str | None:
@@ -90,6 +124,23 @@ def undefined_symbol(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]
             Fix("advice", f"or build {engine} from source against the torch installed"),
         ]
         return cause, fixes
+    pinned = _pinned_by(package)
+    if pinned is not None and torch_symbol:
+        engine, pairs = pinned
+        newest = ", ".join(pairs[-3:])
+        return (
+            f"{cause}: it is a prebuilt wheel {engine} pins beside the torch it was built with "
+            f"(read: {newest}), so reinstalling it alone builds nothing",
+            [
+                Fix(  # the release is not in the log: prose, not a command to paste
+                    "advice",
+                    f"pip install --force-reinstall '{engine}[all]==<the release installed>'",
+                    note=f"the {package.replace('_', '-')} and the torch that release pins, "
+                    "together",
+                ),
+                Fix("advice", f"or build {package} from source against the torch installed"),
+            ],
+        )
     name = "flash-attn" if package.startswith("flash_attn") else package
     fixes = [
         Fix(

@@ -344,7 +344,11 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "chat-template",
         "transform",
-        _says(r"chat.?template|jinja|generation prompt|conversation|tool.?call|templates dict"),
+        # a tool-call parser the flag names is the flag's, not the template's
+        _says(
+            r"chat.?template|jinja|generation prompt|conversation|tool.?call(?![ _]parser)|"
+            r"templates dict"
+        ),
         explain_chat_template,
         defers=True,
     ),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from dataclasses import replace
 
 from patcher.advice.catalogue import (
     Engine,
@@ -31,7 +32,21 @@ def invalid_choice(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     # argparse names a flag by all its spellings ("--quantization/-q"): the long one
     spellings = m.group(1).split("/")
     flag = next((f for f in spellings if f.startswith("--")), spellings[0])
-    value = m.group(2)
+    return _choice(flag, m.group(2), m, ctx)
+
+
+def invalid_parser(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """vLLM's own refusal of a parser its registry lacks (``KeyError: 'invalid tool call
+    parser: openai (chose from { ... })'``, ``invalid reasoning parser``), raised after the
+    arguments were parsed: the same answer as argparse's, from the parsers each release
+    registers (``choices:--tool-call-parser``, read per release)."""
+    flag = "--tool-call-parser" if m.group(1) == "tool call" else "--reasoning-parser"
+    # vLLM's words (its catalogue holds them; SGLang's are others'), whichever log they are in
+    return _choice(flag, m.group(2), m, replace(ctx, engine=ctx.engine or "vllm"))
+
+
+def _choice(flag: str, value: str, m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A value ``flag`` does not take in this release: the releases read that take it."""
     cause = f"{flag} {value} is not one of this release's choices (the message lists them)"
     engine = ctx.engine or (
         "sglang"

@@ -589,6 +589,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     from patcher.advice.doctor import _MARKERS, RULES, _marked
     from tests.advice.test_dtypes import DTYPE_LINES
     from tests.advice.test_engine_defects import DEFECT_LINES
+    from tests.advice.test_flag_choices import PARSER_LINES
     from tests.advice.test_glibc import GLIBC_LINES
     from tests.advice.test_machine import ENVIRONMENT_LINES
     from tests.advice.test_marlin import MARLIN_LINES
@@ -614,6 +615,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
         + PTXAS_LINES
         + GLIBC_LINES
         + SCHEME_LINES
+        + PARSER_LINES
     )
     for code, pattern, _ in RULES:
         hits = [error for error in errors if pattern.search(error)]

@@ -60,3 +60,22 @@ def test_a_chat_template_path_that_is_not_there_is_that_path_to_fix() -> None:
     assert [f.text for f in found.fixes] == [
         "--chat-template /path/to/tool_chat_template_gemma4.jinja"
     ]
+
+
+def test_a_kernel_wheel_an_engine_pins_is_installed_again_with_that_engine() -> None:
+    # SGLang pins sgl-kernel==X beside torch==Y (its wheels' Requires-Dist, read per release):
+    # the kernel is a prebuilt wheel of that pair, so a reinstall of it alone builds nothing
+    from patcher.advice.catalogue import features_of
+
+    assert any(p.startswith("sgl-kernel==") for p in features_of("sglang", "requires"))
+    found = diagnose_text(
+        "ImportError: /home/u/.local/lib/python3.10/site-packages/sgl_kernel/common_ops.abi3.so: "
+        "undefined symbol: _ZN3c104cuda9SetDeviceEa\n"
+    )
+    assert found.code == "undefined-symbol"
+    assert "pins beside the torch" in found.cause
+    assert (
+        found.fixes[0].text
+        == "pip install --force-reinstall 'sglang[all]==<the release installed>'"
+    )
+    assert all("sgl_kernel" not in f.text or "source" in f.text for f in found.fixes)

@@ -76,3 +76,46 @@ def test_both_entrypoints_the_answers_name_are_the_dockerfile_s() -> None:
     text = (SNAPSHOTS / "engines" / "docker-entrypoints-vllm.txt").read_text()
     assert 'ENTRYPOINT ["python3", "-m", "vllm.entrypoints.openai.api_server"]' in text
     assert 'ENTRYPOINT ["vllm", "serve"]' in text
+
+
+# One line per rule (test_doctor's marker test takes them with its own cases).
+PARSER_LINES = [
+    "KeyError: 'invalid tool call parser: openai (chose from { hermes, mistral })'",
+]
+
+
+def _first_taking(flag: str, value: str) -> str:
+    """The first release of the last run the reading records taking ``value`` for ``flag``."""
+    from patcher.advice.catalogue import feature_releases, releases
+
+    having = set(feature_releases("vllm", f"choices:{flag}", value))
+    run: list[str] = []
+    for release in releases("vllm"):
+        run = run + [release] if release in having else []
+    return run[0]
+
+
+def test_vllm_s_own_parser_refusal_names_the_releases_that_register_it() -> None:
+    # raised after argparse (the parser's registry), in vLLM's words, as a KeyError
+    prefix = "(APIServer pid=966592) "
+    log = (
+        f'{prefix}    raise KeyError(f"invalid tool call parser: {{args.tool_call_parser}} "\n'
+        f"{prefix}KeyError: 'invalid tool call parser: openai (chose from {{ hermes, mistral, "
+        "xlam })'\n"
+    )
+    found = diagnose_text(log)
+    assert found.code == "invalid-choice"
+    assert (
+        found.fixes[0].text
+        == f"pip install 'vllm>={_first_taking('--tool-call-parser', 'openai')}'"
+    )
+    assert all("chat-template" not in f.text for f in found.fixes)
+
+
+def test_a_reasoning_parser_no_release_registers_is_a_misspelling() -> None:
+    found = diagnose_text(
+        "ValueError: invalid reasoning parser: deepseek-r2 (chose from { deepseek_r1, qwen3 })\n"
+    )
+    assert found.code == "invalid-choice"
+    assert "--reasoning-parser" in found.cause and "no vllm release read" in found.cause
+    assert [f.kind for f in found.fixes] == ["advice"]
