@@ -51,20 +51,34 @@ def transport_failed(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]
 
 
 # torch's wrapper of an NCCL failure, which sends the reader to NCCL's own warning.
-UNHANDLED = re.compile(r"NCCL error:? (?:in: \S+ )?unhandled (?:cuda|system) error")
+UNHANDLED = re.compile(r"NCCL error:? (?:in: \S+ )?unhandled (cuda|system) error")
 
 
-def unhandled(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+def unhandled(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     """NCCL's failure as torch words it, without NCCL's own warning in the log: the warning
-    names the transport (above), so the way is to have NCCL print it."""
+    names the transport (above), so the way is to have NCCL print it. A *system* error is a
+    system call that failed (``ncclSystemError``); the one every communicator on one machine
+    makes as it initialises is the shared-memory segment in /dev/shm (``ncclOsShmOpen``:
+    mkstemp, fallocate, mmap; snapshots/engines/nccl-shm.txt), which a container's 64 MB
+    /dev/shm refuses: named beside the step that tells."""
+    fixes = [
+        Fix(
+            "advice",
+            "run the same command with NCCL_DEBUG=INFO (or WARN): NCCL then prints the "
+            "transport/FILE.cc line that failed, and doctor names the switch for it",
+        )
+    ]
+    if m.group(1) == "system":
+        fixes.append(
+            Fix(
+                "advice",
+                "in a container, more shared memory (docker run --ipc=host, or --shm-size=16g): "
+                "NCCL's segment in /dev/shm is the system call its set-up makes on every "
+                "machine, and Docker's default /dev/shm is 64 MB",
+            )
+        )
     return (
         "NCCL failed to set up the GPUs' communicator; its own warning, which names the "
         "transport or call that failed, is not in the log",
-        [
-            Fix(
-                "advice",
-                "run the same command with NCCL_DEBUG=INFO (or WARN): NCCL then prints the "
-                "transport/FILE.cc line that failed, and doctor names the switch for it",
-            )
-        ],
+        fixes,
     )

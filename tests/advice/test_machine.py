@@ -222,6 +222,27 @@ def test_a_transport_s_warning_names_its_switch_and_the_wrapper_alone_asks_for_i
     assert "NCCL_DEBUG=INFO" in alone.fixes[0].text
 
 
+def test_a_system_error_alone_names_the_shared_memory_its_set_up_asks_for() -> None:
+    # ncclSystemError: a system call failed; NCCL's segment in /dev/shm (ncclOsShmOpen,
+    # read from its source) is the one every communicator on a machine makes
+    from tests.conftest import SNAPSHOTS
+
+    assert "ncclSystemError" in (SNAPSHOTS / "engines" / "nccl-shm.txt").read_text()
+    for line in (
+        "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)",
+        "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+        "NCCLUtils.hpp:268, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL "
+        "version 2.21.5",
+    ):
+        found = diagnose_text(line + "\n")
+        assert found.code == "nccl-unhandled"
+        assert "NCCL_DEBUG=INFO" in found.fixes[0].text
+        assert "--ipc=host" in found.fixes[1].text and found.fixes[1].kind == "advice"
+    # a CUDA error is not a system call's: nothing about shared memory
+    cuda = diagnose_text("RuntimeError: NCCL error: unhandled cuda error\n")
+    assert all("shm" not in f.text and "shared memory" not in f.text for f in cuda.fixes)
+
+
 def test_each_transport_s_switch_is_the_one_nccl_s_source_reads() -> None:
     from pathlib import Path
 
