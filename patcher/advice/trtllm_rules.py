@@ -172,6 +172,46 @@ def _no_converter(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
+def _world_size(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """cpp/tensorrt_llm/runtime/worldConfig.cpp, ``WorldConfig::mpi``: the MPI ranks started
+    must be the engine's tp x pp (x cp); a tensor-parallel engine started as one process (a
+    bare ``tritonserver``, ``run.py`` without ``mpirun -n``) fails here
+    (snapshots/engines/trtllm-world-size.txt)."""
+    ranks = int(m.group(1)) if m.group(1) else None
+    sizes = [int(g) for g in m.groups()[1:] if g]
+    needed = 1
+    for size in sizes:
+        needed *= size
+    # without the numbers: the engine's own (its config.json's mapping.world_size)
+    shown = str(needed) if sizes else "<mapping.world_size of the engine's config.json>"
+    if ranks is not None and sizes:
+        cause = (
+            f"TensorRT-LLM was started with {ranks} MPI rank{'s' if ranks != 1 else ''}, and "
+            f"the engine is built for {needed} (tensor x pipeline parallel, one process per "
+            "GPU): the launch, not the engine"
+        )
+    else:
+        cause = (
+            "TensorRT-LLM was started with another number of MPI ranks than the engine's "
+            "tensor x pipeline parallel size (one process per GPU): the launch, not the engine"
+        )
+    return (
+        cause,
+        [
+            Fix(
+                "advice",
+                f"mpirun -n {shown} --allow-run-as-root <the same command>",
+                note="Triton: python3 scripts/launch_triton_server.py --world_size "
+                f"{shown}, which runs mpirun so",
+            ),
+            Fix(
+                "advice",
+                "or an engine built for the GPUs the launch starts (trtllm-build --tp_size)",
+            ),
+        ],
+    )
+
+
 def _kv_pool_too_small(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     """cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp, KVCacheManager's constructor: the
     pool (blocks x tokensPerBlock) must hold one sequence of the longest attention window,
@@ -326,6 +366,15 @@ TRTLLM_RULES: tuple[Rule, ...] = (
         _no_converter,
     ),
     (
+        "trtllm-world-size",
+        re.compile(
+            r"Assertion failed: (?:mpiSize == tp \* pp|MPI size (\d+) != TP size (\d+) \* "
+            r"PP size (\d+)(?: \* CP Size (\d+))?|With communicationMode kLEADER, MPI "
+            r"worldSize is expected to be equal to tp\*pp)"
+        ),
+        _world_size,
+    ),
+    (
         "trtllm-kv-pool",
         re.compile(
             r"maxTokensInPagedKvCache(?: \((\d+)\))? must be large enough to process at least "
@@ -373,4 +422,5 @@ TRTLLM_MARKERS = (
     "model path at ",
     "unable to find ",
     "Unsupported model architecture: ",
+    "Assertion failed: ",
 )

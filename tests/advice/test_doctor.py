@@ -598,7 +598,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     from tests.advice.test_safetensors_files import SAFETENSORS_LINES
     from tests.advice.test_scheme_capabilities import SCHEME_LINES
     from tests.advice.test_torchvision_ops import TORCHVISION_LINES
-    from tests.advice.test_trtllm_rules import TRTLLM_LINES
+    from tests.advice.test_trtllm_rules import TRTLLM_LINES, WORLD_SIZE_LINES
     from tests.advice.test_unknown_weights import WEIGHT_LINES
 
     errors = (
@@ -616,6 +616,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
         + GLIBC_LINES
         + SCHEME_LINES
         + PARSER_LINES
+        + WORLD_SIZE_LINES
     )
     for code, pattern, _ in RULES:
         hits = [error for error in errors if pattern.search(error)]

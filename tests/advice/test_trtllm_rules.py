@@ -318,3 +318,41 @@ def test_a_cpp_check_of_tensorrt_llm_is_quoted_as_the_root_where_no_rule_reads_i
     found = diagnose_text("[TensorRT-LLM][INFO] Initialized MPI\n" + line + "\n")
     assert found.code is None and not found.fixes  # not recognised: no fix is guessed
     assert found.error == line
+
+
+# One line of the rank-count rule (test_doctor's marker test takes it with its own cases).
+WORLD_SIZE_LINES = [
+    "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: mpiSize == tp * pp "
+    "(/app/tensorrt_llm/cpp/tensorrt_llm/runtime/worldConfig.cpp:80)",
+]
+
+
+def _world_size_wordings() -> list[str]:
+    """The wordings of TensorRT-LLM's rank-count check as read
+    (snapshots/engines/trtllm-world-size.txt)."""
+    text = (SNAPSHOTS / "engines" / "trtllm-world-size.txt").read_text()
+    return [line for line in text.splitlines() if line.startswith("Assertion failed: ")]
+
+
+def test_every_wording_of_the_rank_count_check_is_the_launch_not_the_engine() -> None:
+    wordings = _world_size_wordings()
+    assert len(wordings) == 4
+    for wording in wordings:
+        for prefix in (
+            "RuntimeError: [TensorRT-LLM][ERROR] ",
+            "E1114 09:30:00.910920 6946 "
+            "model_lifecycle.cc:621] failed to load 'tensorrt_llm' version 1: Internal: "
+            "unexpected error when creating modelInstanceState: [TensorRT-LLM][ERROR] ",
+        ):
+            found = diagnose_text(prefix + wording + "\n")
+            assert found.code == "trtllm-world-size", wording
+            assert found.fixes[0].text.startswith("mpirun -n ")
+
+
+def test_the_numbers_the_newer_wording_prints_are_the_ranks_to_start() -> None:
+    found = diagnose_text(
+        "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: MPI size 1 != TP size 4 * PP size "
+        "2 * CP Size 1 (/src/cpp/tensorrt_llm/runtime/worldConfig.cpp:110)\n"
+    )
+    assert "started with 1 MPI rank" in found.cause and "built for 8" in found.cause
+    assert found.fixes[0].text == "mpirun -n 8 --allow-run-as-root <the same command>"
