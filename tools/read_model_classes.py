@@ -166,7 +166,51 @@ def features(archive: zipfile.ZipFile) -> dict[str, list[str]]:
         # ``--mm-encoder-tp-mode data`` (0.11 on): the vision encoder replicated, not split by
         # the tensor-parallel size; a class without the flag falls back to splitting it
         "encoder_tp_data": _marked(classes, {"supports_encoder_tp_data=True"}),
+        "arch_suffix_converted": converted_suffixes(archive),
     }
+
+
+# vLLM's table of architecture suffixes and the runner and conversion each implies
+# (``_SUFFIX_TO_DEFAULTS``: config/model.py, config/__init__.py in 0.10, config.py before).
+_SUFFIX_TABLES = ("vllm/config/model.py", "vllm/config/__init__.py", "vllm/config.py")
+
+
+def converted_suffixes(archive: zipfile.ZipFile) -> list[str]:
+    """The architecture suffixes (``ForSequenceClassification``) whose classes the release
+    makes from the same model's generative class when its registry lacks them: the suffixes of
+    ``_SUFFIX_TO_DEFAULTS`` where the registry resolves an architecture through that table
+    (``iter_architecture_defaults`` in models/registry.py, 0.10 on). A release without it
+    names only the classes its registry lists."""
+    names = set(archive.namelist())
+    registry = "vllm/model_executor/models/registry.py"
+    if registry not in names:
+        return []
+    if "iter_architecture_defaults" not in archive.read(registry).decode("utf-8", "replace"):
+        return []
+    for path in _SUFFIX_TABLES:
+        if path not in names:
+            continue
+        tree = ast.parse(archive.read(path).decode("utf-8", "replace"))
+        for node in ast.walk(tree):
+            target = (
+                node.target
+                if isinstance(node, ast.AnnAssign)
+                else node.targets[0]
+                if isinstance(node, ast.Assign) and len(node.targets) == 1
+                else None
+            )
+            if not (isinstance(target, ast.Name) and target.id == "_SUFFIX_TO_DEFAULTS"):
+                continue
+            value = node.value
+            if isinstance(value, ast.List):
+                return sorted(
+                    item.elts[0].value
+                    for item in value.elts
+                    if isinstance(item, ast.Tuple)
+                    and isinstance(item.elts[0], ast.Constant)
+                    and isinstance(item.elts[0].value, str)
+                )
+    return []
 
 
 # The dataclass of every server setting; each field is a flag, ``--`` and the name with dashes

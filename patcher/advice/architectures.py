@@ -9,6 +9,7 @@ import re
 from dataclasses import replace
 
 from patcher.advice.answers import CLASS_NOT_LOADED, CLASS_NOT_LOADED_FIX
+from patcher.advice.catalogue import feature_releases, features_of, version_key
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.engines.engine import EngineName
 from patcher.engines.registries import architectures
@@ -38,6 +39,33 @@ def _release_for(
         f"pip install '{engine}>={text(map(str, listed[0]))}'",
         note=f"the releases read that list {name}",
     )
+
+
+def _converted_release(name: str, version: tuple[int, ...] | None) -> Fix | None:
+    """The vLLM releases that make ``name`` from the same model's class in their registry by
+    its suffix (``LlamaForSequenceClassification`` from ``LlamaForCausalLM``: the suffix
+    table and the registry's conversion, read per release as ``arch_suffix_converted``); None
+    where no release read does, or the log's release already would."""
+    suffixes = sorted(features_of("vllm", "arch_suffix_converted"), key=len, reverse=True)
+    registry = architectures("vllm")
+    for suffix in (s for s in suffixes if name.endswith(s) and name != s):
+        stem = name[: -len(suffix)]
+        converting = set(feature_releases("vllm", "arch_suffix_converted", suffix))
+        for release in sorted(converting, key=version_key):
+            major, minor, patch = (version_key(release) + (0, 0, 0))[:3]
+            names: frozenset[str] = registry.get((major, minor, patch), frozenset())
+            base = next((stem + other for other in suffixes if stem + other in names), None)
+            if base is None or base == name:
+                continue
+            if version is not None and version[:3] >= version_key(release)[:3]:
+                return None
+            return Fix(
+                "dependency",
+                f"pip install 'vllm>={release}'",
+                note=f"vLLM {release} and later make {name} from {base}, its registry's class "
+                f"of the same model (the suffix {suffix}, converted)",
+            )
+    return None
 
 
 def _first_read(engine: EngineName) -> str:
@@ -90,7 +118,11 @@ def architecture(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
         return sglang_architecture(m, ctx)
     if names and set(names) <= listed:  # in its own supported list: the class did not load
         return CLASS_NOT_LOADED, [CLASS_NOT_LOADED_FIX]
-    releases = [f for f in (_release_for(n, ctx.version) for n in names) if f is not None]
+    releases = [
+        f
+        for f in (_release_for(n, ctx.version) or _converted_release(n, ctx.version) for n in names)
+        if f is not None
+    ]
     if engine is None:  # the words are SGLang's too: a vLLM release only if it is vLLM
         releases = [Fix("advice", f"if this is vLLM: {f.text}", note=f.note) for f in releases]
     return (

@@ -675,6 +675,37 @@ def test_a_vllm_release_is_named_for_an_architecture_only_from_the_registries_re
     assert [f.text for f in found.fixes if f.kind == "dependency"] == ([fix] if fix else [])
 
 
+def test_a_class_later_releases_make_from_the_model_s_own_class_names_them() -> None:
+    """vLLM from 0.10 makes ``XForSequenceClassification`` from the registry's ``XForCausalLM``
+    by the suffix (``_SUFFIX_TO_DEFAULTS`` and the registry's conversion, read per release):
+    "no release lists it" is not the answer there, the first release that converts is."""
+    from patcher.advice.catalogue import feature_releases, version_key
+    from patcher.engines.registries import architectures
+
+    converting = sorted(
+        feature_releases("vllm", "arch_suffix_converted", "ForSequenceClassification"),
+        key=version_key,
+    )
+    registry = architectures("vllm")
+    first = next(r for r in converting if "LlamaForCausalLM" in registry[version_key(r)[:3]])
+    found = diagnose_text(
+        "INFO 07-01 10:00:00 api_server.py:212] vLLM API server version 0.5.5\n"
+        "ValueError: Model architectures ['LlamaForSequenceClassification'] are not supported "
+        "for now."
+    )
+    assert [f.text for f in found.fixes if f.kind == "dependency"] == [
+        f"pip install 'vllm>={first}'"
+    ]
+    assert "no vLLM release read" not in found.cause
+    # a stem no registry has is not made by any release
+    none = diagnose_text(
+        "INFO 07-01 10:00:00 api_server.py:212] vLLM API server version 0.5.5\n"
+        "ValueError: Model architectures ['NoSuchForSequenceClassification'] are not supported "
+        "for now."
+    )
+    assert not [f for f in none.fixes if f.kind == "dependency"]
+
+
 def test_the_registry_message_is_read_as_the_engine_whose_log_it_is() -> None:
     """vLLM's and SGLang's registries raise the same words: a vLLM release is offered as the
     fix only in a vLLM log. A log that does not say tells by the supported list it prints."""
