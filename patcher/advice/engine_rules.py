@@ -379,7 +379,7 @@ RULES: tuple[Rule, ...] = (
     ),
     (
         "invalid-choice",
-        re.compile(r"invalid (tool call|reasoning) parser: (\S+?) \(chose from"),
+        re.compile(r"(invalid tool call parser|invalid reasoning parser): (\S+?) \(chose from"),
         invalid_parser,
     ),
     (
@@ -558,7 +558,8 @@ _MARKERS = (
     "context_length",
     "Cannot find the config file for",
     "invalid choice",
-    " parser: ",
+    "invalid tool call parser",
+    "invalid reasoning parser",
     "cannot be converted to <function",
     "validation error",
     "unrecognized arguments",

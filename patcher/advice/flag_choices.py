@@ -40,7 +40,7 @@ def invalid_parser(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     parser: openai (chose from { ... })'``, ``invalid reasoning parser``), raised after the
     arguments were parsed: the same answer as argparse's, from the parsers each release
     registers (``choices:--tool-call-parser``, read per release)."""
-    flag = "--tool-call-parser" if m.group(1) == "tool call" else "--reasoning-parser"
+    flag = "--tool-call-parser" if "tool call" in m.group(1) else "--reasoning-parser"
     # vLLM's words (its catalogue holds them; SGLang's are others'), whichever log they are in
     return _choice(flag, m.group(2), m, replace(ctx, engine=ctx.engine or "vllm"))
 
