@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from patcher.advice.engine_exports import LIBRARIES
+from tools import wheel_cli
 
 TARGET = Path(__file__).resolve().parent.parent / "patcher" / "advice"
 
@@ -211,13 +212,7 @@ def record(engine: str, wheels: list[Path]) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """Read the wheels given into the engine's exports file."""
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) < 2 or args[0] not in ("vllm", "sglang", *LIBRARIES):
-        print(__doc__)
-        return 2
-    target = record(args[0], [Path(a) for a in args[1:]])
-    print(f"{target}: {target.stat().st_size} bytes")
-    return 0
+    return wheel_cli.run(__doc__, record, ("vllm", "sglang", *LIBRARIES), argv)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from tools import wheel_cli
 from tools.read_defects import catches_import
 
 TARGET = Path(__file__).resolve().parent.parent / "patcher" / "advice"
@@ -145,13 +146,7 @@ def record(engine: str, wheels: list[Path]) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """Read the wheels given into the engine's optional-imports file."""
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) < 2 or args[0] not in ("vllm", "sglang"):
-        print(__doc__)
-        return 2
-    target = record(args[0], [Path(a) for a in args[1:]])
-    print(f"{target}: {target.stat().st_size} bytes")
-    return 0
+    return wheel_cli.run(__doc__, record, ("vllm", "sglang"), argv)
 
 
 if __name__ == "__main__":
