@@ -79,6 +79,7 @@ from patcher.advice.log_rules import (
     LogContext,
     Rule,
 )
+from patcher.advice.mistral_format import by_params_assert
 from patcher.advice.optional_imports import by_optional_import
 from patcher.advice.remote_tokenizers import REMOTE_FILE
 from patcher.engines.engine import parse_engine
@@ -408,7 +409,9 @@ def diagnose_lines(
                 divisibility(asserted, line.strip(), ctx), log=source, engine_version=version_text
             )
         if line.strip() == "AssertionError" and (
-            bare := by_asserted_key(frame, code) or by_bare_assert(frame)
+            bare := by_asserted_key(frame, code)
+            or by_params_assert(frame, code)
+            or by_bare_assert(frame)
         ):
             return replace(bare, log=source, engine_version=version_text)
         quoted = QUOTED.search(line)

@@ -41,6 +41,7 @@ from patcher.advice.log_rules import (
 )
 from patcher.advice.machine import ENVIRONMENT_MARKERS, ENVIRONMENT_RULES
 from patcher.advice.marlin import MARLIN_MARKERS, MARLIN_RULES
+from patcher.advice.mistral_format import MISTRAL_MARKERS, MISTRAL_RULES
 from patcher.advice.no_config_fix import unknown_gguf_type
 from patcher.advice.quantization_rules import (
     modelopt_algo,
@@ -513,6 +514,7 @@ RULES: tuple[Rule, ...] = (
     *FAMILY_RULES,
     *DTYPE_RULES,
     *MARLIN_RULES,
+    *MISTRAL_RULES,
     *TRANSFORMERS_RULES,
     *REMOTE_TOKENIZER_RULES,
     *SAFETENSORS_RULES,
@@ -578,6 +580,7 @@ _MARKERS = (
     *FAMILY_MARKERS,
     *DTYPE_MARKERS,
     *MARLIN_MARKERS,
+    *MISTRAL_MARKERS,
     *TRANSFORMERS_MARKERS,
     *REMOTE_TOKENIZER_MARKERS,
     *SAFETENSORS_MARKERS,

@@ -593,6 +593,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     from tests.advice.test_glibc import GLIBC_LINES
     from tests.advice.test_machine import ENVIRONMENT_LINES
     from tests.advice.test_marlin import MARLIN_LINES
+    from tests.advice.test_mistral_format import MISTRAL_LINES
     from tests.advice.test_ptxas_archs import PTXAS_LINES
     from tests.advice.test_remote_tokenizers import REMOTE_TOKENIZER_LINES
     from tests.advice.test_safetensors_files import SAFETENSORS_LINES
@@ -617,6 +618,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
         + SCHEME_LINES
         + PARSER_LINES
         + WORLD_SIZE_LINES
+        + MISTRAL_LINES
     )
     for code, pattern, _ in RULES:
         hits = [error for error in errors if pattern.search(error)]
