@@ -30,6 +30,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from patcher.advice.catalogue import version_key
 from tools import wheel_cli
 from tools.read_errors import START_UP
 
@@ -80,10 +81,6 @@ def read_wheel(wheel: Path, engine: str) -> dict[str, dict[str, set[tuple[str, s
     return found
 
 
-def _key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split(".")[:3] if p.isdigit())
-
-
 def record(engine: str, wheels: list[Path]) -> Path:
     """Read each wheel into ``asserted-keys-ENGINE.json``; the releases read before kept."""
     target = TARGET / f"asserted-keys-{engine}.json"
@@ -111,15 +108,17 @@ def record(engine: str, wheels: list[Path]) -> Path:
     anywhere: dict[str, set[str]] = {}
     for (path, kind, name), seen in sorted(held.items()):
         if seen and kind == "asserted":
-            files.setdefault(path, {})[name] = sorted(seen, key=_key)
+            files.setdefault(path, {})[name] = sorted(seen, key=version_key)
         elif seen and name in asserted_names:  # a key some release asserts, read with a default
             anywhere.setdefault(name, set()).update(seen)
     out = {
         "engine": engine,
         "source": f"{engine}'s wheels, read with ast by tools/read_asserted_keys.py",
-        "releases": sorted(releases, key=_key),
+        "releases": sorted(releases, key=version_key),
         "asserted": files,
-        "defaulted": {name: sorted(seen, key=_key) for name, seen in sorted(anywhere.items())},
+        "defaulted": {
+            name: sorted(seen, key=version_key) for name, seen in sorted(anywhere.items())
+        },
     }
     target.write_text(json.dumps(out, indent=1) + "\n")
     return target

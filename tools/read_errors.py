@@ -32,6 +32,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from patcher.advice.catalogue import version_key
 from tools import read_accepts, read_defects, read_model_classes
 from tools.read_messages import templates_in
 
@@ -267,15 +268,11 @@ def merge(
         if release not in kept["releases"]:
             kept["releases"].append(release)
     kept_templates = [t for t in by_key.values() if t["releases"]]
-    releases = sorted({*catalogue.get("releases", []), release}, key=_version_key)
+    releases = sorted({*catalogue.get("releases", []), release}, key=version_key)
     for template in kept_templates:
-        template["releases"].sort(key=_version_key)
+        template["releases"].sort(key=version_key)
     kept_templates.sort(key=lambda t: (t["file"], t["line"], t["releases"][0]))
     return {**catalogue, "releases": releases, "templates": kept_templates}
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split(".")[:3] if p.isdigit())
 
 
 def _wheel_version(wheel: Path) -> str:
@@ -294,7 +291,7 @@ def _record_features(catalogue: dict[str, Any], release: str, read: dict[str, li
             known.setdefault(name, []).append(release)
         for name in list(known):
             if known[name]:
-                known[name].sort(key=_version_key)
+                known[name].sort(key=version_key)
             else:
                 del known[name]
         features[feature] = dict(sorted(known.items()))
@@ -356,7 +353,7 @@ def record(
             _record_features(catalogue, version_of_wheel, gguf)
             if "huggingface_hub.dataclasses" in config_code:  # @strict config classes
                 since = catalogue.get("strict_since") or version_of_wheel
-                catalogue["strict_since"] = min(since, version_of_wheel, key=_version_key)
+                catalogue["strict_since"] = min(since, version_of_wheel, key=version_key)
             mapping = config_mapping(texts)
             if len(mapping) < 100:
                 raise RuntimeError(f"{wheel.name}: CONFIG_MAPPING_NAMES not found")
@@ -368,8 +365,8 @@ def record(
                 for name in sorted(found):
                     first, last = known.get(name, [version_of_wheel, version_of_wheel])
                     known[name] = [
-                        min(first, version_of_wheel, key=_version_key),
-                        max(last, version_of_wheel, key=_version_key),
+                        min(first, version_of_wheel, key=version_key),
+                        max(last, version_of_wheel, key=version_key),
                     ]
     catalogue["source"] = (
         f"{engine}'s wheels, read with ast by tools/read_errors.py (files: START_UP there)"

@@ -32,6 +32,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from patcher.advice.catalogue import version_key
 from patcher.advice.engine_exports import LIBRARIES
 from tools import wheel_cli
 
@@ -142,10 +143,6 @@ def read_wheel(wheel: Path, engine: str) -> dict[str, set[str]]:
     return found
 
 
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split(".")[:3] if p.isdigit())
-
-
 def _releases_of(mask: int, releases: list[str]) -> set[str]:
     return {r for i, r in enumerate(releases) if mask >> i & 1}
 
@@ -192,7 +189,7 @@ def record(engine: str, wheels: list[Path]) -> Path:
             for name in bound:
                 by_name.setdefault(name, set()).add(release)
         print(f"{wheel.name}: {len(read)} modules", file=sys.stderr)
-    ordered = sorted(releases, key=_version_key)
+    ordered = sorted(releases, key=version_key)
     out = {
         "engine": engine,
         "source": f"{engine}'s wheels, read with ast by tools/read_exports.py",

@@ -17,10 +17,11 @@ Usage: python -m tools.read_kernel_reasons WHEEL...
 from __future__ import annotations
 
 import ast
-import re
 import sys
 import zipfile
 from pathlib import Path
+
+from patcher.advice.catalogue import version_key
 
 
 def template(node: ast.expr) -> str | None:
@@ -85,10 +86,6 @@ def read_wheel(wheel: Path) -> set[str]:
     return found
 
 
-def _key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", version)[:3])
-
-
 def main(argv: list[str] | None = None) -> int:
     """Print each refusal text with the releases read that return it."""
     args = sys.argv[1:] if argv is None else argv
@@ -102,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         for text in read_wheel(wheel):
             seen.setdefault(text, []).append(release)
     for text, releases in sorted(seen.items()):
-        releases.sort(key=_key)
+        releases.sort(key=version_key)
         print(f"{len(releases):>3} {releases[0]:>11} {releases[-1]:>11}  {text!r}")
     return 0
 

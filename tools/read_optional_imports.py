@@ -31,6 +31,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from patcher.advice.catalogue import version_key
 from tools import wheel_cli
 from tools.read_defects import catches_import
 
@@ -100,10 +101,6 @@ def read_wheel(wheel: Path, engine: str) -> dict[str, dict[str, str]]:
     return found
 
 
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split(".")[:3] if p.isdigit())
-
-
 def record(engine: str, wheels: list[Path]) -> Path:
     """Read each wheel into ``optional-imports-ENGINE.json``; the releases read before kept."""
     target = TARGET / f"optional-imports-{engine}.json"
@@ -125,14 +122,14 @@ def record(engine: str, wheels: list[Path]) -> Path:
                 _, seen = held.setdefault(path, {}).setdefault(name, (module, set()))
                 held[path][name] = (module, seen | {release})
         print(f"{wheel.name}: read", file=sys.stderr)
-    ordered = sorted(releases, key=_version_key)
+    ordered = sorted(releases, key=version_key)
     out = {
         "engine": engine,
         "source": f"{engine}'s wheels, read with ast by tools/read_optional_imports.py",
         "releases": ordered,
         "files": {
             path: {
-                name: [module, sorted(seen, key=_version_key)]
+                name: [module, sorted(seen, key=version_key)]
                 for name, (module, seen) in sorted(names.items())
                 if seen
             }

@@ -25,6 +25,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from patcher.advice.catalogue import version_key
+
 TARGET = Path(__file__).resolve().parent.parent / "patcher" / "advice" / "triton-ptxas.json"
 _BINARY = re.compile(r"triton/(?:backends/nvidia|third_party/cuda)/bin/(ptxas(?:-blackwell)?)")
 
@@ -75,10 +77,6 @@ def _arch_key(arch: str) -> tuple[int, str]:
     return (int(digits.group(1)) if digits else 0, arch)
 
 
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split(".")[:3] if p.isdigit())
-
-
 def record(wheels: list[Path]) -> Path:
     """Read each wheel into triton-ptxas.json; the releases read before are kept."""
     old: dict[str, Any] = json.loads(TARGET.read_text()) if TARGET.exists() else {}
@@ -89,7 +87,7 @@ def record(wheels: list[Path]) -> Path:
     out = {
         "source": "Triton's wheels on PyPI, each bundled ptxas run with --version and --help "
         "by tools/read_triton_ptxas.py",
-        "releases": dict(sorted(releases.items(), key=lambda kv: _version_key(kv[0]))),
+        "releases": dict(sorted(releases.items(), key=lambda kv: version_key(kv[0]))),
     }
     TARGET.write_text(json.dumps(out, indent=1) + "\n")
     return TARGET

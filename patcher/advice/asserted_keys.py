@@ -18,45 +18,45 @@ from importlib import resources
 from patcher.advice.catalogue import Engine, version_key
 from patcher.advice.diagnosis import Diagnosis
 from patcher.advice.families import FAMILIES
+from patcher.advice.log_lines import engine_file
 from patcher.advice.log_rules import Fix
 
 _FAMILY = next(f for f in FAMILIES if f.name == "dependency")
-_FRAME_FILE = re.compile(r"[/\\]((?:vllm|sglang)/[\w/]+\.py)\"")
 # the source line a traceback echoes: assert "factor" in rope_scaling
 _ASSERT_IN = re.compile(r"""^assert\s+(["'])(\w+)\1\s+in\s+([\w.]+(?:\[[^\]]+\])*)\s*$""")
 
 
+Releases = dict[str, list[str]]  # name['key'] -> the releases read
+
+
 @functools.cache
-def _reading(engine: Engine) -> dict[str, dict[str, dict[str, list[str]]]]:
-    """The engine's reading: ``asserted`` (file -> name['key'] -> releases) and ``defaulted``
-    (name['key'] -> releases, under ``"*"``); empty where none is recorded."""
+def _reading(engine: Engine) -> tuple[dict[str, Releases], Releases]:
+    """The engine's reading: where each file asserts a key, and where any file reads it with a
+    default instead; empty where none is recorded."""
     try:
         text = resources.files("patcher.advice").joinpath(f"asserted-keys-{engine}.json")
         data = json.loads(text.read_text())
     except FileNotFoundError:
-        return {"asserted": {}, "defaulted": {}}
-    return {"asserted": data["asserted"], "defaulted": {"*": data["defaulted"]}}
+        return {}, {}
+    return data["asserted"], data["defaulted"]
 
 
 def by_asserted_key(frame: str | None, code: str | None) -> Diagnosis | None:
     """A failed ``assert "key" in name`` whose file the reading records: the releases that
     read the key with a default instead, after the last that asserts it."""
-    where = _FRAME_FILE.search(frame or "")
+    where = engine_file(frame)
     said = _ASSERT_IN.match((code or "").strip())
     if where is None or said is None:
         return None
-    path = where.group(1)
-    engine: Engine = "sglang" if path.startswith("sglang/") else "vllm"
-    reading = _reading(engine)
+    engine, path = where
+    asserted, defaulted = _reading(engine)
     record = f"{said.group(3)}[{said.group(2)!r}]"
-    asserting = reading["asserted"].get(path, {}).get(record)
+    asserting = asserted.get(path, {}).get(record)
     if not asserting:
         return None
-    anywhere = [r for names in reading["asserted"].values() for r in names.get(record, [])]
+    anywhere = [r for names in asserted.values() for r in names.get(record, [])]
     last = max(anywhere, key=version_key)
-    later = [
-        r for r in reading["defaulted"]["*"].get(record, []) if version_key(r) > version_key(last)
-    ]
+    later = [r for r in defaulted.get(record, []) if version_key(r) > version_key(last)]
     if not later:
         return None
     first = min(later, key=version_key)

@@ -193,6 +193,16 @@ def features_of(engine: Engine, feature: str) -> tuple[str, ...]:
     return tuple(_features(engine).get(feature, {}))
 
 
+def feature_by_release(engine: Engine, feature: str) -> dict[str, str]:
+    """The value of a feature each release read has one of (its ``torch_pin``, its
+    ``requires_python``, the ``glibc`` its extensions need), by release."""
+    return {
+        release: name
+        for name, found in _features(engine).get(feature, {}).items()
+        for release in found
+    }
+
+
 def features_named(engine: Engine, prefix: str) -> tuple[str, ...]:
     """Every feature recorded for ``engine`` whose name starts with ``prefix`` (the
     ``scheme_capability:<Scheme>`` of each compressed-tensors scheme, say)."""

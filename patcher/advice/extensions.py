@@ -15,6 +15,7 @@ from pathlib import PurePosixPath
 from patcher.advice.catalogue import (
     Engine,
     at_or_below,
+    feature_by_release,
     feature_releases,
     features_of,
     version_key,
@@ -46,11 +47,7 @@ def _pinned_by(package: str) -> tuple[Engine, list[str]] | None:
         pins = [p for p in features_of(engine, "requires") if p.lower().startswith(name + "==")]
         if not pins:
             continue
-        torch = {
-            r: t
-            for t in features_of(engine, "torch_pin")
-            for r in feature_releases(engine, "torch_pin", t)
-        }
+        torch = feature_by_release(engine, "torch_pin")
         pairs = sorted(
             (
                 (release, pin.split("==", 1)[1])
@@ -66,11 +63,7 @@ def _pinned_by(package: str) -> tuple[Engine, list[str]] | None:
 
 def torch_pin(engine: Engine, version: tuple[int, ...] | None) -> str | None:
     """The torch the log's release of ``engine`` pins (the newest read at or below it)."""
-    pinned = {
-        release: pin
-        for pin in features_of(engine, "torch_pin")
-        for release in feature_releases(engine, "torch_pin", pin)
-    }
+    pinned = feature_by_release(engine, "torch_pin")
     answering = at_or_below(pinned, version) if version is not None else None
     return pinned[answering] if answering is not None else None
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import feature_releases, features_of, version_key
+from patcher.advice.catalogue import feature_by_release, version_key
 from patcher.advice.log_rules import Fix, LogContext, Rule
 
 MISSING = re.compile(r"version .GLIBC_(\d+(?:\.\d+)+). not found \(required by ([^)\s]+)\)")
@@ -19,11 +19,7 @@ _PACKAGE = re.compile(r"(?:site|dist)-packages/([A-Za-z_]\w*)/")
 
 def _needs() -> dict[str, str]:
     """The newest glibc each vLLM release read needs, by release."""
-    return {
-        release: newest
-        for newest in features_of("vllm", "glibc")
-        for release in feature_releases("vllm", "glibc", newest)
-    }
+    return feature_by_release("vllm", "glibc")
 
 
 def _releases_below(needed: tuple[int, ...]) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, Literal
 
 # Never echoed: CSI (colours), OSC (titles, clipboard writes), other ESC sequences, C0/C1.
 ANSI = re.compile(
@@ -152,3 +152,16 @@ def _chunked(buffer: Any, encoding: str, errors: str) -> Iterator[str]:
             if partial and not skipping:
                 yield partial[:LINE_LIMIT]
             return
+
+
+# an engine's own file in a traceback's frame line (File ".../site-packages/vllm/config.py", ...)
+_ENGINE_FILE = re.compile(r"[/\\]((vllm|sglang)/[\w/]+\.py)\"")
+
+
+def engine_file(frame: str | None) -> tuple[Literal["vllm", "sglang"], str] | None:
+    """The engine and its file (``vllm/config.py``) a traceback's frame line names, or None
+    where the frame is not an engine's own."""
+    found = _ENGINE_FILE.search(frame or "")
+    if found is None:
+        return None
+    return ("sglang" if found.group(2) == "sglang" else "vllm"), found.group(1)

@@ -16,13 +16,12 @@ from importlib import resources
 from patcher.advice.catalogue import Engine
 from patcher.advice.diagnosis import Diagnosis
 from patcher.advice.families import FAMILIES
-from patcher.advice.log_lines import RAISED
+from patcher.advice.log_lines import RAISED, engine_file
 from patcher.advice.log_rules import Fix
 from patcher.advice.requirements import distribution, required
 
 _FAMILY = next(f for f in FAMILIES if f.name == "dependency")
 # The file of the engine's package a traceback frame is in.
-_FRAME_FILE = re.compile(r"[/\\]((?:vllm|sglang)/[\w/]+\.py)\"")
 _NONE_USED = re.compile(
     r"'NoneType' object is not callable|'NoneType' object has no attribute '(\w+)'"
 )
@@ -59,11 +58,10 @@ def by_optional_import(line: str, frame: str | None, code: str | None) -> Diagno
     if raised is None or raised["kind"] not in ("TypeError", "AttributeError"):
         return None
     used = _NONE_USED.search(raised["message"])
-    where = _FRAME_FILE.search(frame or "")
+    where = engine_file(frame)
     if used is None or where is None or code is None:
         return None
-    path = where.group(1)
-    engine: Engine = "sglang" if path.startswith("sglang/") else "vllm"
+    engine, path = where
     names = optional_imports(engine).get(path, {})
     attribute = used.group(1)
     after = rf"\s*\.\s*{attribute}\b" if attribute else ""  # the attribute read of it

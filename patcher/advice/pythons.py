@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import Engine, feature_releases, features_of, releases, span_of
+from patcher.advice.catalogue import Engine, feature_by_release, releases, span_of
 from patcher.advice.log_rules import Fix, LogContext
 
 # the attribute CPython 3.13 added to every class (inspect.findsource reads it first)
@@ -45,11 +45,7 @@ def first_admitting(engine: Engine, python: tuple[int, int]) -> str | None:
     that later releases exclude (vLLM 0.8.5 to 0.10.1 say ``<3.13``; 0.11.0 on admit it).
     None where every release read admits it (no release read excludes it: an upgrade is no
     fix) or the newest does not."""
-    declared = {
-        release: spec
-        for spec in features_of(engine, "requires_python")
-        for release in feature_releases(engine, "requires_python", spec)
-    }
+    declared = feature_by_release(engine, "requires_python")
     span = span_of(engine, lambda r: r in declared and admits(declared[r], python))
     if span is None or span[1] is not None or span[0] == next(iter(releases(engine))):
         return None

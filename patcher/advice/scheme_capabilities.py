@@ -59,7 +59,11 @@ def scheme_gpu(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
         )
     ordered = sorted(runs.items(), key=lambda run: _first_key(run[0]))
     fixes = [
-        Fix("dependency", f"pip install '{engine}{bound}'  (a {' or '.join(schemes)} checkpoint)")
+        Fix(
+            "dependency",
+            f"pip install '{engine}{bound}'",
+            note=f"a {' or '.join(schemes)} checkpoint",
+        )
         for bound, schemes in ordered
     ]
     fixes.append(Fix("advice", "or another GPU, or a checkpoint in a format this GPU runs"))
