@@ -3,7 +3,7 @@
     python -m tools.read_errors vllm W.whl [W.whl ...]   # into patcher/advice/errors-vllm.json
     python -m tools.read_errors sglang W.whl
     python -m tools.read_errors transformers W.whl
-    python -m tools.read_errors --features vllm W.whl    # only tools/read_model_classes.py's
+    python -m tools.read_errors --features vllm W.whl    # only the per-release features
     python -m tools.read_errors --templates vllm W.whl   # only the templates (a reader change)
 
 A start-up error is a ``raise X("...")``, an ``assert cond, "..."`` or a ``logger.error`` /
@@ -33,7 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from patcher.advice.catalogue import version_key
-from tools import read_accepts, read_defects, read_model_classes
+from tools import (
+    read_accepts,
+    read_binaries,
+    read_defects,
+    read_metadata,
+    read_model_classes,
+    read_quantization,
+)
 from tools.read_messages import templates_in
 
 CATALOGUE = Path(__file__).resolve().parents[1] / "patcher" / "advice"
@@ -305,8 +312,9 @@ def record(
     templates_only: bool = False,
 ) -> Path:
     """Add each wheel's templates to the engine's catalogue file; returns the file. With
-    ``features_only``, the templates are kept and only what tools/read_model_classes.py reads
-    is read again (a reading added to it, recorded for the releases already read); with
+    ``features_only``, the templates are kept and only the per-release features
+    (tools/read_model_classes.py, read_quantization.py, read_binaries.py, read_metadata.py)
+    are read again (a reading added to it, recorded for the releases already read); with
     ``templates_only``, only the templates are read again (a change of this reader)."""
     target = CATALOGUE / f"errors-{engine}.json"
     catalogue: dict[str, Any] = (
@@ -326,22 +334,22 @@ def record(
                 read = {"settings": read_model_classes.settings(archive, engine)}
                 read |= read_model_classes.choices(archive, engine)
                 read |= read_model_classes.parsers(archive, engine)  # the registries' names
-                read |= read_model_classes.min_capabilities(archive, engine)
-                read |= read_model_classes.scheme_capabilities(archive, engine)
-                read |= read_model_classes.quantization_classes(archive, engine)
+                read |= read_quantization.min_capabilities(archive, engine)
+                read |= read_quantization.scheme_capabilities(archive, engine)
+                read |= read_quantization.quantization_classes(archive, engine)
                 read |= read_model_classes.env_names(archive, engine)
                 read |= read_model_classes.cli_flags(archive, engine)
-                read |= read_model_classes.torch_pin(archive)
-                read |= read_model_classes.requirements(archive)
+                read |= read_metadata.torch_pin(archive)
+                read |= read_metadata.requirements(archive)
                 read |= read_defects.defects(archive, START_UP[engine])
                 read |= read_accepts.accepts(archive, START_UP[engine])
                 if engine == "vllm":
                     read |= read_model_classes.features(archive)
                     read |= read_model_classes.attention_backends(archive)
-                    read |= read_model_classes.cuda_archs(archive)
-                    read |= read_model_classes.glibc(archive)
+                    read |= read_binaries.cuda_archs(archive)
+                    read |= read_binaries.glibc(archive)
                     read |= read_model_classes.gguf_model_types(archive)
-                    read |= read_model_classes.marlin_pads(archive)
+                    read |= read_quantization.marlin_pads(archive)
             _record_features(catalogue, _wheel_version(wheel), read)
         if engine == "transformers":
             version_of_wheel = _wheel_version(wheel)

@@ -59,9 +59,9 @@ from typing import Any
 
 from tools import (
     read_asserted_keys,
+    read_binaries,
     read_errors,
     read_exports,
-    read_model_classes,
     read_optional_imports,
     record_mla_backends,
     record_rules,
@@ -159,7 +159,7 @@ def read_wheel(wheel: Path) -> dict[str, Any]:
         raise SystemExit(f"vllm {version}: no MLA backend declares supported_kv_cache_dtypes")
     parts["backends"] = backends
     with zipfile.ZipFile(wheel) as archive:
-        parts["cuda_archs"] = read_model_classes.cuda_archs(archive)["cuda_arch"]
+        parts["cuda_archs"] = read_binaries.cuda_archs(archive)["cuda_arch"]
     if not parts["cuda_archs"]:
         raise SystemExit(f"vllm {version}: no kernel images in its _C extension")
     for name, reader in (

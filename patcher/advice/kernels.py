@@ -1,6 +1,6 @@
 """Which engine releases run on a GPU: the architectures each vLLM release's own kernels are
 compiled for (the catalogue's ``cuda_arch``, read from the kernel images in the wheel's ``_C``
-extension by tools/read_model_classes.py), and the GPUs the default build of the torch each
+extension by tools/read_binaries.py), and the GPUs the default build of the torch each
 release pins runs on (torch_builds.py, torch's own reading). A kernel image for SM X.Y runs on
 X.Y and the later minors of X; a GPU no image fits gets "no kernel image is available for
 execution on the device", whatever the flags, and torch says so first ("... with CUDA

@@ -1,5 +1,5 @@
 """Which Pythons each engine release installs on: its wheel's ``Requires-Python``, read per
-release (the catalogue's ``requires_python``, tools/read_model_classes.requirements).
+release (the catalogue's ``requires_python``, tools/read_metadata.requirements).
 
 Python 3.13 gives every class a ``__firstlineno__``, and its ``inspect.findsource`` looks the
 attribute up first: on a class built without it (a dataclass made at run time), 3.13 raises

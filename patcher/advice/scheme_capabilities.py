@@ -6,7 +6,7 @@ capability: 80. Current capability: 75." (vLLM's compressed_tensors.py, every re
 from 0.5; SGLang's copy). Releases lowered some schemes' minimum (vLLM's WNA16, the weight-only
 int4 and int8 of AWQ- and GPTQ-style checkpoints: 80 up to 0.11, 75 from 0.12, once it could
 run them with the Exllama kernel), so a GPU one release refuses may run the same checkpoint on
-another. ``tools/read_model_classes.py`` reads each scheme's constant ``get_min_capability``
+another. ``tools/read_quantization.py`` reads each scheme's constant ``get_min_capability``
 per release (``scheme_capability:<Scheme>``); the schemes that asked the refused minimum are
 the candidates, and the releases where one of them asks no more than the GPU has are the fix.
 Which candidate a checkpoint is says its ``config.json`` (``quantization_config``'s groups).

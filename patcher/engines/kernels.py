@@ -18,7 +18,7 @@ def runs_on(sm: int, capability: tuple[int, int]) -> bool:
 
 def no_kernels(engine: Engine, gpu: Gpu) -> StartupError | None:
     """The release's own kernels have no image for this GPU (read from the wheel's _C
-    extension, tools/read_model_classes.cuda_archs): an image for SM X.Y runs on X.Y and the
+    extension, tools/read_binaries.cuda_archs): an image for SM X.Y runs on X.Y and the
     later minors of X, and with none the first kernel fails ("no kernel image is available
     for execution on the device"). 0.20.0 and later are built without SM 7.0 (V100)."""
     built = reading(engine).cuda_archs

@@ -1453,7 +1453,8 @@ def _wheel(path: Path, files: dict[str, str]) -> zipfile.ZipFile:
 def test_the_recorder_reads_each_methods_capability_and_choices_defined_by_another_name(
     tmp_path: Path,
 ) -> None:
-    from tools.read_model_classes import choices, min_capabilities
+    from tools.read_model_classes import choices
+    from tools.read_quantization import min_capabilities
 
     files = {
         "vllm/model_executor/layers/quantization/fp8.py": (
@@ -1734,7 +1735,7 @@ def test_the_recorder_reads_the_flags_a_releases_parser_defines(tmp_path: Path) 
 
 
 def test_a_quantization_config_class_the_message_names_is_its_method(tmp_path: Path) -> None:
-    from tools.read_model_classes import quantization_classes
+    from tools.read_quantization import quantization_classes
 
     source = (
         "class ModelOptFp4Config:\n"

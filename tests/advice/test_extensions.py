@@ -38,7 +38,7 @@ def test_without_a_release_the_engine_is_installed_again_with_its_own_pin() -> N
 
 
 def test_the_reader_takes_the_torch_pin_from_the_wheels_metadata(tmp_path: Path) -> None:
-    from tools.read_model_classes import torch_pin
+    from tools.read_metadata import torch_pin
 
     wheel = tmp_path / "vllm-9.9.9-cp38-abi3-linux_x86_64.whl"
     with zipfile.ZipFile(wheel, "w") as archive:

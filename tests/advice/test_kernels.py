@@ -1,5 +1,5 @@
 """The GPU architectures each vLLM release's own kernels are built for (patcher/advice/
-kernels.py, read by tools/read_model_classes.cuda_archs from the kernel images in the wheels'
+kernels.py, read by tools/read_binaries.cuda_archs from the kernel images in the wheels'
 ``_C`` extension), and doctor's answers from them: a GPU no release has kernels for is no
 config fix, and "no kernel image" names the releases whose build covers the GPU."""
 
@@ -41,7 +41,7 @@ def _elf(images: list[tuple[int, int]]) -> bytes:
 def test_the_reader_counts_the_compiled_images_of_each_sm_and_drops_a_stray_one(
     tmp_path: Path,
 ) -> None:
-    from tools.read_model_classes import cuda_archs
+    from tools.read_binaries import cuda_archs
 
     images = [(2, 80)] * 12 + [(2, 90)] * 20 + [(2, 52)] + [(1, 90)] * 5
     wheel = tmp_path / "vllm-9.9.9-cp38-abi3-linux_x86_64.whl"

@@ -7,7 +7,7 @@ import zipfile
 from pathlib import Path
 
 from patcher.advice.doctor import diagnose_text
-from tools.read_model_classes import MARLIN_UTILS, marlin_pads
+from tools.read_quantization import MARLIN_UTILS, marlin_pads
 
 MARLIN_LINES = ["RuntimeError: size_n = 2736 is not divisible by tile_n_size = 64"]
 

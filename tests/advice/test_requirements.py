@@ -9,7 +9,7 @@ import zipfile
 from pathlib import Path
 
 from patcher.advice.doctor import diagnose_text
-from tools.read_model_classes import requirements
+from tools.read_metadata import requirements
 
 FRAME = '  File "/env/site-packages/sglang/srt/layers/sampler.py", line 9, in <module>\n'
 

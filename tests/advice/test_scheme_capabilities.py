@@ -1,6 +1,6 @@
 """doctor on a compressed-tensors scheme refused by the GPU (patcher/advice/
 scheme_capabilities.py), against each release's ``get_min_capability`` of each scheme
-(``scheme_capability:<Scheme>`` in the catalogue, read by tools/read_model_classes.py)."""
+(``scheme_capability:<Scheme>`` in the catalogue, read by tools/read_quantization.py)."""
 
 from __future__ import annotations
 
