@@ -11,15 +11,14 @@ fix. Where no release read does so, nothing is answered here (the generic assert
 from __future__ import annotations
 
 import functools
-import json
 import re
-from importlib import resources
 
 from patcher.advice.catalogue import Engine, version_key
 from patcher.advice.diagnosis import Diagnosis
 from patcher.advice.families import FAMILIES
 from patcher.advice.log_lines import engine_file
 from patcher.advice.log_rules import Fix
+from patcher.advice.packaged import packaged
 
 _FAMILY = next(f for f in FAMILIES if f.name == "dependency")
 # the source line a traceback echoes: assert "factor" in rope_scaling
@@ -34,8 +33,7 @@ def _reading(engine: Engine) -> tuple[dict[str, Releases], Releases]:
     """The engine's reading: where each file asserts a key, and where any file reads it with a
     default instead; empty where none is recorded."""
     try:
-        text = resources.files("patcher.advice").joinpath(f"asserted-keys-{engine}.json")
-        data = json.loads(text.read_text())
+        data = packaged(f"asserted-keys-{engine}.json")
     except FileNotFoundError:
         return {}, {}
     return data["asserted"], data["defaulted"]

@@ -15,13 +15,13 @@ template with too little literal text to be told apart from others (``"{msg}"``,
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from importlib import resources
 from typing import Any, Literal
+
+from patcher.advice.packaged import packaged
 
 Engine = Literal["vllm", "sglang", "transformers"]
 ENGINES: tuple[Engine, ...] = ("vllm", "sglang", "transformers")
@@ -150,8 +150,7 @@ def _fill(literals: tuple[str, ...], line: str) -> tuple[list[str], bool] | None
 @functools.cache
 def _catalogue_file(name: str) -> dict[str, Any]:
     """An engine's catalogue file, parsed once: each reading below takes its own part."""
-    text = resources.files("patcher.advice").joinpath(f"errors-{name}.json").read_text()
-    found: dict[str, Any] = json.loads(text)
+    found: dict[str, Any] = packaged(f"errors-{name}.json")
     return found
 
 

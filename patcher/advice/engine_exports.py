@@ -17,13 +17,11 @@ so the answer is the library's releases that have what the engine asks for."""
 from __future__ import annotations
 
 import functools
-import gzip
-import json
 from dataclasses import dataclass
-from importlib import resources
 
 from patcher.advice.catalogue import version_key
 from patcher.advice.log_rules import Fix, LogContext
+from patcher.advice.packaged import packaged
 
 # The libraries engines import whose every release is read (``exports-LIBRARY.json.gz``). How to
 # add one: ``python -m tools.read_exports LIBRARY WHEEL...`` over its wheels from PyPI, add its
@@ -64,8 +62,7 @@ class Exports:
 def exports(engine: str) -> Exports | None:
     """The engine's reading (``exports-ENGINE.json.gz``), or None where none is recorded."""
     try:
-        packed = resources.files("patcher.advice").joinpath(f"exports-{engine}.json.gz")
-        data = json.loads(gzip.decompress(packed.read_bytes()))
+        data = packaged(f"exports-{engine}.json.gz")
     except FileNotFoundError:
         return None
     names = {m: (frozenset(always), others) for m, (always, others) in data["names"].items()}

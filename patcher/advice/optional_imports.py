@@ -9,15 +9,14 @@ the line it shows say which name it was, and the reading says which library it n
 from __future__ import annotations
 
 import functools
-import json
 import re
-from importlib import resources
 
 from patcher.advice.catalogue import Engine
 from patcher.advice.diagnosis import Diagnosis
 from patcher.advice.families import FAMILIES
 from patcher.advice.log_lines import RAISED, engine_file
 from patcher.advice.log_rules import Fix
+from patcher.advice.packaged import packaged
 from patcher.advice.requirements import distribution, required
 
 _FAMILY = next(f for f in FAMILIES if f.name == "dependency")
@@ -32,8 +31,7 @@ def optional_imports(engine: str) -> dict[str, dict[str, tuple[str, tuple[str, .
     """Each file's optional names of ``engine`` (file -> name -> (module, releases)); empty
     where none is recorded."""
     try:
-        text = resources.files("patcher.advice").joinpath(f"optional-imports-{engine}.json")
-        data = json.loads(text.read_text())
+        data = packaged(f"optional-imports-{engine}.json")
     except FileNotFoundError:
         return {}
     return {

@@ -8,13 +8,12 @@ were read by running it (tools/read_triton_ptxas.py: ``triton-ptxas.json``)."""
 from __future__ import annotations
 
 import functools
-import json
 import re
-from importlib import resources
 from typing import Any
 
 from patcher.advice.catalogue import version_key
 from patcher.advice.log_rules import Fix, LogContext, Rule
+from patcher.advice.packaged import packaged
 
 UNKNOWN_ARCH = re.compile(r"fatal\s*:\s*Value '(sm_(\d+)\w*)' is not defined for option 'gpu-name'")
 
@@ -22,8 +21,7 @@ UNKNOWN_ARCH = re.compile(r"fatal\s*:\s*Value '(sm_(\d+)\w*)' is not defined for
 @functools.cache
 def reading() -> dict[str, dict[str, Any]]:
     """Each Triton release read: its ptxas binaries, their CUDA release and accepted values."""
-    text = resources.files("patcher.advice").joinpath("triton-ptxas.json").read_text()
-    releases: dict[str, dict[str, Any]] = json.loads(text)["releases"]
+    releases: dict[str, dict[str, Any]] = packaged("triton-ptxas.json")["releases"]
     return dict(sorted(releases.items(), key=lambda kv: version_key(kv[0])))
 
 

@@ -20,12 +20,11 @@ table) is unknown (None), never a yes.
 from __future__ import annotations
 
 import functools
-import json
 import re
-from importlib import resources
 from typing import Any
 
 from patcher.advice.catalogue import Engine, feature_releases, features_of
+from patcher.advice.packaged import packaged
 
 # the device's compute capability in each of torch's wordings
 TORCH_REFUSES = re.compile(
@@ -36,8 +35,7 @@ TORCH_REFUSES = re.compile(
 
 @functools.cache
 def _reading() -> dict[str, Any]:
-    text = resources.files("patcher.advice").joinpath("torch-builds.json").read_text()
-    reading: dict[str, Any] = json.loads(text)
+    reading: dict[str, Any] = packaged("torch-builds.json")
     return reading
 
 

@@ -28,12 +28,11 @@ source as the public-code index holds it (``trtllm-memory.json`` names the files
 from __future__ import annotations
 
 import functools
-import json
 import re
-from importlib import resources
 from typing import Any
 
 from patcher.advice.log_rules import Fix, LogContext, Rule
+from patcher.advice.packaged import packaged
 
 # trtllm-serve's flag for each option the memory monitor names (tensorrt_llm/commands/serve.py)
 _FLAGS = {
@@ -53,15 +52,13 @@ _LOWER = {
 
 @functools.cache
 def _templates() -> dict[str, Any]:
-    text = resources.files("patcher.advice").joinpath("trtllm-templates.json").read_text()
-    templates: dict[str, Any] = json.loads(text)
+    templates: dict[str, Any] = packaged("trtllm-templates.json")
     return templates
 
 
 @functools.cache
 def _suggestions() -> dict[str, str | None]:
-    text = resources.files("patcher.advice").joinpath("trtllm-memory.json").read_text()
-    components: dict[str, str | None] = json.loads(text)["components"]
+    components: dict[str, str | None] = packaged("trtllm-memory.json")["components"]
     return components
 
 
@@ -107,8 +104,7 @@ def _memory(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
 def _converted() -> frozenset[str]:
     """The architectures TensorRT-LLM's TensorRT backend converts (MODEL_MAP, read at one
     commit: trtllm-model-map.json)."""
-    text = resources.files("patcher.advice").joinpath("trtllm-model-map.json").read_text()
-    return frozenset(json.loads(text)["architectures"])
+    return frozenset(packaged("trtllm-model-map.json")["architectures"])
 
 
 def _no_model_class(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
