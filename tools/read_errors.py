@@ -37,8 +37,10 @@ from tools import (
     read_accepts,
     read_binaries,
     read_defects,
+    read_env_bounds,
     read_metadata,
     read_model_classes,
+    read_own_configs,
     read_quantization,
 )
 from tools.read_messages import templates_in
@@ -313,7 +315,8 @@ def record(
 ) -> Path:
     """Add each wheel's templates to the engine's catalogue file; returns the file. With
     ``features_only``, the templates are kept and only the per-release features
-    (tools/read_model_classes.py, read_quantization.py, read_binaries.py, read_metadata.py)
+    (tools/read_model_classes.py, read_quantization.py, read_binaries.py, read_metadata.py,
+    read_env_bounds.py, read_own_configs.py)
     are read again (a reading added to it, recorded for the releases already read); with
     ``templates_only``, only the templates are read again (a change of this reader)."""
     target = CATALOGUE / f"errors-{engine}.json"
@@ -338,6 +341,8 @@ def record(
                 read |= read_quantization.scheme_capabilities(archive, engine)
                 read |= read_quantization.quantization_classes(archive, engine)
                 read |= read_model_classes.env_names(archive, engine)
+                read |= read_env_bounds.env_bounds(archive, engine)
+                read |= read_own_configs.own_configs(archive, engine)
                 read |= read_model_classes.cli_flags(archive, engine)
                 read |= read_metadata.torch_pin(archive)
                 read |= read_metadata.requirements(archive)

@@ -16,6 +16,7 @@ from patcher.advice.architectures import architecture, config_attribute, sglang_
 from patcher.advice.attention_rules import attention, selected_backend
 from patcher.advice.dtypes import DTYPE_MARKERS, DTYPE_RULES
 from patcher.advice.engine_defects import circular_import, missing_logger_method, undefined_name
+from patcher.advice.env_bounds import ENV_BOUND_MARKERS, ENV_BOUND_RULES
 from patcher.advice.extensions import undefined_symbol
 from patcher.advice.flag_choices import (
     NOT_JSON,
@@ -511,6 +512,8 @@ RULES: tuple[Rule, ...] = (
         ),
         _strict_field,
     ),
+    # before the families: a capture's failure quoting the check is answered by its bound
+    *ENV_BOUND_RULES,
     *FAMILY_RULES,
     *DTYPE_RULES,
     *MARLIN_RULES,
@@ -581,6 +584,7 @@ _MARKERS = (
     *DTYPE_MARKERS,
     *MARLIN_MARKERS,
     *MISTRAL_MARKERS,
+    *ENV_BOUND_MARKERS,
     *TRANSFORMERS_MARKERS,
     *REMOTE_TOKENIZER_MARKERS,
     *SAFETENSORS_MARKERS,

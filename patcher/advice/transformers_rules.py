@@ -47,31 +47,75 @@ def _rope_two_fields(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]
     )
 
 
-def _transformers_model_type(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
+_ENGINES: tuple[Engine, ...] = ("vllm", "sglang")
+
+
+def _own_config(model_type: str, ctx: LogContext, line: str) -> list[Fix]:
+    """The engine releases that read ``model_type`` with a config class of their own (their
+    ``_CONFIG_REGISTRY``, read per release as ``own_config``): those start whatever
+    transformers is installed. The log's engine only, where it is known (pydantic's "Value
+    error, " is vLLM's config); a release the log names that already has it is no way out."""
+    from patcher.advice.catalogue import feature_releases
+
+    said = ctx.engine or ("vllm" if line.lstrip().startswith("Value error,") else None)
+    engines = [e for e in _ENGINES if said in (None, e)]
+    fixes = []
+    for name in engines:
+        having = feature_releases(name, "own_config", model_type)
+        if not having:
+            continue
+        if ctx.version is not None and name == "vllm" and ctx.version >= version_key(having[0]):
+            continue
+        fixes.append(
+            Fix(
+                "dependency",
+                f"pip install '{name}>={having[0]}'",
+                note=f"{_NAMES[name]} {having[0]} and later read {model_type} with a config "
+                "class of their own, whatever transformers is installed",
+            )
+        )
+    return fixes
+
+
+def _transformers_model_type(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     from patcher.advice.catalogue import model_types, releases
 
     span = model_types().get(m.group(1))
+    own = _own_config(m.group(1), ctx, m.string)
     if span is None:
         read = list(releases("transformers"))
         return (
             f"no transformers release read ({read[0]} to {read[-1]}) knows model type "
-            f"{m.group(1)}: an upgrade is not known to help; no config edit helps",
+            f"{m.group(1)}: an upgrade of it is not known to help; no config edit helps",
             [
+                *own,
                 Fix("flag", "--trust-remote-code", note="if the checkpoint ships its own code"),
-                Fix("advice", "an engine release that registers this model type's config"),
+                *(
+                    ()
+                    if own
+                    else (
+                        Fix("advice", "an engine release that registers this model type's config"),
+                    )
+                ),
             ],
         )
+    upgrade = Fix(
+        "dependency",
+        f"pip install 'transformers>={span[0]}'",
+        note="in the engine's environment, within the engine release's own bounds",
+    )
     return (
         f"this transformers does not know model type {m.group(1)}, which transformers "
         f"{span[0]} and later know (read from their source, up to {span[1]}): it is older "
-        "than the model",
-        [
-            Fix(
-                "dependency",
-                f"pip install 'transformers>={span[0]}'",
-                note="in the engine's environment, within the engine release's own bounds",
-            )
-        ],
+        "than the model"
+        + (
+            ", and an engine release that reads it with its own config class starts it"
+            if own
+            else ""
+        ),
+        # the engine's own class first: its release pins the transformers it was written for
+        [*own, upgrade],
     )
 
 

@@ -589,6 +589,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     from patcher.advice.doctor import _MARKERS, RULES, _marked
     from tests.advice.test_dtypes import DTYPE_LINES
     from tests.advice.test_engine_defects import DEFECT_LINES
+    from tests.advice.test_env_bounds import ENV_BOUND_LINES
     from tests.advice.test_flag_choices import PARSER_LINES
     from tests.advice.test_glibc import GLIBC_LINES
     from tests.advice.test_machine import ENVIRONMENT_LINES
@@ -619,6 +620,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
         + PARSER_LINES
         + WORLD_SIZE_LINES
         + MISTRAL_LINES
+        + ENV_BOUND_LINES
     )
     for code, pattern, _ in RULES:
         hits = [error for error in errors if pattern.search(error)]

@@ -1,0 +1,60 @@
+"""The failures of transformers' own code the engines call (patcher/advice/transformers_rules.py):
+here, a model type this transformers does not know, which an engine release may read with a
+config class of its own (``own_config``, read per release from its ``_CONFIG_REGISTRY`` by
+tools/read_own_configs.py). The logs are written from transformers' own words
+(``AutoConfig.from_pretrained``); the model types and releases come from the catalogue."""
+
+from __future__ import annotations
+
+import pytest
+
+from patcher.advice.catalogue import feature_releases, features_of, model_types
+from patcher.advice.doctor import diagnose_text
+
+WORDS = (
+    "The checkpoint you are trying to load has model type `{}` but Transformers does not "
+    "recognize this architecture. This could be because of an issue with the checkpoint, or "
+    "because your version of Transformers is out of date."
+)
+
+
+def _registered_and_known() -> tuple[str, str, str]:
+    """A model type some vLLM release reads with its own class and some transformers knows:
+    the type, vLLM's first release with the class, transformers' first release knowing it."""
+    known = model_types()
+    for model_type in sorted(features_of("vllm", "own_config")):
+        if model_type in known:
+            return (
+                model_type,
+                feature_releases("vllm", "own_config", model_type)[0],
+                known[model_type][0],
+            )
+    pytest.fail("no model type both registered by vLLM and known to transformers was read")
+
+
+def test_vllms_own_config_class_is_named_before_the_transformers_upgrade() -> None:
+    model_type, first, knows = _registered_and_known()
+    # pydantic's "Value error, " is vLLM's ModelConfig refusing
+    found = diagnose_text(f"  Value error, {WORDS.format(model_type)}\n")
+    texts = [f.text for f in found.fixes]
+    assert texts[0] == f"pip install 'vllm>={first}'"
+    assert f"pip install 'transformers>={knows}'" in texts
+    assert not any(t.startswith("pip install 'sglang") for t in texts)
+
+
+def test_a_release_that_already_has_the_class_is_not_named() -> None:
+    model_type, first, _ = _registered_and_known()
+    found = diagnose_text(
+        f"INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version {first}\n"
+        f"ValueError: {WORDS.format(model_type)}\n"
+    )
+    assert not any(f.text.startswith("pip install 'vllm") for f in found.fixes)
+
+
+def test_a_type_no_engine_registers_gets_only_the_transformers_upgrade() -> None:
+    known = model_types()
+    registered = set(features_of("vllm", "own_config")) | set(features_of("sglang", "own_config"))
+    model_type = next(t for t in sorted(known) if t not in registered and t.startswith("qwen"))
+    found = diagnose_text(f"ValueError: {WORDS.format(model_type)}\n")
+    assert [f.kind for f in found.fixes] == ["dependency"]
+    assert found.fixes[0].text == f"pip install 'transformers>={known[model_type][0]}'"
