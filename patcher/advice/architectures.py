@@ -15,7 +15,7 @@ from patcher.engines.engine import EngineName
 from patcher.engines.registries import architectures
 
 
-def _release_for(
+def release_for(
     name: str, version: tuple[int, ...] | None, engine: EngineName = "vllm"
 ) -> Fix | None:
     """The ``engine`` release whose registry (read) lists ``name``: the first, or the last
@@ -87,7 +87,7 @@ def sglang_architecture(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fi
     names = re.findall(r"'([^']+)'", m.group(1)) or [m.group(1)]
     # SGLang's log names no version: a release that lists it is named only where some read
     # release does not (the failing one may be older, or newer and have dropped it)
-    releases = [f for f in (_release_for(n, None, "sglang") for n in names) if f is not None]
+    releases = [f for f in (release_for(n, None, "sglang") for n in names) if f is not None]
     return (
         f"this SGLang has no model class for {m.group(1)}"
         + ("" if releases else f"; no SGLang release read ({_first_read('sglang')} on) lists it"),
@@ -120,7 +120,7 @@ def architecture(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
         return CLASS_NOT_LOADED, [CLASS_NOT_LOADED_FIX]
     releases = [
         f
-        for f in (_release_for(n, ctx.version) or _converted_release(n, ctx.version) for n in names)
+        for f in (release_for(n, ctx.version) or _converted_release(n, ctx.version) for n in names)
         if f is not None
     ]
     if engine is None:  # the words are SGLang's too: a vLLM release only if it is vLLM

@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from patcher.advice import catalogue
+from patcher.advice.architectures import release_for
 from patcher.advice.asserted_keys import by_asserted_key
 from patcher.advice.check import FP8_KV_POINTERS, kv_label
 from patcher.advice.cuda_oom import (
@@ -80,6 +81,7 @@ from patcher.advice.log_rules import (
     Rule,
 )
 from patcher.advice.mistral_format import by_params_assert
+from patcher.advice.named_flags import REGISTRY_LISTS
 from patcher.advice.optional_imports import by_optional_import
 from patcher.advice.remote_tokenizers import REMOTE_FILE
 from patcher.engines.engine import parse_engine
@@ -497,6 +499,22 @@ def _shared_expert_split(found: Diagnosis, files: ConfigFiles) -> Diagnosis:
     return replace(found, fixes=kept) if kept else found
 
 
+def _registry_release(found: Diagnosis, files: ConfigFiles) -> Diagnosis:
+    """The release whose registry (read) lists the checkpoint's architecture, in place of the
+    advice to find one (the log did not name the architecture; the checkpoint does)."""
+    at = next((i for i, f in enumerate(found.fixes) if f.text == REGISTRY_LISTS), None)
+    names = files.config.get("architectures") if isinstance(files.config, dict) else None
+    if at is None or not isinstance(names, list) or not names or not isinstance(names[0], str):
+        return found
+    version = found.engine_version
+    listed = release_for(
+        names[0], tuple(int(p) for p in re.findall(r"\d+", version)[:3]) if version else None
+    )
+    if listed is None:
+        return found
+    return replace(found, fixes=(*found.fixes[:at], listed, *found.fixes[at + 1 :]))
+
+
 def judge_fixes(
     found: Diagnosis, checkpoint: Path | str, *, engine: str | None = None
 ) -> Diagnosis:
@@ -523,6 +541,7 @@ def judge_fixes(
                 ),
             )
     found = _shared_expert_split(found, files)
+    found = _registry_release(found, files)
     named = engine or (None if found.engine_version is None else f"vllm=={found.engine_version}")
     if named is None or not named.startswith("vllm"):
         return found

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from patcher.advice.answers import flags_named
+from patcher.advice.architectures import release_for
 from patcher.advice.catalogue import (
     Engine,
     Matched,
@@ -27,6 +28,10 @@ _RUNNER_V2 = re.compile(r"(?:Model Runner V2|VLLM_USE_V2_MODEL_RUNNER) does not 
 # 0.9): the release took the model as text-only; its registry does not list the architecture
 # as multimodal (or it fell back to the Transformers text backend).
 _MULTIMODAL_ONLY = re.compile(r"`?([a-z][a-z0-9_]+)`? is only supported for multimodal models")
+# Where neither the log nor a --checkpoint names the architecture, the release is the user's to
+# find; with the checkpoint, doctor finds it (doctor.judge_fixes).
+REGISTRY_LISTS = "a vLLM release whose registry lists the checkpoint's architecture"
+REGISTRY_LISTS_NOTE = "patcher doctor LOG --checkpoint CKPT names the release that lists it"
 # "chunked prefill cannot be used with prefix caching now" (vLLM 0.4, 0.5): two features told
 # in words; each is the flag whose words hold them.
 _EXCLUSIVE = re.compile(
@@ -159,15 +164,12 @@ def explain_named_flags(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     if multimodal:
         setting = multimodal.group(1)
         flag = as_flag(setting) if as_flag(setting) in flags() else setting
+        listed = release_for(ctx.architecture, ctx.version) if ctx.architecture else None
         return (
             "this release takes the model as text-only: its registry does not list the "
             "checkpoint's architecture as multimodal (or it fell back to a text backend)",
             [
-                Fix(
-                    "advice",
-                    "a vLLM release whose registry lists the checkpoint's architecture",
-                    note="patcher check CKPT --engine vllm==X tells whether a release lists it",
-                ),
+                listed or Fix("advice", REGISTRY_LISTS, note=REGISTRY_LISTS_NOTE),
                 Fix("advice", f"leave out {flag}", note="only to serve the model as text"),
             ],
         )

@@ -5,12 +5,14 @@ elsewhere. Every log here is written from a template read from a release's sourc
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from patcher.advice import catalogue
-from patcher.advice.doctor import diagnose_text
+from patcher.advice.doctor import diagnose, diagnose_text
+from patcher.engines.registries import architectures
 from tools.audit_answers import log_line
 
 
@@ -65,6 +67,45 @@ def test_a_multimodal_setting_on_a_model_the_release_takes_as_text() -> None:
     assert "registry lists the checkpoint's architecture" in fixes[0].text
     assert fixes[1].text == "leave out --limit-mm-per-prompt"
     assert "text" in (fixes[1].note or "")
+
+
+def test_the_checkpoint_names_the_release_that_takes_its_architecture_as_multimodal(
+    tmp_path: Path,
+) -> None:
+    # The log of vLLM 0.8.5 does not print the architecture; the checkpoint's config.json does.
+    # The first release whose registry (read) lists it is named, not a search left to the user.
+    ckpt = tmp_path / "glm-4.1v"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text(
+        json.dumps({"architectures": ["Glm4vForConditionalGeneration"], "model_type": "glm4v"})
+    )
+    line, _ = _raised("`limit_mm_per_prompt` is only supported for multimodal models")
+    log = tmp_path / "server.log"
+    log.write_text(
+        "INFO 07-04 15:24:30 [api_server.py:1043] vLLM API server version 0.8.5.post1\n" + line
+    )
+    first = min(
+        v for v, names in architectures().items() if "Glm4vForConditionalGeneration" in names
+    )
+    told = diagnose(log).fixes[0]
+    assert told.kind == "advice" and "--checkpoint" in (told.note or "")
+    named = diagnose(log, checkpoint=ckpt).fixes[0]
+    assert named.kind == "dependency"
+    assert named.text == f"pip install 'vllm>={'.'.join(map(str, first))}'"
+    # a release that already lists it: the refusal has another cause, so no upgrade is named
+    log.write_text(f"INFO 07-04 [api_server.py:1043] vLLM API server version 0.20.0\n{line}")
+    assert not any(f.kind == "dependency" for f in diagnose(log, checkpoint=ckpt).fixes)
+
+
+def test_the_architecture_the_log_resolved_names_the_release() -> None:
+    # vLLM 0.10 on prints "Resolved architecture: X" before the refusal
+    line, _ = _raised("`limit_mm_per_prompt` is only supported for multimodal models")
+    found = diagnose_text(
+        "INFO 07-04 [api_server.py:1] vLLM API server version 0.9.1\n"
+        "INFO 07-04 [model.py:1] Resolved architecture: Glm4vForConditionalGeneration\n" + line
+    )
+    assert found.fixes[0].kind == "dependency"
+    assert found.fixes[0].text.startswith("pip install 'vllm>=")
 
 
 def test_a_setting_a_message_names_is_a_flag_only_where_a_parser_defines_it() -> None:
