@@ -18,6 +18,9 @@ source as the public-code index holds it (``trtllm-memory.json`` names the files
   pool smaller than one sequence at the longest attention window, in whole blocks, times the
   beam width (the TensorRT backend and Triton's say it; the numbers where the release prints
   them);
+- the KV cache transfer buffer of disaggregated serving (``cacheTransBuffer.cpp``) refuses a
+  token budget (``cache_transceiver_config.max_tokens_in_buffer``) that is not a whole number of
+  KV blocks (``kv_cache_config.tokens_per_block``; snapshots/engines/trtllm-cache-transfer.txt);
 - Triton's TensorRT-LLM backend (triton-inference-server/tensorrtllm_backend, read by
   tools/read_triton_templates.py into ``trtllm-templates.json``): its model templates'
   ``${key}`` placeholders, which Triton refuses unfilled in protobuf's words ("29:17: Expected
@@ -340,6 +343,28 @@ def _no_backend(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
+def _transfer_blocks(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    return (
+        "the KV cache transfer buffer of disaggregated serving is sized in tokens "
+        "(cache_transceiver_config.max_tokens_in_buffer; unset, the release fills it from "
+        "max_seq_len, max_input_len or max_num_tokens), which must be a whole number of KV "
+        "blocks (kv_cache_config.tokens_per_block, 32 by default)",
+        [
+            Fix(
+                "advice",
+                "cache_transceiver_config: {max_tokens_in_buffer: <a multiple of "
+                "tokens_per_block>} in the --extra_llm_api_options YAML",
+                note="or --max_seq_len and --max_num_tokens that are, where it is left unset",
+            ),
+            Fix(
+                "advice",
+                "or kv_cache_config: {tokens_per_block: <a divisor of that budget>}",
+                note="a power of two the budget divides",
+            ),
+        ],
+    )
+
+
 TRTLLM_RULES: tuple[Rule, ...] = (
     (
         "trtllm-executor-memory",
@@ -369,6 +394,11 @@ TRTLLM_RULES: tuple[Rule, ...] = (
             r"worldSize is expected to be equal to tp\*pp)"
         ),
         _world_size,
+    ),
+    (
+        "trtllm-transfer-blocks",
+        re.compile(r"Assertion failed: maxNumTokens(?:\.value\(\))? % tokensPerBlock == 0"),
+        _transfer_blocks,
     ),
     (
         "trtllm-kv-pool",

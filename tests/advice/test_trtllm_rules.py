@@ -46,6 +46,9 @@ TRTLLM_LINES = [
     "[TensorRT-LLM][ERROR] Assertion failed: maxTokensInPagedKvCache (256) must be large enough "
     "to process at least 1 sequence to completion (i.e. must be larger than beam_width (1) * "
     "tokensPerBlock (64) * maxBlocksPerSeq (32))",
+    # cacheTransBuffer.cpp's TLLM_CHECK (snapshots/engines/trtllm-cache-transfer.txt)
+    "[TensorRT-LLM][ERROR] Assertion failed: maxNumTokens.value() % tokensPerBlock == 0 "
+    "(../tensorrt_llm/batch_manager/cacheTransBuffer.cpp:206)",
 ]
 LOGGER = "[07/08/2026-19:47:15] [TRT-LLM] [RANK 1] [E] Failed to initialize executor on rank 1: "
 
@@ -176,7 +179,7 @@ def test_an_option_of_another_release_is_named() -> None:
 def test_a_kv_pool_smaller_than_one_sequence_gets_a_bigger_pool_or_a_shorter_sequence() -> None:
     """kvCacheManager.cpp: the pool must hold one sequence of the longest window in whole
     blocks times the beam width; with the numbers, the longest sequence it holds is named."""
-    found = diagnose_text(TRTLLM_LINES[-1] + "\n")
+    found = diagnose_text(next(line for line in TRTLLM_LINES if "maxTokensInPaged" in line) + "\n")
     assert found.code == "trtllm-kv-pool"
     assert "256 tokens; one sequence needs 2048" in found.cause
     assert [f.text for f in found.fixes if f.kind == "flag"] == [
@@ -356,3 +359,18 @@ def test_the_numbers_the_newer_wording_prints_are_the_ranks_to_start() -> None:
     )
     assert "started with 1 MPI rank" in found.cause and "built for 8" in found.cause
     assert found.fixes[0].text == "mpirun -n 8 --allow-run-as-root <the same command>"
+
+
+def test_a_transfer_budget_not_in_whole_blocks_names_both_settings() -> None:
+    # cacheTransBuffer.cpp's check, as its TLLM_CHECK prints it
+    # (snapshots/engines/trtllm-cache-transfer.txt), from the executor of trtllm-serve
+    text = (SNAPSHOTS / "engines" / "trtllm-cache-transfer.txt").read_text()
+    wording = next(line for line in text.splitlines() if line.startswith("Assertion failed: "))
+    found = diagnose_text(
+        "[01/23/2026-04:43:47] [TRT-LLM] [E] Failed to initialize executor on rank 0: "
+        f"[TensorRT-LLM][ERROR] {wording}\n"
+    )
+    assert found.code == "trtllm-transfer-blocks"
+    assert "max_tokens_in_buffer" in found.fixes[0].text
+    assert "tokens_per_block" in found.fixes[1].text
+    assert not any(f.text.startswith("mpirun") for f in found.fixes)
