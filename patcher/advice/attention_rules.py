@@ -9,7 +9,13 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from patcher.advice.catalogue import declared, feature_releases, features_of
+from patcher.advice.catalogue import (
+    declared,
+    feature_releases,
+    features_of,
+    version_key,
+)
+from patcher.advice.catalogue import releases as read_releases
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.engines.vllm_kv import mla_dtype_from
 
@@ -142,7 +148,50 @@ def selected_backend(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]
     fixes = [Fix("advice", "drop --attention-backend: let vLLM choose")]
     if "kv_cache_dtype not supported" in m.group(0):
         fixes.append(ctx.apply("strip-fp8-kv-cache"))
-    return (f"the forced attention backend {m.group(1)} cannot run this configuration", fixes)
+    named = _named_for(m.group(0), backend, ctx.version)
+    if named is not None:
+        # vLLM 0.12's own platform code forces CUTLASS_MLA on Blackwell for every MLA model,
+        # sparse ones too: no flag was given to drop, so naming the backend is the way out
+        fixes.insert(0, named)
+    return (
+        f"the forced attention backend {m.group(1)} cannot run this configuration (forced by "
+        "--attention-backend, VLLM_ATTENTION_BACKEND or the release's own platform default)",
+        fixes,
+    )
+
+
+def _named_for(refusal: str, backend: str, version: tuple[int, ...] | None) -> Fix | None:
+    """A backend of the log's release named for the feature the refusal says is missing
+    (``'sparse not supported'``: the release's ``*SPARSE*`` backends, from the backend names
+    read per release), chosen by the way that release takes a backend: its
+    ``--attention-backend`` flag, else ``VLLM_ATTENTION_BACKEND``."""
+    lacking = re.search(r"'(\w+) not supported'", refusal)
+    if lacking is None or lacking.group(1) in ("dtype", "kv_cache_dtype", "block_size"):
+        return None
+    word = lacking.group(1).upper()
+    release = (
+        None
+        if version is None
+        else next(
+            (r for r in read_releases("vllm") if version_key(r)[:3] == version[:3]),
+            ".".join(map(str, version)),
+        )
+    )
+    names = [
+        name
+        for name in features_of("vllm", "attention_backend")
+        if word in name
+        and name != backend
+        and not _OTHER_PLATFORM.search(name)
+        and (release is None or release in feature_releases("vllm", "attention_backend", name))
+    ]
+    if not names:
+        return None
+    choice = min(names, key=len)  # the plain one before the model-specific variants
+    note = f"the backends of this release made for it: {', '.join(sorted(names))}"
+    if release is not None and release in feature_releases("vllm", "flags", "--attention-backend"):
+        return Fix("flag", f"--attention-backend {choice}", note=note)
+    return Fix("env", f"VLLM_ATTENTION_BACKEND={choice}", note=note)
 
 
 def bare_assert() -> tuple[str, list[Fix]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from patcher.advice.attention_rules import another_backend
+from patcher.advice.catalogue import feature_releases
 from patcher.advice.doctor import diagnose_text
 
 _SINKS = "(EngineCore_0 pid=114) ERROR 08-10 12:15:20 [core.py:632] AssertionError: Sinks are only supported in FlashAttention 3\n"  # noqa: E501
@@ -54,3 +55,36 @@ def test_a_file_that_is_no_cuda_backend_of_its_own_names_none(file: str) -> None
 def test_an_mla_backend_is_answered_with_another_mla_backend() -> None:
     fixes = another_backend("vllm/v1/attention/backends/mla/cutlass_mla.py", ("0.20.0",))
     assert [f.text for f in fixes] == ["--attention-backend TRITON_MLA"]
+
+
+@pytest.mark.parametrize(
+    ("version", "way"), [("0.12.0", "VLLM_ATTENTION_BACKEND="), ("0.14.0", "--attention-backend ")]
+)
+def test_a_backend_refused_for_a_missing_feature_names_the_releases_backend_for_it(
+    version: str, way: str
+) -> None:
+    # vLLM 0.12.0's platforms/cuda.py forces CUTLASS_MLA on Blackwell for every MLA model
+    # (envs.VLLM_ATTENTION_BACKEND = "CUTLASS_MLA"), sparse ones too: nothing of the user's to
+    # drop. The release's backends made for sparse attention are read from its backend names.
+    banner = f"INFO 12-07 16:59:50 [api_server.py:1351] vLLM API server version {version}\n"
+    found = diagnose_text(
+        banner + "(EngineCore_DP0 pid=1) ERROR 12-07 17:00:35 [core.py:867] ValueError: Selected "
+        "backend AttentionBackendEnum.CUTLASS_MLA is not valid for this configuration. Reason: "
+        "['sparse not supported']\n"
+    )
+    assert found.code == "forced-attention-backend"
+    first = found.fixes[0].text
+    assert first.startswith(way) and "SPARSE" in first
+    named = first.removeprefix(way)
+    assert version in feature_releases("vllm", "attention_backend", named)
+    assert not named.startswith("ROCM")
+    assert any("drop --attention-backend" in f.text for f in found.fixes)
+
+
+def test_a_refused_dtype_names_no_backend_by_its_word() -> None:
+    found = diagnose_text(
+        "INFO 12-07 [api_server.py:1] vLLM API server version 0.14.0\n"
+        "ValueError: Selected backend AttentionBackendEnum.FLASHMLA is not valid for this "
+        "configuration. Reason: ['kv_cache_dtype not supported']\n"
+    )
+    assert not any("KV_CACHE_DTYPE" in f.text for f in found.fixes)
