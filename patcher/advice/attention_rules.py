@@ -169,14 +169,7 @@ def _named_for(refusal: str, backend: str, version: tuple[int, ...] | None) -> F
     if lacking is None or lacking.group(1) in ("dtype", "kv_cache_dtype", "block_size"):
         return None
     word = lacking.group(1).upper()
-    release = (
-        None
-        if version is None
-        else next(
-            (r for r in read_releases("vllm") if version_key(r)[:3] == version[:3]),
-            ".".join(map(str, version)),
-        )
-    )
+    release = _release_of(version)
     names = [
         name
         for name in features_of("vllm", "attention_backend")
@@ -192,6 +185,57 @@ def _named_for(refusal: str, backend: str, version: tuple[int, ...] | None) -> F
     if release is not None and release in feature_releases("vllm", "flags", "--attention-backend"):
         return Fix("flag", f"--attention-backend {choice}", note=note)
     return Fix("env", f"VLLM_ATTENTION_BACKEND={choice}", note=note)
+
+
+def _release_of(version: tuple[int, ...] | None) -> str | None:
+    """The vLLM release read that the log's version names (0.8.5 is 0.8.5.post1)."""
+    if version is None:
+        return None
+    return next(
+        (r for r in read_releases("vllm") if version_key(r)[:3] == version[:3]),
+        ".".join(map(str, version)),
+    )
+
+
+def trtllm_gen_page(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """The TRT-LLM-gen attention kernels' own check (``TLLM_CHECK_WITH_INFO(... &&
+    (numTokensPerPage <= 128))`` where a kernel is chosen, in TensorRT-LLM's fmha code that
+    FlashInfer's trtllm-gen decode carries too): a KV page of more tokens than they take. vLLM
+    raises a hybrid model's attention block to the Mamba state's page (hundreds of tokens), so
+    on vLLM another backend is the way out; SGLang and TensorRT-LLM take the page size."""
+    limit = m.group(1)
+    said = m.group(2)
+    cause = (
+        f"the TRT-LLM-gen attention kernels (FlashInfer's trtllm-gen path, TensorRT-LLM's FMHA) "
+        f"take KV pages of at most {limit} tokens" + (f", and this one has {said}" if said else "")
+    )
+    tokens_per_block = Fix(
+        "advice",
+        f"TensorRT-LLM: kv_cache_config: {{tokens_per_block: {limit}}} or less",
+        note="in the --extra_llm_api_options YAML",
+    )
+    if "TensorRT-LLM" in m.string or "TRT-LLM" in m.string:
+        return cause, [tokens_per_block]
+    cause += ": vLLM raises a hybrid Mamba model's attention block to the Mamba state's page"
+    if ctx.engine == "sglang":
+        return cause, [Fix("flag", f"--page-size {limit}", note="or another --attention-backend")]
+    release = _release_of(ctx.version)
+    within = (release,) if release else tuple(read_releases("vllm"))
+    fixes = another_backend("vllm/v1/attention/backends/flashinfer.py", within)
+    trtllm_env = [r for r in within if r in feature_releases("vllm", "env", _TRTLLM_ENV)]
+    if trtllm_env:
+        fixes.append(
+            Fix(
+                "env",
+                f"{_TRTLLM_ENV}=0",
+                note="FlashInfer's own kernels instead of trtllm-gen (vLLM "
+                f"{trtllm_env[0]} to {trtllm_env[-1]} read it)",
+            )
+        )
+    return cause, fixes
+
+
+_TRTLLM_ENV = "VLLM_USE_TRTLLM_ATTENTION"
 
 
 def bare_assert() -> tuple[str, list[Fix]]:

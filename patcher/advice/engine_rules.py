@@ -13,7 +13,7 @@ import re
 
 from patcher.advice.answers import before_strict
 from patcher.advice.architectures import architecture, config_attribute, sglang_architecture
-from patcher.advice.attention_rules import attention, selected_backend
+from patcher.advice.attention_rules import attention, selected_backend, trtllm_gen_page
 from patcher.advice.dtypes import DTYPE_MARKERS, DTYPE_RULES
 from patcher.advice.engine_defects import circular_import, missing_logger_method, undefined_name
 from patcher.advice.env_bounds import ENV_BOUND_MARKERS, ENV_BOUND_RULES
@@ -255,6 +255,12 @@ RULES: tuple[Rule, ...] = (
         "no-attention-backend",
         re.compile(r"No valid attention backend found for \w+ with AttentionSelectorConfig\(.*"),
         attention,
+    ),
+    (
+        # the TRT-LLM-gen kernels' check (FlashInfer's copy prints its %d unformatted)
+        "trtllm-gen-page-size",
+        re.compile(r"numTokensPerPage <= (\d+)\)(?:.*\bnumTokensPerPage=(\d+)\b)?"),
+        trtllm_gen_page,
     ),
     (
         "forced-attention-backend",
@@ -545,6 +551,7 @@ _MARKERS = (
     "Should have a `model_type` key",
     "No common block size",
     "attention backend found",
+    "numTokensPerPage <= ",
     "is not valid for this configuration",
     "max seq len",
     "memory for the cache blocks",

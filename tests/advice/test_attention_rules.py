@@ -4,6 +4,8 @@ release), by the way that release takes one (patcher/advice/attention_rules.anot
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from patcher.advice.attention_rules import another_backend
@@ -88,3 +90,42 @@ def test_a_refused_dtype_names_no_backend_by_its_word() -> None:
         "configuration. Reason: ['kv_cache_dtype not supported']\n"
     )
     assert not any("KV_CACHE_DTYPE" in f.text for f in found.fixes)
+
+
+# A line of the page rule's for tests/advice/test_doctor.py's every-rule check.
+PAGE_LINES = [
+    "RuntimeError: Expect (32 <= headDim <= 2048) && (numTokensPerPage <= 128), got "
+    "headDimPerCtaV=128, headDimQk=128, headDimV=128, numTokensPerPage=544",
+]
+
+
+def _page_wordings() -> list[str]:
+    """The TRT-LLM-gen kernels' page check in its wordings
+    (snapshots/engines/trtllm-gen-page.txt)."""
+    text = (
+        Path(__file__).resolve().parents[2] / "snapshots/engines/trtllm-gen-page.txt"
+    ).read_text()
+    return [line for line in text.splitlines() if line.startswith("Expect (")]
+
+
+@pytest.mark.parametrize("wording", _page_wordings())
+def test_a_kv_page_the_trtllm_gen_kernels_refuse_is_another_backend_on_vllm(wording: str) -> None:
+    # vLLM 0.11's FlashInfer backend on a B200 with a hybrid model's 544-token attention block
+    found = diagnose_text(
+        "INFO 10-01 [api_server.py:1] vLLM API server version 0.11.0\n"
+        f"(EngineCore_DP0 pid=1) ERROR 10-01 10:00:05 [core.py:718] RuntimeError: {wording}\n"
+    )
+    assert found.code == "trtllm-gen-page-size"
+    assert "at most 128 tokens" in found.cause
+    texts = [f.text for f in found.fixes]
+    assert texts[0].startswith("VLLM_ATTENTION_BACKEND=") and "FLASHINFER" not in texts[0]
+    assert "VLLM_USE_TRTLLM_ATTENTION=0" in texts
+
+
+def test_the_same_check_from_tensorrt_llm_is_its_tokens_per_block() -> None:
+    wording = _page_wordings()[1]
+    found = diagnose_text(f"RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: {wording}\n")
+    assert [f.text for f in found.fixes] == [
+        "TensorRT-LLM: kv_cache_config: {tokens_per_block: 128} or less"
+    ]
+    assert "this one has 256" in found.cause

@@ -587,6 +587,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     """Lines without a marker word skip the rules, so each rule must need one: on every case
     a rule's pattern meets, blanking the markers out makes the pattern miss it."""
     from patcher.advice.doctor import _MARKERS, RULES, _marked
+    from tests.advice.test_attention_rules import PAGE_LINES
     from tests.advice.test_dtypes import DTYPE_LINES
     from tests.advice.test_engine_defects import DEFECT_LINES
     from tests.advice.test_env_bounds import ENV_BOUND_LINES
@@ -621,6 +622,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
         + WORLD_SIZE_LINES
         + MISTRAL_LINES
         + ENV_BOUND_LINES
+        + PAGE_LINES
     )
     for code, pattern, _ in RULES:
         hits = [error for error in errors if pattern.search(error)]
