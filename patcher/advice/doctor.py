@@ -443,8 +443,13 @@ def diagnose_lines(
                 held = (known, ctx)
                 continue
             return known
-        if root is None and (RAISED.match(line) or quoted is not None or CPP_ASSERTION.match(line)):
-            root = (raw if quoted is not None else line).strip()
+        cpp = CPP_ASSERTION.search(line) if root is None else None
+        if root is None and (RAISED.match(line) or quoted is not None or cpp is not None):
+            # Triton's TensorRT-LLM backend wraps the C++ check in its own words ("Failed to
+            # create instance: unexpected error when creating modelInstanceState: ..."): the
+            # check is the root
+            start = cpp.start() if cpp is not None and not RAISED.match(line) else 0
+            root = (raw if quoted is not None else line[start:]).strip()
     if held is not None:
         return by_reasons(held[0], reasons, held[1])
     if oom is not None and phase is not None:

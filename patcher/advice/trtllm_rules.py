@@ -21,6 +21,8 @@ source as the public-code index holds it (``trtllm-memory.json`` names the files
 - the KV cache transfer buffer of disaggregated serving (``cacheTransBuffer.cpp``) refuses a
   token budget (``cache_transceiver_config.max_tokens_in_buffer``) that is not a whole number of
   KV blocks (``kv_cache_config.tokens_per_block``; snapshots/engines/trtllm-cache-transfer.txt);
+- the inflight batcher refuses KV cache block reuse of an engine built without paged context
+  FMHA, and blocks left off the GPU with those kernels (snapshots/engines/trtllm-block-reuse.txt);
 - Triton's TensorRT-LLM backend (triton-inference-server/tensorrtllm_backend, read by
   tools/read_triton_templates.py into ``trtllm-templates.json``): its model templates'
   ``${key}`` placeholders, which Triton refuses unfilled in protobuf's words ("29:17: Expected
@@ -365,6 +367,37 @@ def _transfer_blocks(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix
     )
 
 
+def _block_reuse(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    if m.group(1):  # reuse asked of an engine built without paged context FMHA
+        return (
+            "KV cache block reuse was asked of an engine built without paged context FMHA, "
+            "which reuse needs (trtGptModelInflightBatching.cpp)",
+            [
+                Fix(
+                    "advice",
+                    "enable_kv_cache_reuse: false in Triton's tensorrt_llm config.pbtxt "
+                    "(kv_cache_config: {enable_block_reuse: false} in the LLM API)",
+                ),
+                Fix(
+                    "advice",
+                    "or build the engine again with trtllm-build --use_paged_context_fmha enable",
+                    note="keeps the reuse",
+                ),
+            ],
+        )
+    return (
+        "KV cache blocks left off the GPU (onboard_blocks false) with context FMHA or XQA "
+        "kernels, which need them onboard",
+        [
+            Fix(
+                "advice",
+                "kv_cache_onboard_blocks: true in Triton's tensorrt_llm config.pbtxt "
+                "(kv_cache_config: {onboard_blocks: true} in the LLM API)",
+            )
+        ],
+    )
+
+
 TRTLLM_RULES: tuple[Rule, ...] = (
     (
         "trtllm-executor-memory",
@@ -399,6 +432,14 @@ TRTLLM_RULES: tuple[Rule, ...] = (
         "trtllm-transfer-blocks",
         re.compile(r"Assertion failed: maxNumTokens(?:\.value\(\))? % tokensPerBlock == 0"),
         _transfer_blocks,
+    ),
+    (
+        "trtllm-block-reuse",
+        re.compile(
+            r"(When KV cache block reuse is set, model has to be built with paged context FMHA)"
+            r"|KV cache blocks need to be onboarded if context FMHA or XAQ kernels are used"
+        ),
+        _block_reuse,
     ),
     (
         "trtllm-kv-pool",
@@ -449,4 +490,5 @@ TRTLLM_MARKERS = (
     "unable to find ",
     "Unsupported model architecture: ",
     "Assertion failed: ",
+    "KV cache block",
 )

@@ -46,6 +46,9 @@ TRTLLM_LINES = [
     "[TensorRT-LLM][ERROR] Assertion failed: maxTokensInPagedKvCache (256) must be large enough "
     "to process at least 1 sequence to completion (i.e. must be larger than beam_width (1) * "
     "tokensPerBlock (64) * maxBlocksPerSeq (32))",
+    # trtGptModelInflightBatching.cpp (snapshots/engines/trtllm-block-reuse.txt)
+    "[TensorRT-LLM][ERROR] Assertion failed: When KV cache block reuse is set, model has to be "
+    "built with paged context FMHA support (/app/cpp/trtGptModelInflightBatching.cpp:140)",
     # cacheTransBuffer.cpp's TLLM_CHECK (snapshots/engines/trtllm-cache-transfer.txt)
     "[TensorRT-LLM][ERROR] Assertion failed: maxNumTokens.value() % tokensPerBlock == 0 "
     "(../tensorrt_llm/batch_manager/cacheTransBuffer.cpp:206)",
@@ -374,3 +377,36 @@ def test_a_transfer_budget_not_in_whole_blocks_names_both_settings() -> None:
     assert "max_tokens_in_buffer" in found.fixes[0].text
     assert "tokens_per_block" in found.fixes[1].text
     assert not any(f.text.startswith("mpirun") for f in found.fixes)
+
+
+TRITON = (
+    "E0131 07:18:59.626800 38258 backend_model.cc:634] ERROR: Failed to create instance: "
+    "unexpected error when creating modelInstanceState: [TensorRT-LLM][ERROR] Assertion failed: "
+)
+
+
+def test_block_reuse_of_an_engine_built_without_paged_context_fmha_names_both_ways() -> None:
+    text = (SNAPSHOTS / "engines" / "trtllm-block-reuse.txt").read_text()
+    reuse, onboard = [line for line in text.splitlines() if not line.startswith("#")]
+    found = diagnose_text(f"{TRITON}{reuse} (/src/trtGptModelInflightBatching.cpp:140)\n")
+    assert found.code == "trtllm-block-reuse"
+    texts = [f.text for f in found.fixes]
+    assert texts[0].startswith("enable_kv_cache_reuse: false")
+    assert "--use_paged_context_fmha enable" in texts[1]
+    other = diagnose_text(f"[TensorRT-LLM][ERROR] Assertion failed: {onboard} (/x.cpp:1)\n")
+    assert other.code == "trtllm-block-reuse"
+    assert other.fixes[0].text.startswith("kv_cache_onboard_blocks: true")
+
+
+def test_a_cpp_check_triton_wraps_is_quoted_from_the_check() -> None:
+    # Triton's backend wraps the C++ check in its own words; no rule reads this check, and the
+    # root doctor quotes is the check itself, not "no known failure"
+    check = (
+        "[TensorRT-LLM][ERROR] Assertion failed: Do not set crossKvCacheFraction for "
+        "decoder-only model (/workspace/cpp/tensorrt_llm/executor/executorImpl.cpp:322)"
+    )
+    found = diagnose_text(
+        TRITON.removesuffix("[TensorRT-LLM][ERROR] Assertion failed: ") + check + "\n"
+    )
+    assert found.code is None and not found.fixes
+    assert found.error == check
