@@ -16,7 +16,7 @@ from patcher.advice.catalogue import (
     version_key,
 )
 from patcher.advice.catalogue import releases as read_releases
-from patcher.advice.log_rules import Fix, LogContext
+from patcher.advice.log_rules import Fix, LogContext, Rule
 from patcher.engines.vllm_kv import mla_dtype_from
 
 # The reasons AttentionBackend.validate_configuration gives (v1/attention/backend.py) that a
@@ -326,3 +326,30 @@ def _preference(name: str) -> tuple[int, bool, int, int]:
     first = next((i for i, word in enumerate(_FIRST) if word in name), len(_FIRST))
     plain = name in ("FLASHINFER",) or name.endswith(("_ATTN", "_ATTENTION", "_MLA", "_V1"))
     return first, not plain, name.count("_"), len(name)
+
+
+# vLLM's attention selection refusing (engine_rules.RULES takes these first).
+ATTENTION_RULES: tuple[Rule, ...] = (
+    (
+        "no-attention-backend",
+        re.compile(r"No valid attention backend found for \w+ with AttentionSelectorConfig\(.*"),
+        attention,
+    ),
+    (
+        # the TRT-LLM-gen kernels' check (FlashInfer's copy prints its %d unformatted)
+        "trtllm-gen-page-size",
+        re.compile(r"numTokensPerPage <= (\d+)\)(?:.*\bnumTokensPerPage=(\d+)\b)?"),
+        trtllm_gen_page,
+    ),
+    (
+        "forced-attention-backend",
+        re.compile(r"Selected backend (\S+) is not valid for this configuration\. Reason: (.*)"),
+        selected_backend,
+    ),
+)
+# One plain word of each rule above, for the line filter (engine_rules._MARKERS).
+ATTENTION_MARKERS = (
+    "attention backend found",
+    "numTokensPerPage <= ",
+    "is not valid for this configuration",
+)

@@ -13,7 +13,7 @@ import re
 
 from patcher.advice.answers import before_strict
 from patcher.advice.architectures import architecture, config_attribute, sglang_architecture
-from patcher.advice.attention_rules import attention, selected_backend, trtllm_gen_page
+from patcher.advice.attention_rules import ATTENTION_MARKERS, ATTENTION_RULES
 from patcher.advice.dtypes import DTYPE_MARKERS, DTYPE_RULES
 from patcher.advice.engine_defects import circular_import, missing_logger_method, undefined_name
 from patcher.advice.env_bounds import ENV_BOUND_MARKERS, ENV_BOUND_RULES
@@ -251,22 +251,7 @@ def _strict_field(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
 
 
 RULES: tuple[Rule, ...] = (
-    (
-        "no-attention-backend",
-        re.compile(r"No valid attention backend found for \w+ with AttentionSelectorConfig\(.*"),
-        attention,
-    ),
-    (
-        # the TRT-LLM-gen kernels' check (FlashInfer's copy prints its %d unformatted)
-        "trtllm-gen-page-size",
-        re.compile(r"numTokensPerPage <= (\d+)\)(?:.*\bnumTokensPerPage=(\d+)\b)?"),
-        trtllm_gen_page,
-    ),
-    (
-        "forced-attention-backend",
-        re.compile(r"Selected backend (\S+) is not valid for this configuration\. Reason: (.*)"),
-        selected_backend,
-    ),
+    *ATTENTION_RULES,
     (
         "kv-cache-memory",
         re.compile(
@@ -550,9 +535,7 @@ _MARKERS = (
     "Expecting value: line 1 column 1",
     "Should have a `model_type` key",
     "No common block size",
-    "attention backend found",
-    "numTokensPerPage <= ",
-    "is not valid for this configuration",
+    *ATTENTION_MARKERS,
     "max seq len",
     "memory for the cache blocks",
     "max_model_len",
