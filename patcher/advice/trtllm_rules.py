@@ -21,6 +21,8 @@ source as the public-code index holds it (``trtllm-memory.json`` names the files
 - the KV cache transfer buffer of disaggregated serving (``cacheTransBuffer.cpp``) refuses a
   token budget (``cache_transceiver_config.max_tokens_in_buffer``) that is not a whole number of
   KV blocks (``kv_cache_config.tokens_per_block``; snapshots/engines/trtllm-cache-transfer.txt);
+- Triton's backend reading a key the engine's config.json lacks (an engine built by another
+  TensorRT-LLM release: `key 'use_context_fmha_for_generation' not found`);
 - the inflight batcher refuses KV cache block reuse of an engine built without paged context
   FMHA, and blocks left off the GPU with those kernels (snapshots/engines/trtllm-block-reuse.txt);
 - Triton's TensorRT-LLM backend (triton-inference-server/tensorrtllm_backend, read by
@@ -398,6 +400,46 @@ def _block_reuse(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
+# The plugin_config keys the runtime reads with at() (gptJsonConfig.cpp's parsePluginConfig and
+# parseLora; snapshots/engines/trtllm-engine-keys.txt): options the engine writer gained release by
+# release. An architecture key missing (num_layers) is an engine the backend does not serve.
+PLUGIN_KEYS = frozenset(
+    {
+        "gpt_attention_plugin",
+        "remove_input_padding",
+        "paged_kv_cache",
+        "tokens_per_block",
+        "use_custom_all_reduce",
+        "use_context_fmha_for_generation",
+        "use_paged_context_fmha",
+        "lora_plugin",
+    }
+)
+
+
+def _engine_release(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    if m.group(1) not in PLUGIN_KEYS:
+        return "", []
+    return (
+        f"the engine's config.json has no '{m.group(1)}', which this Triton TensorRT-LLM "
+        "backend reads (nlohmann::json's at(), out_of_range 403): the engine was built by "
+        "another TensorRT-LLM release than the one the backend was built with",
+        [
+            Fix(
+                "advice",
+                "build the engine again with the TensorRT-LLM of the Triton image",
+                note="pip show tensorrt_llm inside its nvcr.io/nvidia/tritonserver "
+                "<YY.MM>-trtllm-python-py3 container",
+            ),
+            Fix(
+                "advice",
+                "or the Triton image whose TensorRT-LLM built the engine (config.json's "
+                '"version")',
+            ),
+        ],
+    )
+
+
 TRTLLM_RULES: tuple[Rule, ...] = (
     (
         "trtllm-executor-memory",
@@ -432,6 +474,14 @@ TRTLLM_RULES: tuple[Rule, ...] = (
         "trtllm-transfer-blocks",
         re.compile(r"Assertion failed: maxNumTokens(?:\.value\(\))? % tokensPerBlock == 0"),
         _transfer_blocks,
+    ),
+    (
+        "trtllm-engine-release",
+        re.compile(
+            r"creating modelInstanceState: \[json\.exception\.out_of_range\.403\] "
+            r"key '(\w+)' not found"
+        ),
+        _engine_release,
     ),
     (
         "trtllm-block-reuse",

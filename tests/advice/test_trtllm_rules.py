@@ -49,6 +49,9 @@ TRTLLM_LINES = [
     # trtGptModelInflightBatching.cpp (snapshots/engines/trtllm-block-reuse.txt)
     "[TensorRT-LLM][ERROR] Assertion failed: When KV cache block reuse is set, model has to be "
     "built with paged context FMHA support (/app/cpp/trtGptModelInflightBatching.cpp:140)",
+    # gptJsonConfig.cpp's at() on a plugin key (snapshots/engines/trtllm-engine-keys.txt)
+    "unexpected error when creating modelInstanceState: [json.exception.out_of_range.403] "
+    "key 'tokens_per_block' not found",
     # cacheTransBuffer.cpp's TLLM_CHECK (snapshots/engines/trtllm-cache-transfer.txt)
     "[TensorRT-LLM][ERROR] Assertion failed: maxNumTokens.value() % tokensPerBlock == 0 "
     "(../tensorrt_llm/batch_manager/cacheTransBuffer.cpp:206)",
@@ -410,3 +413,22 @@ def test_a_cpp_check_triton_wraps_is_quoted_from_the_check() -> None:
     )
     assert found.code is None and not found.fixes
     assert found.error == check
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        line
+        for line in (SNAPSHOTS / "engines" / "trtllm-engine-keys.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    ],
+)
+def test_a_plugin_key_the_engine_lacks_is_an_engine_of_another_release(key: str) -> None:
+    found = diagnose_text(
+        "E0618 08:11:17.058465 1 model_lifecycle.cc:630] failed to load 'tensorrt_llm' version 1: "
+        "Internal: unexpected error when creating modelInstanceState: "
+        f"[json.exception.out_of_range.403] key '{key}' not found\n"
+    )
+    assert found.code == "trtllm-engine-release"
+    assert "another TensorRT-LLM release" in found.cause
+    assert found.fixes[0].text.startswith("build the engine again")
