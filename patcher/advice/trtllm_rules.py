@@ -417,26 +417,39 @@ PLUGIN_KEYS = frozenset(
 )
 
 
+def _rebuild() -> list[Fix]:
+    return [
+        Fix(
+            "advice",
+            "build the engine again with the TensorRT-LLM that runs it",
+            note="pip show tensorrt_llm where it runs; in Triton, inside its "
+            "nvcr.io/nvidia/tritonserver <YY.MM>-trtllm-python-py3 container",
+        ),
+        Fix(
+            "advice",
+            'or run it with the TensorRT-LLM that built it (config.json\'s "version")',
+        ),
+    ]
+
+
 def _engine_release(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     if m.group(1) not in PLUGIN_KEYS:
         return "", []
     return (
-        f"the engine's config.json has no '{m.group(1)}', which this Triton TensorRT-LLM "
-        "backend reads (nlohmann::json's at(), out_of_range 403): the engine was built by "
-        "another TensorRT-LLM release than the one the backend was built with",
-        [
-            Fix(
-                "advice",
-                "build the engine again with the TensorRT-LLM of the Triton image",
-                note="pip show tensorrt_llm inside its nvcr.io/nvidia/tritonserver "
-                "<YY.MM>-trtllm-python-py3 container",
-            ),
-            Fix(
-                "advice",
-                "or the Triton image whose TensorRT-LLM built the engine (config.json's "
-                '"version")',
-            ),
-        ],
+        f"the engine's config.json has no '{m.group(1)}', which this TensorRT-LLM runtime "
+        "reads (gptJsonConfig.cpp, nlohmann::json's at()): the engine was built by another "
+        "TensorRT-LLM release than the one that runs it",
+        _rebuild(),
+    )
+
+
+def _plugin_length(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    # the releases after the bare TLLM_CHECK(d == a + length) say it themselves: "This is
+    # often caused by using different TensorRT-LLM version to build engine and run engine."
+    return (
+        "a plugin serialized in the engine is not the length this TensorRT-LLM reads back: the "
+        "engine was built by another TensorRT-LLM release than the one that runs it",
+        _rebuild(),
     )
 
 
@@ -482,6 +495,15 @@ TRTLLM_RULES: tuple[Rule, ...] = (
             r"key '(\w+)' not found"
         ),
         _engine_release,
+    ),
+    (
+        "trtllm-engine-release",
+        re.compile(
+            r"Assertion failed: d == a \+ length \(\S*plugins/"
+            r"|Expected length \(\d+\) != real length \(\d+\)\. This is often caused by using "
+            r"different TensorRT-LLM version"
+        ),
+        _plugin_length,
     ),
     (
         "trtllm-block-reuse",
@@ -541,4 +563,5 @@ TRTLLM_MARKERS = (
     "Unsupported model architecture: ",
     "Assertion failed: ",
     "KV cache block",
+    "!= real length",
 )

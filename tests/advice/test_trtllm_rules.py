@@ -52,6 +52,9 @@ TRTLLM_LINES = [
     # gptJsonConfig.cpp's at() on a plugin key (snapshots/engines/trtllm-engine-keys.txt)
     "unexpected error when creating modelInstanceState: [json.exception.out_of_range.403] "
     "key 'tokens_per_block' not found",
+    # a plugin's deserialization check (snapshots/engines/trtllm-engine-keys.txt)
+    "[TensorRT-LLM][ERROR] Assertion failed: d == a + length "
+    "(/app/cpp/tensorrt_llm/plugins/gemmPlugin/gemmPlugin.cpp:80)",
     # cacheTransBuffer.cpp's TLLM_CHECK (snapshots/engines/trtllm-cache-transfer.txt)
     "[TensorRT-LLM][ERROR] Assertion failed: maxNumTokens.value() % tokensPerBlock == 0 "
     "(../tensorrt_llm/batch_manager/cacheTransBuffer.cpp:206)",
@@ -432,3 +435,20 @@ def test_a_plugin_key_the_engine_lacks_is_an_engine_of_another_release(key: str)
     assert found.code == "trtllm-engine-release"
     assert "another TensorRT-LLM release" in found.cause
     assert found.fixes[0].text.startswith("build the engine again")
+
+
+@pytest.mark.parametrize(
+    "wording",
+    [
+        "Assertion failed: d == a + length "
+        "(/app/tensorrt_llm/cpp/tensorrt_llm/plugins/gptAttentionCommon/gptAttentionCommon.cpp:320)",
+        "Assertion failed: Expected length (1024) != real length (1016). This is often caused by "
+        "using different TensorRT-LLM version to build engine and run engine.",
+    ],
+)
+def test_a_plugin_of_another_release_in_the_engine_is_a_rebuild(wording: str) -> None:
+    # the older bare check and the words later releases give it
+    # (snapshots/engines/trtllm-engine-keys.txt)
+    found = diagnose_text(f"{TRITON.split('[TensorRT-LLM]')[0]}[TensorRT-LLM][ERROR] {wording}\n")
+    assert found.code == "trtllm-engine-release"
+    assert found.fixes[0].text == "build the engine again with the TensorRT-LLM that runs it"
