@@ -24,6 +24,7 @@ import ast
 import zipfile
 
 from tools.read_model_classes import ENVS
+from tools.wheel_modules import modules
 
 _GETTERS = frozenset({"get_int_env_var", "get_float_env_var", "get_bool_env_var", "getenv"})
 
@@ -118,16 +119,7 @@ def env_bounds(archive: zipfile.ZipFile, engine: str) -> dict[str, list[str]]:
     bound: dict[str, set[str]] = {}
     defaults = _defaults(archive, engine)
     caps: dict[str, str] = {}
-    for source in archive.namelist():
-        if not source.startswith(package) or not source.endswith(".py"):
-            continue
-        text = archive.read(source).decode("utf-8", "replace")
-        if prefix not in text:
-            continue
-        try:
-            tree = ast.parse(text)
-        except SyntaxError:
-            continue
+    for _name, _text, tree in modules(archive, package, (prefix,)):
         capped = _caps(tree)
         for node in ast.walk(tree):
             if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:

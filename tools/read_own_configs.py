@@ -19,22 +19,15 @@ from __future__ import annotations
 import ast
 import zipfile
 
+from tools.wheel_modules import modules
+
 _REGISTRY = "_CONFIG_REGISTRY"
 
 
 def _class_types(archive: zipfile.ZipFile, package: str) -> dict[str, str]:
     """Each config class's ``model_type``, by class name, over the release's modules."""
     found: dict[str, str] = {}
-    for source in archive.namelist():
-        if not source.startswith(package) or not source.endswith(".py"):
-            continue
-        text = archive.read(source).decode("utf-8", "replace")
-        if "model_type" not in text or "class " not in text:
-            continue
-        try:
-            tree = ast.parse(text)
-        except SyntaxError:
-            continue
+    for _name, _text, tree in modules(archive, package, ("model_type", "class ")):
         for node in ast.walk(tree):
             if not isinstance(node, ast.ClassDef):
                 continue
@@ -88,15 +81,12 @@ def own_configs(archive: zipfile.ZipFile, engine: str) -> dict[str, list[str]]:
     package = f"{engine}/"
     classes: dict[str, str] | None = None
     found: set[str] = set()
-    for source in archive.namelist():
-        if not source.startswith(package) or not source.endswith(".py"):
-            continue
-        text = archive.read(source).decode("utf-8", "replace")
+    for _name, text, tree in modules(archive, package, (_REGISTRY,)):
         if f"{_REGISTRY}:" not in text and f"{_REGISTRY} =" not in text:
             continue
         if classes is None:
             classes = _class_types(archive, package)
-        for node in ast.walk(ast.parse(text)):
+        for node in ast.walk(tree):
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
