@@ -369,6 +369,21 @@ def _transfer_blocks(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix
     )
 
 
+def _engine_tensors(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    return (
+        "the engine's input and output tensors are not the ones this TensorRT-LLM runtime "
+        "expects: the engine was built by another release, or with other build options",
+        [
+            *_rebuild(),
+            Fix(
+                "advice",
+                "the 'expected tensors are not found' and 'not expected' lines before it name "
+                "the tensors that differ: a build option the runtime's config.json does not say",
+            ),
+        ],
+    )
+
+
 def _block_reuse(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     if m.group(1):  # reuse asked of an engine built without paged context FMHA
         return (
@@ -506,6 +521,11 @@ TRTLLM_RULES: tuple[Rule, ...] = (
         _plugin_length,
     ),
     (
+        "trtllm-engine-release",
+        re.compile(r"Tensor names in engine are not the same as expected"),
+        _engine_tensors,
+    ),
+    (
         "trtllm-block-reuse",
         re.compile(
             r"(When KV cache block reuse is set, model has to be built with paged context FMHA)"
@@ -564,4 +584,5 @@ TRTLLM_MARKERS = (
     "Assertion failed: ",
     "KV cache block",
     "!= real length",
+    "Tensor names in engine",
 )

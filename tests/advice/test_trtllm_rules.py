@@ -55,6 +55,8 @@ TRTLLM_LINES = [
     # a plugin's deserialization check (snapshots/engines/trtllm-engine-keys.txt)
     "[TensorRT-LLM][ERROR] Assertion failed: d == a + length "
     "(/app/cpp/tensorrt_llm/plugins/gemmPlugin/gemmPlugin.cpp:80)",
+    # the Python runtime's tensor names (snapshots/engines/trtllm-engine-tensors.txt)
+    "RuntimeError: Tensor names in engine are not the same as expected.",
     # cacheTransBuffer.cpp's TLLM_CHECK (snapshots/engines/trtllm-cache-transfer.txt)
     "[TensorRT-LLM][ERROR] Assertion failed: maxNumTokens.value() % tokensPerBlock == 0 "
     "(../tensorrt_llm/batch_manager/cacheTransBuffer.cpp:206)",
@@ -450,5 +452,25 @@ def test_a_plugin_of_another_release_in_the_engine_is_a_rebuild(wording: str) ->
     # the older bare check and the words later releases give it
     # (snapshots/engines/trtllm-engine-keys.txt)
     found = diagnose_text(f"{TRITON.split('[TensorRT-LLM]')[0]}[TensorRT-LLM][ERROR] {wording}\n")
+    assert found.code == "trtllm-engine-release"
+    assert found.fixes[0].text == "build the engine again with the TensorRT-LLM that runs it"
+
+
+@pytest.mark.parametrize(
+    "wording",
+    [
+        line
+        for line in (SNAPSHOTS / "engines" / "trtllm-engine-tensors.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    ],
+)
+def test_an_engine_whose_tensors_the_runtime_does_not_expect_is_a_rebuild(wording: str) -> None:
+    found = diagnose_text(
+        "[01/29/2024-10:00:00] [TRT-LLM] [E] The following expected tensors are not found: "
+        "{'host_request_types'}\n"
+        '  File "/usr/local/lib/python3.10/dist-packages/tensorrt_llm/runtime/generation.py", '
+        "line 560, in __init__\n"
+        f"RuntimeError: {wording}\n"
+    )
     assert found.code == "trtllm-engine-release"
     assert found.fixes[0].text == "build the engine again with the TensorRT-LLM that runs it"
