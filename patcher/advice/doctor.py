@@ -450,6 +450,8 @@ def diagnose_lines(
             # check is the root
             start = cpp.start() if cpp is not None and not RAISED.match(line) else 0
             root = (raw if quoted is not None else line[start:]).strip()
+            if cpp is not None:  # newer Triton quotes the check and its frames, "\\n"-joined
+                root = root.split("\\n", 1)[0]
     if held is not None:
         return by_reasons(held[0], reasons, held[1])
     if oom is not None and phase is not None:

@@ -58,6 +58,7 @@ from patcher.advice.safetensors_files import SAFETENSORS_MARKERS, SAFETENSORS_RU
 from patcher.advice.scheme_capabilities import SCHEME_MARKERS, SCHEME_RULES
 from patcher.advice.startup_memory import too_little_free
 from patcher.advice.transformers_rules import TRANSFORMERS_MARKERS, TRANSFORMERS_RULES
+from patcher.advice.trtllm_engine_rules import TRTLLM_ENGINE_MARKERS, TRTLLM_ENGINE_RULES
 from patcher.advice.trtllm_rules import TRTLLM_MARKERS, TRTLLM_RULES
 from patcher.advice.unknown_weights import (
     LM_HEAD,
@@ -514,6 +515,7 @@ RULES: tuple[Rule, ...] = (
     *SAFETENSORS_RULES,
     *SCHEME_RULES,
     *TRTLLM_RULES,
+    *TRTLLM_ENGINE_RULES,
     *ENVIRONMENT_RULES,
     *HUB_RULES,
     # last: a config class lacking a field, where no rule above names a cause of its own
@@ -580,6 +582,7 @@ _MARKERS = (
     *SAFETENSORS_MARKERS,
     *SCHEME_MARKERS,
     *TRTLLM_MARKERS,
+    *TRTLLM_ENGINE_MARKERS,
     *ENVIRONMENT_MARKERS,
     *HUB_MARKERS,
 )

@@ -21,15 +21,14 @@ source as the public-code index holds it (``trtllm-memory.json`` names the files
 - the KV cache transfer buffer of disaggregated serving (``cacheTransBuffer.cpp``) refuses a
   token budget (``cache_transceiver_config.max_tokens_in_buffer``) that is not a whole number of
   KV blocks (``kv_cache_config.tokens_per_block``; snapshots/engines/trtllm-cache-transfer.txt);
-- Triton's backend reading a key the engine's config.json lacks (an engine built by another
-  TensorRT-LLM release: `key 'use_context_fmha_for_generation' not found`);
-- the inflight batcher refuses KV cache block reuse of an engine built without paged context
-  FMHA, and blocks left off the GPU with those kernels (snapshots/engines/trtllm-block-reuse.txt);
 - Triton's TensorRT-LLM backend (triton-inference-server/tensorrtllm_backend, read by
   tools/read_triton_templates.py into ``trtllm-templates.json``): its model templates'
   ``${key}`` placeholders, which Triton refuses unfilled in protobuf's words ("29:17: Expected
   integer, got: $"), and the engine folder its ``gpt_model_path`` must name, whose config.json
   the backend parses (before it checked the folder exists, a parse error at line 1, column 1).
+
+The engine against the runtime that starts it (ranks, cross attention, block reuse, another
+release's engine) is trtllm_engine_rules.py.
 """
 
 from __future__ import annotations
@@ -171,46 +170,6 @@ def _no_converter(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
                 f"release's PyTorch backend lists {m.group(1)}; if it answers 'Unknown "
                 "architecture for AutoModelForCausalLM', this release has no support for it",
             )
-        ],
-    )
-
-
-def _world_size(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
-    """cpp/tensorrt_llm/runtime/worldConfig.cpp, ``WorldConfig::mpi``: the MPI ranks started
-    must be the engine's tp x pp (x cp); a tensor-parallel engine started as one process (a
-    bare ``tritonserver``, ``run.py`` without ``mpirun -n``) fails here
-    (snapshots/engines/trtllm-world-size.txt)."""
-    ranks = int(m.group(1)) if m.group(1) else None
-    sizes = [int(g) for g in m.groups()[1:] if g]
-    needed = 1
-    for size in sizes:
-        needed *= size
-    # without the numbers: the engine's own (its config.json's mapping.world_size)
-    shown = str(needed) if sizes else "<mapping.world_size of the engine's config.json>"
-    if ranks is not None and sizes:
-        cause = (
-            f"TensorRT-LLM was started with {ranks} MPI rank{'s' if ranks != 1 else ''}, and "
-            f"the engine is built for {needed} (tensor x pipeline parallel, one process per "
-            "GPU): the launch, not the engine"
-        )
-    else:
-        cause = (
-            "TensorRT-LLM was started with another number of MPI ranks than the engine's "
-            "tensor x pipeline parallel size (one process per GPU): the launch, not the engine"
-        )
-    return (
-        cause,
-        [
-            Fix(
-                "advice",
-                f"mpirun -n {shown} --allow-run-as-root <the same command>",
-                note="Triton: python3 scripts/launch_triton_server.py --world_size "
-                f"{shown}, which runs mpirun so",
-            ),
-            Fix(
-                "advice",
-                "or an engine built for the GPUs the launch starts (trtllm-build --tp_size)",
-            ),
         ],
     )
 
@@ -369,105 +328,6 @@ def _transfer_blocks(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix
     )
 
 
-def _engine_tensors(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
-    return (
-        "the engine's input and output tensors are not the ones this TensorRT-LLM runtime "
-        "expects: the engine was built by another release, or with other build options",
-        [
-            *_rebuild(),
-            Fix(
-                "advice",
-                "the 'expected tensors are not found' and 'not expected' lines before it name "
-                "the tensors that differ: a build option the runtime's config.json does not say",
-            ),
-        ],
-    )
-
-
-def _block_reuse(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
-    if m.group(1):  # reuse asked of an engine built without paged context FMHA
-        return (
-            "KV cache block reuse was asked of an engine built without paged context FMHA, "
-            "which reuse needs (trtGptModelInflightBatching.cpp)",
-            [
-                Fix(
-                    "advice",
-                    "enable_kv_cache_reuse: false in Triton's tensorrt_llm config.pbtxt "
-                    "(kv_cache_config: {enable_block_reuse: false} in the LLM API)",
-                ),
-                Fix(
-                    "advice",
-                    "or build the engine again with trtllm-build --use_paged_context_fmha enable",
-                    note="keeps the reuse",
-                ),
-            ],
-        )
-    return (
-        "KV cache blocks left off the GPU (onboard_blocks false) with context FMHA or XQA "
-        "kernels, which need them onboard",
-        [
-            Fix(
-                "advice",
-                "kv_cache_onboard_blocks: true in Triton's tensorrt_llm config.pbtxt "
-                "(kv_cache_config: {onboard_blocks: true} in the LLM API)",
-            )
-        ],
-    )
-
-
-# The plugin_config keys the runtime reads with at() (gptJsonConfig.cpp's parsePluginConfig and
-# parseLora; snapshots/engines/trtllm-engine-keys.txt): options the engine writer gained release by
-# release. An architecture key missing (num_layers) is an engine the backend does not serve.
-PLUGIN_KEYS = frozenset(
-    {
-        "gpt_attention_plugin",
-        "remove_input_padding",
-        "paged_kv_cache",
-        "tokens_per_block",
-        "use_custom_all_reduce",
-        "use_context_fmha_for_generation",
-        "use_paged_context_fmha",
-        "lora_plugin",
-    }
-)
-
-
-def _rebuild() -> list[Fix]:
-    return [
-        Fix(
-            "advice",
-            "build the engine again with the TensorRT-LLM that runs it",
-            note="pip show tensorrt_llm where it runs; in Triton, inside its "
-            "nvcr.io/nvidia/tritonserver <YY.MM>-trtllm-python-py3 container",
-        ),
-        Fix(
-            "advice",
-            'or run it with the TensorRT-LLM that built it (config.json\'s "version")',
-        ),
-    ]
-
-
-def _engine_release(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
-    if m.group(1) not in PLUGIN_KEYS:
-        return "", []
-    return (
-        f"the engine's config.json has no '{m.group(1)}', which this TensorRT-LLM runtime "
-        "reads (gptJsonConfig.cpp, nlohmann::json's at()): the engine was built by another "
-        "TensorRT-LLM release than the one that runs it",
-        _rebuild(),
-    )
-
-
-def _plugin_length(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
-    # the releases after the bare TLLM_CHECK(d == a + length) say it themselves: "This is
-    # often caused by using different TensorRT-LLM version to build engine and run engine."
-    return (
-        "a plugin serialized in the engine is not the length this TensorRT-LLM reads back: the "
-        "engine was built by another TensorRT-LLM release than the one that runs it",
-        _rebuild(),
-    )
-
-
 TRTLLM_RULES: tuple[Rule, ...] = (
     (
         "trtllm-executor-memory",
@@ -490,48 +350,9 @@ TRTLLM_RULES: tuple[Rule, ...] = (
         _no_converter,
     ),
     (
-        "trtllm-world-size",
-        re.compile(
-            r"Assertion failed: (?:mpiSize == tp \* pp|MPI size (\d+) != TP size (\d+) \* "
-            r"PP size (\d+)(?: \* CP Size (\d+))?|With communicationMode kLEADER, MPI "
-            r"worldSize is expected to be equal to tp\*pp)"
-        ),
-        _world_size,
-    ),
-    (
         "trtllm-transfer-blocks",
         re.compile(r"Assertion failed: maxNumTokens(?:\.value\(\))? % tokensPerBlock == 0"),
         _transfer_blocks,
-    ),
-    (
-        "trtllm-engine-release",
-        re.compile(
-            r"creating modelInstanceState: \[json\.exception\.out_of_range\.403\] "
-            r"key '(\w+)' not found"
-        ),
-        _engine_release,
-    ),
-    (
-        "trtllm-engine-release",
-        re.compile(
-            r"Assertion failed: d == a \+ length \(\S*plugins/"
-            r"|Expected length \(\d+\) != real length \(\d+\)\. This is often caused by using "
-            r"different TensorRT-LLM version"
-        ),
-        _plugin_length,
-    ),
-    (
-        "trtllm-engine-release",
-        re.compile(r"Tensor names in engine are not the same as expected"),
-        _engine_tensors,
-    ),
-    (
-        "trtllm-block-reuse",
-        re.compile(
-            r"(When KV cache block reuse is set, model has to be built with paged context FMHA)"
-            r"|KV cache blocks need to be onboarded if context FMHA or XAQ kernels are used"
-        ),
-        _block_reuse,
     ),
     (
         "trtllm-kv-pool",
@@ -582,7 +403,4 @@ TRTLLM_MARKERS = (
     "unable to find ",
     "Unsupported model architecture: ",
     "Assertion failed: ",
-    "KV cache block",
-    "!= real length",
-    "Tensor names in engine",
 )

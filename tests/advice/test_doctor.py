@@ -601,7 +601,8 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     from tests.advice.test_safetensors_files import SAFETENSORS_LINES
     from tests.advice.test_scheme_capabilities import SCHEME_LINES
     from tests.advice.test_torchvision_ops import TORCHVISION_LINES
-    from tests.advice.test_trtllm_rules import TRTLLM_LINES, WORLD_SIZE_LINES
+    from tests.advice.test_trtllm_engine_rules import ENGINE_LINES
+    from tests.advice.test_trtllm_rules import TRTLLM_LINES
     from tests.advice.test_unknown_weights import WEIGHT_LINES
 
     errors = (
@@ -619,7 +620,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
         + GLIBC_LINES
         + SCHEME_LINES
         + PARSER_LINES
-        + WORLD_SIZE_LINES
+        + ENGINE_LINES
         + MISTRAL_LINES
         + ENV_BOUND_LINES
         + PAGE_LINES

@@ -1,0 +1,264 @@
+"""doctor's rules for a TensorRT-LLM engine against the runtime that starts it, from
+TensorRT-LLM's own source (read through the workplace's code index; no wheel is reachable).
+
+An engine is built for a number of GPUs, with or without cross attention and paged context
+FMHA, by one TensorRT-LLM release; the runtime (the C++ executor behind Triton's backend and
+the LLM API, or the Python runtime of the examples' run.py) checks each at start-up:
+
+- the MPI ranks started against the engine's tensor x pipeline parallel size, in the C++
+  wordings of its releases and the Python runtime's (snapshots/engines/trtllm-world-size.txt);
+- the cross-attention share of the KV cache, which an encoder-decoder engine needs and a
+  decoder-only one refuses (snapshots/engines/trtllm-cross-kv.txt);
+- KV cache block reuse of an engine built without paged context FMHA, and blocks left off the
+  GPU with those kernels (snapshots/engines/trtllm-block-reuse.txt);
+- an engine built by another release: a ``plugin_config`` key the runtime reads with ``at()``
+  (snapshots/engines/trtllm-engine-keys.txt), a plugin's serialized length, the Python
+  runtime's tensor names (snapshots/engines/trtllm-engine-tensors.txt).
+"""
+
+from __future__ import annotations
+
+import re
+
+from patcher.advice.log_rules import Fix, LogContext, Rule
+
+
+def _launch_fixes(shown: str) -> list[Fix]:
+    return [
+        Fix(
+            "advice",
+            f"mpirun -n {shown} --allow-run-as-root <the same command>",
+            note=f"Triton: python3 scripts/launch_triton_server.py --world_size {shown}, "
+            "which runs mpirun so",
+        ),
+        Fix("advice", "or an engine built for the GPUs the launch starts (trtllm-build --tp_size)"),
+    ]
+
+
+def _ranks_cause(ranks: int, needed: int) -> str:
+    return (
+        f"TensorRT-LLM was started with {ranks} MPI rank{'s' if ranks != 1 else ''}, and the "
+        f"engine is built for {needed} (tensor x pipeline parallel, one process per GPU): the "
+        "launch, not the engine"
+    )
+
+
+def _world_size(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """cpp/tensorrt_llm/runtime/worldConfig.cpp, ``WorldConfig::mpi``: the MPI ranks started
+    must be the engine's tp x pp (x cp); a tensor-parallel engine started as one process (a
+    bare ``tritonserver``, ``run.py`` without ``mpirun -n``) fails here
+    (snapshots/engines/trtllm-world-size.txt)."""
+    ranks = int(m.group(1)) if m.group(1) else None
+    sizes = [int(g) for g in m.groups()[1:] if g]
+    needed = 1
+    for size in sizes:
+        needed *= size
+    if ranks is not None and sizes:
+        return _ranks_cause(ranks, needed), _launch_fixes(str(needed))
+    # without the numbers: the engine's own (its config.json's mapping.world_size)
+    cause = (
+        "TensorRT-LLM was started with another number of MPI ranks than the engine's "
+        "tensor x pipeline parallel size (one process per GPU): the launch, not the engine"
+    )
+    return cause, _launch_fixes("<mapping.world_size of the engine's config.json>")
+
+
+def _engine_world_size(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """The Python runtime's own check of the same (``ModelRunner``, ``GenerationSession`` and
+    the examples' ``read_config``): ``Engine world size (tp[ * pp]) != Runtime world size
+    (mpi_world_size())`` (snapshots/engines/trtllm-world-size.txt)."""
+    needed = int(m.group(1)) * (int(m.group(2)) if m.group(2) else 1)
+    return _ranks_cause(int(m.group(3)), needed), _launch_fixes(str(needed))
+
+
+def _cross_kv(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """trtGptModelInflightBatching.cpp (executorImpl.cpp in later releases): the cross-attention
+    share of the KV cache must be set for an engine with cross attention and left unset for
+    one without (snapshots/engines/trtllm-cross-kv.txt)."""
+    if m.group(1) == "Do not":
+        return (
+            "a cross-attention share of the KV cache (cross_kv_cache_fraction) was set for a "
+            "decoder-only engine, which has no cross attention",
+            [
+                Fix(
+                    "advice",
+                    "remove the cross_kv_cache_fraction parameter from Triton's tensorrt_llm "
+                    "config.pbtxt (or leave it as the template's ${cross_kv_cache_fraction})",
+                    note="the LLM API: no kv_cache_config.cross_kv_cache_fraction",
+                )
+            ],
+        )
+    return (
+        "an encoder-decoder engine (cross attention) needs the cross-attention share of its KV "
+        "cache set (cross_kv_cache_fraction), and none was",
+        [
+            Fix(
+                "advice",
+                "cross_kv_cache_fraction: 0.5 in Triton's tensorrt_llm config.pbtxt (the "
+                "share of the KV cache for cross attention, between 0 and 1)",
+                note="the LLM API: kv_cache_config.cross_kv_cache_fraction; 0.5 is the value "
+                "TensorRT-LLM's encoder-decoder examples give",
+            )
+        ],
+    )
+
+
+def _engine_tensors(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    return (
+        "the engine's input and output tensors are not the ones this TensorRT-LLM runtime "
+        "expects: the engine was built by another release, or with other build options",
+        [
+            *_rebuild(),
+            Fix(
+                "advice",
+                "the 'expected tensors are not found' and 'not expected' lines before it name "
+                "the tensors that differ: a build option the runtime's config.json does not say",
+            ),
+        ],
+    )
+
+
+def _block_reuse(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    if m.group(1):  # reuse asked of an engine built without paged context FMHA
+        return (
+            "KV cache block reuse was asked of an engine built without paged context FMHA, "
+            "which reuse needs (trtGptModelInflightBatching.cpp)",
+            [
+                Fix(
+                    "advice",
+                    "enable_kv_cache_reuse: false in Triton's tensorrt_llm config.pbtxt "
+                    "(kv_cache_config: {enable_block_reuse: false} in the LLM API)",
+                ),
+                Fix(
+                    "advice",
+                    "or build the engine again with trtllm-build --use_paged_context_fmha enable",
+                    note="keeps the reuse",
+                ),
+            ],
+        )
+    return (
+        "KV cache blocks left off the GPU (onboard_blocks false) with context FMHA or XQA "
+        "kernels, which need them onboard",
+        [
+            Fix(
+                "advice",
+                "kv_cache_onboard_blocks: true in Triton's tensorrt_llm config.pbtxt "
+                "(kv_cache_config: {onboard_blocks: true} in the LLM API)",
+            )
+        ],
+    )
+
+
+# The plugin_config keys the runtime reads with at() (gptJsonConfig.cpp's parsePluginConfig and
+# parseLora; snapshots/engines/trtllm-engine-keys.txt): options the engine writer gained release by
+# release. An architecture key missing (num_layers) is an engine the backend does not serve.
+PLUGIN_KEYS = frozenset(
+    {
+        "gpt_attention_plugin",
+        "remove_input_padding",
+        "paged_kv_cache",
+        "tokens_per_block",
+        "use_custom_all_reduce",
+        "use_context_fmha_for_generation",
+        "use_paged_context_fmha",
+        "lora_plugin",
+    }
+)
+
+
+def _rebuild() -> list[Fix]:
+    return [
+        Fix(
+            "advice",
+            "build the engine again with the TensorRT-LLM that runs it",
+            note="pip show tensorrt_llm where it runs; in Triton, inside its "
+            "nvcr.io/nvidia/tritonserver <YY.MM>-trtllm-python-py3 container",
+        ),
+        Fix(
+            "advice",
+            'or run it with the TensorRT-LLM that built it (config.json\'s "version")',
+        ),
+    ]
+
+
+def _engine_release(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    if m.group(1) not in PLUGIN_KEYS:
+        return "", []
+    return (
+        f"the engine's config.json has no '{m.group(1)}', which this TensorRT-LLM runtime "
+        "reads (gptJsonConfig.cpp, nlohmann::json's at()): the engine was built by another "
+        "TensorRT-LLM release than the one that runs it",
+        _rebuild(),
+    )
+
+
+def _plugin_length(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    # the releases after the bare TLLM_CHECK(d == a + length) say it themselves: "This is
+    # often caused by using different TensorRT-LLM version to build engine and run engine."
+    return (
+        "a plugin serialized in the engine is not the length this TensorRT-LLM reads back: the "
+        "engine was built by another TensorRT-LLM release than the one that runs it",
+        _rebuild(),
+    )
+
+
+TRTLLM_ENGINE_RULES: tuple[Rule, ...] = (
+    (
+        "trtllm-world-size",
+        re.compile(
+            r"Assertion failed: (?:mpiSize == tp \* pp|MPI size (\d+) != TP size (\d+) \* "
+            r"PP size (\d+)(?: \* CP Size (\d+))?|With communicationMode kLEADER, MPI "
+            r"worldSize is expected to be equal to tp\*pp)"
+        ),
+        _world_size,
+    ),
+    (
+        "trtllm-world-size",
+        re.compile(r"Engine world size \((\d+)(?: \* (\d+))?\) != Runtime world size \((\d+)\)"),
+        _engine_world_size,
+    ),
+    (
+        "trtllm-cross-kv",
+        re.compile(r"(Do not|Must) set crossKvCacheFraction for (?:decoder-only|encoder-decoder)"),
+        _cross_kv,
+    ),
+    (
+        "trtllm-engine-release",
+        re.compile(
+            r"creating modelInstanceState: \[json\.exception\.out_of_range\.403\] "
+            r"key '(\w+)' not found"
+        ),
+        _engine_release,
+    ),
+    (
+        "trtllm-engine-release",
+        re.compile(
+            r"Assertion failed: d == a \+ length \(\S*plugins/"
+            r"|Expected length \(\d+\) != real length \(\d+\)\. This is often caused by using "
+            r"different TensorRT-LLM version"
+        ),
+        _plugin_length,
+    ),
+    (
+        "trtllm-engine-release",
+        re.compile(r"Tensor names in engine are not the same as expected"),
+        _engine_tensors,
+    ),
+    (
+        "trtllm-block-reuse",
+        re.compile(
+            r"(When KV cache block reuse is set, model has to be built with paged context FMHA)"
+            r"|KV cache blocks need to be onboarded if context FMHA or XAQ kernels are used"
+        ),
+        _block_reuse,
+    ),
+)
+# One plain word of each rule above (engine_rules' _MARKERS takes them; trtllm_rules' markers
+# hold "Assertion failed: " and "creating modelInstanceState: " for both).
+TRTLLM_ENGINE_MARKERS = (
+    "Runtime world size",
+    "set crossKvCacheFraction",
+    "KV cache block",
+    "!= real length",
+    "Tensor names in engine",
+)
