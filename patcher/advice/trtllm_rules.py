@@ -221,6 +221,56 @@ def _unknown_option(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]
     )
 
 
+# The fields the PyTorch backend's arguments (TorchLlmArgs) declare and the TensorRT backend's
+# lack (llm_args.py, one stored version; snapshots/engines/trtllm-torch-args.txt).
+TORCH_ONLY_ARGS = frozenset(
+    {
+        "use_cuda_graph",
+        "cuda_graph_batch_sizes",
+        "cuda_graph_max_batch_size",
+        "cuda_graph_padding_enabled",
+        "disable_overlap_scheduler",
+        "moe_max_num_tokens",
+        "moe_load_balancer",
+        "attn_backend",
+        "moe_backend",
+        "mixed_sampler",
+        "enable_trtllm_sampler",
+        "kv_cache_dtype",
+        "enable_iter_perf_stats",
+        "enable_iter_req_stats",
+        "print_iter_log",
+        "torch_compile_config",
+        "autotuner_enabled",
+        "enable_layerwise_nvtx_marker",
+        "load_format",
+        "enable_min_latency",
+        "stream_interval",
+    }
+)
+
+
+def _invalid_argument(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """llmapi/llm.py: the LLM checks its keyword arguments against the arguments' class of the
+    backend it runs (``_TrtLLM``: the TensorRT backend's TrtLlmArgs)."""
+    llm, key = m.group(1), m.group(2)
+    if llm == "_TrtLLM" and key in TORCH_ONLY_ARGS:
+        return (
+            f"{key} is an option of TensorRT-LLM's PyTorch backend, and this LLM runs the "
+            "TensorRT backend (no --backend pytorch was given, where the release's default "
+            "is the TensorRT one, or --backend tensorrt was)",
+            [
+                Fix(
+                    "flag",
+                    "--backend pytorch",
+                    note="trtllm-serve and trtllm-bench; LLM(..., backend='pytorch') in Python",
+                ),
+                Fix("advice", f"or remove {key} from the --extra_llm_api_options file"),
+            ],
+        )
+    return _unknown_option(m, ctx)
+
+
 def _fill(model: str, values: dict[str, str]) -> str:
     """The backend's own command that fills ``model``'s template keys (tools/fill_template.py,
     ``key:value`` pairs joined by commas)."""
@@ -389,6 +439,11 @@ TRTLLM_RULES: tuple[Rule, ...] = (
         re.compile(r"\b(\w*LlmArgs)\.__init__\(\) got an unexpected keyword argument '(\w+)'"),
         _unknown_option,
     ),
+    (
+        "trtllm-unknown-option",
+        re.compile(r"\b(_TrtLLM|_TorchLLM|LLM) got invalid argument: (\w+)"),
+        _invalid_argument,
+    ),
 )
 # One plain word of each rule above (engine_rules' _MARKERS takes them).
 TRTLLM_MARKERS = (
@@ -396,6 +451,7 @@ TRTLLM_MARKERS = (
     "Unknown architecture for AutoModelForCausalLM",
     "is not supported in TRT-LLM",
     "got an unexpected keyword argument",
+    "got invalid argument: ",
     "maxTokensInPagedKvCache",
     "ModelConfig: ",
     "creating modelInstanceState: ",

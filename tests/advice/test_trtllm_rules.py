@@ -17,7 +17,7 @@ import pytest
 
 from patcher.advice.doctor import diagnose_text
 from patcher.advice.log_rules import Fix
-from patcher.advice.trtllm_rules import _FLAGS
+from patcher.advice.trtllm_rules import _FLAGS, TORCH_ONLY_ARGS
 from tests.conftest import SNAPSHOTS
 
 READING = json.loads(resources.files("patcher.advice").joinpath("trtllm-memory.json").read_text())
@@ -49,6 +49,10 @@ TRTLLM_LINES = [
     # cacheTransBuffer.cpp's TLLM_CHECK (snapshots/engines/trtllm-cache-transfer.txt)
     "[TensorRT-LLM][ERROR] Assertion failed: maxNumTokens.value() % tokensPerBlock == 0 "
     "(../tensorrt_llm/batch_manager/cacheTransBuffer.cpp:206)",
+    # llmapi/llm.py's own check of the arguments against the backend's class
+    # (snapshots/engines/trtllm-torch-args.txt)
+    "[09/16/2025-03:59:59] [TRT-LLM] [E] Failed to parse the arguments for the LLM constructor: "
+    "_TrtLLM got invalid argument: disable_overlap_scheduler",
 ]
 LOGGER = "[07/08/2026-19:47:15] [TRT-LLM] [RANK 1] [E] Failed to initialize executor on rank 1: "
 
@@ -336,3 +340,17 @@ def test_a_transfer_budget_not_in_whole_blocks_names_both_settings() -> None:
     assert "max_tokens_in_buffer" in found.fixes[0].text
     assert "tokens_per_block" in found.fixes[1].text
     assert not any(f.text.startswith("mpirun") for f in found.fixes)
+
+
+def test_a_pytorch_backend_option_given_to_the_tensorrt_backend_names_the_backend() -> None:
+    text = (SNAPSHOTS / "engines" / "trtllm-torch-args.txt").read_text()
+    read = {line for line in text.splitlines() if line and not line.startswith("#")}
+    assert read == TORCH_ONLY_ARGS  # the rule's list is the reading
+    for key in sorted(read):
+        found = diagnose_text(f"ValueError: _TrtLLM got invalid argument: {key}\n")
+        assert found.code == "trtllm-unknown-option"
+        assert found.fixes[0].text == "--backend pytorch", key
+    # an option neither backend has is the options file of another release, as before
+    other = diagnose_text("ValueError: _TorchLLM got invalid argument: pytorch_backend_config\n")
+    assert other.code == "trtllm-unknown-option"
+    assert other.fixes[0].text.startswith("remove pytorch_backend_config")
