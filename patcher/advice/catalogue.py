@@ -25,6 +25,13 @@ from patcher.advice.packaged import packaged
 
 Engine = Literal["vllm", "sglang", "transformers"]
 ENGINES: tuple[Engine, ...] = ("vllm", "sglang", "transformers")
+# The serving engines among them, and how their names are written in an answer.
+SERVERS: tuple[Engine, ...] = ("vllm", "sglang")
+ENGINE_NAMES: dict[Engine, str] = {
+    "vllm": "vLLM",
+    "sglang": "SGLang",
+    "transformers": "transformers",
+}
 # Below this much literal text (letters and digits, first line) a template is too generic.
 MIN_LITERAL = 24
 # A line cut short (wrapped, or truncated by a log viewer) still matches when at least this

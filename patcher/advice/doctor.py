@@ -514,9 +514,7 @@ def _registry_release(found: Diagnosis, files: ConfigFiles) -> Diagnosis:
     if at is None or not isinstance(names, list) or not names or not isinstance(names[0], str):
         return found
     version = found.engine_version
-    listed = release_for(
-        names[0], tuple(int(p) for p in re.findall(r"\d+", version)[:3]) if version else None
-    )
+    listed = release_for(names[0], catalogue.version_key(version) if version else None)
     if listed is None:
         return found
     return replace(found, fixes=(*found.fixes[:at], listed, *found.fixes[at + 1 :]))

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 
 from patcher.advice.catalogue import (
+    ENGINE_NAMES,
+    SERVERS,
     Engine,
     declared,
     feature_by_release,
@@ -32,8 +34,6 @@ BOUND = re.compile(
     r"Assert\w*\b.*?(?:(?P<lhs>[\w.()\[\]]+)\s*<=\s*(?P<name>[a-z][a-z0-9]*(?:_[a-z0-9]+){2,})"
     r"\b(?!\s*\()|\b(?P<name2>[a-z][a-z0-9]*(?:_[a-z0-9]+){2,})\s*>=\s*(?P<lhs2>[\w.()\[\]]+))"
 )
-_ENGINES: tuple[Engine, ...] = ("vllm", "sglang")
-_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
 # The flags whose value is the most tokens one rank sends at start-up: the largest CUDA-graph
 # batch captured, and the most requests at once (SGLang's warm-up runs that many).
 _BATCH_FLAGS = ("--cuda-graph-max-bs", "--max-cudagraph-capture-size", "--max-running-requests")
@@ -69,7 +69,7 @@ def _of_release(engine: Engine, feature: str, version: tuple[int, ...] | None) -
         return None
     if version is not None:
         for release, value in by_release.items():
-            if tuple(int(p) for p in re.findall(r"\d+", release)[:3]) == version[:3]:
+            if version_key(release) == version[:3]:
                 return value
     return by_release[max(by_release, key=version_key)]
 
@@ -86,7 +86,7 @@ def env_bound(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     name from the environment (the rule does not hold)."""
     name = m.group("name") or m.group("name2")
     lhs = m.group("lhs") or m.group("lhs2")
-    engines = [e for e in _ENGINES if ctx.engine in (None, e)]
+    engines = [e for e in SERVERS if ctx.engine in (None, e)]
     fixes: list[Fix] = []
     told: list[str] = []
     for engine in engines:
@@ -99,7 +99,7 @@ def env_bound(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
             limits = "; ".join(
                 part
                 for part in (
-                    f"read by {_NAMES[engine]} {releases[0]} on" if releases else "",
+                    f"read by {ENGINE_NAMES[engine]} {releases[0]} on" if releases else "",
                     f"default {default}" if default else "",
                     f"{capped[0]} on assert at most {cap}" if capped else "",
                 )
@@ -113,7 +113,7 @@ def env_bound(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
                     "more GPU memory",
                 )
             )
-            told.append(f"{_NAMES[engine]} sets {name} from {variable} ({limits})")
+            told.append(f"{ENGINE_NAMES[engine]} sets {name} from {variable} ({limits})")
             batch = [f for f in _BATCH_FLAGS if declared(engine, f)]
             if batch and "tokens" in name:
                 fixes.append(

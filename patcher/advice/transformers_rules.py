@@ -11,7 +11,15 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import Engine, config_classes, releases, version_key
+from patcher.advice.catalogue import (
+    ENGINE_NAMES,
+    SERVERS,
+    Engine,
+    config_classes,
+    feature_releases,
+    releases,
+    version_key,
+)
 from patcher.advice.log_rules import Fix, LogContext, Rule
 from patcher.advice.requirements import required
 
@@ -47,19 +55,13 @@ def _rope_two_fields(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]
     )
 
 
-_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
-_ENGINES: tuple[Engine, ...] = ("vllm", "sglang")
-
-
 def _own_config(model_type: str, ctx: LogContext, line: str) -> list[Fix]:
     """The engine releases that read ``model_type`` with a config class of their own (their
     ``_CONFIG_REGISTRY``, read per release as ``own_config``): those start whatever
     transformers is installed. The log's engine only, where it is known (pydantic's "Value
     error, " is vLLM's config); a release the log names that already has it is no way out."""
-    from patcher.advice.catalogue import feature_releases
-
     said = ctx.engine or ("vllm" if line.lstrip().startswith("Value error,") else None)
-    engines = [e for e in _ENGINES if said in (None, e)]
+    engines = [e for e in SERVERS if said in (None, e)]
     fixes = []
     for name in engines:
         having = feature_releases(name, "own_config", model_type)
@@ -71,7 +73,7 @@ def _own_config(model_type: str, ctx: LogContext, line: str) -> list[Fix]:
             Fix(
                 "dependency",
                 f"pip install '{name}>={having[0]}'",
-                note=f"{_NAMES[name]} {having[0]} and later read {model_type} with a config "
+                note=f"{ENGINE_NAMES[name]} {having[0]} and later read {model_type} with a config "
                 "class of their own, whatever transformers is installed",
             )
         )
