@@ -56,6 +56,7 @@ from patcher.advice.quantized_modules import excluded_scale
 from patcher.advice.remote_tokenizers import REMOTE_TOKENIZER_MARKERS, REMOTE_TOKENIZER_RULES
 from patcher.advice.safetensors_files import SAFETENSORS_MARKERS, SAFETENSORS_RULES
 from patcher.advice.scheme_capabilities import SCHEME_MARKERS, SCHEME_RULES
+from patcher.advice.speculative import SPECULATIVE_MARKERS, SPECULATIVE_RULES
 from patcher.advice.startup_memory import too_little_free
 from patcher.advice.transformers_rules import TRANSFORMERS_MARKERS, TRANSFORMERS_RULES
 from patcher.advice.trtllm_engine_rules import TRTLLM_ENGINE_MARKERS, TRTLLM_ENGINE_RULES
@@ -506,6 +507,7 @@ RULES: tuple[Rule, ...] = (
     ),
     # before the families: a capture's failure quoting the check is answered by its bound
     *ENV_BOUND_RULES,
+    *SPECULATIVE_RULES,
     *FAMILY_RULES,
     *DTYPE_RULES,
     *MARLIN_RULES,
@@ -577,6 +579,7 @@ _MARKERS = (
     *MARLIN_MARKERS,
     *MISTRAL_MARKERS,
     *ENV_BOUND_MARKERS,
+    *SPECULATIVE_MARKERS,
     *TRANSFORMERS_MARKERS,
     *REMOTE_TOKENIZER_MARKERS,
     *SAFETENSORS_MARKERS,

@@ -6,8 +6,10 @@ it lacks the draft's own methods: ``'Qwen2ForCausalLM' object has no attribute '
 
 from __future__ import annotations
 
+import re
+
 from patcher.advice.catalogue import Matched
-from patcher.advice.log_rules import Fix, LogContext
+from patcher.advice.log_rules import Fix, LogContext, Rule
 from patcher.advice.own_remedy import own_remedy
 
 
@@ -40,3 +42,49 @@ def explain_draft(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
         "the target model taken as its own draft)",
         [*own_remedy(m.line, m.template), draft, off],
     )
+
+
+# A kernel's own check of the query rows a request brings at decode (DeepGEMM's paged MQA
+# logits for the DeepSeek sparse-attention indexer: "Assertion error (...paged_mqa_logits.hpp:
+# 223): next_n == 1 or next_n == 2"); speculative decoding sets next_n, as each engine's source
+# reads it (snapshots/engines/deepgemm-next-n.txt).
+NEXT_N = re.compile(r"Assertion[^\n]*?\bnext_n == \d+(?:\s*(?:or|\|\|)\s*next_n == \d+)*")
+
+
+def draft_rows(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """The draft tokens a request verifies at once, above what the kernel takes: vLLM's indexer
+    gives the kernel ``next_n = 1 + num_speculative_tokens`` rows (indexer.py), SGLang's
+    ``next_n = speculative_num_draft_tokens`` (dsa_backend.py)."""
+    allowed = sorted({int(n) for n in re.findall(r"next_n == (\d+)", m.group(0))})
+    top = allowed[-1]
+    fixes: list[Fix] = []
+    if ctx.engine in (None, "vllm"):
+        fixes.append(
+            Fix(
+                "advice",
+                f'--speculative-config with "num_speculative_tokens": {top - 1}'
+                if top > 1
+                else "leave out --speculative-config",
+                note=f"vLLM's indexer gives the kernel 1 + num_speculative_tokens rows a "
+                f"request; it takes {' or '.join(map(str, allowed))}",
+            )
+        )
+    if ctx.engine in (None, "sglang"):
+        fixes.append(
+            Fix(
+                "flag",
+                f"--speculative-num-draft-tokens {top}",
+                note="SGLang's sparse-attention backend gives the kernel "
+                "speculative_num_draft_tokens rows a request",
+            )
+        )
+    fixes.append(Fix("advice", "or serve without speculative decoding"))
+    return (
+        f"the sparse-attention indexer's kernel takes {' or '.join(map(str, allowed))} query "
+        "rows a request (next_n), and speculative decoding verifies more draft tokens at once",
+        fixes,
+    )
+
+
+SPECULATIVE_RULES: tuple[Rule, ...] = (("speculative-rows", NEXT_N, draft_rows),)
+SPECULATIVE_MARKERS = ("next_n == ",)

@@ -17,42 +17,127 @@ from patcher.advice.catalogue import (
     Engine,
     config_classes,
     feature_releases,
+    features_of,
     releases,
+    span_of,
     version_key,
 )
 from patcher.advice.log_rules import Fix, LogContext, Rule
 from patcher.advice.requirements import required
 
+_ROPE_TYPE = re.compile(r"""['"](?:rope_)?type['"]:\s*['"]([\w-]+)['"]""")
+_UPPER = re.compile(r"(<=|<|==)\s*(\d+(?:\.\d+)*)")
 
-def _rope_two_fields(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+
+def _admits_from(specifier: str, least: str) -> bool:
+    """Whether a requirement (``transformers<5,>=4.56.0``) admits ``least`` or a later release:
+    its upper bounds only (an exclusion such as ``!=5.0.*`` leaves the later ones)."""
+    for op, bound in _UPPER.findall(specifier):
+        if op == "<" and not version_key(least) < version_key(bound):
+            return False
+        if op in ("<=", "==") and not version_key(least) <= version_key(bound):
+            return False
+    return True
+
+
+def _admitting(engine: Engine, least: str) -> str | None:
+    """The first release of the last unbroken run of releases read of ``engine`` whose
+    transformers requirement admits ``least`` or later; None when none does. Releases that
+    bound nothing before a run that excludes it are no evidence (vLLM 0.12 to 0.19 say
+    ``<5``; the releases before them were written before transformers 5 existed)."""
+    pins = required(engine, "transformers")
+    span = span_of(engine, lambda r: r in pins and _admits_from(pins[r], least))
+    return span[0] if span is not None and span[1] is None else None
+
+
+def _engine_builds(rope_type: str, ctx: LogContext) -> list[Fix]:
+    """An engine release whose ``get_rope`` builds ``rope_type`` from the config's
+    ``rope_type`` key (the ``rope_type`` feature, tools/read_rope_types.py), where the log's
+    engine release is older than the first that does: a newer transformers alone leaves it
+    unable to build the scaling the config names."""
+    engine = next((e for e in SERVERS if e == ctx.engine), None)
+    if engine is None or ctx.version is None:
+        return []
+    recorded = {
+        r
+        for n in features_of(engine, "rope_type")
+        for r in feature_releases(engine, "rope_type", n)
+    }
+    having = set(feature_releases(engine, "rope_type", rope_type))
+    span = span_of(engine, lambda r: r in having)
+    if span is None or span[1] is not None or ctx.version >= version_key(span[0]):
+        return []
+    earlier = [r for r in recorded if version_key(r) <= ctx.version and r not in having]
+    if not earlier:
+        return []
+    requirement = required(engine, "transformers").get(span[0], "")
+    return [
+        Fix(
+            "dependency",
+            f"pip install '{engine}>={span[0]}'",
+            note=f"{ENGINE_NAMES[engine]} {span[0]} and later build rope_type {rope_type} from "
+            f"the config (get_rope, read from each release's wheel; "
+            f"{max(earlier, key=version_key)} does not)"
+            + (f", and require {requirement}" if requirement else ""),
+        )
+    ]
+
+
+def _rope_two_fields(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     from patcher.advice.catalogue import no_longer_raised, stopped_by_model
 
     said = "`rope_scaling` must be a dictionary with two fields"
-    after = no_longer_raised("transformers", said, ctx.config_file)
+    named = _ROPE_TYPE.search(m.string[m.end() :])
     fixes = [Fix("advice", "rewriting rope_scaling is a last resort: the config is right")]
-    # Each model's config class stopped raising it in its own release; the traceback's
-    # configuration_*.py names the model, else every model's release is told.
-    per_model = (
-        "" if ctx.config_file else "; ".join(f"{m} {r}" for m, r in stopped_by_model(said).items())
-    )
-    if after is not None:
+    engine = _engine_builds(named.group(1), ctx) if named else []
+    if ctx.config_file:
+        after = no_longer_raised("transformers", said, ctx.config_file)
+        if after is not None:
+            fixes.insert(
+                0,
+                Fix(
+                    "dependency",
+                    f"pip install 'transformers>={after}'",
+                    note="the first release read whose config class no longer raises this",
+                ),
+            )
+        return _ROPE_CAUSE, [*engine, *fixes]
+    # Each model's config class stopped raising it in its own release; without the traceback's
+    # configuration_*.py the model is not known, and the log's engine release bounds which of
+    # those releases it runs with.
+    per_model = stopped_by_model(said)
+    if not per_model:
+        return _ROPE_CAUSE, [*engine, *fixes]
+    beyond: dict[str, str] = {}
+    server = next((e for e in SERVERS if e == ctx.engine), None)
+    if server is not None and ctx.version is not None:
+        for after in set(per_model.values()):
+            first = _admitting(server, after)
+            if first is None or ctx.version < version_key(first):
+                beyond[after] = first or ""
+    within_reach = [r for r in per_model.values() if r not in beyond]
+    note = "per model: " + "; ".join(f"{model} {r}" for model, r in per_model.items())
+    for after, first in sorted(beyond.items(), key=lambda kv: version_key(kv[0])):
+        name = ENGINE_NAMES[server or "vllm"]
+        note += f"; {after} is beyond this {name} release's requirement" + (
+            f" ({name} admits it from {first})" if first else ""
+        )
+    if within_reach:
         fixes.insert(
             0,
             Fix(
                 "dependency",
-                f"pip install 'transformers>={after}'",
-                note=(
-                    f"per model: {per_model}"
-                    if per_model
-                    else "the first release read whose config class no longer raises this"
-                ),
+                f"pip install 'transformers>={max(within_reach, key=version_key)}'",
+                note=note,
             ),
         )
-    return (
-        "an old transformers cannot read a rope_scaling of the newer layout (a rope_type, "
-        "such as Llama 3.1's llama3): the config is right, the library is old",
-        fixes,
-    )
+    return _ROPE_CAUSE, [*engine, *fixes]
+
+
+_ROPE_CAUSE = (
+    "an old transformers cannot read a rope_scaling of the newer layout (a rope_type, such as "
+    "Llama 3.1's llama3): the config is right, the library is old"
+)
 
 
 def _own_config(model_type: str, ctx: LogContext, line: str) -> list[Fix]:

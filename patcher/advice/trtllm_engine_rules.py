@@ -13,7 +13,8 @@ the LLM API, or the Python runtime of the examples' run.py) checks each at start
   GPU with those kernels (snapshots/engines/trtllm-block-reuse.txt);
 - an engine built by another release: a ``plugin_config`` key the runtime reads with ``at()``
   (snapshots/engines/trtllm-engine-keys.txt), a plugin's serialized length, the Python
-  runtime's tensor names (snapshots/engines/trtllm-engine-tensors.txt).
+  runtime's tensor names (snapshots/engines/trtllm-engine-tensors.txt), or TensorRT's own
+  check of the release that serialized the plan (snapshots/engines/tensorrt-plan-version.txt).
 """
 
 from __future__ import annotations
@@ -99,6 +100,28 @@ def _cross_kv(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
                 note="the LLM API: kv_cache_config.cross_kv_cache_fraction; 0.5 is the value "
                 "TensorRT-LLM's encoder-decoder examples give",
             )
+        ],
+    )
+
+
+def _plan_version(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """TensorRT's own refusal of a serialized engine (the plan) another TensorRT release built:
+    by default an engine runs only with the TensorRT that built it (NVIDIA's TensorRT
+    documentation, Version Compatibility; snapshots/engines/tensorrt-plan-version.txt)."""
+    loading, built = m.group(1), m.group(2)
+    return (
+        f"the engine was serialized by another TensorRT release than the one loading it "
+        f"({loading} and {built}; in the reports read the first is the TensorRT that loads it, "
+        "the second the one that built it): an engine runs only with the TensorRT that built it",
+        [
+            Fix(
+                "advice",
+                "build the engine again with the TensorRT the server loads it with",
+                note="python -c 'import tensorrt; print(tensorrt.__version__)' where it runs; "
+                "for Triton, run trtllm-build inside the same nvcr.io/nvidia/tritonserver "
+                "<YY.MM>-trtllm-python-py3 container that serves it",
+            ),
+            Fix("advice", "or serve it with the TensorRT release that built it"),
         ],
     )
 
@@ -233,7 +256,7 @@ TRTLLM_ENGINE_RULES: tuple[Rule, ...] = (
     (
         "trtllm-engine-release",
         re.compile(
-            r"Assertion failed: d == a \+ length \(\S*plugins/"
+            r"Assertion failed: d == a \+ length\b"
             r"|Expected length \(\d+\) != real length \(\d+\)\. This is often caused by using "
             r"different TensorRT-LLM version"
         ),
@@ -243,6 +266,14 @@ TRTLLM_ENGINE_RULES: tuple[Rule, ...] = (
         "trtllm-engine-release",
         re.compile(r"Tensor names in engine are not the same as expected"),
         _engine_tensors,
+    ),
+    (
+        "trtllm-engine-release",
+        re.compile(
+            r"The engine plan file is not compatible with this version of TensorRT, expecting "
+            r"library version ([\d.]+) got ([\d.]+)"
+        ),
+        _plan_version,
     ),
     (
         "trtllm-block-reuse",
@@ -261,4 +292,5 @@ TRTLLM_ENGINE_MARKERS = (
     "KV cache block",
     "!= real length",
     "Tensor names in engine",
+    "engine plan file is not compatible",
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from patcher.advice import catalogue
 from patcher.advice.doctor import diagnose_text
+from tests.conftest import SNAPSHOTS
 
 
 def test_a_target_loaded_as_its_own_draft_is_the_draft_path_to_give() -> None:
@@ -36,3 +37,40 @@ def test_a_draft_workers_own_refusal_of_the_draft_is_read_from_its_source() -> N
     )
     assert found.code == "speculative-draft"
     assert any("--speculative-draft-model-path" in f.text for f in found.fixes)
+
+
+KERNEL = next(
+    line
+    for line in (SNAPSHOTS / "engines" / "deepgemm-next-n.txt").read_text().splitlines()
+    if line and not line.startswith("#")
+)
+# The kernel's bound, for test_doctor's marker test.
+SPECULATIVE_LINES = [KERNEL]
+
+
+def test_the_indexer_kernels_row_bound_is_one_draft_token_on_vllm() -> None:
+    # next_n = 1 + num_speculative_tokens (indexer.py, the snapshot): a kernel that takes 1 or
+    # 2 rows a request takes one speculative token
+    found = diagnose_text(
+        "(APIServer pid=1) INFO 04-25 10:00:00 [utils.py:233] non-default args: {'model': "
+        "'deepseek-ai/DeepSeek-V4-Pro', 'speculative_config': {'method': 'mtp', "
+        "'num_speculative_tokens': 2}}\n"
+        f"(EngineCore pid=2) {KERNEL}\n"
+    )
+    assert found.code == "speculative-rows"
+    assert found.fixes[0].text == '--speculative-config with "num_speculative_tokens": 1'
+    assert "1 or 2" in found.cause
+
+
+def test_the_same_bound_is_the_draft_token_count_on_sglang() -> None:
+    # SGLang's next_n is speculative_num_draft_tokens (dsa_backend.py, the snapshot)
+    found = diagnose_text(
+        "[2026-04-25 10:00:00] server_args=ServerArgs(model_path='/m', "
+        "speculative_algorithm='EAGLE', speculative_num_draft_tokens=4)\n"
+        "[2026-04-25 10:00:05 TP0] Scheduler hit an exception: RuntimeError: Assertion error "
+        "(/sgl-workspace/DeepGEMM/csrc/jit_kernels/impls/smxx_fp8_paged_mqa_logits.hpp:200): "
+        "next_n == 1 or next_n == 2\n"
+    )
+    assert found.code == "speculative-rows"
+    assert found.fixes[0].text == "--speculative-num-draft-tokens 2"
+    assert all("num_speculative_tokens" not in f.text for f in found.fixes)

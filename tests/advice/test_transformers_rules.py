@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from patcher.advice.catalogue import feature_releases, features_of, model_types
+from patcher.advice.catalogue import (
+    feature_releases,
+    features_of,
+    model_types,
+    stopped_by_model,
+)
 from patcher.advice.doctor import diagnose_text
 
 WORDS = (
@@ -58,3 +63,49 @@ def test_a_type_no_engine_registers_gets_only_the_transformers_upgrade() -> None
     found = diagnose_text(f"ValueError: {WORDS.format(model_type)}\n")
     assert [f.kind for f in found.fixes] == ["dependency"]
     assert found.fixes[0].text == f"pip install 'transformers>={known[model_type][0]}'"
+
+
+ROPE_WORDS = (
+    "ValueError: `rope_scaling` must be a dictionary with two fields, `type` and `factor`, "
+    "got {'factor': 8.0, 'low_freq_factor': 1.0, 'high_freq_factor': 4.0, "
+    "'original_max_position_embeddings': 8192, 'rope_type': 'llama3'}"
+)
+
+
+def _first_building(rope_type: str) -> str:
+    return feature_releases("vllm", "rope_type", rope_type)[0]
+
+
+def test_an_engine_release_that_cannot_build_the_rope_type_is_named_first() -> None:
+    # vLLM 0.4.3's get_rope reads only rope_scaling["type"] (read as type-key-only): a newer
+    # transformers alone leaves it unable to build llama3; the first release that builds it is
+    # the way out, and its own transformers requirement comes with it
+    first = _first_building("llama3")
+    assert "0.4.3" in feature_releases("vllm", "rope_type", "type-key-only")
+    found = diagnose_text(
+        "INFO 07-23 16:04:42 api_server.py:219] vLLM API server version 0.4.3\n" + ROPE_WORDS + "\n"
+    )
+    assert found.code == "rope-scaling-fields"
+    assert found.fixes[0].text == f"pip install 'vllm>={first}'"
+    assert "0.4.3 does not" in (found.fixes[0].note or "")
+
+
+def test_a_release_that_builds_it_gets_only_the_transformers_its_requirement_admits() -> None:
+    # vLLM 0.9.2 builds llama3; the per-model releases include 5.0.0, which no vLLM release
+    # before the run that admits transformers 5 installs with (the catalogue's requirements)
+    assert "0.9.2" in feature_releases("vllm", "rope_type", "llama3")
+    found = diagnose_text(
+        "INFO 07-23 16:04:42 api_server.py:219] vLLM API server version 0.9.2\n" + ROPE_WORDS + "\n"
+    )
+    assert found.code == "rope-scaling-fields"
+    assert all(not f.text.startswith("pip install 'vllm") for f in found.fixes)
+    first = found.fixes[0]
+    assert first.text.startswith("pip install 'transformers>=4.")
+    assert "5.0.0 is beyond this vLLM release's requirement" in (first.note or "")
+
+
+def test_without_the_engine_every_models_release_is_told() -> None:
+    per_model = stopped_by_model("`rope_scaling` must be a dictionary with two fields")
+    found = diagnose_text(ROPE_WORDS + "\n")
+    assert found.code == "rope-scaling-fields"
+    assert f"llama {per_model['llama']}" in (found.fixes[0].note or "")

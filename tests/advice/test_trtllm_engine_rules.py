@@ -3,6 +3,8 @@ TensorRT-LLM's own checks (snapshots/engines/trtllm-*.txt hold the source read).
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from patcher.advice.doctor import diagnose_text
@@ -10,6 +12,9 @@ from tests.conftest import SNAPSHOTS
 
 # One line of each rule's (test_doctor's marker test takes them with its own cases).
 ENGINE_LINES = [
+    # TensorRT's own check (snapshots/engines/tensorrt-plan-version.txt)
+    "[TensorRT-LLM][ERROR] 6: The engine plan file is not compatible with this version of "
+    "TensorRT, expecting library version 9.2.0.5 got 9.3.0.1, please rebuild.",
     "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: mpiSize == tp * pp "
     "(/app/tensorrt_llm/cpp/tensorrt_llm/runtime/worldConfig.cpp:80)",
     # the Python runtime's own check (snapshots/engines/trtllm-world-size.txt)
@@ -137,6 +142,34 @@ def test_a_plugin_of_another_release_in_the_engine_is_a_rebuild(wording: str) ->
     # the older bare check and the words later releases give it
     # (snapshots/engines/trtllm-engine-keys.txt)
     found = diagnose_text(f"{TRITON.split('[TensorRT-LLM]')[0]}[TensorRT-LLM][ERROR] {wording}\n")
+    assert found.code == "trtllm-engine-release"
+    assert found.fixes[0].text == "build the engine again with the TensorRT-LLM that runs it"
+
+
+@pytest.mark.parametrize(
+    "wording",
+    [
+        line
+        for line in (SNAPSHOTS / "engines" / "tensorrt-plan-version.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    ],
+)
+def test_a_plan_another_tensorrt_built_is_built_again_where_it_is_served(wording: str) -> None:
+    found = diagnose_text(f"{TRITON.split('[TensorRT-LLM]')[0]}{wording}\n")
+    assert found.code == "trtllm-engine-release"
+    numbers = re.search(r"expecting library version ([\d.]+) got ([\d.]+)", wording)
+    assert numbers is not None
+    # both releases are named; which loads it is told as the reports read show it
+    assert f"({numbers.group(1)} and {numbers.group(2)};" in found.cause
+    assert (
+        found.fixes[0].text == "build the engine again with the TensorRT the server loads it with"
+    )
+
+
+def test_the_plugin_check_quoted_alone_is_still_a_rebuild() -> None:
+    # a report's title quotes the check's words without the prefix or the file: the check
+    # exists only in the plugins' constructors from the engine's bytes (the snapshot's note)
+    found = diagnose_text("Assertion failed: d == a + length\n")
     assert found.code == "trtllm-engine-release"
     assert found.fixes[0].text == "build the engine again with the TensorRT-LLM that runs it"
 
