@@ -48,7 +48,9 @@ def explain_draft(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
 # logits for the DeepSeek sparse-attention indexer: "Assertion error (...paged_mqa_logits.hpp:
 # 223): next_n == 1 or next_n == 2"); speculative decoding sets next_n, as each engine's source
 # reads it (snapshots/engines/deepgemm-next-n.txt).
-NEXT_N = re.compile(r"Assertion[^\n]*?\bnext_n == \d+(?:\s*(?:or|\|\|)\s*next_n == \d+)*")
+NEXT_N = re.compile(
+    r"Assertion (?:error|failed)[^\n]*?\bnext_n == \d+(?:\s*(?:or|\|\|)\s*next_n == \d+)*"
+)
 
 
 def draft_rows(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
@@ -87,4 +89,4 @@ def draft_rows(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
 
 
 SPECULATIVE_RULES: tuple[Rule, ...] = (("speculative-rows", NEXT_N, draft_rows),)
-SPECULATIVE_MARKERS = ("next_n == ",)
+SPECULATIVE_MARKERS = ("Assertion ",)

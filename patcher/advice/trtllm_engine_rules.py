@@ -292,5 +292,5 @@ TRTLLM_ENGINE_MARKERS = (
     "KV cache block",
     "!= real length",
     "Tensor names in engine",
-    "engine plan file is not compatible",
+    "TensorRT, expecting library",
 )
