@@ -40,6 +40,7 @@ from tools import (
     read_env_bounds,
     read_metadata,
     read_model_classes,
+    read_model_configs,
     read_own_configs,
     read_quantization,
     read_rope_types,
@@ -317,7 +318,8 @@ def record(
     """Add each wheel's templates to the engine's catalogue file; returns the file. With
     ``features_only``, the templates are kept and only the per-release features
     (tools/read_model_classes.py, read_quantization.py, read_binaries.py, read_metadata.py,
-    read_env_bounds.py, read_own_configs.py, read_rope_types.py)
+    read_env_bounds.py, read_own_configs.py, read_rope_types.py,
+    read_model_configs.py)
     are read again (a reading added to it, recorded for the releases already read); with
     ``templates_only``, only the templates are read again (a change of this reader)."""
     target = CATALOGUE / f"errors-{engine}.json"
@@ -345,6 +347,7 @@ def record(
                 read |= read_env_bounds.env_bounds(archive, engine)
                 read |= read_own_configs.own_configs(archive, engine)
                 read |= read_rope_types.rope_types(archive, engine)
+                read |= read_model_configs.model_configs(archive, engine)
                 read |= read_model_classes.cli_flags(archive, engine)
                 read |= read_metadata.torch_pin(archive)
                 read |= read_metadata.requirements(archive)

@@ -304,6 +304,14 @@ def config_classes() -> dict[str, tuple[str, str]]:
     return {name: (span[0], span[1]) for name, span in read.items()}
 
 
+@functools.cache
+def config_types() -> dict[str, str]:
+    """The model type each transformers config class declares (``LlavaConfig``: ``llava``),
+    read from transformers' wheels (tools/read_model_configs.py)."""
+    read: dict[str, str] = _catalogue_file("transformers").get("config_types", {})
+    return dict(read)
+
+
 def no_longer_raised(engine: Engine, fragment: str, file: str | None = None) -> str | None:
     """The first release read after the last one with a message holding ``fragment`` (the
     release that no longer raises it), in ``file`` where given (a model's own config class),

@@ -15,9 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from patcher.advice import catalogue
-from patcher.advice.architectures import release_for
 from patcher.advice.asserted_keys import by_asserted_key
-from patcher.advice.check import FP8_KV_POINTERS, kv_label
 from patcher.advice.cuda_oom import (
     OOM_WORDS,
     Phase,
@@ -36,7 +34,7 @@ from patcher.advice.fallbacks import (
     divisibility,
 )
 from patcher.advice.families import family_of
-from patcher.advice.finding import dig
+from patcher.advice.judged import judge_fixes
 from patcher.advice.kernel_reasons import CONTINUED, MOST_REASONS, by_reasons, is_reason
 from patcher.advice.kernels import stated
 from patcher.advice.log_facts import (
@@ -81,15 +79,9 @@ from patcher.advice.log_rules import (
     Rule,
 )
 from patcher.advice.mistral_format import by_params_assert
-from patcher.advice.named_flags import REGISTRY_LISTS
 from patcher.advice.optional_imports import by_optional_import
 from patcher.advice.remote_tokenizers import REMOTE_FILE
-from patcher.engines.engine import parse_engine
-from patcher.engines.files import ConfigFiles, read_config_files
-from patcher.engines.model import edit_takes_effect
-from patcher.engines.parallel import shared_expert_refused
-from patcher.errors import InputFileError, PatcherError
-from patcher.store.checkpoint import open_checkpoint
+from patcher.errors import InputFileError
 
 
 @functools.cache
@@ -484,77 +476,3 @@ def diagnose(log: Path | str, *, checkpoint: Path | str | None = None) -> Diagno
             f"cannot read the log ({exc.strerror})", file=path, hint="give the path of the log"
         ) from None
     return found if checkpoint is None else judge_fixes(found, checkpoint)
-
-
-def _declares_fp8_kv(files: ConfigFiles) -> bool:
-    """Whether the checkpoint's own quantization config declares an FP8 KV cache."""
-    parsed = {"config.json": files.config, "hf_quant_config.json": files.hf_quant}
-    return any(kv_label(dig(parsed.get(name), keys)) != "none" for name, keys in FP8_KV_POINTERS)
-
-
-_ROUTED_SLICE = re.compile(r"gate's and up's weight = (\d+) is not divisible")
-
-
-def _shared_expert_split(found: Diagnosis, files: ConfigFiles) -> Diagnosis:
-    """Without expert parallelism where the checkpoint's shared expert would be refused next
-    (patcher.engines.parallel.shared_expert_refused: at the TP the routed slice names)."""
-    routed = _ROUTED_SLICE.search(found.error or "")
-    if routed is None or not shared_expert_refused(files, int(routed.group(1))):
-        return found
-    expert = ("--enable-expert-parallel", "--ep-size")
-    kept = tuple(f for f in found.fixes if not any(word in f.text for word in expert))
-    return replace(found, fixes=kept) if kept else found
-
-
-def _registry_release(found: Diagnosis, files: ConfigFiles) -> Diagnosis:
-    """The release whose registry (read) lists the checkpoint's architecture, in place of the
-    advice to find one (the log did not name the architecture; the checkpoint does)."""
-    at = next((i for i, f in enumerate(found.fixes) if f.text == REGISTRY_LISTS), None)
-    names = files.config.get("architectures") if isinstance(files.config, dict) else None
-    if at is None or not isinstance(names, list) or not names or not isinstance(names[0], str):
-        return found
-    version = found.engine_version
-    listed = release_for(names[0], catalogue.version_key(version) if version else None)
-    if listed is None:
-        return found
-    return replace(found, fixes=(*found.fixes[:at], listed, *found.fixes[at + 1 :]))
-
-
-def judge_fixes(
-    found: Diagnosis, checkpoint: Path | str, *, engine: str | None = None
-) -> Diagnosis:
-    """``found`` less the fixes that do not apply to this checkpoint: stripping an FP8 KV
-    directive it does not declare (the FP8 cache came from a flag, not from the files), and
-    a context edit ``engine`` (``run``'s target; else the log's vLLM version) would ignore
-    (vLLM before 0.30 derives a YaRN context from original_max_position_embeddings x factor)."""
-    try:
-        files = read_config_files(open_checkpoint(checkpoint))
-    except PatcherError:
-        return found
-    if not _declares_fp8_kv(files):
-        kept = tuple(f for f in found.fixes if " strip-fp8-kv-cache" not in f.text)
-        if len(kept) != len(found.fixes):
-            found = replace(
-                found,
-                fixes=kept
-                or (
-                    Fix(
-                        "advice",
-                        "the checkpoint declares no FP8 KV cache: drop --kv-cache-dtype "
-                        "fp8, or see the reasons",
-                    ),
-                ),
-            )
-    found = _shared_expert_split(found, files)
-    found = _registry_release(found, files)
-    named = engine or (None if found.engine_version is None else f"vllm=={found.engine_version}")
-    if named is None or not named.startswith("vllm"):
-        return found
-    try:
-        follows = edit_takes_effect(parse_engine(named), files)
-    except PatcherError:
-        return found
-    if follows:
-        return found
-    kept = tuple(f for f in found.fixes if " set-context-length" not in f.text)
-    return replace(found, fixes=kept) if len(kept) != len(found.fixes) else found

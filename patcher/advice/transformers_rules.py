@@ -25,6 +25,14 @@ from patcher.advice.catalogue import (
 from patcher.advice.log_rules import Fix, LogContext, Rule
 from patcher.advice.requirements import required
 
+# The placeholder doctor --checkpoint replaces with set-model-type (patcher.advice.doctor):
+# the model type of the config class the engine's class for the checkpoint's architecture is
+# written for (the ``model_config`` feature, and transformers' ``config_types``).
+MODEL_TYPE_OF_CLASS = "the model type the engine's class for the checkpoint's architecture reads"
+MODEL_TYPE_OF_CLASS_NOTE = (
+    "patcher doctor LOG --checkpoint CKPT names it, where a release read has a class for the "
+    "architecture written for a config class transformers knows"
+)
 _ROPE_TYPE = re.compile(r"""['"](?:rope_)?type['"]:\s*['"]([\w-]+)['"]""")
 _UPPER = re.compile(r"(<=|<|==)\s*(\d+(?:\.\d+)*)")
 
@@ -174,10 +182,11 @@ def _transformers_model_type(m: re.Match[str], ctx: LogContext) -> tuple[str, li
         read = list(releases("transformers"))
         return (
             f"no transformers release read ({read[0]} to {read[-1]}) knows model type "
-            f"{m.group(1)}: an upgrade of it is not known to help; no config edit helps",
+            f"{m.group(1)}: an upgrade of it is not known to help",
             [
                 *own,
                 Fix("flag", "--trust-remote-code", note="if the checkpoint ships its own code"),
+                Fix("advice", MODEL_TYPE_OF_CLASS, note=MODEL_TYPE_OF_CLASS_NOTE),
                 *(
                     ()
                     if own

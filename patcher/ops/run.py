@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from patcher.advice.diagnosis import Diagnosis
-from patcher.advice.doctor import diagnose_text, judge_fixes
+from patcher.advice.doctor import diagnose_text
+from patcher.advice.judged import judge_fixes
 from patcher.engines import installed
 from patcher.engines.effects import patched_files
 from patcher.engines.files import ConfigFiles, read_config_files

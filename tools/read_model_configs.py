@@ -1,0 +1,109 @@
+"""The config class each of an engine release's model classes is written for, read with
+``ast``: the annotation of its ``__init__``'s ``config`` parameter (``config: LlavaConfig``),
+recorded per release as the ``model_config`` feature, ``<class>=<config class>``; and, from
+transformers' wheels, the model type each config class declares (``model_type = "llava"``).
+
+A checkpoint may name a model type no transformers release knows (``llava_mistral``, an early
+LLaVA-NeXT export), for an architecture the engine has a class for, written for a config class
+transformers does know (SGLang's ``LlavaMistralForCausalLM`` takes a ``LlavaConfig``): its
+config.json's ``model_type`` set to that class's type loads it (the ``set-model-type``
+transform; patcher/advice/transformers_rules.py names it with ``doctor --checkpoint``).
+
+    python -m tools.read_model_configs transformers WHEEL...   # config_types in the catalogue
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import sys
+import zipfile
+from pathlib import Path
+
+from tools.read_own_configs import _class_types
+from tools.wheel_modules import modules
+
+_MODELS = {"vllm": "vllm/model_executor/models/", "sglang": "sglang/srt/models/"}
+# annotations that name no model's own config (a base class, or the engine's whole config)
+_GENERIC = {"PretrainedConfig", "PreTrainedConfig", "VllmConfig", "Any"}
+CATALOGUE = Path(__file__).resolve().parents[1] / "patcher" / "advice"
+
+
+def _annotation(function: ast.FunctionDef) -> str | None:
+    """The class name of the ``config`` parameter's annotation, where it names one."""
+    for arg in function.args.args + function.args.kwonlyargs:
+        if arg.arg != "config" or arg.annotation is None:
+            continue
+        node = arg.annotation
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            name = node.value.split(".")[-1]
+        elif isinstance(node, ast.Attribute):
+            name = node.attr
+        elif isinstance(node, ast.Name):
+            name = node.id
+        else:
+            return None
+        return None if name in _GENERIC else name
+    return None
+
+
+def model_configs(archive: zipfile.ZipFile, engine: str) -> dict[str, list[str]]:
+    """Each model class of the release with the config class its ``__init__`` annotates, as
+    ``<class>=<config class>`` (``model_config``); a class whose own ``__init__`` does not
+    annotate one takes its base's, where the base is in the same release's model files."""
+    own: dict[str, str] = {}
+    bases: dict[str, list[str]] = {}
+    for _name, _text, tree in modules(archive, _MODELS[engine], ("class ",)):
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            bases[node.name] = [b.id for b in node.bases if isinstance(b, ast.Name)]
+            for stmt in node.body:
+                if isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__":
+                    if (found := _annotation(stmt)) is not None:
+                        own[node.name] = found
+    found: dict[str, str] = {}
+    for name in bases:
+        seen, todo = set(), [name]
+        while todo and name not in found:
+            current = todo.pop(0)
+            if current in seen:
+                continue
+            seen.add(current)
+            if current in own:
+                found[name] = own[current]
+            todo.extend(bases.get(current, []))
+    # the classes an architecture names (``...ForCausalLM``, ``...Model``), not their layers
+    named = {k: v for k, v in found.items() if "For" in k or k.endswith("Model")}
+    return {"model_config": sorted(f"{k}={v}" for k, v in named.items())}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Record the model type of each config class of the transformers wheels given."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) < 2 or args[0] != "transformers":
+        print(__doc__)
+        return 2
+    target = CATALOGUE / "errors-transformers.json"
+    catalogue = json.loads(target.read_text())
+    types: dict[str, str] = dict(catalogue.get("config_types", {}))
+    for wheel in args[1:]:
+        with zipfile.ZipFile(wheel) as archive:
+            types.update(_class_types(archive, "transformers/models/"))
+    catalogue["config_types"] = dict(sorted(types.items()))
+    head = {k: v for k, v in catalogue.items() if k != "templates"}
+    lines = [
+        json.dumps(t, ensure_ascii=False, separators=(",", ":")) for t in catalogue["templates"]
+    ]
+    target.write_text(
+        json.dumps(head, ensure_ascii=False)[:-1]
+        + ', "templates": [\n'
+        + ",\n".join(lines)
+        + "\n]}\n"
+    )
+    print(f"{target}: {len(types)} config classes with their model type")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
