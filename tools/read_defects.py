@@ -18,6 +18,13 @@ raise an error of Python's own words (no message of the engine's) whenever they 
   root is itself still importing that module, Python raises ``ImportError: cannot import name
   'X' from partially initialized module 'sglang' (most likely due to a circular import)``
   (SGLang 0.5.3's ``decode_kvcache_offload_manager.py``). Recorded as ``FILE|NAME``.
+- ``unbound``: a name a module reads and binds nowhere: no import, definition, assignment or
+  argument of the file names it. The line raises ``NameError: name 'X' is not defined``
+  whenever it runs (SGLang 0.4.6 to 0.5.2's compressed_tensors.py returns
+  ``CompressedTensorsW8A8Int8(...)`` for an int8 W8A8 checkpoint and never imports it). The
+  reading is of the whole file, not of each scope: a name bound anywhere in it counts as
+  bound; a file that imports ``*`` or reads its names through ``globals()``, ``exec`` or a
+  module ``__getattr__`` is passed over. Recorded as ``FILE|NAME``.
 
 doctor names, for such an error in such a file, the releases read whose file no longer has
 the defect (patcher/advice/engine_defects.py)."""
@@ -25,6 +32,7 @@ the defect (patcher/advice/engine_defects.py)."""
 from __future__ import annotations
 
 import ast
+import builtins
 import fnmatch
 import logging
 import re
@@ -36,6 +44,17 @@ import zipfile
 _TRANSFORMERS_ADDS = frozenset({"warning_advice", "warning_once", "info_once"})
 _LOGGER_METHODS = frozenset(dir(logging.Logger)) | _TRANSFORMERS_ADDS
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+# the names Python binds in every module, besides the builtins
+_MODULE_NAMES = frozenset(
+    {"__file__", "__name__", "__doc__", "__spec__", "__path__", "__package__", "__builtins__"}
+    | {"__loader__", "__annotations__", "__class__", "__debug__", "__dict__", "__module__"}
+    | {"__qualname__"}
+)
+_PYTHON_NAMES = frozenset(dir(builtins)) | _MODULE_NAMES
+# type parameters (Python 3.12's ``def f[T]``), where the interpreter reading has them
+_TYPE_PARAMS = tuple(
+    getattr(ast, n) for n in ("TypeVar", "ParamSpec", "TypeVarTuple") if hasattr(ast, n)
+)
 
 
 def catches_import(handler: ast.ExceptHandler) -> bool:
@@ -152,6 +171,48 @@ def root_imports(tree: ast.Module, package: str) -> set[str]:
     }
 
 
+def _all_bound(tree: ast.Module) -> set[str] | None:
+    """Every name the module binds in any scope, or None where not all its names are written
+    in it (a star import, ``globals()``, ``exec``, a module ``__getattr__``)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            return None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id in ("globals", "exec", "locals", "vars"):
+                return None
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names |= set(node.names)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
+        elif _TYPE_PARAMS and isinstance(node, _TYPE_PARAMS):
+            names.add(node.name)
+    if any(isinstance(n, ast.FunctionDef) and n.name == "__getattr__" for n in tree.body):
+        return None
+    return names
+
+
+def unbound(tree: ast.Module) -> set[str]:
+    """The names the module reads and binds nowhere, Python's own names aside."""
+    bound = _all_bound(tree)
+    if bound is None:
+        return set()
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return read - bound - _PYTHON_NAMES
+
+
 def defects(archive: zipfile.ZipFile, patterns: tuple[str, ...]) -> dict[str, list[str]]:
     """The defects of a wheel's files matching ``patterns`` (see the module's docstring)."""
     names = set(archive.namelist())
@@ -170,6 +231,7 @@ def defects(archive: zipfile.ZipFile, patterns: tuple[str, ...]) -> dict[str, li
     optional: set[str] = set()
     missing: set[str] = set()
     rooted: set[str] = set()
+    unbound_names: set[str] = set()
     for name in sorted(names):
         if not any(fnmatch.fnmatch(name, p) for p in patterns):
             continue
@@ -191,6 +253,7 @@ def defects(archive: zipfile.ZipFile, patterns: tuple[str, ...]) -> dict[str, li
             tree = ast.parse(archive.read(name))
         except (SyntaxError, ValueError):
             continue
+        unbound_names |= {f"{name}|{n}" for n in unbound(tree)}
         # a submodule (``from vllm import envs``) imports even from a partial root
         rooted |= {
             f"{name}|{n}"
@@ -201,4 +264,5 @@ def defects(archive: zipfile.ZipFile, patterns: tuple[str, ...]) -> dict[str, li
         "optional_import": sorted(optional),
         "missing_method": sorted(missing),
         "root_import": sorted(rooted),
+        "unbound": sorted(unbound_names),
     }

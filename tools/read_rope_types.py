@@ -15,10 +15,9 @@ from __future__ import annotations
 import ast
 import zipfile
 
+from patcher.advice.catalogue import ROPE_TYPE_KEY_ONLY as TYPE_ONLY
 from tools.wheel_modules import modules
 
-# the ``rope_type`` feature of a release whose get_rope reads only the ``type`` key
-TYPE_ONLY = "type-key-only"
 _ROOTS = {"vllm": "vllm/model_executor/layers/", "sglang": "sglang/srt/layers/"}
 
 

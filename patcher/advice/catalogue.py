@@ -32,6 +32,9 @@ ENGINE_NAMES: dict[Engine, str] = {
     "sglang": "SGLang",
     "transformers": "transformers",
 }
+# The ``rope_type`` feature of a release whose get_rope reads only rope_scaling["type"]
+# (tools/read_rope_types.py writes it).
+ROPE_TYPE_KEY_ONLY = "type-key-only"
 # Below this much literal text (letters and digits, first line) a template is too generic.
 MIN_LITERAL = 24
 # A line cut short (wrapped, or truncated by a log viewer) still matches when at least this

@@ -29,6 +29,7 @@ from patcher.advice.engine_rules import _MARKERS, RULES
 from patcher.advice.fallbacks import (
     by_bare_assert,
     by_division,
+    by_rope_key,
     by_unset,
     by_words,
     divisibility,
@@ -393,10 +394,10 @@ def diagnose_lines(
         )
         matched = _first_rule(line) if marked_line else None
         if matched is not None:
-            found, (code, _, explain) = matched
+            found, (rule, _, explain) = matched
             cause, fixes = explain(found, ctx)
         if matched is not None and fixes:  # no fix: the rule does not hold in this log
-            found_here = Diagnosis(source, code, line.strip(), cause, tuple(fixes), version_text)
+            found_here = Diagnosis(source, rule, line.strip(), cause, tuple(fixes), version_text)
             return _unread(_already_given(_given_kv_dtype(found_here, kv_flag), command), unread)
         if asserted is not None and line.strip().endswith("AssertionError"):
             return replace(
@@ -419,6 +420,7 @@ def diagnose_lines(
             or by_optional_import(line, frame, code)
             or by_words(line, ctx)
             or by_unset(line, frame, code)
+            or by_rope_key(line, frame, code, ctx)
             or by_division(line, ctx)
         )
         raised = RAISED.match(line)

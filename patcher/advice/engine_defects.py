@@ -1,9 +1,9 @@
 """doctor's answer to an error in Python's own words that a release's source raises whenever
-the line runs: a name imported only where another package imports (``NameError``), a logger
-method no logger has (``AttributeError: 'Logger' object has no attribute``), a name imported
-from the package's root while the root is still importing (``cannot import name 'X' from
-partially initialized module``). Each is read from
-the release's files (tools/read_defects.py) and recorded with the releases that carry it; the
+the line runs: a name imported only where another package imports, or never bound at all
+(``NameError``), a logger method no logger has (``AttributeError: 'Logger' object has no
+attribute``), a name imported from the package's root while the root is still importing
+(``cannot import name 'X' from partially initialized module``). Each is read from the
+release's files (tools/read_defects.py) and recorded with the releases that carry it; the
 traceback's frame says which file raised, and the releases read without the defect are the
 fix."""
 
@@ -78,11 +78,11 @@ def _carried_defect(
 
 def undefined_name(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     """``NameError: name 'X' is not defined`` in an engine file that imports X only where
-    another package's import succeeds."""
+    another package's import succeeds, or that never binds X at all."""
     name = m.group(1)
     found = _carried_defect("optional_import", name, ctx)
     if found is None:
-        return "", []
+        return _unbound(name, ctx)
     engine, file, record, upgrade = found
     module = record.split("|")[2]
     package = module.split(".")[0]
@@ -99,6 +99,21 @@ def undefined_name(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
         f"failed ({package} missing, or a version of it without {name}): an engine defect of "
         "this release, no config edit helps",
         fixes,
+    )
+
+
+def _unbound(name: str, ctx: LogContext) -> tuple[str, list[Fix]]:
+    """``NameError`` for a name the frame's engine file reads and binds nowhere."""
+    found = _carried_defect("unbound", name, ctx)
+    if found is None:
+        return "", []
+    _, file, _, upgrade = found
+    return (
+        f"{file} uses {name} and never imports or defines it (read from the release's "
+        "source): an engine defect of this release on this model's path, no config edit helps",
+        [upgrade]
+        if upgrade is not None
+        else [Fix("advice", "no config fix: every release read still uses it unbound; report it")],
     )
 
 

@@ -329,3 +329,74 @@ def by_unset(line: str, frame: str | None, code: str | None) -> Diagnosis | None
         f"(read from the engine's settings file, {Path(where.group(0)).name}): give it"
     )
     return Diagnosis("-", family.name, line.strip(), cause, (fix,), None, family)
+
+
+# A settings or layer file's read of one rope_scaling key: rope_scaling["type"].
+_ROPE_KEY = re.compile(r"""rope_scaling\[\s*["'](\w+)["']\s*\]""")
+
+
+def _reading_rope_type(engine: Engine, version: tuple[int, ...]) -> str | None:
+    """The first release read after ``version`` from which every release read builds its
+    RoPE scaling from the ``rope_type`` key (the ``rope_type`` feature,
+    tools/read_rope_types.py), when ``version`` is older than it."""
+    legacy = set(catalogue.feature_releases(engine, "rope_type", catalogue.ROPE_TYPE_KEY_ONLY))
+    recorded = {
+        r
+        for n in catalogue.features_of(engine, "rope_type")
+        for r in catalogue.feature_releases(engine, "rope_type", n)
+    }
+    span = catalogue.span_of(engine, lambda r: r in recorded and r not in legacy)
+    if not legacy or span is None or span[1] is not None:
+        return None
+    return span[0] if version < catalogue.version_key(span[0]) else None
+
+
+def by_rope_key(
+    line: str, frame: str | None, code: str | None, ctx: LogContext
+) -> Diagnosis | None:
+    """A ``KeyError`` where the engine's own code reads one key of config.json's
+    ``rope_scaling`` (``rope_scaling["type"]``): the block lacks the key this release reads.
+    The legacy ``type`` key, read by a release older than the ``rope_type`` layout, names the
+    first release read that takes the newer layout; another key is to be given."""
+    raised = RAISED.match(line)
+    read = _ROPE_KEY.search(code or "")
+    if raised is None or raised["kind"] != "KeyError" or read is None or frame is None:
+        return None
+    key = read.group(1)
+    if raised["message"].strip("'\" ") != key:
+        return None
+    engine: Engine = "sglang" if "/sglang/" in frame else "vllm"
+    family = _FAMILY["rope-config"]
+    where = Path(frame.split('"')[1]).name if frame.count('"') >= 2 else "the engine's code"
+    if key == "type":
+        # no version in the log: a KeyError over the legacy key is itself a release before it
+        later = _reading_rope_type(engine, ctx.version or (0,))
+        fixes = [
+            Fix(
+                "advice",
+                'in config.json\'s rope_scaling, "type" beside "rope_type", with the same value',
+                note="only where this release builds that scaling type; keep rope_type",
+            )
+        ]
+        if later is not None:
+            fixes.insert(
+                0,
+                Fix(
+                    "dependency",
+                    f"pip install '{engine}>={later}'",
+                    note=f"{catalogue.ENGINE_NAMES[engine]} {later} and later read the "
+                    "rope_type key, read from each release's wheel",
+                ),
+            )
+        cause = (
+            "config.json's rope_scaling names its scaling with rope_type (the newer layout), "
+            f"and this release reads only the legacy type key (read from {where})"
+        )
+        return Diagnosis("-", family.name, line.strip(), cause, tuple(fixes), None, family)
+    fix = Fix(
+        "transform",
+        f"patcher set {ctx.checkpoint} config.json /rope_scaling/{key} VALUE",
+        note="the value the model's own card or config gives",
+    )
+    cause = f"config.json's rope_scaling has no {key}, which this release reads (from {where})"
+    return Diagnosis("-", family.name, line.strip(), cause, (fix,), None, family)

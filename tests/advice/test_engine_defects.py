@@ -1,7 +1,7 @@
 """Errors in Python's own words that a release's source raises whenever the line runs: a name
-imported only where another package imports (``NameError``), a logger method no logger has.
-Read per release from the engines' files (tools/read_defects.py); doctor names the releases
-read without the defect (patcher/advice/engine_defects.py)."""
+imported only where another package imports, or never bound at all (``NameError``), a logger
+method no logger has. Read per release from the engines' files (tools/read_defects.py); doctor
+names the releases read without the defect (patcher/advice/engine_defects.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import ast
 import zipfile
 from pathlib import Path
 
-from patcher.advice.catalogue import feature_releases
+from patcher.advice.catalogue import feature_releases, releases, version_key
 from patcher.advice.doctor import diagnose_text
 from tools.read_defects import defects, logger_calls, optional_imports
 
@@ -164,3 +164,50 @@ def test_the_reader_records_a_root_import_but_not_a_submodule(tmp_path: Path) ->
     # envs is a submodule, which imports even from a partial root; ops is read as it is named;
     # an import for the type checker never runs
     assert read["root_import"] == ["eng/srt/a.py|Args", "eng/srt/a.py|ops"]
+
+
+COMPRESSED = (
+    "/usr/local/lib/python3.10/dist-packages/sglang/srt/layers/quantization/compressed_tensors/"
+    "compressed_tensors.py"
+)
+
+
+def test_a_name_a_release_s_file_never_binds_names_the_first_release_that_binds_it() -> None:
+    # SGLang 0.4.6 to 0.5.2's compressed_tensors.py returns CompressedTensorsW8A8Int8(...) for an
+    # int8 W8A8 checkpoint and imports it nowhere
+    record = "sglang/srt/layers/quantization/compressed_tensors/compressed_tensors.py|"
+    having = feature_releases("sglang", "unbound", record + "CompressedTensorsW8A8Int8")
+    assert having, "the catalogue records the name unbound in the releases that carry it"
+    found = diagnose_text(
+        "[2025-06-22 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        f'  File "{COMPRESSED}", line 428, in _get_scheme_from_parts\n'
+        "    return CompressedTensorsW8A8Int8(\n"
+        "NameError: name 'CompressedTensorsW8A8Int8' is not defined. Did you mean: "
+        "'CompressedTensorsW8A8Fp8'?\n"
+    )
+    assert found.code == "engine-defect"
+    (upgrade,) = found.fixes
+    first = upgrade.text.split(">=")[1].rstrip("'")
+    later = [r for r in releases("sglang") if version_key(r) > version_key(having[-1])]
+    assert first == min(later, key=version_key)
+    assert "never imports or defines" in found.cause
+
+
+def test_the_reader_records_a_name_a_file_reads_and_binds_nowhere(tmp_path: Path) -> None:
+    wheel = tmp_path / "eng-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(
+            "eng/srt/q.py",
+            "import os\nfrom x import Fp8\n"
+            "def scheme(bits, *rest, **kw):\n"
+            "    if bits == 8:\n        return Int8(bits)\n"
+            "    for (a, b) in kw.items():\n        print(a, b, os.sep, __name__, rest)\n"
+            "    try:\n        pass\n    except OSError as exc:\n        raise exc\n"
+            "    return Fp8() if (n := len(rest)) else n\n",
+        )
+        # names read through globals() are not all written in the file: not judged
+        archive.writestr("eng/srt/dyn.py", "def f():\n    return globals()['A'] or Missing\n")
+        archive.writestr("eng/srt/star.py", "from y import *\nUsed()\n")
+    with zipfile.ZipFile(wheel) as archive:
+        read = defects(archive, ("eng/srt/*.py",))
+    assert read["unbound"] == ["eng/srt/q.py|Int8"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from patcher.advice.catalogue import ROPE_TYPE_KEY_ONLY, feature_releases, version_key
 from patcher.advice.doctor import diagnose_text
 
 # The source line is vLLM 0.34.0's config/speculative.py (line 1817): its check of the
@@ -107,3 +108,59 @@ def test_a_fix_the_command_line_already_gave_is_not_offered_again() -> None:
     texts = [f.text for f in found.fixes]
     assert "--moe-a2a-backend none" not in texts
     assert len(texts) == 1 and texts[0].startswith("the command line already gives")
+
+
+def _rope_key_log(version: str, code: str, key: str) -> str:
+    """vLLM's banner and a traceback through its settings file reading one rope_scaling key."""
+    return (
+        f"INFO 10-10 10:00:00 api_server.py:219] vLLM API server version {version}\n"
+        "Traceback (most recent call last):\n"
+        '  File "/env/lib/python3.11/site-packages/vllm/config.py", line 1226, in '
+        "_get_and_verify_max_len\n"
+        f"    {code}\n"
+        "       ~~~~~~~~~~~~^^^^^^^^\n"
+        f"KeyError: '{key}'\n"
+    )
+
+
+def test_the_legacy_type_key_read_by_an_old_release_is_the_first_release_reading_rope_type() -> (
+    None
+):
+    legacy = feature_releases("vllm", "rope_type", ROPE_TYPE_KEY_ONLY)
+    assert legacy, "the catalogue records vLLM releases whose get_rope reads only 'type'"
+    old = max(legacy, key=version_key)
+    found = diagnose_text(_rope_key_log(old, 'if rope_scaling["type"] == "yarn":', "type"))
+    assert found.code == "rope-config"
+    (upgrade,) = [f for f in found.fixes if f.kind == "dependency"]
+    first = upgrade.text.split(">=")[1].rstrip("'")
+    # the release named builds llama3 (the rope_type a newer config names) from rope_type, and
+    # so does every release read after it
+    assert version_key(first) > version_key(old)
+    assert first in feature_releases("vllm", "rope_type", "llama3")
+    assert first not in legacy
+    # a release reading rope_type already: the key is added beside it, no upgrade named
+    later = diagnose_text(_rope_key_log(first, 'if rope_scaling["type"] == "yarn":', "type"))
+    assert later.code == "rope-config"
+    assert [f.kind for f in later.fixes] == ["advice"]
+    assert '"type" beside "rope_type"' in later.fixes[0].text
+
+
+def test_another_rope_scaling_key_the_engine_reads_is_set_in_config_json() -> None:
+    found = diagnose_text(
+        _rope_key_log("0.4.3", 'scaling_factor = rope_scaling["factor"]', "factor")
+    )
+    assert found.code == "rope-config"
+    assert found.fixes[0].text == "patcher set CKPT config.json /rope_scaling/factor VALUE"
+
+
+@pytest.mark.parametrize(
+    ("code", "key"),
+    [
+        ('if rope_scaling["type"] == "yarn":', "factor"),  # the key read is not the one missing
+        ('if hf_config["type"] == "yarn":', "type"),  # another mapping than rope_scaling
+    ],
+)
+def test_a_key_error_is_read_as_rope_scaling_only_where_the_line_reads_that_key(
+    code: str, key: str
+) -> None:
+    assert diagnose_text(_rope_key_log("0.4.3", code, key)).code != "rope-config"
