@@ -45,6 +45,7 @@ from tools import (
     read_quantization,
     read_rope_types,
 )
+from tools.catalogue_file import write_catalogue
 from tools.read_messages import templates_in
 
 CATALOGUE = Path(__file__).resolve().parents[1] / "patcher" / "advice"
@@ -389,16 +390,7 @@ def record(
     catalogue["source"] = (
         f"{engine}'s wheels, read with ast by tools/read_errors.py (files: START_UP there)"
     )
-    head = {k: v for k, v in catalogue.items() if k != "templates"}
-    lines = [
-        json.dumps(t, ensure_ascii=False, separators=(",", ":")) for t in catalogue["templates"]
-    ]
-    target.write_text(
-        json.dumps(head, ensure_ascii=False)[:-1]
-        + ', "templates": [\n'
-        + ",\n".join(lines)
-        + "\n]}\n"
-    )
+    write_catalogue(target, catalogue)
     return target
 
 

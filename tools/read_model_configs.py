@@ -20,6 +20,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+from tools.catalogue_file import write_catalogue
 from tools.read_own_configs import _class_types
 from tools.wheel_modules import modules
 
@@ -91,16 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         with zipfile.ZipFile(wheel) as archive:
             types.update(_class_types(archive, "transformers/models/"))
     catalogue["config_types"] = dict(sorted(types.items()))
-    head = {k: v for k, v in catalogue.items() if k != "templates"}
-    lines = [
-        json.dumps(t, ensure_ascii=False, separators=(",", ":")) for t in catalogue["templates"]
-    ]
-    target.write_text(
-        json.dumps(head, ensure_ascii=False)[:-1]
-        + ', "templates": [\n'
-        + ",\n".join(lines)
-        + "\n]}\n"
-    )
+    write_catalogue(target, catalogue)
     print(f"{target}: {len(types)} config classes with their model type")
     return 0
 

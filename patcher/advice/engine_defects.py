@@ -76,6 +76,14 @@ def _carried_defect(
     return engine, file, record, _without(engine, feature, record)
 
 
+def _past(upgrade: Fix | None, still: str) -> list[Fix]:
+    """The upgrade past a defect, or, where every release read ``still`` carries it, that
+    no config fix helps."""
+    if upgrade is not None:
+        return [upgrade]
+    return [Fix("advice", f"no config fix: every release read still {still}; report it")]
+
+
 def undefined_name(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     """``NameError: name 'X' is not defined`` in an engine file that imports X only where
     another package's import succeeds, or that never binds X at all."""
@@ -111,9 +119,7 @@ def _unbound(name: str, ctx: LogContext) -> tuple[str, list[Fix]]:
     return (
         f"{file} uses {name} and never imports or defines it (read from the release's "
         "source): an engine defect of this release on this model's path, no config edit helps",
-        [upgrade]
-        if upgrade is not None
-        else [Fix("advice", "no config fix: every release read still uses it unbound; report it")],
+        _past(upgrade, "uses it unbound"),
     )
 
 
@@ -128,9 +134,7 @@ def missing_logger_method(m: re.Match[str], ctx: LogContext) -> tuple[str, list[
     return (
         f"{file} calls logger.{method}, which no logger has: an engine bug of this release "
         "(the line runs on this model's path), no config edit helps",
-        [upgrade]
-        if upgrade is not None
-        else [Fix("advice", "no config fix: every release read still has the call; report it")],
+        _past(upgrade, "has the call"),
     )
 
 
@@ -146,7 +150,5 @@ def circular_import(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
         f"{file} imports {name} from the {engine} package's root while the root is still "
         "importing it (a circular import): an engine defect of this release, no config edit "
         "helps",
-        [upgrade]
-        if upgrade is not None
-        else [Fix("advice", "no config fix: every release read still has the import; report it")],
+        _past(upgrade, "has the import"),
     )

@@ -211,3 +211,19 @@ def test_the_reader_records_a_name_a_file_reads_and_binds_nowhere(tmp_path: Path
     with zipfile.ZipFile(wheel) as archive:
         read = defects(archive, ("eng/srt/*.py",))
     assert read["unbound"] == ["eng/srt/q.py|Int8"]
+
+
+def test_a_name_every_release_read_leaves_unbound_is_no_config_fix() -> None:
+    # a vendored kernel's test module of vLLM 0.24.0 on calls a helper it never imports
+    record = "vllm/third_party/fmha_sm100/cute/test_sparse_atten.py|build_triton_sparse_metadata"
+    having = feature_releases("vllm", "unbound", record)
+    assert having and having[-1] == max(releases("vllm"), key=version_key)
+    found = diagnose_text(
+        '  File "/env/site-packages/vllm/third_party/fmha_sm100/cute/test_sparse_atten.py", '
+        "line 40, in run\n"
+        "    meta = build_triton_sparse_metadata(q)\n"
+        "NameError: name 'build_triton_sparse_metadata' is not defined\n"
+    )
+    assert found.code == "engine-defect"
+    assert [f.kind for f in found.fixes] == ["advice"]
+    assert found.fixes[0].text.startswith("no config fix")
