@@ -59,6 +59,7 @@ from patcher.advice.scheme_capabilities import SCHEME_MARKERS, SCHEME_RULES
 from patcher.advice.speculative import SPECULATIVE_MARKERS, SPECULATIVE_RULES
 from patcher.advice.startup_memory import too_little_free
 from patcher.advice.transformers_rules import TRANSFORMERS_MARKERS, TRANSFORMERS_RULES
+from patcher.advice.triton_resources import TRITON_RESOURCE_MARKERS, TRITON_RESOURCE_RULES
 from patcher.advice.trtllm_engine_rules import TRTLLM_ENGINE_MARKERS, TRTLLM_ENGINE_RULES
 from patcher.advice.trtllm_rules import TRTLLM_MARKERS, TRTLLM_RULES
 from patcher.advice.unknown_weights import (
@@ -508,6 +509,7 @@ RULES: tuple[Rule, ...] = (
     # before the families: a capture's failure quoting the check is answered by its bound
     *ENV_BOUND_RULES,
     *SPECULATIVE_RULES,
+    *TRITON_RESOURCE_RULES,
     *FAMILY_RULES,
     *DTYPE_RULES,
     *MARLIN_RULES,
@@ -580,6 +582,7 @@ _MARKERS = (
     *MISTRAL_MARKERS,
     *ENV_BOUND_MARKERS,
     *SPECULATIVE_MARKERS,
+    *TRITON_RESOURCE_MARKERS,
     *TRANSFORMERS_MARKERS,
     *REMOTE_TOKENIZER_MARKERS,
     *SAFETENSORS_MARKERS,

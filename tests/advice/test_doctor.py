@@ -602,6 +602,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     from tests.advice.test_scheme_capabilities import SCHEME_LINES
     from tests.advice.test_speculative import SPECULATIVE_LINES
     from tests.advice.test_torchvision_ops import TORCHVISION_LINES
+    from tests.advice.test_triton_resources import TRITON_RESOURCE_LINES
     from tests.advice.test_trtllm_engine_rules import ENGINE_LINES
     from tests.advice.test_trtllm_rules import TRTLLM_LINES
     from tests.advice.test_unknown_weights import WEIGHT_LINES
@@ -626,6 +627,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
         + ENV_BOUND_LINES
         + PAGE_LINES
         + SPECULATIVE_LINES
+        + TRITON_RESOURCE_LINES
     )
     for code, pattern, _ in RULES:
         hits = [error for error in errors if pattern.search(error)]
