@@ -68,6 +68,30 @@ def driver_too_old(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
+def driver_older(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """The CUDA runtime's own refusal of a driver older than the CUDA the code was built with:
+    the runtime library (error 35) or the PTX a kernel was compiled to (error 222;
+    snapshots/engines/cuda-driver-errors.txt)."""
+    built = "the PTX a kernel was compiled to" if "PTX" in m.group(0) else "its runtime library"
+    return (
+        f"the NVIDIA driver is older than the CUDA that built the code ({built}): no config "
+        "edit helps",
+        [
+            Fix(
+                "advice",
+                "a newer NVIDIA driver: the CUDA nvidia-smi shows at least the one the torch "
+                "and engine wheels were built for",
+                note="python -c 'import torch; print(torch.version.cuda)' shows torch's",
+            ),
+            Fix(
+                "advice",
+                "or a torch and engine built for the CUDA the driver runs (the engine's wheels "
+                "for that CUDA)",
+            ),
+        ],
+    )
+
+
 def no_gpu(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     """The process sees no GPU, or torch has no CUDA at all."""
     if "not compiled with CUDA" in m.group(0):
@@ -297,6 +321,14 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
         driver_too_old,
     ),
     (
+        "cuda-driver",
+        re.compile(
+            r"CUDA driver version is insufficient for CUDA runtime version|"
+            r"the provided PTX was compiled with an unsupported toolchain"
+        ),
+        driver_older,
+    ),
+    (
         "no-gpu",
         re.compile(
             r"No CUDA GPUs are available|Found no NVIDIA driver on your system|"
@@ -374,6 +406,8 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
 # One plain word of each rule above, for the line filter (engine_rules._MARKERS).
 ENVIRONMENT_MARKERS = (
     "NVIDIA driver on your system",
+    "driver version is insufficient",
+    "unsupported toolchain",
     "No CUDA GPUs",
     "no NVIDIA driver",
     "not compiled with CUDA",

@@ -593,7 +593,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     from tests.advice.test_env_bounds import ENV_BOUND_LINES
     from tests.advice.test_flag_choices import PARSER_LINES
     from tests.advice.test_glibc import GLIBC_LINES
-    from tests.advice.test_machine import ENVIRONMENT_LINES
+    from tests.advice.test_machine import CUDA_DRIVER_LINES, ENVIRONMENT_LINES
     from tests.advice.test_marlin import MARLIN_LINES
     from tests.advice.test_mistral_format import MISTRAL_LINES
     from tests.advice.test_ptxas_archs import PTXAS_LINES
@@ -628,6 +628,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
         + PAGE_LINES
         + SPECULATIVE_LINES
         + TRITON_RESOURCE_LINES
+        + CUDA_DRIVER_LINES
     )
     for code, pattern, _ in RULES:
         hits = [error for error in errors if pattern.search(error)]

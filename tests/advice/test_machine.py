@@ -4,6 +4,9 @@ without its compiled extension, a full disk (patcher/advice/machine.py)."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from patcher.advice.doctor import diagnose_text
@@ -58,6 +61,13 @@ ENVIRONMENT_LINES = [
     "node4:279:279 [1] transport/nvls.cc:254 NCCL WARN Cuda failure 401 'the operation cannot "
     "be performed in the present state'",
     "RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
+]
+
+# the CUDA runtime's own words for a driver older than the CUDA the code was built with
+# (snapshots/engines/cuda-driver-errors.txt)
+CUDA_DRIVER_LINES = [
+    "RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA runtime version",
+    "RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain.",
 ]
 
 
@@ -255,3 +265,14 @@ def test_each_transport_s_switch_is_the_one_nccl_s_source_reads() -> None:
         name = switch.split("=")[0]
         # NCCL_PARAM(X, "NAME") reads NCCL_NAME; paths.cc reads "NCCL_P2P_DISABLE" whole
         assert f'"{name.removeprefix("NCCL_")}"' in recorded or f'"{name}"' in recorded, name
+
+
+def test_the_cuda_runtime_s_refusal_of_an_older_driver_is_a_newer_driver() -> None:
+    snapshot = Path(__file__).parents[2] / "snapshots" / "engines" / "cuda-driver-errors.txt"
+    strings = re.findall(r'string: "([^"]+)"', snapshot.read_text())
+    assert len(strings) == 2  # cudaErrorInsufficientDriver, cudaErrorUnsupportedPtxVersion
+    for words in strings:
+        found = diagnose_text(f"RuntimeError: CUDA error: {words}\n")
+        assert found.code == "cuda-driver", words
+        assert found.fixes[0].text.startswith("a newer NVIDIA driver")
+        assert "no config edit helps" in found.cause
