@@ -22,22 +22,32 @@ from patcher.advice.catalogue import (
 from patcher.advice.log_rules import Fix, LogContext
 
 _ENGINES: tuple[Engine, ...] = ("vllm", "sglang")
+# a name of two words or more: a lower-case letter or digit then a capital, or an inner "_"
+_DISTINCT = re.compile(r"[a-z0-9][A-Z]|\w_\w")
 
 
-def _recorded(feature: str, frame: str | None, test: str) -> tuple[Engine, str, str] | None:
-    """The engine, file and record of ``feature`` whose file is the traceback frame's and whose
-    record ends in ``test`` (a name, a method)."""
-    if frame is None:
+def _recorded(
+    feature: str, frame: str | None, test: str, engines: tuple[Engine, ...]
+) -> tuple[Engine, str, str] | None:
+    """The engine, file and record of ``feature`` whose record names ``test`` (a name, a
+    method) in the traceback frame's file; with no engine frame in the log (an issue's title,
+    a cut log), the one record of ``engines`` that names it, where only one does."""
+    path = re.search(r'File "([^"]+\.py)"', frame or "")
+    named = [
+        (engine, file, record)
+        for engine in (_ENGINES if path is not None else engines)
+        for record in features_of(engine, feature)
+        for file, _, rest in [record.partition("|")]
+        if rest.split("|")[0] == test
+    ]
+    if path is not None:
+        return next((n for n in named if path.group(1).endswith("/" + n[1])), None)
+    # without a frame, only a name of two words or more (CompressedTensorsW8A8Int8,
+    # check_marlin_supported): a one-word name (Optional, logger) could be any code's own
+    if not _DISTINCT.search(test):
         return None
-    path = re.search(r'File "([^"]+\.py)"', frame)
-    if path is None:
-        return None
-    for engine in _ENGINES:
-        for record in features_of(engine, feature):
-            file, _, rest = record.partition("|")
-            if path.group(1).endswith("/" + file) and rest.split("|")[0] == test:
-                return engine, file, record
-    return None
+    named = [n for n in named if "/test/" not in n[1] and "/tests/" not in n[1]]
+    return named[0] if len({(e, f) for e, f, _ in named}) == 1 else None
 
 
 def _carried(engine: Engine, feature: str, record: str, ctx: LogContext) -> bool:
@@ -69,7 +79,7 @@ def _carried_defect(
 ) -> tuple[Engine, str, str, Fix | None] | None:
     """The engine, file and record of ``feature`` the traceback's frame carries in the log's
     release, with the upgrade past it (None where no release read is without it)."""
-    found = _recorded(feature, ctx.frame, test)
+    found = _recorded(feature, ctx.frame, test, ctx.engines())
     if found is None or not _carried(found[0], feature, found[2], ctx):
         return None
     engine, file, record = found

@@ -9,6 +9,8 @@ import ast
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from patcher.advice.catalogue import feature_releases, releases, version_key
 from patcher.advice.doctor import diagnose_text
 from tools.read_defects import defects, logger_calls, optional_imports
@@ -227,3 +229,30 @@ def test_a_name_every_release_read_leaves_unbound_is_no_config_fix() -> None:
     assert found.code == "engine-defect"
     assert [f.kind for f in found.fixes] == ["advice"]
     assert found.fixes[0].text.startswith("no config fix")
+
+
+@pytest.mark.parametrize(
+    ("line", "upgrade"),
+    [
+        # an issue's title, a log cut before the frame: the one file that carries the name
+        (
+            "NameError: name 'CompressedTensorsW8A8Int8' is not defined. Did you mean: "
+            "'CompressedTensorsW8A8Fp8'?",
+            "pip install 'sglang>=0.5.3'",
+        ),
+        (DEFECT_LINES[0], "pip install 'sglang>=0.4.10'"),
+    ],
+)
+def test_a_name_error_without_a_frame_is_read_by_the_one_file_that_carries_it(
+    line: str, upgrade: str
+) -> None:
+    found = diagnose_text(line + "\n")
+    assert found.code == "engine-defect"
+    assert found.fixes[0].text == upgrade
+
+
+def test_a_one_word_name_without_a_frame_is_not_read_as_an_engine_defect() -> None:
+    # SGLang 0.5.3's utils/common.py reads Sequence unbound, but so could any code
+    assert feature_releases("sglang", "unbound", "sglang/srt/utils/common.py|Sequence")
+    found = diagnose_text("NameError: name 'Sequence' is not defined\n")
+    assert found.code != "engine-defect"
