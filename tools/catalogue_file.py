@@ -7,6 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+# the folder of the catalogue files, inside the package
+CATALOGUE = Path(__file__).resolve().parents[1] / "patcher" / "advice"
+
 
 def write_catalogue(target: Path, catalogue: dict[str, Any]) -> None:
     """Write a catalogue file: its head on one line, then one template a line (the diff of a

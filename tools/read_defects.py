@@ -172,20 +172,18 @@ def root_imports(tree: ast.Module, package: str) -> set[str]:
 
 
 def _all_bound(tree: ast.Module) -> set[str] | None:
-    """Every name the module binds in any scope, or None where not all its names are written
-    in it (a star import, ``globals()``, ``exec``, a module ``__getattr__``)."""
-    names: set[str] = set()
+    """Every name the module binds in any scope (``_bound``'s assignments, imports and
+    definitions, and arguments, handlers' names, ``global``, patterns, type parameters), or
+    None where not all its names are written in it (a star import, ``globals()``, ``exec``, a
+    module ``__getattr__``)."""
+    names = _bound(tree.body)
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
             return None
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             if node.func.id in ("globals", "exec", "locals", "vars"):
                 return None
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Del):
             names.add(node.id)
         elif isinstance(node, ast.arg):
             names.add(node.arg)
@@ -199,7 +197,7 @@ def _all_bound(tree: ast.Module) -> set[str] | None:
             names.add(node.rest)
         elif _TYPE_PARAMS and isinstance(node, _TYPE_PARAMS):
             names.add(node.name)
-    if any(isinstance(n, ast.FunctionDef) and n.name == "__getattr__" for n in tree.body):
+    if "__getattr__" in {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}:
         return None
     return names
 

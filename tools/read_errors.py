@@ -45,10 +45,8 @@ from tools import (
     read_quantization,
     read_rope_types,
 )
-from tools.catalogue_file import write_catalogue
+from tools.catalogue_file import CATALOGUE, write_catalogue
 from tools.read_messages import templates_in
-
-CATALOGUE = Path(__file__).resolve().parents[1] / "patcher" / "advice"
 
 # The files of each engine's start-up path, as glob patterns inside the wheel.
 START_UP: dict[str, tuple[str, ...]] = {

@@ -6,8 +6,8 @@ transformers' wheels, the model type each config class declares (``model_type = 
 A checkpoint may name a model type no transformers release knows (``llava_mistral``, an early
 LLaVA-NeXT export), for an architecture the engine has a class for, written for a config class
 transformers does know (SGLang's ``LlavaMistralForCausalLM`` takes a ``LlavaConfig``): its
-config.json's ``model_type`` set to that class's type loads it (the ``set-model-type``
-transform; patcher/advice/transformers_rules.py names it with ``doctor --checkpoint``).
+config.json's ``model_type`` set to that class's type loads it (``patcher set``, which
+patcher/advice/judged.py names with ``doctor --checkpoint``).
 
     python -m tools.read_model_configs transformers WHEEL...   # config_types in the catalogue
 """
@@ -18,16 +18,14 @@ import ast
 import json
 import sys
 import zipfile
-from pathlib import Path
 
-from tools.catalogue_file import write_catalogue
+from tools.catalogue_file import CATALOGUE, write_catalogue
 from tools.read_own_configs import _class_types
 from tools.wheel_modules import modules
 
 _MODELS = {"vllm": "vllm/model_executor/models/", "sglang": "sglang/srt/models/"}
 # annotations that name no model's own config (a base class, or the engine's whole config)
 _GENERIC = {"PretrainedConfig", "PreTrainedConfig", "VllmConfig", "Any"}
-CATALOGUE = Path(__file__).resolve().parents[1] / "patcher" / "advice"
 
 
 def _annotation(function: ast.FunctionDef) -> str | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from patcher.advice.catalogue import (
+    SERVERS,
     Engine,
     at_or_below,
     feature_releases,
@@ -21,7 +22,6 @@ from patcher.advice.catalogue import (
 )
 from patcher.advice.log_rules import Fix, LogContext
 
-_ENGINES: tuple[Engine, ...] = ("vllm", "sglang")
 # a name of two words or more: a lower-case letter or digit then a capital, or an inner "_"
 _DISTINCT = re.compile(r"[a-z0-9][A-Z]|\w_\w")
 
@@ -35,7 +35,7 @@ def _recorded(
     path = re.search(r'File "([^"]+\.py)"', frame or "")
     named = [
         (engine, file, record)
-        for engine in (_ENGINES if path is not None else engines)
+        for engine in (SERVERS if path is not None else engines)
         for record in features_of(engine, feature)
         for file, _, rest in [record.partition("|")]
         if rest.split("|")[0] == test

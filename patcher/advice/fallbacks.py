@@ -16,7 +16,7 @@ from patcher.advice.cuda_graph import CAPTURE
 from patcher.advice.diagnosis import Diagnosis
 from patcher.advice.families import FAMILIES
 from patcher.advice.kernels import builds, kernel_gap
-from patcher.advice.log_lines import RAISED
+from patcher.advice.log_lines import RAISED, engine_file
 from patcher.advice.log_rules import Fix, LogContext
 
 _FAMILY = {f.name: f for f in FAMILIES}
@@ -339,14 +339,11 @@ def _reading_rope_type(engine: Engine, version: tuple[int, ...]) -> str | None:
     """The first release read after ``version`` from which every release read builds its
     RoPE scaling from the ``rope_type`` key (the ``rope_type`` feature,
     tools/read_rope_types.py), when ``version`` is older than it."""
-    legacy = set(catalogue.feature_releases(engine, "rope_type", catalogue.ROPE_TYPE_KEY_ONLY))
-    recorded = {
-        r
-        for n in catalogue.features_of(engine, "rope_type")
-        for r in catalogue.feature_releases(engine, "rope_type", n)
-    }
-    span = catalogue.span_of(engine, lambda r: r in recorded and r not in legacy)
-    if not legacy or span is None or span[1] is not None:
+    legacy = catalogue.ROPE_TYPE_KEY_ONLY
+    span = catalogue.span_where(engine, "rope_type", lambda name: name != legacy)
+    if not catalogue.feature_releases(engine, "rope_type", legacy) or span is None:
+        return None
+    if span[1] is not None:
         return None
     return span[0] if version < catalogue.version_key(span[0]) else None
 
@@ -360,14 +357,15 @@ def by_rope_key(
     first release read that takes the newer layout; another key is to be given."""
     raised = RAISED.match(line)
     read = _ROPE_KEY.search(code or "")
-    if raised is None or raised["kind"] != "KeyError" or read is None or frame is None:
+    found = engine_file(frame)
+    if raised is None or raised["kind"] != "KeyError" or read is None or found is None:
         return None
     key = read.group(1)
     if raised["message"].strip("'\" ") != key:
         return None
-    engine: Engine = "sglang" if "/sglang/" in frame else "vllm"
+    engine, path = found
     family = _FAMILY["rope-config"]
-    where = Path(frame.split('"')[1]).name if frame.count('"') >= 2 else "the engine's code"
+    where = Path(path).name
     if key == "type":
         # no version in the log: a KeyError over the legacy key is itself a release before it
         later = _reading_rope_type(engine, ctx.version or (0,))

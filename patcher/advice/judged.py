@@ -65,7 +65,7 @@ def _registry_release(found: Diagnosis, files: ConfigFiles) -> Diagnosis:
 def _class_model_type(found: Diagnosis, files: ConfigFiles, checkpoint: Path | str) -> Diagnosis:
     """The model type of the config class an engine's class for the checkpoint's architecture
     is written for (``model_config``, read per release), where transformers knows it and the
-    checkpoint names another: set-model-type, in place of the advice to find it."""
+    checkpoint names another: ``patcher set`` of /model_type, in place of the advice to find it."""
     at = next((i for i, f in enumerate(found.fixes) if f.text == MODEL_TYPE_OF_CLASS), None)
     config = files.config if isinstance(files.config, dict) else {}
     names = config.get("architectures")

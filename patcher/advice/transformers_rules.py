@@ -16,8 +16,8 @@ from patcher.advice.catalogue import (
     SERVERS,
     Engine,
     config_classes,
+    feature_by_release,
     feature_releases,
-    features_of,
     releases,
     span_of,
     version_key,
@@ -25,7 +25,7 @@ from patcher.advice.catalogue import (
 from patcher.advice.log_rules import Fix, LogContext, Rule
 from patcher.advice.requirements import required
 
-# The placeholder doctor --checkpoint replaces with set-model-type (patcher.advice.doctor):
+# The placeholder doctor --checkpoint replaces with patcher set of /model_type (judged.py):
 # the model type of the config class the engine's class for the checkpoint's architecture is
 # written for (the ``model_config`` feature, and transformers' ``config_types``).
 MODEL_TYPE_OF_CLASS = "the model type the engine's class for the checkpoint's architecture reads"
@@ -66,11 +66,7 @@ def _engine_builds(rope_type: str, ctx: LogContext) -> list[Fix]:
     engine = next((e for e in SERVERS if e == ctx.engine), None)
     if engine is None or ctx.version is None:
         return []
-    recorded = {
-        r
-        for n in features_of(engine, "rope_type")
-        for r in feature_releases(engine, "rope_type", n)
-    }
+    recorded = feature_by_release(engine, "rope_type")
     having = set(feature_releases(engine, "rope_type", rope_type))
     span = span_of(engine, lambda r: r in having)
     if span is None or span[1] is not None or ctx.version >= version_key(span[0]):
