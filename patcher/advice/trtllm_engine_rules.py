@@ -13,7 +13,7 @@ the LLM API, or the Python runtime of the examples' run.py) checks each at start
   GPU with those kernels (snapshots/engines/trtllm-block-reuse.txt);
 - an engine built by another release: a ``plugin_config`` key the runtime reads with ``at()``
   (snapshots/engines/trtllm-engine-keys.txt), a plugin's serialized length, the Python
-  runtime's tensor names (snapshots/engines/trtllm-engine-tensors.txt), or TensorRT's own
+  runtime's tensor names and the C++ runtime's inputs (snapshots/engines/trtllm-engine-tensors.txt), or TensorRT's own
   check of the release that serialized the plan (snapshots/engines/tensorrt-plan-version.txt).
 """
 
@@ -138,6 +138,18 @@ def _engine_tensors(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]
                 "the tensors that differ: a build option the runtime's config.json does not say",
             ),
         ],
+    )
+
+
+def _engine_input(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """cpp/tensorrt_llm/runtime/tllmRuntime.cpp, ``TllmRuntime::setInputTensors``: each input
+    the engine declares must be one the runtime fills; one it does not know is an engine built
+    by another release (snapshots/engines/trtllm-engine-tensors.txt)."""
+    return (
+        f"the engine takes an input '{m.group(1)}' that this TensorRT-LLM runtime does not "
+        "provide (tllmRuntime.cpp, setInputTensors): the engine was built by another "
+        "TensorRT-LLM release than the one that runs it",
+        _rebuild(),
     )
 
 
@@ -269,6 +281,11 @@ TRTLLM_ENGINE_RULES: tuple[Rule, ...] = (
     ),
     (
         "trtllm-engine-release",
+        re.compile(r"Input tensor '(\w+)' not found; expected shape"),
+        _engine_input,
+    ),
+    (
+        "trtllm-engine-release",
         re.compile(
             r"The engine plan file is not compatible with this version of TensorRT, expecting "
             r"library version ([\d.]+) got ([\d.]+)"
@@ -292,5 +309,6 @@ TRTLLM_ENGINE_MARKERS = (
     "KV cache block",
     "!= real length",
     "Tensor names in engine",
+    "not found; expected shape",
     "TensorRT, expecting library",
 )

@@ -33,6 +33,10 @@ ENGINE_LINES = [
     "(/app/cpp/tensorrt_llm/plugins/gemmPlugin/gemmPlugin.cpp:80)",
     # the Python runtime's tensor names (snapshots/engines/trtllm-engine-tensors.txt)
     "RuntimeError: Tensor names in engine are not the same as expected.",
+    # the C++ runtime's inputs (snapshots/engines/trtllm-engine-tensors.txt)
+    "[TensorRT-LLM][ERROR] Encountered an error in forward function: Input tensor "
+    "'host_max_kv_cache_length_0' not found; expected shape: (1) "
+    "(/app/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmRuntime.cpp:149)",
 ]
 
 
@@ -192,6 +196,24 @@ def test_an_engine_whose_tensors_the_runtime_does_not_expect_is_a_rebuild(wordin
     )
     assert found.code == "trtllm-engine-release"
     assert found.fixes[0].text == "build the engine again with the TensorRT-LLM that runs it"
+
+
+def test_an_input_the_cxx_runtime_does_not_fill_names_the_tensor_and_a_rebuild() -> None:
+    # Triton's tensorrtllm backend loading an engine another release built: the runtime's
+    # first forward throws for the engine's input it does not know (tllmRuntime.cpp)
+    found = diagnose_text(
+        "I1213 08:00:00.000000 100 model_lifecycle.cc:461] loading: tensorrt_llm:1\n"
+        "[TensorRT-LLM][INFO] Engine version 0.7.0 found in the config file, assuming engine(s) "
+        "built by new builder API.\n"
+        "[TensorRT-LLM][ERROR] Encountered an error in forward function: Input tensor "
+        "'host_kv_cache_block_pointers_0' not found; expected shape: (-1, 2, -1) "
+        "(/app/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmRuntime.cpp:143)\n"
+    )
+    assert found.code == "trtllm-engine-release"
+    assert "'host_kv_cache_block_pointers_0'" in found.cause
+    assert [f.text for f in found.fixes][:1] == [
+        "build the engine again with the TensorRT-LLM that runs it"
+    ]
 
 
 def test_the_python_runtime_s_rank_check_is_the_same_launch() -> None:
