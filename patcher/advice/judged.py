@@ -3,7 +3,7 @@ engine output): a fix that does not apply to these files is dropped (an FP8 KV d
 the checkpoint does not declare, expert parallelism its shared expert would refuse, a context
 edit the engine would ignore, remote code it does not ship), and an advice the files answer is
 made exact (the release whose registry lists its architecture, the model type the engine's
-class for it reads)."""
+class for it reads, or that no release registers its architecture)."""
 
 from __future__ import annotations
 
@@ -20,10 +20,11 @@ from patcher.advice.finding import dig
 from patcher.advice.log_rules import Fix
 from patcher.advice.named_flags import REGISTRY_LISTS
 from patcher.advice.transformers_rules import MODEL_TYPE_OF_CLASS
-from patcher.engines.engine import parse_engine
+from patcher.engines.engine import EngineName, parse_engine
 from patcher.engines.files import ConfigFiles, read_config_files
 from patcher.engines.model import edit_takes_effect
 from patcher.engines.parallel import shared_expert_refused
+from patcher.engines.registries import architectures
 from patcher.errors import PatcherError
 from patcher.store.checkpoint import open_checkpoint
 
@@ -62,16 +63,29 @@ def _registry_release(found: Diagnosis, files: ConfigFiles) -> Diagnosis:
     return replace(found, fixes=(*found.fixes[:at], listed, *found.fixes[at + 1 :]))
 
 
-def _class_model_type(found: Diagnosis, files: ConfigFiles, checkpoint: Path | str) -> Diagnosis:
+def _servers(found: Diagnosis, engine: str | None) -> tuple[EngineName, ...]:
+    """The engines the log can be: ``run``'s target, else vLLM where the log names a vLLM
+    version (only vLLM prints one), else either."""
+    both: tuple[EngineName, ...] = ("vllm", "sglang")
+    if engine is not None:
+        named = parse_engine(engine).name
+        return tuple(s for s in both if s == named)
+    return ("vllm",) if found.engine_version is not None else both
+
+
+def _class_model_type(
+    found: Diagnosis, files: ConfigFiles, checkpoint: Path | str, servers: tuple[EngineName, ...]
+) -> Diagnosis:
     """The model type of the config class an engine's class for the checkpoint's architecture
     is written for (``model_config``, read per release), where transformers knows it and the
-    checkpoint names another: ``patcher set`` of /model_type, in place of the advice to find it."""
+    checkpoint names another: ``patcher set`` of /model_type, in place of the advice to find it.
+    Only the log's engine's class counts: another engine's class is not the one that loads."""
     at = next((i for i, f in enumerate(found.fixes) if f.text == MODEL_TYPE_OF_CLASS), None)
     config = files.config if isinstance(files.config, dict) else {}
     names = config.get("architectures")
     if at is None or not isinstance(names, list) or not names or not isinstance(names[0], str):
         return found
-    for name in catalogue.SERVERS:
+    for name in servers:
         written = [
             entry.split("=", 1)[1]
             for entry in catalogue.features_of(name, "model_config")
@@ -90,6 +104,34 @@ def _class_model_type(found: Diagnosis, files: ConfigFiles, checkpoint: Path | s
             )
             return replace(found, fixes=(*found.fixes[:at], fix, *found.fixes[at + 1 :]))
     return found
+
+
+def _unregistered(
+    found: Diagnosis, files: ConfigFiles, servers: tuple[EngineName, ...]
+) -> Diagnosis:
+    """Where no release read of the log's engine registers the checkpoint's architecture, no
+    model type makes it load: its weights are laid out for its own project's code, and the
+    way is a checkpoint converted to an architecture the engine registers, in place of the
+    advice to find the model type."""
+    at = next((i for i, f in enumerate(found.fixes) if f.text == MODEL_TYPE_OF_CLASS), None)
+    config = files.config if isinstance(files.config, dict) else {}
+    names = config.get("architectures")
+    if at is None or not servers or not isinstance(names, list) or not names:
+        return found
+    name = names[0]
+    if not isinstance(name, str) or any(
+        name in registered for server in servers for registered in architectures(server).values()
+    ):
+        return found
+    engines = " or ".join(catalogue.ENGINE_NAMES[s] for s in servers)
+    fix = Fix(
+        "advice",
+        f"a checkpoint converted to an architecture {engines} registers (the model family's "
+        "conversion to the transformers layout)",
+        note=f"no {engines} release read registers {name}, the checkpoint's architecture: its "
+        "weights are laid out for its own project's code, so no config edit makes it load",
+    )
+    return replace(found, fixes=(*found.fixes[:at], fix, *found.fixes[at + 1 :]))
 
 
 def _no_remote_code(found: Diagnosis, files: ConfigFiles) -> Diagnosis:
@@ -133,7 +175,9 @@ def judge_fixes(
             )
     found = _shared_expert_split(found, files)
     found = _registry_release(found, files)
-    found = _class_model_type(found, files, checkpoint)
+    servers = _servers(found, engine)
+    found = _class_model_type(found, files, checkpoint, servers)
+    found = _unregistered(found, files, servers)
     found = _no_remote_code(found, files)
     named = engine or (None if found.engine_version is None else f"vllm=={found.engine_version}")
     if named is None or not named.startswith("vllm"):

@@ -12,6 +12,7 @@ import pytest
 from patcher.advice import catalogue
 from patcher.advice.doctor import diagnose
 from patcher.advice.transformers_rules import MODEL_TYPE_OF_CLASS
+from patcher.engines.registries import architectures
 
 UNKNOWN = (
     "ValueError: The checkpoint you are trying to load has model type `{}` but Transformers "
@@ -83,3 +84,32 @@ def test_remote_code_the_checkpoint_ships_keeps_the_flag(tmp_path: Path) -> None
     )
     found = diagnose(log, checkpoint=root)
     assert "--trust-remote-code" in [f.text for f in found.fixes]
+
+
+def test_another_engine_s_class_is_not_the_answer_for_a_vllm_log(tmp_path: Path) -> None:
+    # vllm#10129: llava-med's LlavaMistralForCausalLM is SGLang's class (written for a config
+    # class transformers knows), and no vLLM release read registers it; setting the model type
+    # would only move vLLM's refusal to its registry
+    vllm_names = set().union(*architectures("vllm").values())
+    types, known = catalogue.config_types(), catalogue.model_types()
+    name = next(
+        (
+            entry.split("=", 1)[0]
+            for entry in sorted(catalogue.features_of("sglang", "model_config"))
+            if entry.split("=", 1)[0] not in vllm_names
+            and types.get(entry.split("=", 1)[1]) in known
+        ),
+        None,
+    )
+    assert name is not None, "no SGLang class read that vLLM does not register"
+    log = tmp_path / "server.log"
+    log.write_text(
+        "INFO 11-07 10:00:00 api_server.py:528] vLLM API server version 0.6.3.post1\n"
+        + UNKNOWN.format("llava_variant_x")
+    )
+    root = _checkpoint(tmp_path, {"architectures": [name], "model_type": "llava_variant_x"})
+    found = diagnose(log, checkpoint=root)
+    assert not any("/model_type" in f.text for f in found.fixes)
+    converted = next(f for f in found.fixes if f.text.startswith("a checkpoint converted"))
+    assert "vLLM registers" in converted.text
+    assert f"no vLLM release read registers {name}" in (converted.note or "")
