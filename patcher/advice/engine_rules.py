@@ -61,6 +61,7 @@ from patcher.advice.startup_memory import too_little_free
 from patcher.advice.transformers_rules import TRANSFORMERS_MARKERS, TRANSFORMERS_RULES
 from patcher.advice.triton_resources import TRITON_RESOURCE_MARKERS, TRITON_RESOURCE_RULES
 from patcher.advice.trtllm_engine_rules import TRTLLM_ENGINE_MARKERS, TRTLLM_ENGINE_RULES
+from patcher.advice.trtllm_gen import TRTLLM_GEN_MARKERS, TRTLLM_GEN_RULES
 from patcher.advice.trtllm_rules import TRTLLM_MARKERS, TRTLLM_RULES
 from patcher.advice.unknown_weights import (
     LM_HEAD,
@@ -510,6 +511,7 @@ RULES: tuple[Rule, ...] = (
     *ENV_BOUND_RULES,
     *SPECULATIVE_RULES,
     *TRITON_RESOURCE_RULES,
+    *TRTLLM_GEN_RULES,
     *FAMILY_RULES,
     *DTYPE_RULES,
     *MARLIN_RULES,
@@ -583,6 +585,7 @@ _MARKERS = (
     *ENV_BOUND_MARKERS,
     *SPECULATIVE_MARKERS,
     *TRITON_RESOURCE_MARKERS,
+    *TRTLLM_GEN_MARKERS,
     *TRANSFORMERS_MARKERS,
     *REMOTE_TOKENIZER_MARKERS,
     *SAFETENSORS_MARKERS,

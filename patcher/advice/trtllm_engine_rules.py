@@ -13,8 +13,9 @@ the LLM API, or the Python runtime of the examples' run.py) checks each at start
   GPU with those kernels (snapshots/engines/trtllm-block-reuse.txt);
 - an engine built by another release: a ``plugin_config`` key the runtime reads with ``at()``
   (snapshots/engines/trtllm-engine-keys.txt), a plugin's serialized length, the Python
-  runtime's tensor names and the C++ runtime's inputs (snapshots/engines/trtllm-engine-tensors.txt), or TensorRT's own
-  check of the release that serialized the plan (snapshots/engines/tensorrt-plan-version.txt).
+  runtime's tensor names and the C++ runtime's inputs (snapshots/engines/trtllm-engine-tensors.txt),
+  or TensorRT's own check of the release that serialized the plan
+  (snapshots/engines/tensorrt-plan-version.txt).
 """
 
 from __future__ import annotations

@@ -604,6 +604,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     from tests.advice.test_torchvision_ops import TORCHVISION_LINES
     from tests.advice.test_triton_resources import TRITON_RESOURCE_LINES
     from tests.advice.test_trtllm_engine_rules import ENGINE_LINES
+    from tests.advice.test_trtllm_gen import TRTLLM_GEN_LINES
     from tests.advice.test_trtllm_rules import TRTLLM_LINES
     from tests.advice.test_unknown_weights import WEIGHT_LINES
 
@@ -628,6 +629,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
         + PAGE_LINES
         + SPECULATIVE_LINES
         + TRITON_RESOURCE_LINES
+        + TRTLLM_GEN_LINES
         + CUDA_DRIVER_LINES
     )
     for code, pattern, _ in RULES:
