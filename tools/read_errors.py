@@ -352,6 +352,8 @@ def record(
                 read |= read_metadata.requirements(archive)
                 read |= read_defects.defects(archive, START_UP[engine])
                 read |= read_accepts.accepts(archive, START_UP[engine])
+                if engine == "sglang":
+                    read |= read_model_classes.sglang_pipeline(archive)
                 if engine == "vllm":
                     read |= read_model_classes.features(archive)
                     read |= read_model_classes.attention_backends(archive)

@@ -34,6 +34,8 @@ import fnmatch
 import zipfile
 from collections.abc import Iterable
 
+from tools.wheel_modules import modules
+
 # 0.34 keeps some model packages in vllm/models/ (fnmatch's * crosses folders)
 MODELS = ("vllm/model_executor/models/*.py", "vllm/models/*.py")
 LOADERS = "vllm/model_executor/model_loader/*.py"
@@ -162,6 +164,42 @@ def features(archive: zipfile.ZipFile) -> dict[str, list[str]]:
         "encoder_tp_data": _marked(classes, {"supports_encoder_tp_data=True"}),
         "arch_suffix_converted": converted_suffixes(archive),
     }
+
+
+def sglang_pipeline(archive: zipfile.ZipFile) -> dict[str, list[str]]:
+    """SGLang's model classes with pipeline parallelism, as its own check reads it
+    (``model_runner.py``: ``"pp_proxy_tensors" in inspect.signature(self.model.forward)
+    .parameters``, asserted "Pipeline Parallel is not compatible with this model." when
+    ``pp_size > 1``): the class's ``forward``, its own or the first base's in the release's
+    model files that defines one, names a ``pp_proxy_tensors`` parameter."""
+    own: dict[str, bool] = {}
+    bases: dict[str, list[str]] = {}
+    for _name, _text, tree in modules(archive, "sglang/srt/models/", ("class ",)):
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            bases[node.name] = [b.id for b in node.bases if isinstance(b, ast.Name)]
+            for stmt in node.body:
+                if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and (
+                    stmt.name == "forward"
+                ):
+                    params = stmt.args.args + stmt.args.kwonlyargs + stmt.args.posonlyargs
+                    own[node.name] = any(a.arg == "pp_proxy_tensors" for a in params)
+
+    def pipelined(name: str, seen: frozenset[str] = frozenset()) -> bool:
+        if name in own:
+            return own[name]
+        return next(
+            (
+                pipelined(b, seen | {name})
+                for b in bases.get(name, [])
+                if b not in seen and (b in own or b in bases)
+            ),
+            False,
+        )
+
+    named = [n for n in bases if "For" in n or n.endswith("Model")]
+    return {"pp": sorted(n for n in named if pipelined(n))}
 
 
 # vLLM's table of architecture suffixes and the runner and conversion each implies

@@ -333,8 +333,10 @@ def diagnose_lines(
             frame, code = line, None
         if " import " in line and (asked := IMPORTED.match(PREFIX.sub("", line))):
             imported = asked.group(0).strip()
-        if "Resolved architecture" in line and (resolved := RESOLVED.search(line)):
-            architecture = resolved.group(1)
+        if ("Resolved architecture" in line or "Load weight end" in line) and (
+            resolved := RESOLVED.search(line)
+        ):
+            architecture = resolved.group(1) or resolved.group(2)
         if command is None and " --" in line and COMMAND_LINE.search(line):
             command = uncoloured(line)
         if gpu is None and ("apabilit" in line or "NVIDIA" in line or "Tesla" in line):

@@ -19,6 +19,7 @@ from patcher.advice.diagnosis import Diagnosis
 from patcher.advice.finding import dig
 from patcher.advice.log_rules import Fix
 from patcher.advice.named_flags import REGISTRY_LISTS
+from patcher.advice.parallel_sizes import PIPELINED_UNNAMED, pipelined_release
 from patcher.advice.transformers_rules import MODEL_TYPE_OF_CLASS
 from patcher.engines.engine import EngineName, parse_engine
 from patcher.engines.files import ConfigFiles, read_config_files
@@ -65,12 +66,16 @@ def _registry_release(found: Diagnosis, files: ConfigFiles) -> Diagnosis:
 
 def _servers(found: Diagnosis, engine: str | None) -> tuple[EngineName, ...]:
     """The engines the log can be: ``run``'s target, else vLLM where the log names a vLLM
-    version (only vLLM prints one), else either."""
+    version (only vLLM prints one), else the engine whose message it is, else either."""
     both: tuple[EngineName, ...] = ("vllm", "sglang")
     if engine is not None:
         named = parse_engine(engine).name
         return tuple(s for s in both if s == named)
-    return ("vllm",) if found.engine_version is not None else both
+    if found.engine_version is not None:
+        return ("vllm",)
+    # a message of one engine's source (not transformers', which both call)
+    raised = found.template.engine if found.template is not None else None
+    return tuple(s for s in both if s == raised) or both
 
 
 def _class_model_type(
@@ -134,6 +139,20 @@ def _unregistered(
     return replace(found, fixes=(*found.fixes[:at], fix, *found.fixes[at + 1 :]))
 
 
+def _pipelined(found: Diagnosis, files: ConfigFiles, servers: tuple[EngineName, ...]) -> Diagnosis:
+    """The release whose class for the checkpoint's architecture has pipeline parallelism, in
+    place of the advice to find one (the log did not name the architecture; the files do)."""
+    at = next((i for i, f in enumerate(found.fixes) if f.text == PIPELINED_UNNAMED), None)
+    names = files.config.get("architectures") if isinstance(files.config, dict) else None
+    if at is None or len(servers) != 1 or not isinstance(names, list) or not names:
+        return found
+    if not isinstance(names[0], str):
+        return found
+    version = catalogue.version_key(found.engine_version) if found.engine_version else None
+    fix = pipelined_release(servers[0], names[0], version)
+    return replace(found, fixes=(*found.fixes[:at], fix, *found.fixes[at + 1 :]))
+
+
 def _no_remote_code(found: Diagnosis, files: ConfigFiles) -> Diagnosis:
     """Without an ``auto_map`` in config.json the checkpoint ships no code of its own, so the
     conditional --trust-remote-code ("if the checkpoint ships its own code") does not apply."""
@@ -178,6 +197,7 @@ def judge_fixes(
     servers = _servers(found, engine)
     found = _class_model_type(found, files, checkpoint, servers)
     found = _unregistered(found, files, servers)
+    found = _pipelined(found, files, servers)
     found = _no_remote_code(found, files)
     named = engine or (None if found.engine_version is None else f"vllm=={found.engine_version}")
     if named is None or not named.startswith("vllm"):

@@ -12,7 +12,15 @@ import re
 from dataclasses import replace
 
 from patcher.advice.answers import _engine, _flag_word, _numbers, _unique
-from patcher.advice.catalogue import Matched, declared, feature_releases, releases, version_key
+from patcher.advice.catalogue import (
+    ENGINE_NAMES,
+    Engine,
+    Matched,
+    declared,
+    feature_releases,
+    releases,
+    version_key,
+)
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.advice.own_remedy import own_remedy
 
@@ -22,9 +30,11 @@ _REFUSED_MODE = re.compile(
     re.IGNORECASE,
 )
 # vLLM's refusal of pipeline parallelism for a model class without it: the architecture list of
-# 0.5 and 0.6 (config.py ``_PP_SUPPORTED_MODELS``), the ``SupportsPP`` interface after.
+# 0.5 and 0.6 (config.py ``_PP_SUPPORTED_MODELS``), the ``SupportsPP`` interface after; SGLang's
+# (model_runner.py), whose check is its class's forward taking ``pp_proxy_tensors``.
 _NO_PIPELINE = re.compile(
-    r"Pipeline parallelism is (?:only supported for the following|not supported for this model)",
+    r"Pipeline parallelism is (?:only supported for the following|not supported for this model)"
+    r"|Pipeline Parallel is not compatible with this model",
     re.IGNORECASE,
 )
 # A parallel mode refused on one executor ("Pipeline parallelism is not supported yet with
@@ -201,29 +211,41 @@ def _no_pipeline(engine: str, ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-def _pipelined_release(engine: str, ctx: LogContext) -> Fix:
-    """The vLLM releases read whose class for the log's architecture (its "Resolved
-    architecture" line, 0.10 on) has pipeline parallelism (the catalogue's ``pp``)."""
-    if engine != "vllm" or not ctx.architecture:
-        return Fix(
-            "advice",
-            "or a release whose class for this model supports pipeline parallelism (the log "
-            "does not name the architecture)",
-        )
-    having = feature_releases("vllm", "pp", ctx.architecture)
+PIPELINED_UNNAMED = (
+    "or a release whose class for this model supports pipeline parallelism (the log does not "
+    "name the architecture)"
+)
+
+
+def pipelined_release(server: Engine, architecture: str, version: tuple[int, ...] | None) -> Fix:
+    """The releases read of ``server`` whose class ``architecture`` has pipeline parallelism
+    (the catalogue's ``pp``: vLLM's ``SupportsPP``, SGLang's ``pp_proxy_tensors``)."""
+    having = feature_releases(server, "pp", architecture)
+    name = ENGINE_NAMES[server]
     if not having:
-        read = list(releases("vllm"))
+        read = list(releases(server))
         return Fix(
             "advice",
-            f"no vLLM release read ({read[0]} to {read[-1]}) gives {ctx.architecture} "
+            f"no {name} release read ({read[0]} to {read[-1]}) gives {architecture} "
             "pipeline parallelism: tensor parallel only",
         )
-    newer = [r for r in having if ctx.version is None or version_key(r) > ctx.version]
+    # a log with no version (SGLang's names none): the first release read with it
+    newer = [r for r in having if version is None or version_key(r) > version]
     return Fix(
         "dependency",
-        f"pip install 'vllm>={newer[0] if newer else having[0]}'",
-        note=f"the releases read whose {ctx.architecture} supports pipeline parallelism",
+        f"pip install '{server}>={newer[0] if newer else having[0]}'",
+        note=f"the releases read whose {architecture} supports pipeline parallelism",
     )
+
+
+def _pipelined_release(engine: str, ctx: LogContext) -> Fix:
+    """The releases read whose class for the log's architecture (vLLM's "Resolved
+    architecture" line, 0.10 on; SGLang's "Load weight end. type=") has pipeline parallelism
+    (the catalogue's ``pp``: vLLM's ``SupportsPP``, SGLang's ``pp_proxy_tensors``)."""
+    if engine not in ("vllm", "sglang") or not ctx.architecture:
+        return Fix("advice", PIPELINED_UNNAMED)
+    server: Engine = "vllm" if engine == "vllm" else "sglang"
+    return pipelined_release(server, ctx.architecture, ctx.version)
 
 
 # A size held to the GPUs there are ("The number of GPUs per node is not divisible by the

@@ -3,10 +3,15 @@ parallel_sizes.py): the executor a mode runs on, the release whose model class h
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import pytest
 
 from patcher.advice import catalogue
-from patcher.advice.doctor import diagnose_text
+from patcher.advice.doctor import diagnose, diagnose_text
+from tests.conftest import SNAPSHOTS
 
 
 def test_a_parallel_mode_refused_on_one_executor_is_the_other_executor() -> None:
@@ -80,3 +85,51 @@ def test_pipeline_parallelism_through_the_llm_class_is_tensor_parallelism_or_the
     assert found.code == "parallel-sizes"
     assert found.fixes[0].text == "--tensor-parallel-size 4 --pipeline-parallel-size 1"
     assert "vllm serve" in found.fixes[1].text
+
+
+SGLANG_NO_PIPELINE = (
+    "[2026-02-27 10:00:00] server_args=ServerArgs(model_path='moonshotai/Kimi-K2.5', tp_size=8, "
+    "pp_size=2)\n"
+    "{loaded}"
+    "[2026-02-27 10:01:00 PP0 TP0] Scheduler hit an exception: Traceback (most recent call "
+    "last):\n"
+    '  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/model_runner.py", line 426, '
+    "in __init__\n"
+    "    self.support_pp\n"
+    "AssertionError: Pipeline Parallel is not compatible with this model.\n"
+)
+
+
+def test_sglang_s_pipeline_check_names_the_release_whose_class_takes_the_proxy_tensors() -> None:
+    # sglang#19503: SGLang's check is the class's forward taking pp_proxy_tensors
+    # (snapshots/engines/sglang-pipeline-check.txt); the class comes from its load line
+    snapshot = (SNAPSHOTS / "engines" / "sglang-pipeline-check.txt").read_text()
+    assert '"pp_proxy_tensors" in inspect.signature(self.model.forward)' in snapshot
+    loaded = (
+        "[2026-02-27 10:00:50 PP0 TP0] Load weight end. elapsed=300.1 s, "
+        "type=KimiK25ForConditionalGeneration, dtype=torch.bfloat16, avail mem=20.1 GB\n"
+    )
+    found = diagnose_text(SGLANG_NO_PIPELINE.format(loaded=loaded))
+    having = catalogue.feature_releases("sglang", "pp", "KimiK25ForConditionalGeneration")
+    # the reading agrees with the class's forward in the snapshot (0.5.9 without, 0.5.10 with)
+    forwards = re.findall(
+        r"## sglang (\S+): sglang/srt/models/kimi_k25\.py.*\n((?:.+\n)+)", snapshot
+    )
+    assert {v for v, body in forwards if "pp_proxy_tensors" in body} <= set(having)
+    assert not {v for v, body in forwards if "pp_proxy_tensors" not in body} & set(having)
+    assert [f.text for f in found.fixes] == [
+        "--tp-size 16 --pp-size 1",
+        f"pip install 'sglang>={having[0]}'",
+    ]
+
+
+def test_without_the_load_line_the_checkpoint_names_the_class(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(SGLANG_NO_PIPELINE.format(loaded=""))
+    assert diagnose(log).fixes[-1].text.endswith("(the log does not name the architecture)")
+    root = tmp_path / "ckpt"
+    root.mkdir()
+    (root / "config.json").write_text(
+        json.dumps({"architectures": ["KimiK25ForConditionalGeneration"]})
+    )
+    assert diagnose(log, checkpoint=root).fixes[-1].text == "pip install 'sglang>=0.5.10'"
