@@ -34,7 +34,7 @@ import fnmatch
 import zipfile
 from collections.abc import Iterable
 
-from tools.wheel_modules import modules
+from tools.wheel_modules import inherited, is_model_class
 
 # 0.34 keeps some model packages in vllm/models/ (fnmatch's * crosses folders)
 MODELS = ("vllm/model_executor/models/*.py", "vllm/models/*.py")
@@ -172,34 +172,16 @@ def sglang_pipeline(archive: zipfile.ZipFile) -> dict[str, list[str]]:
     .parameters``, asserted "Pipeline Parallel is not compatible with this model." when
     ``pp_size > 1``): the class's ``forward``, its own or the first base's in the release's
     model files that defines one, names a ``pp_proxy_tensors`` parameter."""
-    own: dict[str, bool] = {}
-    bases: dict[str, list[str]] = {}
-    for _name, _text, tree in modules(archive, "sglang/srt/models/", ("class ",)):
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.ClassDef):
-                continue
-            bases[node.name] = [b.id for b in node.bases if isinstance(b, ast.Name)]
-            for stmt in node.body:
-                if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and (
-                    stmt.name == "forward"
-                ):
-                    params = stmt.args.args + stmt.args.kwonlyargs + stmt.args.posonlyargs
-                    own[node.name] = any(a.arg == "pp_proxy_tensors" for a in params)
 
-    def pipelined(name: str, seen: frozenset[str] = frozenset()) -> bool:
-        if name in own:
-            return own[name]
-        return next(
-            (
-                pipelined(b, seen | {name})
-                for b in bases.get(name, [])
-                if b not in seen and (b in own or b in bases)
-            ),
-            False,
-        )
+    def takes_proxy(node: ast.ClassDef) -> bool | None:
+        for stmt in node.body:
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == "forward":
+                params = stmt.args.args + stmt.args.kwonlyargs + stmt.args.posonlyargs
+                return any(a.arg == "pp_proxy_tensors" for a in params)
+        return None
 
-    named = [n for n in bases if "For" in n or n.endswith("Model")]
-    return {"pp": sorted(n for n in named if pipelined(n))}
+    found = inherited(archive, "sglang/srt/models/", takes_proxy)
+    return {"pp": sorted(n for n, takes in found.items() if takes and is_model_class(n))}
 
 
 # vLLM's table of architecture suffixes and the runner and conversion each implies

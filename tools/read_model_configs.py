@@ -21,7 +21,7 @@ import zipfile
 
 from tools.catalogue_file import CATALOGUE, write_catalogue
 from tools.read_own_configs import _class_types
-from tools.wheel_modules import modules
+from tools.wheel_modules import inherited, is_model_class
 
 _MODELS = {"vllm": "vllm/model_executor/models/", "sglang": "sglang/srt/models/"}
 # annotations that name no model's own config (a base class, or the engine's whole config)
@@ -50,31 +50,16 @@ def model_configs(archive: zipfile.ZipFile, engine: str) -> dict[str, list[str]]
     """Each model class of the release with the config class its ``__init__`` annotates, as
     ``<class>=<config class>`` (``model_config``); a class whose own ``__init__`` does not
     annotate one takes its base's, where the base is in the same release's model files."""
-    own: dict[str, str] = {}
-    bases: dict[str, list[str]] = {}
-    for _name, _text, tree in modules(archive, _MODELS[engine], ("class ",)):
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.ClassDef):
-                continue
-            bases[node.name] = [b.id for b in node.bases if isinstance(b, ast.Name)]
-            for stmt in node.body:
-                if isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__":
-                    if (found := _annotation(stmt)) is not None:
-                        own[node.name] = found
-    found: dict[str, str] = {}
-    for name in bases:
-        seen, todo = set(), [name]
-        while todo and name not in found:
-            current = todo.pop(0)
-            if current in seen:
-                continue
-            seen.add(current)
-            if current in own:
-                found[name] = own[current]
-            todo.extend(bases.get(current, []))
-    # the classes an architecture names (``...ForCausalLM``, ``...Model``), not their layers
-    named = {k: v for k, v in found.items() if "For" in k or k.endswith("Model")}
-    return {"model_config": sorted(f"{k}={v}" for k, v in named.items())}
+
+    def annotated(node: ast.ClassDef) -> str | None:
+        for stmt in node.body:
+            if isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__":
+                return _annotation(stmt)
+        return None
+
+    found = inherited(archive, _MODELS[engine], annotated)
+    # the classes an architecture names, not their layers
+    return {"model_config": sorted(f"{k}={v}" for k, v in found.items() if is_model_class(k))}
 
 
 def main(argv: list[str] | None = None) -> int:

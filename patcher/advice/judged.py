@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -36,6 +37,24 @@ def _declares_fp8_kv(files: ConfigFiles) -> bool:
     return any(kv_label(dig(parsed.get(name), keys)) != "none" for name, keys in FP8_KV_POINTERS)
 
 
+def _architecture(files: ConfigFiles) -> str | None:
+    """The first architecture config.json names, where it names one."""
+    names = files.config.get("architectures") if isinstance(files.config, dict) else None
+    if not isinstance(names, list) or not names or not isinstance(names[0], str):
+        return None
+    return names[0]
+
+
+def _in_place_of(found: Diagnosis, advice: str, make: Callable[[], Fix | None]) -> Diagnosis:
+    """``found`` with the fix ``make`` gives in place of the fix whose text is ``advice`` (the
+    advice the files answer), or unchanged where it has no such fix or ``make`` gives none."""
+    at = next((i for i, f in enumerate(found.fixes) if f.text == advice), None)
+    fix = None if at is None else make()
+    if at is None or fix is None:
+        return found
+    return replace(found, fixes=(*found.fixes[:at], fix, *found.fixes[at + 1 :]))
+
+
 _ROUTED_SLICE = re.compile(r"gate's and up's weight = (\d+) is not divisible")
 
 
@@ -50,18 +69,14 @@ def _shared_expert_split(found: Diagnosis, files: ConfigFiles) -> Diagnosis:
     return replace(found, fixes=kept) if kept else found
 
 
-def _registry_release(found: Diagnosis, files: ConfigFiles) -> Diagnosis:
-    """The release whose registry (read) lists the checkpoint's architecture, in place of the
-    advice to find one (the log did not name the architecture; the checkpoint does)."""
-    at = next((i for i, f in enumerate(found.fixes) if f.text == REGISTRY_LISTS), None)
-    names = files.config.get("architectures") if isinstance(files.config, dict) else None
-    if at is None or not isinstance(names, list) or not names or not isinstance(names[0], str):
-        return found
-    version = found.engine_version
-    listed = release_for(names[0], catalogue.version_key(version) if version else None)
-    if listed is None:
-        return found
-    return replace(found, fixes=(*found.fixes[:at], listed, *found.fixes[at + 1 :]))
+def _registry_release(found: Diagnosis, files: ConfigFiles) -> Fix | None:
+    """The release whose registry (read) lists the checkpoint's architecture (the log did not
+    name the architecture; the checkpoint does)."""
+    name = _architecture(files)
+    if name is None:
+        return None
+    version = catalogue.version_key(found.engine_version) if found.engine_version else None
+    return release_for(name, version)
 
 
 def _servers(found: Diagnosis, engine: str | None) -> tuple[EngineName, ...]:
@@ -79,78 +94,62 @@ def _servers(found: Diagnosis, engine: str | None) -> tuple[EngineName, ...]:
 
 
 def _class_model_type(
-    found: Diagnosis, files: ConfigFiles, checkpoint: Path | str, servers: tuple[EngineName, ...]
-) -> Diagnosis:
+    files: ConfigFiles, checkpoint: Path | str, servers: tuple[EngineName, ...]
+) -> Fix | None:
     """The model type of the config class an engine's class for the checkpoint's architecture
     is written for (``model_config``, read per release), where transformers knows it and the
-    checkpoint names another: ``patcher set`` of /model_type, in place of the advice to find it.
-    Only the log's engine's class counts: another engine's class is not the one that loads."""
-    at = next((i for i, f in enumerate(found.fixes) if f.text == MODEL_TYPE_OF_CLASS), None)
-    config = files.config if isinstance(files.config, dict) else {}
-    names = config.get("architectures")
-    if at is None or not isinstance(names, list) or not names or not isinstance(names[0], str):
-        return found
-    for name in servers:
+    checkpoint names another: ``patcher set`` of /model_type. Only the log's engine's class
+    counts: another engine's class is not the one that loads."""
+    name = _architecture(files)
+    if name is None:
+        return None
+    for server in servers:
         written = [
             entry.split("=", 1)[1]
-            for entry in catalogue.features_of(name, "model_config")
-            if entry.split("=", 1)[0] == names[0]
+            for entry in catalogue.features_of(server, "model_config")
+            if entry.split("=", 1)[0] == name
         ]
         wanted = {catalogue.config_types().get(c) for c in written} - {None}
         known = sorted(t for t in wanted if t in catalogue.model_types())
-        if len(known) == 1 and known[0] != config.get("model_type"):
-            fix = Fix(
+        if len(known) == 1 and known[0] != (files.config or {}).get("model_type"):
+            return Fix(
                 "transform",
                 f"patcher set {shlex.quote(str(checkpoint))} config.json /model_type "
                 f"'\"{known[0]}\"'",
-                note=f"{catalogue.ENGINE_NAMES[name]}'s {names[0]} is written for {written[0]} "
+                note=f"{catalogue.ENGINE_NAMES[server]}'s {name} is written for {written[0]} "
                 f"(model type {known[0]}, which transformers knows); journaled, patcher revert "
                 "undoes it",
             )
-            return replace(found, fixes=(*found.fixes[:at], fix, *found.fixes[at + 1 :]))
-    return found
+    return None
 
 
-def _unregistered(
-    found: Diagnosis, files: ConfigFiles, servers: tuple[EngineName, ...]
-) -> Diagnosis:
+def _unregistered(files: ConfigFiles, servers: tuple[EngineName, ...]) -> Fix | None:
     """Where no release read of the log's engine registers the checkpoint's architecture, no
     model type makes it load: its weights are laid out for its own project's code, and the
-    way is a checkpoint converted to an architecture the engine registers, in place of the
-    advice to find the model type."""
-    at = next((i for i, f in enumerate(found.fixes) if f.text == MODEL_TYPE_OF_CLASS), None)
-    config = files.config if isinstance(files.config, dict) else {}
-    names = config.get("architectures")
-    if at is None or not servers or not isinstance(names, list) or not names:
-        return found
-    name = names[0]
-    if not isinstance(name, str) or any(
-        name in registered for server in servers for registered in architectures(server).values()
-    ):
-        return found
+    way is a checkpoint converted to an architecture the engine registers."""
+    name = _architecture(files)
+    if name is None or not servers:
+        return None
+    if any(name in registered for s in servers for registered in architectures(s).values()):
+        return None
     engines = " or ".join(catalogue.ENGINE_NAMES[s] for s in servers)
-    fix = Fix(
+    return Fix(
         "advice",
         f"a checkpoint converted to an architecture {engines} registers (the model family's "
         "conversion to the transformers layout)",
         note=f"no {engines} release read registers {name}, the checkpoint's architecture: its "
         "weights are laid out for its own project's code, so no config edit makes it load",
     )
-    return replace(found, fixes=(*found.fixes[:at], fix, *found.fixes[at + 1 :]))
 
 
-def _pipelined(found: Diagnosis, files: ConfigFiles, servers: tuple[EngineName, ...]) -> Diagnosis:
-    """The release whose class for the checkpoint's architecture has pipeline parallelism, in
-    place of the advice to find one (the log did not name the architecture; the files do)."""
-    at = next((i for i, f in enumerate(found.fixes) if f.text == PIPELINED_UNNAMED), None)
-    names = files.config.get("architectures") if isinstance(files.config, dict) else None
-    if at is None or len(servers) != 1 or not isinstance(names, list) or not names:
-        return found
-    if not isinstance(names[0], str):
-        return found
+def _pipelined(found: Diagnosis, files: ConfigFiles, servers: tuple[EngineName, ...]) -> Fix | None:
+    """The release whose class for the checkpoint's architecture has pipeline parallelism
+    (the log did not name the architecture; the files do)."""
+    name = _architecture(files)
+    if name is None or len(servers) != 1:
+        return None
     version = catalogue.version_key(found.engine_version) if found.engine_version else None
-    fix = pipelined_release(servers[0], names[0], version)
-    return replace(found, fixes=(*found.fixes[:at], fix, *found.fixes[at + 1 :]))
+    return pipelined_release(servers[0], name, version)
 
 
 def _no_remote_code(found: Diagnosis, files: ConfigFiles) -> Diagnosis:
@@ -193,11 +192,15 @@ def judge_fixes(
                 ),
             )
     found = _shared_expert_split(found, files)
-    found = _registry_release(found, files)
+    found = _in_place_of(found, REGISTRY_LISTS, lambda: _registry_release(found, files))
     servers = _servers(found, engine)
-    found = _class_model_type(found, files, checkpoint, servers)
-    found = _unregistered(found, files, servers)
-    found = _pipelined(found, files, servers)
+    # the model type of the engine's class, else, where the engine has none, a conversion
+    found = _in_place_of(
+        found,
+        MODEL_TYPE_OF_CLASS,
+        lambda: _class_model_type(files, checkpoint, servers) or _unregistered(files, servers),
+    )
+    found = _in_place_of(found, PIPELINED_UNNAMED, lambda: _pipelined(found, files, servers))
     found = _no_remote_code(found, files)
     named = engine or (None if found.engine_version is None else f"vllm=={found.engine_version}")
     if named is None or not named.startswith("vllm"):

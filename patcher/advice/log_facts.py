@@ -76,7 +76,6 @@ VERSION = re.compile(
 VALIDATED = re.compile(r"validation errors? for (\w+?)Config\b")
 CONFIG_FILE = re.compile(r"transformers/models/\w+/configuration_\w+\.py")
 
-# vLLM's "Resolved architecture: LlamaForCausalLM" (config/model.py, 0.10 on).
 # The model class the engine resolved: vLLM's "Resolved architecture: X" (0.10 on), SGLang's
 # "Load weight end. ... type=X" (model_runner.py: ``type(self.model).__name__``).
 RESOLVED = re.compile(r"Resolved architecture: (\w+)|Load weight end\..*?\btype=(\w+)")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import features_of
 from patcher.advice.log_lines import engine_file
 from patcher.advice.log_rules import Fix, LogContext, Rule
 
@@ -34,8 +33,7 @@ def fmha_arch(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     backend = _BACKEND_FILE.search(found[1]) if found is not None else None
     where = f" ({found[1]})" if found is not None else ""
     fixes: list[Fix] = []
-    choices = set(features_of("sglang", "choices:--attention-backend"))
-    if backend is not None and "flashinfer" in choices:
+    if backend is not None:
         fixes.append(
             Fix(
                 "flag",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from patcher.advice import catalogue
 from patcher.advice.doctor import diagnose, diagnose_text
 from tests.conftest import SNAPSHOTS
+from tools import read_model_classes
 
 
 def test_a_parallel_mode_refused_on_one_executor_is_the_other_executor() -> None:
@@ -133,3 +135,27 @@ def test_without_the_load_line_the_checkpoint_names_the_class(tmp_path: Path) ->
         json.dumps({"architectures": ["KimiK25ForConditionalGeneration"]})
     )
     assert diagnose(log, checkpoint=root).fixes[-1].text == "pip install 'sglang>=0.5.10'"
+
+
+def test_the_reader_takes_forward_in_python_s_method_resolution_order(tmp_path: Path) -> None:
+    # a mixin without forward is passed over, and in a diamond the right-hand base's forward
+    # comes before the shared base's (C3), as SGLang's inspect.signature(model.forward) sees it
+    models = (
+        "class Base(nn.Module):\n"
+        "    def forward(self, input_ids, positions):\n        pass\n"
+        "class Mixin:\n    pass\n"
+        "class Piped(Base):\n"
+        "    def forward(self, input_ids, positions, pp_proxy_tensors=None):\n        pass\n"
+        "class MixedForCausalLM(Mixin, Piped):\n    pass\n"
+        "class Left(Base):\n    pass\n"
+        "class Right(Base):\n"
+        "    def forward(self, input_ids, *, pp_proxy_tensors=None):\n        pass\n"
+        "class DiamondForCausalLM(Left, Right):\n    pass\n"
+        "class PlainForCausalLM(Left):\n    pass\n"
+    )
+    wheel = tmp_path / "sglang-9.9.9-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("sglang/srt/models/toy.py", models)
+    with zipfile.ZipFile(wheel) as archive:
+        found = read_model_classes.sglang_pipeline(archive)
+    assert found == {"pp": ["DiamondForCausalLM", "MixedForCausalLM"]}

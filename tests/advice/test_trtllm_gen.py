@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from patcher.advice import catalogue
 from patcher.advice.doctor import diagnose_text
 from patcher.advice.trtllm_gen import FMHA_ARCH
 
@@ -48,6 +49,13 @@ def test_sglang_s_trtllm_backend_is_another_attention_backend() -> None:
     )
     assert found.code == "trtllm-gen-arch"
     assert found.fixes[0].text == "--attention-backend flashinfer"
+
+    # a value of the flag in every SGLang release read that has a trtllm backend
+    def having(value: str) -> set[str]:
+        return set(catalogue.feature_releases("sglang", "choices:--attention-backend", value))
+
+    trtllm = having("trtllm_mha") | having("trtllm_mla")
+    assert trtllm and trtllm <= having("flashinfer")
     assert "trtllm_mla" in (found.fixes[0].note or "")
     assert "10.0 or 10.3" in found.fixes[-1].text
 
