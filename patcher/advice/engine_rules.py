@@ -14,6 +14,7 @@ import re
 from patcher.advice.answers import before_strict
 from patcher.advice.architectures import architecture, config_attribute, sglang_architecture
 from patcher.advice.attention_rules import ATTENTION_MARKERS, ATTENTION_RULES
+from patcher.advice.backend_gpu import BACKEND_GPU_MARKERS, BACKEND_GPU_RULES
 from patcher.advice.dtypes import DTYPE_MARKERS, DTYPE_RULES
 from patcher.advice.engine_defects import circular_import, missing_logger_method, undefined_name
 from patcher.advice.env_bounds import ENV_BOUND_MARKERS, ENV_BOUND_RULES
@@ -512,6 +513,7 @@ RULES: tuple[Rule, ...] = (
     *SPECULATIVE_RULES,
     *TRITON_RESOURCE_RULES,
     *TRTLLM_GEN_RULES,
+    *BACKEND_GPU_RULES,
     *FAMILY_RULES,
     *DTYPE_RULES,
     *MARLIN_RULES,
@@ -586,6 +588,7 @@ _MARKERS = (
     *SPECULATIVE_MARKERS,
     *TRITON_RESOURCE_MARKERS,
     *TRTLLM_GEN_MARKERS,
+    *BACKEND_GPU_MARKERS,
     *TRANSFORMERS_MARKERS,
     *REMOTE_TOKENIZER_MARKERS,
     *SAFETENSORS_MARKERS,

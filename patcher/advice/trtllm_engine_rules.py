@@ -200,6 +200,10 @@ PLUGIN_KEYS = frozenset(
         "lora_plugin",
     }
 )
+# The top-level keys of the engine's config.json the runtime reads with at() for its layout
+# (snapshots/engines/trtllm-engine-keys.txt, "layout:"): which of them an engine has is the
+# builder release's, so one missing is an engine of another release, like a plugin key.
+LAYOUT_KEYS = frozenset({"builder_config", "build_config", "pretrained_config", "plugin_config"})
 
 
 def _rebuild() -> list[Fix]:
@@ -218,6 +222,14 @@ def _rebuild() -> list[Fix]:
 
 
 def _engine_release(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    if m.group(1) in LAYOUT_KEYS:
+        return (
+            f"the engine's config.json has no top-level '{m.group(1)}', which this TensorRT-LLM "
+            "runtime reads for its layout (gptJsonConfig.cpp: the old builder's builder_config, "
+            "the new builder API's version, build_config and pretrained_config): the engine was "
+            "built by another TensorRT-LLM release than the one that runs it",
+            _rebuild(),
+        )
     if m.group(1) not in PLUGIN_KEYS:
         return "", []
     return (

@@ -134,6 +134,35 @@ def test_a_plugin_key_the_engine_lacks_is_an_engine_of_another_release(key: str)
 
 
 @pytest.mark.parametrize(
+    "key",
+    [
+        line.removeprefix("# layout: ")
+        for line in (SNAPSHOTS / "engines" / "trtllm-engine-keys.txt").read_text().splitlines()
+        if line.startswith("# layout: ")
+    ],
+)
+def test_a_layout_key_the_engine_lacks_is_an_engine_of_another_release(key: str) -> None:
+    # an engine the new builder API wrote has no builder_config, which a runtime from before
+    # the engine's "version" was read takes with at() (the snapshot's layout note)
+    found = diagnose_text(
+        "E0214 02:34:40.716400 128 backend_model.cc:691] ERROR: Failed to create instance: "
+        "unexpected error when creating modelInstanceState: "
+        f"[json.exception.out_of_range.403] key '{key}' not found\n"
+    )
+    assert found.code == "trtllm-engine-release"
+    assert f"no top-level '{key}'" in found.cause
+    assert found.fixes[0].text.startswith("build the engine again")
+
+
+def test_an_architecture_key_the_engine_lacks_is_not_called_another_release() -> None:
+    found = diagnose_text(
+        "unexpected error when creating modelInstanceState: "
+        "[json.exception.out_of_range.403] key 'num_layers' not found\n"
+    )
+    assert found.code != "trtllm-engine-release"
+
+
+@pytest.mark.parametrize(
     "wording",
     [
         "Assertion failed: d == a + length "
