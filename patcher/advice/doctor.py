@@ -246,6 +246,10 @@ def diagnose_lines(
     # follow vLLM's "Failed to find a kernel ... Reasons:" (kernel_reasons.py).
     held: tuple[Diagnosis, LogContext] | None = None
     reasons: list[str] = []
+    # An engine's logger.exception message (the catalogue's "log.exception" templates): the
+    # exception it was handling is printed after it, and that exception is the root; the
+    # message is the answer only where no exception follows.
+    handling: Diagnosis | None = None
     for raw in bounded(lines):
         if held is not None:
             reason = PREFIX.sub("", uncoloured(raw)).rstrip()
@@ -428,6 +432,13 @@ def diagnose_lines(
         raised = RAISED.match(line)
         if known is None and asserted is not None and raised and raised["kind"] == "AssertionError":
             known = divisibility(asserted, line.strip(), ctx)  # "12 is not divisible by 24"
+        if known is not None and known.template is not None:
+            if known.template.exception == "log.exception" and not raised:
+                handling = handling or known
+                continue
+        if handling is not None and known is None and raised and oom is None:
+            # the handled exception, which nothing knows: quoted as the root, with no fix
+            return Diagnosis(source, None, line.strip(), NO_MATCH, (), version_text)
         if known is not None:
             known = replace(known, log=source, engine_version=version_text)
             known = _unread(_already_given(_given_kv_dtype(known, kv_flag), command), unread)
@@ -455,6 +466,9 @@ def diagnose_lines(
         # component it could not create) is the better answer to the same failure.
         cause, fixes = explain_oom(phase, engine, utilization=utilization, fraction=fraction)
         return Diagnosis(source, "cuda-oom-startup", oom, cause, tuple(fixes), version_text)
+    if handling is not None:
+        logged = replace(handling, log=source, engine_version=version_text)
+        return _unread(_already_given(_given_kv_dtype(logged, kv_flag), command), unread)
     return Diagnosis(source, None, root or oom, NO_MATCH, (), version_text)
 
 

@@ -17,6 +17,8 @@ WORDINGS = [
     for t in catalogue.templates("sglang")
     if len(t.parts) == 1 and "Please use a different" in t.parts[0]
 ]
+# the wordings alone, for test_doctor's marker test
+BACKEND_GPU_LINES = [f"ValueError: {wording}" for wording, _ in WORDINGS]
 
 
 def test_the_wordings_read_are_the_ones_the_rule_takes() -> None:

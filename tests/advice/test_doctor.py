@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from patcher.advice.doctor import diagnose, diagnose_text
-from tests.conftest import ROOT, Cli
+from tests.conftest import ROOT, SNAPSHOTS, Cli
 
 PREFIX = "(EngineCore_DP0 pid=215) ERROR 01-20 13:03:50 [v1/engine/core.py:866] "
 WORKER = "(Worker_TP0 pid=215) ERROR 01-20 13:03:50 [v1/executor/multiproc_executor.py:749] "
@@ -588,6 +588,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     a rule's pattern meets, blanking the markers out makes the pattern miss it."""
     from patcher.advice.doctor import _MARKERS, RULES, _marked
     from tests.advice.test_attention_rules import PAGE_LINES
+    from tests.advice.test_backend_gpu import BACKEND_GPU_LINES
     from tests.advice.test_dtypes import DTYPE_LINES
     from tests.advice.test_engine_defects import DEFECT_LINES
     from tests.advice.test_env_bounds import ENV_BOUND_LINES
@@ -631,6 +632,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
         + TRITON_RESOURCE_LINES
         + TRTLLM_GEN_LINES
         + CUDA_DRIVER_LINES
+        + BACKEND_GPU_LINES
     )
     for code, pattern, _ in RULES:
         hits = [error for error in errors if pattern.search(error)]
@@ -1262,3 +1264,71 @@ def test_a_config_field_missing_under_no_named_release_is_answered_on_a_conditio
         "INFO 02-10 17:06:00 [api_server.py:1] vLLM API server version 0.34.0\n" + error
     )
     assert not any(f.text.startswith("pip install 'vllm>=") for f in listed.fixes)
+
+
+_HANDLED = (
+    "(RayWorkerWrapper pid=11033) ERROR 08-19 16:07:35 worker_base.py:438] Error executing "
+    "method load_model. This might cause deadlock in distributed execution.\n"
+    "(RayWorkerWrapper pid=11033) ERROR 08-19 16:07:35 worker_base.py:438] Traceback (most "
+    "recent call last):\n"
+    '(RayWorkerWrapper pid=11033) ERROR 08-19 16:07:35 worker_base.py:438]   File "/usr/lib/'
+    'python3.10/site-packages/vllm/worker/worker_base.py", line 430, in execute_method\n'
+)
+
+
+def test_a_logged_exception_message_gives_way_to_the_exception_it_handled() -> None:
+    # logger.exception prints the exception it handles after its message (the catalogue's
+    # "log.exception" templates): the exception is the root, known or not
+    unknown = "ValueError: GGUF quantization hasn't supported tensor parallelism yet."
+    found = diagnose_text(
+        f"{_HANDLED}(RayWorkerWrapper pid=11033) ERROR 08-19 16:07:35 "
+        f"worker_base.py:438] {unknown}\n"
+    )
+    assert not found.recognised and found.error == unknown and not found.fixes
+    known = (
+        "ValueError: The model's max seq len (32768) is larger than the maximum number of "
+        "tokens that can be stored in KV cache (16384). Try increasing `gpu_memory_utilization` "
+        "or decreasing `max_model_len` when initializing the engine."
+    )
+    found = diagnose_text(f"{_HANDLED}{known}\n")
+    assert found.recognised and found.error == known
+
+
+def test_a_logged_exception_message_alone_is_still_answered() -> None:
+    found = diagnose_text(_HANDLED)
+    assert found.recognised
+    assert found.template is not None and found.template.exception == "log.exception"
+
+
+def _gguf_log(version: str, tp: int, a: int, b: int) -> str:
+    return (
+        f"INFO 01-17 14:00:01 api_server.py:712] vLLM API server version {version}\n"
+        f"INFO 01-17 14:00:10 llm_engine.py:234] Initializing an LLM engine (v{version}) with "
+        f"config: model='/m/granite-7b-lab-Q4_K_M.gguf', tensor_parallel_size={tp}, "
+        "quantization=gguf, dtype=torch.float16\n"
+        f"ERROR 01-17 14:00:32 engine.py:366] The size of tensor a ({a}) must match the size of "
+        f"tensor b ({b}) at non-singleton dimension 0\n"
+    )
+
+
+def test_a_gguf_vocabulary_split_unpadded_is_the_loader_of_its_release() -> None:
+    # a 32008-token vocabulary: 16004 rows a GPU as split, 16032 padded to 64 and split
+    # (snapshots/engines/vllm-gguf-vocab-shard.txt: 0.6.6.post1 divides the unpadded size)
+    shard = (SNAPSHOTS / "engines" / "vllm-gguf-vocab-shard.txt").read_text()
+    assert "0.6.6.post1: shape[output_dim] = shape[output_dim] // self.tp_size" in shard
+    assert "0.7.3: shape[output_dim] = self.num_embeddings_per_partition" in shard
+    found = diagnose_text(_gguf_log("0.6.6.post1", 2, 16004, 16032))
+    assert found.code == "packed-size-mismatch"
+    assert [f.text for f in found.fixes] == [
+        "pip install 'vllm>=0.7.3'",
+        "--tensor-parallel-size 1",
+    ]
+    # four GPUs: 8002 as split, 8016 padded; a vocabulary of a multiple of 64 never differs
+    assert diagnose_text(_gguf_log("0.6.6.post1", 4, 8002, 8016)).fixes[0].kind == "dependency"
+    assert diagnose_text(_gguf_log("0.6.6.post1", 2, 16000, 16064)).fixes[0].kind != "dependency"
+
+
+def test_a_gguf_share_mismatch_where_the_loader_pads_is_not_the_loader() -> None:
+    for version, tp in (("0.7.3", 2), ("0.6.6.post1", 1)):
+        found = diagnose_text(_gguf_log(version, tp, 16004, 16032))
+        assert all(f.kind != "dependency" for f in found.fixes), version
