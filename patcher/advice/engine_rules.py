@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.answers import before_strict
 from patcher.advice.architectures import architecture, config_attribute, sglang_architecture
 from patcher.advice.attention_rules import ATTENTION_MARKERS, ATTENTION_RULES
 from patcher.advice.backend_gpu import BACKEND_GPU_MARKERS, BACKEND_GPU_RULES
@@ -29,6 +28,10 @@ from patcher.advice.flag_choices import (
     port_in_use,
     unexpected_argument,
     unrecognized_arguments,
+)
+from patcher.advice.flashinfer_dispatch import (
+    FLASHINFER_DISPATCH_MARKERS,
+    FLASHINFER_DISPATCH_RULES,
 )
 from patcher.advice.hub_access import HUB_MARKERS, HUB_RULES
 from patcher.advice.hub_names import invalid_repo_id
@@ -59,7 +62,13 @@ from patcher.advice.safetensors_files import SAFETENSORS_MARKERS, SAFETENSORS_RU
 from patcher.advice.scheme_capabilities import SCHEME_MARKERS, SCHEME_RULES
 from patcher.advice.speculative import SPECULATIVE_MARKERS, SPECULATIVE_RULES
 from patcher.advice.startup_memory import too_little_free
-from patcher.advice.transformers_rules import TRANSFORMERS_MARKERS, TRANSFORMERS_RULES
+from patcher.advice.tensor_sizes import SIZE_MARKERS, SIZE_RULES
+from patcher.advice.transformers_rules import (
+    STRICT_MARKERS,
+    STRICT_RULES,
+    TRANSFORMERS_MARKERS,
+    TRANSFORMERS_RULES,
+)
 from patcher.advice.triton_resources import TRITON_RESOURCE_MARKERS, TRITON_RESOURCE_RULES
 from patcher.advice.trtllm_engine_rules import TRTLLM_ENGINE_MARKERS, TRTLLM_ENGINE_RULES
 from patcher.advice.trtllm_gen import TRTLLM_GEN_MARKERS, TRTLLM_GEN_RULES
@@ -230,27 +239,6 @@ def _sglang_length(m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
         [
             Fix("flag", f"--context-length {m.group(2)}"),
             Fix("env", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"),
-        ],
-    )
-
-
-def _strict_field(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
-    field = m.group(1) or m.group(2)
-    # "expected float, got int (value: 0)": the same number as a float is the value it takes
-    widened = re.search(r"expected float, got int \(value: (-?\d+)\)", m.string)
-    value = f"{widened.group(1)}.0" if widened else "VALUE"
-    return (
-        f"transformers validates each config field strictly (huggingface_hub's @strict): "
-        f"config.json's {field} has a type or value its config class refuses (the message "
-        "says which); releases before the strict ones read it",
-        [
-            Fix(
-                "transform",
-                f"patcher set {ctx.checkpoint} config.json /{field} {value}",
-                note=("VALUE of the type the message names; " if value == "VALUE" else "")
-                + f"the pointer where config.json holds {field} (a nested config: its path)",
-            ),
-            before_strict(),
         ],
     )
 
@@ -499,22 +487,16 @@ RULES: tuple[Rule, ...] = (
         ),
         _sglang_length,
     ),
-    (
-        # huggingface_hub's @strict, which transformers' config classes use from 5.4.0 (read)
-        "config-field-validation",
-        re.compile(
-            r"Validation error for field '(\w+)'|"
-            r"\bField '(\w+)' (?:with value .* doesn't match any type in|expected \w+, got)"
-        ),
-        _strict_field,
-    ),
+    *STRICT_RULES,
     # before the families: a capture's failure quoting the check is answered by its bound
     *ENV_BOUND_RULES,
     *SPECULATIVE_RULES,
     *TRITON_RESOURCE_RULES,
     *TRTLLM_GEN_RULES,
     *BACKEND_GPU_RULES,
+    *FLASHINFER_DISPATCH_RULES,
     *FAMILY_RULES,
+    *SIZE_RULES,
     *DTYPE_RULES,
     *MARLIN_RULES,
     *MISTRAL_RULES,
@@ -540,8 +522,7 @@ RULES: tuple[Rule, ...] = (
 # C search and is never cleaned nor tried against each rule.
 _MARKERS = (
     "on startup is less than desired",
-    "Validation error for field",
-    "Field '",
+    *STRICT_MARKERS,
     "Expecting value: line 1 column 1",
     "Should have a `model_type` key",
     "No common block size",
@@ -581,6 +562,7 @@ _MARKERS = (
     "Unknown gguf model_type",
     "Incorrect path_or_model_id",
     *FAMILY_MARKERS,
+    *SIZE_MARKERS,
     *DTYPE_MARKERS,
     *MARLIN_MARKERS,
     *MISTRAL_MARKERS,
@@ -589,6 +571,7 @@ _MARKERS = (
     *TRITON_RESOURCE_MARKERS,
     *TRTLLM_GEN_MARKERS,
     *BACKEND_GPU_MARKERS,
+    *FLASHINFER_DISPATCH_MARKERS,
     *TRANSFORMERS_MARKERS,
     *REMOTE_TOKENIZER_MARKERS,
     *SAFETENSORS_MARKERS,

@@ -19,7 +19,12 @@ ANSI = re.compile(
 )
 PREFIX = re.compile(
     # docker compose's "service  | " before each line of a container's log
-    r"^\s*(?:[\w.-]+\s+\|\s)?(?:\[rank\d+\]:\s*|\[\d{4}-\d\d-\d\d [\d:]+(?: [A-Z]{2}\d+)*\]\s*)?"
+    r"^\s*(?:[\w.-]+\s+\|\s)?"
+    # the collector's own stamp: docker or kubectl --timestamps (RFC 3339), or the systemd
+    # journal's "Aug 19 18:34:30 host unit[pid]: "
+    r"(?:\d{4}-\d\d-\d\dT[\d:]+(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+"
+    r"|[A-Z][a-z]{2} [ \d]\d [\d:]{8} \S+ [\w.@-]+\[\d+\]:\s)?"
+    r"(?:\[rank\d+\]:\s*|\[\d{4}-\d\d-\d\d [\d:]+(?: [A-Z]{2}\d+)*\]\s*)?"
     # a process prefix: vLLM's (EngineCore_DP0 pid=N), and any other process name a runtime
     # built on it gives its own (vllm-omni's StageEngineCoreProc); V0's multiprocessing
     # workers name their rank before the pid

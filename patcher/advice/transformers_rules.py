@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from patcher.advice.answers import before_strict
 from patcher.advice.catalogue import (
     ENGINE_NAMES,
     SERVERS,
@@ -283,6 +284,41 @@ def _class_clash(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
         fixes,
     )
 
+
+def strict_field(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    field = m.group(1) or m.group(2)
+    # "expected float, got int (value: 0)": the same number as a float is the value it takes
+    widened = re.search(r"expected float, got int \(value: (-?\d+)\)", m.string)
+    value = f"{widened.group(1)}.0" if widened else "VALUE"
+    return (
+        f"transformers validates each config field strictly (huggingface_hub's @strict): "
+        f"config.json's {field} has a type or value its config class refuses (the message "
+        "says which); releases before the strict ones read it",
+        [
+            Fix(
+                "transform",
+                f"patcher set {ctx.checkpoint} config.json /{field} {value}",
+                note=("VALUE of the type the message names; " if value == "VALUE" else "")
+                + f"the pointer where config.json holds {field} (a nested config: its path)",
+            ),
+            before_strict(),
+        ],
+    )
+
+
+# huggingface_hub's @strict, which transformers' config classes use from 5.4.0 (read); engine
+# rules take it ahead of the families (engine_rules.RULES).
+STRICT_RULES: tuple[Rule, ...] = (
+    (
+        "config-field-validation",
+        re.compile(
+            r"Validation error for field '(\w+)'|"
+            r"\bField '(\w+)' (?:with value .* doesn't match any type in|expected \w+, got)"
+        ),
+        strict_field,
+    ),
+)
+STRICT_MARKERS = ("Validation error for field", "Field '")
 
 TRANSFORMERS_RULES: tuple[Rule, ...] = (
     (

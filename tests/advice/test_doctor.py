@@ -593,6 +593,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     from tests.advice.test_engine_defects import DEFECT_LINES
     from tests.advice.test_env_bounds import ENV_BOUND_LINES
     from tests.advice.test_flag_choices import PARSER_LINES
+    from tests.advice.test_flashinfer_dispatch import FLASHINFER_DISPATCH_LINES
     from tests.advice.test_glibc import GLIBC_LINES
     from tests.advice.test_machine import CUDA_DRIVER_LINES, ENVIRONMENT_LINES
     from tests.advice.test_marlin import MARLIN_LINES
@@ -633,6 +634,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
         + TRTLLM_GEN_LINES
         + CUDA_DRIVER_LINES
         + BACKEND_GPU_LINES
+        + FLASHINFER_DISPATCH_LINES
     )
     for code, pattern, _ in RULES:
         hits = [error for error in errors if pattern.search(error)]
@@ -1332,3 +1334,24 @@ def test_a_gguf_share_mismatch_where_the_loader_pads_is_not_the_loader() -> None
     for version, tp in (("0.7.3", 2), ("0.6.6.post1", 1)):
         found = diagnose_text(_gguf_log(version, tp, 16004, 16032))
         assert all(f.kind != "dependency" for f in found.fixes), version
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        "2024-06-28T06:11:52.685318737Z ",  # docker logs --timestamps
+        "2026-03-01T10:00:00+01:00 ",  # kubectl logs --timestamps
+        "Aug 19 18:34:30 vllm vllm[8707]: ",  # the systemd journal
+    ],
+)
+def test_a_collectors_stamp_before_the_engines_prefix_is_read_past(stamp: str) -> None:
+    error = (
+        "ValueError: The model's max seq len (8192) is larger than the maximum number of "
+        "tokens that can be stored in KV cache (6048). Try increasing `gpu_memory_utilization` "
+        "or decreasing `max_model_len` when initializing the engine."
+    )
+    found = diagnose_text(
+        f"{stamp}(LLMRayActor pid=20770) ERROR 06-28 06:11:45 worker_base.py:145] {error}\n"
+    )
+    assert found.code == "kv-cache-memory"
+    assert found.error == error
