@@ -34,10 +34,17 @@ def release_for(
         )
     if version is not None and version[:3] >= listed[0]:
         return None  # this release lists it: the refusal has another cause
+    first = text(map(str, listed[0]))
     return Fix(
         "dependency",
-        f"pip install '{engine}>={text(map(str, listed[0]))}'",
-        note=f"the releases read that list {name}",
+        f"pip install '{engine}>={first}'",
+        # a class every release read lists may be older than the reading: say where it starts
+        note=f"the releases read that list {name}"
+        + (
+            f"; registries are read from {first}, so an older release may list it too"
+            if listed[0] == min(registry)
+            else ""
+        ),
     )
 
 
