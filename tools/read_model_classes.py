@@ -440,12 +440,14 @@ def _define(
     wanted: dict[str, set[str]],
 ) -> None:
     """The values the module ``text`` defines ``names`` as, added to the flags each gives
-    choices; a definition that refers to other names makes those wanted too."""
+    choices; a definition that refers to other names makes those wanted too. A definition
+    inside a function counts as well (SGLang 0.5.1 builds ``ATTN_BACKENDS`` in
+    ``add_cli_args`` itself, just before the flag that takes it)."""
     try:
-        body = ast.parse(text).body
+        tree = ast.parse(text)
     except SyntaxError:  # a file of another Python's syntax: not where a choice is defined
         return
-    for node in body:
+    for node in ast.walk(tree):
         value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
         targets = (
             node.targets

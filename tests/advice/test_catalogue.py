@@ -1486,6 +1486,25 @@ def test_the_recorder_reads_each_methods_capability_and_choices_defined_by_anoth
         assert choices(archive, "vllm")["choices:--quantization"] == ["awq", "fp8"]
 
 
+def test_the_recorder_reads_choices_a_function_defines_before_its_flag(tmp_path: Path) -> None:
+    # SGLang 0.5.1 builds the attention backends' list inside add_cli_args itself
+    from tools.read_model_classes import choices
+
+    files = {
+        "sglang/srt/server_args.py": (
+            "class ServerArgs:\n    attention_backend: Optional[str] = None\n"
+            "    @staticmethod\n    def add_cli_args(parser):\n"
+            "        ATTN_BACKENDS = ['triton', 'flashinfer']\n"
+            "        parser.add_argument('--attention-backend', choices=ATTN_BACKENDS)\n"
+        ),
+    }
+    with _wheel(tmp_path / "sglang-9.9.9-py3-none-any.whl", files) as archive:
+        assert choices(archive, "sglang")["choices:--attention-backend"] == [
+            "flashinfer",
+            "triton",
+        ]
+
+
 def test_the_recorder_reads_the_gguf_architectures_transformers_maps(tmp_path: Path) -> None:
     from tools.read_model_classes import gguf_architectures
 
