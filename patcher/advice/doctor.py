@@ -432,8 +432,8 @@ def diagnose_lines(
         raised = RAISED.match(line)
         if known is None and asserted is not None and raised and raised["kind"] == "AssertionError":
             known = divisibility(asserted, line.strip(), ctx)  # "12 is not divisible by 24"
-        if known is not None and known.template is not None:
-            if known.template.exception == "log.exception" and not raised:
+        if known is not None and known.template is not None and not raised:
+            if known.template.exception == "log.exception":
                 handling = handling or known
                 continue
         if handling is not None and known is None and raised and oom is None:

@@ -33,8 +33,9 @@ def _gguf_vocab_share(a: int, b: int, ctx: LogContext) -> tuple[str, list[Fix]] 
         return None  # its loader sizes the share padded: another cause
     return (
         f"the GGUF embedding was built for {short} rows on each of {tp} GPUs, the vocabulary "
-        f"({short * tp}) split as it is, but each GPU takes its share of the vocabulary padded "
-        f"to a multiple of {VOCAB_PADDING} ({share}): this vLLM's weight loader sizes a GGUF "
+        f"({short * tp}) split as it is, but each GPU takes {share} rows, its share of the "
+        f"vocabulary padded to a multiple of {VOCAB_PADDING} ({share * tp}): this vLLM's weight "
+        "loader sizes a GGUF "
         "embedding by the unpadded vocabulary (vocab_parallel_embedding.py, releases read up "
         "to 0.6.6.post1)",
         [
@@ -53,6 +54,8 @@ def _gguf_vocab_share(a: int, b: int, ctx: LogContext) -> tuple[str, list[Fix]] 
 
 
 def packed_size(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """Two sizes that should match: a GGUF vocabulary split unpadded, FP4's packing (one twice
+    the other, while the weights load), or a checkpoint of another configuration."""
     a, b = int(m.group(1)), int(m.group(2))
     if (vocab := _gguf_vocab_share(a, b, ctx)) is not None:
         return vocab

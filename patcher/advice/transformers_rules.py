@@ -286,6 +286,8 @@ def _class_clash(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
 
 
 def strict_field(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A config field transformers' strict validation refuses: the value set in config.json
+    (the float of an int where a float is asked), or a release before the strict ones."""
     field = m.group(1) or m.group(2)
     # "expected float, got int (value: 0)": the same number as a float is the value it takes
     widened = re.search(r"expected float, got int \(value: (-?\d+)\)", m.string)
