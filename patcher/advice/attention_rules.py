@@ -169,7 +169,7 @@ def _named_for(refusal: str, backend: str, version: tuple[int, ...] | None) -> F
     if lacking is None or lacking.group(1) in ("dtype", "kv_cache_dtype", "block_size"):
         return None
     word = lacking.group(1).upper()
-    release = _release_of(version)
+    release = release_of(version)
     names = [
         name
         for name in features_of("vllm", "attention_backend")
@@ -187,7 +187,7 @@ def _named_for(refusal: str, backend: str, version: tuple[int, ...] | None) -> F
     return Fix("env", f"VLLM_ATTENTION_BACKEND={choice}", note=note)
 
 
-def _release_of(version: tuple[int, ...] | None) -> str | None:
+def release_of(version: tuple[int, ...] | None) -> str | None:
     """The vLLM release read that the log's version names (0.8.5 is 0.8.5.post1)."""
     if version is None:
         return None
@@ -219,7 +219,7 @@ def trtllm_gen_page(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     cause += ": vLLM raises a hybrid Mamba model's attention block to the Mamba state's page"
     if ctx.engine == "sglang":
         return cause, [Fix("flag", f"--page-size {limit}", note="or another --attention-backend")]
-    release = _release_of(ctx.version)
+    release = release_of(ctx.version)
     within = (release,) if release else tuple(read_releases("vllm"))
     fixes = another_backend("vllm/v1/attention/backends/flashinfer.py", within)
     trtllm_env = [r for r in within if r in feature_releases("vllm", "env", _TRTLLM_ENV)]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import feature_releases
+from patcher.advice.catalogue import feature_releases, releases
 from patcher.advice.log_rules import Fix, LogContext, Rule
 
 REFUSED = re.compile(
@@ -22,7 +22,30 @@ REFUSED = re.compile(
 )
 BACKEND_GPU_MARKERS = ("Please use a different",)
 # in the order offered: kernels built for the GPU at hand first
-_PORTABLE = ("triton", "flashinfer")
+PORTABLE = ("triton", "flashinfer")
+
+
+def sglang_backend_instead(
+    flag: str, refused: str, prefer: tuple[str, ...] = PORTABLE, why: str = ""
+) -> Fix | None:
+    """``flag`` with the first of ``prefer`` that is a choice of every SGLang release read
+    whose choices hold ``refused`` (every release read, where none lists it), in place of it;
+    None where no such choice is read."""
+    having = feature_releases("sglang", f"choices:{flag}", refused) or tuple(releases("sglang"))
+    others = [
+        c
+        for c in prefer
+        if c != refused and set(having) <= set(feature_releases("sglang", f"choices:{flag}", c))
+    ]
+    if not others:
+        return None
+    also = f", or {' or '.join(others[1:])}" if others[1:] else ""
+    return Fix(
+        "flag",
+        f"{flag} {others[0]}",
+        note=f"in place of {refused}{also}: {why or 'kernels for the GPU at hand'}; choices of "
+        f"every SGLang release read that has {refused} ({having[0]} to {having[-1]})",
+    )
 
 
 def refused(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
@@ -31,24 +54,12 @@ def refused(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     name = m.group(1).lower().replace(" ", "_")
     phase = m.group(2)
     flag = f"--{phase}-attention-backend" if phase else "--attention-backend"
-    having = feature_releases("sglang", f"choices:{flag}", name)
-    fixes: list[Fix] = []
-    if having:
-        others = [
-            c
-            for c in _PORTABLE
-            if set(having) <= set(feature_releases("sglang", f"choices:{flag}", c))
-        ]
-        if others:
-            also = f", or {' or '.join(others[1:])}" if others[1:] else ""
-            fixes.append(
-                Fix(
-                    "flag",
-                    f"{flag} {others[0]}",
-                    note=f"in place of {name}{also}: kernels for the GPU at hand, choices of "
-                    f"every SGLang release read that has {name} ({having[0]} to {having[-1]})",
-                )
-            )
+    instead = (
+        sglang_backend_instead(flag, name)
+        if feature_releases("sglang", f"choices:{flag}", name)
+        else None
+    )
+    fixes = [instead] if instead is not None else []
     fixes.append(Fix("advice", f"or keep {name} on {m.group(3)}", note="the GPUs the check takes"))
     where = f" for {phase}" if phase else ""
     return (

@@ -14,12 +14,17 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import feature_releases
+from patcher.advice.attention_rules import another_backend, release_of
+from patcher.advice.backend_gpu import sglang_backend_instead
+from patcher.advice.catalogue import releases
 from patcher.advice.log_lines import engine_file
 from patcher.advice.log_rules import Fix, LogContext, Rule
 
 DISPATCH = re.compile(r"failed to dispatch head_dim (\d+)")
 FLASHINFER_DISPATCH_MARKERS = ("failed to dispatch head_dim",)
+# vLLM's FlashInfer backend files (V0's and V1's), and V1's where the log shows neither
+_VLLM_BACKEND = re.compile(r"vllm/(?:v1/)?attention/backends/flashinfer\.py")
+_V1_FILE = "vllm/v1/attention/backends/flashinfer.py"
 # the head sizes FlashInfer's prebuilt kernels are instantiated for (FLASHINFER_HEAD_DIMS)
 BUILT_HEAD_DIMS = (64, 128, 256)
 
@@ -31,26 +36,18 @@ def dispatch(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     found = engine_file(ctx.frame)
     engine = found[0] if found is not None else ctx.engine
     fixes: list[Fix] = []
-    having = feature_releases("sglang", "choices:--attention-backend", "triton")
-    if engine != "vllm" and having:
-        fixes.append(
-            Fix(
-                "flag",
-                "--attention-backend triton",
-                note="in place of flashinfer: SGLang's Triton kernels pad any head size inside "
-                f"the kernel; a choice of every SGLang release read, {having[0]} to "
-                f"{having[-1]}",
-            )
+    if engine != "vllm":
+        instead = sglang_backend_instead(
+            "--attention-backend",
+            "flashinfer",
+            why="SGLang's Triton kernels pad any head size inside the kernel",
         )
+        fixes += [instead] if instead is not None else []
     if engine != "sglang":
-        fixes.append(
-            Fix(
-                "advice",
-                "an attention backend other than FLASHINFER (--attention-backend or "
-                "VLLM_ATTENTION_BACKEND, as the release takes it): FLASH_ATTN or TRITON_ATTN",
-                note="vLLM's other backends check the head size before they are chosen",
-            )
-        )
+        # vLLM's other backends (read per release), from the flashinfer backend the frame is
+        file = found[1] if found is not None and _VLLM_BACKEND.search(found[1]) else _V1_FILE
+        release = release_of(ctx.version)
+        fixes += another_backend(file, (release,) if release else tuple(releases("vllm")))
     built = ", ".join(str(d) for d in BUILT_HEAD_DIMS)
     fixes.append(
         Fix(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from patcher.advice.backend_gpu import sglang_backend_instead
 from patcher.advice.log_lines import engine_file
 from patcher.advice.log_rules import Fix, LogContext, Rule
 
@@ -33,16 +34,19 @@ def fmha_arch(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     backend = _BACKEND_FILE.search(found[1]) if found is not None else None
     where = f" ({found[1]})" if found is not None else ""
     fixes: list[Fix] = []
-    if backend is not None:
-        fixes.append(
-            Fix(
-                "flag",
-                "--attention-backend flashinfer",
-                note=f"in place of {backend.group(1)} (and no --prefill-attention-backend or "
-                "--decode-attention-backend of trtllm's): FlashInfer's own kernels, built for "
-                "SM80 and later; or triton",
-            )
+    instead = (
+        sglang_backend_instead(
+            "--attention-backend",
+            backend.group(1),
+            prefer=("flashinfer", "triton"),
+            why="FlashInfer's own kernels, built for SM80 and later (and no "
+            "--prefill-attention-backend or --decode-attention-backend of trtllm's)",
         )
+        if backend is not None
+        else None
+    )
+    if instead is not None:
+        fixes.append(instead)
     fixes.append(
         Fix(
             "advice",

@@ -41,12 +41,20 @@ def test_sglangs_capture_failing_on_the_head_size_is_another_backend_not_the_gra
 
 
 def test_vllms_flashinfer_backend_on_the_head_size_names_its_other_backends() -> None:
-    found = diagnose_text(
-        "INFO 06-01 10:00:00 api_server.py:1] vLLM API server version 0.5.5\n"
-        f'  File "{SITE}/vllm/attention/backends/flashinfer.py", line 200, in begin_forward\n'
-        f"RuntimeError: {PLAN}\n"
-    )
-    assert found.code == "flashinfer-head-dim"
-    assert [f.kind for f in found.fixes] == ["advice", "advice"]
-    assert "FLASH_ATTN" in found.fixes[0].text
-    assert "FLASHINFER_HEAD_DIMS=96" in found.fixes[1].text
+    # the backends of the log's release, read (attention_rules.another_backend), the way it
+    # takes one: 0.5.5's V0 backend by VLLM_ATTENTION_BACKEND, 0.16.0's V1 by its flag
+    for version, frame, expected in (
+        ("0.5.5", "vllm/attention/backends/flashinfer.py", ("env", "VLLM_ATTENTION_BACKEND=")),
+        ("0.16.0", "vllm/v1/attention/backends/flashinfer.py", ("flag", "--attention-backend ")),
+    ):
+        found = diagnose_text(
+            f"INFO 06-01 10:00:00 api_server.py:1] vLLM API server version {version}\n"
+            f'  File "{SITE}/{frame}", line 200, in begin_forward\n'
+            f"RuntimeError: {PLAN}\n"
+        )
+        assert found.code == "flashinfer-head-dim"
+        kind, start = expected
+        assert found.fixes[0].kind == kind and found.fixes[0].text.startswith(start), version
+        assert "FLASHINFER" not in found.fixes[0].text
+        assert "FLASHINFER_HEAD_DIMS=96" in found.fixes[-1].text
+        assert all(f.text != "--attention-backend triton" for f in found.fixes)
