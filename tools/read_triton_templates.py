@@ -9,7 +9,10 @@ refuses a template left unfilled in protobuf's words ("Error parsing text-format
 inference.ModelConfig: 29:17: Expected integer, got: $"), which name only the place; this reading
 names the key, and the model whose template has it. The backend's C++ source, as of the last
 commit that held it, is read for the engine path parameter (``gpt_model_path``) whose folder's
-config.json the backend parses. The result: patcher/advice/trtllm-templates.json.
+config.json the backend parses. Each model whose template reshapes an input to a scalar
+(``reshape: { shape: [ ] }``) is kept with the ``max_batch_size`` its template sets: Triton
+refuses such an input in a non-batching model (``max_batch_size: 0``; the core's
+model_config_utils.cc). The result: patcher/advice/trtllm-templates.json.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ _PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
 # the placeholder the engine path parameter's value is filled from
 _ENGINE_PATH = re.compile(r'key:\s*"gpt_model_path"\s*value:\s*\{\s*string_value:\s*"\$\{(\w+)\}"')
 _SOURCE = "inflight_batcher_llm/src/model_instance_state.cc"
+_SCALAR = re.compile(r"reshape:\s*\{\s*shape:\s*\[\s*\]\s*\}")
+_BATCH = re.compile(r"^max_batch_size:\s*(\S+)", re.MULTILINE)
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -40,6 +45,7 @@ def read(repo: Path) -> dict[str, object]:
     places: dict[str, set[str]] = defaultdict(set)
     models: dict[str, set[str]] = defaultdict(set)
     engine_path: set[str] = set()
+    scalar: dict[str, set[str]] = defaultdict(set)  # model: the max_batch_size its template sets
     commits = _git(repo, "log", "--format=%H", "--", "all_models").split()
     for commit in commits:
         files = _git(repo, "ls-tree", "-r", "--name-only", commit, "--", "all_models").split()
@@ -47,6 +53,8 @@ def read(repo: Path) -> dict[str, object]:
             model = path.split("/")[-2]
             text = _git(repo, "show", f"{commit}:{path}")
             engine_path |= set(_ENGINE_PATH.findall(text))
+            if _SCALAR.search(text) and (batch := _BATCH.search(text)):
+                scalar[model].add(batch.group(1))
             for number, line in enumerate(text.splitlines(), start=1):
                 for found in _PLACEHOLDER.finditer(line):
                     places[f"{number}:{found.start() + 1}"].add(found.group(1))
@@ -73,6 +81,7 @@ def read(repo: Path) -> dict[str, object]:
         "engine_path_placeholders": sorted(engine_path),
         "places": {k: sorted(v) for k, v in sorted(places.items(), key=_place)},
         "models": {k: sorted(v) for k, v in sorted(models.items())},
+        "scalar_inputs": {k: sorted(v) for k, v in sorted(scalar.items())},
     }
 
 

@@ -67,6 +67,7 @@ from patcher.advice.log_lines import (
     SGLANG_PREFIX,
     SOURCE,
     VLLM_PREFIX,
+    WARNED,
     WRAPPERS,
     any_of,
     bounded,
@@ -250,6 +251,9 @@ def diagnose_lines(
     # exception it was handling is printed after it, and that exception is the root; the
     # message is the answer only where no exception follows.
     handling: Diagnosis | None = None
+    # The answer to a line the engine logged as a warning and went on from: an error after
+    # it that something knows is the root; only where none is does the warning answer.
+    warned: Diagnosis | None = None
     for raw in bounded(lines):
         if held is not None:
             reason = PREFIX.sub("", uncoloured(raw)).rstrip()
@@ -369,6 +373,7 @@ def diagnose_lines(
                 else None
             )
         marked_line = marked.search(line) is not None
+        warning = WARNED.search(line) is not None
         line = PREFIX.sub("", line).rstrip()
         if not line.isprintable():  # echoed: every control stripped
             line = shown(line)
@@ -404,7 +409,12 @@ def diagnose_lines(
             cause, fixes = explain(found, ctx)
         if matched is not None and fixes:  # no fix: the rule does not hold in this log
             found_here = Diagnosis(source, rule, line.strip(), cause, tuple(fixes), version_text)
-            return _unread(_already_given(_given_kv_dtype(found_here, kv_flag), command), unread)
+            found_here = _given_kv_dtype(found_here, kv_flag)
+            found_here = _unread(_already_given(found_here, command), unread)
+            if not warning:
+                return found_here
+            warned = warned or found_here
+            continue
         if asserted is not None and line.strip().endswith("AssertionError"):
             return replace(
                 divisibility(asserted, line.strip(), ctx), log=source, engine_version=version_text
@@ -442,6 +452,9 @@ def diagnose_lines(
         if known is not None:
             known = replace(known, log=source, engine_version=version_text)
             known = _unread(_already_given(_given_kv_dtype(known, kv_flag), command), unread)
+            if warning:
+                warned = warned or known
+                continue
             if CONTINUED.search(line) is not None:  # its reasons are on the lines that follow
                 tail = line.split("Reasons:", 1)[1] if "Reasons:" in line else ""
                 reasons = [r for r in tail.split("\\n") if is_reason(r)]
@@ -461,6 +474,8 @@ def diagnose_lines(
                 root = root.split("\\n", 1)[0]
     if held is not None:
         return by_reasons(held[0], reasons, held[1])
+    if warned is not None:
+        return warned
     if oom is not None and phase is not None:
         # Only now: a more specific line later in the log (TensorRT-LLM's executor names the
         # component it could not create) is the better answer to the same failure.

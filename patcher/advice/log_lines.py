@@ -57,6 +57,9 @@ CPP_ASSERTION = re.compile(r"\[TensorRT-LLM\]\[ERROR\] Assertion failed: \S")
 # A line can hold an engine's error only with one of these (a raised exception, or a log call
 # at error level); every other line is passed over with one search each.
 ERRORISH = ("rror", "xception", "ERROR", "CRITICAL", "Fallback")
+# A line vLLM logged at warning level ("WARNING 08-27 13:59:59 file.py:15] "): the engine said
+# so and went on, so an exception after it is the root of the failure, not this line.
+WARNED = re.compile(r"\bWARNING\s+\d\d-\d\d \d\d:\d\d:\d\d")
 # SGLang's log prefix: "[2026-12-04 10:00:00 TP0] ".
 # vLLM's process prefixes (V1's front end, engine core and workers): the log is vLLM's.
 VLLM_PREFIX = re.compile(r"\((?:Worker|EngineCore|APIServer|VllmWorker)\S*\s+pid=\d+\)")

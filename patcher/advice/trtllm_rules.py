@@ -182,22 +182,39 @@ def _kv_pool_too_small(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fi
     needed = beam * per_block * blocks if beam and per_block and blocks else None
     fits = pool // (beam * per_block) * per_block if pool and beam and per_block else None
     sizes = f" ({pool} tokens; one sequence needs {needed})" if pool and needed else ""
-    fixes = [
-        Fix(
-            "flag",
-            "--kv_cache_free_gpu_memory_fraction 0.9",
-            note="trtllm-serve's default; a smaller fraction or max_tokens_in_paged_kv_cache "
-            "(Triton's kv_cache_free_gpu_mem_fraction, max_tokens_in_paged_kv_cache) "
-            "made the pool this small",
-        ),
-        Fix(
-            "flag",
-            f"--max_seq_len {fits}" if fits else "--max_seq_len N",
-            note="the longest sequence the pool holds"
-            if fits
-            else "N a shorter sequence (or a smaller max_attention_window_size)",
-        ),
-    ]
+    if "modelInstanceState" in m.string:  # Triton's backend: its model's parameters
+        fixes = [
+            Fix(
+                "advice",
+                _fill("tensorrt_llm", {"kv_cache_free_gpu_mem_fraction": "0.9"}),
+                note="a larger share of the free memory for the pool, and no "
+                "max_tokens_in_paged_kv_cache that caps it below one sequence (or these "
+                "values in that file, where it was filled already)",
+            ),
+            Fix(
+                "advice",
+                _fill("tensorrt_llm", {"max_attention_window_size": str(fits or "N")}),
+                note="the longest sequence the pool holds"
+                if fits
+                else "N a shorter window; or rebuild the engine with a smaller --max_seq_len",
+            ),
+        ]
+    else:
+        fixes = [
+            Fix(
+                "flag",
+                "--kv_cache_free_gpu_memory_fraction 0.9",
+                note="trtllm-serve's default; a smaller fraction or max_tokens_in_paged_kv_cache "
+                "made the pool this small",
+            ),
+            Fix(
+                "flag",
+                f"--max_seq_len {fits}" if fits else "--max_seq_len N",
+                note="the longest sequence the pool holds"
+                if fits
+                else "N a shorter sequence (or a smaller max_attention_window_size)",
+            ),
+        ]
     if beam and beam > 1:
         fixes.append(Fix("advice", "or a smaller beam width (max_beam_width)"))
     return (
@@ -300,6 +317,31 @@ def _unfilled(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
                     if models
                     else ""
                 ),
+            )
+        ],
+    )
+
+
+def _scalar_input(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """Triton's model config check (the core's model_config_utils.cc): an input reshaped to a
+    scalar (``reshape: { shape: [ ] }``) is refused in a non-batching model
+    (``max_batch_size: 0``). The backend's templates that reshape so (trtllm-templates.json)
+    set ``max_batch_size`` from ``${triton_max_batch_size}``: it was filled with 0."""
+    model = m.group("model") or m.group("loaded")
+    scalar = _templates()["scalar_inputs"]
+    whose = f"{model} model" if model else "model"
+    return (
+        f"the {whose}'s config.pbtxt has max_batch_size: 0 (a non-batching model), "
+        "and its inputs are reshaped to scalars, which Triton takes only in a batching model; "
+        f"the backend's templates that reshape so ({', '.join(sorted(scalar))}) set "
+        "max_batch_size from ${triton_max_batch_size}",
+        [
+            Fix(
+                "advice",
+                _fill(model or "MODEL", {"triton_max_batch_size": "N"}),
+                note="N >= 1, the engine's max batch size (trtllm-build --max_batch_size); or "
+                "set max_batch_size: N in that file"
+                + ("" if model else " (MODEL: the model Triton failed to load)"),
             )
         ],
     )
@@ -419,6 +461,15 @@ TRTLLM_RULES: tuple[Rule, ...] = (
         _unfilled,
     ),
     (
+        "trtllm-scalar-input",
+        re.compile(
+            r"(?:failed to load '(?P<loaded>\w+)'.*?)?model (?:input|output)(?: '[^']*')? cannot "
+            r"have empty reshape for non-batching model(?: as scalar tensors are not "
+            r"supported)?(?: for (?P<model>\w+))?"
+        ),
+        _scalar_input,
+    ),
+    (
         "trtllm-engine-path",
         re.compile(
             r"creating modelInstanceState: \[json\.exception\.parse_error\.101\] parse error "
@@ -456,6 +507,7 @@ TRTLLM_MARKERS = (
     "ModelConfig: ",
     "creating modelInstanceState: ",
     "model path at ",
+    "empty reshape for non-batching",
     "unable to find ",
     "Unsupported model architecture: ",
     "Assertion failed: ",

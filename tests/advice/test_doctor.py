@@ -1355,3 +1355,32 @@ def test_a_collectors_stamp_before_the_engines_prefix_is_read_past(stamp: str) -
     )
     assert found.code == "kv-cache-memory"
     assert found.error == error
+
+
+_WARNED_IMPORT = (
+    "WARNING 08-27 13:59:59 _custom_ops.py:15] Failed to import from vllm._C with "
+    "ImportError('libcudart.so.12: cannot open shared object file: No such file or directory')\n"
+)
+
+
+def test_a_warning_the_engine_went_on_from_gives_way_to_the_error_after_it() -> None:
+    # vLLM logs a failed import of its extension as a warning and goes on (_custom_ops.py):
+    # the bfloat16 refusal the worker raises later is why the server did not start
+    refused = (
+        "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least "
+        "8.0. Your Tesla V100-PCIE-32GB GPU has compute capability 7.0. You can use float16 "
+        "instead by explicitly setting the`dtype` flag in CLI, for example: --dtype=half."
+    )
+    found = diagnose_text(f"{_WARNED_IMPORT}Traceback (most recent call last):\n{refused}\n")
+    assert found.error == refused
+    assert any("--dtype half" in f.text for f in found.fixes)
+    assert not any("libcudart" in f.text or "CUDA 12" in f.text for f in found.fixes)
+
+
+def test_a_warning_with_no_known_error_after_it_is_still_answered() -> None:
+    # the import's failure is all the log says that something knows: it answers
+    found = diagnose_text(
+        f"{_WARNED_IMPORT}Traceback (most recent call last):\n"
+        "AttributeError: '_OpNamespace' '_C' object has no attribute 'silu_and_mul'\n"
+    )
+    assert found.code == "cuda-library" and "libcudart.so.12" in (found.error or "")

@@ -53,6 +53,9 @@ TRTLLM_LINES = [
     # (snapshots/engines/trtllm-torch-args.txt)
     "[09/16/2025-03:59:59] [TRT-LLM] [E] Failed to parse the arguments for the LLM constructor: "
     "_TrtLLM got invalid argument: disable_overlap_scheduler",
+    # Triton core's model config check (model_config_utils.cc): a scalar input, no batching
+    "failed to load 'tensorrt_llm' version 1: Invalid argument: model input 'input_lengths' "
+    "cannot have empty reshape for non-batching model as scalar tensors are not supported",
 ]
 LOGGER = "[07/08/2026-19:47:15] [TRT-LLM] [RANK 1] [E] Failed to initialize executor on rank 1: "
 
@@ -190,12 +193,18 @@ def test_a_kv_pool_smaller_than_one_sequence_gets_a_bigger_pool_or_a_shorter_seq
         "--kv_cache_free_gpu_memory_fraction 0.9",
         "--max_seq_len 256",
     ]
-    # Triton's wording, without the numbers: the same answer, the length left to choose
+    # Triton's wording, without the numbers: the same failure, answered in the parameters
+    # of Triton's tensorrt_llm model (its template's keys), the window left to choose
     bare = diagnose_text(
         "unexpected error when creating modelInstanceState: maxTokensInPagedKvCache must be "
         "large enough to process at least 1 sequence to completion\n"
     )
-    assert bare.code == "trtllm-kv-pool" and "--max_seq_len N" in [f.text for f in bare.fixes]
+    assert bare.code == "trtllm-kv-pool" and not flags(bare.fixes)
+    texts = [f.text for f in bare.fixes]
+    assert any("kv_cache_free_gpu_mem_fraction:0.9" in t for t in texts)
+    assert any("max_attention_window_size:N" in t for t in texts)
+    keys = TEMPLATES["models"]["tensorrt_llm"]
+    assert "kv_cache_free_gpu_mem_fraction" in keys and "max_attention_window_size" in keys
 
 
 TEMPLATES = json.loads(
@@ -354,3 +363,76 @@ def test_a_pytorch_backend_option_given_to_the_tensorrt_backend_names_the_backen
     other = diagnose_text("ValueError: _TorchLLM got invalid argument: pytorch_backend_config\n")
     assert other.code == "trtllm-unknown-option"
     assert other.fixes[0].text.startswith("remove pytorch_backend_config")
+
+
+@pytest.mark.parametrize(
+    ("line", "model"),
+    [
+        # Triton before the check named the input, the model after the message
+        (
+            "E0310 14:46:52.851000 8125 model_lifecycle.cc:638] failed to load 'tensorrt_llm' "
+            "version 1: Invalid argument: model input cannot have empty reshape for "
+            "non-batching model as scalar tensors are not supported for tensorrt_llm",
+            "tensorrt_llm",
+        ),
+        # the core's model_config_utils.cc now: the input by name
+        (
+            "failed to load 'tensorrt_llm_bls' version 1: Invalid argument: model input "
+            "'end_id' cannot have empty reshape for non-batching model as scalar tensors are "
+            "not supported",
+            "tensorrt_llm_bls",
+        ),
+        # a report that quotes the check alone: the model left to name
+        (
+            "model input 'end_id' cannot have empty reshape for non-batching model as scalar "
+            "tensors are not supported",
+            None,
+        ),
+    ],
+)
+def test_a_scalar_input_in_a_non_batching_model_fills_the_templates_batch_size(
+    line: str, model: str | None
+) -> None:
+    found = diagnose_text(line + "\n")
+    assert found.code == "trtllm-scalar-input"
+    assert "max_batch_size: 0" in found.cause
+    fix = found.fixes[0]
+    assert "triton_max_batch_size:N" in fix.text and "N >= 1" in (fix.note or "")
+    assert f"MODEL_REPO/{model or 'MODEL'}/config.pbtxt" in fix.text
+    # every template the reading found reshaping to a scalar fills the size from the key
+    for name in ("tensorrt_llm", "tensorrt_llm_bls"):
+        assert "${triton_max_batch_size}" in TEMPLATES["scalar_inputs"][name]
+        assert name in found.cause
+
+
+def test_the_reader_keeps_the_batch_size_of_templates_that_reshape_to_a_scalar(
+    tmp_path: Path,
+) -> None:
+    from tools.read_triton_templates import read
+
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            check=True,
+            capture_output=True,
+        )
+
+    models = tmp_path / "all_models" / "inflight_batcher_llm"
+    (models / "tensorrt_llm").mkdir(parents=True)
+    (models / "ensemble").mkdir(parents=True)
+    (models / "tensorrt_llm" / "config.pbtxt").write_text(
+        'max_batch_size: ${triton_max_batch_size}\ninput [\n  {\n    name: "input_lengths"\n'
+        "    reshape: { shape: [ ] }\n  }\n]\n"
+        'parameters: {\n  key: "gpt_model_path"\n  value: {\n    string_value: "${engine_dir}"'
+        "\n  }\n}\n"
+    )
+    (models / "ensemble" / "config.pbtxt").write_text("max_batch_size: ${triton_max_batch_size}\n")
+    source = tmp_path / "inflight_batcher_llm" / "src" / "model_instance_state.cc"
+    source.parent.mkdir(parents=True)
+    source.write_text('GetParameter<std::string>("gpt_model_path");\n')
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "backend")
+    git("rm", "-rq", "inflight_batcher_llm")
+    git("commit", "-qm", "moved")
+    assert read(tmp_path)["scalar_inputs"] == {"tensorrt_llm": ["${triton_max_batch_size}"]}
