@@ -124,10 +124,30 @@ def _kv_memory(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
     return cause, fixes
 
 
-def _no_memory(_m: re.Match[str], _ctx: _Context) -> tuple[str, list[Fix]]:
+# The first read release whose API server defaults to 1024 sequences on a GPU of 70 GiB or
+# more, 256 before and on smaller GPUs (snapshots/engines/max-num-seqs-default-vllm.txt); every
+# read release's profile run runs max_num_seqs sequences (V0's worker/model_runner.py, V1's
+# _dummy_sampler_run), so fewer of them leave more memory for the KV cache.
+_SEQS_1024_FROM = (0, 8, 5)
+
+
+def _no_memory(_m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    """vLLM sizes the KV cache from what its profile run leaves: the weights and the largest
+    step the flags allow (max_num_batched_tokens tokens over max_num_seqs sequences, their
+    logits, a multimodal model's encoder items), so a smaller step is a way out, as is a larger
+    share of the GPU."""
+    large = ctx.version is None or ctx.version >= _SEQS_1024_FROM
     return (
-        "the weights and activations leave no memory for the KV cache; no config edit helps",
+        "the weights and the profile run's largest step leave no memory for the KV cache",
         [
+            Fix(
+                "flag",
+                f"--max-num-seqs {256 if large else 128}",
+                note="fewer sequences in the profile run; the default is 256"
+                + (", 1024 on a GPU of 70 GiB or more" if large else "")
+                + " (a multimodal model profiles its items per sequence too: "
+                "--limit-mm-per-prompt)",
+            ),
             Fix(
                 "flag",
                 "--gpu-memory-utilization 0.95",

@@ -1384,3 +1384,38 @@ def test_a_warning_with_no_known_error_after_it_is_still_answered() -> None:
         "AttributeError: '_OpNamespace' '_C' object has no attribute 'silu_and_mul'\n"
     )
     assert found.code == "cuda-library" and "libcudart.so.12" in (found.error or "")
+
+
+def _no_cache_memory(version: str) -> str:
+    return (
+        f"INFO 03-18 10:02:11 [api_server.py:912] vLLM API server version {version}\n"
+        f"{PREFIX}ValueError: No available memory for the cache blocks. Try increasing "
+        "`gpu_memory_utilization` when initializing the engine.\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("version", "seqs"), [("0.8.1", "128"), ("0.8.5", "256"), ("0.20.1", "256"), ("0.5.4", "128")]
+)
+def test_no_memory_for_the_cache_runs_fewer_sequences_in_the_profile(
+    version: str, seqs: str
+) -> None:
+    # every read release's profile run runs max_num_seqs sequences; the API server's default
+    # is 1024 on a large GPU from the first read release that says so, 256 before
+    # (snapshots/engines/max-num-seqs-default-vllm.txt): fewer than the default is a way out
+    from patcher.advice.engine_rules import _SEQS_1024_FROM
+
+    rows = [
+        line.split("\t")
+        for line in (SNAPSHOTS / "engines" / "max-num-seqs-default-vllm.txt")
+        .read_text()
+        .splitlines()
+        if line and not line.startswith("#")
+    ]
+    first = next(r[0] for r in rows if r[1].endswith(":yes"))
+    assert tuple(int(p) for p in first.split(".")[:3]) == _SEQS_1024_FROM
+    found = diagnose_text(_no_cache_memory(version))
+    assert found.code == "no-kv-cache-memory" and "no config edit" not in found.cause
+    texts = [f.text for f in found.fixes]
+    assert f"--max-num-seqs {seqs}" in texts
+    assert "--gpu-memory-utilization 0.95" in texts
