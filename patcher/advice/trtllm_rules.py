@@ -507,7 +507,7 @@ TRTLLM_MARKERS = (
     "ModelConfig: ",
     "creating modelInstanceState: ",
     "model path at ",
-    "empty reshape for non-batching",
+    "cannot have empty reshape",
     "unable to find ",
     "Unsupported model architecture: ",
     "Assertion failed: ",
