@@ -61,7 +61,7 @@ from patcher.advice.remote_tokenizers import REMOTE_TOKENIZER_MARKERS, REMOTE_TO
 from patcher.advice.safetensors_files import SAFETENSORS_MARKERS, SAFETENSORS_RULES
 from patcher.advice.scheme_capabilities import SCHEME_MARKERS, SCHEME_RULES
 from patcher.advice.speculative import SPECULATIVE_MARKERS, SPECULATIVE_RULES
-from patcher.advice.startup_memory import too_little_free
+from patcher.advice.startup_memory import no_cache_memory, too_little_free
 from patcher.advice.tensor_sizes import SIZE_MARKERS, SIZE_RULES
 from patcher.advice.transformers_rules import (
     STRICT_MARKERS,
@@ -122,40 +122,6 @@ def _kv_memory(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
             Fix("flag", "--gpu-memory-utilization 0.95", note="if the GPU has no other users")
         )
     return cause, fixes
-
-
-# The first read release whose API server defaults to 1024 sequences on a GPU of 70 GiB or
-# more, 256 before and on smaller GPUs (snapshots/engines/max-num-seqs-default-vllm.txt); every
-# read release's profile run runs max_num_seqs sequences (V0's worker/model_runner.py, V1's
-# _dummy_sampler_run), so fewer of them leave more memory for the KV cache.
-_SEQS_1024_FROM = (0, 8, 5)
-
-
-def _no_memory(_m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
-    """vLLM sizes the KV cache from what its profile run leaves: the weights and the largest
-    step the flags allow (max_num_batched_tokens tokens over max_num_seqs sequences, their
-    logits, a multimodal model's encoder items), so a smaller step is a way out, as is a larger
-    share of the GPU."""
-    large = ctx.version is None or ctx.version >= _SEQS_1024_FROM
-    return (
-        "the weights and the profile run's largest step leave no memory for the KV cache",
-        [
-            Fix(
-                "flag",
-                f"--max-num-seqs {256 if large else 128}",
-                note="fewer sequences in the profile run; the default is 256"
-                + (", 1024 on a GPU of 70 GiB or more" if large else "")
-                + " (a multimodal model profiles its items per sequence too: "
-                "--limit-mm-per-prompt)",
-            ),
-            Fix(
-                "flag",
-                "--gpu-memory-utilization 0.95",
-                note="or more GPUs: --tensor-parallel-size N",
-            ),
-            Fix("advice", "a smaller or more quantized checkpoint"),
-        ],
-    )
 
 
 def _too_long(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
@@ -286,11 +252,15 @@ RULES: tuple[Rule, ...] = (
         ),
         _kv_memory,
     ),
-    ("no-kv-cache-memory", re.compile(r"No available memory for the cache blocks"), _no_memory),
+    (
+        "no-kv-cache-memory",
+        re.compile(r"No available memory for the cache blocks"),
+        no_cache_memory,
+    ),
     (
         "no-kv-cache-memory",
         re.compile(r"Cannot auto-fit max_model_len: not enough GPU memory"),
-        _no_memory,
+        no_cache_memory,
     ),
     (
         "max-model-len-too-long",

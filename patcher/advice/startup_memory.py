@@ -2,7 +2,10 @@
 device (free/total GiB) on startup is less than desired GPU memory utilization (u, asked
 GiB)`` (``v1/worker/gpu_worker.py``, every release read). Something else holds the GPU's
 memory, so a higher ``--gpu-memory-utilization`` only asks for more: the way out is the GPU
-freed, or a utilization within what is free, where the model fits in that."""
+freed, or a utilization within what is free, where the model fits in that.
+
+And the answer when what the profile run leaves holds no KV cache block (``No available memory
+for the cache blocks``): the profile's step is too large for the GPU, or the share too small."""
 
 from __future__ import annotations
 
@@ -35,3 +38,37 @@ def too_little_free(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]
             )
         )
     return cause, fixes
+
+
+# The first read release whose API server defaults to 1024 sequences on a GPU of 70 GiB or
+# more, 256 before and on smaller GPUs (snapshots/engines/max-num-seqs-default-vllm.txt); every
+# read release's profile run runs max_num_seqs sequences (V0's worker/model_runner.py, V1's
+# _dummy_sampler_run), so fewer of them leave more memory for the KV cache.
+_SEQS_1024_FROM = (0, 8, 5)
+
+
+def no_cache_memory(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """vLLM sizes the KV cache from what its profile run leaves: the weights and the largest
+    step the flags allow (max_num_batched_tokens tokens over max_num_seqs sequences, their
+    logits, a multimodal model's encoder items), so a smaller step is a way out, as is a larger
+    share of the GPU."""
+    large = ctx.version is None or ctx.version >= _SEQS_1024_FROM
+    return (
+        "the weights and the profile run's largest step leave no memory for the KV cache",
+        [
+            Fix(
+                "flag",
+                f"--max-num-seqs {256 if large else 128}",
+                note="fewer sequences in the profile run; the default is 256"
+                + (", 1024 on a GPU of 70 GiB or more" if large else "")
+                + " (a multimodal model profiles its items per sequence too: "
+                "--limit-mm-per-prompt)",
+            ),
+            Fix(
+                "flag",
+                "--gpu-memory-utilization 0.95",
+                note="or more GPUs: --tensor-parallel-size N",
+            ),
+            Fix("advice", "a smaller or more quantized checkpoint"),
+        ],
+    )

@@ -1403,7 +1403,7 @@ def test_no_memory_for_the_cache_runs_fewer_sequences_in_the_profile(
     # every read release's profile run runs max_num_seqs sequences; the API server's default
     # is 1024 on a large GPU from the first read release that says so, 256 before
     # (snapshots/engines/max-num-seqs-default-vllm.txt): fewer than the default is a way out
-    from patcher.advice.engine_rules import _SEQS_1024_FROM
+    from patcher.advice.startup_memory import _SEQS_1024_FROM
 
     rows = [
         line.split("\t")
