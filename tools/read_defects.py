@@ -26,6 +26,13 @@ raise an error of Python's own words (no message of the engine's) whenever they 
   bound; a file that imports ``*`` or reads its names through ``globals()``, ``exec`` or a
   module ``__getattr__`` is passed over. Recorded as ``FILE|NAME``.
 
+- ``always_raises``: an engine's own ``raise`` under ``if P is not None:`` where ``P`` is a
+  parameter of the function whose default is a value other than None (``False``, ``0``) and
+  that the function never assigns: the guard holds for every value a caller passes, so the
+  line raises whenever it runs (vLLM 0.8.5's ``gptq_marlin.py`` refused every MoE model with
+  "Apply router weight on input is not supported for fused Marlin MoE method." so).
+  Recorded as ``FILE|P=DEFAULT|MESSAGE`` (the message's first 80 characters).
+
 doctor names, for such an error in such a file, the releases read whose file no longer has
 the defect (patcher/advice/engine_defects.py)."""
 
@@ -211,6 +218,60 @@ def unbound(tree: ast.Module) -> set[str]:
     return read - bound - _PYTHON_NAMES
 
 
+def _defaults(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.expr]:
+    """Each parameter of ``fn`` that has a default, with it."""
+    args = fn.args
+    positional = [*args.posonlyargs, *args.args]
+    with_default = [a.arg for a in positional][len(positional) - len(args.defaults) :]
+    named = dict(zip(with_default, args.defaults, strict=True))
+    named |= {
+        a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
+    }
+    return named
+
+
+def always_raises(tree: ast.Module) -> list[tuple[str, str, str]]:
+    """Each ``raise`` under ``if P is not None:`` where ``P`` is a parameter of the enclosing
+    function with a default other than None that the function never assigns: the parameter,
+    its default, and the raised message's first string."""
+    found: list[tuple[str, str, str]] = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        defaults = {
+            name: default
+            for name, default in _defaults(fn).items()
+            if isinstance(default, ast.Constant) and default.value is not None
+        }
+        assigned = {
+            n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }
+        for node in ast.walk(fn):
+            test = node.test if isinstance(node, ast.If) else None
+            if not (
+                isinstance(test, ast.Compare)
+                and isinstance(test.left, ast.Name)
+                and test.left.id in defaults
+                and test.left.id not in assigned
+                and len(test.ops) == 1
+                and isinstance(test.ops[0], ast.IsNot)
+                and isinstance(test.comparators[0], ast.Constant)
+                and test.comparators[0].value is None
+            ):
+                continue
+            assert isinstance(node, ast.If)
+            for stmt in (s for s in node.body if isinstance(s, ast.Raise)):
+                words = [
+                    c.value
+                    for c in ast.walk(stmt)
+                    if isinstance(c, ast.Constant) and isinstance(c.value, str)
+                ]
+                if words:
+                    default = ast.unparse(defaults[test.left.id])
+                    found.append((test.left.id, default, words[0][:80]))
+    return found
+
+
 def defects(archive: zipfile.ZipFile, patterns: tuple[str, ...]) -> dict[str, list[str]]:
     """The defects of a wheel's files matching ``patterns`` (see the module's docstring)."""
     names = set(archive.namelist())
@@ -230,6 +291,7 @@ def defects(archive: zipfile.ZipFile, patterns: tuple[str, ...]) -> dict[str, li
     missing: set[str] = set()
     rooted: set[str] = set()
     unbound_names: set[str] = set()
+    raising: set[str] = set()
     for name in sorted(names):
         if not any(fnmatch.fnmatch(name, p) for p in patterns):
             continue
@@ -252,6 +314,7 @@ def defects(archive: zipfile.ZipFile, patterns: tuple[str, ...]) -> dict[str, li
         except (SyntaxError, ValueError):
             continue
         unbound_names |= {f"{name}|{n}" for n in unbound(tree)}
+        raising |= {f"{name}|{p}={d}|{m}" for p, d, m in always_raises(tree)}
         # a submodule (``from vllm import envs``) imports even from a partial root
         rooted |= {
             f"{name}|{n}"
@@ -263,4 +326,5 @@ def defects(archive: zipfile.ZipFile, patterns: tuple[str, ...]) -> dict[str, li
         "missing_method": sorted(missing),
         "root_import": sorted(rooted),
         "unbound": sorted(unbound_names),
+        "always_raises": sorted(raising),
     }

@@ -25,6 +25,7 @@ from patcher.advice.cuda_oom import (
 )
 from patcher.advice.diagnosis import Diagnosis
 from patcher.advice.dtypes import forced_dtype
+from patcher.advice.engine_defects import always_raised
 from patcher.advice.engine_rules import _MARKERS, RULES
 from patcher.advice.fallbacks import (
     by_bare_assert,
@@ -83,6 +84,7 @@ from patcher.advice.log_rules import (
 from patcher.advice.mistral_format import by_params_assert
 from patcher.advice.optional_imports import by_optional_import
 from patcher.advice.remote_tokenizers import REMOTE_FILE
+from patcher.advice.torch_compile import from_compile_cache
 from patcher.errors import InputFileError
 
 
@@ -125,6 +127,10 @@ def _from_catalogue(line: str, ctx: LogContext) -> Diagnosis | None:
     found = catalogue.match(message, engine)  # type: ignore[arg-type]
     if found is None:
         return None
+    defect = always_raised(message, ctx)
+    if defect is not None:  # the release raises it whatever the checkpoint says
+        cause, fixes = defect
+        return Diagnosis("-", "engine-defect", line.strip(), cause, tuple(fixes), None)
     family = family_of(found.template)
     if family is None:  # tests/advice/test_catalogue.py keeps this from happening
         return None
@@ -431,7 +437,8 @@ def diagnose_lines(
         elif SOURCE.match(line) or any(w in line for w in WRAPPERS):
             continue
         known = (
-            _from_catalogue(line, ctx)
+            from_compile_cache(line, ctx)
+            or _from_catalogue(line, ctx)
             # the engine's own reading of the name before any reading of the words
             or by_optional_import(line, frame, code)
             or by_words(line, ctx)

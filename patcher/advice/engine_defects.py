@@ -162,3 +162,37 @@ def circular_import(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
         "helps",
         _past(upgrade, "has the import"),
     )
+
+
+def _squashed(text: str) -> str:
+    """``text`` without its spaces: a message joined from two string literals may lack one
+    ("not supported forfused Marlin MoE method") where a report adds it back."""
+    return re.sub(r"\s+", "", text)
+
+
+def always_raised(message: str, ctx: LogContext) -> tuple[str, list[Fix]] | None:
+    """The engine's own message, raised in the traceback frame's file under a guard that holds
+    for every value (``if P is not None`` where P defaults to False; tools/read_defects.py):
+    the release refuses every model on that path, so the releases read without the guard are
+    the way out. Without the frame the file is not known, and a message that another file
+    raises as a real refusal is not taken for the defect."""
+    path = re.search(r'File "([^"]+\.py)"', ctx.frame or "")
+    if path is None:
+        return None
+    said = _squashed(message)
+    for engine in SERVERS:
+        for record in features_of(engine, "always_raises"):
+            file, guard, words = record.split("|", 2)
+            start = _squashed(words)[:40]
+            if not path.group(1).endswith("/" + file) or not start or start not in said:
+                continue
+            if not _carried(engine, "always_raises", record, ctx):
+                return None
+            name, default = guard.split("=", 1)
+            return (
+                f"{file} raises this whenever the line runs: its guard `{name} is not None` "
+                f"holds for every value, {name} defaulting to {default}, never None (read from "
+                "the release's source): an engine defect of this release, no config edit helps",
+                _past(_without(engine, "always_raises", record), "has the guard"),
+            )
+    return None

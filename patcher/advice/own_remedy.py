@@ -68,6 +68,11 @@ _ONLY_VALUE = re.compile(
 # setting and the value the message asks for.
 _SET_TO = re.compile(r"\b[Ss]et `?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?\s*(?:to |=\s*)'?([\w.+-]+)")
 _SWITCH = ("true", "false")
+# "... is not compatible with radix cache when using --mamba-scheduler-strategy no_buffer": a
+# flag after "when" or "while" is the setting the server ran with, a condition, not advice.
+_CONDITION = re.compile(r"\b(?:when|while|if)\s+$", re.I)
+# A message's sentences joined without a space ("no_buffer.To use ..."): a value ends there.
+_SENTENCE_JOIN = re.compile(r"\.(?=[A-Z])")
 _VERBS = {"enable", "disable", "use", "allow", "avoid", "make", "run", "support", "get"}
 _ENABLE = re.compile(r"\b[Pp]lease enable ([a-z0-9]+(?: [a-z0-9]+){0,3})")
 _ENV_SET = re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]{2,})=([\w.-]+)")
@@ -147,6 +152,9 @@ def own_remedy(line: str, template: Template | None = None) -> list[Fix]:
     for pattern, said in ((_USE, "names this flag"), (_NEEDS_FLAG, "says it is required")):
         for found in pattern.finditer(line):
             flag, value = found.groups()
+            if _CONDITION.search(line[max(0, found.start() - 10) : found.start()]):
+                continue
+            value = _SENTENCE_JOIN.split(value, maxsplit=1)[0] if value else value
             if _REFUSED_BEFORE.search(line[max(0, found.start() - 40) : found.start()]):
                 # "VLLM_USE_V1=1 is not supported with --kv-cache-dtype": the flag is refused
                 fixes.append(Fix("advice", f"leave out {flag}", note="the message refuses it"))

@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 
 from patcher.advice.catalogue import feature_releases
+from patcher.advice.diagnosis import Diagnosis
+from patcher.advice.log_lines import RAISED
 from patcher.advice.log_rules import Fix, LogContext
 
 # The exception a traceback's last line names: torch._dynamo.exc.BackendCompilerFailed,
@@ -77,3 +79,49 @@ def compile_failed(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     if ctx.engine is None:
         fixes.append(sglang)
     return cause, fixes
+
+
+# The directory vLLM's compiled artifacts live in ($VLLM_CACHE_ROOT/torch_compile_cache/HASH,
+# ~/.cache/vllm by default), as a traceback's frame names a file under it.
+_CACHED = re.compile(r'File "(?P<dir>[^"]*/torch_compile_cache/[^/"]+)/[^"]*\.py"')
+# Errors of the code's own shape: what code generated for one graph raises when run with
+# another's inputs ("not enough values to unpack (expected 13, got 12)"). A CUDA error or an
+# out-of-memory raised in compiled code is the GPU's, not the cache's.
+_SHAPE_ERRORS = frozenset(
+    {"ValueError", "TypeError", "IndexError", "KeyError", "AttributeError", "AssertionError"}
+)
+
+
+def from_compile_cache(line: str, ctx: LogContext) -> Diagnosis | None:
+    """An error of the code's shape raised in a file of vLLM's torch.compile cache: the code
+    that failed is the cached artifact, written for another graph (another release, model or
+    set of flags) or left half-written, not the engine's source. vLLM compiles anew once the
+    directory is gone; VLLM_DISABLE_COMPILE_CACHE (read in the releases' envs) skips the
+    cache altogether."""
+    raised = RAISED.match(line)
+    cached = _CACHED.search(ctx.frame or "")
+    if raised is None or cached is None or raised["kind"] not in _SHAPE_ERRORS:
+        return None
+    directory = cached.group("dir")
+    fixes = [
+        Fix(
+            "advice",
+            f"rm -rf {directory}",
+            note="the cached artifact the failing code was loaded from; vLLM compiles anew",
+        )
+    ]
+    env = feature_releases("vllm", "env", "VLLM_DISABLE_COMPILE_CACHE")
+    if env:
+        fixes.append(
+            Fix(
+                "env",
+                "VLLM_DISABLE_COMPILE_CACHE=1",
+                note=f"compile without reading or writing the cache (vLLM {env[0]} to {env[-1]})",
+            )
+        )
+    cause = (
+        f"the code that raised it is vLLM's cached torch.compile artifact ({directory}), not "
+        "the engine's source: a cache that does not fit the graph this start traced (written by "
+        "another release, model or set of flags, or left half-written by a crash)"
+    )
+    return Diagnosis("-", "compile-cache", line.strip(), cause, tuple(fixes), None)

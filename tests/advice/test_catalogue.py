@@ -240,6 +240,21 @@ def test_the_message_s_own_remedy_is_read_as_it_says() -> None:
     ]
 
 
+def test_a_flag_after_when_is_the_setting_it_ran_with_not_the_advice() -> None:
+    # SGLang 0.5.10's server_args.py joins its two sentences without a space: the flag the
+    # server ran with is a condition, the one after "please use" the way out
+    fixes = own_remedy(
+        "Speculative decoding for Qwen3_5MoeForConditionalGeneration is not compatible with "
+        "radix cache when using --mamba-scheduler-strategy no_buffer.To use radix cache with "
+        "speculative decoding, please use --mamba-scheduler-strategy extra_buffer and set "
+        "SGLANG_ENABLE_SPEC_V2=1."
+    )
+    assert [(f.kind, f.text) for f in fixes] == [
+        ("flag", "--mamba-scheduler-strategy extra_buffer"),
+        ("env", "SGLANG_ENABLE_SPEC_V2=1"),
+    ]
+
+
 def test_the_recorder_reads_templates_from_source() -> None:
     from tools.read_messages import templates_in
 

@@ -61,3 +61,34 @@ def test_under_sglang_the_answer_is_its_own_switch() -> None:
     found = diagnose_text(log)
     assert found.code == "torch-compile"
     assert [f.text for f in found.fixes] == ["leave out --enable-torch-compile"]
+
+
+def _cached_frame(kind_and_message: str) -> str:
+    return (
+        "ERROR 03-27 16:00:23 [core.py:340] EngineCore hit an exception: Traceback (most recent "
+        "call last):\n"
+        'ERROR 03-27 16:00:23 [core.py:340]   File "/root/.cache/vllm/torch_compile_cache/'
+        '3b8e2a7c1d/rank_0_0/inductor_cache/k5/ck5qz3nq.py", line 412, in call\n'
+        "ERROR 03-27 16:00:23 [core.py:340]     arg0_1, arg1_1, arg2_1 = args\n"
+        f"ERROR 03-27 16:00:23 [core.py:340] {kind_and_message}\n"
+    )
+
+
+def test_a_shape_error_in_vllm_s_compile_cache_is_the_cache() -> None:
+    # the code that raised is the cached artifact, not the engine's: the directory it was
+    # loaded from goes, or the cache is skipped (VLLM_DISABLE_COMPILE_CACHE, in the envs read)
+    found = diagnose_text(
+        _cached_frame("ValueError: not enough values to unpack (expected 13, got 12)")
+    )
+    assert found.code == "compile-cache"
+    texts = [f.text for f in found.fixes]
+    assert "rm -rf /root/.cache/vllm/torch_compile_cache/3b8e2a7c1d" in texts
+    assert "VLLM_DISABLE_COMPILE_CACHE=1" in texts
+
+
+def test_a_gpu_error_in_compiled_code_is_not_the_cache() -> None:
+    # a CUDA error or an out-of-memory raised in compiled code is the GPU's
+    found = diagnose_text(
+        _cached_frame("RuntimeError: CUDA error: an illegal memory access was encountered")
+    )
+    assert found.code != "compile-cache"
