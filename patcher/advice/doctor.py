@@ -260,6 +260,9 @@ def diagnose_lines(
     # The answer to a line the engine logged as a warning and went on from: an error after
     # it that something knows is the root; only where none is does the warning answer.
     warned: Diagnosis | None = None
+    # The answer to a raise's message the engine logged bare ("ERROR ... [engine.py:448] MSG"):
+    # the exception's own line after its traceback is the better reading of the same failure.
+    echoed: Diagnosis | None = None
     for raw in bounded(lines):
         if held is not None:
             reason = PREFIX.sub("", uncoloured(raw)).rstrip()
@@ -453,6 +456,11 @@ def diagnose_lines(
             if known.template.exception == "log.exception":
                 handling = handling or known
                 continue
+            if not known.template.exception.startswith("log.") and not CONTINUED.search(line):
+                # a raise's words without its kind: the engine logging the exception it
+                # caught, whose traceback (and the frame that raised it) follows
+                echoed = echoed or replace(known, log=source, engine_version=version_text)
+                continue
         if handling is not None and known is None and raised and oom is None:
             # the handled exception, which nothing knows: quoted as the root, with no fix
             return Diagnosis(source, None, line.strip(), NO_MATCH, (), version_text)
@@ -491,6 +499,8 @@ def diagnose_lines(
     if handling is not None:
         logged = replace(handling, log=source, engine_version=version_text)
         return _unread(_already_given(_given_kv_dtype(logged, kv_flag), command), unread)
+    if echoed is not None:
+        return _unread(_already_given(_given_kv_dtype(echoed, kv_flag), command), unread)
     return Diagnosis(source, None, root or oom, NO_MATCH, (), version_text)
 
 

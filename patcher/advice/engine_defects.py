@@ -70,7 +70,8 @@ def _without(engine: Engine, feature: str, record: str) -> Fix | None:
     return Fix(
         "dependency",
         f"pip install '{engine}>={first}'",
-        note=f"{engine} {', '.join(having)} carry it (read from their source); {first} does not",
+        note=f"{engine} {', '.join(having)} {'carries' if len(having) == 1 else 'carry'} it "
+        f"(read from their source); {first} does not",
     )
 
 

@@ -45,7 +45,8 @@ _USE = re.compile(
     re.IGNORECASE,
 )
 _DROP = re.compile(
-    r"\b(?:drop|remove|unset|leave|without|do not (?:specify|pass|use|set)|don't (?:use|set))"
+    r"\b(?:drop|remove|unset|leave|without|disable|do not (?:specify|pass|use|set)|"
+    r"don't (?:use|set))"
     r"\s+`?(--[a-z0-9][a-z0-9-]*)",
     re.IGNORECASE,
 )

@@ -255,6 +255,13 @@ def test_a_flag_after_when_is_the_setting_it_ran_with_not_the_advice() -> None:
     ]
 
 
+def test_disable_before_a_flag_is_leaving_it_out() -> None:
+    # vLLM's Step-5 attention: "Disable --enable-dbo and set --ubatch-size 1."
+    fixes = own_remedy("Disable --enable-dbo and set --ubatch-size 1.")
+    assert ("advice", "drop --enable-dbo") in [(f.kind, f.text) for f in fixes]
+    assert ("flag", "--ubatch-size 1") in [(f.kind, f.text) for f in fixes]
+
+
 def test_the_recorder_reads_templates_from_source() -> None:
     from tools.read_messages import templates_in
 

@@ -279,3 +279,33 @@ def test_the_reader_records_a_raise_under_a_guard_that_always_holds(tmp_path: Pa
         "eng/q.py|on_input=False|Apply router weight on input is not supported for fused Marlin "
         "MoE method."
     ]
+
+
+GPTQ_MARLIN = "/usr/local/lib/python3.10/dist-packages/vllm/model_executor/layers/quantization/"
+
+
+def test_a_refusal_behind_a_guard_that_always_holds_is_the_release_not_the_checkpoint() -> None:
+    # vLLM 0.8.5's V0 engine logs the message bare, then the traceback whose frame is
+    # gptq_marlin.py: every GPTQ Marlin MoE model is refused there (the reading above)
+    record = (
+        "vllm/model_executor/layers/quantization/gptq_marlin.py|apply_router_weight_on_input="
+        "False|Apply router weight on input is not supported forfused Marlin MoE method."
+    )
+    assert feature_releases("vllm", "always_raises", record) == ("0.8.5.post1",)
+    prefix = "ERROR 06-25 08:31:41 [engine.py:448] "
+    log = (
+        "INFO 06-25 08:31:12 [llm_engine.py:240] Initializing a V0 LLM engine (v0.8.5) with "
+        "config: model='/m', quantization=gptq_marlin\n"
+        f"{prefix}Apply router weight on input is not supported forfused Marlin MoE method.\n"
+        f"{prefix}Traceback (most recent call last):\n"
+        f'{prefix}  File "{GPTQ_MARLIN}gptq_marlin.py", line 610, in apply\n'
+        f"{prefix}    raise NotImplementedError(\n"
+        f"{prefix}NotImplementedError: Apply router weight on input is not supported forfused "
+        "Marlin MoE method.\n"
+    )
+    found = diagnose_text(log)
+    assert found.code == "engine-defect"
+    assert [f.text for f in found.fixes] == ["pip install 'vllm>=0.9.2'"]
+    # AWQ's Marlin MoE refuses the same words behind a real guard: not the defect
+    awq = log.replace("gptq_marlin.py", "awq_marlin.py")
+    assert diagnose_text(awq).code != "engine-defect"
