@@ -55,6 +55,9 @@ START_UP: dict[str, tuple[str, ...]] = {
         "vllm/config.py",
         "vllm/engine/arg_utils.py",
         "vllm/transformers_utils/config.py",
+        # the engine's own config classes and the Mistral-format reader (params.json), which
+        # get_config builds the model's config with
+        "vllm/transformers_utils/configs/*.py",
         "vllm/transformers_utils/tokenizer*.py",
         "vllm/transformers_utils/model_arch_config_convertor.py",
         "vllm/tokenizers/*.py",

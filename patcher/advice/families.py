@@ -285,11 +285,13 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "config-validation",
         "transform",
-        # transformers' config classes, and an engine's own config class for a model
-        # package of its own (vLLM 0.29 on: vllm/models/X/config.py)
+        # transformers' config classes, and an engine's own config classes: for a model
+        # package of its own (vLLM 0.29 on: vllm/models/X/config.py), and the ones vLLM
+        # builds a model's config with (transformers_utils/configs/)
         lambda t: (
             (t.engine == "transformers" and "/configuration_" in t.file)
             or re.search(r"/models/[^/]+/config\.py$", t.file) is not None
+            or "/transformers_utils/configs/" in t.file
         ),
         explain_config_field,
         defers=True,

@@ -1845,3 +1845,16 @@ def test_a_class_flag_set_true_is_a_feature_of_the_classes_that_inherit_it(tmp_p
             "Glm4vForConditionalGeneration",
             "Glm4vMoeForConditionalGeneration",
         ]
+
+
+def test_vllm_s_own_config_readers_are_read_with_the_start_up_files() -> None:
+    # get_config builds the model's config with vLLM's config classes and its Mistral-format
+    # reader (transformers_utils/configs/), 0.10.1 on: their refusals are start-up errors
+    from patcher.advice import catalogue as cat
+
+    found = cat.match("Found unknown quantization='{'quant_method': 'x'}' in config", "vllm")
+    assert found is not None
+    assert {"0.15.0", "0.34.0"} <= set(found.template.releases)
+    from tools.read_errors import START_UP
+
+    assert "vllm/transformers_utils/configs/*.py" in START_UP["vllm"]
