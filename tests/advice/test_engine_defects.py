@@ -67,6 +67,16 @@ def test_a_name_error_in_a_file_without_the_defect_is_not_answered() -> None:
     assert not found.recognised
 
 
+def _read(tmp_path: Path, files: dict[str, str], patterns: tuple[str, ...]) -> dict[str, list[str]]:
+    """The defects tools/read_defects.py reads in a wheel holding ``files``."""
+    wheel = tmp_path / "eng-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    with zipfile.ZipFile(wheel) as archive:
+        return defects(archive, patterns)
+
+
 def test_the_readings_are_recorded_per_release() -> None:
     record = "sglang/srt/layers/quantization/gptq.py|check_marlin_supported|"
     having = [
@@ -261,20 +271,16 @@ def test_a_one_word_name_without_a_frame_is_not_read_as_an_engine_defect() -> No
 def test_the_reader_records_a_raise_under_a_guard_that_always_holds(tmp_path: Path) -> None:
     # vLLM 0.8.5's gptq_marlin.py: `if apply_router_weight_on_input is not None:` for a
     # parameter that defaults to False holds for every call; a guard on the value does not
-    wheel = tmp_path / "eng-1.0-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        archive.writestr(
-            "eng/q.py",
-            "def apply(x, on_input: bool = False, scale=None, *, limit=0):\n"
-            "    if on_input is not None:\n"
-            "        raise NotImplementedError('Apply router weight on input is not supported '\n"
-            "                                  'for fused Marlin MoE method.')\n"
-            "    if scale is not None:\n        raise ValueError('no scale')\n"
-            "    if limit is not None:\n        limit = 1\n        raise ValueError('reassigned')\n"
-            "    if on_input:\n        raise ValueError('a real refusal')\n",
-        )
-    with zipfile.ZipFile(wheel) as archive:
-        read = defects(archive, ("eng/*.py",))
+    source = (
+        "def apply(x, on_input: bool = False, scale=None, *, limit=0):\n"
+        "    if on_input is not None:\n"
+        "        raise NotImplementedError('Apply router weight on input is not supported '\n"
+        "                                  'for fused Marlin MoE method.')\n"
+        "    if scale is not None:\n        raise ValueError('no scale')\n"
+        "    if limit is not None:\n        limit = 1\n        raise ValueError('reassigned')\n"
+        "    if on_input:\n        raise ValueError('a real refusal')\n"
+    )
+    read = _read(tmp_path, {"eng/q.py": source}, ("eng/*.py",))
     assert read["always_raises"] == [
         "eng/q.py|on_input=False|Apply router weight on input is not supported for fused Marlin "
         "MoE method."

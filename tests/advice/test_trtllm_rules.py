@@ -276,6 +276,12 @@ def test_the_reader_takes_each_placeholder_s_place_from_the_backend_s_history(
         'parameters: {\n  key: "gpt_model_path"\n  value: {\n    string_value: "${engine_dir}"'
         "\n  }\n}\n"
     )
+    # a template that reshapes an input to a scalar: its batch size is kept
+    (models / "tensorrt_llm_bls").mkdir(parents=True)
+    (models / "tensorrt_llm_bls" / "config.pbtxt").write_text(
+        "max_batch_size: ${triton_max_batch_size}\ninput [\n  {\n    reshape: { shape: [ ] }\n"
+        "  }\n]\n"
+    )
     source = tmp_path / "inflight_batcher_llm" / "src" / "model_instance_state.cc"
     source.parent.mkdir(parents=True)
     source.write_text('GetParameter<std::string>("gpt_model_path");\n')
@@ -285,12 +291,18 @@ def test_the_reader_takes_each_placeholder_s_place_from_the_backend_s_history(
     git("rm", "-rq", "inflight_batcher_llm")  # the backend's C++ moved out, as it did
     git("commit", "-qm", "moved")
     reading = read(tmp_path)
-    assert reading["places"] == {"3:17": ["triton_max_batch_size"], "4:20": ["engine_dir"]}
+    assert reading["places"] == {
+        "1:17": ["triton_max_batch_size"],
+        "3:17": ["triton_max_batch_size"],
+        "4:20": ["engine_dir"],
+    }
     assert reading["models"] == {
         "ensemble": ["triton_max_batch_size"],
         "tensorrt_llm": ["engine_dir"],
+        "tensorrt_llm_bls": ["triton_max_batch_size"],
     }
     assert reading["engine_path_placeholders"] == ["engine_dir"]
+    assert reading["scalar_inputs"] == {"tensorrt_llm_bls": ["${triton_max_batch_size}"]}
 
 
 def test_a_backend_left_as_a_template_key_is_filled_and_a_missing_one_is_the_trtllm_image() -> None:
@@ -403,36 +415,3 @@ def test_a_scalar_input_in_a_non_batching_model_fills_the_templates_batch_size(
     for name in ("tensorrt_llm", "tensorrt_llm_bls"):
         assert "${triton_max_batch_size}" in TEMPLATES["scalar_inputs"][name]
         assert name in found.cause
-
-
-def test_the_reader_keeps_the_batch_size_of_templates_that_reshape_to_a_scalar(
-    tmp_path: Path,
-) -> None:
-    from tools.read_triton_templates import read
-
-    def git(*args: str) -> None:
-        subprocess.run(
-            ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-            check=True,
-            capture_output=True,
-        )
-
-    models = tmp_path / "all_models" / "inflight_batcher_llm"
-    (models / "tensorrt_llm").mkdir(parents=True)
-    (models / "ensemble").mkdir(parents=True)
-    (models / "tensorrt_llm" / "config.pbtxt").write_text(
-        'max_batch_size: ${triton_max_batch_size}\ninput [\n  {\n    name: "input_lengths"\n'
-        "    reshape: { shape: [ ] }\n  }\n]\n"
-        'parameters: {\n  key: "gpt_model_path"\n  value: {\n    string_value: "${engine_dir}"'
-        "\n  }\n}\n"
-    )
-    (models / "ensemble" / "config.pbtxt").write_text("max_batch_size: ${triton_max_batch_size}\n")
-    source = tmp_path / "inflight_batcher_llm" / "src" / "model_instance_state.cc"
-    source.parent.mkdir(parents=True)
-    source.write_text('GetParameter<std::string>("gpt_model_path");\n')
-    git("init", "-q")
-    git("add", ".")
-    git("commit", "-qm", "backend")
-    git("rm", "-rq", "inflight_batcher_llm")
-    git("commit", "-qm", "moved")
-    assert read(tmp_path)["scalar_inputs"] == {"tensorrt_llm": ["${triton_max_batch_size}"]}
