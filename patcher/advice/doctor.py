@@ -263,6 +263,11 @@ def diagnose_lines(
     # The answer to a raise's message the engine logged bare ("ERROR ... [engine.py:448] MSG"):
     # the exception's own line after its traceback is the better reading of the same failure.
     echoed: Diagnosis | None = None
+
+    def settled(found: Diagnosis) -> Diagnosis:
+        # what the log says of the answer's fixes: given already, a KV dtype chosen, unread
+        return _unread(_already_given(_given_kv_dtype(found, kv_flag), command), unread)
+
     for raw in bounded(lines):
         if held is not None:
             reason = PREFIX.sub("", uncoloured(raw)).rstrip()
@@ -418,8 +423,7 @@ def diagnose_lines(
             cause, fixes = explain(found, ctx)
         if matched is not None and fixes:  # no fix: the rule does not hold in this log
             found_here = Diagnosis(source, rule, line.strip(), cause, tuple(fixes), version_text)
-            found_here = _given_kv_dtype(found_here, kv_flag)
-            found_here = _unread(_already_given(found_here, command), unread)
+            found_here = settled(found_here)
             if not warning:
                 return found_here
             warned = warned or found_here
@@ -466,7 +470,7 @@ def diagnose_lines(
             return Diagnosis(source, None, line.strip(), NO_MATCH, (), version_text)
         if known is not None:
             known = replace(known, log=source, engine_version=version_text)
-            known = _unread(_already_given(_given_kv_dtype(known, kv_flag), command), unread)
+            known = settled(known)
             if warning:
                 warned = warned or known
                 continue
@@ -497,10 +501,9 @@ def diagnose_lines(
         cause, fixes = explain_oom(phase, engine, utilization=utilization, fraction=fraction)
         return Diagnosis(source, "cuda-oom-startup", oom, cause, tuple(fixes), version_text)
     if handling is not None:
-        logged = replace(handling, log=source, engine_version=version_text)
-        return _unread(_already_given(_given_kv_dtype(logged, kv_flag), command), unread)
+        return settled(replace(handling, log=source, engine_version=version_text))
     if echoed is not None:
-        return _unread(_already_given(_given_kv_dtype(echoed, kv_flag), command), unread)
+        return settled(echoed)
     return Diagnosis(source, None, root or oom, NO_MATCH, (), version_text)
 
 

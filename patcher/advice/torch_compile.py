@@ -15,6 +15,7 @@ compile cache.
 from __future__ import annotations
 
 import re
+import shlex
 
 from patcher.advice.catalogue import feature_releases
 from patcher.advice.diagnosis import Diagnosis
@@ -99,14 +100,16 @@ def from_compile_cache(line: str, ctx: LogContext) -> Diagnosis | None:
     directory is gone; VLLM_DISABLE_COMPILE_CACHE (read in the releases' envs) skips the
     cache altogether."""
     raised = RAISED.match(line)
+    if raised is None or raised["kind"] not in _SHAPE_ERRORS:
+        return None
     cached = _CACHED.search(ctx.frame or "")
-    if raised is None or cached is None or raised["kind"] not in _SHAPE_ERRORS:
+    if cached is None:
         return None
     directory = cached.group("dir")
     fixes = [
         Fix(
             "advice",
-            f"rm -rf {directory}",
+            f"rm -rf {shlex.quote(directory)}",
             note="the cached artifact the failing code was loaded from; vLLM compiles anew",
         )
     ]

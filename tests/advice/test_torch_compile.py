@@ -63,11 +63,11 @@ def test_under_sglang_the_answer_is_its_own_switch() -> None:
     assert [f.text for f in found.fixes] == ["leave out --enable-torch-compile"]
 
 
-def _cached_frame(kind_and_message: str) -> str:
+def _cached_frame(kind_and_message: str, root: str = "/root/.cache/vllm") -> str:
     return (
         "ERROR 03-27 16:00:23 [core.py:340] EngineCore hit an exception: Traceback (most recent "
         "call last):\n"
-        'ERROR 03-27 16:00:23 [core.py:340]   File "/root/.cache/vllm/torch_compile_cache/'
+        f'ERROR 03-27 16:00:23 [core.py:340]   File "{root}/torch_compile_cache/'
         '3b8e2a7c1d/rank_0_0/inductor_cache/k5/ck5qz3nq.py", line 412, in call\n'
         "ERROR 03-27 16:00:23 [core.py:340]     arg0_1, arg1_1, arg2_1 = args\n"
         f"ERROR 03-27 16:00:23 [core.py:340] {kind_and_message}\n"
@@ -84,6 +84,16 @@ def test_a_shape_error_in_vllm_s_compile_cache_is_the_cache() -> None:
     texts = [f.text for f in found.fixes]
     assert "rm -rf /root/.cache/vllm/torch_compile_cache/3b8e2a7c1d" in texts
     assert "VLLM_DISABLE_COMPILE_CACHE=1" in texts
+
+
+def test_the_cache_directory_is_quoted_to_run_as_pasted() -> None:
+    # $VLLM_CACHE_ROOT may hold a space: the printed rm removes that one directory
+    found = diagnose_text(
+        _cached_frame("ValueError: not enough values to unpack", root="/data/my models/vllm")
+    )
+    assert "rm -rf '/data/my models/vllm/torch_compile_cache/3b8e2a7c1d'" in [
+        f.text for f in found.fixes
+    ]
 
 
 def test_a_gpu_error_in_compiled_code_is_not_the_cache() -> None:
