@@ -80,6 +80,40 @@ def _first_read(engine: EngineName) -> str:
     return ".".join(map(str, min(architectures(engine))))
 
 
+def out_of_tree(engine: EngineName) -> Fix | None:
+    """How ``engine`` takes a model class no release of it has, from the releases read: vLLM
+    registers the classes of installed packages' ``vllm.general_plugins`` entry points
+    (vllm/plugins/__init__.py, read with ``VLLM_PLUGINS``, which filters them); SGLang
+    imports the package ``SGLANG_EXTERNAL_MODEL_PACKAGE`` names (models/registry.py). None
+    where no release read has the mechanism."""
+    if engine == "vllm":
+        found = feature_releases("vllm", "env", "VLLM_PLUGINS")
+        return (
+            Fix(
+                "advice",
+                "install the model's vLLM plugin, where its publisher ships one (the model "
+                "card or repository names the package), into the engine's environment",
+                note=f"vLLM {found[0]} on registers the model classes of installed packages' "
+                "vllm.general_plugins entry points at start (plugins/__init__.py); "
+                "VLLM_PLUGINS, where set, must name it",
+            )
+            if found
+            else None
+        )
+    found = feature_releases("sglang", "env", "SGLANG_EXTERNAL_MODEL_PACKAGE")
+    return (
+        Fix(
+            "env",
+            "SGLANG_EXTERNAL_MODEL_PACKAGE=PACKAGE",
+            note=f"SGLang {found[0]} on imports the model classes of the package it names "
+            "(models/registry.py): the model's SGLang implementation, where its publisher "
+            "ships one",
+        )
+        if found
+        else None
+    )
+
+
 def sglang_architecture(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     """SGLang's registry has no class for the architectures ``m.group(1)`` names: one that
     failed to import (an earlier 'Ignore import error' line), or one the release lacks (the
@@ -95,11 +129,14 @@ def sglang_architecture(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fi
     # SGLang's log names no version: a release that lists it is named only where some read
     # release does not (the failing one may be older, or newer and have dropped it)
     releases = [f for f in (release_for(n, None, "sglang") for n in names) if f is not None]
+    # a class no release read has comes only from outside SGLang
+    outside = [] if releases else [f for f in (out_of_tree("sglang"),) if f is not None]
     return (
         f"this SGLang has no model class for {m.group(1)}"
         + ("" if releases else f"; no SGLang release read ({_first_read('sglang')} on) lists it"),
         [
             *releases[:1],
+            *outside,
             ctx.apply("set-architectures", " --set architecture=NAME"),
             Fix(
                 "advice",
@@ -130,14 +167,20 @@ def architecture(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
         for f in (release_for(n, ctx.version) or _converted_release(n, ctx.version) for n in names)
         if f is not None
     ]
+    # a class no release read has comes only from outside vLLM
+    outside = [] if releases else [f for f in (out_of_tree("vllm"),) if f is not None]
     if engine is None:  # the words are SGLang's too: a vLLM release only if it is vLLM
-        releases = [Fix("advice", f"if this is vLLM: {f.text}", note=f.note) for f in releases]
+        releases = [
+            Fix("advice", f"if this is vLLM: {f.text}", note=f.note) for f in releases + outside
+        ]
+        outside = []
     return (
         ("this vLLM" if engine else "this engine (vLLM, or SGLang: both raise these words)")
         + f" has no model class for {m.group(1)}"
-        + ("" if releases else "; no vLLM release read (0.10.1 on) lists it"),
+        + ("" if releases else f"; no vLLM release read ({_first_read('vllm')} on) lists it"),
         [
             *releases[:1],
+            *outside,
             replace(
                 ctx.apply("set-architectures", " --set architecture=NAME"),
                 note="only where the weights have NAME's layout (a class of the same family)",

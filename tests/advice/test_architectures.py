@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 from patcher.advice.architectures import release_for
+from patcher.advice.catalogue import feature_releases
+from patcher.advice.doctor import diagnose_text
 from patcher.engines.registries import architectures
 
 
@@ -24,3 +26,54 @@ def test_a_class_a_later_release_added_names_that_release_alone() -> None:
     fix = release_for(added[0], versions[0])
     assert fix is not None and fix.text == f"pip install 'vllm>={'.'.join(map(str, listed[0]))}'"
     assert fix.note is not None and "older release" not in fix.note
+
+
+def _unlisted() -> str:
+    """A class name no registry read lists (vLLM's nor SGLang's)."""
+    name = "Zz9ForCausalLM"
+    assert all(name not in names for e in ("vllm", "sglang") for names in architectures(e).values())
+    return name
+
+
+def test_a_class_no_vllm_release_has_is_answered_with_vllms_plugin_mechanism() -> None:
+    plugins = feature_releases("vllm", "env", "VLLM_PLUGINS")
+    found = diagnose_text(
+        "(APIServer pid=1) INFO 09-05 10:19:15 [utils.py:326] vLLM API server version 0.28.0\n"
+        "(APIServer pid=1)   Value error, Model architectures ['"
+        + _unlisted()
+        + "'] are not supported for now. Supported architectures: dict_keys(['LlamaForCausalLM', "
+        "'Qwen2ForCausalLM']) [type=value_error, input_value=ArgsKwargs((), {}), "
+        "input_type=ArgsKwargs]\n"
+    )
+    assert found is not None and found.fixes
+    first = found.fixes[0]
+    assert "vLLM plugin" in first.text and first.note is not None
+    assert f"vLLM {plugins[0]} on" in first.note and "vllm.general_plugins" in first.note
+    assert not any(f.text.startswith("pip install 'vllm") for f in found.fixes)
+
+
+def test_a_class_no_sglang_release_has_names_sglangs_external_package() -> None:
+    since = feature_releases("sglang", "env", "SGLANG_EXTERNAL_MODEL_PACKAGE")
+    found = diagnose_text(
+        "[2025-11-01 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        f"ValueError: Unsupported architectures: {_unlisted()}. Supported list: "
+        "['LlamaForCausalLM', 'Qwen2ForCausalLM']\n"
+    )
+    assert found is not None
+    env = [f for f in found.fixes if f.kind == "env"]
+    assert env and env[0].text == "SGLANG_EXTERNAL_MODEL_PACKAGE=PACKAGE"
+    assert env[0].note is not None and f"SGLang {since[0]} on" in env[0].note
+
+
+def test_a_class_a_later_release_lists_gets_that_release_not_a_plugin() -> None:
+    registry = architectures("vllm")
+    versions = sorted(registry)
+    added = sorted(registry[versions[-1]] - registry[versions[0]])[0]
+    old = ".".join(map(str, versions[0]))
+    found = diagnose_text(
+        f"INFO 01-01 00:00:00 api_server.py:1 vLLM API server version {old}\n"
+        f"ValueError: Model architectures ['{added}'] are not supported for now. Supported "
+        "architectures: dict_keys(['LlamaForCausalLM'])\n"
+    )
+    assert found is not None and found.fixes[0].text.startswith("pip install 'vllm>=")
+    assert not any("plugin" in f.text for f in found.fixes)
