@@ -25,6 +25,7 @@ from patcher.advice.proxies import PROXIED_REQUEST, WARMUP_REFUSED, proxied_requ
 from patcher.advice.ptxas_archs import PTXAS_MARKERS, PTXAS_RULES
 from patcher.advice.pythons import FIRSTLINENO, python_too_new
 from patcher.advice.requirements import missing_name
+from patcher.advice.seccomp import SECCOMP_MARKERS, SECCOMP_RULES
 from patcher.advice.shared_memory import SHARED_MEMORY_MARKERS, SHARED_MEMORY_RULES
 from patcher.advice.torch_builds import TORCH_REFUSES
 from patcher.advice.torch_compile import FAILED as COMPILE_FAILED
@@ -395,6 +396,7 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
     ("triton-build", TRITON_COMMAND, build_failed),
     ("torch-compile", COMPILE_FAILED, compile_failed),
     *SHARED_MEMORY_RULES,
+    *SECCOMP_RULES,
     *TORCHVISION_RULES,
     *GLIBC_RULES,
     *PTXAS_RULES,
@@ -430,6 +432,7 @@ ENVIRONMENT_MARKERS = (
     *COMPILE_MARKERS,
     *TRITON_MARKERS,
     *SHARED_MEMORY_MARKERS,
+    *SECCOMP_MARKERS,
     *TORCHVISION_MARKERS,
     *GLIBC_MARKERS,
     *PTXAS_MARKERS,

@@ -43,6 +43,8 @@ ENVIRONMENT_LINES = [
     "node1:1203:1203 [0] misc/shmutils.cc:72 NCCL WARN Error: failed to extend "
     "/dev/shm/nccl-vzIpS6 to 9637892 bytes",
     "Fatal Python error: Bus error",
+    # libstdc++'s terminate handler for a std::system_error of EPERM (a seccomp profile)
+    "  what():  Operation not permitted",
     # a module of a library the engine imports, which the installed release of it lacks
     "ModuleNotFoundError: No module named 'outlines.fsm.regex'",
     # vllm/platforms/__init__.py: no platform plugin's check passed
@@ -95,6 +97,7 @@ CUDA_DRIVER_LINES = [
                 "triton-build",
                 "shared-memory",
                 "shared-memory",
+                "container-seccomp",
                 "library-module",
                 "engine-platform",
                 "engine-module",
