@@ -86,6 +86,28 @@ def _triton_backend(path: str) -> tuple[str, list[Fix]]:
     )
 
 
+def _tensorrt_llm_torch() -> list[Fix]:
+    """TensorRT-LLM's extension under another torch: its wheels are only prebuilt (NVIDIA's
+    index, pypi.nvidia.com; pypi.org holds a source stub that fetches them), each requiring
+    the torch it was built against, so nothing is rebuilt: the torch its wheel requires is
+    installed, which ``pip check`` names from the installed wheel's own requirement."""
+    return [
+        Fix(
+            "advice",
+            "pip check, then pip install the torch it names for tensorrt-llm",
+            note="the torch the installed TensorRT-LLM wheel requires (its Requires-Dist); "
+            "a torch installed after it replaced that one",
+        ),
+        Fix(
+            "advice",
+            "or pip install --force-reinstall --extra-index-url https://pypi.nvidia.com "
+            "tensorrt_llm==<the release installed>",
+            note="the release again, with the torch it requires: TensorRT-LLM's wheels are "
+            "prebuilt, so a rebuild against the torch installed is not pip's to make",
+        ),
+    ]
+
+
 def undefined_symbol(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     """``ImportError: ....so: undefined symbol: S``: the extension was built against another
     torch (a torch symbol, ``_ZN3c10``/``_ZN2at``/``torch``) or another library."""
@@ -134,6 +156,8 @@ def undefined_symbol(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]
                 Fix("advice", f"or build {package} from source against the torch installed"),
             ],
         )
+    if package == "tensorrt_llm" and torch_symbol:
+        return cause, _tensorrt_llm_torch()
     name = "flash-attn" if package.startswith("flash_attn") else package
     fixes = [
         Fix(

@@ -79,3 +79,16 @@ def test_a_kernel_wheel_an_engine_pins_is_installed_again_with_that_engine() -> 
         == "pip install --force-reinstall 'sglang[all]==<the release installed>'"
     )
     assert all("sgl_kernel" not in f.text or "source" in f.text for f in found.fixes)
+
+
+def test_tensorrt_llms_prebuilt_extension_gets_the_torch_its_wheel_requires_not_a_rebuild() -> None:
+    found = diagnose_text(
+        '  File "/venv/lib/python3.12/site-packages/tensorrt_llm/_utils.py", line 42, in <module>\n'
+        "    from tensorrt_llm.bindings import DataType, GptJsonConfig\n"
+        "ImportError: /venv/lib/python3.12/site-packages/tensorrt_llm/bindings.cpython-312-x86_64-"
+        "linux-gnu.so: undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationESs\n"
+    )
+    assert found.code == "undefined-symbol"
+    assert "pip check" in found.fixes[0].text
+    assert not any("--no-build-isolation" in f.text for f in found.fixes)
+    assert any("pypi.nvidia.com" in f.text for f in found.fixes)
