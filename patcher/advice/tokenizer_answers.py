@@ -9,6 +9,7 @@ import re
 from patcher.advice.catalogue import Engine, Matched, declared
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.advice.own_remedy import own_remedy
+from patcher.advice.tokenizer_attributes import dropped
 
 # "If you are using a LLaMA V1 model consider using 'hf-internal-testing/llama-tokenizer'
 # instead of the original tokenizer." (SGLang's hf_transformers_utils.py, 0.4.0 to 0.5.10;
@@ -89,6 +90,8 @@ def explain_tokenizer(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     mistral = _mistral_files(m)
     if mistral is not None:
         return mistral
+    if (gone := dropped(m.line)) is not None:
+        return gone
     named = named_tokenizer(m, ctx)
     if named:
         return (
