@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import Matched
+from patcher.advice.catalogue import Matched, feature_releases
 from patcher.advice.log_rules import Fix, LogContext, Rule
 from patcher.advice.own_remedy import own_remedy
 
@@ -88,5 +88,45 @@ def draft_rows(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-SPECULATIVE_RULES: tuple[Rule, ...] = (("speculative-rows", NEXT_N, draft_rows),)
-SPECULATIVE_MARKERS = ("Assertion ",)
+# vLLM's V0 spec_decode_worker.py (0.5.5 to 0.8.x): "EAGLE does not support TP > 1 yet", raised
+# in the branch of ``if draft_tp == 1`` that is not taken: the draft's own tensor-parallel size
+# (by default the target's) above 1, whatever the target's.
+DRAFT_TP = re.compile(r"(\w+) does not support TP > 1 yet")
+
+
+def draft_tp(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """The draft model runs with the target's tensor-parallel size unless told otherwise, and
+    this proposer runs only on one GPU: the draft's own size, 1."""
+    having = feature_releases("vllm", "flags", "--speculative-draft-tensor-parallel-size")
+    flag = (
+        [
+            Fix(
+                "flag",
+                "--speculative-draft-tensor-parallel-size 1",
+                note=f"vLLM {having[0]} to {having[-1]} (read): the draft on one GPU, the "
+                "target keeps its --tensor-parallel-size",
+            )
+        ]
+        if having
+        else []
+    )
+    return (
+        f"the {m.group(1)} draft runs with the target's tensor-parallel size unless given its "
+        "own, and the engine runs it only on one GPU (spec_decode_worker.py refuses a draft "
+        "size above 1, not the target's)",
+        [
+            *flag,
+            Fix(
+                "advice",
+                '--speculative-config with "draft_tensor_parallel_size": 1',
+                note="the same setting in the releases that take the draft's settings as JSON",
+            ),
+        ],
+    )
+
+
+SPECULATIVE_RULES: tuple[Rule, ...] = (
+    ("speculative-rows", NEXT_N, draft_rows),
+    ("speculative-draft-tp", DRAFT_TP, draft_tp),
+)
+SPECULATIVE_MARKERS = ("Assertion ", "support TP")

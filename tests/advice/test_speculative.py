@@ -45,7 +45,21 @@ KERNEL = next(
     if line and not line.startswith("#")
 )
 # The kernel's bound, for test_doctor's marker test.
-SPECULATIVE_LINES = [KERNEL]
+# vLLM 0.6.6's spec_decode_worker.py, raised where the draft's tensor-parallel size is not 1
+DRAFT_TP = "NotImplementedError: EAGLE does not support TP > 1 yet"
+SPECULATIVE_LINES = [KERNEL, DRAFT_TP]
+
+
+def test_a_draft_refused_above_one_gpu_gets_its_own_tensor_parallel_size() -> None:
+    found = diagnose_text(
+        "INFO 12-16 05:03:00 api_server.py:1] vLLM API server version 0.6.6\n"
+        '  File "/venv/lib/python3.12/site-packages/vllm/spec_decode/spec_decode_worker.py", '
+        "line 182, in create_worker\n"
+        f"{DRAFT_TP}\n"
+    )
+    assert found.code == "speculative-draft-tp"
+    assert found.fixes[0].text == "--speculative-draft-tensor-parallel-size 1"
+    assert not any("--tensor-parallel-size 1" == f.text for f in found.fixes)  # not the target's
 
 
 def test_the_indexer_kernels_row_bound_is_one_draft_token_on_vllm() -> None:
