@@ -70,6 +70,7 @@ from patcher.advice.log_lines import (
     VLLM_PREFIX,
     WARNED,
     WRAPPERS,
+    Filter,
     any_of,
     bounded,
     shown,
@@ -94,11 +95,11 @@ def _marked() -> re.Pattern[str]:
 
 
 @functools.cache
-def _heeded() -> re.Pattern[str]:
+def _heeded() -> Filter:
     """A rule's marker, or a word every error line holds (``ERRORISH``). A marker that holds
     such a word ("KeyError: '") finds no line that word does not: it is left out, as every
     branch of the pattern costs on every line of a log (docs/benchmark.md)."""
-    return any_of((*(m for m in _MARKERS if not any(e in m for e in ERRORISH)), *ERRORISH))
+    return Filter((*(m for m in _MARKERS if not any(e in m for e in ERRORISH)), *ERRORISH))
 
 
 def _first_rule(line: str) -> tuple[re.Match[str], Rule] | None:

@@ -92,6 +92,39 @@ def any_of(words: Iterable[str]) -> re.Pattern[str]:
     return re.compile(emit(root))
 
 
+# The characters most frequent in logs, the most frequent first: a filter branch that starts
+# on one of them is tried at nearly every position of a line (docs/benchmark.md).
+_COMMON = " etaoinsrhldcumfp_.:/-=,0123456789gwybv"
+
+
+def _rare_tail(word: str, least: int = 4) -> str:
+    """``word`` from its rarest character on, at least ``least`` characters long: a line that
+    holds the word holds this part of it too."""
+    if len(word) <= least:
+        return word
+
+    def rarity(at: int) -> tuple[int, int]:
+        char = word[at]
+        return (_COMMON.index(char) if char in _COMMON else len(_COMMON), -at)
+
+    return word[max(range(len(word) - least + 1), key=rarity) :]
+
+
+class Filter:
+    """:func:`any_of` ``words`` in two steps: first a pattern of each word's rarest part (a
+    line that holds a word always matches it, and its branches start on rare characters, so
+    it is tried at few positions of a line), then, on a match only, the words themselves."""
+
+    def __init__(self, words: Iterable[str]) -> None:
+        kept = tuple(words)
+        self.fast = any_of(_rare_tail(w) for w in kept)
+        self.exact = any_of(kept)
+
+    def search(self, line: str) -> re.Match[str] | None:
+        """The first of the words in ``line``, as ``re.Pattern.search`` finds it."""
+        return self.exact.search(line) if self.fast.search(line) else None
+
+
 def uncoloured(line: str) -> str:
     """``line`` without terminal control sequences (a fast path when it has none)."""
     return ANSI.sub("", line) if "\x1b" in line else line
