@@ -57,6 +57,7 @@ from patcher.advice.quantization_rules import (
     unknown_quantization,
 )
 from patcher.advice.quantized_modules import excluded_scale
+from patcher.advice.ray_cluster import RAY_CLUSTER_MARKERS, RAY_CLUSTER_RULES
 from patcher.advice.remote_tokenizers import REMOTE_TOKENIZER_MARKERS, REMOTE_TOKENIZER_RULES
 from patcher.advice.safetensors_files import SAFETENSORS_MARKERS, SAFETENSORS_RULES
 from patcher.advice.scheme_capabilities import SCHEME_MARKERS, SCHEME_RULES
@@ -481,6 +482,7 @@ RULES: tuple[Rule, ...] = (
     # before the families: a capture's failure quoting the check is answered by its bound
     *ENV_BOUND_RULES,
     *SPECULATIVE_RULES,
+    *RAY_CLUSTER_RULES,
     *TRITON_RESOURCE_RULES,
     *TRTLLM_GEN_RULES,
     *BACKEND_GPU_RULES,
@@ -558,6 +560,7 @@ _MARKERS = (
     *MISTRAL_MARKERS,
     *ENV_BOUND_MARKERS,
     *SPECULATIVE_MARKERS,
+    *RAY_CLUSTER_MARKERS,
     *TRITON_RESOURCE_MARKERS,
     *TRTLLM_GEN_MARKERS,
     *BACKEND_GPU_MARKERS,
