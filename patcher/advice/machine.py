@@ -24,6 +24,7 @@ from patcher.advice.nccl_transports import FAILED, UNHANDLED, transport_failed, 
 from patcher.advice.proxies import PROXIED_REQUEST, WARMUP_REFUSED, proxied_request, warmup_refused
 from patcher.advice.ptxas_archs import PTXAS_MARKERS, PTXAS_RULES
 from patcher.advice.pythons import FIRSTLINENO, python_too_new
+from patcher.advice.rendezvous import RENDEZVOUS_MARKERS, RENDEZVOUS_RULES
 from patcher.advice.requirements import missing_name
 from patcher.advice.seccomp import SECCOMP_MARKERS, SECCOMP_RULES
 from patcher.advice.shared_memory import SHARED_MEMORY_MARKERS, SHARED_MEMORY_RULES
@@ -397,6 +398,7 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
     ("torch-compile", COMPILE_FAILED, compile_failed),
     *SHARED_MEMORY_RULES,
     *SECCOMP_RULES,
+    *RENDEZVOUS_RULES,
     *TORCHVISION_RULES,
     *GLIBC_RULES,
     *PTXAS_RULES,
@@ -433,6 +435,7 @@ ENVIRONMENT_MARKERS = (
     *TRITON_MARKERS,
     *SHARED_MEMORY_MARKERS,
     *SECCOMP_MARKERS,
+    *RENDEZVOUS_MARKERS,
     *TORCHVISION_MARKERS,
     *GLIBC_MARKERS,
     *PTXAS_MARKERS,

@@ -601,6 +601,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     from tests.advice.test_ptxas_archs import PTXAS_LINES
     from tests.advice.test_ray_cluster import RAY_LINES
     from tests.advice.test_remote_tokenizers import REMOTE_TOKENIZER_LINES
+    from tests.advice.test_rendezvous import RENDEZVOUS_LINES
     from tests.advice.test_safetensors_files import SAFETENSORS_LINES
     from tests.advice.test_scheme_capabilities import SCHEME_LINES
     from tests.advice.test_speculative import SPECULATIVE_LINES
@@ -637,6 +638,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
         + BACKEND_GPU_LINES
         + FLASHINFER_DISPATCH_LINES
         + RAY_LINES
+        + RENDEZVOUS_LINES
     )
     for code, pattern, _ in RULES:
         hits = [error for error in errors if pattern.search(error)]
