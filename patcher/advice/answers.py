@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
-from patcher.advice.attention_rules import another_backend
+from patcher.advice.attention_rules import another_backend, unforce
 from patcher.advice.catalogue import (
     Matched,
     at_or_below,
@@ -365,7 +365,11 @@ def explain_backend(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
                 "VLLM_FLASHINFER_MOE_BACKEND to the other of throughput and latency",
             )
         )
-    if not any(f.text.startswith(flag) for f in fixes):
+    if any(f.text.startswith((flag, "VLLM_ATTENTION_BACKEND")) for f in fixes):
+        pass  # the message names the backend to take
+    elif kind == "attention" and _engine(m, ctx) == "vllm":
+        fixes.extend(unforce(ctx.version))
+    else:
         fixes.append(
             Fix("advice", f"drop {flag} if it was given", note="let the engine choose a kernel")
         )
@@ -383,7 +387,12 @@ def explain_backend(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
         return (
             f"the {lacks.group(1)} attention backend lacks {lacks.group(2)}, which the model "
             "uses: forced by a flag or VLLM_ATTENTION_BACKEND, or the engine's only choice here",
-            _unique([Fix("env", "unset VLLM_ATTENTION_BACKEND", note="if it was set"), *fixes]),
+            _unique(
+                [
+                    Fix("env", "unset VLLM_ATTENTION_BACKEND", note="if it was set"),
+                    *(f for f in fixes if not f.text.startswith("unset VLLM_ATTENTION_BACKEND")),
+                ]
+            ),
         )
     in_backend = m.template.engine == "vllm" and "attention/backends/" in m.template.file
     if kind == "attention" and in_backend and not named:

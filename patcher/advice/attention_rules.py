@@ -145,7 +145,7 @@ def selected_backend(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]
             f"{given} the command line set",
             fixes,
         )
-    fixes = [Fix("advice", "drop --attention-backend: let vLLM choose")]
+    fixes = unforce(ctx.version)
     if "kv_cache_dtype not supported" in m.group(0):
         fixes.append(ctx.apply("strip-fp8-kv-cache"))
     named = _named_for(m.group(0), backend, ctx.version)
@@ -185,6 +185,27 @@ def _named_for(refusal: str, backend: str, version: tuple[int, ...] | None) -> F
     if release is not None and release in feature_releases("vllm", "flags", "--attention-backend"):
         return Fix("flag", f"--attention-backend {choice}", note=note)
     return Fix("env", f"VLLM_ATTENTION_BACKEND={choice}", note=note)
+
+
+def unforce(version: tuple[int, ...] | None) -> list[Fix]:
+    """How the log's vLLM release is left to choose its attention backend: without its
+    ``--attention-backend`` flag (read from 0.13) and without ``VLLM_ATTENTION_BACKEND`` (read
+    to 0.14); both where the release was not read."""
+    release = release_of(version)
+    known = release in read_releases("vllm")
+    flag = not known or release in feature_releases("vllm", "flags", "--attention-backend")
+    env = not known or release in feature_releases("vllm", "env", "VLLM_ATTENTION_BACKEND")
+    fixes = []
+    if flag:
+        fixes.append(
+            Fix("advice", "drop --attention-backend if it was given", note="let vLLM choose")
+        )
+    if env:
+        note = "let vLLM choose"
+        if known and not flag:
+            note = "the one way this release takes a forced backend, read from its source"
+        fixes.append(Fix("advice", "unset VLLM_ATTENTION_BACKEND if it was set", note=note))
+    return fixes
 
 
 def release_of(version: tuple[int, ...] | None) -> str | None:

@@ -60,7 +60,12 @@ def test_an_mla_backend_is_answered_with_another_mla_backend() -> None:
 
 
 @pytest.mark.parametrize(
-    ("version", "way"), [("0.12.0", "VLLM_ATTENTION_BACKEND="), ("0.14.0", "--attention-backend ")]
+    ("version", "way"),
+    [
+        ("0.12.0", "VLLM_ATTENTION_BACKEND="),
+        ("0.14.0", "--attention-backend "),
+        ("0.20.0", "--attention-backend "),
+    ],
 )
 def test_a_backend_refused_for_a_missing_feature_names_the_releases_backend_for_it(
     version: str, way: str
@@ -80,7 +85,12 @@ def test_a_backend_refused_for_a_missing_feature_names_the_releases_backend_for_
     named = first.removeprefix(way)
     assert version in feature_releases("vllm", "attention_backend", named)
     assert not named.startswith("ROCM")
-    assert any("drop --attention-backend" in f.text for f in found.fixes)
+    # the way to leave the choice to vLLM is the release's own: its flag from 0.13, the
+    # variable to 0.14 (0.12.0 has no --attention-backend to drop, 0.20.0 no variable)
+    texts = [f.text for f in found.fixes]
+    unset = any(t.startswith("unset VLLM_ATTENTION_BACKEND") for t in texts)
+    assert unset == (version != "0.20.0")
+    assert any(t.startswith("drop --attention-backend") for t in texts) == (version != "0.12.0")
 
 
 def test_a_refused_dtype_names_no_backend_by_its_word() -> None:
@@ -129,3 +139,19 @@ def test_the_same_check_from_tensorrt_llm_is_its_tokens_per_block() -> None:
         "TensorRT-LLM: kv_cache_config: {tokens_per_block: 128} or less"
     ]
     assert "this one has 256" in found.cause
+
+
+@pytest.mark.parametrize(("version", "has_flag"), [("0.7.3", False), ("0.13.0", True)])
+def test_a_forced_backend_is_undone_the_way_the_logs_release_takes_it(
+    version: str, has_flag: bool
+) -> None:
+    # vLLM before 0.13 has no --attention-backend: a backend is forced by the variable alone
+    found = diagnose_text(
+        f"INFO 03-06 10:00:01 api_server.py:912] vLLM API server version {version}\n"
+        '  File "/venv/lib/python3.12/site-packages/vllm/platforms/cuda.py", line 171, in '
+        "get_attn_backend_cls\n"
+        "ValueError: Invalid attention backend for cuda, with use_v1: False use_mla: False\n"
+    )
+    texts = [f.text for f in found.fixes]
+    assert "unset VLLM_ATTENTION_BACKEND if it was set" in texts
+    assert any("--attention-backend" in t for t in texts) == has_flag
