@@ -1,4 +1,4 @@
-"""FlashInfer's JIT finding no architecture to compile for.
+"""FlashInfer's JIT finding no architecture to compile for, or failing to compile a kernel.
 
 FlashInfer compiles its kernels when first used (the sampler, a MoE or attention kernel) for
 the architectures in its compilation context, and refuses when none is sm75 or newer:
@@ -11,12 +11,22 @@ architecture the CUDA toolkit FlashInfer compiles with cannot target is dropped 
 from CUDA 12.8 and keeps 12.9 for SM 12.1 on). The toolkit is the nvcc under ``CUDA_HOME`` or
 ``CUDA_PATH``, else the one on PATH (``flashinfer/jit/cpp_ext.py``), not torch's own CUDA. So
 on a GPU of 7.5 or newer the set is empty because the toolkit is older than the GPU, or torch
-saw no GPU in that process."""
+saw no GPU in that process.
+
+A kernel that does not compile is named by its folder: ``run_ninja`` (``flashinfer/jit/
+cpp_ext.py``, 0.5 on) runs ``ninja -f <jit dir>/<uri>/build.ninja`` and raises "Ninja build
+failed" from the CalledProcessError; the older JIT went through torch's cpp_extension, "Error
+building extension '<uri>'". The URI spells out what the kernel was built for
+(``jit/attention/modules.py``'s ``get_batch_prefill_uri`` and its kin, read in 0.5.2):
+``..._dtype_q_bf16_dtype_kv_e4m3_..._head_dim_qk_128_...``, ``_sm90`` for the Hopper (FA3)
+variant, the dtypes in ``jit/utils.py``'s ``filename_safe_dtype_map`` (e4m3, e5m2 the FP8
+ones)."""
 
 from __future__ import annotations
 
 import re
 
+from patcher.advice.attention_rules import unforce
 from patcher.advice.catalogue import feature_releases
 from patcher.advice.log_rules import Fix, LogContext
 
@@ -106,4 +116,54 @@ def no_arch(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
         )
         + "; its warning 'Failed to get device capability' above the error says which",
         [toolkit, arch, *sampler],
+    )
+
+
+# The ninja command FlashInfer ran over one kernel's folder, or torch's cpp_extension naming an
+# attention kernel's URI (the older JIT).
+BUILD_FAILED = re.compile(
+    r"Command '\['ninja', [^\]]*?flashinfer[^\]]*?/(\w+)/build\.ninja'\]' returned non-zero"
+    r"|Error building extension '(\w*_dtype_kv_\w+)'"
+)
+
+
+def kernel_unbuilt(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A FlashInfer kernel its JIT could not compile: for an FP8 KV cache, the KV dtype (a
+    kernel this FlashInfer does not build for that GPU); else the toolkit it compiles with."""
+    uri = m.group(1) or m.group(2)
+    kv = re.search(r"_dtype_kv_(\w+?)_", uri)
+    kv_dtype = kv.group(1) if kv else None
+    others = (
+        unforce(ctx.version)
+        if ctx.engine != "sglang"
+        else [Fix("advice", "drop --attention-backend flashinfer if it was given")]
+    )
+    hopper = " (its Hopper FA3 variant, _sm90)" if uri.endswith("_sm90") else ""
+    if kv_dtype in ("e4m3", "e5m2"):
+        return (
+            f"FlashInfer's JIT failed to compile its attention kernel for an FP8 ({kv_dtype}) "
+            f"KV cache{hopper} (kernel {uri}): the KV dtype is what that kernel is built for",
+            [
+                Fix(
+                    "flag",
+                    "--kv-cache-dtype auto",
+                    note="the KV cache in the model's own dtype, which FlashInfer builds; it "
+                    "takes twice the bytes: patcher kv-budget says what context then fits",
+                ),
+                *others,
+            ],
+        )
+    return (
+        f"FlashInfer's JIT could not compile a kernel (kernel {uri}) with the CUDA toolkit it "
+        "compiles with (FLASHINFER_NVCC, else the nvcc under CUDA_HOME or CUDA_PATH, else the "
+        "one on PATH; not torch's own CUDA): the first 'error' line of the Ninja output above "
+        "says why",
+        [
+            Fix(
+                "advice",
+                "a CUDA toolkit of the CUDA torch was built for (python -c 'import torch; "
+                "print(torch.version.cuda)'), with CUDA_HOME set to it",
+            ),
+            *others,
+        ],
     )

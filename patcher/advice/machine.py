@@ -16,7 +16,7 @@ import re
 
 from patcher.advice.engine_exports import LIBRARIES, module_elsewhere
 from patcher.advice.extensions import torch_pin
-from patcher.advice.flashinfer_jit import REFUSED, no_arch
+from patcher.advice.flashinfer_jit import BUILD_FAILED, REFUSED, kernel_unbuilt, no_arch
 from patcher.advice.glibc import GLIBC_MARKERS, GLIBC_RULES
 from patcher.advice.kernels import torch_refuses
 from patcher.advice.log_rules import Fix, LogContext, Rule
@@ -390,6 +390,7 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
     ),
     ("torch-build", TORCH_REFUSES, torch_refuses),
     ("flashinfer-arch", REFUSED, no_arch),
+    ("flashinfer-build", BUILD_FAILED, kernel_unbuilt),
     # before torch.compile's: Inductor's error quotes the compile command Triton ran
     ("triton-build", NO_HEADER, missing_header),
     ("triton-build", NO_LIBCUDA, missing_libcuda),
@@ -428,6 +429,8 @@ ENVIRONMENT_MARKERS = (
     "No such file or directory: '",
     "KeyError: '__firstlineno__'",
     "FlashInfer requires GPUs",
+    "'ninja', ",
+    "Error building extension '",
     "NCCL WARN ",
     "NCCL error",
     '"GET http://',

@@ -57,3 +57,40 @@ def test_the_rule_holds_to_flashinfer_s_own_words_as_recorded() -> None:
     assert 'raise RuntimeError("SM 12.x requires CUDA >= 12.9")' in recorded
     assert 'raise RuntimeError("SM 120 requires CUDA >= 12.8")' in recorded
     assert recorded.count('os.environ.get("CUDA_HOME")') == 3  # the nvcc it compiles with
+
+
+def _ninja(uri: str) -> str:
+    jit = "/root/.cache/flashinfer/90/cached_ops"
+    return (
+        f"(EngineCore_DP0 pid=7) ERROR 10-27 20:12:32 [core.py:708] subprocess.CalledProcessError: "
+        f"Command '['ninja', '-v', '-C', '{jit}', '-f', '{jit}/{uri}/build.ninja']' returned "
+        "non-zero exit status 1.\n"
+    )
+
+
+_URI = (
+    "batch_prefill_with_kv_cache_dtype_q_bf16_dtype_kv_{kv}_dtype_o_bf16_dtype_idx_i32_head_dim_"
+    "qk_128_head_dim_vo_128_posenc_0_use_swa_False_use_logits_cap_False_f16qk_False_sm90"
+)
+
+
+def test_a_kernel_for_an_fp8_kv_cache_that_did_not_compile_is_answered_with_the_kv_dtype() -> None:
+    # the kernel's folder names what it was built for (jit/attention/modules.py's URIs)
+    banner = "INFO 10-27 20:11:24 [core.py:77] Initializing a V1 LLM engine (v0.11.0) with config\n"
+    found = diagnose_text(banner + _ninja(_URI.format(kv="e4m3")))
+    assert found.code == "flashinfer-build"
+    assert "FP8 (e4m3) KV cache" in found.cause and "Hopper" in found.cause
+    assert found.fixes[0].text == "--kv-cache-dtype auto"
+    # 0.11.0 takes a forced backend from VLLM_ATTENTION_BACKEND only (read)
+    texts = [f.text for f in found.fixes]
+    assert "unset VLLM_ATTENTION_BACKEND if it was set" in texts
+    assert all("--attention-backend" not in t for t in texts)
+
+
+def test_another_kernel_that_did_not_compile_is_the_toolkits() -> None:
+    found = diagnose_text(_ninja(_URI.format(kv="bf16")))
+    assert found.code == "flashinfer-build"
+    assert "CUDA toolkit" in found.cause
+    assert all(f.text != "--kv-cache-dtype auto" for f in found.fixes)
+    older = diagnose_text(f"RuntimeError: Error building extension '{_URI.format(kv='e5m2')}'\n")
+    assert older.code == "flashinfer-build" and "FP8 (e5m2)" in older.cause

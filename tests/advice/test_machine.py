@@ -63,6 +63,12 @@ ENVIRONMENT_LINES = [
     "node4:279:279 [1] transport/nvls.cc:254 NCCL WARN Cuda failure 401 'the operation cannot "
     "be performed in the present state'",
     "RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
+    # flashinfer/jit/cpp_ext.py's run_ninja over one kernel's folder, named by its URI
+    "subprocess.CalledProcessError: Command '['ninja', '-v', '-C', '/root/.cache/flashinfer/90/"
+    "cached_ops', '-f', '/root/.cache/flashinfer/90/cached_ops/batch_prefill_with_kv_cache_"
+    "dtype_q_bf16_dtype_kv_bf16_dtype_o_bf16_dtype_idx_i32_head_dim_qk_128_head_dim_vo_128_"
+    "posenc_0_use_swa_False_use_logits_cap_False_f16qk_False/build.ninja']' returned non-zero "
+    "exit status 1.",
 ]
 
 # the CUDA runtime's own words for a driver older than the CUDA the code was built with
@@ -107,6 +113,7 @@ CUDA_DRIVER_LINES = [
                 "flashinfer-arch",
                 "nccl-transport",
                 "nccl-unhandled",
+                "flashinfer-build",
             ],
             strict=True,
         )
@@ -203,11 +210,11 @@ def test_python_3_13_under_a_release_that_excludes_it_names_the_first_that_admit
 
 
 def test_the_fork_refusal_is_vllm_s_variable_only_under_vllm() -> None:
-    vllm = diagnose_text(ENVIRONMENT_LINES[-5] + "\n")
+    vllm = diagnose_text(ENVIRONMENT_LINES[-6] + "\n")
     assert vllm.fixes[0].text == "VLLM_WORKER_MULTIPROC_METHOD=spawn"
     sglang = diagnose_text(
         "[2025-01-01 00:00:00] server_args=ServerArgs(model_path='m')\n"
-        + ENVIRONMENT_LINES[-5]
+        + ENVIRONMENT_LINES[-6]
         + "\n"
     )
     assert sglang.code == "cuda-forked"
@@ -216,7 +223,7 @@ def test_the_fork_refusal_is_vllm_s_variable_only_under_vllm() -> None:
 
 def test_a_module_of_the_engine_missing_is_not_its_compiled_extension() -> None:
     assert diagnose_text(ENVIRONMENT_LINES[4] + "\n").code == "engine-extension"
-    assert diagnose_text(ENVIRONMENT_LINES[-7] + "\n").code == "engine-module"
+    assert diagnose_text(ENVIRONMENT_LINES[-8] + "\n").code == "engine-module"
 
 
 def test_a_transport_s_warning_names_its_switch_and_the_wrapper_alone_asks_for_it() -> None:
@@ -230,7 +237,7 @@ def test_a_transport_s_warning_names_its_switch_and_the_wrapper_alone_asks_for_i
         "transport/nvls.cc:287 NCCL WARN Failed to bind NVLink SHARP (NVLS) Multicast memory\n"
     )
     assert [f.text for f in nvls.fixes] == ["NCCL_NVLS_ENABLE=0"]
-    alone = diagnose_text(ENVIRONMENT_LINES[-1] + "\n")
+    alone = diagnose_text(ENVIRONMENT_LINES[-2] + "\n")
     assert [f.kind for f in alone.fixes] == ["advice"]  # no switch guessed
     assert "NCCL_DEBUG=INFO" in alone.fixes[0].text
 
