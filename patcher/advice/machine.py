@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from patcher.advice.custom_all_reduce import CUSTOM_ALL_REDUCE_MARKERS, CUSTOM_ALL_REDUCE_RULES
 from patcher.advice.engine_exports import LIBRARIES, module_elsewhere
 from patcher.advice.extensions import torch_pin
 from patcher.advice.flashinfer_jit import BUILD_FAILED, REFUSED, kernel_unbuilt, no_arch
@@ -403,6 +404,7 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
     *TORCHVISION_RULES,
     *GLIBC_RULES,
     *PTXAS_RULES,
+    *CUSTOM_ALL_REDUCE_RULES,
     ("nccl-transport", FAILED, transport_failed),
     ("nccl-unhandled", UNHANDLED, unhandled),
     ("server-proxy", WARMUP_REFUSED, warmup_refused),
@@ -438,6 +440,7 @@ ENVIRONMENT_MARKERS = (
     *TRITON_MARKERS,
     *SHARED_MEMORY_MARKERS,
     *SECCOMP_MARKERS,
+    *CUSTOM_ALL_REDUCE_MARKERS,
     *RENDEZVOUS_MARKERS,
     *TORCHVISION_MARKERS,
     *GLIBC_MARKERS,

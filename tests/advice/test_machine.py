@@ -69,6 +69,8 @@ ENVIRONMENT_LINES = [
     "dtype_q_bf16_dtype_kv_bf16_dtype_o_bf16_dtype_idx_i32_head_dim_qk_128_head_dim_vo_128_"
     "posenc_0_use_swa_False_use_logits_cap_False_f16qk_False/build.ninja']' returned non-zero "
     "exit status 1.",
+    # vLLM's CUDACHECK in its custom all-reduce (csrc/custom_all_reduce.cuh): a CUDA IPC call
+    "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:455 'invalid argument'",
 ]
 
 # the CUDA runtime's own words for a driver older than the CUDA the code was built with
@@ -77,6 +79,11 @@ CUDA_DRIVER_LINES = [
     "RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA runtime version",
     "RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain.",
 ]
+
+
+def _line(words: str) -> str:
+    """The case line of ENVIRONMENT_LINES holding ``words``."""
+    return next(line for line in ENVIRONMENT_LINES if words in line)
 
 
 @pytest.mark.parametrize(
@@ -114,6 +121,7 @@ CUDA_DRIVER_LINES = [
                 "nccl-transport",
                 "nccl-unhandled",
                 "flashinfer-build",
+                "custom-all-reduce",
             ],
             strict=True,
         )
@@ -210,11 +218,11 @@ def test_python_3_13_under_a_release_that_excludes_it_names_the_first_that_admit
 
 
 def test_the_fork_refusal_is_vllm_s_variable_only_under_vllm() -> None:
-    vllm = diagnose_text(ENVIRONMENT_LINES[-6] + "\n")
+    vllm = diagnose_text(_line("Cannot re-initialize CUDA") + "\n")
     assert vllm.fixes[0].text == "VLLM_WORKER_MULTIPROC_METHOD=spawn"
     sglang = diagnose_text(
         "[2025-01-01 00:00:00] server_args=ServerArgs(model_path='m')\n"
-        + ENVIRONMENT_LINES[-6]
+        + _line("Cannot re-initialize CUDA")
         + "\n"
     )
     assert sglang.code == "cuda-forked"
@@ -223,7 +231,7 @@ def test_the_fork_refusal_is_vllm_s_variable_only_under_vllm() -> None:
 
 def test_a_module_of_the_engine_missing_is_not_its_compiled_extension() -> None:
     assert diagnose_text(ENVIRONMENT_LINES[4] + "\n").code == "engine-extension"
-    assert diagnose_text(ENVIRONMENT_LINES[-8] + "\n").code == "engine-module"
+    assert diagnose_text(_line("vllm.benchmarks.serve") + "\n").code == "engine-module"
 
 
 def test_a_transport_s_warning_names_its_switch_and_the_wrapper_alone_asks_for_it() -> None:
@@ -237,7 +245,7 @@ def test_a_transport_s_warning_names_its_switch_and_the_wrapper_alone_asks_for_i
         "transport/nvls.cc:287 NCCL WARN Failed to bind NVLink SHARP (NVLS) Multicast memory\n"
     )
     assert [f.text for f in nvls.fixes] == ["NCCL_NVLS_ENABLE=0"]
-    alone = diagnose_text(ENVIRONMENT_LINES[-2] + "\n")
+    alone = diagnose_text(_line("NCCL error: unhandled cuda error") + "\n")
     assert [f.kind for f in alone.fixes] == ["advice"]  # no switch guessed
     assert "NCCL_DEBUG=INFO" in alone.fixes[0].text
 
@@ -286,3 +294,22 @@ def test_the_cuda_runtime_s_refusal_of_an_older_driver_is_a_newer_driver() -> No
         assert found.code == "cuda-driver", words
         assert found.fixes[0].text.startswith("a newer NVIDIA driver")
         assert "no config edit helps" in found.cause
+
+
+def test_the_custom_all_reduce_refusing_keeps_the_graphs_and_names_the_allocator() -> None:
+    # SGLang's kernel names its file and line under the error (sgl-kernel's custom_all_reduce)
+    found = diagnose_text(
+        "[2025-10-22 08:00:00] server_args=ServerArgs(model_path='m', tp_size=4)\n"
+        "RuntimeError: invalid argument\n"
+        "/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:350\n"
+        "Exception: Capture cuda graph failed: invalid argument\n"
+    )
+    assert found.code == "custom-all-reduce"
+    assert found.fixes[0].text == "--disable-custom-all-reduce"
+    assert "SGLang" in found.fixes[0].note
+    assert "expandable_segments" in found.fixes[1].text
+    # vLLM 0.4's CUDACHECK printed no "Cuda error"
+    old = diagnose_text(
+        "Failed: /home/runner/work/vllm/vllm/csrc/custom_all_reduce.cuh:310 'invalid argument'\n"
+    )
+    assert old.code == "custom-all-reduce" and "vLLM" in old.fixes[0].note
