@@ -252,3 +252,19 @@ def config_attribute(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]
             )
         ],
     )
+
+
+def through_fallback(
+    name: str, version: tuple[int, ...] | None
+) -> tuple[str, tuple[Fix, ...]] | None:
+    """An error no rule knows, after vLLM's warning that it runs ``name`` through its
+    Transformers backend (the release's registry has no class for it): the backend's error,
+    and the release whose registry (read) lists ``name``, where one does."""
+    fix = release_for(name, version)
+    if fix is None or fix.kind != "dependency" or "==" in fix.text:
+        return None
+    return (
+        f"this vLLM has no class of its own for {name}: it ran the model through its "
+        "Transformers backend (its warning above), and the error is that backend's",
+        (fix,),
+    )

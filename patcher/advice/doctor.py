@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from patcher.advice import catalogue
+from patcher.advice.architectures import through_fallback
 from patcher.advice.asserted_keys import by_asserted_key
 from patcher.advice.cuda_oom import (
     OOM_WORDS,
@@ -44,6 +45,7 @@ from patcher.advice.log_facts import (
     CONFIG_FILE,
     DIVIDES,
     DRAFT,
+    FELL_BACK,
     FRACTION,
     IMPORTED,
     KV_FLAG,
@@ -246,6 +248,7 @@ def diagnose_lines(
     config_file: str | None = None  # the model's transformers config class it went through
     validated: str | None = None  # the setting whose config class pydantic refused
     architecture: str | None = None  # the architecture vLLM resolved the model to
+    fell_back: str | None = None  # an architecture vLLM ran through its Transformers backend
     gpu: tuple[int, int] | None = None  # the compute capability of the GPU the log names
     command: str | None = None  # the server's command line, as the log quotes it
     imported: str | None = None  # the last "from X import ..." source line a traceback showed
@@ -360,6 +363,8 @@ def diagnose_lines(
             resolved := RESOLVED.search(line)
         ):
             architecture = resolved.group(1) or resolved.group(2)
+        if "falling back to Transformers" in line and (fell := FELL_BACK.search(line)):
+            fell_back = fell.group(1)
         if command is None and " --" in line and COMMAND_LINE.search(line):
             command = uncoloured(line)
         if gpu is None and ("apabilit" in line or "NVIDIA" in line or "Tesla" in line):
@@ -505,6 +510,12 @@ def diagnose_lines(
         return settled(replace(handling, log=source, engine_version=version_text))
     if echoed is not None:
         return settled(echoed)
+    if root is not None and fell_back is not None:
+        version = (
+            tuple(int(p) for p in re.findall(r"\d+", version_text)[:3]) if version_text else None
+        )
+        if (through := through_fallback(fell_back, version)) is not None:
+            return Diagnosis(source, "transformers-fallback", root, *through, version_text)
     return Diagnosis(source, None, root or oom, NO_MATCH, (), version_text)
 
 

@@ -79,6 +79,9 @@ CONFIG_FILE = re.compile(r"transformers/models/\w+/configuration_\w+\.py")
 # The model class the engine resolved: vLLM's "Resolved architecture: X" (0.10 on), SGLang's
 # "Load weight end. ... type=X" (model_runner.py: ``type(self.model).__name__``).
 RESOLVED = re.compile(r"Resolved architecture: (\w+)|Load weight end\..*?\btype=(\w+)")
+# vLLM taking its Transformers backend for an architecture its registry lacks (the model
+# loader's warning, worded the same from 0.7.3 to 0.34.0, read).
+FELL_BACK = re.compile(r"(\w+) has no vLLM implementation, falling back to Transformers")
 
 # The command line a log quotes: vLLM's ``vllm serve``/api_server, SGLang's launch_server.
 COMMAND_LINE = re.compile(

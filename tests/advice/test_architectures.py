@@ -77,3 +77,28 @@ def test_a_class_a_later_release_lists_gets_that_release_not_a_plugin() -> None:
     )
     assert found is not None and found.fixes[0].text.startswith("pip install 'vllm>=")
     assert not any("plugin" in f.text for f in found.fixes)
+
+
+_FELL_BACK = (
+    "WARNING 10-02 10:02:00 [utils.py:197] {arch} has no vLLM implementation, falling back to "
+    "Transformers implementation. Some features may not be supported and performance may not "
+    "be optimal.\n"
+)
+_BACKEND_ERROR = (
+    "AttributeError: 'Qwen3VLMoeModel' object has no attribute 'language_model.embed_tokens'\n"
+)
+
+
+def test_an_error_after_the_transformers_fallback_names_the_release_with_the_class() -> None:
+    arch = "Qwen3VLMoeForConditionalGeneration"
+    first = min(v for v, names in architectures("vllm").items() if arch in names)
+    before = ".".join(map(str, (first[0], first[1] - 1, 1)))
+    banner = f"INFO 10-02 10:00:00 [api_server.py:1805] vLLM API server version {before}\n"
+    found = diagnose_text(banner + _FELL_BACK.format(arch=arch) + _BACKEND_ERROR)
+    assert found.code == "transformers-fallback"
+    assert [f.text for f in found.fixes] == [f"pip install 'vllm>={'.'.join(map(str, first))}'"]
+    # the same error with no fallback in the log, or after a release that lists the class,
+    # is not this backend's: not recognised
+    assert diagnose_text(banner + _BACKEND_ERROR).code is None
+    listed = banner.replace(before, ".".join(map(str, first)))
+    assert diagnose_text(listed + _FELL_BACK.format(arch=arch) + _BACKEND_ERROR).code is None
