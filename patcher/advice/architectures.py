@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from patcher.advice.answers import CLASS_NOT_LOADED, CLASS_NOT_LOADED_FIX
 from patcher.advice.catalogue import feature_releases, features_of, version_key
+from patcher.advice.config_fields import field_release
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.engines.engine import EngineName
 from patcher.engines.registries import architectures
@@ -201,6 +202,10 @@ def config_attribute(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]
     the condition the user checks (``pip show``), unless the traceback runs through vLLM's
     Transformers backend, which a release takes only for an architecture its registry lacks."""
     stem, field = m.group(1).rstrip("_"), m.group(2)
+    moved = field_release(f"{m.group(1)}Config", field)
+    if moved is not None:  # the class has the field in other transformers releases (read)
+        cause, fix = moved
+        return f"the model's config class {m.group(1)}Config has no {field}: {cause}", [fix]
     engine: EngineName = "sglang" if ctx.engine == "sglang" else "vllm"
     registry = architectures(engine)
     family = sorted(
