@@ -8,6 +8,7 @@ compares the installed versions with the installed engine's."""
 from __future__ import annotations
 
 import re
+import shlex
 
 from patcher.advice.catalogue import (
     Engine,
@@ -77,7 +78,24 @@ def _engine_name(
                 )
             ],
         )
-    return name_elsewhere(name, module, ctx) or ("", [])
+    elsewhere = name_elsewhere(name, module, ctx)
+    if elsewhere is not None:
+        return elsewhere
+    checkout = re.match(rf"\s*\((\S*)/{engine}/__init__\.py\)", m.string[m.end() :])
+    if checkout and not re.search(r"[/\\](?:site|dist)-packages$", checkout.group(1)):
+        # the package Python found is a source tree, not an installed release: its compiled
+        # extensions are built by installing it, and the installed release is shadowed
+        tree = checkout.group(1) or "."
+        return (
+            f"the {engine} Python imports is the source tree in {tree} (the working directory "
+            f"or PYTHONPATH), not the {engine} installed; its compiled parts ({name}) are not "
+            "built there",
+            [
+                Fix("advice", f"start it from another directory than {tree}"),
+                Fix("advice", f"or build the tree in place: pip install -e {shlex.quote(tree)}"),
+            ],
+        )
+    return ("", [])
 
 
 def _release_requires(required_by: dict[Engine, dict[str, str]], ctx: LogContext) -> list[Fix]:

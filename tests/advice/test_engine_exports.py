@@ -111,6 +111,23 @@ def test_a_namespace_folder_of_the_engine_s_name_is_told_as_such() -> None:
     assert "another directory" in found.fixes[0].text
 
 
+def test_a_source_tree_of_the_engine_is_told_from_an_installed_release() -> None:
+    # Python names the file it found: a tree outside site-packages has no built extensions
+    tree = diagnose_text(
+        "ImportError: cannot import name 'activation_ops' from 'vllm' "
+        "(/workspace/vllm-main/vllm/__init__.py)\n"
+    )
+    assert "source tree in /workspace/vllm-main" in tree.cause
+    assert [f.text for f in tree.fixes][
+        1
+    ] == "or build the tree in place: pip install -e /workspace/vllm-main"
+    installed = diagnose_text(
+        "ImportError: cannot import name 'activation_ops' from 'vllm' "
+        "(/usr/lib/python3.10/site-packages/vllm/__init__.py)\n"
+    )
+    assert "source tree" not in installed.cause
+
+
 def test_the_reading_binds_definitions_own_imports_and_star_imports(tmp_path: Path) -> None:
     wheel = tmp_path / "eng-1.0-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as archive:
