@@ -19,6 +19,7 @@ from patcher.advice.catalogue import (
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.advice.no_config_fix import GGUF_OLD, gguf_gap
 from patcher.advice.own_remedy import as_flag, own_remedy
+from patcher.advice.startup_memory import within_available
 
 
 def _engine(m: Matched, ctx: LogContext) -> str:
@@ -80,6 +81,7 @@ def explain_memory(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
             "graphs exceed what --mem-fraction-static leaves",
             _unique(fixes),
         )
+    fixes = [*within_available(m.line), *fixes]
     wanted = m.number("max_model_len", "max_seq_len", "seq_len")
     fits = m.number("estimat", "max_tokens", "num_tokens", "max_num_tokens")
     if wanted and fits and fits < wanted:

@@ -398,7 +398,7 @@ FAMILIES: tuple[Family, ...] = (
         "transform",
         lambda t: (
             _says(
-                r"quant|scale|group.?size|block.?size|weight_block|bits|awq|gptq|marlin|"
+                r"quant|scale|group.?size|(?<!mamba.)block.?size|weight_block|bits|awq|gptq|marlin|"
                 r"modelopt|compressed|fp8|fp4|int4|int8|mxfp|nvfp4|w4a|w8a|zero.?point|aqlm|hqq|"
                 r"bitsandbytes"
             )(t)

@@ -5,14 +5,22 @@ memory, so a higher ``--gpu-memory-utilization`` only asks for more: the way out
 freed, or a utilization within what is free, where the model fits in that.
 
 And the answer when what the profile run leaves holds no KV cache block (``No available memory
-for the cache blocks``): the profile's step is too large for the GPU, or the share too small."""
+for the cache blocks``): the profile's step is too large for the GPU, or the share too small.
+
+And a setting held against the blocks the cache got (``max_num_seqs (1024) exceeds available
+Mamba cache blocks (969)``, vLLM's hybrid models: each running sequence holds one state block):
+the setting at most what is available."""
 
 from __future__ import annotations
 
 import math
 import re
 
+from patcher.advice.catalogue import feature_releases
 from patcher.advice.log_rules import Fix, LogContext
+
+# "SETTING (N) exceeds available WHAT (M)": a count the engine holds against what it allocated
+EXCEEDS = re.compile(r"\b([a-z_]+) \((\d+)\) exceeds (?:the )?available ([\w ]+?) \((\d+)\)")
 
 
 def too_little_free(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
@@ -72,3 +80,21 @@ def no_cache_memory(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]
             Fix("advice", "a smaller or more quantized checkpoint"),
         ],
     )
+
+
+def within_available(line: str) -> list[Fix]:
+    """``--SETTING M`` where the line holds a setting of vLLM (read) above the M available."""
+    over = EXCEEDS.search(line)
+    if over is None:
+        return []
+    flag = "--" + over.group(1).replace("_", "-")
+    if not feature_releases("vllm", "flags", flag):
+        return []
+    return [
+        Fix(
+            "flag",
+            f"{flag} {over.group(4)}",
+            note=f"at most the {over.group(4)} {over.group(3)} the engine had ({over.group(2)} "
+            "asked); more memory for the cache gives more",
+        )
+    ]
