@@ -367,13 +367,14 @@ def explain_backend(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
                 "VLLM_FLASHINFER_MOE_BACKEND to the other of throughput and latency",
             )
         )
-    if any(f.text.startswith((flag, "VLLM_ATTENTION_BACKEND")) for f in fixes):
-        pass  # the message names the backend to take
-    elif kind == "attention" and _engine(m, ctx) == "vllm":
-        fixes.extend(unforce(ctx.version))
-    else:
-        fixes.append(
-            Fix("advice", f"drop {flag} if it was given", note="let the engine choose a kernel")
+    if not any(f.text.startswith((flag, "VLLM_ATTENTION_BACKEND")) for f in fixes):
+        # no backend named by the message: leave the choice to the engine, its release's way
+        fixes += (
+            unforce(ctx.version)
+            if kind == "attention" and _engine(m, ctx) == "vllm"
+            else [
+                Fix("advice", f"drop {flag} if it was given", note="let the engine choose a kernel")
+            ]
         )
     lacks = re.search(r"(\w*Attention\w*) does not support ([\w\s-]+?)(?: yet)?\.?$", m.line)
     if kind == "attention" and lacks and m.template.engine == "vllm":

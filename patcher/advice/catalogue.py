@@ -245,6 +245,19 @@ def feature_span(engine: Engine, feature: str, name: str) -> tuple[str, str | No
     return span_where(engine, feature, lambda named: named == name)
 
 
+def read_span(engine: Engine, feature: str, name: str) -> str | None:
+    """:func:`feature_span` in words, for a fix's note: "0.4.0 on" where the run reaches the
+    newest release read, "0.4.0 to 0.5.19" where it ends; None where no release read has it."""
+    span = feature_span(engine, feature, name)
+    if span is None:
+        return None
+    return (
+        f"{span[0]} on"
+        if span[1] is None
+        else f"{span[0]} to {feature_releases(engine, feature, name)[-1]}"
+    )
+
+
 def span_where(
     engine: Engine, feature: str, accept: Callable[[str], bool]
 ) -> tuple[str, str | None] | None:

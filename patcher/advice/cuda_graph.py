@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import Matched, feature_releases, feature_span
+from patcher.advice.catalogue import Matched, read_span
 from patcher.advice.log_rules import Fix, LogContext
 
 # A kernel refused inside a capture (CUDA's own words, and PyTorch's), or the engine's report.
@@ -23,11 +23,8 @@ CAPTURE = re.compile(
 
 def _releases(flag: str) -> str | None:
     """The SGLang releases read whose parser defines ``flag``, as words; None: none."""
-    span = feature_span("sglang", "flags", flag)
-    if span is None:
-        return None
-    having = feature_releases("sglang", "flags", flag)
-    return f"SGLang {span[0]} on" if span[1] is None else f"SGLang {span[0]} to {having[-1]}"
+    span = read_span("sglang", "flags", flag)
+    return None if span is None else f"SGLang {span}"
 
 
 def explain_cuda_graph(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import feature_span
+from patcher.advice.catalogue import read_span
 from patcher.advice.log_rules import Fix, LogContext, Rule
 
 # vLLM's CUDACHECK line ("Failed: Cuda error FILE:LINE 'ERROR'", older builds without "Cuda
@@ -30,11 +30,11 @@ FAILED = re.compile(
 
 
 def _since(engine: str) -> str:
-    span = feature_span(
+    name = "SGLang" if engine == "sglang" else "vLLM"
+    span = read_span(
         "sglang" if engine == "sglang" else "vllm", "flags", "--disable-custom-all-reduce"
     )
-    name = "SGLang" if engine == "sglang" else "vLLM"
-    return f"{name} {span[0]} on, read" if span else f"{name}: not read"
+    return f"{name} {span}, read" if span else f"{name}: not read"
 
 
 def ipc_refused(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:

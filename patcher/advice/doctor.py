@@ -397,9 +397,7 @@ def diagnose_lines(
         line = PREFIX.sub("", line).rstrip()
         if not line.isprintable():  # echoed: every control stripped
             line = shown(line)
-        version = (
-            tuple(int(p) for p in re.findall(r"\d+", version_text)[:3]) if version_text else None
-        )
+        version = _release_numbers(version_text)
         # commands are pasted into a shell
         ctx = LogContext(
             shlex.quote(checkpoint),
@@ -511,12 +509,15 @@ def diagnose_lines(
     if echoed is not None:
         return settled(echoed)
     if root is not None and fell_back is not None:
-        version = (
-            tuple(int(p) for p in re.findall(r"\d+", version_text)[:3]) if version_text else None
-        )
+        version = _release_numbers(version_text)
         if (through := through_fallback(fell_back, version)) is not None:
             return Diagnosis(source, "transformers-fallback", root, *through, version_text)
     return Diagnosis(source, None, root or oom, NO_MATCH, (), version_text)
+
+
+def _release_numbers(version_text: str | None) -> tuple[int, ...] | None:
+    """The first three numbers of the version the log named ("0.11.1rc2" is (0, 11, 1))."""
+    return tuple(int(p) for p in re.findall(r"\d+", version_text)[:3]) if version_text else None
 
 
 def diagnose_text(text: str, *, checkpoint: str = "CKPT", source: str = "-") -> Diagnosis:

@@ -167,3 +167,8 @@ def kernel_unbuilt(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
             *others,
         ],
     )
+
+
+# One plain word of each rule above, for the line filter (engine_rules._MARKERS): the refusal,
+# run_ninja's command over a kernel's folder, cpp_extension's words.
+FLASHINFER_JIT_MARKERS = ("FlashInfer requires GPUs", "'ninja', ", "Error building extension '")

@@ -17,7 +17,13 @@ import re
 from patcher.advice.custom_all_reduce import CUSTOM_ALL_REDUCE_MARKERS, CUSTOM_ALL_REDUCE_RULES
 from patcher.advice.engine_exports import LIBRARIES, module_elsewhere
 from patcher.advice.extensions import torch_pin
-from patcher.advice.flashinfer_jit import BUILD_FAILED, REFUSED, kernel_unbuilt, no_arch
+from patcher.advice.flashinfer_jit import (
+    BUILD_FAILED,
+    FLASHINFER_JIT_MARKERS,
+    REFUSED,
+    kernel_unbuilt,
+    no_arch,
+)
 from patcher.advice.glibc import GLIBC_MARKERS, GLIBC_RULES
 from patcher.advice.kernels import torch_refuses
 from patcher.advice.log_rules import Fix, LogContext, Rule
@@ -430,9 +436,7 @@ ENVIRONMENT_MARKERS = (
     "Cannot re-initialize CUDA in forked",
     "No such file or directory: '",
     "KeyError: '__firstlineno__'",
-    "FlashInfer requires GPUs",
-    "'ninja', ",
-    "Error building extension '",
+    *FLASHINFER_JIT_MARKERS,
     "NCCL WARN ",
     "NCCL error",
     '"GET http://',

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import Matched, feature_releases
+from patcher.advice.catalogue import Matched, read_span
 from patcher.advice.log_rules import Fix, LogContext, Rule
 from patcher.advice.own_remedy import own_remedy
 
@@ -97,14 +97,14 @@ DRAFT_TP = re.compile(r"(\w+) does not support TP > 1 yet")
 def draft_tp(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     """The draft model runs with the target's tensor-parallel size unless told otherwise, and
     this proposer runs only on one GPU: the draft's own size, 1."""
-    having = feature_releases("vllm", "flags", "--speculative-draft-tensor-parallel-size")
+    having = read_span("vllm", "flags", "--speculative-draft-tensor-parallel-size")
     flag = (
         [
             Fix(
                 "flag",
                 "--speculative-draft-tensor-parallel-size 1",
-                note=f"vLLM {having[0]} to {having[-1]} (read): the draft on one GPU, the "
-                "target keeps its --tensor-parallel-size",
+                note=f"vLLM {having} (read): the draft on one GPU, the target keeps its "
+                "--tensor-parallel-size",
             )
         ]
         if having
