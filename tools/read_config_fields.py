@@ -29,8 +29,38 @@ BASE_MODULE = "transformers/configuration_utils.py"
 CONFIG_MODULE = re.compile(r"^transformers/models/\w+/configuration_\w+\.py$")
 
 
+def _keys(value: ast.expr | None) -> set[str]:
+    """The string keys of a dict literal."""
+    if not isinstance(value, ast.Dict):
+        return set()
+    return {k.value for k in value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+
+
+def _is_self(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"
+
+
+def _set_on_self(loop: ast.For) -> bool:
+    """Whether the loop's body calls ``setattr(self, ...)``."""
+    return any(
+        isinstance(c, ast.Call)
+        and isinstance(c.func, ast.Name)
+        and c.func.id == "setattr"
+        and bool(c.args)
+        and _is_self(c.args[0])
+        for c in ast.walk(loop)
+    )
+
+
 def _own(node: ast.ClassDef) -> set[str]:
-    """The names a class body defines and the ``self.NAME`` its methods assign."""
+    """The names a class body defines and the ``self.NAME`` its methods assign: by
+    assignment, by ``setattr(self, "NAME", ...)``, or by ``setattr`` over the items of a dict
+    literal one of its methods returns (``PretrainedConfig``'s generation defaults, 4.x)."""
+    returned = {
+        f.name: set().union(*(_keys(r.value) for r in ast.walk(f) if isinstance(r, ast.Return)))
+        for f in node.body
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
     names: set[str] = set()
     for item in node.body:
         if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -39,15 +69,32 @@ def _own(node: ast.ClassDef) -> set[str]:
             for target in item.targets:
                 if isinstance(target, ast.Name):
                     names.add(target.id)
-                    if target.id == "attribute_map" and isinstance(item.value, ast.Dict):
-                        names |= {
-                            k.value
-                            for k in item.value.keys
-                            if isinstance(k, ast.Constant) and isinstance(k.value, str)
-                        }
+                    if target.id == "attribute_map":
+                        names |= _keys(item.value)
         elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
             names.add(item.target.id)
     for sub in ast.walk(node):
+        if (
+            isinstance(sub, ast.Call)
+            and isinstance(sub.func, ast.Name)
+            and sub.func.id == "setattr"
+            and len(sub.args) >= 2
+            and _is_self(sub.args[0])
+            and isinstance(sub.args[1], ast.Constant)
+            and isinstance(sub.args[1].value, str)
+        ):
+            names.add(sub.args[1].value)
+        if (
+            isinstance(sub, ast.For)
+            and isinstance(sub.iter, ast.Call)
+            and isinstance(sub.iter.func, ast.Attribute)
+            and sub.iter.func.attr == "items"
+            and isinstance(method := sub.iter.func.value, ast.Call)
+            and isinstance(method.func, ast.Attribute)
+            and _is_self(method.func.value)
+            and _set_on_self(sub)
+        ):
+            names |= returned.get(method.func.attr, set())
         targets: list[ast.expr] = []
         if isinstance(sub, ast.Assign):
             targets = list(sub.targets)
