@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from patcher.advice.bnb_checkpoint import BNB_CHECKPOINT_MARKERS, BNB_CHECKPOINT_RULES
 from patcher.advice.custom_all_reduce import CUSTOM_ALL_REDUCE_MARKERS, CUSTOM_ALL_REDUCE_RULES
 from patcher.advice.engine_exports import LIBRARIES, module_elsewhere
 from patcher.advice.extensions import torch_pin
@@ -411,6 +412,7 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
     *GLIBC_RULES,
     *PTXAS_RULES,
     *CUSTOM_ALL_REDUCE_RULES,
+    *BNB_CHECKPOINT_RULES,
     ("nccl-transport", FAILED, transport_failed),
     ("nccl-unhandled", UNHANDLED, unhandled),
     ("server-proxy", WARMUP_REFUSED, warmup_refused),
@@ -445,6 +447,7 @@ ENVIRONMENT_MARKERS = (
     *SHARED_MEMORY_MARKERS,
     *SECCOMP_MARKERS,
     *CUSTOM_ALL_REDUCE_MARKERS,
+    *BNB_CHECKPOINT_MARKERS,
     *RENDEZVOUS_MARKERS,
     *TORCHVISION_MARKERS,
     *GLIBC_MARKERS,

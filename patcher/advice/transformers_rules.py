@@ -163,7 +163,8 @@ def _own_config(model_type: str, ctx: LogContext, line: str) -> list[Fix]:
             Fix(
                 "dependency",
                 f"pip install '{name}>={having[0]}'",
-                note=f"{ENGINE_NAMES[name]} {having[0]} and later read {model_type} with a config "
+                note=("" if said else f"if the engine is {ENGINE_NAMES[name]}: ")
+                + f"{ENGINE_NAMES[name]} {having[0]} and later read {model_type} with a config "
                 "class of their own, whatever transformers is installed",
             )
         )
@@ -207,8 +208,12 @@ def _transformers_model_type(m: re.Match[str], ctx: LogContext) -> tuple[str, li
             if own
             else ""
         ),
-        # the engine's own class first: its release pins the transformers it was written for
-        [*own, upgrade],
+        # the engine's own class first (its release pins the transformers it was written for),
+        # where the log has said whose it is by the error line: a chained traceback's first
+        # error comes before any frame of the engine
+        [*own, upgrade]
+        if ctx.engine or m.string.lstrip().startswith("Value error,")
+        else [upgrade, *own],
     )
 
 

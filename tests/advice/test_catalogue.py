@@ -539,13 +539,23 @@ def test_an_upgrade_is_named_only_where_a_read_release_knows_the_model_type() ->
         "does not recognize this architecture."
     )
     known = diagnose_text(template.format("qwen3_5_moe"))
-    # the engine releases that read the type with their own config class come first
-    # (own_config, tests/advice/test_transformers_rules.py); the transformers that knows it last
-    assert [f.text for f in known.fixes][-1] == "pip install 'transformers>=5.2.0'"
-    assert all(
+    # whose log it is not said: the transformers that knows it first, then each engine's
+    # releases that read the type with their own config class, said to be for that engine
+    assert [f.text for f in known.fixes][0] == "pip install 'transformers>=5.2.0'"
+    assert known.fixes[1:] and all(
         f.text.startswith(("pip install 'vllm>=", "pip install 'sglang>="))
-        for f in known.fixes[:-1]
+        and (f.note or "").startswith("if the engine is ")
+        for f in known.fixes[1:]
     )
+    # a vLLM log: vLLM's own config class first (own_config, tests/advice/
+    # test_transformers_rules.py), its release pinning the transformers it was written for
+    vllm = diagnose_text(
+        "INFO 01-01 00:00:00 api_server.py:1] vLLM API server version 0.10.1\n"
+        + template.format("qwen3_5_moe")
+    )
+    assert [f.text for f in vllm.fixes][-1] == "pip install 'transformers>=5.2.0'"
+    assert vllm.fixes[0].text.startswith("pip install 'vllm>=")
+    assert not (vllm.fixes[0].note or "").startswith("if the engine is ")
     unknown = diagnose_text(template.format("not_a_model_anyone_wrote"))
     assert unknown.code == "transformers-too-old"
     assert not any("transformers" in f.text for f in unknown.fixes)
