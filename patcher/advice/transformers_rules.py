@@ -194,11 +194,20 @@ def _transformers_model_type(m: re.Match[str], ctx: LogContext) -> tuple[str, li
                 ),
             ],
         )
+    lacking = _registry_lacks(m.group(1), ctx)
     upgrade = Fix(
         "dependency",
         f"pip install 'transformers>={span[0]}'",
-        note="in the engine's environment, within the engine release's own bounds",
+        note="in the engine's environment, within the engine release's own bounds"
+        + (", with an engine release that has the model (above)" if lacking else ""),
     )
+    if lacking:
+        return (
+            f"this transformers does not know model type {m.group(1)}, which transformers "
+            f"{span[0]} and later know (read from their source, up to {span[1]}), and this "
+            f"engine release has no model class for it either: {lacking.note}",
+            [lacking, *(f for f in own if f.text != lacking.text), upgrade],
+        )
     return (
         f"this transformers does not know model type {m.group(1)}, which transformers "
         f"{span[0]} and later know (read from their source, up to {span[1]}): it is older "
@@ -215,6 +224,36 @@ def _transformers_model_type(m: re.Match[str], ctx: LogContext) -> tuple[str, li
         if ctx.engine or m.string.lstrip().startswith("Value error,")
         else [upgrade, *own],
     )
+
+
+def _registry_lacks(model_type: str, ctx: LogContext) -> Fix | None:
+    """The engine release (read) whose registry first lists the model class of ``model_type``,
+    where the log's own release is a later one read without it: transformers alone would then
+    not start it. The class is named as transformers names it (``Gemma2Config``:
+    ``Gemma2ForCausalLM`` or ``Gemma2ForConditionalGeneration``); None where the log does not
+    say which engine release it is, or no release read lists such a class."""
+    from patcher.advice.architectures import release_for
+    from patcher.advice.catalogue import config_types
+    from patcher.engines.engine import EngineName
+    from patcher.engines.registries import architectures
+
+    engine: EngineName = "sglang" if ctx.engine == "sglang" else "vllm"
+    if ctx.engine not in SERVERS or ctx.version is None:
+        return None
+    if ctx.version[:3] < min(architectures(engine)):
+        return None  # a release before the registries read: what it lists is not known
+    prefix = next((c[: -len("Config")] for c, t in config_types().items() if t == model_type), "")
+    for suffix in ("ForCausalLM", "ForConditionalGeneration"):
+        fix = release_for(prefix + suffix, ctx.version, engine) if prefix else None
+        if fix is not None and ">=" in fix.text:
+            return Fix(
+                fix.kind,
+                fix.text,
+                note=f"{ENGINE_NAMES[engine]} "
+                + ".".join(map(str, ctx.version))
+                + f" has no {prefix}{suffix}; {fix.note}",
+            )
+    return None
 
 
 def _config_mapping_key(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:

@@ -109,3 +109,45 @@ def test_without_the_engine_every_models_release_is_told() -> None:
     found = diagnose_text(ROPE_WORDS + "\n")
     assert found.code == "rope-scaling-fields"
     assert f"llama {per_model['llama']}" in (found.fixes[0].note or "")
+
+
+def _listed_later() -> tuple[str, str, str]:
+    """A model type whose transformers class vLLM's registry lists only from a release after the
+    first read: the type, a read release without the class, the first read release with it."""
+    from patcher.advice.catalogue import config_types
+    from patcher.engines.registries import architectures
+
+    registry = architectures("vllm")
+    order = sorted(registry)
+    known = model_types()
+    for config, model_type in sorted(config_types().items()):
+        name = config.removesuffix("Config") + "ForCausalLM"
+        listed = [v for v in order if name in registry[v]]
+        if (
+            model_type in known
+            and listed
+            and listed[0] > order[0]
+            and listed == order[order.index(listed[0]) :]
+        ):
+            before = order[order.index(listed[0]) - 1]
+            return model_type, ".".join(map(str, before)), ".".join(map(str, listed[0]))
+    pytest.fail("no model class that a later vLLM release read added was found")
+
+
+def test_a_release_read_without_the_model_class_names_the_release_that_has_it() -> None:
+    model_type, without, first = _listed_later()
+    found = diagnose_text(
+        f"INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version {without}\n"
+        f"ValueError: {WORDS.format(model_type)}\n"
+    )
+    texts = [f.text for f in found.fixes]
+    assert texts[0] == f"pip install 'vllm>={first}'"
+    assert f"vLLM {without} has no " in (found.fixes[0].note or "")
+    assert texts[-1].startswith("pip install 'transformers>=")
+    assert len(texts) == len(set(texts))
+    # a release before the registries read: what it lists is not known, and not claimed
+    older = diagnose_text(
+        "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.3.3\n"
+        f"ValueError: {WORDS.format(model_type)}\n"
+    )
+    assert not any("has no " in (f.note or "") for f in older.fixes)
