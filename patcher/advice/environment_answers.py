@@ -19,6 +19,9 @@ def explain_dependency(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     missing = re.search(r"No module named '?([\w.]+)", m.line)
     if missing:
         fixes.append(Fix("dependency", f"pip install {missing.group(1).split('.')[0]}"))
+    unloaded = re.search(r"Unable to load (\w+) which is required", m.line)  # vLLM 0.5.0: Ray
+    if unloaded:
+        fixes.append(Fix("dependency", f"pip install {unloaded.group(1).lower()}"))
     named = re.search(r"install(?: or update)? (?:the )?`([\w.-]+)`", m.template.text)
     if named is not None:
         package = named.group(1)

@@ -233,6 +233,7 @@ FAMILIES: tuple[Family, ...] = (
             or _says(
                 r"pip install|not installed|No module named|please "
                 r"install|is required to use|upgrade (your )?[a-z]|"
+                r"Unable to load \w+ which is required|"
                 # a package's version bound, not a size's ("requires K >= {min_dim}",
                 # "requires window >= 2 * PCP size")
                 r"requires? `?[A-Za-z][\w-]{2,}`?\s*[<>=]=\s*"
@@ -462,7 +463,9 @@ FAMILIES: tuple[Family, ...] = (
             r"required for full cuda graph|\bnot set in\b|"
             # "Got priority 1 but Priority scheduling is not enabled." (V0's add_request): a
             # request asks for what the server's flags did not switch on
-            r"\bbut \w+ \w+ is not enabled\b"
+            r"\bbut \w+ \w+ is not enabled\b|"
+            # vLLM 0.5.1 to 0.5.4's loader, 0.10.0's pooler: settings the command line gives
+            r"entrypoint or engine arguments|should not be set together"
         ),
         explain_named_flags,
     ),

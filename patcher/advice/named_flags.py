@@ -205,8 +205,36 @@ def explain_named_flags(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
             )
     return (
         "the engine refuses a flag or a combination of flags at start-up",
-        fixes or flags_named(m.line),
+        fixes or _switched(m) or flags_named(m.line),
     )
+
+
+# A boolean setting the message names with its value ("BitAndBytes with enforce_eager = False
+# is not supported yet", vLLM 0.5.4's config.py), and the words that make the value the one
+# needed rather than the one refused.
+_SWITCH = re.compile(
+    r"`?\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?\s*(?:==?|:|is set to|is)\s*`?(True|False)\b"
+)
+_NEEDED_VALUE = re.compile(
+    r"\b(?:requires?|must be|needs?|only (?:supported|works?|allowed)|set|make sure|ensure)\b",
+    re.IGNORECASE,
+)
+
+
+def _switched(m: Matched) -> list[Fix]:
+    """The flag that turns a boolean setting the message names to the value it takes: the
+    flag itself where the refused value is False (or True is required), "leave out" where it
+    is the other way; only a flag a release raising the message declares (read)."""
+    named = _SWITCH.search(m.line)
+    if named is None or "--" in m.line:  # a flag it names itself is flags_named's
+        return []
+    flag = as_flag(named.group(1))
+    if not declared(m.template.engine, flag, m.template.releases):
+        return []
+    needed = _NEEDED_VALUE.search(m.line[: named.start()]) is not None
+    if (named.group(2) == "True") == needed:
+        return [Fix("flag", flag, note=f"sets {named.group(1)} to True")]
+    return [Fix("advice", f"leave out {flag}", note=f"leaves {named.group(1)} False")]
 
 
 def _together_since(

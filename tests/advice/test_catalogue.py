@@ -613,7 +613,7 @@ def test_no_kernel_for_any_backend_is_a_gap_not_a_flag_to_drop() -> None:
         (None, "fp_quant", "pip install 'vllm>=0.12.0,<0.34.0'"),
         ("0.34.0", "fp_quant", "pip install 'vllm>=0.12.0,<0.34.0'"),
         # bitsandbytes: 0.5.5 to 0.27.0 (0.28 dropped its loader)
-        ("0.4.0", "bitsandbytes", "pip install 'vllm>=0.5.5,<0.28.0'"),
+        ("0.4.0", "bitsandbytes", "pip install 'vllm>=0.5.0.post1,<0.28.0'"),
         ("0.4.0", "gptq", "pip install 'vllm>=0.4.3'"),  # every release read lists it
         (None, "not_a_method", None),  # no release read lists it: no upgrade named
     ],
@@ -1462,7 +1462,7 @@ def _template_line(phrase: str, *values: str) -> str:
     ("method", "gpu", "fix"),
     [
         # fp8 asked 89 of the GPU in 0.4.3, 80 from 0.5.5 (the Marlin fallback), 75 from 0.14
-        ("fp8", "86", "pip install 'vllm>=0.5.5'"),
+        ("fp8", "86", "pip install 'vllm>=0.5.1'"),
         ("fp8", "75", "pip install 'vllm>=0.14.0'"),
         ("fp8", "70", None),  # no release read asks 7.0 or less: the GPU's limit
     ],

@@ -1144,7 +1144,7 @@ def test_flags_the_parser_does_not_define(log: str, first: str) -> None:
         (
             "INFO 08-01 10:00:00 [api_server.py:1000] vLLM API server version 0.10.1\n"
             "vllm: error: unrecognized arguments: --enable-reasoning",
-            ["leave out --enable-reasoning", "pip install 'vllm>=0.7.3,<0.10.1'"],
+            ["leave out --enable-reasoning", "pip install 'vllm>=0.7.1,<0.10.0'"],
         ),
     ],
 )

@@ -48,7 +48,7 @@ def test_a_logger_method_no_logger_has_names_the_release_without_the_call() -> N
     )
     found = diagnose_text(lines)
     assert found.code == "engine-defect"
-    assert found.fixes[0].text == "pip install 'vllm>=0.9.2'"
+    assert found.fixes[0].text == "pip install 'vllm>=0.9.0.1'"
     assert "0.8.5.post1" in (found.fixes[0].note or "")
     # a release read without the call does not raise it: the rule does not answer for it
     later = diagnose_text(
@@ -291,13 +291,13 @@ GPTQ_MARLIN = "/usr/local/lib/python3.10/dist-packages/vllm/model_executor/layer
 
 
 def test_a_refusal_behind_a_guard_that_always_holds_is_the_release_not_the_checkpoint() -> None:
-    # vLLM 0.8.5's V0 engine logs the message bare, then the traceback whose frame is
+    # vLLM 0.8.3 to 0.8.5's V0 engine logs the message bare, then the traceback whose frame is
     # gptq_marlin.py: every GPTQ Marlin MoE model is refused there (the reading above)
     record = (
         "vllm/model_executor/layers/quantization/gptq_marlin.py|apply_router_weight_on_input="
         "False|Apply router weight on input is not supported forfused Marlin MoE method."
     )
-    assert feature_releases("vllm", "always_raises", record) == ("0.8.5.post1",)
+    assert feature_releases("vllm", "always_raises", record) == ("0.8.3", "0.8.4", "0.8.5.post1")
     prefix = "ERROR 06-25 08:31:41 [engine.py:448] "
     log = (
         "INFO 06-25 08:31:12 [llm_engine.py:240] Initializing a V0 LLM engine (v0.8.5) with "
@@ -311,7 +311,7 @@ def test_a_refusal_behind_a_guard_that_always_holds_is_the_release_not_the_check
     )
     found = diagnose_text(log)
     assert found.code == "engine-defect"
-    assert [f.text for f in found.fixes] == ["pip install 'vllm>=0.9.2'"]
+    assert [f.text for f in found.fixes] == ["pip install 'vllm>=0.9.0.1'"]
     # AWQ's Marlin MoE refuses the same words behind a real guard: not the defect
     awq = log.replace("gptq_marlin.py", "awq_marlin.py")
     assert diagnose_text(awq).code != "engine-defect"

@@ -33,7 +33,7 @@ def test_two_features_told_in_words_are_the_two_flags_to_choose_between() -> Non
     # and no message of 0.6.6 or later refuses the two together: V1 runs both
     assert [f.text for f in found.fixes] == [
         "leave out one of --enable-chunked-prefill / --enable-prefix-caching",
-        "pip install 'vllm>=0.6.6.post1'",
+        "pip install 'vllm>=0.6.0'",
     ]
 
 
@@ -132,7 +132,7 @@ def test_two_flags_refused_together_name_the_release_that_takes_both() -> None:
     )
     texts = [f.text for f in found.fixes]
     assert texts[0] == "leave out one of --enable-auto-tool-choice / --enable-reasoning"
-    assert texts[1] == "pip install 'vllm>=0.8.5.post1'"
+    assert texts[1] == "pip install 'vllm>=0.8.2'"
 
 
 def _batched_tokens_reading() -> dict[str, dict[str, bool]]:
@@ -152,6 +152,7 @@ def test_a_setting_above_its_stated_bound_is_the_setting_at_the_bound() -> None:
     # defaults to the context length; "kernel" in its words is no hardware gap
     line, releases = _raised("max_num_batched_tokens must be <= 65528")
     reading = _batched_tokens_reading()
+    assert set(releases) <= set(reading)
     for release in releases:  # where the bound is, the default is the context length
         assert reading[release]["lora-bound-65528"]
         assert reading[release]["default=max(max_model_len, 2048)"]
@@ -161,3 +162,23 @@ def test_a_setting_above_its_stated_bound_is_the_setting_at_the_bound() -> None:
         "--max-model-len 65528",
         "--max-num-batched-tokens 65528",
     ]
+
+
+def test_a_boolean_setting_refused_at_its_value_is_the_flag_that_switches_it() -> None:
+    # vLLM 0.5.4's config.py: "BitAndBytes with enforce_eager = False is not supported yet."
+    # (read from its wheel); False refused: --enforce-eager sets it True
+    line, raising = _raised("with enforce_eager = False is not supported")
+    assert raising == ("0.5.4",)
+    found = diagnose_text(
+        "INFO 08-08 10:00:00 api_server.py:339] vLLM API server version 0.5.4\n" + line + "\n"
+    )
+    assert [(f.kind, f.text) for f in found.fixes] == [("flag", "--enforce-eager")]
+    # a value the message asks for, not one it refuses: vLLM's "Elastic EP is only supported
+    # with enable_eplb=True." is --enable-eplb; "NUMA binding lists cannot be combined with
+    # numa_bind=False." refuses False, so --numa-bind too
+    for phrase, flag in (
+        ("is only supported with enable_eplb=True", "--enable-eplb"),
+        ("cannot be combined with numa_bind=False", "--numa-bind"),
+    ):
+        line, _ = _raised(phrase)
+        assert [f.text for f in diagnose_text(line + "\n").fixes] == [flag], phrase

@@ -27,8 +27,8 @@ def test_a_parallel_mode_refused_on_one_executor_is_the_other_executor() -> None
 @pytest.mark.parametrize(
     ("architecture", "fix"),
     [
-        # the catalogue's pp: Llama 4's class has SupportsPP from 0.8.5.post1 read
-        ("Llama4ForConditionalGeneration", "pip install 'vllm>=0.8.5.post1'"),
+        # the catalogue's pp: Llama 4's class has SupportsPP from 0.8.4 read
+        ("Llama4ForConditionalGeneration", "pip install 'vllm>=0.8.4'"),
         ("NoSuchForCausalLM", "no vLLM release read"),
     ],
 )
@@ -77,7 +77,7 @@ def test_pipeline_parallelism_through_the_llm_class_is_tensor_parallelism_or_the
         for t in catalogue.templates("vllm")
         if t.text.startswith("Pipeline parallelism is only supported through AsyncLLMEngine")
     ]
-    assert template.releases[0] == "0.5.5" and "0.11.0" not in template.releases
+    assert template.releases[0] == "0.5.1" and "0.11.0" not in template.releases
     log = (
         "INFO 08-10 10:11:02 llm_engine.py:184] Initializing an LLM engine (v0.5.4) with config: "
         "model='/models/m', tensor_parallel_size=2, pipeline_parallel_size=2, quantization=None\n"

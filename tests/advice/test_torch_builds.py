@@ -70,7 +70,7 @@ def test_a_v100_under_torch_2_11_s_words_gets_the_releases_before_cuda_13() -> N
         "UserWarning: Found GPU0 Tesla V100-SXM2-32GB which is of compute capability (CC) 7.0.\n"
     )
     assert found.code == "torch-build"
-    assert found.fixes[0].text == "pip install 'vllm>=0.9.2,<0.20.0'"
+    assert found.fixes[0].text == "pip install 'vllm>=0.9.0.1,<0.20.0'"
     assert len([f for f in found.fixes if "sglang" in f.text]) == 0  # a vLLM log
 
 
