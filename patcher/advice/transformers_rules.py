@@ -195,6 +195,11 @@ def _transformers_model_type(m: re.Match[str], ctx: LogContext) -> tuple[str, li
             ],
         )
     lacking = _registry_lacks(m.group(1), ctx)
+    added = [
+        f
+        for f in [_registry_added(m.group(1), ctx)]
+        if f is not None and all(f.text != o.text for o in own)
+    ]
     upgrade = Fix(
         "dependency",
         f"pip install 'transformers>={span[0]}'",
@@ -220,7 +225,7 @@ def _transformers_model_type(m: re.Match[str], ctx: LogContext) -> tuple[str, li
         # the engine's own class first (its release pins the transformers it was written for),
         # where the log has said whose it is by the error line: a chained traceback's first
         # error comes before any frame of the engine
-        [*own, upgrade]
+        [*own, upgrade, *added]
         if ctx.engine or m.string.lstrip().startswith("Value error,")
         else [upgrade, *own],
     )
@@ -252,6 +257,34 @@ def _registry_lacks(model_type: str, ctx: LogContext) -> Fix | None:
                 note=f"{ENGINE_NAMES[engine]} "
                 + ".".join(map(str, ctx.version))
                 + f" has no {prefix}{suffix}; {fix.note}",
+            )
+    return None
+
+
+def _registry_added(model_type: str, ctx: LogContext) -> Fix | None:
+    """Where the log names the engine but not its release: the first release read whose
+    registry lists the model class of ``model_type``, as a way out if the log's release is
+    older, only where that class came in a release after the first read (a class every release
+    read lists says nothing of the log's release)."""
+    from patcher.advice.catalogue import config_types
+    from patcher.engines.engine import EngineName
+    from patcher.engines.registries import architectures
+
+    if ctx.engine not in SERVERS or ctx.version is not None:
+        return None
+    engine: EngineName = "sglang" if ctx.engine == "sglang" else "vllm"
+    registry = architectures(engine)
+    order = sorted(registry)
+    prefix = next((c[: -len("Config")] for c, t in config_types().items() if t == model_type), "")
+    for name in (prefix + "ForCausalLM", prefix + "ForConditionalGeneration") if prefix else ():
+        listed = [v for v in order if name in registry[v]]
+        if listed and listed[0] > order[0]:
+            first = ".".join(map(str, listed[0]))
+            return Fix(
+                "dependency",
+                f"pip install '{engine}>={first}'",
+                note=f"if this {ENGINE_NAMES[engine]} release has no {name}: the releases read "
+                "that list it (the log does not say its release)",
             )
     return None
 

@@ -151,3 +151,37 @@ def test_a_release_read_without_the_model_class_names_the_release_that_has_it() 
         f"ValueError: {WORDS.format(model_type)}\n"
     )
     assert not any("has no " in (f.note or "") for f in older.fixes)
+
+
+def test_a_log_without_its_release_gets_the_release_that_added_the_class_as_a_way_out() -> None:
+    from patcher.advice.catalogue import config_types
+    from patcher.engines.registries import architectures
+
+    registry = architectures("sglang")
+    order = sorted(registry)
+    known = model_types()
+    registered = set(features_of("sglang", "own_config"))
+    for config, model_type in sorted(config_types().items()):
+        name = config.removesuffix("Config") + "ForCausalLM"
+        listed = [v for v in order if name in registry[v]]
+        if model_type in known and model_type not in registered and listed[:1] > order[:1]:
+            break
+    else:
+        pytest.fail("no model class SGLang's registry added after its first release read")
+    found = diagnose_text(
+        "[2025-03-14 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=2)\n"
+        f"ValueError: {WORDS.format(model_type)}\n"
+    )
+    first = ".".join(map(str, listed[0]))
+    texts = [f.text for f in found.fixes]
+    assert texts[0] == f"pip install 'transformers>={known[model_type][0]}'"
+    assert f"pip install 'sglang>={first}'" in texts
+    assert (found.fixes[texts.index(f"pip install 'sglang>={first}'")].note or "").startswith(
+        "if this SGLang release has no "
+    )
+    # a class every release read lists says nothing of the log's release: no such way out
+    plain = diagnose_text(
+        "[2025-03-14 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=2)\n"
+        f"ValueError: {WORDS.format('qwen2')}\n"
+    )
+    assert not any("if this SGLang release" in (f.note or "") for f in plain.fixes)
