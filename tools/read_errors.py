@@ -345,6 +345,7 @@ def record(
                 read |= read_quantization.min_capabilities(archive, engine)
                 read |= read_quantization.scheme_capabilities(archive, engine)
                 read |= read_quantization.quantization_classes(archive, engine)
+                read |= read_quantization.required_keys(archive, engine)
                 read |= read_model_classes.env_names(archive, engine)
                 read |= read_env_bounds.env_bounds(archive, engine)
                 read |= read_own_configs.own_configs(archive, engine)

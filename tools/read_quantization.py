@@ -93,6 +93,36 @@ def quantization_classes(archive: zipfile.ZipFile, engine: str) -> dict[str, lis
     }
 
 
+def required_keys(archive: zipfile.ZipFile, engine: str) -> dict[str, list[str]]:
+    """The quantization_config keys each method's ``from_config`` requires, keyed
+    ``quant_requires:<method>``: the key lists of its ``get_from_keys(config, [...])`` calls,
+    each list's keys joined by ``,`` (any one of them will do; ``get_from_keys_or``, with a
+    default, requires nothing). A list the base class's ``get_from_keys`` finds none of is
+    refused in its words ("Cannot find any of ['adapter_name_or_path'] in the model's
+    quantization config."), and a method's requirements change between releases (vLLM's
+    bitsandbytes asked for a QLoRA adapter until it read pre-quantized checkpoints)."""
+    found: dict[str, list[str]] = {}
+    for _cls, name, methods in _quantization_classes(archive, engine):
+        if "from_config" not in methods:
+            continue
+        lists = []
+        for node in ast.walk(methods["from_config"]):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "get_from_keys"
+                and len(node.args) >= 2
+                and isinstance(node.args[1], ast.List)
+            ):
+                continue
+            keys = [e.value for e in node.args[1].elts if isinstance(e, ast.Constant)]
+            if keys and all(isinstance(k, str) for k in keys):
+                lists.append(",".join(keys))
+        if lists:
+            found[f"quant_requires:{name}"] = sorted(set(lists))
+    return found
+
+
 # Where vLLM pads a weight shard up to the Marlin kernel's tiles (the kernel refuses a shard
 # that is not a multiple: "size_n = 2736 is not divisible by tile_n_size = 64"): the padding
 # helper the release defines, and whether any other module calls it.

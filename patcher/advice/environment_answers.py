@@ -20,7 +20,7 @@ def explain_dependency(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:
     if missing:
         fixes.append(Fix("dependency", f"pip install {missing.group(1).split('.')[0]}"))
     unloaded = re.search(r"Unable to load (\w+) which is required", m.line)  # vLLM 0.5.0: Ray
-    if unloaded:
+    if unloaded and not any(f.text == f"pip install {unloaded.group(1).lower()}" for f in fixes):
         fixes.append(Fix("dependency", f"pip install {unloaded.group(1).lower()}"))
     named = re.search(r"install(?: or update)? (?:the )?`([\w.-]+)`", m.template.text)
     if named is not None:

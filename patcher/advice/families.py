@@ -62,6 +62,7 @@ from patcher.advice.no_config_fix import (
 )
 from patcher.advice.own_remedy import ENV_NAME, own_remedy
 from patcher.advice.parallel_sizes import explain_parallel
+from patcher.advice.quantization_rules import required_keys_dropped
 from patcher.advice.rope_config import explain_rope
 from patcher.advice.speculative import explain_draft
 from patcher.advice.tokenizer_answers import explain_tokenizer
@@ -111,7 +112,7 @@ def _quantization(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     """A quantization message about a size that does not divide is a parallel size's."""
     if re.search(r"divisible", m.line, re.IGNORECASE):
         return explain_parallel(m, ctx)
-    return explain_quantization(m, ctx)
+    return required_keys_dropped(m, ctx) or explain_quantization(m, ctx)
 
 
 def _BACKEND_LACKS(t: Template) -> bool:  # noqa: N802 (a claim, named like the others)

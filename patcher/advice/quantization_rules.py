@@ -7,10 +7,22 @@ built without the method (a model's ``load_weights``). ``engine_rules.py`` holds
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import replace
 
-from patcher.advice.catalogue import Engine, has_feature, releases, span_where, version_key, within
+from patcher.advice.catalogue import (
+    Engine,
+    Matched,
+    feature_releases,
+    features_named,
+    features_of,
+    has_feature,
+    releases,
+    span_where,
+    version_key,
+    within,
+)
 from patcher.advice.log_rules import Fix, LogContext
 
 
@@ -214,3 +226,66 @@ def modelopt_algo(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
         "does is not in patcher's reading",
         [Fix("advice", "a vLLM release whose ModelOpt loader lists it; do not edit quant_algo")],
     )
+
+
+# base_config.py's get_from_keys (vLLM, SGLang): none of the keys a method's from_config asks
+# for is in the checkpoint's quantization_config.
+_MISSING_KEYS = re.compile(r"Cannot find any of (\[[^\]]*\]) in the model's quantization config")
+
+
+def required_keys_dropped(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]] | None:
+    """A quantization_config key the log's release requires of a method and a later release
+    read does not (``quant_requires:<method>``, tools/read_quantization.py): that release.
+    The method is the one the log built the model with, else every method of the raising
+    releases that requires exactly these keys; None where no read release drops them."""
+    found = _MISSING_KEYS.search(m.line)
+    engine = m.template.engine
+    if found is None or engine == "transformers":
+        return None
+    try:
+        keys = ast.literal_eval(found.group(1))
+    except (ValueError, SyntaxError):
+        return None
+    joined = ",".join(str(k) for k in keys)
+    methods = (
+        [ctx.quantization]
+        if ctx.quantization and ctx.quantization != "None"
+        else [
+            f.split(":", 1)[1]
+            for f in features_named(engine, "quant_requires:")
+            if joined in features_of(engine, f)
+        ]
+    )
+    order = sorted(releases(engine), key=version_key)
+    for method in methods:
+        requiring = feature_releases(engine, f"quant_requires:{method}", joined)
+        if not requiring:
+            continue
+        having = {
+            r
+            for f in features_named(engine, "quant_class:")
+            for r in feature_releases(engine, f, method)
+        }
+        since = ctx.version or version_key(requiring[0])
+        later = [
+            r
+            for r in order
+            if version_key(r) > since
+            and version_key(r) > version_key(requiring[-1])
+            and r in having
+        ]
+        if later:
+            return (
+                f"this release's {method} method requires {found.group(1)} in the checkpoint's "
+                f"quantization_config, which the checkpoint does not have; {engine} "
+                f"{later[0]} and later (read) no longer ask for it",
+                [
+                    Fix(
+                        "dependency",
+                        f"pip install '{engine}>={later[0]}'",
+                        note=f"the first release read whose {method} config does not require "
+                        f"{found.group(1)}",
+                    )
+                ],
+            )
+    return None

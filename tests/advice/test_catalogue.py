@@ -1685,6 +1685,19 @@ def test_a_package_the_release_has_a_switch_for_is_installed_or_switched_off() -
     assert any("deep_gemm" in f.text for f in found.fixes if f.kind == "advice")
 
 
+def test_a_package_a_release_could_not_load_is_installed_once() -> None:
+    # vLLM 0.5.0.post1's config.py: "Unable to load Ray which is required for multi-node
+    # inference" (read from its wheel); later releases add "please install Ray with `pip
+    # install ray`", whose own remedy is the same command, named once
+    for words in ("", ", please install Ray with `pip install ray`."):
+        found = diagnose_text(
+            "INFO 07-01 10:00:00 api_server.py:1] vLLM API server version 0.5.0.post1\n"
+            f"ValueError: Unable to load Ray which is required for multi-node inference{words}\n"
+        )
+        assert found.code == "dependency"
+        assert [f.text for f in found.fixes] == ["pip install ray"]
+
+
 def test_the_recorder_reads_the_environment_variables_a_release_reads(tmp_path: Path) -> None:
     from tools.read_model_classes import env_names
 
