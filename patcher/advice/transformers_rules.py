@@ -10,6 +10,7 @@ model types each maps, and each model's config class's messages per release).
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from patcher.advice.answers import before_strict
 from patcher.advice.catalogue import (
@@ -25,6 +26,7 @@ from patcher.advice.catalogue import (
 )
 from patcher.advice.log_rules import Fix, LogContext, Rule
 from patcher.advice.requirements import required
+from patcher.engines.engine import EngineName
 
 # The placeholder doctor --checkpoint replaces with patcher set of /model_type (judged.py):
 # the model type of the config class the engine's class for the checkpoint's architecture is
@@ -238,27 +240,33 @@ def _registry_lacks(model_type: str, ctx: LogContext) -> Fix | None:
     ``Gemma2ForCausalLM`` or ``Gemma2ForConditionalGeneration``); None where the log does not
     say which engine release it is, or no release read lists such a class."""
     from patcher.advice.architectures import release_for
-    from patcher.advice.catalogue import config_types
-    from patcher.engines.engine import EngineName
     from patcher.engines.registries import architectures
 
-    engine: EngineName = "sglang" if ctx.engine == "sglang" else "vllm"
-    if ctx.engine not in SERVERS or ctx.version is None:
+    engine = _server(ctx)
+    if engine is None or ctx.version is None:
         return None
     if ctx.version[:3] < min(architectures(engine)):
         return None  # a release before the registries read: what it lists is not known
-    prefix = next((c[: -len("Config")] for c, t in config_types().items() if t == model_type), "")
-    for suffix in ("ForCausalLM", "ForConditionalGeneration"):
-        fix = release_for(prefix + suffix, ctx.version, engine) if prefix else None
+    for name in _model_classes(model_type):
+        fix = release_for(name, ctx.version, engine)
         if fix is not None and ">=" in fix.text:
-            return Fix(
-                fix.kind,
-                fix.text,
-                note=f"{ENGINE_NAMES[engine]} "
-                + ".".join(map(str, ctx.version))
-                + f" has no {prefix}{suffix}; {fix.note}",
-            )
+            version = ".".join(map(str, ctx.version))
+            return replace(fix, note=f"{ENGINE_NAMES[engine]} {version} has no {name}; {fix.note}")
     return None
+
+
+def _server(ctx: LogContext) -> EngineName | None:
+    """The serving engine the log names, if it names one."""
+    return "sglang" if ctx.engine == "sglang" else "vllm" if ctx.engine == "vllm" else None
+
+
+def _model_classes(model_type: str) -> tuple[str, ...]:
+    """The model classes transformers names for ``model_type``'s config class
+    (``Gemma2Config``: ``Gemma2ForCausalLM``, ``Gemma2ForConditionalGeneration``)."""
+    from patcher.advice.catalogue import config_types
+
+    prefix = next((c[: -len("Config")] for c, t in config_types().items() if t == model_type), "")
+    return (prefix + "ForCausalLM", prefix + "ForConditionalGeneration") if prefix else ()
 
 
 def _registry_added(model_type: str, ctx: LogContext) -> Fix | None:
@@ -266,17 +274,14 @@ def _registry_added(model_type: str, ctx: LogContext) -> Fix | None:
     registry lists the model class of ``model_type``, as a way out if the log's release is
     older, only where that class came in a release after the first read (a class every release
     read lists says nothing of the log's release)."""
-    from patcher.advice.catalogue import config_types
-    from patcher.engines.engine import EngineName
     from patcher.engines.registries import architectures
 
-    if ctx.engine not in SERVERS or ctx.version is not None:
+    engine = _server(ctx)
+    if engine is None or ctx.version is not None:
         return None
-    engine: EngineName = "sglang" if ctx.engine == "sglang" else "vllm"
     registry = architectures(engine)
     order = sorted(registry)
-    prefix = next((c[: -len("Config")] for c, t in config_types().items() if t == model_type), "")
-    for name in (prefix + "ForCausalLM", prefix + "ForConditionalGeneration") if prefix else ():
+    for name in _model_classes(model_type):
         listed = [v for v in order if name in registry[v]]
         if listed and listed[0] > order[0]:
             first = ".".join(map(str, listed[0]))
