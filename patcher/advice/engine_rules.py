@@ -44,6 +44,7 @@ from patcher.advice.log_rules import (
     LogContext,
     Rule,
 )
+from patcher.advice.lora_adapter import LORA_ADAPTER_MARKERS, LORA_ADAPTER_RULES
 from patcher.advice.machine import ENVIRONMENT_MARKERS, ENVIRONMENT_RULES
 from patcher.advice.marlin import MARLIN_MARKERS, MARLIN_RULES
 from patcher.advice.mistral_format import MISTRAL_MARKERS, MISTRAL_RULES
@@ -322,6 +323,8 @@ RULES: tuple[Rule, ...] = (
         re.compile(r"cannot import name '(\w+)' from partially initialized module '\w+'"),
         circular_import,
     ),
+    # a LoRA adapter's weights given as the model, before any other reading of the name
+    *LORA_ADAPTER_RULES,
     (
         # the weight loader's words: quoted up to 0.14, bare (and followed by the layer's
         # parameters) from 0.15
@@ -514,6 +517,7 @@ RULES: tuple[Rule, ...] = (
 # C search and is never cleaned nor tried against each rule.
 _MARKERS = (
     "on startup is less than desired",
+    *LORA_ADAPTER_MARKERS,
     *STRICT_MARKERS,
     "Expecting value: line 1 column 1",
     "Should have a `model_type` key",
