@@ -101,11 +101,7 @@ def _own(node: ast.ClassDef) -> set[str]:
         elif isinstance(sub, (ast.AnnAssign, ast.AugAssign)):
             targets = [sub.target]
         for target in targets:
-            if (
-                isinstance(target, ast.Attribute)
-                and isinstance(target.value, ast.Name)
-                and target.value.id == "self"
-            ):
+            if isinstance(target, ast.Attribute) and _is_self(target.value):
                 names.add(target.attr)
     return names
 

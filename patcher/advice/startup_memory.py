@@ -16,8 +16,9 @@ from __future__ import annotations
 import math
 import re
 
-from patcher.advice.catalogue import feature_releases
+from patcher.advice.catalogue import declared
 from patcher.advice.log_rules import Fix, LogContext
+from patcher.advice.own_remedy import as_flag
 
 # "SETTING (N) exceeds available WHAT (M)": a count the engine holds against what it allocated
 EXCEEDS = re.compile(r"\b([a-z_]+) \((\d+)\) exceeds (?:the )?available ([\w ]+?) \((\d+)\)")
@@ -87,8 +88,8 @@ def within_available(line: str) -> list[Fix]:
     over = EXCEEDS.search(line)
     if over is None:
         return []
-    flag = "--" + over.group(1).replace("_", "-")
-    if not feature_releases("vllm", "flags", flag):
+    flag = as_flag(over.group(1))
+    if not declared("vllm", flag):
         return []
     return [
         Fix(
