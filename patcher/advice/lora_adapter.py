@@ -41,7 +41,8 @@ def adapter_as_model(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]
         "loader finds no such parameter",
         [
             Fix(
-                "flag",
+                # placeholders to fill: not a command to paste as printed
+                "advice",
                 f"--model BASE_MODEL {flags}",
                 note="the base model the adapter was trained on (adapter_config.json's "
                 "base_model_name_or_path), the adapter beside it"

@@ -30,6 +30,8 @@ def test_an_adapter_given_as_the_model_is_served_beside_its_base_or_merged() -> 
             found.fixes[0].text
             == "--model BASE_MODEL --enable-lora --lora-modules NAME=ADAPTER_DIR"
         )
+        # it holds placeholders: told as advice, never as a flag to paste as printed
+        assert found.fixes[0].kind == "advice"
         assert "merge" in found.fixes[1].text
     # SGLang serves it with its own flag
     sglang = diagnose_text(
