@@ -4,6 +4,7 @@
     python -m tools.read_release vllm 0.35.0 --wheel W.whl  # a wheel already here
     python -m tools.read_release sglang 0.5.24              # SGLang: its registry and errors
     python -m tools.read_release --newer                    # list releases on the index not read
+    python -m tools.read_release vllm --registry-only --wheel W.whl  # only its model registry
 
 Everything is read from the wheel as text (no import, no install, no GPU), so neither the
 release's pins (0.34.0 pins a flashinfer-python the index lacks) nor its compiled extensions
@@ -29,6 +30,12 @@ release's pins (0.34.0 pins a flashinfer-python the index lacks) nor its compile
 - the keys its start-up code asserts a dict holds, and reads with a default in later releases
   (tools/read_asserted_keys.py) -> patcher/advice/asserted-keys-vllm.json, what doctor names
   when a traceback shows one of those asserts failed.
+
+``--registry-only`` reads only a vLLM release's model registry into
+patcher/engines/vllm_architectures.json: the releases older than the engine model reads (0.2.7
+to 0.10.0, whose start-up errors the catalogue also holds), so that doctor names the first
+release that lists a model class, and the last before one dropped it, from the registries
+themselves.
 
 For SGLang, its model registry (``EntryClass`` of each module in ``srt/models/``,
 tools/read_source.py) -> patcher/engines/sglang_architectures.json, its start-up errors ->
@@ -331,37 +338,48 @@ def _read(wheels: list[Path]) -> None:
             print(f"  {line}")
 
 
-def _read_sglang(wheels: list[Path]) -> None:
-    """SGLang: each wheel's model registry, written once with the releases read before, and
-    its start-up errors; what each release added to and removed from the registry."""
-    today = datetime.date.today().isoformat()
-    full = architectures_by_release(_load(SGLANG_ARCHITECTURES).get("releases", {}))
+def _write_registries(engine: str, wheels: list[Path]) -> dict[str, list[str]]:
+    """Each wheel's model registry, written once into ``<engine>_architectures.json`` with the
+    releases read before; the registries before the write, for the report."""
+    path = SGLANG_ARCHITECTURES if engine == "sglang" else ARCHITECTURES
+    reader = sglang_architectures if engine == "sglang" else architectures
+    full = architectures_by_release(_load(path).get("releases", {}))
     before = dict(full)
     for wheel in wheels:
-        version = version_of(wheel, "sglang")
+        version = version_of(wheel, engine)
         try:
-            full[version] = sglang_architectures(Release(wheel))
+            full[version] = reader(Release(wheel))
         except SourceMissing as exc:
-            raise SystemExit(f"sglang {version}: architectures was not read: {exc}") from None
-    made_by = f"python -m tools.read_release sglang VERSION ({today})"
+            raise SystemExit(f"{engine} {version}: architectures was not read: {exc}") from None
+    made_by = _load(path).get("made_by", "") if engine == "vllm" else ""
+    today = datetime.date.today().isoformat()
     content = {
-        "made_by": made_by + ": each release's names as added to and removed from the "
-        "release read before it",
+        "made_by": made_by
+        or f"python -m tools.read_release {engine} VERSION ({today}): each release's names "
+        "as added to and removed from the release read before it",
         "releases": _as_chain(full),
     }
-    SGLANG_ARCHITECTURES.write_text(json.dumps(content, indent=1) + "\n")
-    print(f"start-up errors: {read_errors.record('sglang', wheels, today)}")
-    print(f"modules and names: {read_exports.record('sglang', wheels)}")
-    print(f"optional imports: {read_optional_imports.record('sglang', wheels)}")
-    print(f"asserted keys: {read_asserted_keys.record('sglang', wheels)}")
-    for version in sorted({version_of(w, "sglang") for w in wheels}, key=_key):
+    path.write_text(json.dumps(content, indent=1) + "\n")
+    for version in sorted({version_of(w, engine) for w in wheels}, key=_key):
         older = [v for v in full if _key(v) < _key(version)]
-        print(f"sglang {version}: read" + (f" (against {max(older, key=_key)})" if older else ""))
+        print(f"{engine} {version}: read" + (f" (against {max(older, key=_key)})" if older else ""))
         if older:
             old, new = set(full[max(older, key=_key)]), set(full[version])
             print(f"  architectures: +{sorted(new - old)} -{sorted(old - new)}")
         elif version in before and before[version] != full[version]:
             print("  architectures changed for this release")
+    return before
+
+
+def _read_sglang(wheels: list[Path]) -> None:
+    """SGLang: each wheel's model registry, written once with the releases read before, and
+    its start-up errors; what each release added to and removed from the registry."""
+    today = datetime.date.today().isoformat()
+    _write_registries("sglang", wheels)
+    print(f"start-up errors: {read_errors.record('sglang', wheels, today)}")
+    print(f"modules and names: {read_exports.record('sglang', wheels)}")
+    print(f"optional imports: {read_optional_imports.record('sglang', wheels)}")
+    print(f"asserted keys: {read_asserted_keys.record('sglang', wheels)}")
 
 
 def _install_and_record(wheel: Path, venv_base: Path) -> None:
@@ -393,6 +411,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wheels", type=Path, help="where to download (default: a temp folder)")
     parser.add_argument("--newer", action="store_true", help="list releases not read yet")
     parser.add_argument(
+        "--registry-only",
+        action="store_true",
+        help="read only each vLLM release's model registry (for releases older than the "
+        "engine model reads, which doctor names a release from)",
+    )
+    parser.add_argument(
         "--venv",
         type=Path,
         help="also install each release in VENV-X.Y.Z (its pins less what the index lacks) and "
@@ -408,6 +432,10 @@ def main(argv: list[str] | None = None) -> int:
         wheels = list(args.wheel) + [
             download(v, args.wheels or Path(tmp), args.engine) for v in args.versions
         ]
+        if args.engine == "vllm" and args.registry_only:
+            _write_registries("vllm", wheels)
+            print("next: python -m pytest tests/engines tests/advice  (both read the registry)")
+            return 0
         if args.engine == "sglang":
             _read_sglang(wheels)
             print("next: python -m pytest tests/advice  (doctor reads SGLang's registry)")

@@ -3,8 +3,10 @@ GPU, no install): the wheel is a zip of the source, and these readers parse it w
 
 - ``architectures``: the names ``ModelRegistry.get_supported_archs()`` lists, the keys of
   ``_VLLM_MODELS`` in ``model_executor/models/registry.py`` (a dict of ``**`` the per-task
-  dicts), which ``ModelRegistry`` is built from. Held to the lists recorded from a venv of
-  0.16.0 and 0.33.0 and printed by the live 0.32.0 CPU build (tests/engines/test_readings.py).
+  dicts), which ``ModelRegistry`` is built from; before 0.6.3 (no registry.py), the keys of
+  ``_MODELS`` in ``model_executor/models/__init__.py``, which ``ModelRegistry.load_model_cls``
+  looked names up in then. Held to the lists recorded from a venv of 0.16.0 and 0.33.0 and
+  printed by the live 0.32.0 CPU build (tests/engines/test_readings.py).
 - ``mla_model_types``: the ``model_type`` values ``is_deepseek_mla`` tests (ModelConfig's in
   config code, or ``transformers_utils/model_arch_config_convertor.py`` where it moved).
 - ``mla_compressed_by_head_dim``: whether it judges a config with compress ratios by its
@@ -34,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 REGISTRY = "vllm/model_executor/models/registry.py"
+OLD_REGISTRY = "vllm/model_executor/models/__init__.py"
 CONFIG_CODE = (
     "vllm/transformers_utils/model_arch_config_convertor.py",
     "vllm/config/model.py",
@@ -132,16 +135,21 @@ def _value(node: ast.expr, named: dict[str, ast.expr], depth: int = 0) -> Any:
 
 
 def architectures(release: Release) -> list[str]:
-    """The architectures the release's model registry lists (``_VLLM_MODELS``)."""
+    """The architectures the release's model registry lists (``_VLLM_MODELS``; ``_MODELS`` in
+    the package's ``__init__`` before registry.py was split out)."""
+    path, table = REGISTRY, "_VLLM_MODELS"
     source = release.read(REGISTRY)
+    if source is None:
+        path, table = OLD_REGISTRY, "_MODELS"
+        source = release.read(OLD_REGISTRY)
     if source is None:
         raise SourceMissing(f"no {REGISTRY}")
     named = _assignments(ast.parse(source))
-    if "_VLLM_MODELS" not in named:
-        raise SourceMissing(f"no _VLLM_MODELS in {REGISTRY}")
-    models = _value(named["_VLLM_MODELS"], named)
+    if table not in named:
+        raise SourceMissing(f"no {table} in {path}")
+    models = _value(named[table], named)
     if not isinstance(models, dict) or not models:
-        raise SourceMissing(f"_VLLM_MODELS in {REGISTRY} lists nothing")
+        raise SourceMissing(f"{table} in {path} lists nothing")
     return sorted(models)
 
 

@@ -147,7 +147,7 @@ def test_a_release_read_without_the_model_class_names_the_release_that_has_it() 
     assert len(texts) == len(set(texts))
     # a release before the registries read: what it lists is not known, and not claimed
     older = diagnose_text(
-        "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.3.3\n"
+        "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.1.7\n"
         f"ValueError: {WORDS.format(model_type)}\n"
     )
     assert not any("has no " in (f.note or "") for f in older.fixes)

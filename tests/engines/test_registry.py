@@ -40,12 +40,26 @@ def test_the_source_reading_is_what_the_installed_engine_returned(version: str) 
 
 def test_every_release_read_has_its_own_registry_and_they_differ() -> None:
     read = architectures()
-    assert tuple(read) == releases_read("vllm")
+    model = releases_read("vllm")
+    # the engine model's releases, and before them the older ones read for their registry alone
+    assert tuple(v for v in read if v >= model[0]) == model
+    assert all(v < model[0] for v in read if v not in model) and min(read) == (0, 2, 7)
     assert len(read[(0, 16, 0)]) == 284 and len(read[(0, 33, 0)]) == 415
     assert all("LlamaForCausalLM" in names for names in read.values())
     # 0.34.0 dropped the Keye models 0.33.0 listed (its _PREVIOUSLY_SUPPORTED_MODELS says so).
     assert "KeyeForConditionalGeneration" in read[(0, 33, 0)] - read[(0, 34, 0)]
     assert "MPTForCausalLM" not in read[(0, 33, 0)] | read[(0, 34, 0)]
+
+
+def test_the_older_registries_agree_with_what_later_releases_say_of_them() -> None:
+    read = architectures()
+    # 0.10.0 dropped Phi3SmallForCausalLM; its _PREVIOUSLY_SUPPORTED_MODELS names 0.9.2 as the
+    # last release with it, and the registries read list it from 0.4.3 to exactly there
+    listed = [v for v, names in read.items() if "Phi3SmallForCausalLM" in names]
+    assert listed[0] == (0, 4, 3) and listed[-1] == (0, 9, 2)
+    assert "Phi3ForCausalLM" not in read[(0, 4, 0)] and "Phi3ForCausalLM" in read[(0, 4, 3)]
+    # before 0.6.3 the names are _MODELS' in models/__init__.py: 0.2.7 listed 25 of them
+    assert len(read[(0, 2, 7)]) == 25 and "LlamaForCausalLM" in read[(0, 2, 7)]
 
 
 @pytest.mark.parametrize("version", ["0.16.0", "0.32.0", "0.33.0", "0.34.0"])
