@@ -6,8 +6,11 @@ judgements on them.
 keys of ``_VLLM_MODELS`` in each release's ``model_executor/models/registry.py``, read from its
 wheel (which ``ModelRegistry.get_supported_archs()`` returns: held to the lists a venv of 0.16.0
 and 0.33.0 returned and the live 0.32.0 CPU build printed, tests/engines/test_registry.py),
-stored as each release's additions to and removals from the one read before it. Read on first
-use, so no command that does not judge an architecture pays for it.
+stored as each release's additions to and removals from the one read before it. The releases
+before those the engine model reads (0.2.7 to 0.10.0) are read for their registry alone
+(``python -m tools.read_release vllm --registry-only``; before 0.6.3 the keys of ``_MODELS`` in
+``models/__init__.py``), so that doctor names the release that added or dropped a class. Read
+on first use, so no command that does not judge an architecture pays for it.
 
 ``sglang_architectures.json``, made by ``python -m tools.read_release sglang VERSION``: the
 ``__name__`` of each ``EntryClass`` of the modules in each release's ``srt/models/`` (which
