@@ -147,10 +147,31 @@ def sglang_architecture(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fi
     )
 
 
+def unnamed_architecture(ctx: LogContext) -> tuple[str, list[Fix]]:
+    """``Model architectures [] are not supported``: the config names no class at all
+    (``architectures`` missing or empty, vLLM warns "No model architectures are specified"
+    first), so no release or plugin is the answer; the class must be given."""
+    return (
+        "the checkpoint's config.json names no model class (its architectures list is missing "
+        "or empty; a multimodal config may name only its language model's, in a sub-config), "
+        "so the engine has nothing to look up",
+        [
+            replace(
+                ctx.apply("set-architectures", " --set architecture=NAME"),
+                note="NAME: the model's class in the engine's supported-models list (the "
+                "model card names it)",
+            ),
+            Fix("flag", '--hf-overrides \'{"architectures": ["NAME"]}\''),
+        ],
+    )
+
+
 def architecture(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     """``Model architectures [...] are not supported for now``: vLLM's registry, or SGLang's,
     which raises the same words."""
     names = re.findall(r"'([^']+)'", m.group(1))
+    if not names and not ctx.import_failed:
+        return unnamed_architecture(ctx)
     listed = set(re.findall(r"'([^']+)'", m.string[m.end() :]))
     # SGLang's registry raises the same words (models/registry.py, 0.4.0 to 0.5.23): in an
     # SGLang log, SGLang's answer, never a vLLM release. A log that does not say whose it is

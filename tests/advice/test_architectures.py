@@ -103,3 +103,20 @@ def test_an_error_after_the_transformers_fallback_names_the_release_with_the_cla
     assert diagnose_text(banner + _BACKEND_ERROR).code is None
     listed = banner.replace(before, ".".join(map(str, first)))
     assert diagnose_text(listed + _FELL_BACK.format(arch=arch) + _BACKEND_ERROR).code is None
+
+
+def test_a_config_that_names_no_class_is_told_so_not_sent_to_a_release_or_a_plugin() -> None:
+    # vLLM 0.7.0's registry warns, then raises with the empty list (_normalize_archs,
+    # _raise_for_unsupported): deepseek-vl2's config names only its language model's class
+    found = diagnose_text(
+        "WARNING 01-27 11:53:10 registry.py:377] No model architectures are specified\n"
+        "ERROR 01-27 11:53:10 engine.py:389] ValueError: Model architectures [] are not "
+        "supported for now. Supported architectures: dict_keys(['AquilaModel', "
+        "'LlamaForCausalLM', 'DeepseekVLV2ForCausalLM'])\n"
+    )
+    assert found.code == "unsupported-architecture"
+    assert "names no model class" in found.cause
+    texts = [f.text for f in found.fixes]
+    assert any("set-architectures --set architecture=NAME" in t for t in texts)
+    assert '--hf-overrides \'{"architectures": ["NAME"]}\'' in texts
+    assert not any("pip install" in t or "plugin" in t for t in texts)

@@ -143,3 +143,25 @@ def test_the_sglang_reading_is_what_the_installed_engine_imports() -> None:
     not_imported = {name for names in installed["not_imported"].values() for name in names}
     assert len(imported) == 288 and not_imported == {"MambaForCausalLM", "FalconMambaForCausalLM"}
     assert architectures("sglang")[(0, 5, 23)] == imported | not_imported
+
+
+def test_a_release_before_registry_py_is_read_from_the_models_package(tmp_path: Path) -> None:
+    from tools.read_source import Release, SourceMissing
+    from tools.read_source import architectures as read_architectures
+
+    # 0.2.7 to 0.6.2 kept the table in models/__init__.py as _MODELS, by 0.4.3 a merge of
+    # per-task dicts; a release with neither says so rather than reading nothing
+    wheel = tmp_path / "vllm-0.4.3-cp311-cp311-manylinux1_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(
+            "vllm/model_executor/models/__init__.py",
+            "_GENERATION_MODELS = {'LlamaForCausalLM': ('llama', 'LlamaForCausalLM')}\n"
+            "_EMBEDDING_MODELS = {'MistralModel': ('llama_embedding', 'LlamaEmbeddingModel')}\n"
+            "_MODELS = {**_GENERATION_MODELS, **_EMBEDDING_MODELS}\n",
+        )
+    assert read_architectures(Release(wheel)) == ["LlamaForCausalLM", "MistralModel"]
+    empty = tmp_path / "vllm-0.1.0-py3-none-any.whl"
+    with zipfile.ZipFile(empty, "w") as archive:
+        archive.writestr("vllm/model_executor/models/__init__.py", "X = 1\n")
+    with pytest.raises(SourceMissing, match="no _MODELS"):
+        read_architectures(Release(empty))
