@@ -34,6 +34,7 @@ from patcher.advice.ptxas_archs import PTXAS_MARKERS, PTXAS_RULES
 from patcher.advice.pythons import FIRSTLINENO, python_too_new
 from patcher.advice.rendezvous import RENDEZVOUS_MARKERS, RENDEZVOUS_RULES
 from patcher.advice.requirements import missing_name
+from patcher.advice.logging_config import LOGGING_MARKERS, LOGGING_RULES
 from patcher.advice.seccomp import SECCOMP_MARKERS, SECCOMP_RULES
 from patcher.advice.shared_memory import SHARED_MEMORY_MARKERS, SHARED_MEMORY_RULES
 from patcher.advice.torch_builds import TORCH_REFUSES
@@ -407,6 +408,7 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
     ("torch-compile", COMPILE_FAILED, compile_failed),
     *SHARED_MEMORY_RULES,
     *SECCOMP_RULES,
+    *LOGGING_RULES,
     *RENDEZVOUS_RULES,
     *TORCHVISION_RULES,
     *GLIBC_RULES,
@@ -446,6 +448,7 @@ ENVIRONMENT_MARKERS = (
     *TRITON_MARKERS,
     *SHARED_MEMORY_MARKERS,
     *SECCOMP_MARKERS,
+    *LOGGING_MARKERS,
     *CUSTOM_ALL_REDUCE_MARKERS,
     *BNB_CHECKPOINT_MARKERS,
     *RENDEZVOUS_MARKERS,

@@ -596,6 +596,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     from tests.advice.test_flag_choices import PARSER_LINES
     from tests.advice.test_flashinfer_dispatch import FLASHINFER_DISPATCH_LINES
     from tests.advice.test_glibc import GLIBC_LINES
+    from tests.advice.test_logging_config import LOGGING_LINES
     from tests.advice.test_lora_adapter import LORA_LINES
     from tests.advice.test_machine import CUDA_DRIVER_LINES, ENVIRONMENT_LINES
     from tests.advice.test_marlin import MARLIN_LINES
@@ -643,6 +644,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
         + RENDEZVOUS_LINES
         + BNB_LINES
         + LORA_LINES
+        + LOGGING_LINES
     )
     for code, pattern, _ in RULES:
         hits = [error for error in errors if pattern.search(error)]
