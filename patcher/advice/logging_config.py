@@ -20,7 +20,7 @@ HANDLER = re.compile(r"Unable to configure handler 'vllm'")
 LEVEL = re.compile(r"Unknown level: '([^']*)'")
 
 
-def unconfigured(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+def unconfigured(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     """vLLM's handler 'vllm' could not be built: the level VLLM_LOGGING_LEVEL gave it."""
     level = m.group(1) if m.re is LEVEL else None
     said = "an empty value" if level == "" else (f"'{level}'" if level else "a value")

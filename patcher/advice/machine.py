@@ -28,13 +28,13 @@ from patcher.advice.flashinfer_jit import (
 from patcher.advice.glibc import GLIBC_MARKERS, GLIBC_RULES
 from patcher.advice.kernels import torch_refuses
 from patcher.advice.log_rules import Fix, LogContext, Rule
+from patcher.advice.logging_config import LOGGING_MARKERS, LOGGING_RULES
 from patcher.advice.nccl_transports import FAILED, UNHANDLED, transport_failed, unhandled
 from patcher.advice.proxies import PROXIED_REQUEST, WARMUP_REFUSED, proxied_request, warmup_refused
 from patcher.advice.ptxas_archs import PTXAS_MARKERS, PTXAS_RULES
 from patcher.advice.pythons import FIRSTLINENO, python_too_new
 from patcher.advice.rendezvous import RENDEZVOUS_MARKERS, RENDEZVOUS_RULES
 from patcher.advice.requirements import missing_name
-from patcher.advice.logging_config import LOGGING_MARKERS, LOGGING_RULES
 from patcher.advice.seccomp import SECCOMP_MARKERS, SECCOMP_RULES
 from patcher.advice.shared_memory import SHARED_MEMORY_MARKERS, SHARED_MEMORY_RULES
 from patcher.advice.torch_builds import TORCH_REFUSES
