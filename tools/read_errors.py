@@ -119,6 +119,9 @@ START_UP: dict[str, tuple[str, ...]] = {
         "vllm/executor/ray_utils.py",
         "vllm/v1/executor/ray_utils.py",
         "vllm/utils/deep_gemm.py",
+        # the custom-op wrapper logs why a compiled op failed (no kernel built for the GPU; an
+        # op the installed extension lacks: an obsolete build), as the first forward profiles
+        "vllm/_custom_ops.py",
         # the reasoning parser is built with the structured-output manager as the engine
         # starts: one whose think tokens the tokenizer lacks refuses there
         "vllm/reasoning/*.py",

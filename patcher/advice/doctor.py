@@ -79,6 +79,7 @@ from patcher.advice.log_lines import (
     uncoloured,
 )
 from patcher.advice.log_rules import (
+    EXTENSION_FAILED,
     IMPORT_FAILED,
     Fix,
     LogContext,
@@ -222,6 +223,7 @@ def diagnose_lines(
     of memory. When nothing is known, the first exception line is quoted, with no fix."""
     version_text: str | None = None
     import_failed = False
+    extension_failed = False
     root: str | None = None
     engine: str | None = None
     memory: tuple[float, float] | None = None
@@ -288,6 +290,7 @@ def diagnose_lines(
             version_text = version_match.group(1) if version_match else None
             engine = "vllm" if version_text else engine
         import_failed = import_failed or IMPORT_FAILED in line
+        extension_failed = extension_failed or EXTENSION_FAILED in line
         if "_" in line and unread is None:
             unread = next((n for p, n in UNREAD_RUNTIMES.items() if p in line), None)
         if not loading and "oad" in line:  # once seen, never searched for again
@@ -420,6 +423,7 @@ def diagnose_lines(
             dtype=dtype,
             imported=imported,
             remote_tokenizer=remote_tokenizer,
+            extension_failed=extension_failed,
         )
         matched = _first_rule(line) if marked_line else None
         if matched is not None:

@@ -86,6 +86,9 @@ class LogContext:
     # The last ``from X import ...`` source line a traceback showed (what a failing import asked
     # for), when the log shows one.
     imported: str | None = None
+    # Whether an earlier line said vLLM's compiled extension failed to import ("Failed to
+    # import from vllm._C with ImportError(...)"): that line holds the cause of any op missing.
+    extension_failed: bool = False
 
     def engines(self) -> tuple[Engine, ...]:
         """The engine the log shows, or both engines read where it shows none."""
@@ -528,3 +531,5 @@ FAMILY_MARKERS = (
     "Can only get item pairs",
 )
 IMPORT_FAILED = "Ignore import error when loading sglang.srt.models"
+# vLLM's _custom_ops.py warning when its compiled extension does not import.
+EXTENSION_FAILED = "Failed to import from vllm._C"

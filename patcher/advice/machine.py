@@ -16,6 +16,7 @@ import re
 
 from patcher.advice.bnb_checkpoint import BNB_CHECKPOINT_MARKERS, BNB_CHECKPOINT_RULES
 from patcher.advice.custom_all_reduce import CUSTOM_ALL_REDUCE_MARKERS, CUSTOM_ALL_REDUCE_RULES
+from patcher.advice.custom_ops import CUSTOM_OPS_MARKERS, CUSTOM_OPS_RULES
 from patcher.advice.engine_exports import LIBRARIES, module_elsewhere
 from patcher.advice.extensions import torch_pin
 from patcher.advice.flashinfer_jit import (
@@ -409,6 +410,7 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
     *SHARED_MEMORY_RULES,
     *SECCOMP_RULES,
     *LOGGING_RULES,
+    *CUSTOM_OPS_RULES,
     *RENDEZVOUS_RULES,
     *TORCHVISION_RULES,
     *GLIBC_RULES,
@@ -449,6 +451,7 @@ ENVIRONMENT_MARKERS = (
     *SHARED_MEMORY_MARKERS,
     *SECCOMP_MARKERS,
     *LOGGING_MARKERS,
+    *CUSTOM_OPS_MARKERS,
     *CUSTOM_ALL_REDUCE_MARKERS,
     *BNB_CHECKPOINT_MARKERS,
     *RENDEZVOUS_MARKERS,
