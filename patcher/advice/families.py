@@ -187,6 +187,19 @@ FAMILIES: tuple[Family, ...] = (
         explain_hub,
     ),
     Family(
+        # the compiled ops' Python wrappers (vllm/_custom_ops.py) checking the tensors the
+        # engine itself passes as the first forward runs: its own invariants, whatever their
+        # words say of shapes or settings; only a refusal that names the platform it needs is
+        # left to the hardware family
+        "op-arguments",
+        "none",
+        lambda t: (
+            t.file == "vllm/_custom_ops.py"
+            and not _says(r"only available on|not supported on")(t)
+        ),
+        explain_internal,
+    ),
+    Family(
         # the engine's CUDA graphs could not be captured as it started
         "cuda-graph",
         "flag",

@@ -39,3 +39,15 @@ def test_an_extension_that_did_not_import_is_answered_by_its_own_line() -> None:
         + "AttributeError: '_OpNamespace' '_C' object has no attribute 'rms_norm'\n"
     )
     assert found.code == "glibc-too-old"
+
+
+def test_an_ops_wrapper_checking_its_own_tensors_is_not_sent_to_a_setting() -> None:
+    # _custom_ops.py's checks of the tensors the engine passes (read from its source, 0.12.0
+    # on): an invariant of the engine, not a divisibility of a size the user sets
+    found = diagnose_text(
+        "(EngineCore_DP0 pid=1) ERROR 12-04 10:00:00 [core.py:1] ValueError: last dim of `a` "
+        "must be divisible by 32, got 24.\n"
+    )
+    assert found.family is not None and found.family.name == "op-arguments"
+    assert not any("--tensor-parallel-size" in f.text for f in found.fixes)
+    assert all(f.kind == "advice" for f in found.fixes)
