@@ -194,8 +194,7 @@ FAMILIES: tuple[Family, ...] = (
         "op-arguments",
         "none",
         lambda t: (
-            t.file == "vllm/_custom_ops.py"
-            and not _says(r"only available on|not supported on")(t)
+            t.file == "vllm/_custom_ops.py" and not _says(r"only available on|not supported on")(t)
         ),
         explain_internal,
     ),
