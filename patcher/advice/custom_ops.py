@@ -27,7 +27,8 @@ def _reinstall(ctx: LogContext) -> list[Fix]:
     release = ".".join(map(str, ctx.version)) if ctx.version else "VERSION"
     return [
         Fix(
-            "advice",
+            # a command to run as printed only where the log names its release
+            "dependency" if ctx.version else "advice",
             f"pip install --force-reinstall --no-cache-dir 'vllm=={release}'",
             note="vLLM's own remedy (_custom_ops.py): a clean install, so that its compiled "
             "extension and its Python files are of one release; VERSION: the release you run"

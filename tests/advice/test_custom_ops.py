@@ -23,6 +23,7 @@ def test_an_op_the_extension_lacks_is_a_clean_install_of_the_release_run() -> No
     assert "_C_cache_ops.reshape_and_cache" in found.cause
     # the release the log names (three numbers, as pip takes them)
     assert found.fixes[0].text == "pip install --force-reinstall --no-cache-dir 'vllm==0.6.3'"
+    assert found.fixes[0].kind == "dependency"
     assert "build/" in found.fixes[1].text
     # no release in the log: a placeholder, told as advice
     bare = diagnose_text(MISSING + "\n")
