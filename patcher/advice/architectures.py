@@ -15,6 +15,20 @@ from patcher.advice.log_rules import Fix, LogContext
 from patcher.engines.engine import EngineName
 from patcher.engines.registries import architectures
 
+# Where neither the log nor a --checkpoint names the architecture, the release is the user's to
+# find; with the checkpoint, doctor finds it (judged.judge_fixes).
+REGISTRY_LISTS = "a vLLM release whose registry lists the checkpoint's architecture"
+REGISTRY_LISTS_NOTE = "patcher doctor LOG --checkpoint CKPT names the release that lists it"
+# The classes of vLLM's Transformers backend (TransformersForCausalLM,
+# TransformersMultiModalForCausalLM, ...), which its fallback warning names from 0.11.
+BACKEND_CLASS_PREFIX = "Transformers"
+# A traceback frame in the backend's module (models/transformers.py to 0.13, a package after).
+BACKEND_FRAME = re.compile(r"/vllm/model_executor/models/transformers(?:/\w+)?\.py\b")
+# The processor method the backend counts a multimodal prompt's tokens with (its
+# get_max_image_tokens and _get_mm_fields_config, 0.10.1 to 0.34.0, read): vLLM's only caller.
+PROCESSOR_HOOK = "_get_num_multimodal_tokens"
+MISSING_HOOK = re.compile(rf"'(\w+)' object has no attribute '{PROCESSOR_HOOK}'")
+
 
 def release_for(
     name: str, version: tuple[int, ...] | None, engine: EngineName = "vllm"
@@ -281,11 +295,16 @@ def config_attribute(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]
 
 
 def through_fallback(
-    name: str, version: tuple[int, ...] | None
+    name: str | None, version: tuple[int, ...] | None, root: str = ""
 ) -> tuple[str, tuple[Fix, ...]] | None:
     """An error no rule knows, after vLLM's warning that it runs ``name`` through its
     Transformers backend (the release's registry has no class for it): the backend's error,
-    and the release whose registry (read) lists ``name``, where one does."""
+    and the release whose registry (read) lists ``name``, where one does. From 0.11 the warning
+    names the backend's own class (``TransformersMultiModalForCausalLM``), and a traceback
+    through the backend's module (``name`` None) says the same: the release is then the one
+    that lists the checkpoint's architecture, which ``doctor --checkpoint`` names."""
+    if name is None or name.startswith(BACKEND_CLASS_PREFIX):
+        return _through_backend(name, root)
     fix = release_for(name, version)
     if fix is None or fix.kind != "dependency" or "==" in fix.text:
         return None
@@ -294,3 +313,23 @@ def through_fallback(
         "Transformers backend (its warning above), and the error is that backend's",
         (fix,),
     )
+
+
+def _through_backend(name: str | None, root: str) -> tuple[str, tuple[Fix, ...]]:
+    """The backend's error where the log does not name the model's own architecture; a
+    processor without the hook the backend counts multimodal tokens with, said as such."""
+    ran = f" ({name})" if name else ""
+    hook = MISSING_HOOK.search(root)
+    cause = (
+        f"this vLLM ran the model through its Transformers backend{ran}, the fallback where "
+        "its registry has no class of its own for the checkpoint's architecture, and the "
+        "error is that backend's"
+    )
+    if hook is not None:
+        cause += (
+            f": the backend counts a multimodal model's tokens with the processor's "
+            f"{PROCESSOR_HOOK} (transformers' ProcessorMixin; every vLLM read from 0.10.1 calls "
+            f"it), which this model's processor, {hook.group(1)}, does not have, so no setting "
+            "of this release serves it"
+        )
+    return cause, (Fix("advice", REGISTRY_LISTS, note=REGISTRY_LISTS_NOTE),)

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from patcher.advice import catalogue
-from patcher.advice.architectures import through_fallback
+from patcher.advice.architectures import BACKEND_FRAME, MISSING_HOOK, through_fallback
 from patcher.advice.asserted_keys import by_asserted_key
 from patcher.advice.cuda_oom import (
     OOM_WORDS,
@@ -512,9 +512,10 @@ def diagnose_lines(
         return settled(replace(handling, log=source, engine_version=version_text))
     if echoed is not None:
         return settled(echoed)
-    if root is not None and fell_back is not None:
+    in_backend = frame is not None and BACKEND_FRAME.search(frame) is not None
+    if root is not None and (fell_back is not None or in_backend or MISSING_HOOK.search(root)):
         version = _release_numbers(version_text)
-        if (through := through_fallback(fell_back, version)) is not None:
+        if (through := through_fallback(fell_back, version, root)) is not None:
             return Diagnosis(source, "transformers-fallback", root, *through, version_text)
     return Diagnosis(source, None, root or oom, NO_MATCH, (), version_text)
 

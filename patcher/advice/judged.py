@@ -14,12 +14,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from patcher.advice import catalogue
-from patcher.advice.architectures import release_for
+from patcher.advice.architectures import REGISTRY_LISTS, release_for
 from patcher.advice.check import FP8_KV_POINTERS, kv_label
 from patcher.advice.diagnosis import Diagnosis
 from patcher.advice.finding import dig
 from patcher.advice.log_rules import Fix
-from patcher.advice.named_flags import REGISTRY_LISTS
 from patcher.advice.parallel_sizes import PIPELINED_UNNAMED, pipelined_release
 from patcher.advice.transformers_rules import MODEL_TYPE_OF_CLASS
 from patcher.engines.engine import EngineName, parse_engine

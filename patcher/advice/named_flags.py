@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from patcher.advice.answers import flags_named
-from patcher.advice.architectures import release_for
+from patcher.advice.architectures import REGISTRY_LISTS, REGISTRY_LISTS_NOTE, release_for
 from patcher.advice.catalogue import (
     Engine,
     Matched,
@@ -28,10 +28,6 @@ _RUNNER_V2 = re.compile(r"(?:Model Runner V2|VLLM_USE_V2_MODEL_RUNNER) does not 
 # 0.9): the release took the model as text-only; its registry does not list the architecture
 # as multimodal (or it fell back to the Transformers text backend).
 _MULTIMODAL_ONLY = re.compile(r"`?([a-z][a-z0-9_]+)`? is only supported for multimodal models")
-# Where neither the log nor a --checkpoint names the architecture, the release is the user's to
-# find; with the checkpoint, doctor finds it (judged.judge_fixes).
-REGISTRY_LISTS = "a vLLM release whose registry lists the checkpoint's architecture"
-REGISTRY_LISTS_NOTE = "patcher doctor LOG --checkpoint CKPT names the release that lists it"
 # "chunked prefill cannot be used with prefix caching now" (vLLM 0.4, 0.5): two features told
 # in words; each is the flag whose words hold them.
 _EXCLUSIVE = re.compile(

@@ -17,6 +17,7 @@ from patcher.advice.catalogue import (
     ENGINE_NAMES,
     SERVERS,
     Engine,
+    at_or_below,
     config_classes,
     feature_by_release,
     feature_releases,
@@ -205,7 +206,7 @@ def _transformers_model_type(m: re.Match[str], ctx: LogContext) -> tuple[str, li
     upgrade = Fix(
         "dependency",
         f"pip install 'transformers>={span[0]}'",
-        note="in the engine's environment, within the engine release's own bounds"
+        note=_upgrade_note(span[0], lacking, ctx)
         + (", with an engine release that has the model (above)" if lacking else ""),
     )
     if lacking:
@@ -230,6 +231,28 @@ def _transformers_model_type(m: re.Match[str], ctx: LogContext) -> tuple[str, li
         [*own, upgrade, *added]
         if ctx.engine or m.string.lstrip().startswith("Value error,")
         else [upgrade, *own],
+    )
+
+
+def _upgrade_note(least: str, lacking: Fix | None, ctx: LogContext) -> str:
+    """Where the transformers upgrade stands against the engine's own requirement: the
+    release the log names, or the one ``lacking`` names (the first with the model class).
+    A requirement that excludes it (vLLM 0.12 to 0.19: ``transformers<5``) is said, with the
+    first release read that admits it: pip installs it with a conflict warning."""
+    server = _server(ctx)
+    named = lacking.text.split(">=", 1)[1].rstrip("'") if lacking is not None else None
+    if server is None or (named is None and ctx.version is None):
+        return "in the engine's environment, within the engine release's own bounds"
+    pins = required(server, "transformers")
+    release = named if named in pins else at_or_below(pins, ctx.version or ())
+    if release is None or _admits_from(pins[release], least):
+        return "in the engine's environment, within the engine release's own bounds"
+    first = _admitting(server, least)
+    name = ENGINE_NAMES[server]
+    return (
+        f"in the engine's environment, beyond {name} {release}'s own requirement "
+        f"({pins[release]}): pip installs it with a conflict warning"
+        + (f"; {name}'s requirement admits such a transformers from {first}" if first else "")
     )
 
 

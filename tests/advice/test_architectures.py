@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
-from patcher.advice.architectures import release_for
+import json
+from pathlib import Path
+
+from patcher.advice.architectures import REGISTRY_LISTS, release_for
 from patcher.advice.catalogue import feature_releases
-from patcher.advice.doctor import diagnose_text
+from patcher.advice.doctor import diagnose, diagnose_text
 from patcher.engines.registries import architectures
 
 
@@ -120,3 +123,66 @@ def test_a_config_that_names_no_class_is_told_so_not_sent_to_a_release_or_a_plug
     assert any("set-architectures --set architecture=NAME" in t for t in texts)
     assert '--hf-overrides \'{"architectures": ["NAME"]}\'' in texts
     assert not any("pip install" in t or "plugin" in t for t in texts)
+
+
+_BACKEND_TRACEBACK = (
+    "(EngineCore_DP0 pid=7) ERROR 01-26 18:00:12 [core.py:936] EngineCore failed to start.\n"
+    "(EngineCore_DP0 pid=7) ERROR 01-26 18:00:12 [core.py:936] Traceback (most recent call "
+    "last):\n"
+    '(EngineCore_DP0 pid=7) ERROR 01-26 18:00:12 [core.py:936]   File "/venv/lib/python3.12/'
+    'site-packages/vllm/model_executor/models/transformers/multimodal.py", line 72, in '
+    "get_max_image_tokens\n"
+    "(EngineCore_DP0 pid=7) ERROR 01-26 18:00:12 [core.py:936]     mm_tokens = "
+    "processor._get_num_multimodal_tokens(\n"
+    "(EngineCore_DP0 pid=7) ERROR 01-26 18:00:12 [core.py:936] AttributeError: "
+    "'{processor}' object has no attribute '{attribute}'\n"
+)
+
+
+def test_a_processor_the_transformers_backend_cannot_count_tokens_with_is_that_backends() -> None:
+    """The backend's class in the warning (0.11 on), or its module in the traceback, says the
+    release has no class for the model: the release that lists the checkpoint's class, which
+    --checkpoint names; the processor's missing hook is said as such."""
+    registry = architectures("vllm")
+    versions = sorted(registry)
+    added = sorted(registry[versions[-1]] - registry[versions[-8]])[0]
+    first = min(v for v in versions if added in registry[v])
+    before = max(v for v in versions if v < first)
+    banner = (
+        "INFO 01-26 17:59:50 [api_server.py:1351] vLLM API server version "
+        f"{'.'.join(map(str, before))}\n"
+    )
+    log = banner + _BACKEND_TRACEBACK.format(
+        processor="SomeVLProcessor", attribute="_get_num_multimodal_tokens"
+    )
+    found = diagnose_text(log)
+    assert found.code == "transformers-fallback"
+    assert "SomeVLProcessor" in found.cause and "_get_num_multimodal_tokens" in found.cause
+    assert [(f.kind, f.text) for f in found.fixes] == [("advice", REGISTRY_LISTS)]
+    # the warning that names the backend's own class, and another error in its module
+    warned = banner + _FELL_BACK.format(arch="TransformersMultiModalForCausalLM")
+    other = _BACKEND_TRACEBACK.format(processor="SomeVLProcessor", attribute="size")
+    assert diagnose_text(warned + _BACKEND_ERROR).code == "transformers-fallback"
+    assert diagnose_text(banner + other).code == "transformers-fallback"
+    assert "_get_num_multimodal_tokens" not in diagnose_text(banner + other).cause
+
+
+def test_the_checkpoint_names_the_release_with_a_class_of_its_own(tmp_path: Path) -> None:
+    registry = architectures("vllm")
+    versions = sorted(registry)
+    added = sorted(registry[versions[-1]] - registry[versions[-8]])[0]
+    first = min(v for v in versions if added in registry[v])
+    before = max(v for v in versions if v < first)
+    log = tmp_path / "serve.log"
+    log.write_text(
+        "INFO 01-26 17:59:50 [api_server.py:1351] vLLM API server version "
+        f"{'.'.join(map(str, before))}\n"
+        + _BACKEND_TRACEBACK.format(
+            processor="SomeVLProcessor", attribute="_get_num_multimodal_tokens"
+        )
+    )
+    checkpoint = tmp_path / "ckpt"
+    checkpoint.mkdir()
+    (checkpoint / "config.json").write_text(json.dumps({"architectures": [added]}))
+    found = diagnose(log, checkpoint=checkpoint)
+    assert [f.text for f in found.fixes] == [f"pip install 'vllm>={'.'.join(map(str, first))}'"]

@@ -185,3 +185,46 @@ def test_a_log_without_its_release_gets_the_release_that_added_the_class_as_a_wa
         f"ValueError: {WORDS.format('qwen2')}\n"
     )
     assert not any("if this SGLang release" in (f.note or "") for f in plain.fixes)
+
+
+def test_a_transformers_beyond_the_engine_releases_requirement_is_said_to_be() -> None:
+    """glm_ocr (transformers 5.1 on) on a vLLM whose release with the class pins
+    ``transformers<5``: the upgrade is beyond that requirement, and said so, with the release
+    whose requirement admits it; a type the requirement admits stays within it."""
+    from patcher.advice.catalogue import config_types
+    from patcher.advice.requirements import required
+    from patcher.advice.transformers_rules import _admits_from
+    from patcher.engines.registries import architectures
+
+    registry = architectures("vllm")
+    order = sorted(registry)
+    pins = required("vllm", "transformers")
+    known = model_types()
+    cases: dict[bool, tuple[str, str, str]] = {}
+    for config, model_type in sorted(config_types().items()):
+        if model_type not in known or model_type in features_of("vllm", "own_config"):
+            continue
+        prefix = config.removesuffix("Config")
+        for name in (prefix + "ForCausalLM", prefix + "ForConditionalGeneration"):
+            listed = [v for v in order if name in registry[v]]
+            if not listed or listed[0] == order[0] or listed != order[order.index(listed[0]) :]:
+                continue
+            first = ".".join(map(str, listed[0]))
+            before = ".".join(map(str, order[order.index(listed[0]) - 1]))
+            if first in pins:
+                admits = _admits_from(pins[first], known[model_type][0])
+                cases.setdefault(admits, (model_type, before, first))
+    assert set(cases) == {True, False}, "no model type on each side of a vLLM requirement"
+    for admits, (model_type, before, first) in cases.items():
+        found = diagnose_text(
+            f"INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version {before}\n"
+            f"ValueError: {WORDS.format(model_type)}\n"
+        )
+        assert found.fixes[0].text == f"pip install 'vllm>={first}'"
+        upgrade = found.fixes[-1]
+        assert upgrade.text == f"pip install 'transformers>={known[model_type][0]}'"
+        if admits:
+            assert "within the engine release's own bounds" in (upgrade.note or "")
+        else:
+            assert f"beyond vLLM {first}'s own requirement ({pins[first]})" in (upgrade.note or "")
+            assert "conflict warning" in (upgrade.note or "")
