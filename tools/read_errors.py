@@ -44,6 +44,7 @@ from tools import (
     read_own_configs,
     read_quantization,
     read_rope_types,
+    read_task_runners,
 )
 from tools.catalogue_file import CATALOGUE, write_catalogue
 from tools.read_messages import templates_in
@@ -324,7 +325,7 @@ def record(
     ``features_only``, the templates are kept and only the per-release features
     (tools/read_model_classes.py, read_quantization.py, read_binaries.py, read_metadata.py,
     read_env_bounds.py, read_own_configs.py, read_rope_types.py,
-    read_model_configs.py)
+    read_model_configs.py, read_task_runners.py)
     are read again (a reading added to it, recorded for the releases already read); with
     ``templates_only``, only the templates are read again (a change of this reader)."""
     target = CATALOGUE / f"errors-{engine}.json"
@@ -353,6 +354,7 @@ def record(
                 read |= read_env_bounds.env_bounds(archive, engine)
                 read |= read_own_configs.own_configs(archive, engine)
                 read |= read_rope_types.rope_types(archive, engine)
+                read |= read_task_runners.task_runners(archive, engine)
                 read |= read_model_configs.model_configs(archive, engine)
                 read |= read_model_classes.cli_flags(archive, engine)
                 read |= read_metadata.torch_pin(archive)

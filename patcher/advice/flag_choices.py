@@ -20,6 +20,7 @@ from patcher.advice.catalogue import (
     features_of,
     has_feature,
     releases,
+    version_key,
     within,
 )
 from patcher.advice.log_rules import Fix, LogContext
@@ -110,6 +111,7 @@ def unrecognized_arguments(m: re.Match[str], ctx: LogContext) -> tuple[str, list
                 )
             )
         elif vllm or ctx.engine == "sglang" or re.search(r"sglang|launch_server", m.string):
+            fixes += _task_replaced(flag, value, ctx.version) if vllm else []
             fixes += _defined_elsewhere("vllm" if vllm else "sglang", flag)
         else:  # whose parser it is, the log does not say
             fixes.append(Fix("advice", f"leave out {flag}", note="the parser does not define it"))
@@ -206,6 +208,48 @@ def _defined_elsewhere(engine: Engine, flag: str) -> list[Fix]:
             )
         )
     return fixes
+
+
+def _task_replaced(flag: str, value: str, version: tuple[int, ...] | None) -> list[Fix]:
+    """vLLM's ``--task VALUE`` where its parser no longer defines ``--task``: what the last
+    release read that took it ran that task with (the ``task_runner`` feature,
+    tools/read_task_runners.py: ``_RUNNER_TASKS`` and ``_task_to_convert``), as the flags that
+    replaced it, where the first release without it defines them (a release before the first
+    that took it refuses it too, and has neither)."""
+    if flag != "--task" or not value or not has_feature("vllm", "task_runner"):
+        return []
+    span = feature_span("vllm", "flags", flag)
+    if span is None or span[1] is None or (version is not None and version < version_key(span[1])):
+        return []
+    last = feature_releases("vllm", "flags", flag)[-1]
+    mapped = next(
+        (
+            entry.split("=", 1)[1]
+            for entry in features_of("vllm", "task_runner")
+            if entry.split("=", 1)[0] == value
+            and last in feature_releases("vllm", "task_runner", entry)
+        ),
+        None,
+    )
+    if mapped is None or span[1] not in feature_releases("vllm", "flags", "--runner"):
+        return []
+    runner, _, convert = mapped.partition("/")
+    if runner != "pooling":
+        return []  # a generative task: leaving --task out is the whole answer
+    return [
+        Fix(
+            "flag",
+            "--runner pooling",
+            note=f"in place of --task {value}, from vLLM {span[1]}: {last}, the last release "
+            "read with --task, ran it on the pooling runner"
+            + (
+                f", adapting a generative model's class with --convert {convert} (add it where "
+                "the model's class is a generative one; --convert auto picks embed)"
+                if convert and convert != "embed"
+                else "; --convert auto adapts a generative model's class to embeddings"
+            ),
+        )
+    ]
 
 
 def _flags_of(engine: Engine, release: str | None) -> list[str]:

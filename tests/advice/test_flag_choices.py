@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from pathlib import Path
 
 from patcher.advice.doctor import diagnose_text
 from tests.conftest import SNAPSHOTS
@@ -119,3 +120,77 @@ def test_a_reasoning_parser_no_release_registers_is_a_misspelling() -> None:
     assert found.code == "invalid-choice"
     assert "--reasoning-parser" in found.cause and "no vllm release read" in found.cause
     assert [f.kind for f in found.fixes] == ["advice"]
+
+
+def test_a_task_the_parser_dropped_becomes_the_runner_the_last_release_ran_it_on() -> None:
+    """``--task embed`` refused by a vLLM without ``--task`` (0.13.0 on): ``--runner pooling``,
+    what the last release read with ``--task`` ran a pooling task on (its ``_RUNNER_TASKS``);
+    a generative task is only left out, and a release before ``--task`` gets neither."""
+    from patcher.advice.catalogue import feature_releases, feature_span, features_of
+
+    span = feature_span("vllm", "flags", "--task")
+    assert span is not None and span[1] is not None
+    last = feature_releases("vllm", "flags", "--task")[-1]
+    mapped = {
+        e.split("=", 1)[0]: e.split("=", 1)[1]
+        for e in features_of("vllm", "task_runner")
+        if last in feature_releases("vllm", "task_runner", e)
+    }
+    pooling = sorted(t for t, r in mapped.items() if r.startswith("pooling"))
+    generative = sorted(t for t, r in mapped.items() if r == "generate")
+    assert pooling and generative
+    for task in pooling:
+        found = diagnose_text(f"vllm: error: unrecognized arguments: --task {task}\n")
+        assert (found.fixes[0].kind, found.fixes[0].text) == ("flag", "--runner pooling")
+        convert = mapped[task].partition("/")[2]
+        if convert and convert != "embed":
+            assert f"--convert {convert}" in (found.fixes[0].note or "")
+    for task in generative:
+        found = diagnose_text(f"vllm: error: unrecognized arguments: --task {task}\n")
+        assert all("--runner" not in f.text for f in found.fixes)
+        assert found.fixes[0].text == "leave out --task"
+    before = diagnose_text(
+        "INFO 10-30 10:00:00 api_server.py:1 vLLM API server version 0.6.3\n"
+        "api_server.py: error: unrecognized arguments: --task embedding\n"
+    )
+    assert all("--runner" not in f.text for f in before.fixes)
+    assert any(f.text.startswith("pip install 'vllm>=") for f in before.fixes)
+
+
+def test_the_task_runners_are_read_from_the_release_s_model_config(tmp_path: Path) -> None:
+    import zipfile
+
+    from tools.read_task_runners import task_runners
+
+    source = (
+        "_RUNNER_TASKS: dict = {\n"
+        '    "generate": ["generate", "transcription"],\n'
+        '    "pooling": ["embedding", "embed", "classify", "score"],\n'
+        "}\n"
+        "class ModelConfig:\n"
+        "    def resolve(self):\n"
+        "        def _task_to_convert(task):\n"
+        '            if task == "embedding" or task == "embed":\n'
+        '                return "embed"\n'
+        '            if task == "classify":\n'
+        '                return "classify"\n'
+        '            if task == "score":\n'
+        "                return self.pick()\n"
+        '            return "none"\n'
+    )
+    wheel = tmp_path / "vllm-0.12.0-cp38-abi3-manylinux_2_31_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("vllm/config/model.py", source)
+        archive.writestr("vllm/config/other.py", "X = 1\n")
+    with zipfile.ZipFile(wheel) as archive:
+        assert task_runners(archive, "vllm") == {
+            "task_runner": [
+                "classify=pooling/classify",
+                "embed=pooling/embed",
+                "embedding=pooling/embed",
+                "generate=generate",
+                "score=pooling",
+                "transcription=generate",
+            ]
+        }
+        assert task_runners(archive, "sglang") == {}
