@@ -24,6 +24,9 @@ REGISTRY_LISTS_NOTE = "patcher doctor LOG --checkpoint CKPT names the release th
 BACKEND_CLASS_PREFIX = "Transformers"
 # A traceback frame in the backend's module (models/transformers.py to 0.13, a package after).
 BACKEND_FRAME = re.compile(r"/vllm/model_executor/models/transformers(?:/\w+)?\.py\b")
+# The backend asked for, not fallen back to: --model-impl transformers, or the non-default
+# args' and the engine config's model_impl (vLLM 0.8 on).
+CHOSEN_BACKEND = re.compile(r"model[_-]impl['\"]?(?::\s*|=|\s+)['\"]?transformers\b")
 # The processor method the backend counts a multimodal prompt's tokens with (its
 # get_max_image_tokens and _get_mm_fields_config, 0.10.1 to 0.34.0, read): vLLM's only caller.
 PROCESSOR_HOOK = "_get_num_multimodal_tokens"

@@ -15,7 +15,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from patcher.advice import catalogue
-from patcher.advice.architectures import BACKEND_FRAME, MISSING_HOOK, through_fallback
+from patcher.advice.architectures import (
+    BACKEND_CLASS_PREFIX,
+    BACKEND_FRAME,
+    CHOSEN_BACKEND,
+    MISSING_HOOK,
+    through_fallback,
+)
 from patcher.advice.asserted_keys import by_asserted_key
 from patcher.advice.cuda_oom import (
     OOM_WORDS,
@@ -251,6 +257,7 @@ def diagnose_lines(
     validated: str | None = None  # the setting whose config class pydantic refused
     architecture: str | None = None  # the architecture vLLM resolved the model to
     fell_back: str | None = None  # an architecture vLLM ran through its Transformers backend
+    chose_backend = False  # the command asked for that backend (--model-impl transformers)
     gpu: tuple[int, int] | None = None  # the compute capability of the GPU the log names
     command: str | None = None  # the server's command line, as the log quotes it
     imported: str | None = None  # the last "from X import ..." source line a traceback showed
@@ -366,6 +373,8 @@ def diagnose_lines(
             resolved := RESOLVED.search(line)
         ):
             architecture = resolved.group(1) or resolved.group(2)
+        if "model" in line and CHOSEN_BACKEND.search(line):
+            chose_backend = True
         if "falling back to Transformers" in line and (fell := FELL_BACK.search(line)):
             fell_back = fell.group(1)
         if command is None and " --" in line and COMMAND_LINE.search(line):
@@ -512,10 +521,19 @@ def diagnose_lines(
         return settled(replace(handling, log=source, engine_version=version_text))
     if echoed is not None:
         return settled(echoed)
-    in_backend = frame is not None and BACKEND_FRAME.search(frame) is not None
-    if root is not None and (fell_back is not None or in_backend or MISSING_HOOK.search(root)):
+    # the backend's own class resolved (0.11 on), its module in the traceback, or its hook
+    resolved_backend = (
+        architecture is not None
+        and architecture.startswith(BACKEND_CLASS_PREFIX)
+        and not chose_backend
+    )
+    in_backend = frame is not None and BACKEND_FRAME.search(frame) is not None and not chose_backend
+    if root is not None and (
+        fell_back is not None or resolved_backend or in_backend or MISSING_HOOK.search(root)
+    ):
         version = _release_numbers(version_text)
-        if (through := through_fallback(fell_back, version, root)) is not None:
+        backend_of = fell_back or (architecture if resolved_backend else None)
+        if (through := through_fallback(backend_of, version, root)) is not None:
             return Diagnosis(source, "transformers-fallback", root, *through, version_text)
     return Diagnosis(source, None, root or oom, NO_MATCH, (), version_text)
 

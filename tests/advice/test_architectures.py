@@ -186,3 +186,21 @@ def test_the_checkpoint_names_the_release_with_a_class_of_its_own(tmp_path: Path
     (checkpoint / "config.json").write_text(json.dumps({"architectures": [added]}))
     found = diagnose(log, checkpoint=checkpoint)
     assert [f.text for f in found.fixes] == [f"pip install 'vllm>={'.'.join(map(str, first))}'"]
+
+
+def test_the_backend_resolved_is_that_backends_unless_the_command_chose_it() -> None:
+    resolved = (
+        "(APIServer pid=1) INFO 02-03 11:08:46 [api_server.py:1] vLLM API server version 0.15.0\n"
+        "(APIServer pid=1) INFO 02-03 11:08:52 [model.py:541] Resolved architecture: "
+        "TransformersMultiModalForCausalLM\n"
+        "(EngineCore_DP0 pid=2) ERROR 02-03 11:09:10 [core.py:946] TypeError: unsupported "
+        "operand type(s) for *: 'NoneType' and 'int'\n"
+    )
+    found = diagnose_text(resolved)
+    assert found.code == "transformers-fallback"
+    assert "TransformersMultiModalForCausalLM" in found.cause
+    assert [f.text for f in found.fixes] == [REGISTRY_LISTS]
+    chosen = "INFO 02-03 11:08:46 [utils.py:261] non-default args: {'model_impl': 'transformers'}\n"
+    assert diagnose_text(chosen + resolved).code is None
+    traceback = _BACKEND_TRACEBACK.format(processor="SomeVLProcessor", attribute="size")
+    assert diagnose_text("vllm serve m --model-impl transformers\n" + traceback).code is None
