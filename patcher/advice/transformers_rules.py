@@ -210,11 +210,17 @@ def _transformers_model_type(m: re.Match[str], ctx: LogContext) -> tuple[str, li
         + (", with an engine release that has the model (above)" if lacking else ""),
     )
     if lacking:
+        # the release with the class also reads the type with its own config class: that
+        # release alone starts it, whatever transformers is installed
+        same = next((f for f in own if f.text == lacking.text), None)
+        first = (
+            replace(lacking, note=f"{lacking.note}; {same.note}") if same is not None else lacking
+        )
         return (
             f"this transformers does not know model type {m.group(1)}, which transformers "
             f"{span[0]} and later know (read from their source, up to {span[1]}), and this "
             f"engine release has no model class for it either: {lacking.note}",
-            [lacking, *(f for f in own if f.text != lacking.text), upgrade],
+            [first, *(f for f in own if f.text != lacking.text), *([] if same else [upgrade])],
         )
     return (
         f"this transformers does not know model type {m.group(1)}, which transformers "
@@ -270,12 +276,18 @@ def _registry_lacks(model_type: str, ctx: LogContext) -> Fix | None:
         return None
     if ctx.version[:3] < min(architectures(engine)):
         return None  # a release before the registries read: what it lists is not known
-    for name in _model_classes(model_type):
-        fix = release_for(name, ctx.version, engine)
-        if fix is not None and ">=" in fix.text:
-            version = ".".join(map(str, ctx.version))
-            return replace(fix, note=f"{ENGINE_NAMES[engine]} {version} has no {name}; {fix.note}")
-    return None
+    found = [
+        (name, fix)
+        for name in _model_classes(model_type)
+        if (fix := release_for(name, ctx.version, engine)) is not None and ">=" in fix.text
+    ]
+    if not found:
+        return None
+    # the class the earliest release lists (Qwen3.5's checkpoints name the multimodal class,
+    # listed from 0.17, where the text-only one came in 0.27)
+    name, fix = min(found, key=lambda pair: version_key(pair[1].text.split(">=", 1)[1][:-1]))
+    version = ".".join(map(str, ctx.version))
+    return replace(fix, note=f"{ENGINE_NAMES[engine]} {version} has no {name}; {fix.note}")
 
 
 def _server(ctx: LogContext) -> EngineName | None:

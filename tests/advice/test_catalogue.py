@@ -534,6 +534,8 @@ def test_the_recorder_follows_a_message_a_helper_builds() -> None:
 
 
 def test_an_upgrade_is_named_only_where_a_read_release_knows_the_model_type() -> None:
+    from patcher.advice.catalogue import feature_releases
+
     template = (
         "ValueError: The checkpoint you are trying to load has model type `{}` but Transformers "
         "does not recognize this architecture."
@@ -547,14 +549,16 @@ def test_an_upgrade_is_named_only_where_a_read_release_knows_the_model_type() ->
         and (f.note or "").startswith("if the engine is ")
         for f in known.fixes[1:]
     )
-    # a vLLM log: vLLM's own config class first (own_config, tests/advice/
-    # test_transformers_rules.py), its release pinning the transformers it was written for
+    # a vLLM log of a release without the model's class: the release that lists it, which also
+    # reads the type with its own config class (own_config, tests/advice/
+    # test_transformers_rules.py), so it alone starts it: no transformers upgrade besides
     vllm = diagnose_text(
         "INFO 01-01 00:00:00 api_server.py:1] vLLM API server version 0.10.1\n"
         + template.format("qwen3_5_moe")
     )
-    assert [f.text for f in vllm.fixes][-1] == "pip install 'transformers>=5.2.0'"
-    assert vllm.fixes[0].text.startswith("pip install 'vllm>=")
+    own = feature_releases("vllm", "own_config", "qwen3_5_moe")[0]
+    assert [f.text for f in vllm.fixes] == [f"pip install 'vllm>={own}'"]
+    assert "config class of their own" in (vllm.fixes[0].note or "")
     assert not (vllm.fixes[0].note or "").startswith("if the engine is ")
     unknown = diagnose_text(template.format("not_a_model_anyone_wrote"))
     assert unknown.code == "transformers-too-old"

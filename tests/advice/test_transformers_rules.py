@@ -228,3 +228,38 @@ def test_a_transformers_beyond_the_engine_releases_requirement_is_said_to_be() -
         else:
             assert f"beyond vLLM {first}'s own requirement ({pins[first]})" in (upgrade.note or "")
             assert "conflict warning" in (upgrade.note or "")
+
+
+def test_the_class_the_earliest_release_lists_names_the_release() -> None:
+    """A model type with a text-only and a multimodal class listed from different releases
+    (Qwen3.5: the multimodal one from 0.17, the text-only one later): the earlier release; and
+    where that release also reads the type with its own config class, no transformers upgrade
+    (it starts whatever transformers is installed)."""
+    from patcher.advice.catalogue import config_types, feature_releases
+    from patcher.engines.registries import architectures
+
+    registry = architectures("vllm")
+    order = sorted(registry)
+    known = model_types()
+    seen = set()
+    for config, model_type in sorted(config_types().items()):
+        prefix = config.removesuffix("Config")
+        firsts = [
+            min((v for v in order if name in registry[v]), default=None)
+            for name in (prefix + "ForCausalLM", prefix + "ForConditionalGeneration")
+        ]
+        if model_type not in known or None in firsts or not firsts[0] > firsts[1] > order[0]:
+            continue
+        earliest = ".".join(map(str, firsts[1]))
+        before = ".".join(map(str, max(v for v in order if v < firsts[1])))
+        found = diagnose_text(
+            f"INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version {before}\n"
+            f"ValueError: {WORDS.format(model_type)}\n"
+        )
+        assert found.fixes[0].text == f"pip install 'vllm>={earliest}'", model_type
+        own = feature_releases("vllm", "own_config", model_type)
+        reads_it = bool(own) and own[0] == earliest
+        upgrade = any(f.text.startswith("pip install 'transformers") for f in found.fixes)
+        assert upgrade != reads_it, model_type
+        seen.add(reads_it)
+    assert seen == {True, False}, "not both: with and without the release's own config class"
