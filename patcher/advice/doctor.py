@@ -373,7 +373,7 @@ def diagnose_lines(
             resolved := RESOLVED.search(line)
         ):
             architecture = resolved.group(1) or resolved.group(2)
-        if "model" in line and CHOSEN_BACKEND.search(line):
+        if "impl" in line and CHOSEN_BACKEND.search(line):
             chose_backend = True
         if "falling back to Transformers" in line and (fell := FELL_BACK.search(line)):
             fell_back = fell.group(1)
