@@ -343,7 +343,8 @@ def _write_registries(engine: str, wheels: list[Path]) -> dict[str, list[str]]:
     releases read before; the registries before the write, for the report."""
     path = SGLANG_ARCHITECTURES if engine == "sglang" else ARCHITECTURES
     reader = sglang_architectures if engine == "sglang" else architectures
-    full = architectures_by_release(_load(path).get("releases", {}))
+    recorded = _load(path)
+    full = architectures_by_release(recorded.get("releases", {}))
     before = dict(full)
     for wheel in wheels:
         version = version_of(wheel, engine)
@@ -351,7 +352,7 @@ def _write_registries(engine: str, wheels: list[Path]) -> dict[str, list[str]]:
             full[version] = reader(Release(wheel))
         except SourceMissing as exc:
             raise SystemExit(f"{engine} {version}: architectures was not read: {exc}") from None
-    made_by = _load(path).get("made_by", "") if engine == "vllm" else ""
+    made_by = recorded.get("made_by", "") if engine == "vllm" else ""
     today = datetime.date.today().isoformat()
     content = {
         "made_by": made_by

@@ -21,16 +21,16 @@ REGISTRY_LISTS = "a vLLM release whose registry lists the checkpoint's architect
 REGISTRY_LISTS_NOTE = "patcher doctor LOG --checkpoint CKPT names the release that lists it"
 # The classes of vLLM's Transformers backend (TransformersForCausalLM,
 # TransformersMultiModalForCausalLM, ...), which its fallback warning names from 0.11.
-BACKEND_CLASS_PREFIX = "Transformers"
+_BACKEND_CLASS_PREFIX = "Transformers"
 # A traceback frame in the backend's module (models/transformers.py to 0.13, a package after).
-BACKEND_FRAME = re.compile(r"/vllm/model_executor/models/transformers(?:/\w+)?\.py\b")
+_BACKEND_FRAME = re.compile(r"/vllm/model_executor/models/transformers(?:/\w+)?\.py\b")
 # The backend asked for, not fallen back to: --model-impl transformers, or the non-default
 # args' and the engine config's model_impl (vLLM 0.8 on).
 CHOSEN_BACKEND = re.compile(r"model[_-]impl['\"]?(?::\s*|=|\s+)['\"]?transformers\b")
 # The processor method the backend counts a multimodal prompt's tokens with (its
 # get_max_image_tokens and _get_mm_fields_config, 0.10.1 to 0.34.0, read): vLLM's only caller.
 PROCESSOR_HOOK = "_get_num_multimodal_tokens"
-MISSING_HOOK = re.compile(rf"'(\w+)' object has no attribute '{PROCESSOR_HOOK}'")
+_MISSING_HOOK = re.compile(rf"'(\w+)' object has no attribute '{PROCESSOR_HOOK}'")
 
 
 def release_for(
@@ -297,6 +297,29 @@ def config_attribute(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]
     )
 
 
+def from_backend(
+    root: str,
+    version: tuple[int, ...] | None,
+    *,
+    fell_back: str | None,
+    resolved: str | None,
+    frame: str | None,
+    chosen: bool,
+) -> tuple[str, tuple[Fix, ...]] | None:
+    """An error no rule knows, where the log says vLLM ran the model through its Transformers
+    backend: its fallback warning (``fell_back``), the backend's own class resolved (0.11 on),
+    a traceback ``frame`` in the backend's module, or a processor without the backend's hook.
+    A command that chose the backend (``chosen``: --model-impl transformers) is no fallback:
+    only the warning or the hook then says so."""
+    own_class = resolved if resolved and resolved.startswith(_BACKEND_CLASS_PREFIX) else None
+    in_module = frame is not None and _BACKEND_FRAME.search(frame) is not None
+    if chosen:
+        own_class, in_module = None, False
+    if fell_back is None and own_class is None and not in_module and not _MISSING_HOOK.search(root):
+        return None
+    return through_fallback(fell_back or own_class, version, root)
+
+
 def through_fallback(
     name: str | None, version: tuple[int, ...] | None, root: str = ""
 ) -> tuple[str, tuple[Fix, ...]] | None:
@@ -306,7 +329,7 @@ def through_fallback(
     names the backend's own class (``TransformersMultiModalForCausalLM``), and a traceback
     through the backend's module (``name`` None) says the same: the release is then the one
     that lists the checkpoint's architecture, which ``doctor --checkpoint`` names."""
-    if name is None or name.startswith(BACKEND_CLASS_PREFIX):
+    if name is None or name.startswith(_BACKEND_CLASS_PREFIX):
         return _through_backend(name, root)
     fix = release_for(name, version)
     if fix is None or fix.kind != "dependency" or "==" in fix.text:
@@ -322,7 +345,7 @@ def _through_backend(name: str | None, root: str) -> tuple[str, tuple[Fix, ...]]
     """The backend's error where the log does not name the model's own architecture; a
     processor without the hook the backend counts multimodal tokens with, said as such."""
     ran = f" ({name})" if name else ""
-    hook = MISSING_HOOK.search(root)
+    hook = _MISSING_HOOK.search(root)
     cause = (
         f"this vLLM ran the model through its Transformers backend{ran}, the fallback where "
         "its registry has no class of its own for the checkpoint's architecture, and the "

@@ -21,6 +21,12 @@ from patcher.advice.log_rules import Fix, LogContext, Rule
 OBSOLETE = re.compile(r"Possibly you have built or installed an obsolete version of vllm")
 # PyTorch's words for an op its registry does not hold, in one of vLLM's op namespaces.
 MISSING_OP = re.compile(r"'_OpNamespace' '(_\w*C\w*)' object has no attribute '(\w+)'")
+# Why an op is missing from the extension that did import.
+_BUILDS = (
+    "the extension and vLLM's Python files are of different builds (a source tree's .so files "
+    "built from older sources, files of another release left behind, or a build for another "
+    "device)"
+)
 
 
 def _reinstall(ctx: LogContext) -> list[Fix]:
@@ -51,9 +57,7 @@ def obsolete_build(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     if ctx.extension_failed:  # no fix here: the import failure's own line answers
         return "vLLM's compiled extension did not import (an earlier line)", []
     return (
-        "vLLM's compiled extension (vllm/_C*.so) has no op its Python code calls: the two are "
-        "of different builds (a source tree's .so files built from older sources, files of "
-        "another release left behind, or a build for another device)",
+        f"vLLM's compiled extension (vllm/_C*.so) has no op its Python code calls: {_BUILDS}",
         _reinstall(ctx),
     )
 
@@ -66,9 +70,7 @@ def missing_op(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
         return "vLLM's compiled extension did not import (an earlier line)", []
     return (
         f"vLLM called the compiled op {namespace}.{op}, which the extension it loaded does "
-        "not register: the extension and vLLM's Python files are of different builds (a "
-        "source tree's .so files built from older sources, files of another release left "
-        "behind, or a build for another device)",
+        f"not register: {_BUILDS}",
         _reinstall(ctx),
     )
 

@@ -15,13 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from patcher.advice import catalogue
-from patcher.advice.architectures import (
-    BACKEND_CLASS_PREFIX,
-    BACKEND_FRAME,
-    CHOSEN_BACKEND,
-    MISSING_HOOK,
-    through_fallback,
-)
+from patcher.advice.architectures import CHOSEN_BACKEND, from_backend
 from patcher.advice.asserted_keys import by_asserted_key
 from patcher.advice.cuda_oom import (
     OOM_WORDS,
@@ -521,20 +515,17 @@ def diagnose_lines(
         return settled(replace(handling, log=source, engine_version=version_text))
     if echoed is not None:
         return settled(echoed)
-    # the backend's own class resolved (0.11 on), its module in the traceback, or its hook
-    resolved_backend = (
-        architecture is not None
-        and architecture.startswith(BACKEND_CLASS_PREFIX)
-        and not chose_backend
-    )
-    in_backend = frame is not None and BACKEND_FRAME.search(frame) is not None and not chose_backend
     if root is not None and (
-        fell_back is not None or resolved_backend or in_backend or MISSING_HOOK.search(root)
+        through := from_backend(
+            root,
+            _release_numbers(version_text),
+            fell_back=fell_back,
+            resolved=architecture,
+            frame=frame,
+            chosen=chose_backend,
+        )
     ):
-        version = _release_numbers(version_text)
-        backend_of = fell_back or (architecture if resolved_backend else None)
-        if (through := through_fallback(backend_of, version, root)) is not None:
-            return Diagnosis(source, "transformers-fallback", root, *through, version_text)
+        return Diagnosis(source, "transformers-fallback", root, *through, version_text)
     return Diagnosis(source, None, root or oom, NO_MATCH, (), version_text)
 
 

@@ -197,7 +197,8 @@ def _transformers_model_type(m: re.Match[str], ctx: LogContext) -> tuple[str, li
                 ),
             ],
         )
-    lacking = _registry_lacks(m.group(1), ctx)
+    lacked = _registry_lacks(m.group(1), ctx)
+    lacking, with_class = lacked if lacked is not None else (None, None)
     added = [
         f
         for f in [_registry_added(m.group(1), ctx)]
@@ -206,7 +207,7 @@ def _transformers_model_type(m: re.Match[str], ctx: LogContext) -> tuple[str, li
     upgrade = Fix(
         "dependency",
         f"pip install 'transformers>={span[0]}'",
-        note=_upgrade_note(span[0], lacking, ctx)
+        note=_upgrade_note(span[0], with_class, ctx)
         + (", with an engine release that has the model (above)" if lacking else ""),
     )
     if lacking:
@@ -240,17 +241,16 @@ def _transformers_model_type(m: re.Match[str], ctx: LogContext) -> tuple[str, li
     )
 
 
-def _upgrade_note(least: str, lacking: Fix | None, ctx: LogContext) -> str:
+def _upgrade_note(least: str, with_class: str | None, ctx: LogContext) -> str:
     """Where the transformers upgrade stands against the engine's own requirement: the
-    release the log names, or the one ``lacking`` names (the first with the model class).
+    release the log names, or ``with_class`` (the first release with the model class).
     A requirement that excludes it (vLLM 0.12 to 0.19: ``transformers<5``) is said, with the
     first release read that admits it: pip installs it with a conflict warning."""
     server = _server(ctx)
-    named = lacking.text.split(">=", 1)[1].rstrip("'") if lacking is not None else None
-    if server is None or (named is None and ctx.version is None):
+    if server is None or (with_class is None and ctx.version is None):
         return "in the engine's environment, within the engine release's own bounds"
     pins = required(server, "transformers")
-    release = named if named in pins else at_or_below(pins, ctx.version or ())
+    release = with_class if with_class in pins else at_or_below(pins, ctx.version or ())
     if release is None or _admits_from(pins[release], least):
         return "in the engine's environment, within the engine release's own bounds"
     first = _admitting(server, least)
@@ -262,12 +262,12 @@ def _upgrade_note(least: str, lacking: Fix | None, ctx: LogContext) -> str:
     )
 
 
-def _registry_lacks(model_type: str, ctx: LogContext) -> Fix | None:
+def _registry_lacks(model_type: str, ctx: LogContext) -> tuple[Fix, str] | None:
     """The engine release (read) whose registry first lists the model class of ``model_type``,
     where the log's own release is a later one read without it: transformers alone would then
     not start it. The class is named as transformers names it (``Gemma2Config``:
-    ``Gemma2ForCausalLM`` or ``Gemma2ForConditionalGeneration``); None where the log does not
-    say which engine release it is, or no release read lists such a class."""
+    ``Gemma2ForCausalLM`` or ``Gemma2ForConditionalGeneration``), with that release; None where
+    the log does not say which engine release it is, or no release read lists such a class."""
     from patcher.advice.architectures import release_for
     from patcher.engines.registries import architectures
 
@@ -276,8 +276,9 @@ def _registry_lacks(model_type: str, ctx: LogContext) -> Fix | None:
         return None
     if ctx.version[:3] < min(architectures(engine)):
         return None  # a release before the registries read: what it lists is not known
+    registry = architectures(engine)
     found = [
-        (name, fix)
+        (min(v for v, names in registry.items() if name in names), name, fix)
         for name in _model_classes(model_type)
         if (fix := release_for(name, ctx.version, engine)) is not None and ">=" in fix.text
     ]
@@ -285,9 +286,12 @@ def _registry_lacks(model_type: str, ctx: LogContext) -> Fix | None:
         return None
     # the class the earliest release lists (Qwen3.5's checkpoints name the multimodal class,
     # listed from 0.17, where the text-only one came in 0.27)
-    name, fix = min(found, key=lambda pair: version_key(pair[1].text.split(">=", 1)[1][:-1]))
+    first, name, fix = min(found)
     version = ".".join(map(str, ctx.version))
-    return replace(fix, note=f"{ENGINE_NAMES[engine]} {version} has no {name}; {fix.note}")
+    return (
+        replace(fix, note=f"{ENGINE_NAMES[engine]} {version} has no {name}; {fix.note}"),
+        ".".join(map(str, first)),
+    )
 
 
 def _server(ctx: LogContext) -> EngineName | None:
