@@ -342,26 +342,58 @@ JSON_ONLY_SINCE = "0.10.1"
 NOT_JSON = re.compile(
     r"argument (--[\w-]+): Value (.+?) cannot be converted to <function(?: loads|$)"
 )
-_PAIRS = re.compile(r"\s*([A-Za-z_][\w.-]*)\s*=\s*([^,=]+?)\s*(?:,|$)")
+_PAIRS = re.compile(r"\s*([A-Za-z_][\w.-]*)\s*([=:])\s*([^,=:{}]+?)\s*(?:,|$)")
 
 
-def _as_json(value: str) -> str | None:
-    """``image=4,audio=1`` as the JSON object it means, or None for another shape."""
-    pairs = _PAIRS.findall(value)
-    if not pairs or ",".join(f"{k}={v}" for k, v in pairs) != re.sub(r"\s+", "", value):
+def _scalar(text: str) -> object:
+    """A pair's value as JSON reads it: a number, true/false/null, else the string."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text.strip("'\"")
+
+
+def _as_json(value: str) -> tuple[str, str] | None:
+    """The JSON object ``value`` means, with the shape it was given in, or None for a value
+    that is not one unambiguously: ``image=4,audio=1`` (the k=v pairs of releases before
+    0.10), ``image:4`` and ``{image: 4}`` (a YAML-like mapping, keys unquoted), and JSON whose
+    quotes arrive backslash-escaped (``{\\"image\\":1}`` inside single quotes, where the
+    shell passes the backslashes on)."""
+    unescaped = value.replace('\\"', '"')
+    if unescaped != value:
+        try:
+            loaded = json.loads(unescaped)
+        except ValueError:
+            loaded = None
+        if isinstance(loaded, dict):
+            return json.dumps(loaded), "its quotes escaped with backslashes that reach the engine"
+    inner = value.strip()
+    braced = inner.startswith("{") and inner.endswith("}")
+    inner = inner[1:-1] if braced else inner
+    pairs = _PAIRS.findall(inner)
+    joined = ",".join(f"{k}{sep}{v}" for k, sep, v in pairs)
+    if not pairs or joined != re.sub(r"\s+", "", inner):
         return None
-    return json.dumps({k: int(v) if v.isdigit() else v for k, v in pairs})
+    separators = {sep for _k, sep, _v in pairs}
+    if separators == {"="} and not braced:
+        shape = "the k=v form that releases before 0.10 took"
+    else:
+        shape = "a mapping with unquoted keys, which JSON does not read"
+    return json.dumps({k: _scalar(v) for k, _sep, v in pairs}), shape
 
 
 def json_flag(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
-    """A dict-typed flag given as ``k=v`` pairs (the form vLLM 0.5 to 0.9 took)."""
+    """A dict-typed flag given as something other than JSON: ``k=v`` pairs (the form vLLM
+    0.5 to 0.9 took), a mapping with unquoted keys, or JSON whose quotes the shell passed on
+    escaped; told as the same value in JSON where it reads as one unambiguously."""
     flag, value = m.group(1), m.group(2).strip().strip("'\"")
+    read = _as_json(value)
+    shape = read[1] if read else "not JSON"
     cause = (
         f"{flag} takes a JSON object in this vLLM release (its value is read with json.loads "
-        f"alone, from {JSON_ONLY_SINCE} read on), and {value!r} is not one: the k=v form that "
-        "releases before 0.10 took"
+        f"alone, from {JSON_ONLY_SINCE} read on), and {value!r} is not one: {shape}"
     )
-    given = _as_json(value)
-    if given is None:
+    if read is None:
         return cause, [Fix("advice", f"give {flag} as JSON, e.g. '{{\"key\": 1}}'")]
+    given = read[0]
     return cause, [Fix("flag", f"{flag} {shlex.quote(given)}", note="the same value as JSON")]

@@ -33,6 +33,29 @@ def test_a_title_cut_at_the_function_still_reads() -> None:
     }
 
 
+def _json_fix(value: str) -> tuple[str, object]:
+    found = diagnose_text(
+        f"vllm serve: error: argument --limit-mm-per-prompt: Value {value} cannot be converted "
+        "to <function loads at 0x7f00>.\n"
+    )
+    assert found.code == "flag-json"
+    flag, given = shlex.split(found.fixes[0].text)
+    assert flag == "--limit-mm-per-prompt"
+    return found.cause, json.loads(given)
+
+
+def test_a_colon_mapping_with_unquoted_keys_becomes_json() -> None:
+    cause, value = _json_fix("image:4")
+    assert value == {"image": 4} and "unquoted keys" in cause
+    cause, value = _json_fix("{image: 2, video: 1}")
+    assert value == {"image": 2, "video": 1} and "k=v form" not in cause
+
+
+def test_json_whose_quotes_the_shell_passed_on_escaped_is_given_unescaped() -> None:
+    cause, value = _json_fix('{\\"image\\":1,\\"video\\":1}')
+    assert value == {"image": 1, "video": 1} and "escaped" in cause
+
+
 def test_another_shape_gets_the_form_not_a_guess() -> None:
     found = diagnose_text(
         "vllm serve: error: argument --hf-overrides: Value rope_scaling cannot be converted to "
