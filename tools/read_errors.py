@@ -38,6 +38,7 @@ from tools import (
     read_binaries,
     read_defects,
     read_env_bounds,
+    read_layer_configs,
     read_metadata,
     read_model_classes,
     read_model_configs,
@@ -201,6 +202,9 @@ START_UP: dict[str, tuple[str, ...]] = {
         # every model's config class: its own checks of config.json's values (transformers 5
         # validates them strictly at load), which the engines meet through AutoConfig
         "transformers/models/*/configuration_*.py",
+        # a per-layer (heterogeneous) config's attribute read whole (5.14.1 on), which an
+        # engine written before the model's config became per-layer does as it starts
+        "transformers/integrations/heterogeneity/configuration_utils.py",
     ),
 }
 
@@ -363,6 +367,7 @@ def record(
                 read |= read_accepts.accepts(archive, START_UP[engine])
                 if engine == "sglang":
                     read |= read_model_classes.sglang_pipeline(archive)
+                read |= read_layer_configs.reads_per_layer(archive, f"{engine}/")
                 if engine == "vllm":
                     read |= read_model_classes.features(archive)
                     read |= read_model_classes.attention_backends(archive)
@@ -379,6 +384,9 @@ def record(
                 texts = [archive.read(n).decode() for n in MODEL_TYPES if n in names]
                 config_code = archive.read("transformers/configuration_utils.py").decode()
             _record_features(catalogue, version_of_wheel, gguf)
+            with zipfile.ZipFile(wheel) as archive:
+                layered = read_layer_configs.per_layer_types(archive)
+            _record_features(catalogue, version_of_wheel, layered)
             if "huggingface_hub.dataclasses" in config_code:  # @strict config classes
                 since = catalogue.get("strict_since") or version_of_wheel
                 catalogue["strict_since"] = min(since, version_of_wheel, key=version_key)

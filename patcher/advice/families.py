@@ -47,6 +47,7 @@ from patcher.advice.catalogue import Matched, Template
 from patcher.advice.cuda_graph import CAPTURE, explain_cuda_graph
 from patcher.advice.environment_answers import explain_dependency, explain_environment
 from patcher.advice.hub_access import explain_hub
+from patcher.advice.layer_configs import explain_per_layer
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.advice.named_flags import (
     explain_named_flags,
@@ -295,6 +296,16 @@ FAMILIES: tuple[Family, ...] = (
         "dependency",
         _says(r"already used by a Transformers config"),
         explain_config_name_taken,
+    ),
+    Family(
+        # transformers refusing a per-layer config's attribute read whole (5.14.1 on): an
+        # engine release written before the model's config became per-layer
+        "per-layer-config",
+        "dependency",
+        lambda t: (
+            t.engine == "transformers" and t.exception == "AmbiguousGlobalPerLayerAttributeError"
+        ),
+        explain_per_layer,
     ),
     Family(
         "config-validation",

@@ -1,0 +1,118 @@
+"""doctor's answer to transformers refusing a per-layer attribute read whole
+(``AmbiguousGlobalPerLayerAttributeError: 'head_dim' is a per-layer attribute and may vary
+across layers``): from some release on, transformers builds a model's config per layer (Gemma
+4's from 5.15.0), and an engine release written before reads the attribute off the whole config
+as it builds its model config. Two ways out, each read from source: the transformers release
+before the first that builds any per-layer config (the ``per_layer_config`` feature of
+``errors-transformers.json``, tools/read_layer_configs.py), within the engine release's own
+transformers requirement; and the first engine release read whose own code reads
+``per_layer_config`` (the same feature of the engine's catalogue: ``reads``, or ``whole`` for a
+release read that does not).
+"""
+
+from __future__ import annotations
+
+from patcher.advice.catalogue import (
+    Engine,
+    Matched,
+    at_or_below,
+    feature_by_release,
+    feature_releases,
+    features_of,
+    version_key,
+)
+from patcher.advice.log_rules import Fix, LogContext
+from patcher.advice.requirements import required
+
+FEATURE = "per_layer_config"
+
+
+def _first_per_layer() -> tuple[str, list[str]] | None:
+    """The first transformers release read that builds a per-layer config, with the model
+    types each first did so in that release; None when no release read does."""
+    types = (t for t in features_of("transformers", FEATURE) if t)
+    firsts = {t: feature_releases("transformers", FEATURE, t)[0] for t in types}
+    if not firsts:
+        return None
+    first = min(firsts.values(), key=version_key)
+    return first, sorted(t for t, r in firsts.items() if r == first)
+
+
+def _admits_below(requirement: str | None, bound: str) -> bool:
+    """Whether an engine release's transformers requirement leaves a release below ``bound``
+    (a lower bound at or past it does not)."""
+    if requirement is None:
+        return True
+    for clause in requirement.split(";")[0].split(","):
+        clause = clause.strip().removeprefix("transformers").strip()
+        for op in (">=", "==", ">"):
+            if clause.startswith(op):
+                least = clause[len(op) :].strip()
+                if version_key(least) >= version_key(bound):
+                    return False
+    return True
+
+
+def explain_per_layer(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+    """The cause, the engine release that reads per-layer configs, and the transformers
+    release before the first that builds them."""
+    attribute = m.value("key") or "the attribute"
+    engine: Engine = "sglang" if ctx.engine == "sglang" else "vllm"
+    release = ".".join(str(n) for n in ctx.version[:3]) if ctx.version else None
+    first = _first_per_layer()
+    reading = feature_releases(engine, FEATURE, "reads")
+    fixes: list[Fix] = []
+    newer = (
+        reading[0]
+        if reading and (release is None or version_key(release) < version_key(reading[0]))
+        else None
+    )
+    if newer is not None:
+        read = _read_for(engine)
+        fixes.append(
+            Fix(
+                "dependency",
+                f"pip install '{engine}>={newer}'",
+                note=f"the first {engine} release read whose code reads per_layer_config "
+                f"(read for it: {read[0]} to {read[-1]})",
+            )
+        )
+    if first is not None:
+        bound, types = first
+        requirement = _requirement(engine, ctx.version)
+        if _admits_below(requirement, bound):
+            fixes.append(
+                Fix(
+                    "dependency",
+                    f"pip install 'transformers<{bound}'",
+                    note=f"the releases before {bound} build no config per layer "
+                    f"({', '.join(types)} from {bound} on, read), where that release knows "
+                    "the model",
+                )
+            )
+    built = f"from {first[0]} on " if first else ""
+    elsewhere = reading and release is not None and version_key(release) >= version_key(reading[0])
+    cause = (
+        f"transformers builds this model's config per layer {built}and refuses {attribute} "
+        "read off the whole config; the engine reads it whole as it builds its model config"
+        + (" (this release reads per_layer_config elsewhere, not here)" if elsewhere else "")
+    )
+    return cause, fixes or [
+        Fix("advice", "install the transformers release the engine release was tested with")
+    ]
+
+
+def _read_for(engine: Engine) -> list[str]:
+    """The releases of ``engine`` read for the feature (reading per-layer configs or not),
+    oldest first."""
+    return sorted(feature_by_release(engine, FEATURE), key=version_key)
+
+
+def _requirement(engine: Engine, version: tuple[int, ...] | None) -> str | None:
+    """The transformers requirement of the read release that answers for the log's (the
+    newest read at or below it), where one is read."""
+    if version is None:
+        return None
+    pins = required(engine, "transformers")
+    answering = at_or_below(pins, version)
+    return pins[answering] if answering else None

@@ -1,0 +1,105 @@
+"""doctor on transformers refusing a per-layer config's attribute read whole
+(``AmbiguousGlobalPerLayerAttributeError``, transformers 5.14.1 on, once a model's config class
+builds per-layer configs: Gemma 4's from 5.15.0): the engine release read that reads
+``per_layer_config``, and the transformers release before the first that builds one, each from
+the recorded reading (tools/read_layer_configs.py)."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+from patcher.advice.catalogue import feature_releases, templates
+from patcher.advice.doctor import diagnose_text
+from tools import read_layer_configs
+
+# the message as transformers 5.15.0 raises it (integrations/heterogeneity/configuration_utils.py)
+REFUSED = (
+    "transformers.integrations.heterogeneity.configuration_utils."
+    "AmbiguousGlobalPerLayerAttributeError: 'head_dim' is a per-layer attribute and may vary "
+    "across layers. Access it via the individual layer configs instead (e.g. "
+    "config.per_layer_config[i].head_dim). To read the global config value from config.head_dim "
+    "anyway, set `allow_global_per_layer_attribute_access` to `True` on the config. Warning: only "
+    "do this if the caller can safely handle heterogeneous configs; code that assumes a "
+    "homogeneous model may use the global value incorrectly.\n"
+)
+
+
+def _log(release: str) -> str:
+    return (
+        f"(APIServer pid=7) INFO 08-18 12:46:45 [api_server.py:1839] vLLM API server version "
+        f"{release}\n"
+        "(APIServer pid=7) Traceback (most recent call last):\n"
+        f"(APIServer pid=7) {REFUSED}"
+    )
+
+
+def test_the_message_is_read_from_transformers_source_with_the_releases_that_raise_it() -> None:
+    (template,) = [
+        t
+        for t in templates("transformers")
+        if t.exception == "AmbiguousGlobalPerLayerAttributeError"
+    ]
+    assert template.releases[0] == "5.14.1"
+    assert feature_releases("transformers", "per_layer_config", "gemma4_text")[0] == "5.15.0"
+
+
+def test_an_engine_release_that_reads_configs_whole_is_told_both_ways_out() -> None:
+    found = diagnose_text(_log("0.27.1"))
+    assert found.code == "per-layer-config"
+    texts = [f.text for f in found.fixes]
+    first_reader = feature_releases("vllm", "per_layer_config", "reads")[0]
+    assert first_reader == "0.28.0"
+    assert texts == ["pip install 'vllm>=0.28.0'", "pip install 'transformers<5.15.0'"]
+    assert "head_dim" in found.cause
+
+
+def test_a_release_that_reads_per_layer_configs_is_not_told_to_upgrade_to_itself() -> None:
+    found = diagnose_text(_log("0.29.0"))
+    assert [f.text for f in found.fixes] == ["pip install 'transformers<5.15.0'"]
+    assert "elsewhere" in found.cause
+
+
+def test_a_log_without_the_release_still_gets_both() -> None:
+    found = diagnose_text(REFUSED)
+    assert found.code == "per-layer-config"
+    assert {f.text for f in found.fixes} == {
+        "pip install 'vllm>=0.28.0'",
+        "pip install 'transformers<5.15.0'",
+    }
+
+
+def test_the_readers_find_a_config_built_per_layer_and_an_engine_reading_it(
+    tmp_path: Path,
+) -> None:
+    transformers = tmp_path / "transformers-9.9.9-py3-none-any.whl"
+    with zipfile.ZipFile(transformers, "w") as archive:
+        archive.writestr(
+            "transformers/models/toy/configuration_toy.py",
+            "class ToyTextConfig(PreTrainedConfig):\n"
+            "    model_type = 'toy_text'\n"
+            "    def __post_init__(self, **kwargs):\n"
+            "        kwargs['per_layer_config'] = {0: {'head_dim': 512}}\n"
+            "class PlainConfig(PreTrainedConfig):\n"
+            "    model_type = 'plain'\n"
+            "    per_layer_input = 3\n",
+        )
+    with zipfile.ZipFile(transformers) as archive:
+        assert read_layer_configs.per_layer_types(archive) == {"per_layer_config": ["toy_text"]}
+    engine = tmp_path / "vllm-9.9.9-py3-none-any.whl"
+    with zipfile.ZipFile(engine, "w") as archive:
+        archive.writestr(
+            "vllm/config/arch.py",
+            "def head(config, i):\n    return config.per_layer_config[i].head_dim\n",
+        )
+    with zipfile.ZipFile(engine) as archive:
+        assert read_layer_configs.reads_per_layer(archive, "vllm/") == {
+            "per_layer_config": ["reads"]
+        }
+    older = tmp_path / "vllm-9.9.8-py3-none-any.whl"
+    with zipfile.ZipFile(older, "w") as archive:
+        archive.writestr("vllm/config/arch.py", "# per_layer_config\nHEAD = 'head_dim'\n")
+    with zipfile.ZipFile(older) as archive:
+        assert read_layer_configs.reads_per_layer(archive, "vllm/") == {
+            "per_layer_config": ["whole"]
+        }
