@@ -116,3 +116,28 @@ def _requirement(engine: Engine, version: tuple[int, ...] | None) -> str | None:
     pins = required(engine, "transformers")
     answering = at_or_below(pins, version)
     return pins[answering] if answering else None
+
+
+def upgrade_limit(model_type: str, least: str, ctx: LogContext) -> tuple[str | None, str] | None:
+    """For a transformers upgrade to ``least`` or later that ``model_type`` needs: where the
+    log's engine release reads per-layer configs whole and a read transformers release builds
+    this model type's config per layer, the bound below that release (None where it does so
+    from ``least`` on: no transformers serves it on this engine release), with a note; None
+    where nothing limits the upgrade (the engine reads per-layer configs, the model's config is
+    never per layer, or the log does not say which engine release)."""
+    if ctx.version is None or ctx.engine not in ("vllm", "sglang"):
+        return None
+    engine: Engine = "sglang" if ctx.engine == "sglang" else "vllm"
+    by_release = feature_by_release(engine, FEATURE)
+    answering = at_or_below(by_release, ctx.version)
+    layered = feature_releases("transformers", FEATURE, model_type)
+    if answering is None or by_release[answering] != "whole" or not layered:
+        return None
+    reading = feature_releases(engine, FEATURE, "reads")
+    reader = f"; {engine} reads them from {reading[0]} (read)" if reading else ""
+    note = (
+        f"transformers {layered[0]} and later build {model_type}'s config per layer, which "
+        f"{engine} {answering} reads whole{reader}"
+    )
+    bound = layered[0] if version_key(layered[0]) > version_key(least) else None
+    return bound, note

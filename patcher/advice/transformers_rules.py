@@ -25,6 +25,7 @@ from patcher.advice.catalogue import (
     span_of,
     version_key,
 )
+from patcher.advice.layer_configs import upgrade_limit
 from patcher.advice.log_rules import Fix, LogContext, Rule
 from patcher.advice.requirements import required
 from patcher.engines.engine import EngineName
@@ -210,6 +211,26 @@ def _transformers_model_type(m: re.Match[str], ctx: LogContext) -> tuple[str, li
         note=_upgrade_note(span[0], with_class, ctx)
         + (", with an engine release that has the model (above)" if lacking else ""),
     )
+    limit = None if lacking else upgrade_limit(m.group(1), span[0], ctx)
+    if limit is not None:
+        bound, why = limit
+        if bound is not None:  # a transformers between the two still reads the config whole
+            upgrade = replace(
+                upgrade,
+                text=f"pip install 'transformers>={span[0]},<{bound}'",
+                note=f"{upgrade.note}; {why}",
+            )
+        else:
+            reader = feature_releases(_server(ctx) or "vllm", "per_layer_config", "reads")
+            if reader:
+                added.insert(
+                    0,
+                    Fix(
+                        "dependency",
+                        f"pip install '{_server(ctx)}>={reader[0]}'",
+                        note=f"with the transformers upgrade: {why}",
+                    ),
+                )
     if lacking:
         # the release with the class also reads the type with its own config class: that
         # release alone starts it, whatever transformers is installed

@@ -103,3 +103,30 @@ def test_the_readers_find_a_config_built_per_layer_and_an_engine_reading_it(
         assert read_layer_configs.reads_per_layer(archive, "vllm/") == {
             "per_layer_config": ["whole"]
         }
+
+
+def _unknown_type(release: str, model_type: str) -> str:
+    return (
+        f"(APIServer pid=1) INFO 08-12 10:00:00 [api_server.py:1839] vLLM API server version "
+        f"{release}\n"
+        "(APIServer pid=1) pydantic_core._pydantic_core.ValidationError: 1 validation error for "
+        "ModelConfig\n"
+        f"(APIServer pid=1)   Value error, The checkpoint you are trying to load has model type "
+        f"`{model_type}` but Transformers does not recognize this architecture. This could be "
+        "because of an issue with the checkpoint, or because your version of Transformers is out "
+        "of date.\n"
+    )
+
+
+def test_a_transformers_upgrade_stops_below_the_release_that_makes_the_config_per_layer() -> None:
+    # gemma4_unified: known from transformers 5.10.4, per layer from 5.15.0 (both read); vLLM
+    # 0.27 reads per-layer attributes whole, so a newer transformers would fail it next
+    found = diagnose_text(_unknown_type("0.27.1", "gemma4_unified"))
+    assert found.code == "transformers-too-old"
+    upgrade = next(f for f in found.fixes if "transformers" in f.text)
+    assert upgrade.text == "pip install 'transformers>=5.10.4,<5.15.0'"
+    assert "0.28.0" in upgrade.note
+    later = diagnose_text(_unknown_type("0.28.0", "gemma4_unified"))
+    assert [f.text for f in later.fixes if "transformers" in f.text] == [
+        "pip install 'transformers>=5.10.4'"
+    ]
