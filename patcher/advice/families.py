@@ -308,6 +308,17 @@ FAMILIES: tuple[Family, ...] = (
         explain_per_layer,
     ),
     Family(
+        # the same module refusing how its caller asks for a layer's config (an argument's
+        # type, a layer type the config does not describe): the caller's, an engine's, code
+        "per-layer-config-use",
+        "none",
+        lambda t: (
+            t.file.endswith("/heterogeneity/configuration_utils.py")
+            and (t.exception in ("TypeError", "IndexError") or t.text.startswith("Layer type"))
+        ),
+        explain_internal,
+    ),
+    Family(
         "config-validation",
         "transform",
         # transformers' config classes, and an engine's own config classes: for a model

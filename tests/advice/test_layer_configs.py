@@ -130,3 +130,15 @@ def test_a_transformers_upgrade_stops_below_the_release_that_makes_the_config_pe
     assert [f.text for f in later.fixes if "transformers" in f.text] == [
         "pip install 'transformers>=5.10.4'"
     ]
+
+
+def test_the_modules_other_checks_are_no_strict_validation_and_no_caller_s_config() -> None:
+    keys = diagnose_text(
+        "ValueError: `per_layer_config` keys must be integer layer indices in the range [0, 48); "
+        "got [60]\n"
+    )
+    assert keys.code == "config-validation"
+    assert not any("transformers<" in f.text for f in keys.fixes)
+    use = diagnose_text("TypeError: `skip` must be an iterable of strings.\n")
+    assert use.code == "per-layer-config-use"
+    assert all(f.kind == "advice" for f in use.fixes)
