@@ -15,7 +15,10 @@ from patcher.advice.catalogue import version_key
 from patcher.advice.log_rules import Fix, LogContext, Rule
 from patcher.advice.packaged import packaged
 
-UNKNOWN_ARCH = re.compile(r"fatal\s*:\s*Value '(sm_(\d+)\w*)' is not defined for option 'gpu-name'")
+# ptxas's own words; a report may quote them without its "ptxas fatal :" prefix
+UNKNOWN_ARCH = re.compile(
+    r"(?:fatal\s*:\s*)?\bValue '(sm_(\d+)\w*)' is not defined for option 'gpu-name'"
+)
 
 
 @functools.cache

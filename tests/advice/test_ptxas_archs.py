@@ -51,3 +51,9 @@ def test_an_arch_the_ptxas_lacks_is_a_newer_ptxas_by_path_or_a_triton_whose_ptxa
 def test_an_arch_no_ptxas_read_knows_gets_no_release() -> None:
     found = diagnose_text("ptxas fatal : Value 'sm_999a' is not defined for option 'gpu-name'\n")
     assert found.code != "ptxas-arch" or not found.fixes
+
+
+def test_ptxas_s_words_quoted_without_its_prefix_are_still_its() -> None:
+    found = diagnose_text("Value 'sm_121a' is not defined for option 'gpu-name'\n")
+    assert found.code == "ptxas-arch"
+    assert "TRITON_PTXAS_PATH=" in found.fixes[0].text
