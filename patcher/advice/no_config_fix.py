@@ -29,6 +29,8 @@ _files = _no_config_fix(
     "config): no config edit helps",
     "check the model path and download the missing files (huggingface-cli download REPO)",
 )
+# A Hub cache's snapshot folder (huggingface_hub's layout: models--ORG--NAME/snapshots/REV).
+_SNAPSHOT = re.compile(r"models--([\w.-]+?)--([\w.-]+)/snapshots/([0-9a-f]{7,40})")
 # "Model GemmaForCausalLM does not support LoRA" (vLLM's loader, 0.4 to 0.6), "X does not support
 # LoRA yet." (model_runner.py), "Model X does not support BitsAndBytes quantization yet": a class
 # named, and a feature the read releases mark per class (tools/read_model_classes.py).
@@ -174,7 +176,21 @@ def explain_files(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
             ],
         )
     if not re.search(r"config format found|detect config format", m.line, re.IGNORECASE):
-        return _files(m, ctx)
+        cause, fixes = _files(m, ctx)
+        snapshot = _SNAPSHOT.search(m.line)
+        if snapshot is not None:
+            org, name, revision = snapshot.groups()
+            fixes.insert(
+                0,
+                Fix(
+                    "advice",
+                    f"hf download {org}/{name} --revision {revision}",
+                    note="the Hub cache's snapshot of that revision lacks files (a download cut "
+                    "short, or a newer revision the cache's ref moved to): this fills it in; or "
+                    "give the path of a complete snapshot",
+                ),
+            )
+        return cause, fixes
     return (
         "neither config.json nor params.json could be read at the model path: a directory "
         "without them, or a Hub repository this machine cannot read (a gated one needs a "

@@ -54,3 +54,15 @@ def test_a_gguf_model_type_no_release_maps_is_no_config_fix() -> None:
     assert found.code == "gguf-model-type"
     assert [f.kind for f in found.fixes] == ["advice"]
     assert found.fixes[0].text.startswith("no config fix")
+
+
+def test_weights_missing_from_a_hub_cache_snapshot_name_the_download_that_fills_it() -> None:
+    found = diagnose_text(
+        "(Worker pid=212) ERROR 08-02 10:14:03 [multiproc_executor.py:944] RuntimeError: Cannot "
+        "find any model weights with `/root/.cache/huggingface/hub/models--org--Big-Model-0731/"
+        "snapshots/7872f01c`\n"
+    )
+    assert found.code == "checkpoint-files"
+    assert found.fixes[0].text == "hf download org/Big-Model-0731 --revision 7872f01c"
+    elsewhere = diagnose_text("RuntimeError: Cannot find any model weights with `/models/m`\n")
+    assert not any(f.text.startswith("hf download") for f in elsewhere.fixes)
