@@ -383,9 +383,8 @@ def record(
                 names = set(archive.namelist())
                 texts = [archive.read(n).decode() for n in MODEL_TYPES if n in names]
                 config_code = archive.read("transformers/configuration_utils.py").decode()
-            _record_features(catalogue, version_of_wheel, gguf)
-            with zipfile.ZipFile(wheel) as archive:
                 layered = read_layer_configs.per_layer_types(archive)
+            _record_features(catalogue, version_of_wheel, gguf)
             _record_features(catalogue, version_of_wheel, layered)
             if "huggingface_hub.dataclasses" in config_code:  # @strict config classes
                 since = catalogue.get("strict_since") or version_of_wheel

@@ -12,6 +12,8 @@ release read that does not).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from patcher.advice.catalogue import (
     Engine,
     Matched,
@@ -118,13 +120,23 @@ def _requirement(engine: Engine, version: tuple[int, ...] | None) -> str | None:
     return pins[answering] if answering else None
 
 
-def upgrade_limit(model_type: str, least: str, ctx: LogContext) -> tuple[str | None, str] | None:
+@dataclass(frozen=True, slots=True)
+class UpgradeLimit:
+    """What per-layer configs change in a transformers upgrade a model type needs, on an
+    engine release that reads them whole."""
+
+    bound: str | None  # the first transformers release read that builds the type per layer
+    note: str
+    engine: Fix | None  # where ``bound`` is None: the engine release that reads them
+
+
+def upgrade_limit(model_type: str, least: str, ctx: LogContext) -> UpgradeLimit | None:
     """For a transformers upgrade to ``least`` or later that ``model_type`` needs: where the
     log's engine release reads per-layer configs whole and a read transformers release builds
-    this model type's config per layer, the bound below that release (None where it does so
-    from ``least`` on: no transformers serves it on this engine release), with a note; None
-    where nothing limits the upgrade (the engine reads per-layer configs, the model's config is
-    never per layer, or the log does not say which engine release)."""
+    this model type's config per layer, the bound below that release, or (where it does so from
+    ``least`` on, so no transformers serves it on this engine release) the first engine release
+    read that reads them; None where nothing limits the upgrade (the engine reads per-layer
+    configs, the type's config is never per layer, or the log does not say which release)."""
     if ctx.version is None or ctx.engine not in ("vllm", "sglang"):
         return None
     engine: Engine = "sglang" if ctx.engine == "sglang" else "vllm"
@@ -139,5 +151,11 @@ def upgrade_limit(model_type: str, least: str, ctx: LogContext) -> tuple[str | N
         f"transformers {layered[0]} and later build {model_type}'s config per layer, which "
         f"{engine} {answering} reads whole{reader}"
     )
-    bound = layered[0] if version_key(layered[0]) > version_key(least) else None
-    return bound, note
+    if version_key(layered[0]) > version_key(least):
+        return UpgradeLimit(layered[0], note, None)
+    upgrade = (
+        Fix("dependency", f"pip install '{engine}>={reading[0]}'", note=f"with it: {note}")
+        if reading
+        else None
+    )
+    return UpgradeLimit(None, note, upgrade)

@@ -212,25 +212,15 @@ def _transformers_model_type(m: re.Match[str], ctx: LogContext) -> tuple[str, li
         + (", with an engine release that has the model (above)" if lacking else ""),
     )
     limit = None if lacking else upgrade_limit(m.group(1), span[0], ctx)
-    if limit is not None:
-        bound, why = limit
-        if bound is not None:  # a transformers between the two still reads the config whole
-            upgrade = replace(
-                upgrade,
-                text=f"pip install 'transformers>={span[0]},<{bound}'",
-                note=f"{upgrade.note}; {why}",
-            )
-        else:
-            reader = feature_releases(_server(ctx) or "vllm", "per_layer_config", "reads")
-            if reader:
-                added.insert(
-                    0,
-                    Fix(
-                        "dependency",
-                        f"pip install '{_server(ctx)}>={reader[0]}'",
-                        note=f"with the transformers upgrade: {why}",
-                    ),
-                )
+    if limit is not None and limit.bound is not None:
+        # a transformers between the two still builds the config whole
+        upgrade = replace(
+            upgrade,
+            text=f"pip install 'transformers>={span[0]},<{limit.bound}'",
+            note=f"{upgrade.note}; {limit.note}",
+        )
+    elif limit is not None and limit.engine is not None:
+        added.insert(0, limit.engine)
     if lacking:
         # the release with the class also reads the type with its own config class: that
         # release alone starts it, whatever transformers is installed

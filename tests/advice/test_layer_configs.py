@@ -142,3 +142,12 @@ def test_the_modules_other_checks_are_no_strict_validation_and_no_caller_s_confi
     use = diagnose_text("TypeError: `skip` must be an iterable of strings.\n")
     assert use.code == "per-layer-config-use"
     assert all(f.kind == "advice" for f in use.fixes)
+
+
+def test_a_model_type_per_layer_from_its_first_release_needs_the_engine_that_reads_it() -> None:
+    # embedding_gemma2: known, and built per layer, from transformers 5.19.0 (read): no
+    # transformers serves it on vLLM 0.27, which reads per-layer attributes whole
+    found = diagnose_text(_unknown_type("0.27.0", "embedding_gemma2"))
+    texts = [f.text for f in found.fixes]
+    assert "pip install 'transformers>=5.19.0'" in texts
+    assert "pip install 'vllm>=0.28.0'" in texts
