@@ -217,3 +217,12 @@ def test_the_task_runners_are_read_from_the_release_s_model_config(tmp_path: Pat
             ]
         }
         assert task_runners(archive, "sglang") == {}
+
+
+def test_vllm_reads_an_underscore_flag_as_its_dashed_one_so_that_one_is_looked_up() -> None:
+    # vLLM's FlexibleArgumentParser turns --x_y into --x-y: a refused --mm_processor_cache_type
+    # is --mm-processor-cache-type, which the releases from 0.11.0 define (read)
+    found = diagnose_text("vllm: error: unrecognized arguments: --mm_processor_cache_type shm\n")
+    assert found.code == "unrecognized-arguments"
+    assert found.fixes[0].text.startswith("pip install 'vllm>=")
+    assert "--mm-processor-cache-type" in found.fixes[0].note
