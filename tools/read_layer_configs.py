@@ -28,6 +28,7 @@ from tools.wheel_modules import modules
 FEATURE = "per_layer_config"
 READS = "reads"
 WHOLE = "whole"
+OPT_IN = "allow_global_per_layer_attribute_access"
 
 
 def _builds_per_layer(node: ast.ClassDef) -> bool:
@@ -86,10 +87,14 @@ def per_layer_types(archive: zipfile.ZipFile) -> dict[str, list[str]]:
 
 def reads_per_layer(archive: zipfile.ZipFile, package: str) -> dict[str, list[str]]:
     """``reads`` where the engine's code (``package``: ``"vllm/"``) reads ``per_layer_config``
-    off a config anywhere, else ``whole``."""
-    for _name, _text, tree in modules(archive, package, (FEATURE,)):
+    off a config anywhere, or sets transformers' ``allow_global_per_layer_attribute_access``
+    (the opt-in to whole reads); else ``whole``."""
+    for _name, _text, tree in modules(archive, package, ("per_layer",)):
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and node.attr == FEATURE:
                 if isinstance(node.ctx, ast.Load):
                     return {FEATURE: [READS]}
+            # or it opts into reading them whole, knowing the config is per layer
+            if isinstance(node, ast.Attribute) and node.attr == OPT_IN:
+                return {FEATURE: [READS]}
     return {FEATURE: [WHOLE]}

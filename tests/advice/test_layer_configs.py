@@ -151,3 +151,16 @@ def test_a_model_type_per_layer_from_its_first_release_needs_the_engine_that_rea
     texts = [f.text for f in found.fixes]
     assert "pip install 'transformers>=5.19.0'" in texts
     assert "pip install 'vllm>=0.28.0'" in texts
+
+
+def test_an_engine_that_opts_into_whole_reads_handles_per_layer_configs(tmp_path: Path) -> None:
+    engine = tmp_path / "sglang-9.9.9-py3-none-any.whl"
+    with zipfile.ZipFile(engine, "w") as archive:
+        archive.writestr(
+            "sglang/srt/configs/model_config.py",
+            "def load(config):\n    config.allow_global_per_layer_attribute_access = True\n",
+        )
+    with zipfile.ZipFile(engine) as archive:
+        assert read_layer_configs.reads_per_layer(archive, "sglang/") == {
+            "per_layer_config": ["reads"]
+        }
