@@ -83,8 +83,16 @@ def explain_per_layer(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
         bound, types = first
         requirement = _requirement(engine, ctx.version)
         if _admits_below(requirement, bound):
+            pinned = (requirement or "").removeprefix("transformers==")
             fixes.append(
                 Fix(
+                    "dependency",
+                    f"pip install 'transformers=={pinned}'",
+                    note=f"the engine release's own pin, before {bound}: the releases before "
+                    f"it build no config per layer ({', '.join(types)} from {bound} on, read)",
+                )
+                if requirement and requirement.startswith("transformers==")
+                else Fix(
                     "dependency",
                     f"pip install 'transformers<{bound}'",
                     note=f"the releases before {bound} build no config per layer "

@@ -9,8 +9,10 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from patcher.advice.catalogue import feature_releases, templates
+from patcher.advice.catalogue import feature_releases, match, templates
 from patcher.advice.doctor import diagnose_text
+from patcher.advice.layer_configs import explain_per_layer
+from patcher.advice.log_rules import LogContext
 from tools import read_layer_configs
 
 # the message as transformers 5.15.0 raises it (integrations/heterogeneity/configuration_utils.py)
@@ -164,3 +166,15 @@ def test_an_engine_that_opts_into_whole_reads_handles_per_layer_configs(tmp_path
         assert read_layer_configs.reads_per_layer(archive, "sglang/") == {
             "per_layer_config": ["reads"]
         }
+
+
+def test_an_engine_that_pins_transformers_exactly_is_told_its_own_pin() -> None:
+    # SGLang pins transformers with == (0.5.16 to 0.5.21: 5.12.1, read); a log of 0.5.21 with
+    # a per-layer config raised has a newer transformers than its own pin installed
+    matched = match(REFUSED.strip())
+    assert matched is not None
+    context = LogContext(checkpoint="CKPT", version=(0, 5, 21), engine="sglang")
+    _cause, fixes = explain_per_layer(matched, context)
+    texts = [f.text for f in fixes]
+    assert texts[0] == "pip install 'sglang>=0.5.22'"
+    assert texts[1] == "pip install 'transformers==5.12.1'"
