@@ -211,7 +211,10 @@ def _transformers_model_type(m: re.Match[str], ctx: LogContext) -> tuple[str, li
         note=_upgrade_note(span[0], with_class, ctx)
         + (", with an engine release that has the model (above)" if lacking else ""),
     )
-    limit = None if lacking else upgrade_limit(m.group(1), span[0], ctx)
+    # the per-layer limit of the engine release the upgrade runs on: the log's, or the one
+    # named above for the model class
+    on = ctx if with_class is None else replace(ctx, version=version_key(with_class))
+    limit = upgrade_limit(m.group(1), span[0], on)
     if limit is not None and limit.bound is not None:
         # a transformers between the two still builds the config whole
         upgrade = replace(
