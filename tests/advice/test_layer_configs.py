@@ -178,3 +178,12 @@ def test_an_engine_that_pins_transformers_exactly_is_told_its_own_pin() -> None:
     texts = [f.text for f in fixes]
     assert texts[0] == "pip install 'sglang>=0.5.22'"
     assert texts[1] == "pip install 'transformers==5.12.1'"
+
+
+def test_the_upgrade_beside_a_newer_engine_release_is_limited_by_that_release() -> None:
+    # gemma4 on vLLM 0.11: the release named for Gemma4ForCausalLM (0.19.0, read) reads
+    # per-layer configs whole, so the transformers beside it stops below 5.15.0
+    found = diagnose_text(_unknown_type("0.11.1", "gemma4"))
+    texts = [f.text for f in found.fixes]
+    assert texts[0] == "pip install 'vllm>=0.19.0'"
+    assert "pip install 'transformers>=5.5.4,<5.15.0'" in texts
