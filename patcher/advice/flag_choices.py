@@ -111,19 +111,17 @@ def unrecognized_arguments(m: re.Match[str], ctx: LogContext) -> tuple[str, list
                 )
             )
         elif vllm or ctx.engine == "sglang" or re.search(r"sglang|launch_server", m.string):
-            fixes += _task_replaced(flag, value, ctx.version) if vllm else []
-            # vLLM's parser reads --x_y as --x-y: the dashed flag is the one it lacks (the one
-            # to leave out is still the spelling given)
-            dashed = flag.replace("_", "-")
-            fixes += (
-                [
+            if vllm:
+                fixes += _task_replaced(flag, value, ctx.version)
+                # its parser reads --x_y as --x-y: the dashed flag is the one it lacks (the one
+                # to leave out is still the spelling given)
+                dashed = flag.replace("_", "-")
+                fixes += [
                     replace(f, text=f.text.replace(f"leave out {dashed}", f"leave out {flag}"))
                     for f in _defined_elsewhere("vllm", dashed)
                 ]
-                if vllm
-                else []
-            )
-            fixes += [] if vllm else _defined_elsewhere("sglang", flag)
+            else:
+                fixes += _defined_elsewhere("sglang", flag)
         else:  # whose parser it is, the log does not say
             fixes.append(Fix("advice", f"leave out {flag}", note="the parser does not define it"))
     named = ", ".join(w for w in words if w.startswith("--"))
