@@ -24,7 +24,7 @@ from patcher.advice.catalogue import (
     version_key,
 )
 from patcher.advice.log_rules import Fix, LogContext
-from patcher.advice.requirements import required
+from patcher.advice.requirements import required_at
 
 FEATURE = "per_layer_config"
 
@@ -60,14 +60,12 @@ def explain_per_layer(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     release before the first that builds them."""
     attribute = m.value("key") or "the attribute"
     engine: Engine = "sglang" if ctx.engine == "sglang" else "vllm"
-    release = ".".join(str(n) for n in ctx.version[:3]) if ctx.version else None
+    version = ctx.version[:3] if ctx.version else None
     first = _first_per_layer()
     reading = feature_releases(engine, FEATURE, "reads")
     fixes: list[Fix] = []
     newer = (
-        reading[0]
-        if reading and (release is None or version_key(release) < version_key(reading[0]))
-        else None
+        reading[0] if reading and (version is None or version < version_key(reading[0])) else None
     )
     if newer is not None:
         read = _read_for(engine)
@@ -81,7 +79,8 @@ def explain_per_layer(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
         )
     if first is not None:
         bound, types = first
-        requirement = _requirement(engine, ctx.version)
+        answering = required_at(engine, "transformers", ctx.version) if ctx.version else None
+        requirement = answering[1] if answering else None
         if _admits_below(requirement, bound):
             pinned = (requirement or "").removeprefix("transformers==")
             fixes.append(
@@ -101,7 +100,7 @@ def explain_per_layer(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
                 )
             )
     built = f"from {first[0]} on " if first else ""
-    elsewhere = reading and release is not None and version_key(release) >= version_key(reading[0])
+    elsewhere = reading and version is not None and version >= version_key(reading[0])
     cause = (
         f"transformers builds this model's config per layer {built}and refuses {attribute} "
         "read off the whole config; the engine reads it whole as it builds its model config"
@@ -116,16 +115,6 @@ def _read_for(engine: Engine) -> list[str]:
     """The releases of ``engine`` read for the feature (reading per-layer configs or not),
     oldest first."""
     return sorted(feature_by_release(engine, FEATURE), key=version_key)
-
-
-def _requirement(engine: Engine, version: tuple[int, ...] | None) -> str | None:
-    """The transformers requirement of the read release that answers for the log's (the
-    newest read at or below it), where one is read."""
-    if version is None:
-        return None
-    pins = required(engine, "transformers")
-    answering = at_or_below(pins, version)
-    return pins[answering] if answering else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,6 +51,14 @@ def required(engine: Engine, library: str) -> dict[str, str]:
     return found
 
 
+def required_at(engine: Engine, library: str, version: tuple[int, ...]) -> tuple[str, str] | None:
+    """The requirement on ``library`` of the read release that answers for ``version`` (the
+    newest read at or below it), with that release; None where no such release states one."""
+    pins = required(engine, library)
+    at = at_or_below(pins, version) if pins else None
+    return (at, pins[at]) if at is not None else None
+
+
 def _engine_of(ctx: LogContext) -> tuple[Engine, ...]:
     if ctx.frame is not None:
         for engine in _ENGINES:

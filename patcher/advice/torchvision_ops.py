@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import Engine, at_or_below
+from patcher.advice.catalogue import Engine
 from patcher.advice.log_rules import Fix, LogContext, Rule
-from patcher.advice.requirements import required
+from patcher.advice.requirements import required_at
 
 # The torch minor each torchvision minor is built for, as read: torch 2.N <-> torchvision 0.N+15.
 TORCH_TO_TORCHVISION_OFFSET = 15
@@ -34,13 +34,13 @@ def ops_missing(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
         "vllm" if ctx.engine == "vllm" else "sglang" if ctx.engine == "sglang" else None
     )
     if engine is not None and ctx.version is not None:
-        pins = required(engine, "torchvision")
-        at = at_or_below(pins, ctx.version) if pins else None
-        if at is not None:
+        answering = required_at(engine, "torchvision", ctx.version)
+        if answering is not None:
+            at, pin = answering
             fixes.append(
                 Fix(
                     "dependency",
-                    f"pip install '{pins[at]}'",
+                    f"pip install '{pin}'",
                     note=f"what {engine} {at}'s wheel requires, for the torch it requires",
                 )
             )
