@@ -425,6 +425,11 @@ def before_strict() -> Fix:
     )
 
 
+_CONFIG_CLASS_FILE = re.compile(
+    r"^transformers/(?:configuration_utils|models/[^/]+/configuration_\w+)\.py$"
+)
+
+
 def explain_config_field(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     """A config.json value transformers' config class refuses: set it, or, where only the
     strictly validating releases raise the message, pin transformers below them."""
@@ -455,8 +460,9 @@ def explain_config_field(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     strict = bool(
         since is not None
         and m.template.engine == "transformers"
-        # a per-layer config's own checks (5.14.1 on) are no @strict validation
-        and "/heterogeneity/" not in m.template.file
+        # @strict validates the config classes: their base and each model's own (a per-layer
+        # config's checks, integrations/heterogeneity, are not among them)
+        and _CONFIG_CLASS_FILE.search(m.template.file) is not None
         and m.template.releases
         and _version(m.template.releases[0]) >= _version(since)
     )
