@@ -71,40 +71,42 @@ def test_a_log_without_the_release_still_gets_both() -> None:
     }
 
 
+def _read(tmp_path: Path, wheel: str, name: str, source: str, package: str) -> dict[str, list[str]]:
+    """One file of a wheel, read as an engine's (``package``) or as transformers'."""
+    path = tmp_path / wheel
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(name, source)
+    with zipfile.ZipFile(path) as archive:
+        if package == "transformers/":
+            return read_layer_configs.per_layer_types(archive)
+        return read_layer_configs.reads_per_layer(archive, package)
+
+
 def test_the_readers_find_a_config_built_per_layer_and_an_engine_reading_it(
     tmp_path: Path,
 ) -> None:
-    transformers = tmp_path / "transformers-9.9.9-py3-none-any.whl"
-    with zipfile.ZipFile(transformers, "w") as archive:
-        archive.writestr(
-            "transformers/models/toy/configuration_toy.py",
-            "class ToyTextConfig(PreTrainedConfig):\n"
-            "    model_type = 'toy_text'\n"
-            "    def __post_init__(self, **kwargs):\n"
-            "        kwargs['per_layer_config'] = {0: {'head_dim': 512}}\n"
-            "class PlainConfig(PreTrainedConfig):\n"
-            "    model_type = 'plain'\n"
-            "    per_layer_input = 3\n",
-        )
-    with zipfile.ZipFile(transformers) as archive:
-        assert read_layer_configs.per_layer_types(archive) == {"per_layer_config": ["toy_text"]}
-    engine = tmp_path / "vllm-9.9.9-py3-none-any.whl"
-    with zipfile.ZipFile(engine, "w") as archive:
-        archive.writestr(
-            "vllm/config/arch.py",
-            "def head(config, i):\n    return config.per_layer_config[i].head_dim\n",
-        )
-    with zipfile.ZipFile(engine) as archive:
-        assert read_layer_configs.reads_per_layer(archive, "vllm/") == {
-            "per_layer_config": ["reads"]
-        }
-    older = tmp_path / "vllm-9.9.8-py3-none-any.whl"
-    with zipfile.ZipFile(older, "w") as archive:
-        archive.writestr("vllm/config/arch.py", "# per_layer_config\nHEAD = 'head_dim'\n")
-    with zipfile.ZipFile(older) as archive:
-        assert read_layer_configs.reads_per_layer(archive, "vllm/") == {
-            "per_layer_config": ["whole"]
-        }
+    configs = (
+        "class ToyTextConfig(PreTrainedConfig):\n"
+        "    model_type = 'toy_text'\n"
+        "    def __post_init__(self, **kwargs):\n"
+        "        kwargs['per_layer_config'] = {0: {'head_dim': 512}}\n"
+        "class PlainConfig(PreTrainedConfig):\n"
+        "    model_type = 'plain'\n"
+        "    per_layer_input = 3\n"
+    )
+    toy = "transformers/models/toy/configuration_toy.py"
+    assert _read(tmp_path, "transformers-9.9.9.whl", toy, configs, "transformers/") == {
+        "per_layer_config": ["toy_text"]
+    }
+    reading = "def head(config, i):\n    return config.per_layer_config[i].head_dim\n"
+    arch = "vllm/config/arch.py"
+    assert _read(tmp_path, "vllm-9.9.9.whl", arch, reading, "vllm/") == {
+        "per_layer_config": ["reads"]
+    }
+    whole = "# per_layer_config\nHEAD = 'head_dim'\n"
+    assert _read(tmp_path, "vllm-9.9.8.whl", arch, whole, "vllm/") == {
+        "per_layer_config": ["whole"]
+    }
 
 
 def _unknown_type(release: str, model_type: str) -> str:
@@ -156,16 +158,11 @@ def test_a_model_type_per_layer_from_its_first_release_needs_the_engine_that_rea
 
 
 def test_an_engine_that_opts_into_whole_reads_handles_per_layer_configs(tmp_path: Path) -> None:
-    engine = tmp_path / "sglang-9.9.9-py3-none-any.whl"
-    with zipfile.ZipFile(engine, "w") as archive:
-        archive.writestr(
-            "sglang/srt/configs/model_config.py",
-            "def load(config):\n    config.allow_global_per_layer_attribute_access = True\n",
-        )
-    with zipfile.ZipFile(engine) as archive:
-        assert read_layer_configs.reads_per_layer(archive, "sglang/") == {
-            "per_layer_config": ["reads"]
-        }
+    opts_in = "def load(config):\n    config.allow_global_per_layer_attribute_access = True\n"
+    name = "sglang/srt/configs/model_config.py"
+    assert _read(tmp_path, "sglang-9.9.9.whl", name, opts_in, "sglang/") == {
+        "per_layer_config": ["reads"]
+    }
 
 
 def test_an_engine_that_pins_transformers_exactly_is_told_its_own_pin() -> None:
