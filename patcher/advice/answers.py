@@ -14,12 +14,12 @@ from patcher.advice.catalogue import (
     at_or_below,
     model_types,
     releases,
-    strict_since,
 )
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.advice.no_config_fix import GGUF_OLD, gguf_gap
 from patcher.advice.own_remedy import as_flag, own_remedy
 from patcher.advice.startup_memory import within_available
+from patcher.advice.strict_validation import before_strict, raised_strictly
 
 
 def _engine(m: Matched, ctx: LogContext) -> str:
@@ -412,24 +412,6 @@ def _within(m: Matched, ctx: LogContext) -> tuple[str, ...]:
     return (answering,) if answering else m.template.releases
 
 
-def before_strict() -> Fix:
-    """The transformers release before strict config validation, as the reading has it."""
-    since = strict_since()
-    if since is None:
-        return Fix("advice", "the transformers release the engine pins")
-    return Fix(
-        "dependency",
-        f"pip install 'transformers<{since}'",
-        note=f"transformers {since} and later validate config classes strictly (read from "
-        "their source); or the engine release's own pin",
-    )
-
-
-_CONFIG_CLASS_FILE = re.compile(
-    r"^transformers/(?:configuration_utils|models/[^/]+/configuration_\w+)\.py$"
-)
-
-
 def explain_config_field(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     """A config.json value transformers' config class refuses: set it, or, where only the
     strictly validating releases raise the message, pin transformers below them."""
@@ -456,16 +438,7 @@ def explain_config_field(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
                 + (f" (it names {', '.join(fields)})" if len(fields) > 1 else ""),
             )
         )
-    since = strict_since()
-    strict = bool(
-        since is not None
-        and m.template.engine == "transformers"
-        # @strict validates the config classes: their base and each model's own (a per-layer
-        # config's checks, integrations/heterogeneity, are not among them)
-        and _CONFIG_CLASS_FILE.search(m.template.file) is not None
-        and m.template.releases
-        and _version(m.template.releases[0]) >= _version(since)
-    )
+    strict = raised_strictly(m.template)
     if strict or (not m.template.releases and m.template.engine == "transformers"):
         fixes.append(before_strict())
     return (
@@ -478,10 +451,6 @@ def explain_config_field(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
         ),
         fixes or [Fix("advice", "a value of config.json the message accepts")],
     )
-
-
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", text)[:3])
 
 
 def explain_config_name_taken(m: Matched, _ctx: LogContext) -> tuple[str, list[Fix]]:

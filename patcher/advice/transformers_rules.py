@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from patcher.advice.answers import before_strict
 from patcher.advice.catalogue import (
     ENGINE_NAMES,
     SERVERS,
@@ -28,6 +27,7 @@ from patcher.advice.catalogue import (
 from patcher.advice.layer_configs import upgrade_limit
 from patcher.advice.log_rules import Fix, LogContext, Rule
 from patcher.advice.requirements import required
+from patcher.advice.strict_validation import before_strict
 from patcher.engines.engine import EngineName
 
 # The placeholder doctor --checkpoint replaces with patcher set of /model_type (judged.py):
