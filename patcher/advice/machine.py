@@ -17,6 +17,7 @@ import re
 from patcher.advice.bnb_checkpoint import BNB_CHECKPOINT_MARKERS, BNB_CHECKPOINT_RULES
 from patcher.advice.custom_all_reduce import CUSTOM_ALL_REDUCE_MARKERS, CUSTOM_ALL_REDUCE_RULES
 from patcher.advice.custom_ops import CUSTOM_OPS_MARKERS, CUSTOM_OPS_RULES
+from patcher.advice.dependency_checks import DEPENDENCY_CHECK_MARKERS, DEPENDENCY_CHECK_RULES
 from patcher.advice.engine_exports import LIBRARIES, module_elsewhere
 from patcher.advice.extensions import torch_pin
 from patcher.advice.flashinfer_jit import (
@@ -417,6 +418,7 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
     *PTXAS_RULES,
     *CUSTOM_ALL_REDUCE_RULES,
     *BNB_CHECKPOINT_RULES,
+    *DEPENDENCY_CHECK_RULES,
     ("nccl-transport", FAILED, transport_failed),
     ("nccl-unhandled", UNHANDLED, unhandled),
     ("server-proxy", WARMUP_REFUSED, warmup_refused),
@@ -458,4 +460,5 @@ ENVIRONMENT_MARKERS = (
     *TORCHVISION_MARKERS,
     *GLIBC_MARKERS,
     *PTXAS_MARKERS,
+    *DEPENDENCY_CHECK_MARKERS,
 )

@@ -591,6 +591,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     from tests.advice.test_backend_gpu import BACKEND_GPU_LINES
     from tests.advice.test_bnb_checkpoint import BNB_LINES
     from tests.advice.test_custom_ops import CUSTOM_OPS_LINES
+    from tests.advice.test_dependency_checks import DEPENDENCY_LINES
     from tests.advice.test_dtypes import DTYPE_LINES
     from tests.advice.test_engine_defects import DEFECT_LINES
     from tests.advice.test_env_bounds import ENV_BOUND_LINES
@@ -647,6 +648,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
         + LORA_LINES
         + LOGGING_LINES
         + CUSTOM_OPS_LINES
+        + DEPENDENCY_LINES
     )
     for code, pattern, _ in RULES:
         hits = [error for error in errors if pattern.search(error)]

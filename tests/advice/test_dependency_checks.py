@@ -1,0 +1,168 @@
+"""doctor on a library refusing, as it is imported, the release of another beside it
+(patcher/advice/dependency_checks.py), held to the libraries' own wheels
+(snapshots/engines/dependency-checks.txt)."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+from patcher.advice import dependency_checks as checks
+from patcher.advice.doctor import diagnose_text
+from tests.conftest import SNAPSHOTS
+
+READING = (SNAPSHOTS / "engines" / "dependency-checks.txt").read_text()
+_CUBIN = (
+    "RuntimeError: flashinfer-cubin version ({0}) does not match flashinfer version ({1}). "
+    "Please install the same version of both packages. Set FLASHINFER_DISABLE_VERSION_CHECK=1 "
+    "to bypass this check."
+)
+_KERNELS = "ValueError: Either a revision or a version must be specified."
+# One line per rule (test_doctor's marker test takes them with its own cases).
+DEPENDENCY_LINES = [_CUBIN.format("0.6.13", "0.6.14"), _KERNELS]
+
+
+def _section(title: str) -> list[list[str]]:
+    rows: list[list[str]] = []
+    lines = READING.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"# {title}"))
+    for line in lines[start + 1 :]:
+        if line.startswith("#"):
+            break
+        rows.append(line.split("\t"))
+    return rows
+
+
+def _checked(column: int) -> tuple[str, str]:
+    fatal = [row[0] for row in _section("flashinfer-python") if row[column] == "fatal"]
+    return fatal[0], fatal[-1]
+
+
+def test_the_releases_named_are_the_ones_whose_wheels_raise_at_import() -> None:
+    assert _checked(1) == checks.CUBIN_CHECKED
+    assert _checked(2) == checks.JIT_CACHE_CHECKED
+    assert {row[3] for row in _section("flashinfer-python")} == {checks.BYPASS}
+    assert all(row[5] == "yes" for row in _section("flashinfer-python"))  # downloads cubins
+    on_pypi = _section("flashinfer-cubin on PyPI")[0]
+    assert tuple(on_pypi) == checks.CUBIN_ON_PYPI
+    refusing = [row[0] for row in _section("kernels") if row[1] == "yes"]
+    accepting = [row[0] for row in _section("kernels") if row[1] == "no"]
+    assert refusing[0] == checks.KERNELS_REFUSES_FROM
+    assert accepting[-1] == checks.KERNELS_LAST_ACCEPTING
+    # every release read before the first that names a version builds unversioned ones
+    counts = [(row[0], row[1]) for row in _section("transformers")]
+    first = next(i for i, (_v, bare) in enumerate(counts) if bare == "0")
+    assert counts[first][0] == checks.TRANSFORMERS_VERSIONED_FROM
+    assert all(bare != "0" for _v, bare in counts[:first])
+    assert all(bare == "0" for _v, bare in counts[first:])
+
+
+def test_a_cubin_package_of_another_release_is_answered_with_the_flashinfer_one() -> None:
+    log = (
+        "INFO 01-10 18:02:11 [api_server.py:1351] vLLM API server version 0.13.0\n"
+        '  File "/usr/local/lib/python3.12/site-packages/vllm/v1/attention/backends/'
+        'flashinfer.py", line 10, in <module>\n' + _CUBIN.format("0.6.0", "0.5.3") + "\n"
+    )
+    found = diagnose_text(log)
+    assert found.code == "library-release"  # not the attention backend its frame is in
+    assert [(f.kind, f.text) for f in found.fixes] == [
+        ("dependency", "pip install 'flashinfer-cubin==0.5.3'"),
+        ("env", "FLASHINFER_DISABLE_VERSION_CHECK=1"),
+    ]
+    assert "No config edit helps" in found.cause
+
+
+def test_a_flashinfer_release_whose_cubins_pypi_lacks_is_answered_without_them() -> None:
+    found = diagnose_text("(EngineCore pid=7) " + _CUBIN.format("0.6.13", "0.6.14") + "\n")
+    assert found.fixes[0].text == "pip uninstall -y flashinfer-cubin"
+    assert "0.6.14 is not on PyPI" in (found.fixes[0].note or "")
+    assert found.fixes[1].text == "FLASHINFER_DISABLE_VERSION_CHECK=1"
+
+
+def test_a_jit_cache_of_another_release_is_uninstalled_not_pinned() -> None:
+    cubin = _CUBIN.format("0.6.8+cu129", "0.6.14")
+    line = cubin.replace("flashinfer-cubin", "flashinfer-jit-cache")
+    found = diagnose_text(line + "\n")
+    assert found.code == "library-release"
+    assert found.fixes[0].text == "pip uninstall -y flashinfer-jit-cache"
+
+
+def test_flashinfer_s_own_warning_that_it_ignores_the_package_is_not_this_failure() -> None:
+    warned = (
+        "WARNING 09-01 10:00:00 Ignoring incompatible flashinfer-cubin package (cubins will be "
+        "downloaded on demand to /root/.cache/flashinfer/cubins): flashinfer-cubin version "
+        "(0.7.1) does not match flashinfer version (0.7.4). Run `flashinfer download-kernels` "
+        "to install matching kernel wheels, or set FLASHINFER_DISABLE_VERSION_CHECK=1 to use "
+        "the installed version anyway.\n"
+    )
+    assert diagnose_text(warned).code != "library-release"
+
+
+def test_kernels_refusing_transformers_unversioned_repositories_is_pinned_below() -> None:
+    log = (
+        '  File "/venv/lib/python3.12/site-packages/transformers/integrations/hub_kernels.py", '
+        'line 89, in <module>\n    "cuda": LayerRepository(\n'
+        '  File "/venv/lib/python3.12/site-packages/kernels/layer/layer.py", line 76, in '
+        '__init__\n    raise ValueError("Either a revision or a version must be specified.")\n'
+        + _KERNELS
+        + "\n"
+    )
+    found = diagnose_text(log)
+    assert found.code == "library-release"
+    assert found.error == _KERNELS  # the message, not the raise echoed above it
+    assert [f.text for f in found.fixes] == ["pip install 'kernels<0.15.1'"]
+
+
+def test_kernels_other_refusal_a_caller_naming_both_is_not_this_one() -> None:
+    both = "ValueError: Either a revision or a version must be specified, not both.\n"
+    assert diagnose_text(both).code != "library-release"
+
+
+def _wheel(path: Path, files: dict[str, str]) -> zipfile.ZipFile:
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return zipfile.ZipFile(path)
+
+
+def test_the_reader_tells_a_fatal_check_from_a_caught_one(tmp_path: Path) -> None:
+    from tools.read_dependency_checks import flashinfer, kernels, transformers
+
+    check = (
+        "import os\n"
+        "def _check(v):\n"
+        "    if v != '1':\n"
+        "        raise RuntimeError(f'flashinfer-cubin version ({v}) does not match '\n"
+        "            f'flashinfer version (1). Set FLASHINFER_DISABLE_VERSION_CHECK=1 to bypass')\n"
+    )
+    fatal = _wheel(tmp_path / "a.whl", {"flashinfer/jit/env.py": check + "_check('0')\n"})
+    caught = _wheel(
+        tmp_path / "b.whl",
+        {
+            "flashinfer/jit/env.py": check
+            + "try:\n    _check('0')\nexcept RuntimeError:\n    pass\n"
+        },
+    )
+    assert flashinfer(fatal).split("\t")[:3] == ["fatal", "no", "FLASHINFER_DISABLE_VERSION_CHECK"]
+    assert flashinfer(caught).split("\t")[0] == "caught"
+    refusing = _wheel(
+        tmp_path / "k.whl",
+        {
+            "kernels/layer/layer.py": 'raise ValueError("Either a revision or a version must be '
+            'specified.")\n'
+        },
+    )
+    assert kernels(refusing) == "yes"
+    hub = (
+        "MAPPING = {'a': LayerRepository(repo_id='x'), 'b': LayerRepository(repo_id='y', "
+        "version=1)}\ndef later():\n    return LayerRepository(repo_id='z')\n"
+    )
+    bounds = 'KERNELS_MIN_VERSION = "0.15.2"\nKERNELS_MAX_VERSION = "0.16.0"\n'
+    read = _wheel(
+        tmp_path / "t.whl",
+        {
+            "transformers/integrations/hub_kernels.py": hub,
+            "transformers/utils/import_utils.py": bounds,
+        },
+    )
+    assert transformers(read) == "1\t>=0.15.2,<0.16.0"  # only the one built at import

@@ -1,0 +1,192 @@
+"""The version checks libraries beside an engine make against each other as they are
+imported, read from their own wheels with ``ast``:
+
+    python -m tools.read_dependency_checks [--registry] WHEEL [WHEEL ...] \
+        > snapshots/engines/dependency-checks.txt
+
+- flashinfer-python: whether ``flashinfer/jit/env.py`` raises when the ``flashinfer-cubin`` or
+  ``flashinfer-jit-cache`` package installed beside it is another release ("flashinfer-cubin
+  version (A) does not match flashinfer version (B)"), and the variable that bypasses it;
+- kernels: whether its ``LayerRepository`` refuses a repository named with neither a version
+  nor a revision ("Either a revision or a version must be specified.");
+- transformers: how many kernel repositories ``integrations/hub_kernels.py`` builds at import
+  with neither (each one raises under such a kernels), and the kernels releases its
+  ``import_utils.py`` accepts (``KERNELS_MIN_VERSION``, ``KERNELS_MAX_VERSION``);
+- with ``--registry``: the flashinfer-cubin releases PyPI has (``pip index versions``).
+
+patcher/advice/dependency_checks.py answers these refusals; its test holds it to this reading.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from tools.wheel_modules import modules
+
+_MISMATCH = re.compile(r"(flashinfer-cubin|flashinfer-jit-cache) version \(")
+_BYPASS = re.compile(r"Set (\w+)=1 to bypass")
+UNVERSIONED = "Either a revision or a version must be specified."
+_REPOSITORIES = {"LayerRepository", "FuncRepository"}
+_KERNELS_BOUND = re.compile(r'KERNELS_(MIN|MAX)_VERSION\s*=\s*"([^"]+)"')
+
+
+def _text(node: ast.expr) -> str:
+    """A message's constant text, an f-string's parts joined (its fields left out)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(_text(v) for v in node.values if not isinstance(v, ast.FormattedValue))
+    if isinstance(node, ast.BinOp):
+        return _text(node.left) + _text(node.right)
+    return ""
+
+
+def _raised(tree: ast.Module) -> list[str]:
+    """The texts of the exceptions a module raises with a message."""
+    texts: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
+            texts.append(_text(node.exc.args[0]))
+    return texts
+
+
+def _caught(tree: ast.Module, function: str) -> bool:
+    """Whether the module calls ``function`` only inside a ``try`` (a warning, not a failure)."""
+    calls = tried = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try):
+            for inner in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+                if isinstance(inner, ast.Call) and getattr(inner.func, "id", None) == function:
+                    tried += 1
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == function:
+            calls += 1
+    return calls > 0 and calls == tried
+
+
+def flashinfer(archive: zipfile.ZipFile) -> str:
+    """For flashinfer-cubin and flashinfer-jit-cache: whether flashinfer raises at import when
+    the one installed is another release (``fatal``), raises and catches it (``caught``: 0.7
+    warns and ignores the package) or does not check (``no``); the variable that bypasses
+    the check, the command the message names (``flashinfer download-kernels``, 0.7), and
+    whether a cubin not on disk is downloaded as it is needed (``FLASHINFER_CUBINS_REPOSITORY``
+    in ``flashinfer/jit/cubin_loader.py``: what runs without the flashinfer-cubin package)."""
+    found: dict[str, str] = {}
+    bypass = command = "-"
+    for _name, text, tree in modules(archive, "flashinfer/", ("does not match",)):
+        named = _BYPASS.search(text)
+        bypass = named.group(1) if named else bypass
+        if "`flashinfer download-kernels`" in text:
+            command = "flashinfer download-kernels"
+        for function in ast.walk(tree):
+            if not isinstance(function, ast.FunctionDef):
+                continue
+            for node in ast.walk(function):
+                if not (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)):
+                    continue
+                match = _MISMATCH.search(_text(node.exc.args[0])) if node.exc.args else None
+                if match is not None and match.group(1) not in found:
+                    caught = _caught(tree, function.name)
+                    found[match.group(1)] = "caught" if caught else "fatal"
+    names = archive.namelist()
+    loader = "flashinfer/jit/cubin_loader.py"
+    fetches = loader in names and "FLASHINFER_CUBINS_REPOSITORY" in archive.read(loader).decode()
+    return "\t".join(
+        [found.get(p, "no") for p in ("flashinfer-cubin", "flashinfer-jit-cache")]
+        + [bypass, command, "yes" if fetches else "no"]
+    )
+
+
+def kernels(archive: zipfile.ZipFile) -> str:
+    """Whether kernels refuses a repository named with neither a version nor a revision."""
+    for _name, _source, tree in modules(archive, "kernels/", (UNVERSIONED,)):
+        if UNVERSIONED in _raised(tree):
+            return "yes"
+    return "no"
+
+
+def transformers(archive: zipfile.ZipFile) -> str:
+    """How many kernel repositories transformers builds at import with neither a version nor a
+    revision, and the kernels releases it accepts."""
+    try:
+        hub = ast.parse(archive.read("transformers/integrations/hub_kernels.py").decode())
+    except KeyError:
+        return "-\t-"
+    bare = 0
+    stack: list[ast.AST] = [hub]
+    while stack:  # module level only: a function's calls run when called, not at import
+        node = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                continue
+            if isinstance(child, ast.Call):
+                func = child.func
+                called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+                keywords = {k.arg for k in child.keywords}
+                if called in _REPOSITORIES and not keywords & {"revision", "version"}:
+                    bare += 1
+            stack.append(child)
+    bounds = dict(
+        _KERNELS_BOUND.findall(archive.read("transformers/utils/import_utils.py").decode())
+    )
+    accepted = ",".join(
+        f"{op}{bounds[key]}" for key, op in (("MIN", ">="), ("MAX", "<")) if key in bounds
+    )
+    return f"{bare}\t{accepted or '-'}"
+
+
+_READERS = {"flashinfer_python": flashinfer, "kernels": kernels, "transformers": transformers}
+_HEADERS = {
+    "flashinfer_python": "# flashinfer-python\tflashinfer-cubin of another release\t"
+    "flashinfer-jit-cache of another release\tbypass variable\tcommand named\tdownloads cubins",
+    "kernels": "# kernels\trefuses an unversioned repository",
+    "transformers": "# transformers\tunversioned repositories built at import\tkernels accepted",
+}
+
+
+def _key(version: str) -> list[int | str]:
+    return [int(p) if p.isdigit() else p for p in re.split(r"[.+]", version)]
+
+
+def main(argv: list[str]) -> int:
+    registry = "--registry" in argv
+    wheels = [Path(a) for a in argv if a != "--registry"]
+    rows: dict[str, list[tuple[str, str]]] = {name: [] for name in _READERS}
+    for wheel in wheels:
+        project, version = wheel.name.split("-")[:2]
+        with zipfile.ZipFile(wheel) as archive:
+            rows[project].append((version, _READERS[project](archive)))
+    today = datetime.date.today().isoformat()
+    print(
+        f"# wheels from PyPI (pip download --no-deps), {today}: the version checks libraries "
+        "beside an engine make against each other as they are imported "
+        "(tools/read_dependency_checks.py; patcher/advice/dependency_checks.py)"
+    )
+    for project, found in rows.items():
+        if not found:
+            continue
+        print(_HEADERS[project])
+        for version, row in sorted(found, key=lambda r: _key(r[0])):
+            print(f"{version}\t{row}")
+    if registry:
+        listed = subprocess.run(
+            [sys.executable, "-m", "pip", "index", "versions", "flashinfer-cubin"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        versions = re.search(r"Available versions: (.+)", listed)
+        assert versions is not None, listed
+        ordered = sorted(versions.group(1).split(", "), key=_key)
+        print(f"# flashinfer-cubin on PyPI (pip index versions, {today})")
+        print("\t".join(ordered))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
