@@ -10,8 +10,11 @@ imported, read from their own wheels with ``ast``:
 - kernels: whether its ``LayerRepository`` refuses a repository named with neither a version
   nor a revision ("Either a revision or a version must be specified.");
 - transformers: how many kernel repositories ``integrations/hub_kernels.py`` builds at import
-  with neither (each one raises under such a kernels), and the kernels releases its
-  ``import_utils.py`` accepts (``KERNELS_MIN_VERSION``, ``KERNELS_MAX_VERSION``);
+  with neither (each one raises under such a kernels), the kernels releases its
+  ``import_utils.py`` accepts (``KERNELS_MIN_VERSION``, ``KERNELS_MAX_VERSION``), and the
+  requirements it checks as it is imported (``dependency_versions_check.py``), refusing
+  another release with "{requirement} is required for a normal functioning of this module,
+  but found {pkg}=={got}" (``utils/versions.py``);
 - with ``--registry``: the flashinfer-cubin releases PyPI has (``pip index versions``).
 
 patcher/advice/dependency_checks.py answers these refusals; its test holds it to this reading.
@@ -32,6 +35,7 @@ from tools.wheel_modules import modules
 _MISMATCH = re.compile(r"(flashinfer-cubin|flashinfer-jit-cache) version \(")
 _BYPASS = re.compile(r"Set (\w+)=1 to bypass")
 UNVERSIONED = "Either a revision or a version must be specified."
+REQUIRED = " is required for a normal functioning of this module, but found "
 _REPOSITORIES = {"LayerRepository", "FuncRepository"}
 _KERNELS_BOUND = re.compile(r'KERNELS_(MIN|MAX)_VERSION\s*=\s*"([^"]+)"')
 
@@ -137,7 +141,39 @@ def transformers(archive: zipfile.ZipFile) -> str:
     accepted = ",".join(
         f"{op}{bounds[key]}" for key, op in (("MIN", ">="), ("MAX", "<")) if key in bounds
     )
-    return f"{bare}\t{accepted or '-'}"
+    return f"{bare}\t{accepted or '-'}\t{_checked_at_import(archive)}"
+
+
+def _checked_at_import(archive: zipfile.ZipFile) -> str:
+    """The packages transformers checks the release of as it is imported
+    (``pkgs_to_check_at_runtime`` in ``dependency_versions_check.py``), each against its own
+    requirement in ``dependency_versions_table.py``, with ``utils/versions.py`` refusing
+    another: "{requirement} is required for a normal functioning of this module, but found
+    {pkg}=={got}" (or "-" where it raises no such message)."""
+    if "transformers/utils/versions.py" not in archive.namelist():
+        return "-"
+    versions = archive.read("transformers/utils/versions.py").decode()
+    if REQUIRED not in "".join(_raised(ast.parse(versions))):
+        return "-"
+    check = ast.parse(archive.read("transformers/dependency_versions_check.py").decode())
+    table = ast.parse(archive.read("transformers/dependency_versions_table.py").decode())
+    deps: dict[str, str] = {}
+    for node in ast.walk(table):
+        if isinstance(node, ast.Dict):
+            deps.update(
+                {
+                    k.value: v.value
+                    for k, v in zip(node.keys, node.values, strict=True)
+                    if isinstance(k, ast.Constant) and isinstance(v, ast.Constant)
+                }
+            )
+    for node in check.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "pkgs_to_check_at_runtime" for t in node.targets
+        ):
+            names = [e.value for e in ast.walk(node.value) if isinstance(e, ast.Constant)]
+            return " ".join(deps.get(str(n), str(n)) for n in names if isinstance(n, str))
+    return "-"
 
 
 _READERS = {"flashinfer_python": flashinfer, "kernels": kernels, "transformers": transformers}
@@ -145,7 +181,8 @@ _HEADERS = {
     "flashinfer_python": "# flashinfer-python\tflashinfer-cubin of another release\t"
     "flashinfer-jit-cache of another release\tbypass variable\tcommand named\tdownloads cubins",
     "kernels": "# kernels\trefuses an unversioned repository",
-    "transformers": "# transformers\tunversioned repositories built at import\tkernels accepted",
+    "transformers": "# transformers\tunversioned repositories built at import\tkernels accepted"
+    "\trequirements checked at import",
 }
 
 

@@ -19,6 +19,14 @@ snapshots/engines/dependency-checks.txt):
   hub-kernel mapping that way as ``integrations/hub_kernels.py`` is imported (every model's
   modeling file imports it); 5.13.0 on names a version for each and requires kernels 0.15.2 or
   later. So with transformers before 5.13 and kernels 0.15.1 or later, importing a model fails.
+- transformers (``utils/versions.py``, read in 4.55 to 5.25) checks, as it is imported, the
+  release of each of its own dependencies against its requirement (``dependency_versions_check
+  .py``: tokenizers, huggingface-hub, safetensors, accelerate ...) and refuses another:
+  "tokenizers>=0.21,<0.22 is required for a normal functioning of this module, but found
+  tokenizers==0.22.1." (a caller's ``require_version`` says the same of its own requirement, and
+  of one not installed: "The 'X' distribution was not found and is required by this
+  application"). The requirement is in the message; installing it is the fix, whatever the
+  engine (every engine imports transformers for its model configs).
 """
 
 from __future__ import annotations
@@ -52,6 +60,18 @@ MISMATCHED = re.compile(
 # The message, not the raise a traceback echoes above it (its source line), nor kernels'
 # other refusal ("..., not both.": a caller that named both).
 UNVERSIONED = re.compile(r"(?<![(\"'])Either a revision or a version must be specified\.")
+# transformers' utils/versions.py: a requirement (a name, extras, then an operator: the
+# refusal of another release always has one) and the release found; the source line a
+# traceback echoes holds "{requirement}", no requirement.
+_REQUIREMENT = r"[A-Za-z0-9][\w.-]*(?:\[[\w,.-]+\])?"
+REQUIRED = re.compile(
+    rf"(?<![\w{{])({_REQUIREMENT}[<>=!~]\S*?) is required for a normal functioning of this "
+    r"module, but found ([\w.-]+)==(\S+?)\.?(?=\s|$)"
+)
+ABSENT = re.compile(
+    rf"The '({_REQUIREMENT}(?:[<>=!~][^']*)?)' distribution was not found and is required by "
+    "this application"
+)
 
 
 def mismatched(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
@@ -119,12 +139,53 @@ def unversioned(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
+def _install(requirement: str, package: str) -> Fix:
+    """The requirement as pip installs it; Python itself is no package pip installs."""
+    if package.lower() == "python":
+        spec = requirement[len(package) :]
+        return Fix("advice", f"a Python {spec} (the venv or image's own interpreter)")
+    return Fix(
+        "dependency",
+        f"pip install '{requirement}'",
+        note="the requirement the check names; pip installs a release that satisfies it",
+    )
+
+
+def required(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """transformers' import-time check refusing the release of a dependency installed."""
+    requirement, package, found = m.group(1), m.group(2), m.group(3)
+    return (
+        f"{package} {found} is installed, and the code being imported requires "
+        f"{requirement}: transformers checks its own dependencies this way as it is imported "
+        "(utils/versions.py, dependency_versions_check.py), and the engine imports transformers "
+        "for every model, so it stops. No config edit helps",
+        [_install(requirement, package)],
+    )
+
+
+def absent(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A requirement checked as code is imported (transformers' ``require_version``) that is
+    not installed at all."""
+    requirement = m.group(1)
+    package = re.split(r"[<>=!~\[]", requirement, maxsplit=1)[0]
+    return (
+        f"{package} is not installed, and the code being imported requires {requirement} "
+        "(a requirement checked as it is imported: transformers' utils/versions.py). No config "
+        "edit helps",
+        [_install(requirement, package)],
+    )
+
+
 DEPENDENCY_CHECK_RULES: tuple[Rule, ...] = (
     ("library-release", MISMATCHED, mismatched),
     ("library-release", UNVERSIONED, unversioned),
+    ("library-release", REQUIRED, required),
+    ("library-release", ABSENT, absent),
 )
 # One plain word of each rule above, for the line filter (engine_rules._MARKERS).
 DEPENDENCY_CHECK_MARKERS = (
     "does not match flashinfer version",
     "a revision or a version must be specified",
+    "is required for a normal functioning of this module, but found ",
+    "' distribution was not found and is required by ",
 )

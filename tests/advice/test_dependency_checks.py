@@ -18,8 +18,17 @@ _CUBIN = (
     "to bypass this check."
 )
 _KERNELS = "ValueError: Either a revision or a version must be specified."
+_REQUIRED = (
+    "ImportError: tokenizers>=0.21,<0.22 is required for a normal functioning of this module, "
+    "but found tokenizers==0.22.1."
+)
+_ABSENT = (
+    "importlib.metadata.PackageNotFoundError: No package metadata was found for The "
+    "'huggingface-hub>=0.34.0,<1.0' distribution was not found and is required by this "
+    "application. "
+)
 # One line per rule (test_doctor's marker test takes them with its own cases).
-DEPENDENCY_LINES = [_CUBIN.format("0.6.13", "0.6.14"), _KERNELS]
+DEPENDENCY_LINES = [_CUBIN.format("0.6.13", "0.6.14"), _KERNELS, _REQUIRED, _ABSENT]
 
 
 def _section(title: str) -> list[list[str]]:
@@ -165,4 +174,33 @@ def test_the_reader_tells_a_fatal_check_from_a_caught_one(tmp_path: Path) -> Non
             "transformers/utils/import_utils.py": bounds,
         },
     )
-    assert transformers(read) == "1\t>=0.15.2,<0.16.0"  # only the one built at import
+    assert transformers(read) == "1\t>=0.15.2,<0.16.0\t-"  # only the one built at import
+
+
+def test_transformers_checks_at_import_the_requirements_the_answer_installs() -> None:
+    rows = _section("transformers")
+    assert all(row[3] != "-" for row in rows)  # every release read raises the message
+    # what the answer installs is the requirement transformers' own table holds
+    old = next(row for row in rows if row[0] == "4.55.4")
+    assert "tokenizers>=0.21,<0.22" in old[3].split()
+    found = diagnose_text(
+        '  File "/usr/lib/python3.12/site-packages/transformers/utils/versions.py", line 44, in '
+        "_compare_versions\n"
+        '    f"{requirement} is required for a normal functioning of this module, but found '
+        '{pkg}=={got_ver}.{hint}"\n' + _REQUIRED + "\n"
+    )
+    assert found.code == "library-release"
+    assert found.error == _REQUIRED  # the message, not the f-string echoed above it
+    assert [f.text for f in found.fixes] == ["pip install 'tokenizers>=0.21,<0.22'"]
+
+
+def test_a_requirement_not_installed_is_installed_and_python_itself_is_not_pip_s() -> None:
+    missing = diagnose_text(_ABSENT + "\n")
+    assert [f.text for f in missing.fixes] == ["pip install 'huggingface-hub>=0.34.0,<1.0'"]
+    python = diagnose_text(
+        "ImportError: python>=3.10.0 is required for a normal functioning of this module, but "
+        "found python==3.9.18.\n"
+    )
+    assert [(f.kind, f.text) for f in python.fixes] == [
+        ("advice", "a Python >=3.10.0 (the venv or image's own interpreter)")
+    ]
