@@ -4,6 +4,7 @@ import atexit
 import os
 import shutil
 import tempfile
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -25,6 +26,14 @@ SNAPSHOTS = ROOT / "snapshots"
 CONFIGS = SNAPSHOTS / "configs"
 EXAMPLE = SNAPSHOTS / "example" / "kimi-k2.5-nvfp4"  # the README's example checkpoint
 MODELS = sorted(p.name for p in CONFIGS.iterdir() if p.is_dir())
+
+
+def wheel_of(path: Path, files: dict[str, str]) -> zipfile.ZipFile:
+    """A wheel holding ``files`` (name to source), opened for a reader of wheels to read."""
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return zipfile.ZipFile(path)
 
 
 def tree_bytes(directory: Path) -> dict[str, bytes | str]:

@@ -23,6 +23,7 @@ from patcher.advice.catalogue import Template
 from patcher.advice.doctor import diagnose_text
 from patcher.advice.families import FAMILIES, family_of
 from patcher.advice.own_remedy import own_remedy
+from tests.conftest import wheel_of
 
 ROOT = Path(__file__).resolve().parents[2]
 PREFIXES = (
@@ -1484,14 +1485,6 @@ def test_a_gpu_a_release_refuses_a_method_gets_the_releases_that_ask_no_more(
     assert ("hardware limit" in found.cause) is (fix is None)
 
 
-def _wheel(path: Path, files: dict[str, str]) -> zipfile.ZipFile:
-    """A wheel holding ``files`` (name to source), opened for the recorder to read."""
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, text in files.items():
-            archive.writestr(name, text)
-    return zipfile.ZipFile(path)
-
-
 def test_the_recorder_reads_each_methods_capability_and_choices_defined_by_another_name(
     tmp_path: Path,
 ) -> None:
@@ -1517,7 +1510,7 @@ def test_the_recorder_reads_each_methods_capability_and_choices_defined_by_anoth
             "    parser.add_argument('--quantization', choices=[*QUANTIZATION_METHODS, None])\n"
         ),
     }
-    with _wheel(tmp_path / "vllm-9.9.9-py3-none-any.whl", files) as archive:
+    with wheel_of(tmp_path / "vllm-9.9.9-py3-none-any.whl", files) as archive:
         assert min_capabilities(archive, "vllm") == {"min_capability:fp8": ["80"]}
         assert choices(archive, "vllm")["choices:--quantization"] == ["awq", "fp8"]
 
@@ -1534,7 +1527,7 @@ def test_the_recorder_reads_choices_a_function_defines_before_its_flag(tmp_path:
             "        parser.add_argument('--attention-backend', choices=ATTN_BACKENDS)\n"
         ),
     }
-    with _wheel(tmp_path / "sglang-9.9.9-py3-none-any.whl", files) as archive:
+    with wheel_of(tmp_path / "sglang-9.9.9-py3-none-any.whl", files) as archive:
         assert choices(archive, "sglang")["choices:--attention-backend"] == [
             "flashinfer",
             "triton",
@@ -1546,7 +1539,7 @@ def test_the_recorder_reads_the_gguf_architectures_transformers_maps(tmp_path: P
 
     mapping = "GGUF_CONFIG_MAPPING = {'general': {}, 'llama': {}, 'gemma2': {}, 'tokenizer': {}}\n"
     files = {"transformers/integrations/ggml.py": mapping}
-    with _wheel(tmp_path / "transformers-9.9.9-py3-none-any.whl", files) as archive:
+    with wheel_of(tmp_path / "transformers-9.9.9-py3-none-any.whl", files) as archive:
         assert gguf_architectures(archive) == {"gguf": ["gemma2", "llama"]}
 
 
@@ -1709,7 +1702,7 @@ def test_the_recorder_reads_the_environment_variables_a_release_reads(tmp_path: 
         "if TYPE_CHECKING:\n    VLLM_USE_DEEP_GEMM: bool = True\n"
         "environment_variables = {'VLLM_USE_DEEP_GEMM': lambda: 1, 'HOME': lambda: 2}\n"
     )
-    with _wheel(tmp_path / "vllm-9.9.9-py3-none-any.whl", {"vllm/envs.py": envs}) as archive:
+    with wheel_of(tmp_path / "vllm-9.9.9-py3-none-any.whl", {"vllm/envs.py": envs}) as archive:
         assert env_names(archive, "vllm") == {"env": ["VLLM_USE_DEEP_GEMM"]}
 
 
@@ -1802,7 +1795,7 @@ def test_the_recorder_reads_the_flags_a_releases_parser_defines(tmp_path: Path) 
         "vllm/benchmarks/serve.py": "parser.add_argument('--request-rate')\n",
         "vllm/entrypoints/cli/openai.py": "parser.add_argument('--model-name')\n",
     }
-    with _wheel(tmp_path / "vllm-9.9.9-py3-none-any.whl", files) as archive:
+    with wheel_of(tmp_path / "vllm-9.9.9-py3-none-any.whl", files) as archive:
         assert cli_flags(archive, "vllm") == {
             "flags": ["--host", "--lora-modules", "--max-model-len", "--tensor-parallel-size"]
         }
@@ -1816,7 +1809,7 @@ def test_a_quantization_config_class_the_message_names_is_its_method(tmp_path: P
         "    @classmethod\n    def get_name(cls):\n        return 'modelopt_fp4'\n"
     )
     files = {"sglang/srt/layers/quantization/modelopt_quant.py": source}
-    with _wheel(tmp_path / "sglang-9.9.9-py3-none-any.whl", files) as archive:
+    with wheel_of(tmp_path / "sglang-9.9.9-py3-none-any.whl", files) as archive:
         assert quantization_classes(archive, "sglang") == {
             "quant_class:ModelOptFp4Config": ["modelopt_fp4"]
         }

@@ -4,12 +4,11 @@
 
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 
 from patcher.advice import dependency_checks as checks
 from patcher.advice.doctor import diagnose_text
-from tests.conftest import SNAPSHOTS
+from tests.conftest import SNAPSHOTS, wheel_of
 
 READING = (SNAPSHOTS / "engines" / "dependency-checks.txt").read_text()
 _CUBIN = (
@@ -127,13 +126,6 @@ def test_kernels_other_refusal_a_caller_naming_both_is_not_this_one() -> None:
     assert diagnose_text(both).code != "library-release"
 
 
-def _wheel(path: Path, files: dict[str, str]) -> zipfile.ZipFile:
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, text in files.items():
-            archive.writestr(name, text)
-    return zipfile.ZipFile(path)
-
-
 def test_the_reader_tells_a_fatal_check_from_a_caught_one(tmp_path: Path) -> None:
     from tools.read_dependency_checks import flashinfer, kernels, transformers
 
@@ -144,8 +136,8 @@ def test_the_reader_tells_a_fatal_check_from_a_caught_one(tmp_path: Path) -> Non
         "        raise RuntimeError(f'flashinfer-cubin version ({v}) does not match '\n"
         "            f'flashinfer version (1). Set FLASHINFER_DISABLE_VERSION_CHECK=1 to bypass')\n"
     )
-    fatal = _wheel(tmp_path / "a.whl", {"flashinfer/jit/env.py": check + "_check('0')\n"})
-    caught = _wheel(
+    fatal = wheel_of(tmp_path / "a.whl", {"flashinfer/jit/env.py": check + "_check('0')\n"})
+    caught = wheel_of(
         tmp_path / "b.whl",
         {
             "flashinfer/jit/env.py": check
@@ -154,7 +146,7 @@ def test_the_reader_tells_a_fatal_check_from_a_caught_one(tmp_path: Path) -> Non
     )
     assert flashinfer(fatal).split("\t")[:3] == ["fatal", "no", "FLASHINFER_DISABLE_VERSION_CHECK"]
     assert flashinfer(caught).split("\t")[0] == "caught"
-    refusing = _wheel(
+    refusing = wheel_of(
         tmp_path / "k.whl",
         {
             "kernels/layer/layer.py": 'raise ValueError("Either a revision or a version must be '
@@ -167,7 +159,7 @@ def test_the_reader_tells_a_fatal_check_from_a_caught_one(tmp_path: Path) -> Non
         "version=1)}\ndef later():\n    return LayerRepository(repo_id='z')\n"
     )
     bounds = 'KERNELS_MIN_VERSION = "0.15.2"\nKERNELS_MAX_VERSION = "0.16.0"\n'
-    read = _wheel(
+    read = wheel_of(
         tmp_path / "t.whl",
         {
             "transformers/integrations/hub_kernels.py": hub,
