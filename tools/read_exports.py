@@ -65,6 +65,8 @@ def bound_names(tree: ast.Module, package: str, stars: list[str] | None = None) 
         for node in body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 found.add(node.name)
+                if node.name == "__getattr__" and not isinstance(node, ast.ClassDef):
+                    found.update(served_names(node, tree))
             elif isinstance(node, ast.Import):
                 own = [a for a in node.names if a.name.split(".")[0] == package]
                 found.update((a.asname or a.name).split(".")[0] for a in own)
@@ -94,6 +96,53 @@ def bound_names(tree: ast.Module, package: str, stars: list[str] | None = None) 
 
     visit(tree.body)
     return found
+
+
+def _constants(node: ast.expr) -> set[str]:
+    """The strings a literal holds: a tuple, list or set's items, a dict's keys."""
+    items: list[ast.expr | None] = []
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        items = list(node.elts)
+    elif isinstance(node, ast.Dict):
+        items = list(node.keys)
+    return {i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)}
+
+
+def served_names(function: ast.FunctionDef | ast.AsyncFunctionDef, tree: ast.Module) -> set[str]:
+    """The names a module's ``__getattr__`` (PEP 562) answers for: the strings an ``if`` of it
+    compares its argument with (``if name == "get_tokenizer"``, ``name in ("A", "B")``,
+    ``name in _MOVED`` or ``name in _MOVED.keys()`` for a literal the module assigns). A
+    release that moved a name often keeps it importable from the old module this way, with a
+    warning."""
+    if not function.args.args:
+        return set()
+    argument = function.args.args[0].arg
+    literals: dict[str, set[str]] = {}
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign | ast.AnnAssign) and statement.value is not None:
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    literals[target.id] = _constants(statement.value)
+    served: set[str] = set()
+    # the conditions it branches on: ``return name == "x"`` answers a question, serves nothing
+    tests = [n.test for n in ast.walk(function) if isinstance(n, ast.If)]
+    for node in (inner for test in tests for inner in ast.walk(test)):
+        if not (isinstance(node, ast.Compare) and isinstance(node.left, ast.Name)):
+            continue
+        if node.left.id != argument:
+            continue
+        for op, other in zip(node.ops, node.comparators, strict=True):
+            if isinstance(op, ast.Eq) and isinstance(other, ast.Constant):
+                served.update({other.value} if isinstance(other.value, str) else set())
+            elif isinstance(op, ast.In):
+                if isinstance(other, ast.Call) and isinstance(other.func, ast.Attribute):
+                    other = other.func.value  # _MOVED.keys()
+                if isinstance(other, ast.Name):
+                    served |= literals.get(other.id, set())
+                else:
+                    served |= _constants(other)
+    return served
 
 
 def _absolute(star: str, module: str, is_package: bool) -> str:

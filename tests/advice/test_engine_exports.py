@@ -150,6 +150,41 @@ def test_the_reading_binds_definitions_own_imports_and_star_imports(tmp_path: Pa
     assert set(read) == {"eng", "eng.utils", "eng.utils.common", "eng.core"}
 
 
+def test_the_names_a_module_s_getattr_serves_are_bound_there(tmp_path: Path) -> None:
+    # a release that moved a name keeps it importable from the old module (PEP 562)
+    wheel = tmp_path / "eng-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("eng/__init__.py", "")
+        archive.writestr(
+            "eng/old.py",
+            "_MOVED = {'moved_a': 'eng.new'}\n_ALSO = ('moved_b', 'moved_c')\n"
+            "def __getattr__(name):\n"
+            "    if name == 'get_tokenizer' or name in _MOVED or name in _ALSO:\n"
+            "        return 1\n"
+            "    if name in ('moved_d',) or name in _MOVED.keys():\n"
+            "        return 2\n"
+            "    raise AttributeError(name)\n",
+        )
+        archive.writestr("eng/other.py", "def __getattr__(attr):\n    return attr == 'x'\n")
+    read = read_exports.read_wheel(wheel, "eng")
+    assert read["eng.old"] >= {"get_tokenizer", "moved_a", "moved_b", "moved_c", "moved_d"}
+    assert read["eng.other"] == {"__getattr__"}  # a comparison it returns is no name it serves
+
+
+def test_a_name_vllm_moved_but_kept_importable_is_answered_with_the_last_release_keeping_it() -> (
+    None
+):
+    # vLLM 0.12 to 0.21 keep get_tokenizer in vllm.transformers_utils.tokenizer through its
+    # __getattr__ (moved to vllm.tokenizers); 0.22 drops the module (LocalAI#10252's kind)
+    log = (
+        '  File "/build/backend/python/vllm/backend.py", line 30, in <module>\n'
+        "    from vllm.transformers_utils.tokenizer import get_tokenizer\n"
+        "ModuleNotFoundError: No module named 'vllm.transformers_utils.tokenizer'\n"
+    )
+    found = diagnose_text(log)
+    assert found.fixes[0].text == "pip install 'vllm<=0.21.0'"
+
+
 def test_a_missing_module_s_releases_are_those_that_have_every_name_the_import_asks() -> None:
     read = exports("vllm")
     assert read is not None
