@@ -110,7 +110,7 @@ def _constants(node: ast.expr) -> set[str]:
 
 def served_names(function: ast.FunctionDef | ast.AsyncFunctionDef, tree: ast.Module) -> set[str]:
     """The names a module's ``__getattr__`` (PEP 562) answers for: the strings an ``if`` of it
-    compares its argument with (``if name == "get_tokenizer"``, ``name in ("A", "B")``,
+    that returns compares its argument with (``if name == "get_tokenizer"``, ``name in ("A", "B")``,
     ``name in _MOVED`` or ``name in _MOVED.keys()`` for a literal the module assigns). A
     release that moved a name often keeps it importable from the old module this way, with a
     warning."""
@@ -125,8 +125,14 @@ def served_names(function: ast.FunctionDef | ast.AsyncFunctionDef, tree: ast.Mod
                 if isinstance(target, ast.Name):
                     literals[target.id] = _constants(statement.value)
     served: set[str] = set()
-    # the conditions it branches on: ``return name == "x"`` answers a question, serves nothing
-    tests = [n.test for n in ast.walk(function) if isinstance(n, ast.If)]
+    # the conditions of the branches that return something: ``return name == "x"`` answers a
+    # question, and a branch that only raises (``if name in _REMOVED: raise ...``) refuses
+    tests = [
+        n.test
+        for n in ast.walk(function)
+        if isinstance(n, ast.If)
+        and any(isinstance(r, ast.Return) for s in n.body for r in ast.walk(s))
+    ]
     for node in (inner for test in tests for inner in ast.walk(test)):
         if not (isinstance(node, ast.Compare) and isinstance(node.left, ast.Name)):
             continue

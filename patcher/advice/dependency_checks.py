@@ -108,11 +108,12 @@ def mismatched(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
             "one per CUDA: 0.6.14+cu129); without it FlashInfer compiles the kernels it "
             "uses as they are first needed",
         )
+    since, until = CUBIN_CHECKED if package == "flashinfer-cubin" else JIT_CACHE_CHECKED
     return (
         f"FlashInfer refused, as it was imported, the {package} installed beside it: "
         f"{package} {installed} is not flashinfer {flashinfer}'s release (flashinfer/jit/"
-        "env.py checks it at import, FlashInfer 0.5 to 0.7.1); the engine imports FlashInfer "
-        "for its kernels, so it stops. No config edit helps",
+        f"env.py checks it at import, FlashInfer {since} to {until}); the engine imports "
+        "FlashInfer for its kernels, so it stops. No config edit helps",
         [first, bypass],
     )
 

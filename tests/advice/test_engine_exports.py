@@ -165,10 +165,17 @@ def test_the_names_a_module_s_getattr_serves_are_bound_there(tmp_path: Path) -> 
             "        return 2\n"
             "    raise AttributeError(name)\n",
         )
-        archive.writestr("eng/other.py", "def __getattr__(attr):\n    return attr == 'x'\n")
+        archive.writestr(
+            "eng/other.py",
+            "def __getattr__(attr):\n"
+            "    if attr == 'removed':\n"
+            "        raise ImportError('removed in 2.0')\n"
+            "    return attr == 'x'\n",
+        )
     read = read_exports.read_wheel(wheel, "eng")
     assert read["eng.old"] >= {"get_tokenizer", "moved_a", "moved_b", "moved_c", "moved_d"}
-    assert read["eng.other"] == {"__getattr__"}  # a comparison it returns is no name it serves
+    # a comparison it returns, or a branch that only raises, serves no name
+    assert read["eng.other"] == {"__getattr__"}
 
 
 def test_a_name_vllm_moved_but_kept_importable_is_answered_with_the_last_release_keeping_it() -> (
