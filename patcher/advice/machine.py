@@ -36,7 +36,7 @@ from patcher.advice.proxies import PROXIED_REQUEST, WARMUP_REFUSED, proxied_requ
 from patcher.advice.ptxas_archs import PTXAS_MARKERS, PTXAS_RULES
 from patcher.advice.pythons import FIRSTLINENO, python_too_new
 from patcher.advice.rendezvous import RENDEZVOUS_MARKERS, RENDEZVOUS_RULES
-from patcher.advice.requirements import missing_name
+from patcher.advice.requirements import ATTRIBUTE_MISSING, missing_attribute, missing_name
 from patcher.advice.seccomp import SECCOMP_MARKERS, SECCOMP_RULES
 from patcher.advice.shared_memory import SHARED_MEMORY_MARKERS, SHARED_MEMORY_RULES
 from patcher.advice.torch_builds import TORCH_REFUSES
@@ -393,6 +393,7 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
         re.compile(r"cannot import name '(\w+)' from '([\w.]+)'"),
         missing_name,
     ),
+    ("library-version", ATTRIBUTE_MISSING, missing_attribute),
     ("disk-full", re.compile(r"\[Errno 28\] No space left on device"), disk_full),
     (
         "engine-platform",
@@ -436,6 +437,7 @@ ENVIRONMENT_MARKERS = (
     "No module named '",
     "No space left on device",
     "cannot import name '",
+    "' has no attribute '",
     "Error while finding module specification",
     "is not compatible with the current PyTorch",
     "which is of ",

@@ -128,7 +128,23 @@ def _release_requires(required_by: dict[Engine, dict[str, str]], ctx: LogContext
 
 def missing_name(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     """``cannot import name 'X' from 'LIB...'``, LIB a library an engine requires."""
-    name, module = m.group(1), m.group(2)
+    return _missing(m.group(1), m.group(2), m, ctx)
+
+
+# Python's words for a module without the attribute asked of it (``vllm.envs.VLLM_USE_V1`` on a
+# release that dropped the variable), not for one caught half imported in a circular import.
+ATTRIBUTE_MISSING = re.compile(
+    r"module '([\w.]+)' has no attribute '(\w+)'(?!\s*\(most likely due to a circular import\))"
+)
+
+
+def missing_attribute(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """``module 'LIB.X' has no attribute 'N'``: what an import of N from LIB.X meets, asked
+    of the module after it is imported; answered from the same reading."""
+    return _missing(m.group(2), m.group(1), m, ctx)
+
+
+def _missing(name: str, module: str, m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     library = module.split(".")[0]
     if library in _ENGINES:
         return _engine_name(name, module, m, ctx)
@@ -156,7 +172,7 @@ def missing_name(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
         more = f", ... {ordered[-1]}: {by_release[ordered[-1]]}" if len(ordered) > 3 else ""
         fixes.append(Fix("advice", f"{engine} releases read require {shown}{more}"))
     return (
-        f"the {library} installed has no {name}, which the engine imports from {module}: it "
+        f"the {library} installed has no {name}, which the engine takes from {module}: it "
         f"is another version of {library} than the engine release was written against",
         fixes,
     )

@@ -263,3 +263,24 @@ def test_a_library_module_every_release_has_gets_no_release_answer() -> None:
     every = next(m for m, mask in read.modules.items() if "." in m and mask == full)
     found = diagnose_text(f"ModuleNotFoundError: No module named '{every}'\n")
     assert found.code != "library-module"
+
+
+def test_an_attribute_a_module_lacks_is_answered_like_an_import_of_it() -> None:
+    # Python's words when code asks the module for the name after importing it: the same
+    # reading (vllm.envs serves its variables through __getattr__; 0.12 dropped VLLM_USE_V1)
+    read = exports("vllm")
+    assert read is not None
+    held = set(read.holding(read.name_mask("vllm.envs", "VLLM_USE_V1")))
+    found = diagnose_text(
+        "INFO 01-20 13:01:00 [api_server.py:1] vLLM API server version 0.16.0\n"
+        "AttributeError: module 'vllm.envs' has no attribute 'VLLM_USE_V1'\n"
+    )
+    assert found.code == "library-version"
+    admitted = _admitted(found.fixes[0].text, "vllm")
+    assert admitted and set(admitted) <= held and "0.16.0" not in held
+    # a module caught half imported is no release's doing
+    circular = diagnose_text(
+        "AttributeError: module 'vllm.envs' has no attribute 'VLLM_USE_V1' (most likely due to "
+        "a circular import)\n"
+    )
+    assert circular.code != "library-version"

@@ -23,6 +23,7 @@ ENVIRONMENT_LINES = [
     "/usr/bin/python3: Error while finding module specification for "
     "'vllm.entrypoints.openai.api_server' (ModuleNotFoundError: No module named 'vllm')",
     "ImportError: cannot import name 'StructuralTagItem' from 'xgrammar'",
+    "AttributeError: module 'vllm.envs' has no attribute 'VLLM_USE_V1'",
     "huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo for url "
     "https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/resolve/main/config.json.",
     # SGLang's warmup (http_server.py) answered by a proxy, as its assertion and as urllib3 logs it
@@ -99,6 +100,7 @@ def _line(words: str) -> str:
                 "engine-extension",
                 "disk-full",
                 "engine-missing",
+                "library-version",
                 "library-version",
                 "hub-access",
                 "server-proxy",
