@@ -30,6 +30,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+from tools.read_messages import templates_in
 from tools.wheel_modules import modules
 
 _MISMATCH = re.compile(r"(flashinfer-cubin|flashinfer-jit-cache) version \(")
@@ -40,24 +41,14 @@ _REPOSITORIES = {"LayerRepository", "FuncRepository"}
 _KERNELS_BOUND = re.compile(r'KERNELS_(MIN|MAX)_VERSION\s*=\s*"([^"]+)"')
 
 
-def _text(node: ast.expr) -> str:
-    """A message's constant text, an f-string's parts joined (its fields left out)."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.JoinedStr):
-        return "".join(_text(v) for v in node.values if not isinstance(v, ast.FormattedValue))
-    if isinstance(node, ast.BinOp):
-        return _text(node.left) + _text(node.right)
-    return ""
-
-
-def _raised(tree: ast.Module) -> list[str]:
-    """The texts of the exceptions a module raises with a message."""
-    texts: list[str] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
-            texts.append(_text(node.exc.args[0]))
-    return texts
+def _raised(text: str, file: str) -> list[tuple[str, int]]:
+    """The exceptions a module's source raises with a message, as the catalogue reads them
+    (tools/read_messages.py): each message's words (its fields left out) and its line."""
+    return [
+        ("".join(t["parts"][::2]), t["line"])
+        for t in templates_in(text, file)
+        if not t["exception"].startswith("log.")
+    ]
 
 
 def _caught(tree: ast.Module, function: str) -> bool:
@@ -82,21 +73,20 @@ def flashinfer(archive: zipfile.ZipFile) -> str:
     in ``flashinfer/jit/cubin_loader.py``: what runs without the flashinfer-cubin package)."""
     found: dict[str, str] = {}
     bypass = command = "-"
-    for _name, text, tree in modules(archive, "flashinfer/", ("does not match",)):
+    for name, text, tree in modules(archive, "flashinfer/", ("does not match",)):
         named = _BYPASS.search(text)
         bypass = named.group(1) if named else bypass
         if "`flashinfer download-kernels`" in text:
             command = "flashinfer download-kernels"
-        for function in ast.walk(tree):
-            if not isinstance(function, ast.FunctionDef):
+        functions = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)]
+        for message, line in _raised(text, name):
+            match = _MISMATCH.search(message)
+            if match is None or match.group(1) in found:
                 continue
-            for node in ast.walk(function):
-                if not (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)):
-                    continue
-                match = _MISMATCH.search(_text(node.exc.args[0])) if node.exc.args else None
-                if match is not None and match.group(1) not in found:
-                    caught = _caught(tree, function.name)
-                    found[match.group(1)] = "caught" if caught else "fatal"
+            # the function the raise is in: called only inside a try, it warns
+            around = [f for f in functions if f.lineno <= line <= (f.end_lineno or f.lineno)]
+            caught = bool(around) and _caught(tree, around[-1].name)
+            found[match.group(1)] = "caught" if caught else "fatal"
     names = archive.namelist()
     loader = "flashinfer/jit/cubin_loader.py"
     fetches = loader in names and "FLASHINFER_CUBINS_REPOSITORY" in archive.read(loader).decode()
@@ -108,8 +98,8 @@ def flashinfer(archive: zipfile.ZipFile) -> str:
 
 def kernels(archive: zipfile.ZipFile) -> str:
     """Whether kernels refuses a repository named with neither a version nor a revision."""
-    for _name, _source, tree in modules(archive, "kernels/", (UNVERSIONED,)):
-        if UNVERSIONED in _raised(tree):
+    for name, source, _tree in modules(archive, "kernels/", (UNVERSIONED,)):
+        if any(message == UNVERSIONED for message, _line in _raised(source, name)):
             return "yes"
     return "no"
 
@@ -153,7 +143,7 @@ def _checked_at_import(archive: zipfile.ZipFile) -> str:
     if "transformers/utils/versions.py" not in archive.namelist():
         return "-"
     versions = archive.read("transformers/utils/versions.py").decode()
-    if REQUIRED not in "".join(_raised(ast.parse(versions))):
+    if not any(REQUIRED in m for m, _line in _raised(versions, "transformers/utils/versions.py")):
         return "-"
     check = ast.parse(archive.read("transformers/dependency_versions_check.py").decode())
     table = ast.parse(archive.read("transformers/dependency_versions_table.py").decode())
