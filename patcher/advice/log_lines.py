@@ -27,8 +27,11 @@ PREFIX = re.compile(
     r"(?:\[rank\d+\]:\s*|\[\d{4}-\d\d-\d\d [\d:]+(?: [A-Z]{2}\d+)*\]\s*)?"
     # a process prefix: vLLM's (EngineCore_DP0 pid=N), and any other process name a runtime
     # built on it gives its own (vllm-omni's StageEngineCoreProc); V0's multiprocessing
-    # workers name their rank before the pid
-    r"(?:\([A-Z][\w-]*(?:\s+rank=\d+)?\s+pid=\d+\)\s*)?"
+    # workers name their rank before the pid. Ray prints each worker's lines under
+    # "(ACTOR_OR_TASK pid=N, ip=A)", the name left out where it has none and the address where
+    # the worker runs on the driver's node (ray/_private/worker.py, print_worker_logs); vLLM's
+    # own prefix follows it where the engine runs in a Ray actor
+    r"(?:\((?:[A-Za-z_][\w.:-]*(?:\s+rank=\d+)?\s+)?pid=\d+(?:,\s*ip=[\w.:-]+)?\)\s*){0,2}"
     r"(?:(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+"
     # the file and line, bracketed; vLLM before 0.8 closed the bracket only ("core.py:210] ")
     r"(?:\[[^\]]*\]|[\w.]+:\d+\])\s?"

@@ -1371,6 +1371,34 @@ def test_a_collectors_stamp_before_the_engines_prefix_is_read_past(stamp: str) -
     assert found.error == error
 
 
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "(main_task pid=181638) ",  # a Ray task's lines on the driver's node
+        "(pid=47761) ",  # a Ray worker with no actor or task name
+        "(WorkerDict pid=2046, ip=10.0.0.7) ",  # a Ray actor on another node
+        # vLLM's engine core inside a Ray actor: both prefixes
+        "(RolloutWorker pid=2046, ip=10.0.0.7) (EngineCore_DP0 pid=2101) ",
+    ],
+)
+def test_rays_prefix_before_each_workers_line_is_read_past(prefix: str) -> None:
+    # ray/_private/worker.py (print_worker_logs): "(" + [name + " "] + "pid=N" + [", ip=A"] + ")"
+    error = (
+        "ValueError: The model's max seq len (8192) is larger than the maximum number of "
+        "tokens that can be stored in KV cache (6048). Try increasing `gpu_memory_utilization` "
+        "or decreasing `max_model_len` when initializing the engine."
+    )
+    found = diagnose_text(
+        f"{prefix}Traceback (most recent call last):\n"
+        f'{prefix}  File "/env/lib/python3.12/site-packages/vllm/engine/llm_engine.py", line 9, in '
+        "_init_cache\n"
+        f"{prefix}    raise ValueError(\n"
+        f"{prefix}{error}\n"
+    )
+    assert found.code == "kv-cache-memory"
+    assert found.error == error
+
+
 _WARNED_IMPORT = (
     "WARNING 08-27 13:59:59 _custom_ops.py:15] Failed to import from vllm._C with "
     "ImportError('libcudart.so.12: cannot open shared object file: No such file or directory')\n"
