@@ -275,7 +275,10 @@ def diagnose_lines(
         # what the log says of the answer's fixes: given already, a KV dtype chosen, unread
         return _unread(_already_given(_given_kv_dtype(found, kv_flag), command), unread)
 
+    last = ""  # the last line with words: where a pasted traceback was cut
     for raw in bounded(lines):
+        if len(raw) > 1:
+            last = raw
         if held is not None:
             reason = PREFIX.sub("", uncoloured(raw)).rstrip()
             if is_reason(reason) and len(reasons) < MOST_REASONS:
@@ -515,6 +518,8 @@ def diagnose_lines(
         return settled(replace(handling, log=source, engine_version=version_text))
     if echoed is not None:
         return settled(echoed)
+    if root is None and (cut := _cut_at_assert(last, frame, code)) is not None:
+        return replace(cut, log=source, engine_version=version_text)
     if root is not None and (
         through := from_backend(
             root,
@@ -527,6 +532,18 @@ def diagnose_lines(
     ):
         return Diagnosis(source, "transformers-fallback", root, *through, version_text)
     return Diagnosis(source, None, root or oom, NO_MATCH, (), version_text)
+
+
+def _cut_at_assert(last: str, frame: str | None, code: str | None) -> Diagnosis | None:
+    """A traceback pasted up to its last frame's ``assert`` line (or the carets under it),
+    its ``AssertionError`` cut off: read as that assertion, by the readers that know which
+    assert of the engine's source it is; any other cut traceback stays unknown."""
+    if code is None or not code.startswith("assert "):
+        return None
+    tail = PREFIX.sub("", uncoloured(last)).strip()
+    if tail != code and (not tail or tail.strip("^~ ")):
+        return None
+    return by_asserted_key(frame, code) or by_params_assert(frame, code)
 
 
 def _release_numbers(version_text: str | None) -> tuple[int, ...] | None:

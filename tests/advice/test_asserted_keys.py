@@ -74,3 +74,29 @@ def test_the_reader_pairs_an_assert_with_a_later_release_s_default(
     data = json.loads(target.read_text())
     assert data["asserted"] == {"vllm/config.py": {"rope_scaling['factor']": ["9.0.0"]}}
     assert data["defaulted"] == {"rope_scaling['factor']": ["9.1.0"]}  # {}.get("a") unasserted
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        "",  # pasted up to the assert line
+        "           ^^^^^^^^^^^^^^^^^^^^^^^^\n",  # Python 3.11's carets under it
+        "\n\n",  # and the blank lines a report ends on
+    ],
+)
+def test_a_traceback_cut_at_its_assert_is_read_as_that_assertion(tail: str) -> None:
+    # a report quoting a traceback up to its last frame, AssertionError left off
+    lines = _traceback("vllm/config.py", 'assert "factor" in rope_scaling').splitlines(True)
+    cut = "".join(lines[:-1])
+    found = diagnose_text(cut + tail)
+    assert found.code == "dependency"
+    assert found.fixes[0].text.startswith("pip install 'vllm>=")
+
+
+def test_a_cut_traceback_is_not_an_assertion_where_its_last_line_is_not_the_assert() -> None:
+    lines = _traceback("vllm/config.py", 'assert "factor" in rope_scaling').splitlines(True)
+    # the log goes on past the frame without the exception: some other failure followed
+    assert diagnose_text("".join(lines[:-1]) + "INFO shutting down\n").code != "dependency"
+    # nor an assert no reading records
+    other = _traceback("vllm/config.py", 'assert "nonesuch" in rope_scaling').splitlines(True)
+    assert diagnose_text("".join(other[:-1])).code is None
