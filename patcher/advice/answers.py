@@ -86,8 +86,21 @@ def explain_memory(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     fits = m.number("estimat", "max_tokens", "num_tokens", "max_num_tokens")
     if wanted and fits and fits < wanted:
         fixes.append(Fix("flag", f"--max-model-len {_round_down(fits)}"))
+    asked = wanted or _asked_length(m.line)
+    if asked is None or asked > 32768:
+        fixes.append(
+            Fix("flag", "--max-model-len 32768", note="a shorter context needs less KV memory")
+        )
+    elif asked >= 2048:  # an example, never one at or above the length asked
+        fixes.append(
+            Fix(
+                "flag",
+                f"--max-model-len {_round_down(asked // 2)}",
+                note=f"an example: shorter than the {asked} asked; the log gives no KV size to "
+                "fit it to",
+            )
+        )
     fixes += [
-        Fix("flag", "--max-model-len 32768", note="a shorter context needs less KV memory"),
         Fix("flag", "--gpu-memory-utilization 0.95", note="if the GPU has no other users"),
         Fix("advice", "more GPUs: --tensor-parallel-size N divides the weights"),
     ]
@@ -95,6 +108,17 @@ def explain_memory(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
         "the weights, the activations and the KV cache do not fit in the memory the engine may use",
         _unique(fixes),
     )
+
+
+# The length a message says the model asks for: "max seq len (32768)", "max_model_len 8192".
+_ASKED = re.compile(
+    r"\bmax(?:imum)?[ _](?:seq(?:uence)?|model)[ _]len\w*\W{1,3}(\d+)\b", re.IGNORECASE
+)
+
+
+def _asked_length(line: str) -> int | None:
+    asked = _ASKED.search(line)
+    return int(asked.group(1)) if asked else None
 
 
 def _unique(fixes: list[Fix]) -> list[Fix]:

@@ -50,11 +50,26 @@ _WORDS = (
         ),
     ),
     (
+        # the model's length against what the KV cache holds, in words a report retyped or a
+        # wrapper reworded (vLLM's own "max seq len (N) is larger than the maximum number of
+        # tokens that can be stored in KV cache (M)" is the catalogue's)
+        "kv-cache-memory",
+        re.compile(
+            r"(?=.*\bmax(?:imum)?[ _](?:seq(?:uence)?|model)[ _]len)(?=.*\bKV[ _]cache\b)"
+            r"(?=.*\b(?:larger than|exceeds?)\b)",
+            re.IGNORECASE,
+        ),
+    ),
+    (
         # The CUDA runtime's: the build has no kernels for this GPU's compute capability (an
         # older build on a newer GPU, or a dropped architecture; torch's own warning of it is
         # the rule torch-build, machine.py).
         "hardware",
-        re.compile(r"(?=.*no kernel image is available for execution on the device)"),
+        re.compile(
+            r"(?=.*no kernel image is available for execution on the device"
+            # PyTorch's compiler (Inductor) refusing a GPU its Triton cannot target
+            r"|.*too old to be supported by the triton GPU compiler)"
+        ),
     ),
     (
         # a MoE method without the runner its backend needs (SGLang's FP8 MoE method under

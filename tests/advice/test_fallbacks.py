@@ -164,3 +164,33 @@ def test_a_key_error_is_read_as_rope_scaling_only_where_the_line_reads_that_key(
     code: str, key: str
 ) -> None:
     assert diagnose_text(_rope_key_log("0.4.3", code, key)).code != "rope-config"
+
+
+@pytest.mark.parametrize(
+    ("line", "first"),
+    [
+        # retyped into a report: a space before the colon, a misspelling, the KV figure dropped
+        (
+            "ValueError : the model's max seq len (32768) is larger than the maxinum number of "
+            "tokens that can be stored in KV cache, Try increasing 'gpu_memory_utilization' or "
+            "decreasing 'max_model_len' when initializing the engine",
+            "--max-model-len 16384",
+        ),
+        (
+            "RuntimeError: max_model_len 131072 exceeds what the KV cache holds",
+            "--max-model-len 32768",
+        ),
+    ],
+)
+def test_a_length_larger_than_the_kv_cache_in_other_words_asks_for_a_shorter_one(
+    line: str, first: str
+) -> None:
+    found = diagnose_text(line + "\n")
+    assert found.code == "kv-cache-memory"
+    assert found.fixes[0].text == first  # shorter than the length asked, never the same
+    assert "read from its words" in found.cause
+
+
+def test_words_naming_the_kv_cache_and_a_length_without_a_shortage_are_not_this() -> None:
+    found = diagnose_text("ValueError: max_model_len must be set when the KV cache is offloaded\n")
+    assert found.code != "kv-cache-memory"

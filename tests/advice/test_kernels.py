@@ -140,3 +140,17 @@ def test_bfloat16_on_a_v100_under_a_release_without_its_kernels_names_the_last_w
         "--dtype half",
         "pip install 'vllm>=0.4.3,<0.20.0'",
     ]
+
+
+def test_a_gpu_too_old_for_pytorchs_triton_is_no_config_fix_where_no_build_covers_it() -> None:
+    # PyTorch's compiler refusing the GPU (Triton targets compute capability 7.0 and later);
+    # vLLM's own kernels are built for none below 7.0 either
+    found = diagnose_text(
+        "INFO 02-13 01:10:14 api_server.py:840] vLLM API server version 0.7.2\n"
+        "RuntimeError: Found Tesla P40 which is too old to be supported by the triton GPU "
+        "compiler, which is used as the backend. Triton only supports devices of CUDA "
+        "Capability >= 7.0, but your device is of CUDA capability 6.1\n"
+    )
+    assert found.code == "hardware"
+    assert [f.text[:33] for f in found.fixes] == ["no config fix: no vLLM release re"]
+    assert "6.1" in found.fixes[0].text
