@@ -43,6 +43,8 @@ def later_accepts(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]] | None:
         return None
     # only the holes of this message that list a collection, not another message's of the file
     holes = set(m.template.parts[1::2])
+    if not holes:
+        return _later_than_listed(m, ctx)
     lists = {h: e for h, e in _lists(engine, m.template.file).items() if h in holes}
     if not lists:
         return None
@@ -73,4 +75,65 @@ def later_accepts(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]] | None:
                     )
                 ],
             )
+    return None
+
+
+def _as_written(element: str) -> str:
+    """A collection's element as a message writes it: a version tuple ``(4,5)`` is ``4.5``."""
+    numbers = re.fullmatch(r"\((\d+(?:,\d+)+)\)", element)
+    return numbers.group(1).replace(",", ".") if numbers else element
+
+
+# "supports [versions] A, B, and C": the values a refusal writes out after what it supports
+_SUPPORTS = re.compile(
+    r"\bsupports?\b(?:\s+[A-Za-z]+){0,2}?\s+((?:[\w.]+(?:,?\s+(?:and|or)\s+|,\s*))+[\w.]+)"
+)
+
+
+def _later_than_listed(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]] | None:
+    """A message that writes out what it takes ("Currently, MiniCPMV only supports versions
+    2.0, 2.5, and 2.6"), where a later release of the same file reads a collection holding
+    all of those and more: the first release with more, and what each adds. The value refused
+    is not in the words; the checkpoint's own (its config) is one of those added, or none."""
+    engine = m.template.engine
+    if engine == "transformers":
+        return None
+    run = _SUPPORTS.search(m.template.text)
+    if run is None:
+        return None
+    listed = set(re.split(r",?\s+(?:and|or)\s+|,\s*", run.group(1)))
+    raising = {version_key(r) for r in m.template.releases}
+    for hole, elements in _lists(engine, m.template.file).items():
+        written = {_as_written(e): feature for e, feature in elements.items()}
+        if not listed <= set(written):  # every value written out is the collection's
+            continue
+        added: dict[str, str] = {}
+        for value, feature in written.items():
+            if value in listed:
+                continue
+            accepting = sorted(feature_releases(engine, "accepts", feature), key=version_key)
+            if accepting and version_key(accepting[0]) > max(raising, default=()):
+                added[value] = accepting[0]
+        if (
+            not added
+            or any(  # the log's own release holds more already: another refusal
+                ctx.version is not None and version_key(r)[:3] <= ctx.version[:3]
+                for r in added.values()
+            )
+        ):
+            continue
+        first = min(added.values(), key=version_key)
+        shown = ", ".join(f"{v} from {r}" for v, r in sorted(added.items(), key=lambda a: a[1]))
+        return (
+            f"this release takes only {', '.join(sorted(listed))} there; later releases take "
+            f"more ({shown}: {hole} in {m.template.file.rsplit('/', 1)[-1]}), and the "
+            "checkpoint's config names one of them",
+            [
+                Fix(
+                    "dependency",
+                    f"pip install '{engine}>={first}'",
+                    note=f"the first {engine} release read that takes more than this one",
+                )
+            ],
+        )
     return None

@@ -33,6 +33,24 @@ def test_a_release_that_lists_the_value_already_is_not_told_to_upgrade() -> None
     assert not any(f.text.startswith("pip install 'vllm>=") for f in found.fixes)
 
 
+_WRITTEN_OUT = "ValueError: Currently, MiniCPMV only supports versions 2.0, 2.5, and 2.6\n"
+
+
+def test_a_list_written_into_the_words_is_answered_with_the_release_that_takes_more() -> None:
+    # to 0.10.0 the refusal writes its versions out and names no value; from 0.10.1 the same
+    # file reads a collection of them, which holds these three and more (4.0; 4.5 from 0.11.0)
+    for log in (_WRITTEN_OUT, _banner("0.10.0") + _WRITTEN_OUT):
+        found = diagnose_text(log)
+        assert [f.text for f in found.fixes] == ["pip install 'vllm>=0.10.1'"]
+        assert "4.0 from 0.10.1, 4.5 from 0.11.0" in found.cause
+
+
+def test_a_written_out_list_under_a_release_that_takes_more_is_not_told_to_upgrade() -> None:
+    # a build that says 0.11.0 yet raises 0.10.0's words (a patched tree): upgrading is not it
+    found = diagnose_text(_banner("0.11.0") + _WRITTEN_OUT)
+    assert not any(f.text.startswith("pip install") for f in found.fixes)
+
+
 def test_the_reader_follows_a_hole_to_the_module_collection_it_lists(tmp_path: Path) -> None:
     from tools.read_accepts import accepts
 
