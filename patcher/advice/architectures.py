@@ -9,7 +9,7 @@ import re
 from dataclasses import replace
 
 from patcher.advice.answers import CLASS_NOT_LOADED, CLASS_NOT_LOADED_FIX
-from patcher.advice.catalogue import feature_releases, features_of, version_key
+from patcher.advice.catalogue import Matched, feature_releases, features_of, version_key
 from patcher.advice.config_fields import field_release
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.engines.engine import EngineName
@@ -63,6 +63,25 @@ def release_for(
             if listed[0] == min(registry)
             else ""
         ),
+    )
+
+
+def registered_release(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]] | None:
+    """A vLLM message naming the architecture its Transformers backend could not load
+    ("Cannot find model module. 'X' is not a registered model in the Transformers library"):
+    the backend is tried only where this release's registry has no class for X, so a release
+    whose registry (read) lists X is the fix; None where none does."""
+    name = (m.value("arch") or "").strip("'\" ")
+    if m.template.engine != "vllm" or not re.fullmatch(r"\w+", name):
+        return None
+    fix = release_for(name, ctx.version)
+    if fix is None or fix.kind != "dependency":
+        return None
+    return (
+        f"this vLLM's registry has no class for {name}, so it tried its Transformers backend, "
+        "which finds no class for it either (nor an AutoModel in the config's auto_map); the "
+        f"releases read that list {name} load it with their own",
+        [fix],
     )
 
 

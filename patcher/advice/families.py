@@ -43,6 +43,7 @@ from patcher.advice.answers import (
     explain_quantization,
     explain_remote_code,
 )
+from patcher.advice.architectures import registered_release
 from patcher.advice.catalogue import Matched, Template
 from patcher.advice.cuda_graph import CAPTURE, explain_cuda_graph
 from patcher.advice.environment_answers import explain_dependency, explain_environment
@@ -260,7 +261,7 @@ FAMILIES: tuple[Family, ...] = (
         "remote-code",
         "flag",
         _says(r"trust.?remote.?code|custom code|auto_map"),
-        explain_remote_code,
+        lambda m, ctx: registered_release(m, ctx) or explain_remote_code(m, ctx),
         defers=True,
     ),
     Family(

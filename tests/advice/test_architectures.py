@@ -204,3 +204,34 @@ def test_the_backend_resolved_is_that_backends_unless_the_command_chose_it() -> 
     assert diagnose_text(chosen + resolved).code is None
     traceback = _BACKEND_TRACEBACK.format(processor="SomeVLProcessor", attribute="size")
     assert diagnose_text("vllm serve m --model-impl transformers\n" + traceback).code is None
+
+
+def _backend_refusal(arch: str, version: str) -> str:
+    return (
+        f"INFO 07-01 10:00:00 [api_server.py:1] vLLM API server version {version}\n"
+        f"ValueError: Cannot find model module. '{arch}' is not a registered model in the "
+        "Transformers library (only relevant if the model is meant to be in Transformers) and "
+        "'AutoModel' is not present in the model config's 'auto_map' (relevant if the model is "
+        "custom).\n"
+    )
+
+
+def test_the_transformers_backends_refusal_of_a_class_a_later_registry_lists_is_that_release() -> (
+    None
+):
+    # vLLM tries its Transformers backend only where its registry has no class for the
+    # architecture: a release whose registry lists it is the fix, not --trust-remote-code
+    registry = architectures("vllm")
+    versions = sorted(registry)
+    added = sorted(registry[versions[-1]] - registry[versions[0]])
+    first = next(v for v in versions if added[0] in registry[v])
+    before = max(v for v in versions if v < first)
+    found = diagnose_text(_backend_refusal(added[0], ".".join(map(str, before))))
+    assert [f.text for f in found.fixes] == [f"pip install 'vllm>={'.'.join(map(str, first))}'"]
+    assert f"registry has no class for {added[0]}" in found.cause
+
+
+def test_the_backends_refusal_of_a_class_no_registry_lists_keeps_the_remote_code_answer() -> None:
+    found = diagnose_text(_backend_refusal("MiniMindForCausalLM", "0.9.1"))
+    assert not any(f.kind == "dependency" for f in found.fixes)
+    assert found.code == "remote-code"
