@@ -31,6 +31,7 @@ from patcher.advice.glibc import GLIBC_MARKERS, GLIBC_RULES
 from patcher.advice.kernels import torch_refuses
 from patcher.advice.log_rules import Fix, LogContext, Rule
 from patcher.advice.logging_config import LOGGING_MARKERS, LOGGING_RULES
+from patcher.advice.module_names import MODULE_NAME_MARKERS, MODULE_NAME_RULES
 from patcher.advice.nccl_transports import FAILED, UNHANDLED, transport_failed, unhandled
 from patcher.advice.proxies import PROXIED_REQUEST, WARMUP_REFUSED, proxied_request, warmup_refused
 from patcher.advice.ptxas_archs import PTXAS_MARKERS, PTXAS_RULES
@@ -328,6 +329,7 @@ def disk_full(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
 
 # The rules (engine_rules.RULES takes them after its own): the torch, loader and OS words above.
 ENVIRONMENT_RULES: tuple[Rule, ...] = (
+    *MODULE_NAME_RULES,
     (
         "cuda-driver",
         re.compile(r"The NVIDIA driver on your system is too old \(found version (\d+)\)"),
@@ -463,4 +465,5 @@ ENVIRONMENT_MARKERS = (
     *GLIBC_MARKERS,
     *PTXAS_MARKERS,
     *DEPENDENCY_CHECK_MARKERS,
+    *MODULE_NAME_MARKERS,
 )
