@@ -275,10 +275,12 @@ def diagnose_lines(
         # what the log says of the answer's fixes: given already, a KV dtype chosen, unread
         return _unread(_already_given(_given_kv_dtype(found, kv_flag), command), unread)
 
-    last = ""  # the last line with words: where a pasted traceback was cut
+    # After a frame's ``assert`` line: the lines with words that followed it (a traceback
+    # pasted up to the assert ends there, or at the carets under it)
+    after_assert: list[str] | None = None
     for raw in bounded(lines):
-        if len(raw) > 1:
-            last = raw
+        if after_assert is not None and len(raw) > 1 and len(after_assert) < 2:
+            after_assert.append(raw)
         if held is not None:
             reason = PREFIX.sub("", uncoloured(raw)).rstrip()
             if is_reason(reason) and len(reasons) < MOST_REASONS:
@@ -358,10 +360,11 @@ def diagnose_lines(
                 after = float(loaded.group(2))
                 memory = (after + float(loaded.group(3)), after)
         if "Traceback (most" in line:  # a new traceback: an earlier one's assert is not its
-            asserted = frame = code = remote_tokenizer = None
+            asserted = frame = code = remote_tokenizer = after_assert = None
             tokenizer_init = False
         if code is None and frame is not None:
             code = PREFIX.sub("", uncoloured(line)).strip()  # the source line the frame shows
+            after_assert = [] if code.startswith("assert ") else None
         if 'File "' in line and ("/sglang/" in line or "/vllm/" in line):
             frame, code = line, None
         if " import " in line and (asked := IMPORTED.match(PREFIX.sub("", line))):
@@ -518,7 +521,7 @@ def diagnose_lines(
         return settled(replace(handling, log=source, engine_version=version_text))
     if echoed is not None:
         return settled(echoed)
-    if root is None and (cut := _cut_at_assert(last, frame, code)) is not None:
+    if root is None and (cut := _cut_at_assert(after_assert, frame, code)) is not None:
         return replace(cut, log=source, engine_version=version_text)
     if root is not None and (
         through := from_backend(
@@ -534,15 +537,16 @@ def diagnose_lines(
     return Diagnosis(source, None, root or oom, NO_MATCH, (), version_text)
 
 
-def _cut_at_assert(last: str, frame: str | None, code: str | None) -> Diagnosis | None:
+def _cut_at_assert(
+    after: list[str] | None, frame: str | None, code: str | None
+) -> Diagnosis | None:
     """A traceback pasted up to its last frame's ``assert`` line (or the carets under it),
     its ``AssertionError`` cut off: read as that assertion, by the readers that know which
     assert of the engine's source it is; any other cut traceback stays unknown."""
-    if code is None or not code.startswith("assert "):
+    if after is None or code is None or len(after) > 1:
         return None
-    tail = PREFIX.sub("", uncoloured(last)).strip()
-    if tail != code and (not tail or tail.strip("^~ ")):
-        return None
+    if after and PREFIX.sub("", uncoloured(after[0])).strip().strip("^~ "):
+        return None  # a line with words after the assert: the log went on
     return by_asserted_key(frame, code) or by_params_assert(frame, code)
 
 
