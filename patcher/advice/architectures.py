@@ -67,20 +67,21 @@ def release_for(
 
 
 def registered_release(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]] | None:
-    """A vLLM message naming the architecture its Transformers backend could not load
+    """An engine's message naming the architecture its Transformers backend could not load
     ("Cannot find model module. 'X' is not a registered model in the Transformers library"):
-    the backend is tried only where this release's registry has no class for X, so a release
-    whose registry (read) lists X is the fix; None where none does."""
+    vLLM and SGLang try the backend only where the release's registry has no class for X, so
+    a release whose registry (read) lists X is the fix; None where none does."""
+    engine = m.template.engine
     name = (m.value("arch") or "").strip("'\" ")
-    if m.template.engine != "vllm" or not re.fullmatch(r"\w+", name):
+    if engine not in ("vllm", "sglang") or not re.fullmatch(r"\w+", name):
         return None
-    fix = release_for(name, ctx.version)
+    fix = release_for(name, ctx.version, engine)
     if fix is None or fix.kind != "dependency":
         return None
     return (
-        f"this vLLM's registry has no class for {name}, so it tried its Transformers backend, "
-        "which finds no class for it either (nor an AutoModel in the config's auto_map); the "
-        f"releases read that list {name} load it with their own",
+        f"this {engine} release's registry has no class for {name}, so it tried its "
+        "Transformers backend, which finds no class for it either (nor the config's auto_map "
+        f"one); the releases read that list {name} load it with their own",
         [fix],
     )
 

@@ -105,6 +105,12 @@ class Family:
         return cause, fixes
 
 
+def _remote_code(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A config that needs its own code; where the message names an architecture the
+    release's registry lacks (its Transformers backend tried it), the release that lists it."""
+    return registered_release(m, ctx) or explain_remote_code(m, ctx)
+
+
 def _says(pattern: str, *, flags: int = re.IGNORECASE) -> Callable[[Template], bool]:
     compiled = re.compile(pattern, flags)
     return lambda t: compiled.search(t.text) is not None
@@ -261,7 +267,7 @@ FAMILIES: tuple[Family, ...] = (
         "remote-code",
         "flag",
         _says(r"trust.?remote.?code|custom code|auto_map"),
-        lambda m, ctx: registered_release(m, ctx) or explain_remote_code(m, ctx),
+        _remote_code,
         defers=True,
     ),
     Family(

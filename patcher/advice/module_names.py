@@ -13,8 +13,8 @@ at its dot); a relative import inside the copied code names the package whole
 ("transformers_modules.ERNIE-4.5-VL-28B-A3B-PT"). Only these are read so: a name whose last
 part ends in a digit (a dot in a model's name is a version's, "1.5", "4.5", so the part
 before it ends in one), or one with a digit on each side of a dot. A module of the code itself
-missing (``transformers_modules.<name>.modeling_x``) ends as a file's name does, and a
-directory that is whole but absent on another node ends as its name does.
+missing (``transformers_modules.<name>.modeling_qwen2``) is named as transformers names those
+files, and a directory that is whole but absent on another node ends as its name does.
 """
 
 from __future__ import annotations
@@ -26,7 +26,12 @@ from patcher.advice.log_rules import Fix, LogContext, Rule
 # The first transformers release read that replaces the '.' of the directory's name.
 SANITIZED_FROM = "4.57.0"
 CUT = re.compile(
-    r"No module named 'transformers_modules\.((?:[\w-]+\.)?[\w-]*\d|[\w.-]*\d\.\d[\w.-]*)'"
+    r"No module named 'transformers_modules\."
+    # an owner's name, then a name cut at its dot, not one of the code's own files
+    r"((?:[\w-]+\.)?(?!(?:modeling|configuration|tokenization|processing|image_processing|"
+    r"feature_extraction|generation|quantization)_)[\w-]*\d"
+    # or a name whole with its dot
+    r"|[\w.-]*\d\.\d[\w.-]*)'"
 )
 
 

@@ -235,3 +235,18 @@ def test_the_backends_refusal_of_a_class_no_registry_lists_keeps_the_remote_code
     found = diagnose_text(_backend_refusal("MiniMindForCausalLM", "0.9.1"))
     assert not any(f.kind == "dependency" for f in found.fixes)
     assert found.code == "remote-code"
+
+
+def test_sglangs_backend_refusing_a_class_its_later_registry_lists_is_that_release() -> None:
+    registry = architectures("sglang")
+    versions = sorted(registry)
+    added = sorted(registry[versions[-1]] - registry[versions[0]])
+    first = next(v for v in versions if added[0] in registry[v])
+    found = diagnose_text(
+        f"[2026-12-04 10:00:00 TP0] ValueError: Cannot find model module. '{added[0]}' is not "
+        "a registered model in the Transformers library (only relevant if the model is meant "
+        "to be in Transformers) and 'AutoModel' is not present in the model config's "
+        "'auto_map' (relevant if the model is custom).\n"
+    )
+    assert found.fixes[0].text.startswith("pip install 'sglang")
+    assert ".".join(map(str, first)) in found.fixes[0].text

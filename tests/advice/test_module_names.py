@@ -53,6 +53,7 @@ def test_a_name_with_a_dot_is_renamed_or_transformers_replaces_it(module: str) -
         "transformers_modules",  # Ray's workers without the module cache (vllm#4169)
         "transformers_modules.Qwen-7B-Chat",  # a whole name, absent on another node
         "transformers_modules.mymodel.modeling_mymodel",  # the code's own file missing
+        "transformers_modules.Qwen-7B.modeling_qwen2",  # one that ends in a digit, too
     ],
 )
 def test_a_module_missing_for_another_reason_is_not_this(module: str) -> None:
