@@ -123,7 +123,8 @@ def _later_than_listed(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]] | N
         ):
             continue
         first = min(added.values(), key=version_key)
-        shown = ", ".join(f"{v} from {r}" for v, r in sorted(added.items(), key=lambda a: a[1]))
+        in_order = sorted(added.items(), key=lambda a: (version_key(a[1]), a[0]))
+        shown = ", ".join(f"{v} from {r}" for v, r in in_order)
         return (
             f"this release takes only {', '.join(sorted(listed))} there; later releases take "
             f"more ({shown}: {hole} in {m.template.file.rsplit('/', 1)[-1]}), and the "

@@ -45,6 +45,16 @@ def test_a_list_written_into_the_words_is_answered_with_the_release_that_takes_m
         assert "4.0 from 0.10.1, 4.5 from 0.11.0" in found.cause
 
 
+def test_what_each_later_release_adds_is_named_in_release_order() -> None:
+    # SGLang's minicpmv.py: 4.5 from 0.5.9, 4.6 from 0.5.12 (0.5.12 after 0.5.9, not before)
+    found = diagnose_text(
+        "[2026-12-04 10:00:00 TP0] ValueError: Currently, MiniCPMV only supports versions 2.6 "
+        "and 4.0\n"
+    )
+    assert [f.text for f in found.fixes] == ["pip install 'sglang>=0.5.9'"]
+    assert "4.5 from 0.5.9, 4.6 from 0.5.12" in found.cause
+
+
 def test_a_written_out_list_under_a_release_that_takes_more_is_not_told_to_upgrade() -> None:
     # a build that says 0.11.0 yet raises 0.10.0's words (a patched tree): upgrading is not it
     found = diagnose_text(_banner("0.11.0") + _WRITTEN_OUT)
