@@ -80,11 +80,18 @@ _ENV_SET = re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]{2,})=([\w.-]+)")
 # What a message refuses rather than asks for: "X=1 is not supported with ...", "... is not
 # supported with --flag".
 _REFUSED_AFTER = re.compile(
-    r"\s*(?:(?:is|are) not (?:supported|compatible|allowed|valid)|is invalid|must be|should be)",
+    r"\s*(?:(?:is|are) not (?:supported|compatible|allowed|valid)|(?:is|are) incompatible|"
+    r"is invalid|must be|should be)",
     re.I,
 )
 _REFUSED_BEFORE = re.compile(
     r"(?:not (?:supported|compatible|allowed)|incompatible|cannot be used|unsupported)\s*$",
+    re.I,
+)
+# What a message refuses beside another setting: "X=1 is not supported with NAME=VALUE".
+_REFUSED_WITH = re.compile(
+    r"(?:not (?:supported|compatible|allowed)|incompatible|cannot be used)\s+"
+    r"(?:together\s+)?(?:with|alongside)\s*$",
     re.I,
 )
 ENV_NAME = re.compile(r"\b((?:VLLM|SGLANG|TRTLLM|NCCL|CUDA|HF|TORCH|FLASHINFER)_[A-Z0-9_]{3,})\b")
@@ -256,6 +263,13 @@ def own_remedy(line: str, template: Template | None = None) -> list[Fix]:
                 Fix("env", f"{name}={other}", note=f"not {value}, which the message refuses")
                 if other
                 else Fix("env", f"unset {name}", note=f"{value} is what the message refuses")
+            )
+            continue
+        if _REFUSED_WITH.search(line[max(0, found.start() - 40) : found.start()]):
+            # "... is not supported with VLLM_ATTENTION_BACKEND=X": this value is the other
+            # half of what the message refuses, not a way out
+            fixes.append(
+                Fix("env", f"unset {name}", note=f"{value} is what the message refuses with it")
             )
             continue
         fixes.append(Fix("env", f"{name}={value}"))

@@ -1655,6 +1655,24 @@ def test_a_value_or_flag_the_message_refuses_is_never_the_answer(
     assert "VLLM_USE_V1=1" not in texts and "--headless" not in texts
 
 
+def test_the_other_half_of_a_refused_combination_is_unset_not_set() -> None:
+    # vLLM 0.8's _raise_or_fallback: "VLLM_USE_V1=1 is not supported with
+    # VLLM_ATTENTION_BACKEND=TRITON_ATTN_VLLM_V1." (vllm#15853): the backend variable is the
+    # other half of what it refuses, so it is unset, never set to the value refused
+    found = diagnose_text(
+        "NotImplementedError: VLLM_USE_V1=1 is not supported with "
+        "VLLM_ATTENTION_BACKEND=TRITON_ATTN_VLLM_V1.\n"
+    )
+    texts = [f.text for f in found.fixes if f.kind == "env"]
+    assert texts == ["VLLM_USE_V1=0", "unset VLLM_ATTENTION_BACKEND"]
+    # SGLang's "X=A is incompatible with Y=1.": neither value is set again
+    found = diagnose_text(
+        "[2026-12-04 10:00:00 TP0] ValueError: SGLANG_FLASHINFER_MEGAMOE_COMBINE_DTYPE=fp8 is "
+        "incompatible with SGLANG_FLASHINFER_MEGAMOE_IN_KERNEL_FC2_REDUCE=1.\n"
+    )
+    assert all(f.text.startswith("unset ") for f in found.fixes if f.kind == "env")
+
+
 def test_a_bare_assert_in_an_attention_backend_is_that_backend_on_this_gpu() -> None:
     # vLLM 0.7's V1 FlashAttention on a V100: no message, only the file; and the prefix of
     # vLLM before 0.8 ("core.py:210] ", the bracket only closing)
