@@ -114,17 +114,33 @@ def _plan_version(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
         f"the engine was serialized by another TensorRT release than the one loading it "
         f"({loading} and {built}; in the reports read the first is the TensorRT that loads it, "
         "the second the one that built it): an engine runs only with the TensorRT that built it",
-        [
-            Fix(
-                "advice",
-                "build the engine again with the TensorRT the server loads it with",
-                note="python -c 'import tensorrt; print(tensorrt.__version__)' where it runs; "
-                "for Triton, run trtllm-build inside the same nvcr.io/nvidia/tritonserver "
-                "<YY.MM>-trtllm-python-py3 container that serves it",
-            ),
-            Fix("advice", "or serve it with the TensorRT release that built it"),
-        ],
+        _plan_fixes(),
     )
+
+
+def _serialized_version(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """The same refusal in TensorRT's serialization format numbers: the message names which
+    is the loading TensorRT's ("Current") and which the engine's ("Serialized Engine")."""
+    loading, built = m.group(1), m.group(2)
+    return (
+        f"the engine was serialized by another TensorRT release than the one loading it "
+        f"(format {built} in the engine, {loading} in the TensorRT that loads it): an engine "
+        "runs only with the TensorRT that built it",
+        _plan_fixes(),
+    )
+
+
+def _plan_fixes() -> list[Fix]:
+    return [
+        Fix(
+            "advice",
+            "build the engine again with the TensorRT the server loads it with",
+            note="python -c 'import tensorrt; print(tensorrt.__version__)' where it runs; "
+            "for Triton, run trtllm-build inside the same nvcr.io/nvidia/tritonserver "
+            "<YY.MM>-trtllm-python-py3 container that serves it",
+        ),
+        Fix("advice", "or serve it with the TensorRT release that built it"),
+    ]
 
 
 def _engine_tensors(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
@@ -306,6 +322,14 @@ TRTLLM_ENGINE_RULES: tuple[Rule, ...] = (
         _plan_version,
     ),
     (
+        "trtllm-engine-release",
+        re.compile(
+            r"Version tag does not match\. Note: Current Version: (\d+), Serialized Engine "
+            r"Version: (\d+)"
+        ),
+        _serialized_version,
+    ),
+    (
         "trtllm-block-reuse",
         re.compile(
             r"(When KV cache block reuse is set, model has to be built with paged context FMHA)"
@@ -324,4 +348,5 @@ TRTLLM_ENGINE_MARKERS = (
     "Tensor names in engine",
     "not found; expected shape",
     "TensorRT, expecting library",
+    "Version tag does not match",
 )

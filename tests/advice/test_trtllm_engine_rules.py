@@ -15,6 +15,9 @@ ENGINE_LINES = [
     # TensorRT's own check (snapshots/engines/tensorrt-plan-version.txt)
     "[TensorRT-LLM][ERROR] 6: The engine plan file is not compatible with this version of "
     "TensorRT, expecting library version 9.2.0.5 got 9.3.0.1, please rebuild.",
+    "[TensorRT-LLM][ERROR] 1: [stdArchiveReader.cpp::stdArchiveReaderInitCommon::47] Error Code 1: "
+    "Serialization (Serialization assertion stdVersionRead == kSERIALIZATION_VERSION failed."
+    "Version tag does not match. Note: Current Version: 226, Serialized Engine Version: 228)",
     "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: mpiSize == tp * pp "
     "(/app/tensorrt_llm/cpp/tensorrt_llm/runtime/worldConfig.cpp:80)",
     # the Python runtime's own check (snapshots/engines/trtllm-world-size.txt)
@@ -174,9 +177,13 @@ def test_a_plan_another_tensorrt_built_is_built_again_where_it_is_served(wording
     found = diagnose_text(f"{TRITON.split('[TensorRT-LLM]')[0]}{wording}\n")
     assert found.code == "trtllm-engine-release"
     numbers = re.search(r"expecting library version ([\d.]+) got ([\d.]+)", wording)
-    assert numbers is not None
-    # both releases are named; which loads it is told as the reports read show it
-    assert f"({numbers.group(1)} and {numbers.group(2)};" in found.cause
+    formats = re.search(r"Current Version: (\d+), Serialized Engine Version: (\d+)", wording)
+    if numbers is not None:
+        # both releases are named; which loads it is told as the reports read show it
+        assert f"({numbers.group(1)} and {numbers.group(2)};" in found.cause
+    else:  # the format numbers, each named as the message names it
+        assert formats is not None
+        assert f"format {formats.group(2)} in the engine, {formats.group(1)} in the" in found.cause
     assert (
         found.fixes[0].text == "build the engine again with the TensorRT the server loads it with"
     )
