@@ -110,10 +110,10 @@ def explain_memory(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-# The length a message says the model asks for: "max seq len (32768)", "max_model_len 8192".
-_ASKED = re.compile(
-    r"\bmax(?:imum)?[ _](?:seq(?:uence)?|model)[ _]len\w*\W{1,3}(\d+)\b", re.IGNORECASE
-)
+# The words a message names the model's length with ("max seq len", "max_model_len"), and the
+# length it says the model asks for: "max seq len (32768)", "max_model_len 8192".
+LENGTH_WORDS = r"\bmax(?:imum)?[ _](?:seq(?:uence)?|model)[ _]len"
+_ASKED = re.compile(LENGTH_WORDS + r"\w*\W{1,3}(\d+)\b", re.IGNORECASE)
 
 
 def _asked_length(line: str) -> int | None:

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from patcher.advice import catalogue
+from patcher.advice.answers import LENGTH_WORDS
 from patcher.advice.attention_rules import bare_assert
 from patcher.advice.catalogue import Engine, Matched, Template, has_feature
 from patcher.advice.cuda_graph import CAPTURE
@@ -55,7 +56,7 @@ _WORDS = (
         # tokens that can be stored in KV cache (M)" is the catalogue's)
         "kv-cache-memory",
         re.compile(
-            r"(?=.*\bmax(?:imum)?[ _](?:seq(?:uence)?|model)[ _]len)(?=.*\bKV[ _]cache\b)"
+            rf"(?=.*{LENGTH_WORDS})(?=.*\bKV[ _]cache\b)"
             r"(?=.*\b(?:larger than|exceeds?)\b)",
             re.IGNORECASE,
         ),

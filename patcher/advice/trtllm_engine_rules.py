@@ -110,11 +110,9 @@ def _plan_version(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     by default an engine runs only with the TensorRT that built it (NVIDIA's TensorRT
     documentation, Version Compatibility; snapshots/engines/tensorrt-plan-version.txt)."""
     loading, built = m.group(1), m.group(2)
-    return (
-        f"the engine was serialized by another TensorRT release than the one loading it "
-        f"({loading} and {built}; in the reports read the first is the TensorRT that loads it, "
-        "the second the one that built it): an engine runs only with the TensorRT that built it",
-        _plan_fixes(),
+    return _refused_plan(
+        f"{loading} and {built}; in the reports read the first is the TensorRT that loads it, "
+        "the second the one that built it"
     )
 
 
@@ -122,25 +120,25 @@ def _serialized_version(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[F
     """The same refusal in TensorRT's serialization format numbers: the message names which
     is the loading TensorRT's ("Current") and which the engine's ("Serialized Engine")."""
     loading, built = m.group(1), m.group(2)
+    return _refused_plan(f"format {built} in the engine, {loading} in the TensorRT that loads it")
+
+
+def _refused_plan(which: str) -> tuple[str, list[Fix]]:
+    """The answer to a plan another TensorRT built, ``which`` saying the two releases."""
     return (
         f"the engine was serialized by another TensorRT release than the one loading it "
-        f"(format {built} in the engine, {loading} in the TensorRT that loads it): an engine "
-        "runs only with the TensorRT that built it",
-        _plan_fixes(),
+        f"({which}): an engine runs only with the TensorRT that built it",
+        [
+            Fix(
+                "advice",
+                "build the engine again with the TensorRT the server loads it with",
+                note="python -c 'import tensorrt; print(tensorrt.__version__)' where it runs; "
+                "for Triton, run trtllm-build inside the same nvcr.io/nvidia/tritonserver "
+                "<YY.MM>-trtllm-python-py3 container that serves it",
+            ),
+            Fix("advice", "or serve it with the TensorRT release that built it"),
+        ],
     )
-
-
-def _plan_fixes() -> list[Fix]:
-    return [
-        Fix(
-            "advice",
-            "build the engine again with the TensorRT the server loads it with",
-            note="python -c 'import tensorrt; print(tensorrt.__version__)' where it runs; "
-            "for Triton, run trtllm-build inside the same nvcr.io/nvidia/tritonserver "
-            "<YY.MM>-trtllm-python-py3 container that serves it",
-        ),
-        Fix("advice", "or serve it with the TensorRT release that built it"),
-    ]
 
 
 def _engine_tensors(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
