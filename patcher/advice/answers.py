@@ -18,7 +18,7 @@ from patcher.advice.catalogue import (
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.advice.no_config_fix import GGUF_OLD, gguf_gap
 from patcher.advice.own_remedy import as_flag, own_remedy
-from patcher.advice.startup_memory import within_available
+from patcher.advice.startup_memory import fitting_length, kv_share, within_available
 from patcher.advice.strict_validation import before_strict, raised_strictly
 
 
@@ -50,7 +50,7 @@ SHORTAGE = re.compile(
     r"not enough|insufficient|exceed|larger than|too (?:large|small|long|little|much)|"
     r"out of memory|no (?:GPU |device )?memory|leave no|cannot fit|can't fit|does not fit|"
     r"doesn't fit|smaller than|less than|at least|negative|cannot allocate|failed to allocate|"
-    r"increase|decrease|reduce",
+    r"increase|decrease|reduce|is needed\b.*\bavailable",
     re.IGNORECASE,
 )
 
@@ -84,10 +84,23 @@ def explain_memory(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     fixes = [*within_available(m.line), *fixes]
     wanted = m.number("max_model_len", "max_seq_len", "seq_len")
     fits = m.number("estimat", "max_tokens", "num_tokens", "max_num_tokens")
-    if wanted and fits and fits < wanted:
-        fixes.append(Fix("flag", f"--max-model-len {_round_down(fits)}"))
     asked = wanted or _asked_length(m.line)
-    if asked is None or asked > 32768:
+    sizes = kv_share(m.line) if m.whole else None
+    if not fits and asked and sizes:
+        fits = fitting_length(asked, sizes)
+    if asked and fits and fits < asked:
+        fixes.append(Fix("flag", f"--max-model-len {_round_down(fits)}"))
+    if asked is None and sizes:
+        needed, available = sizes
+        fixes.append(
+            Fix(
+                "flag",
+                "--max-model-len N",
+                note=f"N at most {available / needed:.0%} of the length asked: the KV cache "
+                f"memory holds {available:g} of the {needed:g} GiB one sequence of it needs",
+            )
+        )
+    elif asked is None or asked > 32768:
         fixes.append(
             Fix("flag", "--max-model-len 32768", note="a shorter context needs less KV memory")
         )

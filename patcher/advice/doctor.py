@@ -255,6 +255,9 @@ def diagnose_lines(
     gpu: tuple[int, int] | None = None  # the compute capability of the GPU the log names
     command: str | None = None  # the server's command line, as the log quotes it
     imported: str | None = None  # the last "from X import ..." source line a traceback showed
+    registering = False  # the last frame is transformers' Auto-class registration
+    # Buildkite's web view copied: each line after "Actions for L<n>" and the number alone
+    numbered = False
     marked, heeded = _marked(), _heeded()
     # An answer held while the lines after its message are read: the kernels' reasons that
     # follow vLLM's "Failed to find a kernel ... Reasons:" (kernel_reasons.py).
@@ -279,6 +282,13 @@ def diagnose_lines(
     # pasted up to the assert ends there, or at the carets under it)
     after_assert: list[str] | None = None
     for raw in bounded(lines):
+        if raw.startswith("Actions for L"):
+            numbered = True
+            continue
+        if numbered:
+            numbered = False
+            if raw.strip().isdigit():
+                continue
         if after_assert is not None and len(raw) > 1 and len(after_assert) < 2:
             after_assert.append(raw)
         if held is not None:
@@ -361,7 +371,9 @@ def diagnose_lines(
                 memory = (after + float(loaded.group(3)), after)
         if "Traceback (most" in line:  # a new traceback: an earlier one's assert is not its
             asserted = frame = code = remote_tokenizer = after_assert = None
-            tokenizer_init = False
+            tokenizer_init = registering = False
+        if 'File "' in line:  # the last frame: transformers' Auto-class registration or not
+            registering = "/transformers/models/auto/" in line and ", in register" in line
         if code is None and frame is not None:
             code = PREFIX.sub("", uncoloured(line)).strip()  # the source line the frame shows
             after_assert = [] if code.startswith("assert ") else None
@@ -433,6 +445,7 @@ def diagnose_lines(
             imported=imported,
             remote_tokenizer=remote_tokenizer,
             extension_failed=extension_failed,
+            registering=registering,
         )
         matched = _first_rule(line) if marked_line else None
         if matched is not None:

@@ -63,7 +63,12 @@ from patcher.advice.remote_tokenizers import REMOTE_TOKENIZER_MARKERS, REMOTE_TO
 from patcher.advice.safetensors_files import SAFETENSORS_MARKERS, SAFETENSORS_RULES
 from patcher.advice.scheme_capabilities import SCHEME_MARKERS, SCHEME_RULES
 from patcher.advice.speculative import SPECULATIVE_MARKERS, SPECULATIVE_RULES
-from patcher.advice.startup_memory import no_cache_memory, too_little_free
+from patcher.advice.startup_memory import (
+    fitting_length,
+    kv_share,
+    no_cache_memory,
+    too_little_free,
+)
 from patcher.advice.tensor_sizes import SIZE_MARKERS, SIZE_RULES
 from patcher.advice.transformers_rules import (
     STRICT_MARKERS,
@@ -97,11 +102,17 @@ def _kv_memory(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
     wanted = int(m.group("len"))
     estimate = m.groupdict().get("estimate")
     fixes: list[Fix] = []
+    sizes = kv_share(m.string)
+    derived = not estimate and sizes is not None
+    if sizes and not estimate:  # before 0.10 vLLM gives the KV sizes, not the length they hold
+        estimate = str(fitting_length(wanted, sizes))
     if estimate:
         length = _round(int(estimate))
         fixes.append(Fix("flag", f"--max-model-len {length}"))
         fixes.append(ctx.apply("set-context-length", f" --set length={length}"))
         cause = f"one sequence of {wanted} tokens does not fit in the KV cache; about {estimate} do"
+        if derived:
+            cause += " (in proportion to the KV cache sizes the message names)"
     else:
         fixes.append(
             Fix("advice", "a smaller --max-model-len: patcher kv-budget CKPT --gpu NAME finds it")

@@ -57,7 +57,9 @@ _WORDS = (
         "kv-cache-memory",
         re.compile(
             rf"(?=.*{LENGTH_WORDS})(?=.*\bKV[ _]cache\b)"
-            r"(?=.*\b(?:larger than|exceeds?)\b)",
+            r"(?=.*\b(?:larger than|exceeds?)\b)"
+            # or its sizes alone: "1.75 GiB KV cache is needed, available 0.13 GiB"
+            r"|(?=.*\bGiB KV cache is needed\b)(?=.*\bavailable\b)",
             re.IGNORECASE,
         ),
     ),

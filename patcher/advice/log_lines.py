@@ -22,7 +22,8 @@ PREFIX = re.compile(
     r"^\s*(?:[\w.-]+\s+\|\s)?"
     # the collector's own stamp: docker or kubectl --timestamps (RFC 3339), or the systemd
     # journal's "Aug 19 18:34:30 host unit[pid]: "
-    r"(?:\d{4}-\d\d-\d\dT[\d:]+(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+"
+    # (Buildkite's log view brackets it: "[2026-07-18T22:18:04Z] ")
+    r"(?:\[?\d{4}-\d\d-\d\dT[\d:]+(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?\s+"
     r"|[A-Z][a-z]{2} [ \d]\d [\d:]{8} \S+ [\w.@-]+\[\d+\]:\s)?"
     r"(?:\[rank\d+\]:\s*|\[\d{4}-\d\d-\d\d [\d:]+(?: [A-Z]{2}\d+)*\]\s*)?"
     # a process prefix: vLLM's (EngineCore_DP0 pid=N), and any other process name a runtime

@@ -89,6 +89,9 @@ class LogContext:
     # Whether an earlier line said vLLM's compiled extension failed to import ("Failed to
     # import from vllm._C with ImportError(...)"): that line holds the cause of any op missing.
     extension_failed: bool = False
+    # Whether the traceback's last frame is the registration every transformers Auto class
+    # ends in (models/auto/*.py, in register), where a model's own code registers its classes.
+    registering: bool = False
 
     def engines(self) -> tuple[Engine, ...]:
         """The engine the log shows, or both engines read where it shows none."""

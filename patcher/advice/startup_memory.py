@@ -20,6 +20,33 @@ from patcher.advice.catalogue import declared
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.advice.own_remedy import as_flag
 
+# vLLM's KV sizes for one sequence of the length asked: "(1.75 GiB KV cache is needed, which is
+# larger than the available KV cache memory (0.13 GiB)", or a report's shorter retelling of it
+# ("1.75 GiB KV cache is needed, available 0.13 GiB").
+KV_SIZES = re.compile(
+    r"(\d+(?:\.\d+)?) ?GiB KV cache is needed\b.*?\bavailable\b\D*?(\d+(?:\.\d+)?) ?GiB",
+    re.IGNORECASE,
+)
+
+
+def kv_share(line: str) -> tuple[float, float] | None:
+    """The GiB one sequence of the length asked needs and the GiB the KV cache has, from vLLM's
+    words, where the line gives both and the first is the larger; else None."""
+    sizes = KV_SIZES.search(line)
+    if sizes is None:
+        return None
+    needed, available = float(sizes[1]), float(sizes[2])
+    return (needed, available) if 0 < available < needed else None
+
+
+def fitting_length(asked: int, sizes: tuple[float, float]) -> int:
+    """The length the KV memory left holds, in proportion to the one asked: vLLM's own estimate
+    where it prints none (before 0.10). No more: the layers of a sliding window need less per
+    token, so the proportion holds at least this many."""
+    needed, available = sizes
+    return int(asked * available / needed)
+
+
 # "SETTING (N) exceeds available WHAT (M)": a count the engine holds against what it allocated
 EXCEEDS = re.compile(r"\b([a-z_]+) \((\d+)\) exceeds (?:the )?available ([\w ]+?) \((\d+)\)")
 

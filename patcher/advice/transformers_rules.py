@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from patcher.advice.auto_register import AUTO_REGISTER_MARKERS, AUTO_REGISTER_RULES
 from patcher.advice.catalogue import (
     ENGINE_NAMES,
     SERVERS,
@@ -478,6 +479,7 @@ TRANSFORMERS_RULES: tuple[Rule, ...] = (
         re.compile(r"'<class '([\w.]+)'>' is already used by a Transformers model"),
         _class_clash,
     ),
+    *AUTO_REGISTER_RULES,
 )
 # A line is tried against the rules only when it holds one of these (one per rule above;
 # the bare KeyError is an error word every line filter keeps).
@@ -485,4 +487,5 @@ TRANSFORMERS_MARKERS = (
     "must be a dictionary with two fields",
     "but Transformers does not recognize",
     "is already used by a Transformers model",
+    *AUTO_REGISTER_MARKERS,
 )

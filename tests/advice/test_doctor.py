@@ -588,6 +588,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     a rule's pattern meets, blanking the markers out makes the pattern miss it."""
     from patcher.advice.doctor import _MARKERS, RULES, _marked
     from tests.advice.test_attention_rules import PAGE_LINES
+    from tests.advice.test_auto_register import AUTO_REGISTER_LINES
     from tests.advice.test_backend_gpu import BACKEND_GPU_LINES
     from tests.advice.test_bnb_checkpoint import BNB_LINES
     from tests.advice.test_custom_ops import CUSTOM_OPS_LINES
@@ -651,6 +652,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
         + CUSTOM_OPS_LINES
         + DEPENDENCY_LINES
         + MODULE_NAME_LINES
+        + AUTO_REGISTER_LINES
     )
     for code, pattern, _ in RULES:
         hits = [error for error in errors if pattern.search(error)]

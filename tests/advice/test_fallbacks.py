@@ -194,3 +194,27 @@ def test_a_length_larger_than_the_kv_cache_in_other_words_asks_for_a_shorter_one
 def test_words_naming_the_kv_cache_and_a_length_without_a_shortage_are_not_this() -> None:
     found = diagnose_text("ValueError: max_model_len must be set when the KV cache is offloaded\n")
     assert found.code != "kv-cache-memory"
+
+
+def test_the_kv_sizes_alone_ask_for_a_length_in_their_proportion() -> None:
+    # a report's retelling of vLLM's refusal: the sizes, neither length (olmocr#269)
+    found = diagnose_text("ValueError: 1.75 GiB KV cache is needed, available 0.13 GiB\n")
+    assert found.code == "kv-cache-memory"
+    assert found.fixes[0].text == "--max-model-len N"
+    assert "at most 7% of the length asked" in (found.fixes[0].note or "")
+    assert "--max-model-len 32768" not in [f.text for f in found.fixes]  # no length to halve
+    assert "--gpu-memory-utilization 0.95" in [f.text for f in found.fixes]
+
+
+def test_vllm_sizes_without_its_estimate_give_the_length_they_hold() -> None:
+    # vLLM 0.9's message names the KV sizes for the length asked and no estimate of its own
+    found = diagnose_text(
+        "INFO 07-05 10:00:00 [api_server.py:1287] vLLM API server version 0.9.1\n"
+        "ValueError: To serve at least one request with the models's max seq len (32768), "
+        "(1.75 GiB KV cache is needed, which is larger than the available KV cache memory "
+        "(0.13 GiB). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` "
+        "when initializing the engine.\n"
+    )
+    assert found.code == "kv-cache-memory"
+    assert found.fixes[0].text == "--max-model-len 2048"  # 32768 x 0.13 / 1.75 = 2434
+    assert "in proportion to the KV cache sizes" in found.cause
