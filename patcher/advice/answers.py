@@ -18,7 +18,7 @@ from patcher.advice.catalogue import (
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.advice.no_config_fix import GGUF_OLD, gguf_gap
 from patcher.advice.own_remedy import as_flag, own_remedy
-from patcher.advice.startup_memory import fitting_length, kv_share, within_available
+from patcher.advice.startup_memory import shorter_lengths, within_available
 from patcher.advice.strict_validation import before_strict, raised_strictly
 
 
@@ -38,10 +38,6 @@ _SMALLER = re.compile(r"\b(\w+) \((\d+)\) is (?:smaller|less) than (\w+) \((\d+)
 
 def _numbers(line: str) -> list[int]:
     return [int(n) for n in re.findall(r"(?<![\w.])(\d+)(?![\w.])", line)]
-
-
-def _round_down(length: int) -> int:
-    return max(1024, length // 1024 * 1024)
 
 
 # A message about memory that says there is too little of it (the premise of every sizing
@@ -84,35 +80,7 @@ def explain_memory(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
     fixes = [*within_available(m.line), *fixes]
     wanted = m.number("max_model_len", "max_seq_len", "seq_len")
     fits = m.number("estimat", "max_tokens", "num_tokens", "max_num_tokens")
-    asked = wanted or _asked_length(m.line)
-    sizes = kv_share(m.line) if m.whole else None
-    if not fits and asked and sizes:
-        fits = fitting_length(asked, sizes)
-    if asked and fits and fits < asked:
-        fixes.append(Fix("flag", f"--max-model-len {_round_down(fits)}"))
-    if asked is None and sizes:
-        needed, available = sizes
-        fixes.append(
-            Fix(
-                "flag",
-                "--max-model-len N",
-                note=f"N at most {available / needed:.0%} of the length asked: the KV cache "
-                f"memory holds {available:g} of the {needed:g} GiB one sequence of it needs",
-            )
-        )
-    elif asked is None or asked > 32768:
-        fixes.append(
-            Fix("flag", "--max-model-len 32768", note="a shorter context needs less KV memory")
-        )
-    elif asked >= 2048:  # an example, never one at or above the length asked
-        fixes.append(
-            Fix(
-                "flag",
-                f"--max-model-len {_round_down(asked // 2)}",
-                note=f"an example: shorter than the {asked} asked; the log gives no KV size to "
-                "fit it to",
-            )
-        )
+    fixes += shorter_lengths(m.line if m.whole else "", wanted or _asked_length(m.line), fits)
     fixes += [
         Fix("flag", "--gpu-memory-utilization 0.95", note="if the GPU has no other users"),
         Fix("advice", "more GPUs: --tensor-parallel-size N divides the weights"),

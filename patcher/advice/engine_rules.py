@@ -67,6 +67,7 @@ from patcher.advice.startup_memory import (
     fitting_length,
     kv_share,
     no_cache_memory,
+    round_length,
     too_little_free,
 )
 from patcher.advice.tensor_sizes import SIZE_MARKERS, SIZE_RULES
@@ -89,13 +90,7 @@ from patcher.advice.unknown_weights import (
 )
 from patcher.engines.launch_flags import MAX_MODEL_LEN_AUTO_FROM
 
-LENGTH_STEP = 1024
-
 _Context = LogContext
-
-
-def _round(length: int) -> int:
-    return max(LENGTH_STEP, length // LENGTH_STEP * LENGTH_STEP)
 
 
 def _kv_memory(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
@@ -107,7 +102,7 @@ def _kv_memory(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
     if sizes and not estimate:  # before 0.10 vLLM gives the KV sizes, not the length they hold
         estimate = str(fitting_length(wanted, sizes))
     if estimate:
-        length = _round(int(estimate))
+        length = round_length(int(estimate))
         fixes.append(Fix("flag", f"--max-model-len {length}"))
         fixes.append(ctx.apply("set-context-length", f" --set length={length}"))
         cause = f"one sequence of {wanted} tokens does not fit in the KV cache; about {estimate} do"

@@ -47,6 +47,36 @@ def fitting_length(asked: int, sizes: tuple[float, float]) -> int:
     return int(asked * available / needed)
 
 
+def round_length(length: int) -> int:
+    """A length down to vLLM's step of 1,024 tokens, never below one step."""
+    return max(1024, length // 1024 * 1024)
+
+
+def shorter_lengths(line: str, asked: int | None, fits: int | None) -> list[Fix]:
+    """``--max-model-len`` for a KV cache too small: the length that fits (vLLM's estimate, or
+    its sizes' proportion), or the sizes' share of a length the line does not name, or an
+    example shorter than the length asked, never the length asked itself."""
+    sizes = kv_share(line)
+    if not fits and asked and sizes:
+        fits = fitting_length(asked, sizes)
+    shorter = asked and fits and fits < asked
+    fixes = [Fix("flag", f"--max-model-len {round_length(fits)}")] if shorter and fits else []
+    if asked is None and sizes:
+        needed, available = sizes
+        note = (
+            f"N at most {available / needed:.0%} of the length asked: the KV cache memory "
+            f"holds {available:g} of the {needed:g} GiB one sequence of it needs"
+        )
+        fixes.append(Fix("flag", "--max-model-len N", note=note))
+    elif asked is None or asked > 32768:
+        note = "a shorter context needs less KV memory"
+        fixes.append(Fix("flag", "--max-model-len 32768", note=note))
+    elif asked >= 2048:  # an example, never one at or above the length asked
+        note = f"an example: shorter than the {asked} asked; the log gives no KV size to fit it to"
+        fixes.append(Fix("flag", f"--max-model-len {round_length(asked // 2)}", note=note))
+    return fixes
+
+
 # "SETTING (N) exceeds available WHAT (M)": a count the engine holds against what it allocated
 EXCEEDS = re.compile(r"\b([a-z_]+) \((\d+)\) exceeds (?:the )?available ([\w ]+?) \((\d+)\)")
 
