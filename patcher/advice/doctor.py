@@ -256,8 +256,6 @@ def diagnose_lines(
     command: str | None = None  # the server's command line, as the log quotes it
     imported: str | None = None  # the last "from X import ..." source line a traceback showed
     registering = False  # the last frame is transformers' Auto-class registration
-    # Buildkite's web view copied: each line after "Actions for L<n>" and the number alone
-    numbered = False
     marked, heeded = _marked(), _heeded()
     # An answer held while the lines after its message are read: the kernels' reasons that
     # follow vLLM's "Failed to find a kernel ... Reasons:" (kernel_reasons.py).
@@ -282,15 +280,9 @@ def diagnose_lines(
     # pasted up to the assert ends there, or at the carets under it)
     after_assert: list[str] | None = None
     for raw in bounded(lines):
-        if raw.startswith("Actions for L"):
-            numbered = True
-            continue
-        if numbered:
-            numbered = False
-            if raw.strip().isdigit():
-                continue
         if after_assert is not None and len(raw) > 1 and len(after_assert) < 2:
-            after_assert.append(raw)
+            if not _gutter(raw):
+                after_assert.append(raw)
         if held is not None:
             reason = PREFIX.sub("", uncoloured(raw)).rstrip()
             if is_reason(reason) and len(reasons) < MOST_REASONS:
@@ -372,13 +364,14 @@ def diagnose_lines(
         if "Traceback (most" in line:  # a new traceback: an earlier one's assert is not its
             asserted = frame = code = remote_tokenizer = after_assert = None
             tokenizer_init = registering = False
-        if 'File "' in line:  # the last frame: transformers' Auto-class registration or not
-            registering = "/transformers/models/auto/" in line and ", in register" in line
-        if code is None and frame is not None:
+        if code is None and frame is not None and not _gutter(line):
             code = PREFIX.sub("", uncoloured(line)).strip()  # the source line the frame shows
             after_assert = [] if code.startswith("assert ") else None
-        if 'File "' in line and ("/sglang/" in line or "/vllm/" in line):
-            frame, code = line, None
+        if 'File "' in line:
+            # the last frame: transformers' Auto-class registration, or the engine's own
+            registering = "/transformers/models/auto/" in line and ", in register" in line
+            if "/sglang/" in line or "/vllm/" in line:
+                frame, code = line, None
         if " import " in line and (asked := IMPORTED.match(PREFIX.sub("", line))):
             imported = asked.group(0).strip()
         if ("Resolved architecture" in line or "Load weight end" in line) and (
@@ -548,6 +541,12 @@ def diagnose_lines(
     ):
         return Diagnosis(source, "transformers-fallback", root, *through, version_text)
     return Diagnosis(source, None, root or oom, NO_MATCH, (), version_text)
+
+
+def _gutter(line: str) -> bool:
+    """A line of Buildkite's web view copied with the log: "Actions for L<n>", then the number
+    alone, before each line of the log."""
+    return line.startswith("Actions for L") or line.strip().isdigit()
 
 
 def _cut_at_assert(

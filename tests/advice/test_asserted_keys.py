@@ -100,3 +100,12 @@ def test_a_cut_traceback_is_not_an_assertion_where_its_last_line_is_not_the_asse
     # nor an assert no reading records
     other = _traceback("vllm/config.py", 'assert "nonesuch" in rope_scaling').splitlines(True)
     assert diagnose_text("".join(other[:-1])).code is None
+
+
+def test_a_traceback_copied_from_buildkite_s_web_view_reads_the_frame_s_assert() -> None:
+    # the view puts "Actions for L<n>" and the number before each line it copies
+    lines = _traceback("vllm/config.py", 'assert "factor" in rope_scaling').splitlines()
+    copied = "".join(f"Actions for L{n}\n{n}\n{line}\n" for n, line in enumerate(lines, 1))
+    found = diagnose_text(copied)
+    assert found.code == "dependency"
+    assert found.fixes[0].text.startswith("pip install 'vllm>=")
