@@ -18,14 +18,22 @@ line says whether it returned, or the exception and the source line that raised 
 from __future__ import annotations
 
 import ast
-import datetime
-import re
 import sys
 import traceback
 import zipfile
 from pathlib import Path
 from types import SimpleNamespace
 
+from tools.release_table import print_table, release_of
+
+# What the table says it read (its first line).
+SOURCE = (
+    "transformers wheels from PyPI (pip download --no-deps), {today}: what "
+    "_LazyAutoMapping.register (models/auto/auto_factory.py, where every Auto*.register ends)"
+    " does with a class registered under a str key, run on a stand-in mapping "
+    "(tools/read_auto_register.py; patcher/advice/auto_register.py)"
+)
+COLUMNS = "a str key"
 FILE = "transformers/models/auto/auto_factory.py"
 KEY = "NewProcessor"  # a name where a config class is expected, as a model's code passes it
 
@@ -72,28 +80,14 @@ def registers_a_name(source: str) -> str:
 
 def reading(wheel: Path) -> tuple[str, str]:
     """The wheel's release and what its registration does with a ``str`` key."""
-    release = re.sub(r"^transformers-([^-]+)-.*$", r"\1", wheel.name)
+    release = release_of(wheel)
     with zipfile.ZipFile(wheel) as archive:
         source = archive.read(FILE).decode("utf-8", "replace")
     return release, registers_a_name(source)
 
 
-def _key(release: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", release))
-
-
 def main(argv: list[str]) -> int:
-    rows = sorted((reading(Path(w)) for w in argv), key=lambda r: _key(r[0]))
-    print(
-        f"# transformers wheels from PyPI (pip download --no-deps), {datetime.date.today()}: "
-        "what _LazyAutoMapping.register (models/auto/auto_factory.py, where every "
-        "Auto*.register ends) does with a class registered under a str key, run on a "
-        "stand-in mapping (tools/read_auto_register.py; patcher/advice/auto_register.py)"
-    )
-    print("# release\ta str key")
-    for release, outcome in rows:
-        print(f"{release}\t{outcome}")
-    return 0
+    return print_table(argv, reading, SOURCE, COLUMNS)
 
 
 if __name__ == "__main__":

@@ -16,12 +16,20 @@ from its wheels with ``ast``:
 from __future__ import annotations
 
 import ast
-import datetime
-import re
 import sys
 import zipfile
 from pathlib import Path
 
+from tools.release_table import print_table, release_of
+
+# What the table says it read (its first line).
+SOURCE = (
+    "transformers wheels from PyPI (pip download --no-deps), {today}: whether "
+    "dynamic_module_utils passes a local model directory's name through a function replacing "
+    "its '.' before importing it as transformers_modules.<name> (tools/read_module_names.py; "
+    "patcher/advice/module_names.py)"
+)
+COLUMNS = "a local directory's name\ta Hub repository's"
 FILE = "transformers/dynamic_module_utils.py"
 
 
@@ -70,29 +78,15 @@ def sanitizes(source: str) -> tuple[bool, bool]:
 def reading(wheel: Path) -> tuple[str, str, str]:
     """The wheel's release and whether it sanitizes a local directory's name and a Hub
     repository's ("yes", "no")."""
-    release = re.sub(r"^transformers-([^-]+)-.*$", r"\1", wheel.name)
+    release = release_of(wheel)
     with zipfile.ZipFile(wheel) as archive:
         source = archive.read(FILE).decode("utf-8", "replace")
     local, hub = sanitizes(source)
     return release, "yes" if local else "no", "yes" if hub else "no"
 
 
-def _key(release: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", release))
-
-
 def main(argv: list[str]) -> int:
-    rows = sorted((reading(Path(w)) for w in argv), key=lambda r: _key(r[0]))
-    print(
-        f"# transformers wheels from PyPI (pip download --no-deps), {datetime.date.today()}: "
-        "whether dynamic_module_utils passes a local model directory's name through a "
-        "function replacing its '.' before importing it as transformers_modules.<name> "
-        "(tools/read_module_names.py; patcher/advice/module_names.py)"
-    )
-    print("# release\ta local directory's name\ta Hub repository's")
-    for release, local, hub in rows:
-        print(f"{release}\t{local}\t{hub}")
-    return 0
+    return print_table(argv, reading, SOURCE, COLUMNS)
 
 
 if __name__ == "__main__":
