@@ -9,7 +9,11 @@ for the cache blocks``): the profile's step is too large for the GPU, or the sha
 
 And a setting held against the blocks the cache got (``max_num_seqs (1024) exceeds available
 Mamba cache blocks (969)``, vLLM's hybrid models: each running sequence holds one state block):
-the setting at most what is available."""
+the setting at most what is available.
+
+And the length a KV cache too small holds: vLLM's own estimate, or, where its message names
+only the GiB one sequence needs and the GiB the cache has (0.9's, or a report's retelling of
+it), the length asked in that proportion; never the length asked itself."""
 
 from __future__ import annotations
 
