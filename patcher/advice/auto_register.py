@@ -55,4 +55,4 @@ def name_refused(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
 
 AUTO_REGISTER_RULES: tuple[Rule, ...] = (("registered-name", REFUSED, name_refused),)
 # One plain word of each rule above, for the line filter (engine_rules._MARKERS).
-AUTO_REGISTER_MARKERS = ("object has no attribute '__module__'",)
+AUTO_REGISTER_MARKERS = ("Error: 'str' object has no attribute '__module__'",)
