@@ -20,11 +20,10 @@ from __future__ import annotations
 import ast
 import sys
 import traceback
-import zipfile
 from pathlib import Path
 from types import SimpleNamespace
 
-from tools.release_table import print_table, release_of
+from tools.release_table import member, print_table, release_of
 
 # What the table says it read (its first line).
 SOURCE = (
@@ -80,9 +79,7 @@ def registers_a_name(source: str) -> str:
 
 def reading(wheel: Path) -> tuple[str, str]:
     """The wheel's release and what its registration does with a ``str`` key."""
-    release = release_of(wheel)
-    with zipfile.ZipFile(wheel) as archive:
-        source = archive.read(FILE).decode("utf-8", "replace")
+    release, source = release_of(wheel), member(wheel, FILE)
     return release, registers_a_name(source)
 
 

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import ast
 import sys
-import zipfile
 from pathlib import Path
 
-from tools.release_table import print_table, release_of
+from tools.release_table import member, print_table, release_of
 
 # What the table says it read (its first line).
 SOURCE = (
@@ -78,9 +77,7 @@ def sanitizes(source: str) -> tuple[bool, bool]:
 def reading(wheel: Path) -> tuple[str, str, str]:
     """The wheel's release and whether it sanitizes a local directory's name and a Hub
     repository's ("yes", "no")."""
-    release = release_of(wheel)
-    with zipfile.ZipFile(wheel) as archive:
-        source = archive.read(FILE).decode("utf-8", "replace")
+    release, source = release_of(wheel), member(wheel, FILE)
     local, hub = sanitizes(source)
     return release, "yes" if local else "no", "yes" if hub else "no"
 

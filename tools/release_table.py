@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import re
+import zipfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -17,6 +18,12 @@ Reading = Callable[[Path], tuple[str, ...]]
 def release_of(wheel: Path) -> str:
     """The release a wheel's file name gives (``transformers-5.13.0-py3-none-any.whl``)."""
     return re.sub(r"^[^-]+-([^-]+)-.*$", r"\1", wheel.name)
+
+
+def member(wheel: Path, name: str) -> str:
+    """The text of the file ``name`` inside ``wheel``."""
+    with zipfile.ZipFile(wheel) as archive:
+        return archive.read(name).decode("utf-8", "replace")
 
 
 def print_table(wheels: Iterable[str], reading: Reading, source: str, columns: str) -> int:

@@ -97,16 +97,15 @@ def _kv_memory(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
     wanted = int(m.group("len"))
     estimate = m.groupdict().get("estimate")
     fixes: list[Fix] = []
-    sizes = kv_share(m.string)
-    derived = not estimate and sizes is not None
-    if sizes and not estimate:  # before 0.10 vLLM gives the KV sizes, not the length they hold
+    sizes = None if estimate else kv_share(m.string)
+    if sizes:  # before 0.10 vLLM gives the KV sizes, not the length they hold
         estimate = str(fitting_length(wanted, sizes))
     if estimate:
         length = round_length(int(estimate))
         fixes.append(Fix("flag", f"--max-model-len {length}"))
         fixes.append(ctx.apply("set-context-length", f" --set length={length}"))
         cause = f"one sequence of {wanted} tokens does not fit in the KV cache; about {estimate} do"
-        if derived:
+        if sizes:
             cause += " (in proportion to the KV cache sizes the message names)"
     else:
         fixes.append(

@@ -27,7 +27,7 @@ from patcher.advice.own_remedy import as_flag
 # vLLM's KV sizes for one sequence of the length asked: "(1.75 GiB KV cache is needed, which is
 # larger than the available KV cache memory (0.13 GiB)", or a report's shorter retelling of it
 # ("1.75 GiB KV cache is needed, available 0.13 GiB").
-KV_SIZES = re.compile(
+_KV_SIZES = re.compile(
     r"(\d+(?:\.\d+)?) ?GiB KV cache is needed\b.*?\bavailable\b\D*?(\d+(?:\.\d+)?) ?GiB",
     re.IGNORECASE,
 )
@@ -36,7 +36,7 @@ KV_SIZES = re.compile(
 def kv_share(line: str) -> tuple[float, float] | None:
     """The GiB one sequence of the length asked needs and the GiB the KV cache has, from vLLM's
     words, where the line gives both and the first is the larger; else None."""
-    sizes = KV_SIZES.search(line)
+    sizes = _KV_SIZES.search(line)
     if sizes is None:
         return None
     needed, available = float(sizes[1]), float(sizes[2])
@@ -63,8 +63,9 @@ def shorter_lengths(line: str, asked: int | None, fits: int | None) -> list[Fix]
     sizes = kv_share(line)
     if not fits and asked and sizes:
         fits = fitting_length(asked, sizes)
-    shorter = asked and fits and fits < asked
-    fixes = [Fix("flag", f"--max-model-len {round_length(fits)}")] if shorter and fits else []
+    fixes: list[Fix] = []
+    if asked and fits and fits < asked:
+        fixes.append(Fix("flag", f"--max-model-len {round_length(fits)}"))
     if asked is None and sizes:
         needed, available = sizes
         note = (
