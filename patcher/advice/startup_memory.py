@@ -68,11 +68,12 @@ def shorter_lengths(line: str, asked: int | None, fits: int | None) -> list[Fix]
         fixes.append(Fix("flag", f"--max-model-len {round_length(fits)}"))
     if asked is None and sizes:
         needed, available = sizes
-        note = (
-            f"N at most {available / needed:.0%} of the length asked: the KV cache memory "
-            f"holds {available:g} of the {needed:g} GiB one sequence of it needs"
+        # advice, not a flag: the length asked is not in the line, so no value can be given
+        text = (
+            f"a --max-model-len at most {available / needed:.0%} of the length asked: the KV "
+            f"cache memory holds {available:g} of the {needed:g} GiB one sequence of it needs"
         )
-        fixes.append(Fix("flag", "--max-model-len N", note=note))
+        fixes.append(Fix("advice", text))
     elif asked is None or asked > 32768:
         note = "a shorter context needs less KV memory"
         fixes.append(Fix("flag", "--max-model-len 32768", note=note))
