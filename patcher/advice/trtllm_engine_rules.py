@@ -11,6 +11,8 @@ the LLM API, or the Python runtime of the examples' run.py) checks each at start
   decoder-only one refuses (snapshots/engines/trtllm-cross-kv.txt);
 - KV cache block reuse of an engine built without paged context FMHA, and blocks left off the
   GPU with those kernels (snapshots/engines/trtllm-block-reuse.txt);
+- in-flight batching of an engine built without the attention plugin, packed input or a paged
+  KV cache (snapshots/engines/trtllm-inflight-batching.txt);
 - an engine built by another release: a ``plugin_config`` key the runtime reads with ``at()``
   (snapshots/engines/trtllm-engine-keys.txt), a plugin's serialized length, the Python
   runtime's tensor names and the C++ runtime's inputs (snapshots/engines/trtllm-engine-tensors.txt),
@@ -199,6 +201,32 @@ def _block_reuse(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
+def _inflight_batching(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """trtGptModelInflightBatching.cpp: batching in flight needs the engine built with the GPT
+    attention plugin, packed input (no padding) and a paged KV cache, three build options; the
+    runtime refuses it before it loads anything (snapshots/engines/trtllm-inflight-batching.txt)."""
+    return (
+        "the engine was built without one of the three options in-flight batching needs: the "
+        "GPT attention plugin, packed input (remove_input_padding) and a paged KV cache "
+        "(its config.json's plugin_config says which): the engine's build, not the launch",
+        [
+            Fix(
+                "advice",
+                "build the engine again with trtllm-build --gpt_attention_plugin auto "
+                "--remove_input_padding enable --paged_kv_cache enable",
+                note="the older per-model build.py: --use_gpt_attention_plugin <dtype> "
+                "--remove_input_padding --paged_kv_cache",
+            ),
+            Fix(
+                "advice",
+                "or serve this engine unbatched: gpt_model_type: V1 in Triton's tensorrt_llm "
+                "config.pbtxt",
+                note="one request at a time per batch; no in-flight batching",
+            ),
+        ],
+    )
+
+
 # The plugin_config keys the runtime reads with at() (gptJsonConfig.cpp's parsePluginConfig and
 # parseLora; snapshots/engines/trtllm-engine-keys.txt): options the engine writer gained release by
 # release. An architecture key missing (num_layers) is an engine the backend does not serve.
@@ -335,6 +363,14 @@ TRTLLM_ENGINE_RULES: tuple[Rule, ...] = (
         ),
         _block_reuse,
     ),
+    (
+        "trtllm-inflight-batching",
+        re.compile(
+            r"TrtGptModelInflightBatching requires GPT attention(?:/Mamba Conv 1d)? plugin with "
+            r"packed input and paged KV cache"
+        ),
+        _inflight_batching,
+    ),
 )
 # One plain word of each rule above (engine_rules' _MARKERS takes them; trtllm_rules' markers
 # hold "Assertion failed: " and "creating modelInstanceState: " for both).
@@ -347,4 +383,5 @@ TRTLLM_ENGINE_MARKERS = (
     "not found; expected shape",
     "TensorRT, expecting library",
     "Version tag does not match",
+    "TrtGptModelInflightBatching requires",
 )

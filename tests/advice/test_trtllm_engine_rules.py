@@ -28,6 +28,10 @@ ENGINE_LINES = [
     # trtGptModelInflightBatching.cpp (snapshots/engines/trtllm-block-reuse.txt)
     "[TensorRT-LLM][ERROR] Assertion failed: When KV cache block reuse is set, model has to be "
     "built with paged context FMHA support (/app/cpp/trtGptModelInflightBatching.cpp:140)",
+    # trtGptModelInflightBatching.cpp (snapshots/engines/trtllm-inflight-batching.txt)
+    "E1024 07:33:56.907690 74602 model_lifecycle.cc:622] failed to load 'tensorrt_llm' version 1: "
+    "Internal: unexpected error when creating modelInstanceState: TrtGptModelInflightBatching "
+    "requires GPT attention/Mamba Conv 1d plugin with packed input and paged KV cache.",
     # gptJsonConfig.cpp's at() on a plugin key (snapshots/engines/trtllm-engine-keys.txt)
     "unexpected error when creating modelInstanceState: [json.exception.out_of_range.403] "
     "key 'tokens_per_block' not found",
@@ -98,6 +102,28 @@ def test_block_reuse_of_an_engine_built_without_paged_context_fmha_names_both_wa
     other = diagnose_text(f"[TensorRT-LLM][ERROR] Assertion failed: {onboard} (/x.cpp:1)\n")
     assert other.code == "trtllm-block-reuse"
     assert other.fixes[0].text.startswith("kv_cache_onboard_blocks: true")
+
+
+def test_every_wording_of_the_inflight_batching_check_is_the_engine_build() -> None:
+    text = (SNAPSHOTS / "engines" / "trtllm-inflight-batching.txt").read_text()
+    wordings = [line for line in text.splitlines() if line and not line.startswith("#")]
+    assert len(wordings) == 2
+    for wording in wordings:
+        found = diagnose_text(
+            "E1025 09:17:53.664847 126 backend_model.cc:553] ERROR: Failed to create instance: "
+            f"unexpected error when creating modelInstanceState: {wording}\n"
+        )
+        assert found.code == "trtllm-inflight-batching", wording
+        texts = [f.text for f in found.fixes]
+        # the three build options the check reads, each enabled; the launch is not the cause
+        for option in (
+            "--gpt_attention_plugin",
+            "--remove_input_padding enable",
+            "--paged_kv_cache enable",
+        ):
+            assert option in texts[0]
+        assert "gpt_model_type: V1" in texts[1]
+        assert not any(t.startswith("mpirun") for t in texts)
 
 
 def test_a_cpp_check_triton_wraps_is_quoted_from_the_check_without_its_frames() -> None:
