@@ -117,24 +117,39 @@ def too_little_free(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]
 # read release's profile run runs max_num_seqs sequences (V0's worker/model_runner.py, V1's
 # _dummy_sampler_run), so fewer of them leave more memory for the KV cache.
 _SEQS_1024_FROM = (0, 8, 5)
+# The compute capabilities whose every GPU has 70 GiB or more (Hopper's H100/H200/H20/GH200,
+# Blackwell's B200/B300): where a log names one, the default it ran with was the larger one.
+_LARGE_ONLY = frozenset({9, 10})
+
+
+def _profiled_sequences(ctx: LogContext) -> int:
+    """The default number of sequences the run profiled, as far as the log shows it: 1024 only
+    where it shows both a release from 0.8.5 (or none) and a GPU that has 70 GiB or more; else
+    256, the default everywhere else, and the value a fix must go below."""
+    recent = ctx.version is None or ctx.version >= _SEQS_1024_FROM
+    large = ctx.gpu is not None and ctx.gpu[0] in _LARGE_ONLY
+    return 1024 if recent and large else 256
 
 
 def no_cache_memory(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     """vLLM sizes the KV cache from what its profile run leaves: the weights and the largest
     step the flags allow (max_num_batched_tokens tokens over max_num_seqs sequences, their
     logits, a multimodal model's encoder items), so a smaller step is a way out, as is a larger
-    share of the GPU."""
-    large = ctx.version is None or ctx.version >= _SEQS_1024_FROM
+    share of the GPU. The sequences asked are a quarter of the default the run profiled with,
+    never the default itself (a flag that changes nothing is no fix)."""
+    default = _profiled_sequences(ctx)
+    recent = ctx.version is None or ctx.version >= _SEQS_1024_FROM
+    unsure = " (1024 from 0.8.5 on a GPU of 70 GiB or more, which the log does not name)"
     return (
         "the weights and the profile run's largest step leave no memory for the KV cache",
         [
             Fix(
                 "flag",
-                f"--max-num-seqs {256 if large else 128}",
-                note="fewer sequences in the profile run; the default is 256"
-                + (", 1024 on a GPU of 70 GiB or more" if large else "")
-                + " (a multimodal model profiles its items per sequence too: "
-                "--limit-mm-per-prompt)",
+                f"--max-num-seqs {default // 4}",
+                note=f"fewer sequences in the profile run: a quarter of the default, {default}"
+                + (unsure if default == 256 and recent else "")
+                + "; lower still if it still finds no memory (a multimodal model profiles its "
+                "items per sequence too: --limit-mm-per-prompt)",
             ),
             Fix(
                 "flag",

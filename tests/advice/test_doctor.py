@@ -1432,23 +1432,34 @@ def test_a_warning_with_no_known_error_after_it_is_still_answered() -> None:
     assert found.code == "cuda-library" and "libcudart.so.12" in (found.error or "")
 
 
-def _no_cache_memory(version: str) -> str:
+def _no_cache_memory(version: str, gpu: str = "") -> str:
     return (
         f"INFO 03-18 10:02:11 [api_server.py:912] vLLM API server version {version}\n"
-        f"{PREFIX}ValueError: No available memory for the cache blocks. Try increasing "
+        + (f"INFO 03-18 10:02:40 [cuda.py:96] GPU: {gpu}\n" if gpu else "")
+        + f"{PREFIX}ValueError: No available memory for the cache blocks. Try increasing "
         "`gpu_memory_utilization` when initializing the engine.\n"
     )
 
 
 @pytest.mark.parametrize(
-    ("version", "seqs"), [("0.8.1", "128"), ("0.8.5", "256"), ("0.20.1", "256"), ("0.5.4", "128")]
+    ("version", "gpu", "seqs"),
+    [
+        ("0.8.1", "", "64"),
+        ("0.8.5", "", "64"),  # the GPU unknown: 256 may be the default it ran with
+        ("0.20.1", "", "64"),
+        ("0.20.1", "NVIDIA H100 80GB HBM3", "256"),  # 1024 by default there
+        ("0.8.1", "NVIDIA H100 80GB HBM3", "64"),  # before the read 1024 default
+        ("0.20.1", "NVIDIA GeForce RTX 3090", "64"),
+        ("0.5.4", "", "64"),
+    ],
 )
 def test_no_memory_for_the_cache_runs_fewer_sequences_in_the_profile(
-    version: str, seqs: str
+    version: str, gpu: str, seqs: str
 ) -> None:
     # every read release's profile run runs max_num_seqs sequences; the API server's default
-    # is 1024 on a large GPU from the first read release that says so, 256 before
-    # (snapshots/engines/max-num-seqs-default-vllm.txt): fewer than the default is a way out
+    # is 1024 on a large GPU from the first read release that says so, 256 before and on smaller
+    # GPUs (snapshots/engines/max-num-seqs-default-vllm.txt): a quarter of the default the log
+    # shows is a way out, and never the default itself (a flag that changes nothing)
     from patcher.advice.startup_memory import _SEQS_1024_FROM
 
     rows = [
@@ -1460,8 +1471,9 @@ def test_no_memory_for_the_cache_runs_fewer_sequences_in_the_profile(
     ]
     first = next(r[0] for r in rows if r[1].endswith(":yes"))
     assert tuple(int(p) for p in first.split(".")[:3]) == _SEQS_1024_FROM
-    found = diagnose_text(_no_cache_memory(version))
+    found = diagnose_text(_no_cache_memory(version, gpu))
     assert found.code == "no-kv-cache-memory" and "no config edit" not in found.cause
     texts = [f.text for f in found.fixes]
     assert f"--max-num-seqs {seqs}" in texts
+    assert "--max-num-seqs 256" not in texts or seqs == "256"
     assert "--gpu-memory-utilization 0.95" in texts
