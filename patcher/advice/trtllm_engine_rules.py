@@ -13,6 +13,8 @@ the LLM API, or the Python runtime of the examples' run.py) checks each at start
   GPU with those kernels (snapshots/engines/trtllm-block-reuse.txt);
 - in-flight batching of an engine built without the attention plugin, packed input or a paged
   KV cache (snapshots/engines/trtllm-inflight-batching.txt);
+- the runtime's own GPU buffers and KV cache pools not fitting beside the loaded engine
+  (snapshots/engines/trtllm-runtime-oom.txt);
 - an engine built by another release: a ``plugin_config`` key the runtime reads with ``at()``
   (snapshots/engines/trtllm-engine-keys.txt), a plugin's serialized length, the Python
   runtime's tensor names and the C++ runtime's inputs (snapshots/engines/trtllm-engine-tensors.txt),
@@ -227,6 +229,33 @@ def _inflight_batching(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[F
     )
 
 
+def _runtime_oom(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
+    """tllmBuffers.h's CudaAllocatorAsync, which the runtime's buffers and the paged KV cache's
+    pools are allocated through after TensorRT loaded the engine, failing as Triton creates the
+    model instance: the buffers the engine's build sizes and the KV cache's share of what is
+    left do not fit together (snapshots/engines/trtllm-runtime-oom.txt)."""
+    return (
+        "TensorRT-LLM's runtime ran out of GPU memory allocating its own buffers after the "
+        "engine loaded: the buffers its build sizes (max_batch_size x the sequence length, "
+        "max_num_tokens) and the KV cache's share of what is left do not fit together",
+        [
+            Fix(
+                "advice",
+                "build the engine again with a smaller --max_batch_size (and --max_input_len, "
+                "--max_seq_len or --max_num_tokens, which size the same buffers)",
+            ),
+            Fix(
+                "advice",
+                "or a smaller share of the free memory for the KV cache: "
+                "kv_cache_free_gpu_mem_fraction below the default 0.85 to 0.9 in Triton's "
+                "tensorrt_llm config.pbtxt",
+                note="trtllm-serve --kv_cache_free_gpu_memory_fraction; the LLM API's "
+                "kv_cache_config.free_gpu_memory_fraction",
+            ),
+        ],
+    )
+
+
 # The plugin_config keys the runtime reads with at() (gptJsonConfig.cpp's parsePluginConfig and
 # parseLora; snapshots/engines/trtllm-engine-keys.txt): options the engine writer gained release by
 # release. An architecture key missing (num_layers) is an engine the backend does not serve.
@@ -371,6 +400,14 @@ TRTLLM_ENGINE_RULES: tuple[Rule, ...] = (
         ),
         _inflight_batching,
     ),
+    (
+        "trtllm-runtime-oom",
+        re.compile(
+            r"creating modelInstanceState: \[TensorRT-LLM\]\[ERROR\] CUDA runtime error in "
+            r"::cudaMalloc(?:Async)?\(.*?\): out of memory"
+        ),
+        _runtime_oom,
+    ),
 )
 # One plain word of each rule above (engine_rules' _MARKERS takes them; trtllm_rules' markers
 # hold "Assertion failed: " and "creating modelInstanceState: " for both).
@@ -384,4 +421,5 @@ TRTLLM_ENGINE_MARKERS = (
     "TensorRT, expecting library",
     "Version tag does not match",
     "TrtGptModelInflightBatching requires",
+    "CUDA runtime error in ::cudaMalloc",
 )

@@ -32,6 +32,11 @@ ENGINE_LINES = [
     "E1024 07:33:56.907690 74602 model_lifecycle.cc:622] failed to load 'tensorrt_llm' version 1: "
     "Internal: unexpected error when creating modelInstanceState: TrtGptModelInflightBatching "
     "requires GPT attention/Mamba Conv 1d plugin with packed input and paged KV cache.",
+    # tllmBuffers.h's allocator creating the instance (snapshots/engines/trtllm-runtime-oom.txt)
+    "E1103 02:59:01.152656 81041 backend_model.cc:553] ERROR: Failed to create instance: "
+    "unexpected error when creating modelInstanceState: [TensorRT-LLM][ERROR] CUDA runtime error "
+    "in ::cudaMallocAsync(ptr, n, mCudaStream->get()): out of memory "
+    "(/app/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:112)",
     # gptJsonConfig.cpp's at() on a plugin key (snapshots/engines/trtllm-engine-keys.txt)
     "unexpected error when creating modelInstanceState: [json.exception.out_of_range.403] "
     "key 'tokens_per_block' not found",
@@ -124,6 +129,26 @@ def test_every_wording_of_the_inflight_batching_check_is_the_engine_build() -> N
             assert option in texts[0]
         assert "gpt_model_type: V1" in texts[1]
         assert not any(t.startswith("mpirun") for t in texts)
+
+
+def test_the_runtime_out_of_memory_creating_the_instance_is_the_build_or_the_kv_share() -> None:
+    text = (SNAPSHOTS / "engines" / "trtllm-runtime-oom.txt").read_text()
+    (wording,) = [line for line in text.splitlines() if line and not line.startswith("#")]
+    found = diagnose_text(
+        "Model 'tensorrt_llm' loading failed with error: version 1 is at UNAVAILABLE state: "
+        "Internal: unexpected error when creating modelInstanceState: [TensorRT-LLM][ERROR] "
+        f"{wording} (/app/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:112)\n"
+    )
+    assert found.code == "trtllm-runtime-oom"
+    texts = [f.text for f in found.fixes]
+    assert "--max_batch_size" in texts[0]
+    assert "kv_cache_free_gpu_mem_fraction" in texts[1]
+    # the same allocator failing while a request runs is no start-up failure of the build
+    serving = diagnose_text(
+        "[TensorRT-LLM][ERROR] Encountered an error in forward function: [TensorRT-LLM][ERROR] "
+        f"{wording} (/app/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:112)\n"
+    )
+    assert serving.code != "trtllm-runtime-oom"
 
 
 def test_a_cpp_check_triton_wraps_is_quoted_from_the_check_without_its_frames() -> None:
