@@ -206,7 +206,8 @@ def _block_reuse(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
 def _inflight_batching(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     """trtGptModelInflightBatching.cpp: batching in flight needs the engine built with the GPT
     attention plugin, packed input (no padding) and a paged KV cache, three build options; the
-    runtime refuses it before it loads anything (snapshots/engines/trtllm-inflight-batching.txt)."""
+    executor refuses it once the engine is loaded, before it allocates its buffers
+    (snapshots/engines/trtllm-inflight-batching.txt)."""
     return (
         "the engine was built without one of the three options in-flight batching needs: the "
         "GPT attention plugin, packed input (remove_input_padding) and a paged KV cache "

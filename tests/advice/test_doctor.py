@@ -1476,4 +1476,7 @@ def test_no_memory_for_the_cache_runs_fewer_sequences_in_the_profile(
     texts = [f.text for f in found.fixes]
     assert f"--max-num-seqs {seqs}" in texts
     assert "--max-num-seqs 256" not in texts or seqs == "256"
+    # where the log names a GPU, the note does not say it names none
+    notes = " ".join(f.note or "" for f in found.fixes)
+    assert ("names no GPU" in notes) == (not gpu and version not in ("0.5.4", "0.8.1"))
     assert "--gpu-memory-utilization 0.95" in texts
