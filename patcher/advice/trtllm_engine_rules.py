@@ -411,7 +411,8 @@ TRTLLM_ENGINE_RULES: tuple[Rule, ...] = (
     ),
 )
 # One plain word of each rule above (engine_rules' _MARKERS takes them; trtllm_rules' markers
-# hold "Assertion failed: " and "creating modelInstanceState: " for both).
+# hold "Assertion failed: " and "creating modelInstanceState: " for the rules whose pattern
+# holds one of them: the rank check, the engine's keys, the runtime's allocator).
 TRTLLM_ENGINE_MARKERS = (
     "Runtime world size",
     "set crossKvCacheFraction",
@@ -422,5 +423,4 @@ TRTLLM_ENGINE_MARKERS = (
     "TensorRT, expecting library",
     "Version tag does not match",
     "TrtGptModelInflightBatching requires",
-    "CUDA runtime error in ::cudaMalloc",
 )
