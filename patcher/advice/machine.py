@@ -20,6 +20,7 @@ from patcher.advice.custom_ops import CUSTOM_OPS_MARKERS, CUSTOM_OPS_RULES
 from patcher.advice.dependency_checks import DEPENDENCY_CHECK_MARKERS, DEPENDENCY_CHECK_RULES
 from patcher.advice.engine_exports import LIBRARIES, module_elsewhere
 from patcher.advice.extensions import torch_pin
+from patcher.advice.flashinfer_images import FLASHINFER_IMAGE_MARKERS, FLASHINFER_IMAGE_RULES
 from patcher.advice.flashinfer_jit import (
     BUILD_FAILED,
     FLASHINFER_JIT_MARKERS,
@@ -405,6 +406,7 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
     ("torch-build", TORCH_REFUSES, torch_refuses),
     ("flashinfer-arch", REFUSED, no_arch),
     ("flashinfer-build", BUILD_FAILED, kernel_unbuilt),
+    *FLASHINFER_IMAGE_RULES,
     # before torch.compile's: Inductor's error quotes the compile command Triton ran
     ("triton-build", NO_HEADER, missing_header),
     ("triton-build", NO_LIBCUDA, missing_libcuda),
@@ -449,6 +451,7 @@ ENVIRONMENT_MARKERS = (
     "No such file or directory: '",
     "KeyError: '__firstlineno__'",
     *FLASHINFER_JIT_MARKERS,
+    *FLASHINFER_IMAGE_MARKERS,
     "NCCL WARN ",
     "NCCL error",
     '"GET http://',

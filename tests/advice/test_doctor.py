@@ -598,6 +598,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     from tests.advice.test_env_bounds import ENV_BOUND_LINES
     from tests.advice.test_flag_choices import PARSER_LINES
     from tests.advice.test_flashinfer_dispatch import FLASHINFER_DISPATCH_LINES
+    from tests.advice.test_flashinfer_images import FLASHINFER_IMAGE_LINES
     from tests.advice.test_glibc import GLIBC_LINES
     from tests.advice.test_logging_config import LOGGING_LINES
     from tests.advice.test_lora_adapter import LORA_LINES
@@ -644,6 +645,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
         + CUDA_DRIVER_LINES
         + BACKEND_GPU_LINES
         + FLASHINFER_DISPATCH_LINES
+        + FLASHINFER_IMAGE_LINES
         + RAY_LINES
         + RENDEZVOUS_LINES
         + BNB_LINES
