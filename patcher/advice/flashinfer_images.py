@@ -18,6 +18,9 @@ attention backend, and ``VLLM_USE_FLASHINFER_SAMPLER=0`` for its sampler), or a 
 has kernels for the GPU: flashinfer-python compiles its kernels for the GPU it runs on, sm75 and
 newer (its JIT's check, ``flashinfer/jit/core.py``, read in 0.5.3, 0.6.8.post1 and 0.7.4:
 ``snapshots/engines/flashinfer-jit-arch.txt``). A GPU older than 7.5 has no FlashInfer at all.
+SGLang before its releases read took FlashInfer out with ``--disable-flashinfer`` and
+``--disable-flashinfer-sampling``, which 0.4.0 refuses, naming the two backend flags instead
+(``snapshots/engines/sglang-disable-flashinfer.txt``).
 """
 
 from __future__ import annotations
@@ -105,13 +108,14 @@ def no_image(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     else:
         fixes = [*_either(_sglang(sampling), "SGLang"), *_either(_vllm(sampling, ctx), "vLLM")]
     old = ctx.gpu is not None and ctx.gpu < _JIT_FLOOR
-    if ctx.engine != "vllm" and (ctx.version is None or ctx.version < (0, 4)):
+    if ctx.engine != "vllm":
         fixes.append(
             Fix(
                 "advice",
-                "an SGLang release before the ones read takes --disable-flashinfer "
+                "an SGLang older than the releases read (0.4.0 on) may take --disable-flashinfer "
                 "--disable-flashinfer-sampling in their place",
-                note="the two flags of SGLang 0.4.0, the oldest read (deprecated there)",
+                note="0.4.0 refuses the two, naming --attention-backend triton and "
+                "--sampling-backend in their place (server_args.py's DeprecatedAction)",
             )
         )
     if not old:

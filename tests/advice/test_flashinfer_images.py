@@ -109,3 +109,14 @@ def test_every_recorded_attention_and_sampling_wording_is_read() -> None:
     for kernel, words in worded:
         line = f"RuntimeError: {kernel} {words}{NO_IMAGE_WORDS}"
         assert NO_IMAGE.search(line), line
+
+
+def test_the_old_sglang_flags_are_offered_only_as_older_than_the_refusing_release() -> None:
+    refused = (RECORDED.parent / "sglang-disable-flashinfer.txt").read_text()
+    assert (
+        "'--disable-flashinfer' is deprecated. Please use '--attention-backend triton'" in refused
+    )
+    assert "raise ValueError(self.help)" in refused  # 0.4.0 refuses, not only warns
+    old = [f for f in diagnose_text(SGLANG).fixes if "--disable-flashinfer" in f.text]
+    assert len(old) == 1 and old[0].kind == "advice"
+    assert "older than the releases read" in old[0].text and "0.4.0 refuses" in (old[0].note or "")
