@@ -38,7 +38,13 @@ from patcher.advice.fallbacks import (
 )
 from patcher.advice.families import family_of
 from patcher.advice.judged import judge_fixes
-from patcher.advice.kernel_reasons import CONTINUED, MOST_REASONS, by_reasons, is_reason
+from patcher.advice.kernel_reasons import (
+    CONTINUED,
+    MOST_REASONS,
+    by_reasons,
+    inline_reasons,
+    is_reason,
+)
 from patcher.advice.kernels import stated
 from patcher.advice.log_facts import (
     COMMAND_LINE,
@@ -89,6 +95,7 @@ from patcher.advice.mistral_format import by_params_assert
 from patcher.advice.optional_imports import by_optional_import
 from patcher.advice.remote_tokenizers import REMOTE_FILE
 from patcher.advice.torch_compile import from_compile_cache
+from patcher.advice.xformers_dispatch import by_first_line
 from patcher.errors import InputFileError
 
 
@@ -285,7 +292,7 @@ def diagnose_lines(
                 after_assert.append(raw)
         if held is not None:
             reason = PREFIX.sub("", uncoloured(raw)).rstrip()
-            if is_reason(reason) and len(reasons) < MOST_REASONS:
+            if is_reason(reason, held[0]) and len(reasons) < MOST_REASONS:
                 reasons.append(reason)
                 continue
             return by_reasons(held[0], reasons, held[1])
@@ -475,6 +482,7 @@ def diagnose_lines(
             or by_unset(line, frame, code)
             or by_rope_key(line, frame, code, ctx)
             or by_division(line, ctx)
+            or by_first_line(line, ctx)
         )
         raised = RAISED.match(line)
         if known is None and asserted is not None and raised and raised["kind"] == "AssertionError":
@@ -498,8 +506,7 @@ def diagnose_lines(
                 warned = warned or known
                 continue
             if CONTINUED.search(line) is not None:  # its reasons are on the lines that follow
-                tail = line.split("Reasons:", 1)[1] if "Reasons:" in line else ""
-                reasons = [r for r in tail.split("\\n") if is_reason(r)]
+                reasons = inline_reasons(line, known)
                 if reasons:
                     return by_reasons(known, reasons, ctx)
                 held = (known, ctx)

@@ -14,7 +14,8 @@ applicable to a bfloat16 model), and Marlin refuses a weight shard that is not a
 ``min_thread_k`` ("Consider reducing tensor_parallel_size"), which a smaller tensor-parallel
 size can make whole. doctor reads the reason lines after the first (doctor.py holds the answer
 until they end) and names those settings; where no reason is a setting the answer stays the
-hardware gap.
+hardware gap. xFormers' dispatcher words its refusal the same way, each attention operator's
+reasons after it; those are read in xformers_dispatch.py.
 """
 
 from __future__ import annotations
@@ -22,14 +23,18 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from patcher.advice import xformers_dispatch
 from patcher.advice.diagnosis import Diagnosis
 from patcher.advice.log_rules import Fix, LogContext
 
-# The message whose reasons follow on the next lines: vLLM's kernel choosers for the
-# mixed-precision (WNA16) and scaled-MM layers and, from 0.20, the FP8/FP4 linear kernels.
-CONTINUED = re.compile(r"Failed to find a kernel that can implement the (\w+) linear layer")
-# The reasons a log shows are at most the kernels of one list (a dozen in 0.34).
-MOST_REASONS = 24
+# The messages whose reasons follow on the next lines: vLLM's kernel choosers for the
+# mixed-precision (WNA16) and scaled-MM layers and, from 0.20, the FP8/FP4 linear kernels; and
+# xFormers' dispatcher, each attention operator's reasons (xformers_dispatch.py).
+_CHOOSERS = re.compile(r"Failed to find a kernel that can implement the (\w+) linear layer")
+CONTINUED = re.compile(f"{_CHOOSERS.pattern}|{xformers_dispatch.NOT_FOUND.pattern}")
+# The reasons a log shows are at most the kernels of one list (a dozen in 0.34), or xFormers'
+# inputs and its operators' reasons.
+MOST_REASONS = xformers_dispatch.MOST_LINES
 _KERNEL = re.compile(r"^\s*(\w+Kernel)\b")
 _FLOAT16_ONLY = re.compile(r"only supports float16 activations", re.IGNORECASE)
 # Marlin's shape checks, whose text check_marlin_supports_shape returns as the reason:
@@ -42,9 +47,23 @@ _SHARD = re.compile(
 _SMALLER_TP = re.compile(r"Consider reducing tensor_parallel_size")
 
 
-def is_reason(line: str) -> bool:
-    """Whether a line (its process prefix taken off) is one kernel's reason."""
+def _xformers(held: Diagnosis) -> bool:
+    return xformers_dispatch.NOT_FOUND.search(held.error or "") is not None
+
+
+def is_reason(line: str, held: Diagnosis) -> bool:
+    """Whether a line (its process prefix taken off) is one of the reasons ``held``'s message
+    is followed by."""
+    if _xformers(held):
+        return xformers_dispatch.is_reason(line)
     return _KERNEL.match(line) is not None
+
+
+def inline_reasons(line: str, held: Diagnosis) -> list[str]:
+    """The reasons a message quoted on one line holds after it, ``\\n``-joined."""
+    marker = "with inputs:" if _xformers(held) else "Reasons:"
+    tail = line.split(marker, 1)[1] if marker in line else ""
+    return [r for r in tail.split("\\n") if r.strip() and is_reason(r, held)]
 
 
 def _smaller_tp(shard: int, multiple: int, tp: int) -> int | None:
@@ -60,7 +79,9 @@ def _smaller_tp(shard: int, multiple: int, tp: int) -> int | None:
 def by_reasons(held: Diagnosis, reasons: list[str], ctx: LogContext) -> Diagnosis:
     """The settings the kernels' reasons name, in place of ``held`` (the answer to the first
     line alone); ``held`` where no reason is a setting of the command."""
-    layer = CONTINUED.search(held.error or "")
+    if _xformers(held):
+        return xformers_dispatch.by_reasons(held, reasons, ctx)
+    layer = _CHOOSERS.search(held.error or "")
     fixes: list[Fix] = []
     said: list[str] = []
     for reason in reasons:
