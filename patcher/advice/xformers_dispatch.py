@@ -41,14 +41,17 @@ _OPERATOR = re.compile(r"^`([^`]+)` is not supported because:\s*$")
 _UNBUILT = re.compile(r"xFormers wasn't build with CUDA support|operator wasn't built")
 _DTYPE = re.compile(r"^dtype=torch\.\w+ \(supported: |^bf16 is only supported on A100\+ GPUs")
 # The message's lines after the first: the inputs, the operators and their reasons. A new
-# exception, a traceback or an empty line ends it.
+# exception, a traceback, a heading or an empty line ends it.
 MOST_LINES = 64
 
 
 def is_reason(line: str) -> bool:
-    """Whether a line (its process prefix taken off) continues xFormers' message."""
+    """Whether a line (its process prefix taken off) continues xFormers' message: not a new
+    exception, traceback or heading ("Process EngineCore_DP0:"), an operator's excepted."""
     text = line.strip()
-    return bool(text) and not RAISED.match(text) and not text.startswith(("Traceback", "File "))
+    if not text or RAISED.match(text) or text.startswith(("Traceback", "File ")):
+        return False
+    return not text.endswith(":") or _OPERATOR.match(text) is not None
 
 
 def by_first_line(line: str, _ctx: LogContext) -> Diagnosis | None:

@@ -51,11 +51,13 @@ def test_with_no_release_named_an_xformers_built_for_the_torch_installed() -> No
 
 
 def test_a_dtype_refusal_asks_half_unless_the_command_gave_it() -> None:
-    float32 = [
-        ("fa2F@v2.5.7-pt", ["dtype=torch.float32 (supported: {torch.float16, torch.bfloat16})"]),
+    float32 = [  # the dtype-only operator last: a heading after it is not its reason
         ("cutlassF-pt", ["attn_bias type is <class 'xformers.ops.fmha.attn_bias.Tensor'>"]),
+        ("fa2F@v2.5.7-pt", ["dtype=torch.float32 (supported: {torch.float16, torch.bfloat16})"]),
     ]
-    found = diagnose_text(BANNER + _log(*float32, prefix="(EngineCore pid=1) "))
+    found = diagnose_text(
+        BANNER + _log(*float32, prefix="(EngineCore pid=1) ") + "Process EngineCore_DP0:\n"
+    )
     assert [f.text for f in found.fixes if f.kind == "flag"] == ["--dtype half"]
     args = "INFO 12-23 02:43:20 api_server.py:586] args: Namespace(model='m', dtype='half')\n"
     given = diagnose_text(BANNER + args + _log(*float32))
