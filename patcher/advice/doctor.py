@@ -482,7 +482,7 @@ def diagnose_lines(
             or by_unset(line, frame, code)
             or by_rope_key(line, frame, code, ctx)
             or by_division(line, ctx)
-            or by_first_line(line, ctx)
+            or by_first_line(line)
         )
         raised = RAISED.match(line)
         if known is None and asserted is not None and raised and raised["kind"] == "AssertionError":

@@ -30,7 +30,7 @@ from dataclasses import replace
 
 from patcher.advice.attention_rules import unforce
 from patcher.advice.backend_gpu import sglang_backend_instead
-from patcher.advice.catalogue import feature_releases
+from patcher.advice.flashinfer_jit import sampler_off
 from patcher.advice.log_rules import Fix, LogContext, Rule
 
 _NO_IMAGE = r"(?:no kernel image is available for execution on the device|invalid device function)"
@@ -65,33 +65,15 @@ def _sglang(sampling: bool) -> list[Fix]:
 
 
 def _vllm(sampling: bool, ctx: LogContext) -> list[Fix]:
-    """vLLM without FlashInfer's kernels: its sampler switched off by its environment variable
-    (envs.py, per release read), its attention backend left to vLLM's choice."""
-    switch = feature_releases("vllm", "env", "VLLM_USE_FLASHINFER_SAMPLER")
-    sampler = (
-        [
-            Fix(
-                "env",
-                "VLLM_USE_FLASHINFER_SAMPLER=0",
-                note=f"PyTorch's own top-k/top-p (envs.py, read in vLLM {switch[0]} to "
-                f"{switch[-1]})",
-            )
-        ]
-        if switch
-        else []
-    )
-    attention = unforce(ctx.version)
+    """vLLM without FlashInfer's kernels: its sampler switched off (envs.py, per release read),
+    its attention backend left to vLLM's choice."""
+    sampler, attention = sampler_off(), unforce(ctx.version)
     return [*sampler, *attention] if sampling else [*attention, *sampler]
 
 
 def _either(fixes: list[Fix], engine: str) -> list[Fix]:
     """An engine's fixes as advice naming it, where the log shows neither engine."""
-    return [
-        replace(f, kind="advice", text=f"{engine}: {f.text}")
-        if f.kind != "advice"
-        else replace(f, text=f"{engine}: {f.text}")
-        for f in fixes
-    ]
+    return [replace(f, kind="advice", text=f"{engine}: {f.text}") for f in fixes]
 
 
 def no_image(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:

@@ -41,23 +41,27 @@ def _arch(gpu: tuple[int, int]) -> str:
     return f"{major}.{minor}a" if major >= 9 else f"{major}.{minor}"
 
 
+def sampler_off(where: str = "") -> list[Fix]:
+    """vLLM's switch from FlashInfer's top-k/top-p sampling to PyTorch's own (envs.py), for the
+    releases read that have it; none where no release read has it."""
+    switch = feature_releases("vllm", "env", "VLLM_USE_FLASHINFER_SAMPLER")
+    if not switch:
+        return []
+    return [
+        Fix(
+            "env",
+            "VLLM_USE_FLASHINFER_SAMPLER=0",
+            note=f"{where}vLLM samples with PyTorch's own top-k/top-p instead (envs.py, read "
+            f"in vLLM {switch[0]} to {switch[-1]})",
+        )
+    ]
+
+
 def no_arch(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     """FlashInfer's JIT refusing: the GPU older than 7.5, or (on a newer one) the CUDA
     toolkit it compiles with too old for the GPU, or no GPU seen by that process."""
-    switch = feature_releases("vllm", "env", "VLLM_USE_FLASHINFER_SAMPLER")
-    sampler = (
-        [
-            Fix(
-                "env",
-                "VLLM_USE_FLASHINFER_SAMPLER=0",
-                note="where the traceback runs through FlashInfer's sampling "
-                "(flashinfer/sampling.py): vLLM samples with PyTorch's own top-k/top-p instead "
-                f"(envs.py, read in vLLM {switch[0]} to {switch[-1]})",
-            )
-        ]
-        if switch and ctx.engine != "sglang"
-        else []
-    )
+    where = "where the traceback runs through FlashInfer's sampling (flashinfer/sampling.py): "
+    sampler = sampler_off(where) if ctx.engine != "sglang" else []
     if ctx.gpu is not None and ctx.gpu < (7, 5):
         major, minor = ctx.gpu
         return (

@@ -21,20 +21,16 @@ reasons after it; those are read in xformers_dispatch.py.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from patcher.advice import xformers_dispatch
 from patcher.advice.diagnosis import Diagnosis
 from patcher.advice.log_rules import Fix, LogContext
 
-# The messages whose reasons follow on the next lines: vLLM's kernel choosers for the
-# mixed-precision (WNA16) and scaled-MM layers and, from 0.20, the FP8/FP4 linear kernels; and
-# xFormers' dispatcher, each attention operator's reasons (xformers_dispatch.py).
+# vLLM's kernel choosers for the mixed-precision (WNA16) and scaled-MM layers and, from 0.20, the
+# FP8/FP4 linear kernels.
 _CHOOSERS = re.compile(r"Failed to find a kernel that can implement the (\w+) linear layer")
-CONTINUED = re.compile(f"{_CHOOSERS.pattern}|{xformers_dispatch.NOT_FOUND.pattern}")
-# The reasons a log shows are at most the kernels of one list (a dozen in 0.34), or xFormers'
-# inputs and its operators' reasons.
-MOST_REASONS = xformers_dispatch.MOST_LINES
 _KERNEL = re.compile(r"^\s*(\w+Kernel)\b")
 _FLOAT16_ONLY = re.compile(r"only supports float16 activations", re.IGNORECASE)
 # Marlin's shape checks, whose text check_marlin_supports_shape returns as the reason:
@@ -47,25 +43,6 @@ _SHARD = re.compile(
 _SMALLER_TP = re.compile(r"Consider reducing tensor_parallel_size")
 
 
-def _xformers(held: Diagnosis) -> bool:
-    return xformers_dispatch.NOT_FOUND.search(held.error or "") is not None
-
-
-def is_reason(line: str, held: Diagnosis) -> bool:
-    """Whether a line (its process prefix taken off) is one of the reasons ``held``'s message
-    is followed by."""
-    if _xformers(held):
-        return xformers_dispatch.is_reason(line)
-    return _KERNEL.match(line) is not None
-
-
-def inline_reasons(line: str, held: Diagnosis) -> list[str]:
-    """The reasons a message quoted on one line holds after it, ``\\n``-joined."""
-    marker = "with inputs:" if _xformers(held) else "Reasons:"
-    tail = line.split(marker, 1)[1] if marker in line else ""
-    return [r for r in tail.split("\\n") if r.strip() and is_reason(r, held)]
-
-
 def _smaller_tp(shard: int, multiple: int, tp: int) -> int | None:
     """The largest tensor-parallel size below ``tp`` whose shard of the whole input (``shard``
     on each of ``tp`` ranks) is a multiple of ``multiple``."""
@@ -76,11 +53,13 @@ def _smaller_tp(shard: int, multiple: int, tp: int) -> int | None:
     return None
 
 
-def by_reasons(held: Diagnosis, reasons: list[str], ctx: LogContext) -> Diagnosis:
+def _kernel_reason(line: str) -> bool:
+    return _KERNEL.match(line) is not None
+
+
+def _by_kernel_reasons(held: Diagnosis, reasons: list[str], ctx: LogContext) -> Diagnosis:
     """The settings the kernels' reasons name, in place of ``held`` (the answer to the first
     line alone); ``held`` where no reason is a setting of the command."""
-    if _xformers(held):
-        return xformers_dispatch.by_reasons(held, reasons, ctx)
     layer = _CHOOSERS.search(held.error or "")
     fixes: list[Fix] = []
     said: list[str] = []
@@ -124,3 +103,53 @@ def by_reasons(held: Diagnosis, reasons: list[str], ctx: LogContext) -> Diagnosi
         fixes=tuple(fixes),
         family=None,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Continued:
+    """A message whose reasons follow it, one a line (``after``: the words after which a
+    message quoted on one line holds them): which lines are its reasons, and the answer they
+    give in place of the first line's."""
+
+    message: re.Pattern[str]
+    after: str
+    is_reason: Callable[[str], bool]
+    by_reasons: Callable[[Diagnosis, list[str], LogContext], Diagnosis]
+
+
+_MESSAGES = (
+    _Continued(_CHOOSERS, "Reasons:", _kernel_reason, _by_kernel_reasons),
+    _Continued(
+        xformers_dispatch.NOT_FOUND,
+        "with inputs:",
+        xformers_dispatch.is_reason,
+        xformers_dispatch.by_reasons,
+    ),
+)
+# Any of the messages above: doctor holds its answer while the reasons after it are read.
+CONTINUED = re.compile("|".join(m.message.pattern for m in _MESSAGES))
+# The reasons a log shows are at most the kernels of one list (a dozen in 0.34), or xFormers'
+# inputs and its operators' reasons.
+MOST_REASONS = xformers_dispatch.MOST_LINES
+
+
+def _held(held: Diagnosis) -> _Continued:
+    return next((m for m in _MESSAGES if m.message.search(held.error or "")), _MESSAGES[0])
+
+
+def is_reason(line: str, held: Diagnosis) -> bool:
+    """Whether a line (its process prefix taken off) is one of the reasons ``held``'s message
+    is followed by."""
+    return _held(held).is_reason(line)
+
+
+def inline_reasons(line: str, held: Diagnosis) -> list[str]:
+    """The reasons a message quoted on one line holds after it, ``\\n``-joined."""
+    after = _held(held).after
+    tail = line.split(after, 1)[1] if after in line else ""
+    return [r for r in tail.split("\\n") if r.strip() and is_reason(r, held)]
+
+
+def by_reasons(held: Diagnosis, reasons: list[str], ctx: LogContext) -> Diagnosis:
+    """The answer the reasons after ``held``'s message give, in place of ``held``."""
+    return _held(held).by_reasons(held, reasons, ctx)

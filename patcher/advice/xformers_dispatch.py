@@ -54,7 +54,7 @@ def is_reason(line: str) -> bool:
     return not text.endswith(":") or _OPERATOR.match(text) is not None
 
 
-def by_first_line(line: str, _ctx: LogContext) -> Diagnosis | None:
+def by_first_line(line: str) -> Diagnosis | None:
     """The message's first line: held by doctor while the reasons after it are read
     (kernel_reasons.CONTINUED), and the answer where they are not in the log."""
     found = NOT_FOUND.search(line)
