@@ -17,7 +17,7 @@ from patcher.advice.catalogue import (
 )
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.advice.no_config_fix import GGUF_OLD, gguf_gap
-from patcher.advice.own_remedy import as_flag, own_remedy
+from patcher.advice.own_remedy import as_flag, lowers, own_remedy
 from patcher.advice.startup_memory import shorter_lengths, within_available
 from patcher.advice.strict_validation import before_strict, raised_strictly
 
@@ -78,6 +78,15 @@ def explain_memory(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
             _unique(fixes),
         )
     fixes = [*within_available(m.line), *fixes]
+    if lowers(fixes, "--gpu-memory-utilization"):
+        # The message itself says a smaller share (vLLM's sampler and pooler warm-ups, run
+        # after the KV cache took its share): the memory ran out beside the share, which the
+        # cache fills whatever the context, so a larger share or a shorter context is no way out.
+        return (
+            "CUDA ran out of memory beside the share the KV cache was sized to (the engine "
+            "says so itself): a smaller share, or less of what ran out, leaves it room",
+            _unique(fixes),
+        )
     wanted = m.number("max_model_len", "max_seq_len", "seq_len")
     fits = m.number("estimat", "max_tokens", "num_tokens", "max_num_tokens")
     fixes += shorter_lengths(m.line if m.whole else "", wanted or _asked_length(m.line), fits)

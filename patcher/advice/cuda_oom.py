@@ -13,6 +13,11 @@ what the engine was doing, which the log's earlier lines say:
   hints say what helps (vLLM's gpu_model_runner: "consider decreasing gpu_memory_utilization or
   switching to eager mode ... reduce the max_num_seqs"; SGLang's cuda_graph_runner: a smaller
   --mem-fraction-static, a smaller CUDA graph batch size, or no CUDA graph).
+- after the graphs ("Graph capturing finished"): vLLM's warm-up, which runs after the KV
+  cache took its share (gpu_worker's compile_or_warm_up_model: a dummy run and the sampler's
+  or pooler's over min(max_num_seqs, max_num_batched_tokens) requests, read in the 0.26.0
+  wheel, snapshots/engines/vllm-warmup-after-graphs.txt). A smaller share or fewer sequences,
+  as its own message for the sampler says; the graphs are already taken.
 
 A log that shows none of these phases gets no answer: the phase decides the direction, and a
 fix in the wrong direction costs more than none.
@@ -25,11 +30,12 @@ from typing import Literal
 
 from patcher.advice.log_rules import Fix
 
-Phase = Literal["loading", "loaded", "capture"]
+Phase = Literal["loading", "loaded", "capture", "warmup"]
 
 # The phase lines, as vLLM (0.10 to 0.34, V1 and V0) and SGLang (0.5.x) log them, each with
 # words one of which its lines hold (a substring test before the pattern).
 _PHASES: tuple[tuple[Phase, tuple[str, ...], re.Pattern[str]], ...] = (
+    ("warmup", ("aptur",), re.compile(r"Graph capturing finished")),
     (
         "capture",
         ("aptur",),
@@ -66,7 +72,7 @@ OOM_WORDS = ("CUDA out of memory", "error: out of memory", "OutOfMemoryError")
 _UTILIZATION = re.compile(r"gpu_memory_utilization'?[:=] ?([\d.]+)")
 
 
-_RANK: dict[Phase | None, int] = {None: 0, "loading": 1, "loaded": 2, "capture": 3}
+_RANK: dict[Phase | None, int] = {None: 0, "loading": 1, "loaded": 2, "capture": 3, "warmup": 4}
 
 
 def phase_of(line: str, past: Phase | None = None) -> Phase | None:
@@ -118,6 +124,20 @@ def explain_oom(
             ]
         return (_cause(phase, "the KV pool --mem-fraction-static sized"), fixes)
     fixes = [lower]
+    if phase == "warmup":
+        return (
+            "CUDA ran out of memory in the warm-up after the CUDA graphs: it runs beside the "
+            "share the KV cache took (--gpu-memory-utilization), over max_num_seqs requests",
+            [
+                lower,
+                Fix(
+                    "flag",
+                    "--max-num-seqs 64",
+                    note="an example: fewer requests in the warm-up (256 by default, 1024 "
+                    "from 0.8.5 on a GPU of 70 GiB or more)",
+                ),
+            ],
+        )
     if phase == "capture":
         fixes = [
             Fix("flag", "--enforce-eager", note="no CUDA graphs: slower decoding"),

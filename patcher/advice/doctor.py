@@ -315,10 +315,10 @@ def diagnose_lines(
             draft = draft or DRAFT.search(line) is not None
         # Plain substring tests first (most lines of a log are none of these; docs/benchmark.md),
         # and past a phase only the later phases' words (cuda_oom.NOTED).
-        if phase != "capture" and (
+        if phase != "warmup" and (
             "aptur" in line
             or (
-                phase != "loaded"
+                phase not in ("loaded", "capture")
                 and (
                     "oad" in line
                     or "emory" in line

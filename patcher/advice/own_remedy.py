@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 
 from patcher.advice.catalogue import (
     Engine,
@@ -55,9 +56,14 @@ _DIRECTION = re.compile(
     r"`?(--[a-z0-9][a-z0-9-]*)`?",
     re.IGNORECASE,
 )
+# A setting's name in a message ("max_num_seqs"), and the verb's settings: one, or a list the
+# verb applies to each of ("lowering `max_num_seqs` or `gpu_memory_utilization`", vLLM's
+# sampler warm-up).
+_SETTING = r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+"
 _DIRECTION_NAMED = re.compile(
     r"\b(increas(?:e|ing)|rais(?:e|ing)|decreas(?:e|ing)|reduc(?:e|ing)|lower(?:ing)?)\s+"
-    r"`?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?(?:\s+to\s+(?:at most |at least )?(\d+))?",
+    rf"(`?{_SETTING}`?(?:(?:,\s*|\s+(?:or|and)\s+)`?{_SETTING}`?)*)"
+    r"(?:\s+to\s+(?:at most |at least )?(\d+))?",
     re.IGNORECASE,
 )
 # "speculative_draft_tensor_parallel_size=4 cannot be other value than 1" (vLLM 0.6): the one
@@ -207,19 +213,12 @@ def own_remedy(line: str, template: Template | None = None) -> list[Fix]:
     for direction, flag in _DIRECTION.findall(line):
         fixes.append(_direction(direction, flag, ""))
     if not _DIRECTION.search(line):
-        for direction, name, value in _DIRECTION_NAMED.findall(line):
-            if not value and direction.lower().startswith(("increas", "rais")):
-                value = next((n for n, short in _SHORT_OF.findall(line) if short == name), "")
-            if known(as_flag(name)):
-                fixes.append(_direction(direction, as_flag(name), value))
-            else:  # a setting the releases that raise it take elsewhere (a JSON config)
-                fixes.append(
-                    Fix(
-                        "advice",
-                        f"{direction.lower()} {name}",
-                        note="a setting, not a flag of the releases that raise this",
-                    )
-                )
+        for direction, names, value in _DIRECTION_NAMED.findall(line):
+            named = re.findall(_SETTING, names, re.IGNORECASE)
+            for name in named:
+                # "to N" is the last setting's value; a list's others get none
+                given = value if name == named[-1] else ""
+                fixes.append(_named(direction, name, given, line, known))
     for amount, words in _TOO.findall(line):
         # the longest run of the words that is a setting the engine has a flag for
         parts = re.split(r"[ _-]", words.lower())
@@ -295,6 +294,28 @@ def _defines(engine: Engine, flag: str, within: tuple[str, ...] | None) -> bool:
     (:func:`catalogue.declared`), or, where its parsers were not read, a message names it."""
     return declared(engine, flag, within) or (
         not has_feature(engine, "flags") and flag in flags(engine)
+    )
+
+
+def _named(direction: str, name: str, value: str, line: str, known: Callable[[str], bool]) -> Fix:
+    """The fix for a setting the message names in words and says which way to move."""
+    if not value and direction.lower().startswith(("increas", "rais")):
+        value = next((n for n, short in _SHORT_OF.findall(line) if short == name), "")
+    if known(as_flag(name)):
+        return _direction(direction, as_flag(name), value)
+    # a setting the releases that raise it take elsewhere (a JSON config)
+    return Fix(
+        "advice",
+        f"{direction.lower()} {name}",
+        note="a setting, not a flag of the releases that raise this",
+    )
+
+
+def lowers(fixes: list[Fix], flag: str) -> bool:
+    """Whether ``fixes`` (:func:`own_remedy`'s) say, as the message does, to lower ``flag``."""
+    return any(
+        f.text.split()[0] == flag and (f.note or "").startswith(("a smaller value", "at most"))
+        for f in fixes
     )
 
 

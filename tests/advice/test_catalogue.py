@@ -241,6 +241,23 @@ def test_the_message_s_own_remedy_is_read_as_it_says() -> None:
     ]
 
 
+def test_a_verb_before_a_list_of_settings_applies_to_each() -> None:
+    # vLLM's sampler warm-up (0.8.0 to 0.33.0): both settings are to be lowered, and the
+    # memory ran out beside the KV cache's share, so no answer raises that share
+    line = (
+        "RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy "
+        "requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` when "
+        "initializing the engine."
+    )
+    assert [f.text for f in own_remedy(line)] == [
+        "--max-num-seqs N",
+        "--gpu-memory-utilization N",
+    ]
+    found = diagnose_text(line)
+    assert [f.text for f in found.fixes] == ["--max-num-seqs N", "--gpu-memory-utilization N"]
+    assert all("smaller" in (f.note or "") for f in found.fixes)
+
+
 def test_a_flag_after_when_is_the_setting_it_ran_with_not_the_advice() -> None:
     # SGLang 0.5.10's server_args.py joins its two sentences without a space: the flag the
     # server ran with is a condition, the one after "please use" the way out

@@ -7,10 +7,14 @@ weight begin/end" and cuda_graph_runner "Capture cuda graph begin") and torch's 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from patcher.advice.doctor import diagnose_text
 from tests.advice.test_trtllm_rules import monitor_log
+
+SNAPSHOTS = Path(__file__).parents[2] / "snapshots" / "engines"
 
 VLLM_ARGS = (
     "(APIServer pid=1) INFO 12-04 10:00:00 [utils.py:233] non-default args: {'model_tag': "
@@ -26,6 +30,12 @@ TORCH_OOM = (
     "(EngineCore_DP0 pid=2) ERROR 12-04 10:02:00 [core.py:700] torch.OutOfMemoryError: CUDA out "
     "of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of 79.19 GiB of which "
     "1.02 GiB is free."
+)
+# The line vLLM logs when its graphs are captured (gpu_model_runner, V1; model_runner, V0):
+# the warm-up after it runs beside the KV cache's share.
+VLLM_CAPTURED = (
+    "(EngineCore_DP0 pid=2) INFO 12-04 10:02:00 [gpu_model_runner.py:6845] Graph capturing "
+    "finished in 9 secs, took 0.41 GiB"
 )
 SGLANG_ARGS = (
     "[2026-12-04 10:00:00] server_args=ServerArgs(model_path='/m', mem_fraction_static=0.88)"
@@ -100,8 +110,28 @@ def test_a_more_specific_line_later_in_the_log_answers_instead() -> None:
     assert found.code == "trtllm-executor-memory"
 
 
+def test_vllm_out_of_memory_after_the_graphs_lowers_the_share_and_the_sequences() -> None:
+    texts = _texts([VLLM_ARGS, VLLM_LOADED, VLLM_CAPTURE, VLLM_CAPTURED, TORCH_OOM])
+    assert texts == ["--gpu-memory-utilization 0.9", "--max-num-seqs 64"]
+    # the graphs were taken already: eager mode frees nothing the warm-up needs
+
+
+def test_the_capture_line_is_the_one_the_read_releases_log() -> None:
+    from patcher.advice.cuda_oom import phase_of
+
+    recorded = (SNAPSHOTS / "vllm-warmup-after-graphs.txt").read_text()
+    lines = [ln for ln in recorded.splitlines() if "Graph capturing finished" in ln]
+    assert len(lines) == 2  # V1's gpu_model_runner (0.26.0) and V0's model_runner (0.6.3)
+    for line in lines:
+        said = line.split('"')[1].replace("%.0f", "9").replace("%.2f", "0.41")
+        assert phase_of(f"INFO [gpu_model_runner.py:1] {said}") == "warmup"
+    # and the warm-up runs after the graphs, beside the KV cache the worker allocated
+    assert recorded.index("capture_model()") < recorded.index("_dummy_sampler_run(")
+
+
 # One line of each alternative of cuda_oom's phase patterns, as the engines log it.
 PHASE_LINES = [
+    VLLM_CAPTURED,
     "(EngineCore_DP0 pid=2) Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 10%",
     "INFO 02-03 03:43:49 model_runner.py:625] Capturing the model for CUDA graphs.",
     "INFO 04-12 08:22:04 [model_runner.py:1456] Capturing cudagraphs for decoding.",
