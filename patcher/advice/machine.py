@@ -18,6 +18,7 @@ from patcher.advice.bnb_checkpoint import BNB_CHECKPOINT_MARKERS, BNB_CHECKPOINT
 from patcher.advice.custom_all_reduce import CUSTOM_ALL_REDUCE_MARKERS, CUSTOM_ALL_REDUCE_RULES
 from patcher.advice.custom_ops import CUSTOM_OPS_MARKERS, CUSTOM_OPS_RULES
 from patcher.advice.dependency_checks import DEPENDENCY_CHECK_MARKERS, DEPENDENCY_CHECK_RULES
+from patcher.advice.driver_calls import DRIVER_CALL_MARKERS, DRIVER_CALL_RULES
 from patcher.advice.engine_exports import LIBRARIES, module_elsewhere
 from patcher.advice.extensions import torch_pin
 from patcher.advice.flashinfer_images import FLASHINFER_IMAGE_MARKERS, FLASHINFER_IMAGE_RULES
@@ -407,6 +408,7 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
     ("flashinfer-arch", REFUSED, no_arch),
     ("flashinfer-build", BUILD_FAILED, kernel_unbuilt),
     *FLASHINFER_IMAGE_RULES,
+    *DRIVER_CALL_RULES,
     # before torch.compile's: Inductor's error quotes the compile command Triton ran
     ("triton-build", NO_HEADER, missing_header),
     ("triton-build", NO_LIBCUDA, missing_libcuda),
@@ -452,6 +454,7 @@ ENVIRONMENT_MARKERS = (
     "KeyError: '__firstlineno__'",
     *FLASHINFER_JIT_MARKERS,
     *FLASHINFER_IMAGE_MARKERS,
+    *DRIVER_CALL_MARKERS,
     "NCCL WARN ",
     "NCCL error",
     '"GET http://',

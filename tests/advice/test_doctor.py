@@ -593,6 +593,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     from tests.advice.test_bnb_checkpoint import BNB_LINES
     from tests.advice.test_custom_ops import CUSTOM_OPS_LINES
     from tests.advice.test_dependency_checks import DEPENDENCY_LINES
+    from tests.advice.test_driver_calls import DRIVER_CALL_LINES
     from tests.advice.test_dtypes import DTYPE_LINES
     from tests.advice.test_engine_defects import DEFECT_LINES
     from tests.advice.test_env_bounds import ENV_BOUND_LINES
@@ -646,6 +647,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
         + BACKEND_GPU_LINES
         + FLASHINFER_DISPATCH_LINES
         + FLASHINFER_IMAGE_LINES
+        + DRIVER_CALL_LINES
         + RAY_LINES
         + RENDEZVOUS_LINES
         + BNB_LINES
