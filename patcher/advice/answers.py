@@ -77,7 +77,6 @@ def explain_memory(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
             "graphs exceed what --mem-fraction-static leaves",
             _unique(fixes),
         )
-    fixes = [*within_available(m.line), *fixes]
     if lowers(fixes, "--gpu-memory-utilization"):
         # The message itself says a smaller share (vLLM's sampler and pooler warm-ups, run
         # after the KV cache took its share): the memory ran out beside the share, which the
@@ -87,6 +86,7 @@ def explain_memory(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
             "says so itself): a smaller share, or less of what ran out, leaves it room",
             _unique(fixes),
         )
+    fixes = [*within_available(m.line), *fixes]
     wanted = m.number("max_model_len", "max_seq_len", "seq_len")
     fits = m.number("estimat", "max_tokens", "num_tokens", "max_num_tokens")
     fixes += shorter_lengths(m.line if m.whole else "", wanted or _asked_length(m.line), fits)

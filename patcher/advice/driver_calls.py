@@ -14,7 +14,9 @@ So a driver that refuses them (WSL2's, a GPU shared through a hypervisor, "devic
 "operation not supported") is out of the way with expandable segments off; with tensor
 parallelism, vLLM's all-reduce over symmetric memory is the other caller
 (``VLLM_ALLREDUCE_USE_SYMM_MEM``, envs.py, where the release read has it). An "out of memory"
-in those words is the GPU's memory, which the out-of-memory answers read instead.
+in those words is the GPU's memory, which the out-of-memory answers read instead. (torch
+Inductor's C++ wrapper words its own kernel launches' driver checks the same way; vLLM and SGLang
+do not compile with that wrapper, and the fix is told for where expandable segments are on.)
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ import re
 from patcher.advice.catalogue import feature_releases
 from patcher.advice.log_rules import Fix, LogContext, Rule
 
-# torch's check (AT_ERROR: a RuntimeError), the driver's description after it; not the
-# driver running out of memory, which is a size, not a refusal
-DRIVER_ERROR = re.compile(r"\bCUDA driver error: (?!out of memory)([^\n.]+?)\s*$")
+# torch's check (AT_ERROR: a RuntimeError), the driver's description after it (and the quote
+# and bracket of a worker's re-raised tuple, left out); not the driver running out of memory,
+# which is a size, not a refusal
+DRIVER_ERROR = re.compile(r"\bCUDA driver error: (?!out of memory)([^\n.'\")]+?)['\")]*\s*$")
 DRIVER_CALL_MARKERS = ("CUDA driver error: ",)
 
 

@@ -62,3 +62,13 @@ def test_the_words_are_torch_s_own_and_its_calls_the_allocator_s() -> None:
     for call in ("cuMemCreate", "cuMemMap", "cuMemSetAccess", "cuMemUnmap", "cuMemRelease"):
         assert f"_({call}" in recorded
     assert "VLLM_ALLREDUCE_USE_SYMM_MEM" in recorded
+
+
+def test_a_worker_s_re_raised_tuple_is_read_to_the_driver_s_words() -> None:
+    # vLLM's multiproc executor re-raises a worker's error inside a tuple's repr
+    found = diagnose_text(
+        "RuntimeError: ('Worker failed with error %s, please check the stack trace above for the "
+        "root cause', 'CUDA driver error: operation not supported')"
+    )
+    assert found.code == "cuda-driver-call"
+    assert "(operation not supported)" in found.cause
