@@ -29,6 +29,7 @@ import re
 from typing import Literal
 
 from patcher.advice.log_rules import Fix
+from patcher.advice.startup_memory import fewer_sequences
 
 Phase = Literal["loading", "loaded", "capture", "warmup"]
 
@@ -95,11 +96,13 @@ def utilization_in(line: str) -> float | None:
 def explain_oom(
     phase: Phase,
     engine: str | None,
-    *,
     utilization: float | None = None,
     fraction: float | None = None,
+    version: tuple[int, ...] | None = None,
+    gpu: tuple[int, int] | None = None,
 ) -> tuple[str, list[Fix]]:
-    """The cause and the fixes of a CUDA out-of-memory error in ``phase`` of start-up."""
+    """The cause and the fixes of a CUDA out-of-memory error in ``phase`` of start-up (the
+    release and the GPU the log shows size the sequences a warm-up is asked to run)."""
     sglang = engine == "sglang"
     if phase == "loading":
         tp = "--tp-size" if sglang else "--tensor-parallel-size"
@@ -128,15 +131,7 @@ def explain_oom(
         return (
             "CUDA ran out of memory in the warm-up after the CUDA graphs: it runs beside the "
             "share the KV cache took (--gpu-memory-utilization), over max_num_seqs requests",
-            [
-                lower,
-                Fix(
-                    "flag",
-                    "--max-num-seqs 64",
-                    note="an example: fewer requests in the warm-up (256 by default, 1024 "
-                    "from 0.8.5 on a GPU of 70 GiB or more)",
-                ),
-            ],
+            [lower, fewer_sequences(version, gpu, "the warm-up")],
         )
     if phase == "capture":
         fixes = [

@@ -528,7 +528,9 @@ def diagnose_lines(
     if oom is not None and phase is not None:
         # Only now: a more specific line later in the log (TensorRT-LLM's executor names the
         # component it could not create) is the better answer to the same failure.
-        cause, fixes = explain_oom(phase, engine, utilization=utilization, fraction=fraction)
+        cause, fixes = explain_oom(
+            phase, engine, utilization, fraction, _release_numbers(version_text), gpu
+        )
         return Diagnosis(source, "cuda-oom-startup", oom, cause, tuple(fixes), version_text)
     if handling is not None:
         return settled(replace(handling, log=source, engine_version=version_text))

@@ -311,22 +311,25 @@ def _named(direction: str, name: str, value: str, line: str, known: Callable[[st
     )
 
 
+# How a setting's fix is noted where the message says to lower it, with a value and without:
+# _direction writes these and lowers reads them.
+_AT_MOST, _SMALLER = "at most", "a smaller value"
+
+
 def lowers(fixes: list[Fix], flag: str) -> bool:
     """Whether ``fixes`` (:func:`own_remedy`'s) say, as the message does, to lower ``flag``."""
     return any(
-        f.text.split()[0] == flag and (f.note or "").startswith(("a smaller value", "at most"))
-        for f in fixes
+        f.text.split()[0] == flag and (f.note or "").startswith((_AT_MOST, _SMALLER)) for f in fixes
     )
 
 
 def _direction(direction: str, flag: str, value: str) -> Fix:
     lower = direction.lower().startswith(("decreas", "reduc", "lower", "smaller"))
     if value:
-        bound = "at most" if lower else "at least"
+        bound = _AT_MOST if lower else "at least"
         return Fix("flag", f"{flag} {value}", note=f"{bound} {value}, as the message says")
-    return Fix(
-        "flag", f"{flag} N", note=f"a {'smaller' if lower else 'larger'} value, as the message says"
-    )
+    way = _SMALLER if lower else "a larger value"
+    return Fix("flag", f"{flag} N", note=f"{way}, as the message says")
 
 
 def as_flag(name: str) -> str:

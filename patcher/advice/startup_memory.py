@@ -122,37 +122,38 @@ _SEQS_1024_FROM = (0, 8, 5)
 _LARGE_ONLY = frozenset({9, 10})
 
 
-def _profiled_sequences(ctx: LogContext) -> tuple[int, bool]:
-    """The default number of sequences the run profiled, as far as the log shows it, and
-    whether it may have been the larger one unseen: 1024 only where the log shows both a
-    release from 0.8.5 (or none) and a GPU that has 70 GiB or more; else 256, the default
-    everywhere else and the value a fix must go below, unsure where it names no GPU."""
-    recent = ctx.version is None or ctx.version >= _SEQS_1024_FROM
-    if recent and ctx.gpu is not None and ctx.gpu[0] in _LARGE_ONLY:
-        return 1024, False
-    return 256, recent and ctx.gpu is None
+def fewer_sequences(
+    version: tuple[int, ...] | None, gpu: tuple[int, int] | None, run: str, more: str = ""
+) -> Fix:
+    """``--max-num-seqs``, a quarter of the default the run had as far as the log shows it
+    (``version``, ``gpu``): 1024 only where it shows both a release from 0.8.5 (or none) and a
+    GPU that has 70 GiB or more; else 256, the default everywhere else, said unsure where the
+    log names no GPU. Never the default itself: a flag that changes nothing is no fix."""
+    recent = version is None or version >= _SEQS_1024_FROM
+    default = 1024 if recent and gpu is not None and gpu[0] in _LARGE_ONLY else 256
+    unsure = default == 256 and recent and gpu is None
+    return Fix(
+        "flag",
+        f"--max-num-seqs {default // 4}",
+        note=f"fewer sequences in {run}: a quarter of the default, {default}"
+        + (" (1024 from 0.8.5 on a GPU of 70 GiB or more; the log names no GPU)" if unsure else "")
+        + more,
+    )
 
 
 def no_cache_memory(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     """vLLM sizes the KV cache from what its profile run leaves: the weights and the largest
     step the flags allow (max_num_batched_tokens tokens over max_num_seqs sequences, their
     logits, a multimodal model's encoder items), so a smaller step is a way out, as is a larger
-    share of the GPU. The sequences asked are a quarter of the default the run profiled with,
-    never the default itself (a flag that changes nothing is no fix)."""
-    default, unsure = _profiled_sequences(ctx)
+    share of the GPU."""
     return (
         "the weights and the profile run's largest step leave no memory for the KV cache",
         [
-            Fix(
-                "flag",
-                f"--max-num-seqs {default // 4}",
-                note=f"fewer sequences in the profile run: a quarter of the default, {default}"
-                + (
-                    " (1024 from 0.8.5 on a GPU of 70 GiB or more; the log names no GPU)"
-                    if unsure
-                    else ""
-                )
-                + "; lower still if it still finds no memory (a multimodal model profiles its "
+            fewer_sequences(
+                ctx.version,
+                ctx.gpu,
+                "the profile run",
+                "; lower still if it still finds no memory (a multimodal model profiles its "
                 "items per sequence too: --limit-mm-per-prompt)",
             ),
             Fix(

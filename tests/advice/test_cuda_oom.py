@@ -116,6 +116,16 @@ def test_vllm_out_of_memory_after_the_graphs_lowers_the_share_and_the_sequences(
     # the graphs were taken already: eager mode frees nothing the warm-up needs
 
 
+def test_the_warm_up_s_sequences_are_a_quarter_of_the_default_the_log_shows() -> None:
+    # on an H100 from 0.8.5 on, the server's default was 1024 (startup_memory.fewer_sequences)
+    h100 = [
+        "INFO 03-18 10:02:11 [api_server.py:912] vLLM API server version 0.20.1",
+        "INFO 03-18 10:02:40 [cuda.py:96] GPU: NVIDIA H100 80GB HBM3",
+    ]
+    texts = _texts([*h100, VLLM_ARGS, VLLM_LOADED, VLLM_CAPTURE, VLLM_CAPTURED, TORCH_OOM])
+    assert texts == ["--gpu-memory-utilization 0.9", "--max-num-seqs 256"]
+
+
 def test_the_capture_line_is_the_one_the_read_releases_log() -> None:
     from patcher.advice.cuda_oom import phase_of
 
