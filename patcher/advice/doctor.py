@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from patcher.advice import catalogue
+from patcher.advice import log_facts as facts
 from patcher.advice.architectures import CHOSEN_BACKEND, from_backend
 from patcher.advice.asserted_keys import by_asserted_key
 from patcher.advice.cuda_oom import (
@@ -46,28 +47,6 @@ from patcher.advice.kernel_reasons import (
     is_reason,
 )
 from patcher.advice.kernels import stated
-from patcher.advice.log_facts import (
-    COMMAND_LINE,
-    CONFIG_FILE,
-    DIVIDES,
-    DRAFT,
-    FELL_BACK,
-    FRACTION,
-    IMPORTED,
-    KV_FLAG,
-    LOADED,
-    LOADING,
-    PP,
-    QUANT_SET,
-    QUOTED,
-    RESOLVED,
-    SGLANG_SAYS,
-    TP,
-    UNREAD_RUNTIMES,
-    VALIDATED,
-    VERSION,
-    VLLM_SAYS,
-)
 from patcher.advice.log_lines import (
     CPP_ASSERTION,
     ERRORISH,
@@ -301,18 +280,18 @@ def diagnose_lines(
         # heeded line): they wrap a prefix or a level, never the middle of the words the
         # facts below are found by, and most lines of a log are neither (docs/benchmark.md).
         if version_text is None:
-            version_match = VERSION.search(uncoloured(line))
+            version_match = facts.VERSION.search(uncoloured(line))
             version_text = version_match.group(1) if version_match else None
             engine = "vllm" if version_text else engine
         import_failed = import_failed or IMPORT_FAILED in line
         extension_failed = extension_failed or EXTENSION_FAILED in line
         if "_" in line and unread is None:
-            unread = next((n for p, n in UNREAD_RUNTIMES.items() if p in line), None)
+            unread = next((n for p, n in facts.UNREAD_RUNTIMES.items() if p in line), None)
         if not loading and "oad" in line:  # once seen, never searched for again
-            loading = LOADING.search(line) is not None
-        if "mem_fraction_static=" in line and (ran := FRACTION.search(line)):
+            loading = facts.LOADING.search(line) is not None
+        if "mem_fraction_static=" in line and (ran := facts.FRACTION.search(line)):
             fraction = float(ran.group(1))
-            draft = draft or DRAFT.search(line) is not None
+            draft = draft or facts.DRAFT.search(line) is not None
         # Plain substring tests first (most lines of a log are none of these; docs/benchmark.md),
         # and past a phase only the later phases' words (cuda_oom.NOTED).
         if phase != "warmup" and (
@@ -339,26 +318,26 @@ def diagnose_lines(
             utilization = utilization_in(line) or 0.9
         if (
             "parallel_size" in line or "parallel-size" in line or "tp_size" in line or "-tp" in line
-        ) and (sized := TP.search(line)):
+        ) and (sized := facts.TP.search(line)):
             tp = int(sized.group(1))
         if (
             "parallel_size" in line or "parallel-size" in line or "pp_size" in line or "-pp" in line
-        ) and (staged := PP.search(line)):
+        ) and (staged := facts.PP.search(line)):
             pp = int(staged.group(1))
-        if "quantization" in line and (method := QUANT_SET.search(line)):
+        if "quantization" in line and (method := facts.QUANT_SET.search(line)):
             quantization = method.group(1)
-        if engine is None and any(w in line for w in SGLANG_SAYS):
+        if engine is None and any(w in line for w in facts.SGLANG_SAYS):
             engine = "sglang"
-        elif engine is None and any(w in line for w in VLLM_SAYS):
+        elif engine is None and any(w in line for w in facts.VLLM_SAYS):
             engine = "vllm"
         if "dtype" in line:  # the command's dtypes, one test first
             if ("kv_cache_dtype" in line or "kv-cache-dtype" in line) and (
-                given := KV_FLAG.search(line)
+                given := facts.KV_FLAG.search(line)
             ):
                 kv_flag = given.group(1) or given.group(2)
             dtype = forced_dtype(line) or dtype
         if "avail mem=" in line:
-            loaded = LOADED.search(line)
+            loaded = facts.LOADED.search(line)
             if loaded is not None and loaded.group(1) == "begin":
                 memory = (float(loaded.group(2)), 0.0)
             elif loaded is not None and memory is not None:
@@ -379,23 +358,23 @@ def diagnose_lines(
             registering = "/transformers/models/auto/" in line and ", in register" in line
             if "/sglang/" in line or "/vllm/" in line:
                 frame, code = line, None
-        if " import " in line and (asked := IMPORTED.match(PREFIX.sub("", line))):
+        if " import " in line and (asked := facts.IMPORTED.match(PREFIX.sub("", line))):
             imported = asked.group(0).strip()
         if ("Resolved architecture" in line or "Load weight end" in line) and (
-            resolved := RESOLVED.search(line)
+            resolved := facts.RESOLVED.search(line)
         ):
             architecture = resolved.group(1) or resolved.group(2)
         if "impl" in line and CHOSEN_BACKEND.search(line):
             chose_backend = True
-        if "falling back to Transformers" in line and (fell := FELL_BACK.search(line)):
+        if "falling back to Transformers" in line and (fell := facts.FELL_BACK.search(line)):
             fell_back = fell.group(1)
-        if command is None and " --" in line and COMMAND_LINE.search(line):
+        if command is None and " --" in line and facts.COMMAND_LINE.search(line):
             command = uncoloured(line)
         if gpu is None and ("apabilit" in line or "NVIDIA" in line or "Tesla" in line):
             gpu = stated(line)
-        if "validation error for " in line and (named := VALIDATED.search(line)):
+        if "validation error for " in line and (named := facts.VALIDATED.search(line)):
             validated = re.sub(r"(?<!^)(?=[A-Z])", "_", named.group(1)).lower() + "_config"
-        if "/configuration_" in line and (own := CONFIG_FILE.search(line)):
+        if "/configuration_" in line and (own := facts.CONFIG_FILE.search(line)):
             config_file = own.group(0)
         if 'File "' in line and "tokenization_" in line:
             if "/transformers/tokenization_" in line and "in __init__" in line:
@@ -403,7 +382,7 @@ def diagnose_lines(
             elif tokenizer_init and (remote := REMOTE_FILE.search(line)):
                 remote_tokenizer = remote.group(1)
         if "assert " in line and "%" in line:
-            divides = DIVIDES.search(line)
+            divides = facts.DIVIDES.search(line)
             asserted = (divides.group(1), divides.group(2)) if divides else asserted
         if heeded.search(line) is None:
             continue
@@ -468,7 +447,7 @@ def diagnose_lines(
             or by_bare_assert(frame)
         ):
             return replace(bare, log=source, engine_version=version_text)
-        quoted = QUOTED.search(line)
+        quoted = facts.QUOTED.search(line)
         if quoted is not None:  # the wrapper's quote of the worker's error: read the quote
             line = quoted.group(1)
         elif SOURCE.match(line) or any(w in line for w in WRAPPERS):
