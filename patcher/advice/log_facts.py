@@ -34,8 +34,9 @@ PP = re.compile(
 QUANT_SET = re.compile(r"(?:\bquantization=|'quantization': )'?([\w-]+)")
 # Lines that say whose log it is before any error does: SGLang's server_args and source
 # paths, vLLM's non-default args and its entry points (SGLang imports vLLM's layers in some
-# releases, which print vLLM's platform line, never its entry points).
-SGLANG_SAYS = ("ServerArgs(", "sglang/srt/")
+# releases, which print vLLM's platform line, never its entry points), and the command line a
+# report quotes (an error both engines word alike is answered in the flags of the one run).
+SGLANG_SAYS = ("ServerArgs(", "sglang/srt/", "sglang.launch_server ", "sglang serve ")
 # The engines' runtimes whose source is not read (tools/read_errors.py's START_UP): an error
 # raised under one may share its words with a read message and mean another thing (SGLang's
 # diffusion runtime builds a quantization config from nothing), so doctor does not answer it.
@@ -44,6 +45,7 @@ UNREAD_RUNTIMES = {
 }
 VLLM_SAYS = (
     "non-default args",
+    "vllm serve ",
     "vllm/engine/",
     "vllm/v1/",
     "vllm/entrypoints/",

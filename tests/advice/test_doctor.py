@@ -1062,6 +1062,32 @@ def test_a_parser_name_the_cli_refuses_gets_the_release_that_registers_it() -> N
     assert not any("vllm" in f.text for f in sglang.fixes)
 
 
+def test_a_quoted_command_line_says_whose_flags_the_answer_is_in() -> None:
+    """A message both engines word alike (the block-quantized FP8 MoE check), after the command
+    line a report quotes: SGLang's launch_server gets SGLang's flags and releases, ``vllm
+    serve`` vLLM's, where neither engine's own log lines are there to say which ran."""
+    error = (
+        "ValueError: The output_size of gate's and up's weight = 192 is not divisible by "
+        "weight quantization block_n = 128.\n"
+    )
+    sglang = diagnose_text(
+        "python -m sglang.launch_server --model /m/MiniMax-M2.7 --tensor-parallel-size 8 "
+        "--ep-size 1 --trust-remote-code\n" + error
+    )
+    assert sglang.code == "parallel-sizes"
+    assert [f.text for f in sglang.fixes if f.kind == "flag"][:2] == [
+        "--tp-size 4 --pp-size 2",
+        "--tp-size 4",
+    ]
+    assert not any("--enable-expert-parallel" in f.text for f in sglang.fixes)
+    assert sglang.template is not None and sglang.template.engine == "sglang"
+    vllm = diagnose_text(
+        "vllm serve /m/MiniMax-M2.7 --tensor-parallel-size 8 --trust-remote-code\n" + error
+    )
+    assert vllm.template is not None and vllm.template.engine == "vllm"
+    assert {"--tensor-parallel-size 4", "--enable-expert-parallel"} <= {f.text for f in vllm.fixes}
+
+
 def test_with_the_checkpoint_a_shared_expert_that_tp_still_splits_drops_expert_parallel(
     tmp_path: Path,
 ) -> None:
