@@ -38,6 +38,7 @@ from patcher.advice.fallbacks import (
     divisibility,
 )
 from patcher.advice.families import family_of
+from patcher.advice.hybrid_manager import SWITCH_WORDS, switches_in
 from patcher.advice.judged import judge_fixes
 from patcher.advice.kernel_reasons import (
     CONTINUED,
@@ -242,6 +243,7 @@ def diagnose_lines(
     command: str | None = None  # the server's command line, as the log quotes it
     imported: str | None = None  # the last "from X import ..." source line a traceback showed
     registering = False  # the last frame is transformers' Auto-class registration
+    hybrid_off: tuple[str, ...] = ()  # switches shown turning vLLM's hybrid KV manager off
     marked, heeded = _marked(), _heeded()
     # An answer held while the lines after its message are read: the kernels' reasons that
     # follow vLLM's "Failed to find a kernel ... Reasons:" (kernel_reasons.py).
@@ -368,6 +370,8 @@ def diagnose_lines(
             chose_backend = True
         if "falling back to Transformers" in line and (fell := facts.FELL_BACK.search(line)):
             fell_back = fell.group(1)
+        if any(w in line for w in SWITCH_WORDS):
+            hybrid_off += tuple(f for f in switches_in(line) if f not in hybrid_off)
         if command is None and " --" in line and facts.COMMAND_LINE.search(line):
             command = uncoloured(line)
         if gpu is None and ("apabilit" in line or "NVIDIA" in line or "Tesla" in line):
@@ -425,6 +429,7 @@ def diagnose_lines(
             remote_tokenizer=remote_tokenizer,
             extension_failed=extension_failed,
             registering=registering,
+            hybrid_off=hybrid_off,
         )
         matched = _first_rule(line) if marked_line else None
         if matched is not None:

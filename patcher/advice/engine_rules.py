@@ -35,6 +35,7 @@ from patcher.advice.flashinfer_dispatch import (
 )
 from patcher.advice.hub_access import HUB_MARKERS, HUB_RULES
 from patcher.advice.hub_names import invalid_repo_id
+from patcher.advice.hybrid_manager import HYBRID_MANAGER_MARKERS, HYBRID_MANAGER_RULES
 from patcher.advice.json_files import bom, not_json
 from patcher.advice.kernels import kernel_gap, stated
 from patcher.advice.log_rules import (
@@ -487,6 +488,7 @@ RULES: tuple[Rule, ...] = (
         _sglang_length,
     ),
     *STRICT_RULES,
+    *HYBRID_MANAGER_RULES,
     # before the families: a capture's failure quoting the check is answered by its bound
     *ENV_BOUND_RULES,
     *SPECULATIVE_RULES,
@@ -524,6 +526,7 @@ _MARKERS = (
     "on startup is less than desired",
     *LORA_ADAPTER_MARKERS,
     *STRICT_MARKERS,
+    *HYBRID_MANAGER_MARKERS,
     "Expecting value: line 1 column 1",
     "Should have a `model_type` key",
     "No common block size",

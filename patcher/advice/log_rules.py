@@ -92,6 +92,9 @@ class LogContext:
     # Whether the traceback's last frame is the registration every transformers Auto class
     # ends in (models/auto/*.py, in register), where a model's own code registers its classes.
     registering: bool = False
+    # The switches a line before it shows that turn vLLM's hybrid KV cache manager off
+    # (hybrid_manager.py: "--disable-hybrid-kv-cache-manager", "--kv-transfer-config", ...).
+    hybrid_off: tuple[str, ...] = ()
 
     def engines(self) -> tuple[Engine, ...]:
         """The engine the log shows, or both engines read where it shows none."""

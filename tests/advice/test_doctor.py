@@ -601,6 +601,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     from tests.advice.test_flashinfer_dispatch import FLASHINFER_DISPATCH_LINES
     from tests.advice.test_flashinfer_images import FLASHINFER_IMAGE_LINES
     from tests.advice.test_glibc import GLIBC_LINES
+    from tests.advice.test_hybrid_manager import HYBRID_MANAGER_LINES
     from tests.advice.test_logging_config import LOGGING_LINES
     from tests.advice.test_lora_adapter import LORA_LINES
     from tests.advice.test_machine import CUDA_DRIVER_LINES, ENVIRONMENT_LINES
@@ -648,6 +649,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
         + FLASHINFER_DISPATCH_LINES
         + FLASHINFER_IMAGE_LINES
         + DRIVER_CALL_LINES
+        + HYBRID_MANAGER_LINES
         + RAY_LINES
         + RENDEZVOUS_LINES
         + BNB_LINES
