@@ -38,7 +38,7 @@ from patcher.advice.fallbacks import (
     divisibility,
 )
 from patcher.advice.families import family_of
-from patcher.advice.hybrid_manager import SWITCH_WORDS, switches_in
+from patcher.advice.hybrid_manager import switches_in
 from patcher.advice.judged import judge_fixes
 from patcher.advice.kernel_reasons import (
     CONTINUED,
@@ -370,8 +370,8 @@ def diagnose_lines(
             chose_backend = True
         if "falling back to Transformers" in line and (fell := facts.FELL_BACK.search(line)):
             fell_back = fell.group(1)
-        if any(w in line for w in SWITCH_WORDS):
-            hybrid_off += tuple(f for f in switches_in(line) if f not in hybrid_off)
+        if "kv" in line and (switched := switches_in(line)):  # one plain test on most lines
+            hybrid_off += tuple(f for f in switched if f not in hybrid_off)
         if command is None and " --" in line and facts.COMMAND_LINE.search(line):
             command = uncoloured(line)
         if gpu is None and ("apabilit" in line or "NVIDIA" in line or "Tesla" in line):

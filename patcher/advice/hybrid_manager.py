@@ -47,13 +47,15 @@ _SWITCHES = {
     ),
     "--kv-events-config": re.compile(r"'kv_events_config': [{K]|--kv[-_]events[-_]config\b"),
 }
-# The words a line must hold to be searched for a switch (most lines of a log hold none).
-SWITCH_WORDS = ("hybrid_kv", "hybrid-kv", "kv_transfer", "kv-transfer", "kv_offloading",
-                "kv-offloading", "kv_events", "kv-events")  # fmt: skip
+# Every switch's words, as one search: a line holding none (most lines that say "kv") is
+# passed over before each switch is tried.
+_ANY_SWITCH = re.compile(r"hybrid[-_]kv|kv[-_](?:transfer|offloading|events)")
 
 
 def switches_in(line: str) -> tuple[str, ...]:
     """The switches that turn vLLM's hybrid KV cache manager off that this line shows set."""
+    if _ANY_SWITCH.search(line) is None:
+        return ()
     return tuple(flag for flag, shown in _SWITCHES.items() if shown.search(line))
 
 
