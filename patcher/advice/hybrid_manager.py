@@ -42,11 +42,11 @@ _SWITCHES = {
     ),
     "--kv-transfer-config": re.compile(r"'kv_transfer_config': [{K]|--kv[-_]transfer[-_]config\b"),
     "--kv-offloading-size": re.compile(r"'kv_offloading_size': \d|--kv[-_]offloading[-_]size\b"),
-    "--kv-offloading-backend": re.compile(
-        r"'kv_offloading_backend': '|--kv[-_]offloading[-_]backend\b"
-    ),
     "--kv-events-config": re.compile(r"'kv_events_config': [{K]|--kv[-_]events[-_]config\b"),
 }
+# --kv-offloading-backend alone switches nothing on (offloading starts with a size): it goes
+# with the size where the command has it.
+_BACKEND = re.compile(r"'kv_offloading_backend': '|--kv[-_]offloading[-_]backend\b")
 # Every switch's words, as one search: a line holding none (most lines that say "kv") is
 # passed over before each switch is tried.
 _ANY_SWITCH = re.compile(r"hybrid[-_]kv|kv[-_](?:transfer|offloading|events)")
@@ -56,7 +56,10 @@ def switches_in(line: str) -> tuple[str, ...]:
     """The switches that turn vLLM's hybrid KV cache manager off that this line shows set."""
     if _ANY_SWITCH.search(line) is None:
         return ()
-    return tuple(flag for flag, shown in _SWITCHES.items() if shown.search(line))
+    found = tuple(flag for flag, shown in _SWITCHES.items() if shown.search(line))
+    if "--kv-offloading-size" in found and _BACKEND.search(line):
+        found += ("--kv-offloading-backend",)
+    return found
 
 
 def unified(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
@@ -68,8 +71,10 @@ def unified(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     )
     if ctx.hybrid_off:
         shown = " ".join(ctx.hybrid_off)
+        switches = ", ".join(f for f in ctx.hybrid_off if f != "--kv-offloading-backend")
         return (
-            f"{cause}, and the log shows {', '.join(ctx.hybrid_off)} turning it off",
+            f"{cause}; the log shows {switches}: each turns it off, or (a connector without "
+            "SupportsHMA) cannot run with it on",
             [
                 Fix(
                     "advice",

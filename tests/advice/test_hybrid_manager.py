@@ -68,6 +68,9 @@ def test_the_switches_the_command_shows_are_dropped() -> None:
             "drop --disable-hybrid-kv-cache-manager --kv-offloading-size --kv-offloading-backend",
         )
     ]
+    assert "--kv-offloading-backend" not in found.cause  # it starts nothing without a size
+    backend_alone = args.replace("'kv_offloading_size': 80.0, ", "")
+    assert "backend" not in diagnose_text(_log("0.17.0", message, backend_alone)).fixes[0].text
     # a preference for the manager is not a switch that turns it off
     kept = args.replace("'disable_hybrid_kv_cache_manager': True", "'max_model_len': 131072")
     kept_found = diagnose_text(_log("0.17.0", message, kept))
