@@ -46,6 +46,7 @@ UNREAD_RUNTIMES = {
 VLLM_SAYS = (
     "non-default args",
     "vllm serve ",
+    "vllm.entrypoints.",
     "vllm/engine/",
     "vllm/v1/",
     "vllm/entrypoints/",

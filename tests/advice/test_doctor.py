@@ -1087,6 +1087,15 @@ def test_a_quoted_command_line_says_whose_flags_the_answer_is_in() -> None:
         "vllm serve /m/MiniMax-M2.7 --tensor-parallel-size 8 --trust-remote-code\n" + error
     )
     assert vllm.template is not None and vllm.template.engine == "vllm"
+    # the engine's module run by path: vLLM's, so the bare assert's answer names no SGLang flag
+    module = diagnose_text(
+        "python -m vllm.entrypoints.openai.api_server --model /m --tensor-parallel-size 3\n"
+        '  File "/usr/lib/python3/site-packages/vllm/model_executor/models/llama.py", line 120, '
+        "in __init__\n"
+        "    assert self.total_num_heads % tp_size == 0\n"
+        "AssertionError\n"
+    )
+    assert module.fixes and not any("SGLang" in (f.note or "") for f in module.fixes)
     assert {"--tensor-parallel-size 4", "--enable-expert-parallel"} <= {f.text for f in vllm.fixes}
 
 
