@@ -19,6 +19,7 @@ from patcher.advice.catalogue import (
     feature_span,
     features_of,
     has_feature,
+    read_span,
     releases,
     version_key,
     within,
@@ -118,10 +119,12 @@ def unrecognized_arguments(m: re.Match[str], ctx: LogContext) -> tuple[str, list
                 dashed = flag.replace("_", "-")
                 fixes += [
                     replace(f, text=f.text.replace(f"leave out {dashed}", f"leave out {flag}"))
-                    for f in _defined_elsewhere("vllm", dashed)
+                    for f in _defined_elsewhere("vllm", dashed, ctx.version)
                 ]
             else:
-                fixes += _defined_elsewhere("sglang", flag)
+                fixes += _defined_elsewhere(
+                    "sglang", flag, ctx.version if ctx.engine == "sglang" else None
+                )
         else:  # whose parser it is, the log does not say
             fixes.append(Fix("advice", f"leave out {flag}", note="the parser does not define it"))
     named = ", ".join(w for w in words if w.startswith("--"))
@@ -171,13 +174,33 @@ _COMMON = frozenset(
 )
 
 
-def _defined_elsewhere(engine: Engine, flag: str) -> list[Fix]:
+def _defined_elsewhere(
+    engine: Engine, flag: str, version: tuple[int, ...] | None = None
+) -> list[Fix]:
     """What to do with ``flag`` where this release's parser lacks it: the releases read whose
     parser defines it (the catalogue's ``flags``, tools/read_model_classes.py), else the
-    flags of the newest release read that share its words (a misspelling, another name)."""
+    flags of the newest release read that share its words (a misspelling, another name).
+    Where the log's release is among those that define it, the build that ran is not the
+    release as read (a fork, a vendor's image of a development build): no release to install
+    takes the flag it lacks, and the flag is left out."""
     span = feature_span(engine, "flags", flag) if has_feature(engine, "flags") else None
     if span is not None:
         first, after = span
+        shown = version[:3] if version is not None else None
+        if (
+            shown is not None
+            and version_key(first) <= shown
+            and (after is None or shown < version_key(after))
+        ):
+            return [
+                Fix(
+                    "advice",
+                    f"leave out {flag}",
+                    note=f"{engine} {read_span(engine, 'flags', flag)} define it (read from "
+                    "their source) and the log's release is among them: this build's parser "
+                    "lacks it (a fork or a custom image), so no upgrade adds it",
+                )
+            ]
         if after is not None:  # dropped: leave it out, or the releases that still had it
             return [
                 Fix("advice", f"leave out {flag}", note=f"{engine} {after} on does not define it"),
@@ -320,7 +343,7 @@ def unexpected_argument(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fi
             return (
                 f"the program passes {m.group(1)} to the engine, and this {engine} release does "
                 "not take it (an argument of other releases)",
-                _defined_elsewhere(engine, flag),
+                _defined_elsewhere(engine, flag, ctx.version if engine == ctx.engine else None),
             )
     return ("", [])
 

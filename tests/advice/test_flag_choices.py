@@ -226,3 +226,26 @@ def test_vllm_reads_an_underscore_flag_as_its_dashed_one_so_that_one_is_looked_u
     assert found.code == "unrecognized-arguments"
     assert found.fixes[0].text.startswith("pip install 'vllm>=")
     assert "--mm-processor-cache-type" in found.fixes[0].note
+
+
+def test_a_flag_the_log_s_own_release_defines_is_left_out_not_upgraded_for() -> None:
+    """A build whose parser lacks a flag the release it names defines (as read) is not that
+    release: a fork or a vendor's image of a development build. Installing the release that
+    first defined it is no fix there (the log's is newer); the flag is left out. Where the
+    log names no release, or an older one, the releases that define it are still named."""
+    from patcher.advice.catalogue import feature_span
+
+    flag = "--enable-prompt-tokens-details"
+    span = feature_span("vllm", "flags", flag)
+    assert span is not None and span[1] is None  # read: defined from its first release on
+    refusal = f"vllm serve: error: unrecognized arguments: {flag}\n"
+    newer = diagnose_text(
+        "INFO 08-01 10:00:00 [api_server.py:1] vLLM API server version 0.25.2.dev0\n" + refusal
+    )
+    assert [(f.kind, f.text) for f in newer.fixes] == [("advice", f"leave out {flag}")]
+    assert newer.fixes[0].note is not None and "no upgrade" in newer.fixes[0].note
+    older = diagnose_text(
+        "INFO 08-01 10:00:00 [api_server.py:1] vLLM API server version 0.5.4\n" + refusal
+    )
+    assert older.fixes[0].text == f"pip install 'vllm>={span[0]}'"
+    assert diagnose_text(refusal).fixes[0].text == f"pip install 'vllm>={span[0]}'"
