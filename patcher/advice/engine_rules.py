@@ -370,7 +370,8 @@ RULES: tuple[Rule, ...] = (
     ),
     (
         "unrecognized-arguments",
-        re.compile(r"error: unrecognized arguments: (.+?)\s*$"),
+        # argparse's message after its "PROG: error: ", or alone, as a report quotes it
+        re.compile(r"(?:error: |^\s*)unrecognized arguments: (.+?)\s*$"),
         unrecognized_arguments,
     ),
     (

@@ -249,3 +249,15 @@ def test_a_flag_the_log_s_own_release_defines_is_left_out_not_upgraded_for() -> 
     )
     assert older.fixes[0].text == f"pip install 'vllm>={span[0]}'"
     assert diagnose_text(refusal).fixes[0].text == f"pip install 'vllm>={span[0]}'"
+
+
+def test_argparse_s_message_quoted_without_its_program_is_read() -> None:
+    """argparse words the refusal "unrecognized arguments: ..." and prefixes "PROG: error: "
+    when it exits; a report may quote the message alone, and it is the same refusal."""
+    found = diagnose_text("unrecognized arguments: --enable-prompt-tokens-details\n")
+    assert found.code == "unrecognized-arguments"
+    assert [f.text for f in found.fixes] == ["leave out --enable-prompt-tokens-details"]
+    # the words inside another sentence are not argparse's refusal
+    assert diagnose_text("WARNING Found unrecognized arguments: --x\n").code != (
+        "unrecognized-arguments"
+    )
