@@ -343,7 +343,7 @@ def unexpected_argument(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fi
             return (
                 f"the program passes {m.group(1)} to the engine, and this {engine} release does "
                 "not take it (an argument of other releases)",
-                _defined_elsewhere(engine, flag, ctx.version if engine == ctx.engine else None),
+                _defined_elsewhere(engine, flag),
             )
     return ("", [])
 
