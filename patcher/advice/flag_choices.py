@@ -187,6 +187,16 @@ def _defined_elsewhere(
     if span is not None:
         first, after = span
         shown = version[:3] if version is not None else None
+        last_read = version_key(list(releases(engine))[-1])
+        if shown is not None and after is None and shown > last_read:
+            return [
+                Fix(
+                    "advice",
+                    f"leave out {flag}",
+                    note=f"{engine} {read_span(engine, 'flags', flag)} define it, as read; the "
+                    "log's release is newer than the releases read and may not (not read)",
+                )
+            ]
         if (
             shown is not None
             and version_key(first) <= shown

@@ -248,6 +248,12 @@ def test_a_flag_the_log_s_own_release_defines_is_left_out_not_upgraded_for() -> 
         "INFO 08-01 10:00:00 [api_server.py:1] vLLM API server version 0.5.4\n" + refusal
     )
     assert older.fixes[0].text == f"pip install 'vllm>={span[0]}'"
+    # a release newer than those read may have dropped it: said so, not "a fork"
+    unread = diagnose_text(
+        "INFO 08-01 10:00:00 [api_server.py:1] vLLM API server version 9.0.0\n" + refusal
+    )
+    assert unread.fixes[0].text == f"leave out {flag}"
+    assert unread.fixes[0].note is not None and "not read" in unread.fixes[0].note
     assert diagnose_text(refusal).fixes[0].text == f"pip install 'vllm>={span[0]}'"
 
 
