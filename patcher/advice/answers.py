@@ -86,7 +86,30 @@ def explain_memory(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
             "says so itself): a smaller share, or less of what ran out, leaves it room",
             _unique(fixes),
         )
-    fixes = [*within_available(m.line), *fixes]
+    held = within_available(m.line)
+    if held:
+        # A setting held against a count the KV cache's pool got (vLLM's Mamba blocks, one per
+        # running sequence; config/compilation.py): the count is the pool's memory over its
+        # page, which no shorter context changes. The setting at most the count, or more memory
+        # for the pool, as the message says.
+        return (
+            "a setting is above the count of blocks the KV cache's pool got (the engine says "
+            "so itself): the setting at most that count, or more memory for the pool",
+            _unique(
+                [
+                    *held,
+                    *fixes,
+                    Fix(
+                        "flag",
+                        "--gpu-memory-utilization N",
+                        note="a larger value gives the pool more blocks, in proportion to its "
+                        "memory (the message's own alternative): a share near the GPU's may "
+                        "still hold too few",
+                    ),
+                    Fix("advice", "more GPUs: --tensor-parallel-size N divides the weights"),
+                ]
+            ),
+        )
     wanted = m.number("max_model_len", "max_seq_len", "seq_len")
     fits = m.number("estimat", "max_tokens", "num_tokens", "max_num_tokens")
     fixes += shorter_lengths(m.line if m.whole else "", wanted or _asked_length(m.line), fits)

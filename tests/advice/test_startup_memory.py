@@ -20,3 +20,20 @@ def test_a_setting_above_the_blocks_available_is_set_to_them() -> None:
         "ValueError: frobnicate_count (256) exceeds available Mamba cache blocks (161).\n"
     )
     assert all(not f.text.startswith("--frobnicate") for f in other.fixes)
+
+
+def test_the_blocks_the_pool_got_are_not_grown_by_a_shorter_context() -> None:
+    """vLLM's Mamba check (config/compilation.py) holds max_num_seqs against the KV pool's
+    blocks, the pool's memory over its page: a shorter context does not add any, so no
+    --max-model-len is offered; a larger share is, as the message's own alternative, with no
+    value guessed (the PR that met it found 0.95 still too few for one checkpoint)."""
+    log = (
+        "ValueError: max_num_seqs (1024) exceeds available Mamba cache blocks (939).\n"
+        "Each decode sequence requires one Mamba cache block, so CUDA graph capture cannot\n"
+        "proceed. Please lower max_num_seqs to at most 939 or increase gpu_memory_utilization.\n"
+    )
+    found = diagnose_text(log)
+    texts = [f.text for f in found.fixes]
+    assert texts[0] == "--max-num-seqs 939"
+    assert not any(t.startswith("--max-model-len") for t in texts)
+    assert "--gpu-memory-utilization N" in texts and "--gpu-memory-utilization 0.95" not in texts
