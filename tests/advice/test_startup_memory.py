@@ -3,7 +3,11 @@ hold a setting against what the engine allocated."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from patcher.advice.doctor import diagnose_text
+
+RECORDED = Path(__file__).parents[2] / "snapshots" / "engines" / "vllm-mamba-blocks.txt"
 
 
 def test_a_setting_above_the_blocks_available_is_set_to_them() -> None:
@@ -37,3 +41,7 @@ def test_the_blocks_the_pool_got_are_not_grown_by_a_shorter_context() -> None:
     assert texts[0] == "--max-num-seqs 939"
     assert not any(t.startswith("--max-model-len") for t in texts)
     assert "--gpu-memory-utilization N" in texts and "--gpu-memory-utilization 0.95" not in texts
+    # the reading: the check is against the pool's blocks, its memory over page and layers
+    recorded = RECORDED.read_text()
+    assert "max_num_reqs > kv_cache_config.num_blocks" in recorded
+    assert "num_blocks = int(available_memory // page_size // num_layers)" in recorded
