@@ -18,7 +18,12 @@ from patcher.advice.catalogue import (
 from patcher.advice.log_rules import Fix, LogContext
 from patcher.advice.no_config_fix import GGUF_OLD, gguf_gap
 from patcher.advice.own_remedy import as_flag, lowers, own_remedy
-from patcher.advice.startup_memory import shorter_lengths, within_available
+from patcher.advice.startup_memory import (
+    POOL_HELD,
+    against_the_pool,
+    shorter_lengths,
+    within_available,
+)
 from patcher.advice.strict_validation import before_strict, raised_strictly
 
 
@@ -86,30 +91,9 @@ def explain_memory(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
             "says so itself): a smaller share, or less of what ran out, leaves it room",
             _unique(fixes),
         )
-    held = within_available(m.line)
-    if held:
-        # A setting held against a count the KV cache's pool got (vLLM's Mamba blocks, one per
-        # running sequence; config/compilation.py): the count is the pool's memory over its
-        # page, which no shorter context changes. The setting at most the count, or more memory
-        # for the pool, as the message says.
-        return (
-            "a setting is above the count of blocks the KV cache's pool got (the engine says "
-            "so itself): the setting at most that count, or more memory for the pool",
-            _unique(
-                [
-                    *held,
-                    *fixes,
-                    Fix(
-                        "flag",
-                        "--gpu-memory-utilization N",
-                        note="a larger value gives the pool more blocks, in proportion to its "
-                        "memory (the message's own alternative): a share near the GPU's may "
-                        "still hold too few",
-                    ),
-                    Fix("advice", "more GPUs: --tensor-parallel-size N divides the weights"),
-                ]
-            ),
-        )
+    if pooled := against_the_pool(m.line, fixes):
+        return (POOL_HELD, _unique(pooled))
+    fixes = [*within_available(m.line), *fixes]
     wanted = m.number("max_model_len", "max_seq_len", "seq_len")
     fits = m.number("estimat", "max_tokens", "num_tokens", "max_num_tokens")
     fixes += shorter_lengths(m.line if m.whole else "", wanted or _asked_length(m.line), fits)

@@ -182,3 +182,32 @@ def within_available(line: str) -> list[Fix]:
             "asked); more memory for the cache gives more",
         )
     ]
+
+
+# The cause where a setting is held against the blocks the KV cache's pool got.
+POOL_HELD = (
+    "a setting is above the count of blocks the KV cache's pool got (the engine says so "
+    "itself): the setting at most that count, or more memory for the pool"
+)
+
+
+def against_the_pool(line: str, own: list[Fix]) -> list[Fix]:
+    """The answer where ``line`` holds a setting against a count the KV cache's pool got
+    (vLLM's Mamba blocks, one per running sequence; config/compilation.py), with the message's
+    ``own`` remedy; none where it holds no such count. The count is the pool's memory over its
+    page and layers (kv_cache_utils.py's ``get_num_blocks``), which no shorter context changes:
+    the setting at most the count, or more memory for the pool, as the message says."""
+    held = within_available(line)
+    if not held:
+        return []
+    return [
+        *held,
+        *own,
+        Fix(
+            "flag",
+            "--gpu-memory-utilization N",
+            note="a larger value gives the pool more blocks, in proportion to its memory (the "
+            "message's own alternative): a share near the GPU's may still hold too few",
+        ),
+        Fix("advice", "more GPUs: --tensor-parallel-size N divides the weights"),
+    ]
