@@ -19,10 +19,10 @@ from patcher.advice.log_rules import Fix, LogContext
 from patcher.advice.no_config_fix import GGUF_OLD, gguf_gap
 from patcher.advice.own_remedy import as_flag, lowers, own_remedy
 from patcher.advice.startup_memory import (
+    MORE_GPUS,
     POOL_HELD,
     against_the_pool,
     shorter_lengths,
-    within_available,
 )
 from patcher.advice.strict_validation import before_strict, raised_strictly
 
@@ -93,13 +93,12 @@ def explain_memory(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
         )
     if pooled := against_the_pool(m.line, fixes):
         return (POOL_HELD, _unique(pooled))
-    fixes = [*within_available(m.line), *fixes]
     wanted = m.number("max_model_len", "max_seq_len", "seq_len")
     fits = m.number("estimat", "max_tokens", "num_tokens", "max_num_tokens")
     fixes += shorter_lengths(m.line if m.whole else "", wanted or _asked_length(m.line), fits)
     fixes += [
         Fix("flag", "--gpu-memory-utilization 0.95", note="if the GPU has no other users"),
-        Fix("advice", "more GPUs: --tensor-parallel-size N divides the weights"),
+        MORE_GPUS,
     ]
     return (
         "the weights, the activations and the KV cache do not fit in the memory the engine may use",

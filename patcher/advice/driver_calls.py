@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import feature_releases
-from patcher.advice.log_rules import Fix, LogContext, Rule
+from patcher.advice.log_rules import Fix, LogContext, Rule, vllm_env
 
 # torch's check (AT_ERROR: a RuntimeError), the driver's description after it (and the quote
 # and bracket of a worker's re-raised tuple, left out); not the driver running out of memory,
@@ -36,17 +35,12 @@ DRIVER_CALL_MARKERS = ("CUDA driver error: ",)
 def _symmetric_memory(ctx: LogContext) -> list[Fix]:
     """vLLM's switch off its all-reduce over torch's symmetric memory, where a log shows
     tensor parallelism (one GPU all-reduces nothing) and a release read has the switch."""
-    switch = feature_releases("vllm", "env", "VLLM_ALLREDUCE_USE_SYMM_MEM")
-    if not switch or ctx.engine == "sglang" or ctx.tp is None or ctx.tp < 2:
+    if ctx.engine == "sglang" or ctx.tp is None or ctx.tp < 2:
         return []
-    return [
-        Fix(
-            "env",
-            "VLLM_ALLREDUCE_USE_SYMM_MEM=0",
-            note="with tensor parallelism: vLLM all-reduces without torch's symmetric memory "
-            f"(envs.py, read in vLLM {switch[0]} to {switch[-1]})",
-        )
-    ]
+    return vllm_env(
+        "VLLM_ALLREDUCE_USE_SYMM_MEM=0",
+        "with tensor parallelism: vLLM all-reduces without torch's symmetric memory",
+    )
 
 
 def refused(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:

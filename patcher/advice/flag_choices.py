@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from patcher.advice.catalogue import (
     Engine,
+    at_or_below,
     feature_releases,
     feature_span,
     features_of,
@@ -174,6 +175,32 @@ _COMMON = frozenset(
 )
 
 
+def _refused_by_its_build(engine: Engine, flag: str, version: tuple[int, ...] | None) -> str | None:
+    """Why ``flag``, refused by the parser of a log's ``version``, is left out rather than
+    installed for: the read release that answers for that version defines it (the build that
+    ran is not that release: a fork, a vendor's image of a development build), or the version
+    is newer than any read while the newest read defines it (it may have been dropped since,
+    not read). None where neither holds."""
+    if version is None:
+        return None
+    read = list(releases(engine))
+    having = feature_releases(engine, "flags", flag)
+    span = read_span(engine, "flags", flag)
+    if version[:3] > version_key(read[-1]):
+        if read[-1] not in having:
+            return None
+        return (
+            f"{engine} {span} define it, as read; the log's release is newer than the releases "
+            "read and may not (not read)"
+        )
+    if at_or_below(read, version) not in having:
+        return None
+    return (
+        f"{engine} {span} define it (read from their source) and the log's release is among "
+        "them: this build's parser lacks it (a fork or a custom image), so no upgrade adds it"
+    )
+
+
 def _defined_elsewhere(
     engine: Engine, flag: str, version: tuple[int, ...] | None = None
 ) -> list[Fix]:
@@ -186,31 +213,9 @@ def _defined_elsewhere(
     span = feature_span(engine, "flags", flag) if has_feature(engine, "flags") else None
     if span is not None:
         first, after = span
-        shown = version[:3] if version is not None else None
-        last_read = version_key(list(releases(engine))[-1])
-        if shown is not None and after is None and shown > last_read:
-            return [
-                Fix(
-                    "advice",
-                    f"leave out {flag}",
-                    note=f"{engine} {read_span(engine, 'flags', flag)} define it, as read; the "
-                    "log's release is newer than the releases read and may not (not read)",
-                )
-            ]
-        if (
-            shown is not None
-            and version_key(first) <= shown
-            and (after is None or shown < version_key(after))
-        ):
-            return [
-                Fix(
-                    "advice",
-                    f"leave out {flag}",
-                    note=f"{engine} {read_span(engine, 'flags', flag)} define it (read from "
-                    "their source) and the log's release is among them: this build's parser "
-                    "lacks it (a fork or a custom image), so no upgrade adds it",
-                )
-            ]
+        refused = _refused_by_its_build(engine, flag, version)
+        if refused is not None:
+            return [Fix("advice", f"leave out {flag}", note=refused)]
         if after is not None:  # dropped: leave it out, or the releases that still had it
             return [
                 Fix("advice", f"leave out {flag}", note=f"{engine} {after} on does not define it"),

@@ -27,8 +27,7 @@ from __future__ import annotations
 import re
 
 from patcher.advice.attention_rules import unforce
-from patcher.advice.catalogue import feature_releases
-from patcher.advice.log_rules import Fix, LogContext
+from patcher.advice.log_rules import Fix, LogContext, vllm_env
 
 # The message, not the raise that a traceback echoes above it (its source line).
 REFUSED = re.compile(r"(?<![(\"'])FlashInfer requires GPUs with sm75 or higher")
@@ -44,17 +43,10 @@ def _arch(gpu: tuple[int, int]) -> str:
 def sampler_off(where: str = "") -> list[Fix]:
     """vLLM's switch from FlashInfer's top-k/top-p sampling to PyTorch's own (envs.py), for the
     releases read that have it; none where no release read has it."""
-    switch = feature_releases("vllm", "env", "VLLM_USE_FLASHINFER_SAMPLER")
-    if not switch:
-        return []
-    return [
-        Fix(
-            "env",
-            "VLLM_USE_FLASHINFER_SAMPLER=0",
-            note=f"{where}vLLM samples with PyTorch's own top-k/top-p instead (envs.py, read "
-            f"in vLLM {switch[0]} to {switch[-1]})",
-        )
-    ]
+    return vllm_env(
+        "VLLM_USE_FLASHINFER_SAMPLER=0",
+        f"{where}vLLM samples with PyTorch's own top-k/top-p instead",
+    )
 
 
 def no_arch(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from patcher.advice.catalogue import Engine
+from patcher.advice.catalogue import Engine, feature_releases
 from patcher.advice.tokenizer_findings import TOKENIZER_CLASS_RENAMES
 
 # transform: a patcher command; flag: engine flags alone; env: NAME=value (or unset NAME);
@@ -31,6 +31,17 @@ class Fix:
     kind: FixKind
     text: str  # a transform: a command that runs as pasted; a flag: the flags alone
     note: str | None = None  # prose about it, never inside text
+
+
+def vllm_env(assignment: str, effect: str) -> list[Fix]:
+    """``VAR=value`` as a fix, where vLLM reads ``VAR`` in a release read (envs.py), its
+    ``effect`` noted with those releases; none where no release read has it."""
+    read = feature_releases("vllm", "env", assignment.split("=", 1)[0])
+    if not read:
+        return []
+    return [
+        Fix("env", assignment, note=f"{effect} (envs.py, read in vLLM {read[0]} to {read[-1]})")
+    ]
 
 
 @dataclass(frozen=True, slots=True)

@@ -184,6 +184,8 @@ def within_available(line: str) -> list[Fix]:
     ]
 
 
+# The way out every memory shortage of vLLM's shares: the weights split over more GPUs.
+MORE_GPUS = Fix("advice", "more GPUs: --tensor-parallel-size N divides the weights")
 # The cause where a setting is held against the blocks the KV cache's pool got.
 POOL_HELD = (
     "a setting is above the count of blocks the KV cache's pool got (the engine says so "
@@ -209,5 +211,5 @@ def against_the_pool(line: str, own: list[Fix]) -> list[Fix]:
             note="a larger value gives the pool more blocks, in proportion to its memory (the "
             "message's own alternative): a share near the GPU's may still hold too few",
         ),
-        Fix("advice", "more GPUs: --tensor-parallel-size N divides the weights"),
+        MORE_GPUS,
     ]

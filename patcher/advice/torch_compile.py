@@ -20,7 +20,7 @@ import shlex
 from patcher.advice.catalogue import feature_releases
 from patcher.advice.diagnosis import Diagnosis
 from patcher.advice.log_lines import RAISED
-from patcher.advice.log_rules import Fix, LogContext
+from patcher.advice.log_rules import Fix, LogContext, vllm_env
 
 # The exception a traceback's last line names: torch._dynamo.exc.BackendCompilerFailed,
 # TorchRuntimeError, Unsupported; torch._inductor.exc.InductorError, LoweringException.
@@ -113,15 +113,9 @@ def from_compile_cache(line: str, ctx: LogContext) -> Diagnosis | None:
             note="the cached artifact the failing code was loaded from; vLLM compiles anew",
         )
     ]
-    env = feature_releases("vllm", "env", "VLLM_DISABLE_COMPILE_CACHE")
-    if env:
-        fixes.append(
-            Fix(
-                "env",
-                "VLLM_DISABLE_COMPILE_CACHE=1",
-                note=f"compile without reading or writing the cache (vLLM {env[0]} to {env[-1]})",
-            )
-        )
+    fixes += vllm_env(
+        "VLLM_DISABLE_COMPILE_CACHE=1", "compile without reading or writing the cache"
+    )
     cause = (
         f"the code that raised it is vLLM's cached torch.compile artifact ({directory}), not "
         "the engine's source: a cache that does not fit the graph this start traced (written by "
