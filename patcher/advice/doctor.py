@@ -216,6 +216,7 @@ def diagnose_lines(
     memory: tuple[float, float] | None = None
     fraction: float | None = None
     draft = False
+    dp_attention = False  # SGLang's data-parallel attention, from its server_args line
     tp: int | None = None
     pp: int | None = None
     quantization: str | None = None
@@ -267,7 +268,8 @@ def diagnose_lines(
     # After a frame's ``assert`` line: the lines with words that followed it (a traceback
     # pasted up to the assert ends there, or at the carets under it)
     after_assert: list[str] | None = None
-    for raw in bounded(lines):
+    stream, ahead = bounded(lines), facts.settled_input(lines)
+    for raw in stream:
         if after_assert is not None and len(raw) > 1 and len(after_assert) < 2:
             if not _gutter(raw):
                 after_assert.append(raw)
@@ -294,6 +296,9 @@ def diagnose_lines(
         if "mem_fraction_static=" in line and (ran := facts.FRACTION.search(line)):
             fraction = float(ran.group(1))
             draft = draft or facts.DRAFT.search(line) is not None
+            dp_attention = dp_attention or "enable_dp_attention=True" in line
+        if not draft and "peculative" in line:
+            draft = facts.SPECULATIVE.search(line) is not None
         # Plain substring tests first (most lines of a log are none of these; docs/benchmark.md),
         # and past a phase only the later phases' words (cuda_oom.NOTED).
         if phase != "warmup" and (
@@ -374,6 +379,7 @@ def diagnose_lines(
             hybrid_off += tuple(f for f in switched if f not in hybrid_off)
         if command is None and " --" in line and facts.COMMAND_LINE.search(line):
             command = uncoloured(line)
+            dp_attention = dp_attention or "--enable-dp-attention" in command
         if gpu is None and ("apabilit" in line or "NVIDIA" in line or "Tesla" in line):
             gpu = stated(line)
         if "validation error for " in line and (named := facts.VALIDATED.search(line)):
@@ -430,11 +436,17 @@ def diagnose_lines(
             extension_failed=extension_failed,
             registering=registering,
             hybrid_off=hybrid_off,
+            dp_attention=dp_attention,
         )
         matched = _first_rule(line) if marked_line else None
         if matched is not None:
             found, (rule, _, explain) = matched
             cause, fixes = explain(found, ctx)
+        if matched is not None and fixes and command is None and not warning and ahead:
+            # a report quoting the error before its command: the command's facts still count
+            if (command := facts.command_after(stream)) is not None:
+                ctx = facts.with_command(ctx, command)
+                cause, fixes = explain(found, ctx)
         if matched is not None and fixes:  # no fix: the rule does not hold in this log
             found_here = Diagnosis(source, rule, line.strip(), cause, tuple(fixes), version_text)
             found_here = settled(found_here)

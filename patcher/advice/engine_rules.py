@@ -65,6 +65,8 @@ from patcher.advice.safetensors_files import SAFETENSORS_MARKERS, SAFETENSORS_RU
 from patcher.advice.scheme_capabilities import SCHEME_MARKERS, SCHEME_RULES
 from patcher.advice.speculative import SPECULATIVE_MARKERS, SPECULATIVE_RULES
 from patcher.advice.startup_memory import (
+    DP_CAUSE,
+    DP_FIXES,
     fitting_length,
     kv_share,
     no_cache_memory,
@@ -224,6 +226,8 @@ def _rope_keys(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
 
 
 def _sglang_memory(_m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
+    if ctx.dp_attention:  # the weights themselves take more of each GPU
+        return (f"SGLang's KV pool has no room left after the weights: {DP_CAUSE}", DP_FIXES)
     return ("SGLang's KV pool has no room left after the weights", [ctx.mem_fraction()])
 
 
@@ -478,7 +482,11 @@ RULES: tuple[Rule, ...] = (
     ),
     (
         "sglang-memory",
-        re.compile(r"Not enough memory\. Please try to increase --mem-fraction-static"),
+        # its words, or their start where a report's quote ends there
+        re.compile(
+            r"Not enough memory\. Please try to increase --mem-fraction-static"
+            r"|RuntimeError: Not enough memory(?![\w .])"
+        ),
         _sglang_memory,
     ),
     (

@@ -5,7 +5,14 @@ KV dtype flag, SGLang's memory figures, and the traceback's frames that say whos
 
 from __future__ import annotations
 
+import os
 import re
+import stat
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from itertools import islice
+
+from patcher.advice.log_rules import LogContext
 
 # SGLang's free memory per GPU around the weights' load (model_executor/model_runner.py).
 LOADED = re.compile(
@@ -54,6 +61,12 @@ VLLM_SAYS = (
 # A draft model for speculative decoding on SGLang's server_args line: its pool is sized
 # beside the target's from the same fraction (model_runner: the draft worker's own pool).
 DRAFT = re.compile(r"speculative_(?:algorithm|draft_model_path)='[^']+'")
+# The same on a command line or vLLM's non-default args and engine config: a draft model (or
+# MTP layers) built beside the target (its flags, as each engine's CLI spells them).
+SPECULATIVE = re.compile(
+    r"--speculative[-_](?:config|algorithm|draft[-_]model[-_]path)\b"
+    r"|'speculative_config': \{|speculative_config=SpeculativeConfig\("
+)
 # A bare ``assert a % b == 0`` (SGLang's models, vLLM's ``ensure_divisibility``): Python prints
 # the source line above a message-less ``AssertionError``.
 DIVIDES = re.compile(r"assert\s+\(?([\w.\[\]()]+?)\)?\s*%\s*\(?([\w.\[\]()]+?)\)?\s*==\s*0")
@@ -93,3 +106,38 @@ COMMAND_LINE = re.compile(
 
 # A traceback's source line of an import: what the failing import asked for.
 IMPORTED = re.compile(r"\s*from ([\w.]+) import [\w, ()]+\s*$")
+
+# How far past a known error doctor reads for the command a report quotes after it.
+COMMAND_AFTER = 40
+
+
+def settled_input(lines: Iterable[str]) -> bool:
+    """Whether ``lines`` are all there to read (text in memory, a regular file), where
+    reading past the error costs no wait: a live pipe (``<(docker logs -f x)``) is never read
+    past the root error."""
+    fileno = getattr(lines, "fileno", None)
+    if fileno is None:
+        return True
+    try:
+        return stat.S_ISREG(os.fstat(fileno()).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def command_after(lines: Iterator[str]) -> str | None:
+    """The command line among the next few lines of ``lines``, where a report quoted the
+    error first and the command after it (the lines read are used up)."""
+    for line in islice(lines, COMMAND_AFTER):
+        if " --" in line and COMMAND_LINE.search(line):
+            return line
+    return None
+
+
+def with_command(ctx: LogContext, command: str) -> LogContext:
+    """``ctx`` with what ``command`` (a server's command line) shows added: its speculative
+    decoding and SGLang's data-parallel attention."""
+    return replace(
+        ctx,
+        draft=ctx.draft or SPECULATIVE.search(command) is not None,
+        dp_attention=ctx.dp_attention or "--enable-dp-attention" in command,
+    )

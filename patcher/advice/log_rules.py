@@ -61,7 +61,8 @@ class LogContext:
     fraction: float | None = None
     # Whether a line before it shows the weights being loaded (a loader's frame or log line).
     loading: bool = False
-    # Whether SGLang's server_args line names a draft model (speculative decoding).
+    # Whether the log shows a draft model (speculative decoding): SGLang's server_args line,
+    # a command line's or vLLM's args' speculative settings.
     draft: bool = False
     # The tensor-parallel size the log's command line shows (vLLM's non-default args or engine
     # config, SGLang's server_args), when it shows one.
@@ -106,6 +107,9 @@ class LogContext:
     # The switches a line before it shows that turn vLLM's hybrid KV cache manager off
     # (hybrid_manager.py: "--disable-hybrid-kv-cache-manager", "--kv-transfer-config", ...).
     hybrid_off: tuple[str, ...] = ()
+    # Whether the command runs SGLang's data-parallel attention (--enable-dp-attention, its
+    # server_args' enable_dp_attention=True).
+    dp_attention: bool = False
 
     def engines(self) -> tuple[Engine, ...]:
         """The engine the log shows, or both engines read where it shows none."""

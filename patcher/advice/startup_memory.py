@@ -186,6 +186,29 @@ def within_available(line: str) -> list[Fix]:
 
 # The way out every memory shortage of vLLM's shares: the weights split over more GPUs.
 MORE_GPUS = Fix("advice", "more GPUs: --tensor-parallel-size N divides the weights")
+# SGLang's data-parallel attention splits the attention weights over tensor-parallel size / dp
+# size GPUs only, each data-parallel rank holding a copy: 0.4.1 sets the dp size to the tp size
+# and builds every attention projection ReplicatedLinear and the embedding unsplit
+# (server_args.py, models/deepseek_v2.py), later releases ``attn_tp_size = tp_size //
+# dp_size`` (layers/dp_attention.py). Its weights take more of each GPU than tensor
+# parallelism's, which no --mem-fraction-static at or below 0.9 may make up.
+DP_CAUSE = (
+    "--enable-dp-attention keeps a copy of the attention weights on each data-parallel rank "
+    "(tensor-parallel size / dp size GPUs share one, every GPU in SGLang 0.4.1), so the weights "
+    "take more of each GPU than with tensor-parallel attention"
+)
+DP_FIXES = [
+    Fix(
+        "advice",
+        "drop --enable-dp-attention",
+        note="the attention weights are then divided over all --tp-size GPUs",
+    ),
+    Fix(
+        "advice",
+        "or a smaller --dp-size (fewer copies) where the release divides them over tp/dp "
+        "GPUs (0.4.1 sets the dp size to the tp size), or more GPUs",
+    ),
+]
 # The cause where a setting is held against the blocks the KV cache's pool got.
 POOL_HELD = (
     "a setting is above the count of blocks the KV cache's pool got (the engine says so "

@@ -85,11 +85,59 @@ def packed_size(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
+def product_shapes(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """A matrix product whose inner sizes differ: a layer built for inputs of one width given
+    another, in the model the engine built. torch checks it the same way eager
+    ("mat1 and mat2 shapes cannot be multiplied") and while Dynamo traces with fake tensors
+    ("a and b must have same reduction dim"), so it is not the compiler's and eager mode
+    raises it again. A draft model's input (what the target hands its drafter) is the usual
+    place where the command runs speculative decoding."""
+    given, built = m.group("given") or m.group("given2"), m.group("built") or m.group("built2")
+    cause = (
+        f"a layer built for inputs {built} wide was given {given}: a shape error in the model "
+        "the engine built for these options (the code or config before that layer), not "
+        "torch.compile's: eager mode raises it too"
+    )
+    fixes = [
+        Fix(
+            "advice",
+            "no config edit is known: an engine bug for this model and options; another "
+            "release of the engine, or report it with the command",
+        )
+    ]
+    if ctx.draft:
+        fixes.insert(
+            0,
+            Fix(
+                "advice",
+                "serve without speculative decoding (leave out --speculative-config, or "
+                "SGLang's --speculative-algorithm)",
+                note="the drafter's input is built from the target's hidden states and "
+                "embeddings, the width that differs here most often",
+            ),
+        )
+    return cause, fixes
+
+
 SIZE_RULES: tuple[Rule, ...] = (
+    (
+        "product-shape-mismatch",
+        re.compile(
+            r"a and b must have same reduction dim, but got \[[^\]]*?(?P<given>\d+)\] X "
+            r"\[(?P<built>\d+)"
+            r"|mat1 and mat2 shapes cannot be multiplied \(\d+x(?P<given2>\d+) and "
+            r"(?P<built2>\d+)x\d+\)"
+        ),
+        product_shapes,
+    ),
     (
         "packed-size-mismatch",
         re.compile(r"The size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"),
         packed_size,
     ),
 )
-SIZE_MARKERS = ("must match the size of tensor",)
+SIZE_MARKERS = (
+    "must match the size of tensor",
+    "same reduction dim",
+    "shapes cannot be multiplied",
+)

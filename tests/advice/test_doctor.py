@@ -499,6 +499,11 @@ CASES = [
         "add-quant-exclude-modules",
     ),
     (
+        "RuntimeError: mat1 and mat2 shapes cannot be multiplied (8192x3840 and 5632x1024)",
+        "product-shape-mismatch",
+        "no config edit",
+    ),
+    (
         "ValueError: Unrecognized model in /m/draft. Should have a `model_type` key in its "
         "config.json, or contain one of the following strings in its name: llama",
         "no-model-type",

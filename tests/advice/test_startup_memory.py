@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patcher.advice.doctor import diagnose_text
+from patcher.advice.doctor import diagnose, diagnose_text
 
 RECORDED = Path(__file__).parents[2] / "snapshots" / "engines" / "vllm-mamba-blocks.txt"
 
@@ -45,3 +45,58 @@ def test_the_blocks_the_pool_got_are_not_grown_by_a_shorter_context() -> None:
     recorded = RECORDED.read_text()
     assert "max_num_reqs > kv_cache_config.num_blocks" in recorded
     assert "num_blocks = int(available_memory // page_size // num_layers)" in recorded
+
+
+_SERVER_ARGS = (
+    "[2025-01-07 10:00:00] server_args=ServerArgs(model_path='deepseek-ai/DeepSeek-V2.5', "
+    "tp_size=8, mem_fraction_static=0.9, dp_size=8, enable_dp_attention={dp}, "
+    "disable_radix_cache=True)\n"
+)
+_NO_ROOM = (
+    "[2025-01-07 10:03:00 DP0 TP0] RuntimeError: Not enough memory. Please try to increase "
+    "--mem-fraction-static.\n"
+)
+
+
+def test_data_parallel_attention_is_named_where_the_pool_has_no_room() -> None:
+    """SGLang's data-parallel attention keeps a copy of the attention weights on each DP rank
+    (0.4.1 builds every attention projection ReplicatedLinear, models/deepseek_v2.py): where
+    the pool then has no room, dropping it is the fix, not a higher fraction (0.9 failed)."""
+    with_dp = diagnose_text(_SERVER_ARGS.format(dp="True") + _NO_ROOM)
+    assert with_dp.code == "sglang-memory"
+    assert with_dp.fixes[0].text == "drop --enable-dp-attention"
+    assert "--enable-dp-attention" in with_dp.cause
+    assert not any("--mem-fraction-static" in f.text for f in with_dp.fixes)
+    without = diagnose_text(_SERVER_ARGS.format(dp="False") + _NO_ROOM)
+    assert not any("dp-attention" in f.text for f in without.fixes)
+
+
+def test_a_report_quoting_the_error_before_its_command_is_read_with_the_command(
+    tmp_path: Path,
+) -> None:
+    """A report quotes the error, then the command that ran: the command's flags still say
+    what the answer is, from a file as from text (never from a live pipe, read only up to
+    the root error)."""
+    report = (
+        'Run the following command, got failure "RuntimeError: Not enough memory. Please try '
+        'to increase --mem-fraction-static."\n'
+        "python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V2.5 "
+        "--enable-dp-attention --trust-remote-code --tensor-parallel-size 8\n"
+    )
+    assert diagnose_text(report).fixes[0].text == "drop --enable-dp-attention"
+    log = tmp_path / "report.log"
+    log.write_text(report, encoding="utf-8")
+    assert diagnose(log).fixes[0].text == "drop --enable-dp-attention"
+    # the command far below the error is not read for it
+    far = report.replace("\npython3", "\n" + "noise\n" * 60 + "python3")
+    assert diagnose_text(far).fixes[0].text != "drop --enable-dp-attention"
+
+
+def test_sglangs_refusal_quoted_up_to_its_first_words_is_read() -> None:
+    """A report that quotes SGLang's refusal only up to "Not enough memory" (a table cell,
+    a title) is the same refusal; the words inside a longer sentence are not."""
+    cell = "| `0.8` | `RuntimeError: Not enough memory`; server refuses to launch |\n"
+    assert diagnose_text(cell).code == "sglang-memory"
+    assert diagnose_text("RuntimeError: Not enough memory\n").code == "sglang-memory"
+    other = diagnose_text("RuntimeError: Not enough memory to map the file\n")
+    assert other.code != "sglang-memory"
