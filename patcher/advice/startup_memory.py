@@ -191,7 +191,8 @@ MORE_GPUS = Fix("advice", "more GPUs: --tensor-parallel-size N divides the weigh
 # and builds every attention projection ReplicatedLinear and the embedding unsplit
 # (server_args.py, models/deepseek_v2.py), later releases ``attn_tp_size = tp_size //
 # dp_size`` (layers/dp_attention.py). Its weights take more of each GPU than tensor
-# parallelism's, which no --mem-fraction-static at or below 0.9 may make up.
+# parallelism's, which no --mem-fraction-static at or below 0.9 may make up
+# (snapshots/engines/sglang-dp-attention.txt).
 DP_CAUSE = (
     "--enable-dp-attention keeps a copy of the attention weights on each data-parallel rank "
     "(tensor-parallel size / dp size GPUs share one, every GPU in SGLang 0.4.1), so the weights "
