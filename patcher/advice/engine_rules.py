@@ -227,7 +227,9 @@ def _rope_keys(m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
 
 def _sglang_memory(_m: re.Match[str], ctx: _Context) -> tuple[str, list[Fix]]:
     if ctx.dp_attention:  # the weights themselves take more of each GPU
-        return (f"SGLang's KV pool has no room left after the weights: {DP_CAUSE}", DP_FIXES)
+        measured = [ctx.mem_fraction()] if ctx.memory is not None else []  # from the figures
+        cause = f"SGLang's KV pool has no room left after the weights: {DP_CAUSE}"
+        return (cause, [*measured, *DP_FIXES])
     return ("SGLang's KV pool has no room left after the weights", [ctx.mem_fraction()])
 
 

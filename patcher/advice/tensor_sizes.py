@@ -90,8 +90,8 @@ def product_shapes(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     another, in the model the engine built. torch checks it the same way eager
     ("mat1 and mat2 shapes cannot be multiplied") and while Dynamo traces with fake tensors
     ("a and b must have same reduction dim"), so it is not the compiler's and eager mode
-    raises it again. A draft model's input (what the target hands its drafter) is the usual
-    place where the command runs speculative decoding."""
+    raises it again. Where the command runs speculative decoding, the draft model is named
+    first: its input is what the target hands it, a width two configs set."""
     given, built = m.group("given") or m.group("given2"), m.group("built") or m.group("built2")
     cause = (
         f"a layer built for inputs {built} wide was given {given}: a shape error in the model "
@@ -112,8 +112,8 @@ def product_shapes(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
                 "advice",
                 "serve without speculative decoding (leave out --speculative-config, or "
                 "SGLang's --speculative-algorithm)",
-                note="the drafter's input is built from the target's hidden states and "
-                "embeddings, the width that differs here most often",
+                note="the drafter is a second model fed the target's hidden states: its "
+                "input width comes from both models' configs and the engine's code joining them",
             ),
         )
     return cause, fixes

@@ -69,6 +69,15 @@ def test_data_parallel_attention_is_named_where_the_pool_has_no_room() -> None:
     assert not any("--mem-fraction-static" in f.text for f in with_dp.fixes)
     without = diagnose_text(_SERVER_ARGS.format(dp="False") + _NO_ROOM)
     assert not any("dp-attention" in f.text for f in without.fixes)
+    # the free memory SGLang measured around the load says which fraction would do: first
+    measured = diagnose_text(
+        _SERVER_ARGS.format(dp="True")
+        + "[2025-01-07 10:01:00 DP0 TP0] Load weight begin. avail mem=78.50 GB\n"
+        + "[2025-01-07 10:02:00 DP0 TP0] Load weight end. type=DeepseekV2ForCausalLM, "
+        "avail mem=10.00 GB, mem usage=68.50 GB.\n" + _NO_ROOM
+    )
+    assert measured.fixes[0].text.startswith("--mem-fraction-static 0.9")
+    assert measured.fixes[1].text == "drop --enable-dp-attention"
 
 
 def test_a_report_quoting_the_error_before_its_command_is_read_with_the_command(
