@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from patcher.advice.catalogue import Engine, feature_releases
+from patcher.advice.catalogue import Engine, feature_releases, version_key
 from patcher.advice.tokenizer_findings import TOKENIZER_CLASS_RENAMES
 
 # transform: a patcher command; flag: engine flags alone; env: NAME=value (or unset NAME);
@@ -33,11 +33,12 @@ class Fix:
     note: str | None = None  # prose about it, never inside text
 
 
-def vllm_env(assignment: str, effect: str) -> list[Fix]:
+def vllm_env(assignment: str, effect: str, version: tuple[int, ...] | None = None) -> list[Fix]:
     """``VAR=value`` as a fix, where vLLM reads ``VAR`` in a release read (envs.py), its
-    ``effect`` noted with those releases; none where no release read has it."""
+    ``effect`` noted with those releases; none where no release read has it, or where the
+    log's ``version`` is older than the first release read that has it."""
     read = feature_releases("vllm", "env", assignment.split("=", 1)[0])
-    if not read:
+    if not read or (version is not None and version < version_key(read[0])):
         return []
     return [
         Fix("env", assignment, note=f"{effect} (envs.py, read in vLLM {read[0]} to {read[-1]})")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from patcher.advice.catalogue import version_key
-from patcher.advice.log_rules import Fix, LogContext, Rule
+from patcher.advice.log_rules import Fix, LogContext, Rule, vllm_env
 
 # vLLM pads the vocabulary to a multiple of this and splits it over the GPUs
 # (vocab_parallel_embedding.py, DEFAULT_VOCAB_PADDING_SIZE in every release read).
@@ -105,6 +105,15 @@ def product_shapes(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
             "release of the engine, or report it with the command",
         )
     ]
+    if ctx.draft and ctx.engine != "sglang":
+        # vLLM's two model runners each build speculative decoding with their own code
+        # (v1/spec_decode/ and v1/worker/gpu/spec_decode/), the env choosing between them
+        fixes[0:0] = vllm_env(
+            "VLLM_USE_V2_MODEL_RUNNER=1",
+            "the other model runner, whose drafter is its own code (=0 where the log shows "
+            "'Using V2 Model Runner'; snapshots/engines/vllm-model-runners.txt)",
+            ctx.version,
+        )
     if ctx.draft:
         fixes.insert(
             0,

@@ -41,3 +41,21 @@ def test_without_a_draft_model_no_edit_is_offered() -> None:
         "'speculative_config': {'method': 'mtp', 'num_speculative_tokens': 4}}\n"
     )
     assert "speculative" in diagnose_text(args + _EAGER + "\n").fixes[0].text
+
+
+def test_vllms_other_model_runner_is_named_where_its_release_has_one() -> None:
+    """vLLM's two model runners build speculative decoding with their own code
+    (snapshots/engines/vllm-model-runners.txt): the env that picks the other is offered where
+    the log's release is one that reads it, never for a release before it nor for SGLang."""
+    banner = "(APIServer pid=1) INFO 07-16 10:00:00 [utils.py:299] vLLM API server version {}\n"
+    newer = diagnose_text(banner.format("0.25.1") + _COMMAND + _TRACED + "\n")
+    assert "VLLM_USE_V2_MODEL_RUNNER=1" in [f.text for f in newer.fixes]
+    older = diagnose_text(banner.format("0.11.0") + _COMMAND + _TRACED + "\n")
+    assert "VLLM_USE_V2_MODEL_RUNNER=1" not in [f.text for f in older.fixes]
+    sglang = diagnose_text(
+        "python3 -m sglang.launch_server --model-path m --speculative-algorithm EAGLE\n"
+        + _EAGER
+        + "\n"
+    )
+    assert "speculative" in sglang.fixes[0].text
+    assert all("VLLM_" not in f.text for f in sglang.fixes)
