@@ -217,6 +217,7 @@ def diagnose_lines(
     fraction: float | None = None
     draft = False
     dp_attention = False  # SGLang's data-parallel attention, from its server_args line
+    v2_runner = False  # vLLM said it runs its V2 model runner
     tp: int | None = None
     pp: int | None = None
     quantization: str | None = None
@@ -375,6 +376,7 @@ def diagnose_lines(
             chose_backend = True
         if "falling back to Transformers" in line and (fell := facts.FELL_BACK.search(line)):
             fell_back = fell.group(1)
+        v2_runner = v2_runner or "Using V2 Model Runner" in line
         if "kv" in line and (switched := switches_in(line)):  # one plain test on most lines
             hybrid_off += tuple(f for f in switched if f not in hybrid_off)
         if command is None and " --" in line and facts.COMMAND_LINE.search(line):
@@ -437,6 +439,7 @@ def diagnose_lines(
             registering=registering,
             hybrid_off=hybrid_off,
             dp_attention=dp_attention,
+            v2_runner=v2_runner,
         )
         matched = _first_rule(line) if marked_line else None
         if matched is not None:

@@ -111,6 +111,8 @@ class LogContext:
     # Whether the command runs SGLang's data-parallel attention (--enable-dp-attention, its
     # server_args' enable_dp_attention=True).
     dp_attention: bool = False
+    # Whether vLLM said it runs its V2 model runner ("Using V2 Model Runner", gpu_worker.py).
+    v2_runner: bool = False
 
     def engines(self) -> tuple[Engine, ...]:
         """The engine the log shows, or both engines read where it shows none."""

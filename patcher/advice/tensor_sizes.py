@@ -109,9 +109,9 @@ def product_shapes(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
         # vLLM's two model runners each build speculative decoding with their own code
         # (v1/spec_decode/ and v1/worker/gpu/spec_decode/), the env choosing between them
         fixes[0:0] = vllm_env(
-            "VLLM_USE_V2_MODEL_RUNNER=1",
-            "the other model runner, whose drafter is its own code (=0 where the log shows "
-            "'Using V2 Model Runner'; snapshots/engines/vllm-model-runners.txt)",
+            f"VLLM_USE_V2_MODEL_RUNNER={0 if ctx.v2_runner else 1}",
+            f"the {'V1' if ctx.v2_runner else 'V2'} model runner, the other one, whose drafter "
+            "is its own code (snapshots/engines/vllm-model-runners.txt)",
             ctx.version,
         )
     if ctx.draft:

@@ -52,6 +52,15 @@ def test_vllms_other_model_runner_is_named_where_its_release_has_one() -> None:
     assert "VLLM_USE_V2_MODEL_RUNNER=1" in [f.text for f in newer.fixes]
     older = diagnose_text(banner.format("0.11.0") + _COMMAND + _TRACED + "\n")
     assert "VLLM_USE_V2_MODEL_RUNNER=1" not in [f.text for f in older.fixes]
+    # where the log says it ran the V2 runner, the other is V1
+    ran_v2 = diagnose_text(
+        banner.format("0.25.1")
+        + "(EngineCore pid=9) INFO 07-16 10:00:05 [gpu_worker.py:360] Using V2 Model Runner\n"
+        + _COMMAND
+        + _TRACED
+        + "\n"
+    )
+    assert "VLLM_USE_V2_MODEL_RUNNER=0" in [f.text for f in ran_v2.fixes]
     sglang = diagnose_text(
         "python3 -m sglang.launch_server --model-path m --speculative-algorithm EAGLE\n"
         + _EAGER
