@@ -216,8 +216,7 @@ def diagnose_lines(
     memory: tuple[float, float] | None = None
     fraction: float | None = None
     draft = False
-    dp_attention = False  # SGLang's data-parallel attention, from its server_args line
-    v2_runner = False  # vLLM said it runs its V2 model runner
+    dp_attention = v2_runner = False  # SGLang's DP attention on; vLLM said it runs V2
     tp: int | None = None
     pp: int | None = None
     quantization: str | None = None
@@ -296,7 +295,6 @@ def diagnose_lines(
             loading = facts.LOADING.search(line) is not None
         if "mem_fraction_static=" in line and (ran := facts.FRACTION.search(line)):
             fraction = float(ran.group(1))
-            draft = draft or facts.DRAFT.search(line) is not None
             dp_attention = dp_attention or "enable_dp_attention=True" in line
         if not draft and "peculative" in line:
             draft = facts.SPECULATIVE.search(line) is not None
@@ -381,7 +379,6 @@ def diagnose_lines(
             hybrid_off += tuple(f for f in switched if f not in hybrid_off)
         if command is None and " --" in line and facts.COMMAND_LINE.search(line):
             command = uncoloured(line)
-            dp_attention = dp_attention or "--enable-dp-attention" in command
         if gpu is None and ("apabilit" in line or "NVIDIA" in line or "Tesla" in line):
             gpu = stated(line)
         if "validation error for " in line and (named := facts.VALIDATED.search(line)):
@@ -414,32 +411,35 @@ def diagnose_lines(
             line = shown(line)
         version = _release_numbers(version_text)
         # commands are pasted into a shell
-        ctx = LogContext(
-            shlex.quote(checkpoint),
-            version,
-            import_failed,
-            engine,
-            memory if memory is not None and memory[1] > 0 else None,
-            fraction,
-            loading,
-            draft,
-            tp,
-            kv_flag,
-            pp=pp,
-            quantization=quantization,
-            config_file=config_file,
-            validated=validated,
-            architecture=architecture,
-            gpu=gpu,
-            frame=frame,
-            dtype=dtype,
-            imported=imported,
-            remote_tokenizer=remote_tokenizer,
-            extension_failed=extension_failed,
-            registering=registering,
-            hybrid_off=hybrid_off,
-            dp_attention=dp_attention,
-            v2_runner=v2_runner,
+        ctx = facts.with_command(
+            LogContext(
+                shlex.quote(checkpoint),
+                version,
+                import_failed,
+                engine,
+                memory if memory is not None and memory[1] > 0 else None,
+                fraction,
+                loading,
+                draft,
+                tp,
+                kv_flag,
+                pp=pp,
+                quantization=quantization,
+                config_file=config_file,
+                validated=validated,
+                architecture=architecture,
+                gpu=gpu,
+                frame=frame,
+                dtype=dtype,
+                imported=imported,
+                remote_tokenizer=remote_tokenizer,
+                extension_failed=extension_failed,
+                registering=registering,
+                hybrid_off=hybrid_off,
+                dp_attention=dp_attention,
+                v2_runner=v2_runner,
+            ),
+            command,
         )
         matched = _first_rule(line) if marked_line else None
         if matched is not None:

@@ -58,13 +58,13 @@ VLLM_SAYS = (
     "vllm/v1/",
     "vllm/entrypoints/",
 )
-# A draft model for speculative decoding on SGLang's server_args line: its pool is sized
-# beside the target's from the same fraction (model_runner: the draft worker's own pool).
-DRAFT = re.compile(r"speculative_(?:algorithm|draft_model_path)='[^']+'")
-# The same on a command line or vLLM's non-default args and engine config: a draft model (or
-# MTP layers) built beside the target (its flags, as each engine's CLI spells them).
+# A draft model (or MTP layers) built beside the target for speculative decoding: SGLang's
+# server_args line (its pool is sized beside the target's from the same fraction,
+# model_runner's draft worker), a command line's flags as each engine's CLI spells them, vLLM's
+# non-default args and engine config.
 SPECULATIVE = re.compile(
-    r"--speculative[-_](?:config|algorithm|draft[-_]model[-_]path)\b"
+    r"speculative_(?:algorithm|draft_model_path)='[^']+'"
+    r"|--speculative[-_](?:config|algorithm|draft[-_]model[-_]path)\b"
     r"|'speculative_config': \{|speculative_config=SpeculativeConfig\("
 )
 # A bare ``assert a % b == 0`` (SGLang's models, vLLM's ``ensure_divisibility``): Python prints
@@ -133,9 +133,11 @@ def command_after(lines: Iterator[str]) -> str | None:
     return None
 
 
-def with_command(ctx: LogContext, command: str) -> LogContext:
-    """``ctx`` with what ``command`` (a server's command line) shows added: its speculative
-    decoding and SGLang's data-parallel attention."""
+def with_command(ctx: LogContext, command: str | None) -> LogContext:
+    """``ctx`` with what ``command`` (a server's command line, where the log quotes one) shows
+    added: its speculative decoding and SGLang's data-parallel attention."""
+    if command is None:
+        return ctx
     return replace(
         ctx,
         draft=ctx.draft or SPECULATIVE.search(command) is not None,

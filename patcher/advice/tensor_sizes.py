@@ -98,34 +98,33 @@ def product_shapes(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
         "the engine built for these options (the code or config before that layer), not "
         "torch.compile's: eager mode raises it too"
     )
-    fixes = [
-        Fix(
-            "advice",
-            "no config edit is known: an engine bug for this model and options; another "
-            "release of the engine, or report it with the command",
-        )
-    ]
-    if ctx.draft and ctx.engine != "sglang":
-        # vLLM's two model runners each build speculative decoding with their own code
-        # (v1/spec_decode/ and v1/worker/gpu/spec_decode/), the env choosing between them
-        fixes[0:0] = vllm_env(
+    no_edit = Fix(
+        "advice",
+        "no config edit is known: an engine bug for this model and options; another release "
+        "of the engine, or report it with the command",
+    )
+    if not ctx.draft:
+        return cause, [no_edit]
+    without = Fix(
+        "advice",
+        "serve without speculative decoding (leave out --speculative-config, or SGLang's "
+        "--speculative-algorithm)",
+        note="the drafter is a second model fed the target's hidden states: its input width "
+        "comes from both models' configs and the engine's code joining them",
+    )
+    # vLLM's two model runners each build speculative decoding with their own code
+    # (v1/spec_decode/ and v1/worker/gpu/spec_decode/), the env choosing between them
+    other_runner = (
+        vllm_env(
             f"VLLM_USE_V2_MODEL_RUNNER={0 if ctx.v2_runner else 1}",
             f"the {'V1' if ctx.v2_runner else 'V2'} model runner, the other one, whose drafter "
             "is its own code (snapshots/engines/vllm-model-runners.txt)",
             ctx.version,
         )
-    if ctx.draft:
-        fixes.insert(
-            0,
-            Fix(
-                "advice",
-                "serve without speculative decoding (leave out --speculative-config, or "
-                "SGLang's --speculative-algorithm)",
-                note="the drafter is a second model fed the target's hidden states: its "
-                "input width comes from both models' configs and the engine's code joining them",
-            ),
-        )
-    return cause, fixes
+        if ctx.engine != "sglang"
+        else []
+    )
+    return cause, [without, *other_runner, no_edit]
 
 
 SIZE_RULES: tuple[Rule, ...] = (
