@@ -38,6 +38,7 @@ from patcher.advice.fallbacks import (
     divisibility,
 )
 from patcher.advice.families import family_of
+from patcher.advice.given_flags import already_given, given_kv_dtype
 from patcher.advice.hybrid_manager import switches_in
 from patcher.advice.judged import judge_fixes
 from patcher.advice.kernel_reasons import (
@@ -133,62 +134,6 @@ def _from_catalogue(line: str, ctx: LogContext) -> Diagnosis | None:
     )
 
 
-_DROP_IF_GIVEN = re.compile(r"drop (--[\w-]+) if it was given")
-
-
-def _already_given(found: Diagnosis, command: str | None) -> Diagnosis:
-    """``found`` less the flags the log's own command line already gave with the same value:
-    the engine refused with them in place (another setting resets them, or they are not the
-    cause), so they are no way out. Where none is left, that is said instead."""
-    if command is None:
-        return found
-    words = command.split()
-    pairs = {" ".join(words[i : i + 2]) for i in range(len(words))} | set(words)
-
-    def given(fix: Fix) -> bool:
-        if fix.kind == "flag":
-            return fix.text in pairs
-        # a flag to drop that the command line does not give
-        dropped = _DROP_IF_GIVEN.match(fix.text)
-        return dropped is not None and dropped.group(1) not in words
-
-    kept = tuple(f for f in found.fixes if not given(f))
-    if len(kept) == len(found.fixes):
-        return found
-    if not kept:
-        gave = ", ".join(f.text for f in found.fixes if f.kind == "flag") or "the flags named"
-        kept = (
-            Fix(
-                "advice",
-                f"the command line already gives {gave} and the engine still refused: another "
-                "setting resets it (the engine's warnings above the error name it), or the "
-                "cause is elsewhere",
-            ),
-        )
-    return replace(found, fixes=kept)
-
-
-def _given_kv_dtype(found: Diagnosis, flag: str | None) -> Diagnosis:
-    """``found`` less the strip of the checkpoint's FP8 KV directive when the command line set
-    the KV dtype itself: the flag overrides the directive, so stripping it changes nothing."""
-    if flag is None or flag == "auto":
-        return found
-    same = f"--kv-cache-dtype {flag}"  # the value the command line gave already failed
-    kept = tuple(f for f in found.fixes if " strip-fp8-kv-cache" not in f.text and f.text != same)
-    if len(kept) == len(found.fixes):
-        return found
-    if not any(f.text.startswith("--kv-cache-dtype") for f in kept):
-        # A dtype fix was dropped and none is left: the flag's own value is what to change.
-        auto = Fix(
-            "flag",
-            "--kv-cache-dtype auto",
-            note=f"the log's command line set {flag}; leave the flag out, and with an FP8 "
-            "directive in the checkpoint also strip-fp8-kv-cache",
-        )
-        kept = (auto, *kept)
-    return replace(found, fixes=kept)
-
-
 NO_MATCH = "it matches no rule and no message of the engines' read source"
 
 
@@ -263,7 +208,7 @@ def diagnose_lines(
 
     def settled(found: Diagnosis) -> Diagnosis:
         # what the log says of the answer's fixes: given already, a KV dtype chosen, unread
-        return _unread(_already_given(_given_kv_dtype(found, kv_flag), command), unread)
+        return _unread(already_given(given_kv_dtype(found, kv_flag), command), unread)
 
     # After a frame's ``assert`` line: the lines with words that followed it (a traceback
     # pasted up to the assert ends there, or at the carets under it)

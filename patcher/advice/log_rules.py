@@ -227,7 +227,7 @@ def _fp8_kv_backend(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
 
 
 def _fp8e4nv(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
-    # The command line's own KV dtype (doctor's _given_kv_dtype) trims these fixes to the ones
+    # The command line's own KV dtype (given_flags.given_kv_dtype) trims these fixes to the ones
     # that change something; only the reading differs when that dtype was not e4m3.
     fixes = [
         ctx.apply("strip-fp8-kv-cache"),
