@@ -256,6 +256,16 @@ def divisibility(asserted: tuple[str, str], line: str, ctx: LogContext) -> Diagn
                 "--engine ENGINE --tp N tells",
             )
         ]
+        above = next((2**k for k in range(1, 11) if 2**k > int(size)), 0)
+        if above and above <= int(total) and int(total) % above == 0:
+            # fewer GPUs may not hold the weights: the next size up that divides
+            fixes.append(
+                Fix(
+                    "flag",
+                    f"{flag} {above}",
+                    note=f"or more GPUs: the smallest power of two above {size} dividing {total}",
+                )
+            )
         vision = _vision_encoder(ctx)
         return Diagnosis(
             "-",

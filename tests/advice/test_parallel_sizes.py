@@ -159,3 +159,22 @@ def test_the_reader_takes_forward_in_python_s_method_resolution_order(tmp_path: 
     with zipfile.ZipFile(wheel) as archive:
         found = read_model_classes.sglang_pipeline(archive)
     assert found == {"pp": ["DiamondForCausalLM", "MixedForCausalLM"]}
+
+
+def test_a_size_that_does_not_divide_gets_the_next_size_up_that_does_too() -> None:
+    # SGLang on six GPUs, a vision tower of 16 heads: four GPUs may not hold the weights, so
+    # the next power of two above six that divides 16 is named beside the one below
+    log = "\n".join(
+        [
+            "[2026-03-04 09:11:08 TP1] Scheduler hit an exception: Traceback (most recent call "
+            "last):",
+            '  File "/x/sglang/srt/distributed/utils.py", line 23, in ensure_divisibility',
+            '    assert numerator % denominator == 0, "{} is not divisible by {}".format(',
+            "AssertionError: 16 is not divisible by 6",
+        ]
+    )
+    found = diagnose_text(log)
+    assert [f.text for f in found.fixes][:2] == ["--tp-size 4", "--tp-size 8"]
+    # none above when the next power of two does not divide the dimension
+    twelve = diagnose_text(log.replace("16 is not divisible by 6", "12 is not divisible by 24"))
+    assert not any(f.text == "--tp-size 32" for f in twelve.fixes)
