@@ -6,9 +6,12 @@ what the engine was doing, which the log's earlier lines say:
 - loading the weights: the weights do not fit on these GPUs. vLLM's utilization and SGLang's
   static fraction size the KV cache after the weights, so neither helps; more GPUs, a smaller
   checkpoint or a GPU free of other processes does.
-- after the weights, before CUDA graphs (profiling, the KV cache): the cache was sized too
-  close to the GPU's end. A lower ``--gpu-memory-utilization`` (vLLM) or
-  ``--mem-fraction-static`` (SGLang) leaves the activations room.
+- after the weights, before the KV cache is sized: vLLM's profiling pass, which
+  ``--gpu-memory-utilization`` does not size; a shorter pass does (profile_pass.py). SGLang
+  allocates its KV pool here, from ``--mem-fraction-static``: a lower fraction leaves room.
+- after the KV cache is sized, before CUDA graphs: the cache was sized too close to the GPU's
+  end. A lower ``--gpu-memory-utilization`` (vLLM) or ``--mem-fraction-static`` (SGLang)
+  leaves the rest room.
 - capturing CUDA graphs: the graphs need memory the cache left no room for. The engines' own
   hints say what helps (vLLM's gpu_model_runner: "consider decreasing gpu_memory_utilization or
   switching to eager mode ... reduce the max_num_seqs"; SGLang's cuda_graph_runner: a smaller
@@ -29,9 +32,10 @@ import re
 from typing import Literal
 
 from patcher.advice.log_rules import Fix
+from patcher.advice.profile_pass import Chunking, profile_pass
 from patcher.advice.startup_memory import fewer_sequences
 
-Phase = Literal["loading", "loaded", "capture", "warmup"]
+Phase = Literal["loading", "loaded", "sized", "capture", "warmup"]
 
 # The phase lines, as vLLM (0.10 to 0.34, V1 and V0) and SGLang (0.5.x) log them, each with
 # words one of which its lines hold (a substring test before the pattern).
@@ -46,13 +50,17 @@ _PHASES: tuple[tuple[Phase, tuple[str, ...], re.Pattern[str]], ...] = (
         ),
     ),
     (
-        "loaded",
-        ("weight end", "took", "emory", "allocated", "pool", "cache size", "blocks"),
+        "sized",
+        ("emory", "allocated", "pool", "cache size", "blocks"),
         re.compile(
-            r"Load weight end|Model loading took|Loading (?:model )?weights took|"
             r"Memory profiling|Available KV cache memory|KV Cache is allocated|Memory pool end|"
             r"GPU KV cache size|# GPU blocks"
         ),
+    ),
+    (
+        "loaded",
+        ("weight end", "took"),
+        re.compile(r"Load weight end|Model loading took|Loading (?:model )?weights took"),
     ),
     (
         "loading",
@@ -69,11 +77,27 @@ NOTED = ("aptur", "oad", "emory", "blocks", "cache size", "pool", "allocated")
 # The allocation failure itself, as torch and the CUDA runtime word it (not the engines' hints
 # that mention running out of memory).
 OOM_WORDS = ("CUDA out of memory", "error: out of memory", "OutOfMemoryError")
-# The utilization vLLM ran with: its non-default args or its memory profiling line.
-_UTILIZATION = re.compile(r"gpu_memory_utilization'?[:=] ?([\d.]+)")
+# The utilization vLLM ran with: its non-default args, its memory profiling line, the command.
+_UTILIZATION = re.compile(r"gpu[_-]memory[_-]utilization'?[:= ] ?([\d.]+)")
 
 
-_RANK: dict[Phase | None, int] = {None: 0, "loading": 1, "loaded": 2, "capture": 3, "warmup": 4}
+_RANK: dict[Phase | None, int] = {
+    None: 0,
+    "loading": 1,
+    "loaded": 2,
+    "sized": 3,
+    "capture": 4,
+    "warmup": 5,
+}
+
+
+def is_oom(line: str) -> bool:
+    """Whether ``line`` is the allocation failure, as torch words it: whole, or quoted from
+    its second sentence on ("Tried to allocate 136.00 MiB. GPU 0 has a total capacity of ...",
+    c10's CUDACachingAllocator; "... total capacity; ..." before torch 2.1)."""
+    return any(w in line for w in OOM_WORDS) or (
+        "ried to allocate" in line and "otal capacity" in line
+    )
 
 
 def phase_of(line: str, past: Phase | None = None) -> Phase | None:
@@ -100,9 +124,11 @@ def explain_oom(
     fraction: float | None = None,
     version: tuple[int, ...] | None = None,
     gpu: tuple[int, int] | None = None,
+    chunked: Chunking = (None, None),
 ) -> tuple[str, list[Fix]]:
     """The cause and the fixes of a CUDA out-of-memory error in ``phase`` of start-up (the
-    release and the GPU the log shows size the sequences a warm-up is asked to run)."""
+    release and the GPU the log shows size the sequences a warm-up is asked to run; chunked
+    prefill, the length of vLLM's profiling pass)."""
     sglang = engine == "sglang"
     if phase == "loading":
         tp = "--tp-size" if sglang else "--tensor-parallel-size"
@@ -117,6 +143,8 @@ def explain_oom(
                 ),
             ],
         )
+    if phase == "loaded" and not sglang:
+        return profile_pass(chunked)
     lower = _lower(fraction if sglang else utilization, sglang)
     if sglang:
         fixes = [lower]
@@ -139,13 +167,14 @@ def explain_oom(
             lower,
             Fix("flag", "--max-num-seqs 128", note="fewer CUDA graph sizes to capture"),
         ]
-    else:
-        fixes.append(Fix("flag", "--max-num-batched-tokens 4096", note="a smaller profiling batch"))
     return (_cause(phase, "the KV cache --gpu-memory-utilization sized"), fixes)
 
 
 def _cause(phase: Phase, sized: str) -> str:
-    doing = "capturing CUDA graphs" if phase == "capture" else "after loading the weights"
+    doing = {
+        "capture": "capturing CUDA graphs",
+        "sized": "after the KV cache was sized",
+    }.get(phase, "after loading the weights")
     return (
         f"CUDA ran out of memory {doing}: {sized} left too little for the activations and "
         "the graphs"

@@ -18,13 +18,7 @@ from patcher.advice import catalogue
 from patcher.advice import log_facts as facts
 from patcher.advice.architectures import CHOSEN_BACKEND, from_backend
 from patcher.advice.asserted_keys import by_asserted_key
-from patcher.advice.cuda_oom import (
-    OOM_WORDS,
-    Phase,
-    explain_oom,
-    phase_of,
-    utilization_in,
-)
+from patcher.advice.cuda_oom import Phase, explain_oom, is_oom, phase_of, utilization_in
 from patcher.advice.diagnosis import Diagnosis
 from patcher.advice.dtypes import forced_dtype
 from patcher.advice.engine_defects import always_raised
@@ -74,6 +68,7 @@ from patcher.advice.log_rules import (
 )
 from patcher.advice.mistral_format import by_params_assert
 from patcher.advice.optional_imports import by_optional_import
+from patcher.advice.profile_pass import Chunking, chunking
 from patcher.advice.remote_tokenizers import REMOTE_FILE
 from patcher.advice.torch_compile import from_compile_cache
 from patcher.advice.xformers_dispatch import by_first_line
@@ -172,6 +167,7 @@ def diagnose_lines(
     oom: str | None = None
     phase: Phase | None = None
     utilization: float | None = None
+    chunked: Chunking = (None, None)  # chunked prefill and its batch: vLLM's profiling pass
     asserted: tuple[str, str] | None = None  # the last ``assert a % b == 0`` a traceback echoed
     kv_flag: str | None = None
     dtype: str | None = None  # the model dtype the command forced
@@ -248,7 +244,7 @@ def diagnose_lines(
         if phase != "warmup" and (
             "aptur" in line
             or (
-                phase not in ("loaded", "capture")
+                phase not in ("sized", "capture")
                 and (
                     "oad" in line
                     or "emory" in line
@@ -260,11 +256,13 @@ def diagnose_lines(
             )
         ):
             phase = phase_of(line, phase) or phase
-        if "emory" in line:
-            if oom is None and any(w in line for w in OOM_WORDS):
+        if "emory" in line or "otal capacity" in line:
+            if oom is None and is_oom(line):
                 oom = PREFIX.sub("", uncoloured(line)).strip()
-            if "gpu_memory_utilization" in line:
+            if "utilization" in line:
                 utilization = utilization_in(line) or utilization
+        if "hunked" in line:
+            chunked = chunking(line, chunked)
         if utilization is None and "non-default args" in line:
             utilization = utilization_in(line) or 0.9
         if (
@@ -473,7 +471,7 @@ def diagnose_lines(
         # Only now: a more specific line later in the log (TensorRT-LLM's executor names the
         # component it could not create) is the better answer to the same failure.
         cause, fixes = explain_oom(
-            phase, engine, utilization, fraction, _release_numbers(version_text), gpu
+            phase, engine, utilization, fraction, _release_numbers(version_text), gpu, chunked
         )
         return Diagnosis(source, "cuda-oom-startup", oom, cause, tuple(fixes), version_text)
     if handling is not None:

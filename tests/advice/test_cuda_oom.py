@@ -25,6 +25,11 @@ VLLM_LOADED = (
     "(EngineCore_DP0 pid=2) INFO 12-04 10:01:00 [gpu_model_runner.py:2000] Model loading took "
     "60.1 GiB memory and 30.0 seconds"
 )
+# The V1 worker's line once the profiling pass is over and the cache sized (gpu_worker.py)
+VLLM_SIZED = (
+    "(EngineCore_DP0 pid=2) INFO 12-04 10:01:30 [gpu_worker.py:630] Available KV cache memory: "
+    "12.1 GiB"
+)
 VLLM_CAPTURE = "(EngineCore_DP0 pid=2) Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 10%"
 TORCH_OOM = (
     "(EngineCore_DP0 pid=2) ERROR 12-04 10:02:00 [core.py:700] torch.OutOfMemoryError: CUDA out "
@@ -60,10 +65,88 @@ def test_vllm_out_of_memory_capturing_cuda_graphs_gets_eager_and_a_lower_utiliza
     assert texts == ["--enforce-eager", "--gpu-memory-utilization 0.9", "--max-num-seqs 128"]
 
 
-def test_vllm_out_of_memory_after_the_weights_lowers_the_utilization_never_raises_it() -> None:
-    texts = _texts([VLLM_ARGS, VLLM_LOADED, TORCH_OOM])
-    assert texts[0] == "--gpu-memory-utilization 0.9"
-    assert "--enforce-eager" not in texts  # no graph was being captured
+def test_vllm_out_of_memory_after_the_kv_cache_is_sized_lowers_the_utilization() -> None:
+    texts = _texts([VLLM_ARGS, VLLM_LOADED, VLLM_SIZED, TORCH_OOM])
+    assert texts == ["--gpu-memory-utilization 0.9"]  # lowered, never raised
+    # no graph was being captured, and the profiling pass is over
+
+
+def test_vllm_out_of_memory_in_the_profiling_pass_shortens_the_pass_not_the_share() -> None:
+    # between the weights and the KV cache: vLLM's profile_run, which the utilization does
+    # not size (snapshots/engines/vllm-profile-run.txt)
+    found = diagnose_text("\n".join([VLLM_ARGS, VLLM_LOADED, TORCH_OOM]))
+    texts = [f.text for f in found.fixes]
+    assert not any("utilization" in t for t in texts), texts
+    assert texts == [
+        "--max-num-batched-tokens 4096",
+        "--max-model-len N",
+        "--tensor-parallel-size N",
+    ]
+    assert "profiling pass" in found.cause
+
+
+@pytest.mark.parametrize(
+    "switch",
+    [
+        # the command line, vLLM's non-default args, V0's Namespace, the engine's config
+        "vllm serve /m --max-model-len 262144 --no-enable-chunked-prefill",
+        "(APIServer pid=1) INFO [utils.py:233] non-default args: {'enable_chunked_prefill': False}",
+        "INFO api_server.py:1] args: Namespace(model='/m', enable_chunked_prefill=False)",
+        "INFO llm_engine.py:1] Initializing an LLM engine with config: chunked_prefill_enabled"
+        "=False",
+    ],
+)
+def test_with_chunked_prefill_off_the_profiling_pass_is_the_whole_context(switch: str) -> None:
+    # the scheduler refuses a max_num_batched_tokens below max_model_len then: no smaller batch
+    texts = _texts([switch, VLLM_LOADED, TORCH_OOM])
+    assert texts[:2] == ["--enable-chunked-prefill", "--max-model-len N"]
+    assert not any(t.startswith("--max-num-batched-tokens") for t in texts)
+
+
+def test_with_chunked_prefill_on_the_pass_is_halved_from_the_batch_it_ran() -> None:
+    on = (
+        "INFO 12-04 10:00:00 [scheduler.py:276] Chunked prefill is enabled with "
+        "max_num_batched_tokens=8192."
+    )
+    texts = _texts([on, VLLM_LOADED, TORCH_OOM])
+    assert texts == ["--max-num-batched-tokens 4096", "--tensor-parallel-size N"]
+    # half would be below the sequences the scheduler keeps by default (1024): more GPUs
+    small = on.replace("8192", "1024")
+    assert _texts([small, VLLM_LOADED, TORCH_OOM]) == ["--tensor-parallel-size N"]
+
+
+def test_torch_s_words_quoted_from_their_second_sentence_are_the_error() -> None:
+    # a report that wrapped torch's message and kept it from "Tried to allocate" on
+    quoted = (
+        "    Tried to allocate 136.00 MiB. GPU 0 has a total capacity of 22.36 GiB of\n"
+        "    which 120.88 MiB is free."
+    )
+    command = "vllm serve /m --gpu-memory-utilization 0.98 --max-model-len 124000"
+    found = diagnose_text("\n".join([command, VLLM_LOADED, VLLM_SIZED, quoted]))
+    assert found.code == "cuda-oom-startup"
+    assert found.error is not None and found.error.startswith("Tried to allocate 136.00 MiB")
+    # the command line's own share, hyphenated, is the one lowered
+    assert [f.text for f in found.fixes] == ["--gpu-memory-utilization 0.93"]
+    # the words alone, without torch's capacity, are not the error
+    assert diagnose_text(f"{VLLM_LOADED}\nTried to allocate a new block").code is None
+
+
+def test_sglang_out_of_memory_after_the_weights_still_lowers_the_static_fraction() -> None:
+    # SGLang allocates its KV pool from the fraction right after the weights
+    texts = _texts([SGLANG_ARGS, SGLANG_LOADING, SGLANG_LOADED, TORCH_OOM])
+    assert texts == ["--mem-fraction-static 0.83"]
+
+
+def test_the_profiling_pass_runs_before_the_cache_is_sized_in_the_read_releases() -> None:
+    recorded = (SNAPSHOTS / "vllm-profile-run.txt").read_text()
+    v1, v0 = recorded.split("## vllm-0.6.3.post1", 1)
+    # V1: the pass, then the cache from the requested share less what the pass took
+    assert v1.index("self.model_runner.profile_run()") < v1.index("self.requested_memory")
+    assert "self._dummy_run(" in v1 and "enable_chunked_prefill: bool = True" in v1
+    assert "smaller than max_model_len" in v1  # chunked prefill off: the pass is the context
+    # V0: the same order, and its own reason to turn chunked prefill on over 32K
+    assert v0.index("profile_run()") < v0.index("gpu_memory_utilization")
+    assert "to avoid OOM errors in the" in v0
 
 
 def test_out_of_memory_loading_the_weights_gets_more_gpus_not_a_memory_share() -> None:
@@ -82,7 +165,7 @@ def test_a_default_utilization_is_read_from_an_args_line_that_does_not_set_one()
     args = (
         "(APIServer pid=1) INFO 12-04 10:00:00 [utils.py:233] non-default args: {'model_tag': '/m'}"
     )
-    assert "--gpu-memory-utilization 0.85" in _texts([args, VLLM_LOADED, TORCH_OOM])
+    assert "--gpu-memory-utilization 0.85" in _texts([args, VLLM_LOADED, VLLM_SIZED, TORCH_OOM])
 
 
 @pytest.mark.parametrize(

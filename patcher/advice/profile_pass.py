@@ -1,0 +1,99 @@
+"""vLLM's profiling pass: the forward pass a worker runs after loading the weights and before
+sizing the KV cache, and the way out of CUDA running out of memory in it.
+
+Between "Model loading took" and "Available KV cache memory" (V1; V0: "Loading model weights
+took" and "# GPU blocks"), the worker runs ``profile_run``: the multimodal encoder over its
+dummy items (V1), one forward pass over ``max_num_batched_tokens`` tokens, and the sampler's or
+the pooler's dummy run. Only then is the cache sized, from ``--gpu-memory-utilization`` less
+what the pass took (gpu_worker's ``determine_available_memory``; V0's
+``determine_num_available_blocks``): a lower share frees nothing the pass needs. A shorter pass
+does, and how to shorten it depends on chunked prefill:
+
+- on (V1's default), the pass is ``max_num_batched_tokens`` long;
+- off, ``max_num_batched_tokens`` is at least ``max_model_len`` (the scheduler refuses less), so
+  the pass is the whole context: chunked prefill on, or a shorter ``--max-model-len``. V0 turned
+  it on by default only over a 32K context, "to avoid OOM errors in the initial memory
+  profiling phase" (its arg_utils).
+
+Read in the 0.29.0 and 0.6.3.post1 wheels: snapshots/engines/vllm-profile-run.txt.
+"""
+
+from __future__ import annotations
+
+import re
+
+from patcher.advice.log_rules import Fix
+
+# Chunked prefill as the log shows it (None: not shown), and the max_num_batched_tokens it ran.
+Chunking = tuple[bool | None, int | None]
+
+# The scheduler's own line (V0 and V1 log it whenever chunked prefill is on).
+_ON = re.compile(r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)")
+# Off: the command line's switch, vLLM's non-default args (or V0's Namespace), its engine config.
+_OFF = re.compile(
+    r"--no-enable-chunked-prefill|--enable-chunked-prefill[= ](?:False|false)\b|"
+    r"enable_chunked_prefill'?[:=] ?False|chunked_prefill_enabled=False"
+)
+
+
+def chunking(line: str, known: Chunking) -> Chunking:
+    """What ``line`` says of chunked prefill, over what the log said before (``known``)."""
+    if (on := _ON.search(line)) is not None:
+        return (True, int(on.group(1)))
+    if "Chunked prefill is enabled" in line:  # V0's "enabled by default for ... > 32K"
+        return (True, known[1])
+    if _OFF.search(line) is not None:
+        return (False, known[1])
+    return known
+
+
+def profile_pass(chunked: Chunking) -> tuple[str, list[Fix]]:
+    """The cause and the fixes of CUDA running out of memory in vLLM's profiling pass."""
+    on, batched = chunked
+    cause = (
+        "CUDA ran out of memory in vLLM's profiling pass, after the weights and before the KV "
+        "cache is sized: one forward pass over max_num_batched_tokens tokens, which "
+        "--gpu-memory-utilization does not size"
+    )
+    gpus = Fix("flag", "--tensor-parallel-size N", note="more GPUs: each holds less weight")
+    context = Fix(
+        "flag",
+        "--max-model-len N",
+        note="a shorter context: with chunked prefill off, the pass is the whole context",
+    )
+    if on is False:
+        return (
+            cause + "; with chunked prefill off, the whole --max-model-len",
+            [
+                Fix(
+                    "flag",
+                    "--enable-chunked-prefill",
+                    note="the pass is then max_num_batched_tokens long, not the whole context",
+                ),
+                context,
+                gpus,
+            ],
+        )
+    if on and batched is not None:
+        half = batched // 2 // 256 * 256
+        if half < 1024:  # no shorter pass the scheduler takes beside its default sequences
+            return (cause, [gpus])
+        return (
+            cause,
+            [
+                Fix(
+                    "flag",
+                    f"--max-num-batched-tokens {half}",
+                    note=f"a shorter pass: half the {batched} it ran with",
+                ),
+                gpus,
+            ],
+        )
+    shorter = Fix(
+        "flag",
+        "--max-num-batched-tokens 4096",
+        note="a shorter pass where chunked prefill is on (V1's default); where it is off "
+        "(--no-enable-chunked-prefill, or V0 below a 32K context) the scheduler refuses a "
+        "value below max_model_len: turn it on, or shorten --max-model-len",
+    )
+    return (cause, [shorter, context, gpus])
