@@ -51,7 +51,7 @@ _PHASES: tuple[tuple[Phase, tuple[str, ...], re.Pattern[str]], ...] = (
     ),
     (
         "sized",
-        ("emory", "allocated", "pool", "cache size", "blocks"),
+        ("emory", "ache", "blocks"),
         re.compile(
             r"Memory profiling|Available KV cache memory|KV Cache is allocated|Memory pool end|"
             r"GPU KV cache size|# GPU blocks"
@@ -70,10 +70,10 @@ _PHASES: tuple[tuple[Phase, tuple[str, ...], re.Pattern[str]], ...] = (
         ),
     ),
 )
-# Every phase line holds one of these, a capture line the first, every out-of-memory error and
-# utilization "emory": doctor tests a line for them (plain substring tests, in doctor.py)
-# before any pattern here.
-NOTED = ("aptur", "oad", "emory", "blocks", "cache size", "pool", "allocated")
+# Every phase line holds one of these, a capture line the first (and every out-of-memory error
+# and utilization "emory", or torch's "total capacity"): doctor tests a line for them (plain
+# substring tests, in doctor.py) before any pattern here.
+NOTED = ("aptur", "oad", "emory", "ache", "blocks")
 # The allocation failure itself, as torch and the CUDA runtime word it (not the engines' hints
 # that mention running out of memory).
 OOM_WORDS = ("CUDA out of memory", "error: out of memory", "OutOfMemoryError")

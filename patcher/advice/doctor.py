@@ -246,12 +246,10 @@ def diagnose_lines(
             or (
                 phase not in ("sized", "capture")
                 and (
-                    "oad" in line
-                    or "emory" in line
+                    "emory" in line
+                    or "ache" in line
                     or "blocks" in line
-                    or "cache size" in line
-                    or "pool" in line
-                    or "allocated" in line
+                    or (phase != "loaded" and "oad" in line)  # past the weights: the cache
                 )
             )
         ):
@@ -261,7 +259,7 @@ def diagnose_lines(
                 oom = PREFIX.sub("", uncoloured(line)).strip()
             if "utilization" in line:
                 utilization = utilization_in(line) or utilization
-        if "hunked" in line:
+        if phase is None and "hunked" in line:  # the config, shown before the weights load
             chunked = chunking(line, chunked)
         if utilization is None and "non-default args" in line:
             utilization = utilization_in(line) or 0.9
