@@ -9,6 +9,8 @@ what the engine was doing, which the log's earlier lines say:
 - after the weights, before the KV cache is sized: vLLM's profiling pass, which
   ``--gpu-memory-utilization`` does not size; a shorter pass does (profile_pass.py). SGLang
   allocates its KV pool here, from ``--mem-fraction-static``: a lower fraction leaves room.
+- profiling the CUDA graphs' memory (vLLM 0.29: "Profiling CUDA graph memory", a capture beside a
+  minimal KV cache, still before the cache is sized): no graphs, or fewer.
 - after the KV cache is sized, before CUDA graphs: the cache was sized too close to the GPU's
   end. A lower ``--gpu-memory-utilization`` (vLLM) or ``--mem-fraction-static`` (SGLang)
   leaves the rest room.
@@ -35,7 +37,7 @@ from patcher.advice.log_rules import Fix
 from patcher.advice.profile_pass import Chunking, profile_pass
 from patcher.advice.startup_memory import fewer_sequences
 
-Phase = Literal["loading", "loaded", "sized", "capture", "warmup"]
+Phase = Literal["loading", "loaded", "graphs", "sized", "capture", "warmup"]
 
 # The phase lines, as vLLM (0.10 to 0.34, V1 and V0) and SGLang (0.5.x) log them, each with
 # words one of which its lines hold (a substring test before the pattern).
@@ -56,6 +58,11 @@ _PHASES: tuple[tuple[Phase, tuple[str, ...], re.Pattern[str]], ...] = (
             r"Memory profiling|Available KV cache memory|KV Cache is allocated|Memory pool end|"
             r"GPU KV cache size|# GPU blocks"
         ),
+    ),
+    (
+        "graphs",
+        ("graph memory",),
+        re.compile(r"Profiling CUDA graph memory"),
     ),
     (
         "loaded",
@@ -85,9 +92,10 @@ _RANK: dict[Phase | None, int] = {
     None: 0,
     "loading": 1,
     "loaded": 2,
-    "sized": 3,
-    "capture": 4,
-    "warmup": 5,
+    "graphs": 3,
+    "sized": 4,
+    "capture": 5,
+    "warmup": 6,
 }
 
 
@@ -145,6 +153,16 @@ def explain_oom(
         )
     if phase == "loaded" and not sglang:
         return profile_pass(chunked)
+    if phase == "graphs" and not sglang:
+        return (
+            "CUDA ran out of memory profiling the CUDA graphs' memory: vLLM captures them beside "
+            "a minimal KV cache before it sizes the cache, so --gpu-memory-utilization does not "
+            "size this",
+            [
+                Fix("flag", "--enforce-eager", note="no CUDA graphs to profile: slower decoding"),
+                Fix("flag", "--max-num-seqs 128", note="fewer CUDA graph sizes to capture"),
+            ],
+        )
     lower = _lower(fraction if sglang else utilization, sglang)
     if sglang:
         fixes = [lower]

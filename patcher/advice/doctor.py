@@ -249,7 +249,7 @@ def diagnose_lines(
                     "emory" in line
                     or "ache" in line
                     or "blocks" in line
-                    or (phase != "loaded" and "oad" in line)  # past the weights: the cache
+                    or (phase in (None, "loading") and "oad" in line)  # then: the cache
                 )
             )
         ):

@@ -131,6 +131,21 @@ def test_torch_s_words_quoted_from_their_second_sentence_are_the_error() -> None
     assert diagnose_text(f"{VLLM_LOADED}\nTried to allocate a new block").code is None
 
 
+def test_vllm_out_of_memory_profiling_the_graphs_gets_no_graphs_or_fewer() -> None:
+    # vLLM 0.29's worker captures the graphs beside a minimal KV cache before sizing the
+    # cache: the share does not size this either
+    profiling = (
+        "(EngineCore pid=2) INFO 04-14 23:39:44 [gpu_model_runner.py:5876] Profiling CUDA graph "
+        "memory: PIECEWISE=51 (largest=512), FULL=35 (largest=256)"
+    )
+    texts = _texts([VLLM_ARGS, VLLM_LOADED, profiling, TORCH_OOM])
+    assert texts == ["--enforce-eager", "--max-num-seqs 128"]
+    # and the cache sized after it is still the later phase
+    assert _texts([VLLM_ARGS, VLLM_LOADED, profiling, VLLM_SIZED, TORCH_OOM]) == [
+        "--gpu-memory-utilization 0.9"
+    ]
+
+
 def test_sglang_out_of_memory_after_the_weights_still_lowers_the_static_fraction() -> None:
     # SGLang allocates its KV pool from the fraction right after the weights
     texts = _texts([SGLANG_ARGS, SGLANG_LOADING, SGLANG_LOADED, TORCH_OOM])
@@ -144,6 +159,7 @@ def test_the_profiling_pass_runs_before_the_cache_is_sized_in_the_read_releases(
     assert v1.index("self.model_runner.profile_run()") < v1.index("self.requested_memory")
     assert "self._dummy_run(" in v1 and "enable_chunked_prefill: bool = True" in v1
     assert "smaller than max_model_len" in v1  # chunked prefill off: the pass is the context
+    assert '"Profiling CUDA graph memory: %s"' in v1  # the graphs, still before the cache
     # V0: the same order, and its own reason to turn chunked prefill on over 32K
     assert v0.index("profile_run()") < v0.index("gpu_memory_utilization")
     assert "to avoid OOM errors in the" in v0
@@ -235,6 +251,7 @@ PHASE_LINES = [
     "INFO 05-05 23:52:00 [loader.py:458] Loading weights took 22.82 seconds",
     "INFO 07-25 07:23:45 model_runner.py:732] Loading model weights took 2.3463 GB",
     "INFO 08-21 10:00:00 [gpu_worker.py:1] Memory profiling takes 4.2 seconds",
+    "INFO 04-14 23:39:44 [gpu_model_runner.py:5876] Profiling CUDA graph memory: PIECEWISE=51",
     "INFO 08-21 10:00:00 [gpu_worker.py:1] Available KV cache memory: 40.1 GiB",
     "[2025-05-09 19:11:16 TP0] KV Cache is allocated. #tokens: 86461, K size: 5.11 GB",
     "[2025-05-09 19:11:16 TP0] Memory pool end. avail mem=4.38 GB",
