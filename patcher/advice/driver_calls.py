@@ -40,6 +40,7 @@ def _symmetric_memory(ctx: LogContext) -> list[Fix]:
     return vllm_env(
         "VLLM_ALLREDUCE_USE_SYMM_MEM=0",
         "with tensor parallelism: vLLM all-reduces without torch's symmetric memory",
+        ctx.version,
     )
 
 

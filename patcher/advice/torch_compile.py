@@ -114,7 +114,7 @@ def from_compile_cache(line: str, ctx: LogContext) -> Diagnosis | None:
         )
     ]
     fixes += vllm_env(
-        "VLLM_DISABLE_COMPILE_CACHE=1", "compile without reading or writing the cache"
+        "VLLM_DISABLE_COMPILE_CACHE=1", "compile without reading or writing the cache", ctx.version
     )
     cause = (
         f"the code that raised it is vLLM's cached torch.compile artifact ({directory}), not "

@@ -46,6 +46,9 @@ def test_tensor_parallelism_adds_vllm_s_symmetric_memory_switch() -> None:
     sglang = "[2026-05-06 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=2)\n"
     sglang += "RuntimeError: CUDA driver error: device not ready\n"
     assert all("VLLM_" not in f.text for f in diagnose_text(sglang).fixes)
+    # nor a log of a release older than the first read that has the switch (0.11.0)
+    older = "INFO 05-06 10:00:00 [api_server.py:1] vLLM API server version 0.10.2\n" + _log(2)
+    assert all("VLLM_" not in f.text for f in diagnose_text(older).fixes)
 
 
 def test_the_driver_out_of_memory_is_not_a_refused_call() -> None:
