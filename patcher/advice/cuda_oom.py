@@ -35,7 +35,7 @@ from typing import Literal
 
 from patcher.advice.log_rules import Fix
 from patcher.advice.profile_pass import Chunking, profile_pass
-from patcher.advice.startup_memory import fewer_sequences
+from patcher.advice.startup_memory import fewer_sequences, more_gpus
 
 Phase = Literal["loading", "loaded", "graphs", "sized", "capture", "warmup"]
 
@@ -144,7 +144,7 @@ def explain_oom(
             "CUDA ran out of memory while loading the weights: they do not fit on these GPUs "
             "(the KV cache is sized after them, so no memory setting helps)",
             [
-                Fix("flag", f"{tp} N", note="more GPUs: N times the memory for the weights"),
+                more_gpus(tp),
                 Fix(
                     "advice",
                     "a smaller or quantized checkpoint, or free the GPU of other processes",
@@ -152,7 +152,7 @@ def explain_oom(
             ],
         )
     if phase == "loaded" and not sglang:
-        return profile_pass(chunked)
+        return profile_pass(chunked, gpu)
     if phase == "graphs" and not sglang:
         return (
             "CUDA ran out of memory profiling the CUDA graphs' memory: vLLM captures them beside "

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 
 from patcher.advice.log_rules import Fix
+from patcher.advice.startup_memory import large_gpu, more_gpus
 
 # Chunked prefill as the log shows it (None: not shown), and the max_num_batched_tokens it ran.
 Chunking = tuple[bool | None, int | None]
@@ -47,15 +48,16 @@ def chunking(line: str, known: Chunking) -> Chunking:
     return known
 
 
-def profile_pass(chunked: Chunking) -> tuple[str, list[Fix]]:
-    """The cause and the fixes of CUDA running out of memory in vLLM's profiling pass."""
+def profile_pass(chunked: Chunking, gpu: tuple[int, int] | None = None) -> tuple[str, list[Fix]]:
+    """The cause and the fixes of CUDA running out of memory in vLLM's profiling pass (the GPU
+    the log names, by compute capability, sizes the batch where the log shows none)."""
     on, batched = chunked
     cause = (
         "CUDA ran out of memory in vLLM's profiling pass, after the weights and before the KV "
         "cache is sized: one forward pass over max_num_batched_tokens tokens, which "
         "--gpu-memory-utilization does not size"
     )
-    gpus = Fix("flag", "--tensor-parallel-size N", note="more GPUs: each holds less weight")
+    gpus = more_gpus()
     context = Fix(
         "flag",
         "--max-model-len N",
@@ -89,11 +91,17 @@ def profile_pass(chunked: Chunking) -> tuple[str, list[Fix]]:
                 gpus,
             ],
         )
+    # The API server's default batch (arg_utils, 0.29.0): 8192 (16384 from 160 GiB) on a GPU
+    # of 70 GiB or more, 2048 below. Half of it, or 1024 where the GPU is not named: below
+    # every default, and not below the default sequences (1024 at most).
+    large = large_gpu(gpu)
     shorter = Fix(
         "flag",
-        "--max-num-batched-tokens 4096",
-        note="a shorter pass where chunked prefill is on (V1's default); where it is off "
-        "(--no-enable-chunked-prefill, or V0 below a 32K context) the scheduler refuses a "
-        "value below max_model_len: turn it on, or shorten --max-model-len",
+        f"--max-num-batched-tokens {4096 if large else 1024}",
+        note="a shorter pass than the server's default batch ("
+        + ("8192 or more on this GPU" if large else "2048 or more")
+        + "); where chunked prefill is off (--no-enable-chunked-prefill, or V0 below a 32K "
+        "context) the scheduler refuses a value below max_model_len: turn it on, or shorten "
+        "--max-model-len",
     )
     return (cause, [shorter, context, gpus])

@@ -122,6 +122,12 @@ _SEQS_1024_FROM = (0, 8, 5)
 _LARGE_ONLY = frozenset({9, 10})
 
 
+def large_gpu(gpu: tuple[int, int] | None) -> bool:
+    """Whether the GPU a log names (its compute capability) has 70 GiB or more, as vLLM's
+    server defaults tell GPUs apart (arg_utils: more sequences and a larger batch above)."""
+    return gpu is not None and gpu[0] in _LARGE_ONLY
+
+
 def fewer_sequences(
     version: tuple[int, ...] | None, gpu: tuple[int, int] | None, run: str, more: str = ""
 ) -> Fix:
@@ -130,7 +136,7 @@ def fewer_sequences(
     GPU that has 70 GiB or more; else 256, the default everywhere else, said unsure where the
     log names no GPU. Never the default itself: a flag that changes nothing is no fix."""
     recent = version is None or version >= _SEQS_1024_FROM
-    default = 1024 if recent and gpu is not None and gpu[0] in _LARGE_ONLY else 256
+    default = 1024 if recent and large_gpu(gpu) else 256
     unsure = default == 256 and recent and gpu is None
     return Fix(
         "flag",
@@ -186,6 +192,14 @@ def within_available(line: str) -> list[Fix]:
 
 # The way out every memory shortage of vLLM's shares: the weights split over more GPUs.
 MORE_GPUS = Fix("advice", "more GPUs: --tensor-parallel-size N divides the weights")
+
+
+def more_gpus(flag: str = "--tensor-parallel-size") -> Fix:
+    """The weights split over N GPUs, as the engine's tensor-parallel ``flag``: a way out of
+    memory where no share of the GPU is (loading the weights, vLLM's profiling pass)."""
+    return Fix("flag", f"{flag} N", note="more GPUs: each holds 1/N of the weights")
+
+
 # SGLang's data-parallel attention splits the attention weights over tensor-parallel size / dp
 # size GPUs only, each data-parallel rank holding a copy: 0.4.1 sets the dp size to the tp size
 # and builds every attention projection ReplicatedLinear and the embedding unsplit

@@ -77,12 +77,16 @@ def test_vllm_out_of_memory_in_the_profiling_pass_shortens_the_pass_not_the_shar
     found = diagnose_text("\n".join([VLLM_ARGS, VLLM_LOADED, TORCH_OOM]))
     texts = [f.text for f in found.fixes]
     assert not any("utilization" in t for t in texts), texts
+    # no GPU named: below every default batch of the server (2048 under 70 GiB)
     assert texts == [
-        "--max-num-batched-tokens 4096",
+        "--max-num-batched-tokens 1024",
         "--max-model-len N",
         "--tensor-parallel-size N",
     ]
     assert "profiling pass" in found.cause
+    # an H100's default is 8192: half of it
+    h100 = "INFO 03-18 10:02:40 [cuda.py:96] GPU: NVIDIA H100 80GB HBM3"
+    assert _texts([h100, VLLM_ARGS, VLLM_LOADED, TORCH_OOM])[0] == "--max-num-batched-tokens 4096"
 
 
 @pytest.mark.parametrize(
@@ -160,6 +164,9 @@ def test_the_profiling_pass_runs_before_the_cache_is_sized_in_the_read_releases(
     assert "self._dummy_run(" in v1 and "enable_chunked_prefill: bool = True" in v1
     assert "smaller than max_model_len" in v1  # chunked prefill off: the pass is the context
     assert '"Profiling CUDA graph memory: %s"' in v1  # the graphs, still before the cache
+    # the server's default batch: 8192 from 70 GiB, 2048 below (1024 is under both)
+    assert "UsageContext.OPENAI_API_SERVER: 8192," in v1
+    assert "UsageContext.OPENAI_API_SERVER: 2048," in v1
     # V0: the same order, and its own reason to turn chunked prefill on over 32K
     assert v0.index("profile_run()") < v0.index("gpu_memory_utilization")
     assert "to avoid OOM errors in the" in v0
