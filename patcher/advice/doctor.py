@@ -67,6 +67,7 @@ from patcher.advice.log_rules import (
     Rule,
 )
 from patcher.advice.mistral_format import by_params_assert
+from patcher.advice.nccl_transports import UNHANDLED, last_error
 from patcher.advice.optional_imports import by_optional_import
 from patcher.advice.profile_pass import Chunking, chunking
 from patcher.advice.remote_tokenizers import REMOTE_FILE
@@ -383,6 +384,12 @@ def diagnose_lines(
             command,
         )
         matched = _first_rule(line) if marked_line else None
+        if matched is not None and matched[1][1] is UNHANDLED:
+            # torch's NCCL error: NCCL's own last warning follows it, and is the root
+            ctx = replace(ctx, nccl_last_error=last_error(line, stream))
+            said = ctx.nccl_last_error
+            if said is not None and (root_rule := _first_rule(f"NCCL WARN {said}")) is not None:
+                matched, line = root_rule, said
         if matched is not None:
             found, (rule, _, explain) = matched
             cause, fixes = explain(found, ctx)

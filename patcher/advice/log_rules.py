@@ -113,6 +113,9 @@ class LogContext:
     dp_attention: bool = False
     # Whether vLLM said it runs its V2 model runner ("Using V2 Model Runner", gpu_worker.py).
     v2_runner: bool = False
+    # NCCL's last warning, which torch appends to its NCCL errors after "Last error:"
+    # (nccl_transports.last_error), when the log shows it.
+    nccl_last_error: str | None = None
 
     def engines(self) -> tuple[Engine, ...]:
         """The engine the log shows, or both engines read where it shows none."""

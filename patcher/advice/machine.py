@@ -34,7 +34,14 @@ from patcher.advice.kernels import torch_refuses
 from patcher.advice.log_rules import Fix, LogContext, Rule
 from patcher.advice.logging_config import LOGGING_MARKERS, LOGGING_RULES
 from patcher.advice.module_names import MODULE_NAME_MARKERS, MODULE_NAME_RULES
-from patcher.advice.nccl_transports import FAILED, UNHANDLED, transport_failed, unhandled
+from patcher.advice.nccl_transports import (
+    FAILED,
+    PEER,
+    UNHANDLED,
+    peer_unsupported,
+    transport_failed,
+    unhandled,
+)
 from patcher.advice.proxies import PROXIED_REQUEST, WARMUP_REFUSED, proxied_request, warmup_refused
 from patcher.advice.ptxas_archs import PTXAS_MARKERS, PTXAS_RULES
 from patcher.advice.pythons import FIRSTLINENO, python_too_new
@@ -427,6 +434,7 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
     *BNB_CHECKPOINT_RULES,
     *DEPENDENCY_CHECK_RULES,
     ("nccl-transport", FAILED, transport_failed),
+    ("nccl-transport", PEER, peer_unsupported),
     ("nccl-unhandled", UNHANDLED, unhandled),
     ("server-proxy", WARMUP_REFUSED, warmup_refused),
     ("server-proxy", PROXIED_REQUEST, proxied_request),

@@ -613,6 +613,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     from tests.advice.test_marlin import MARLIN_LINES
     from tests.advice.test_mistral_format import MISTRAL_LINES
     from tests.advice.test_module_names import MODULE_NAME_LINES
+    from tests.advice.test_nccl_transports import NCCL_LINES
     from tests.advice.test_ptxas_archs import PTXAS_LINES
     from tests.advice.test_ray_cluster import RAY_LINES
     from tests.advice.test_remote_tokenizers import REMOTE_TOKENIZER_LINES
@@ -664,6 +665,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
         + DEPENDENCY_LINES
         + MODULE_NAME_LINES
         + AUTO_REGISTER_LINES
+        + NCCL_LINES
     )
     for code, pattern, _ in RULES:
         hits = [error for error in errors if pattern.search(error)]
