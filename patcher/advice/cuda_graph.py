@@ -4,7 +4,16 @@ graph failed: {e}" with its ``CUDA_GRAPH_CAPTURE_FAILED_MSG`` (a smaller
 ``--cuda-graph-max-bs``, no ``--enable-torch-compile``, ``--disable-cuda-graph``); the flags
 are looked up in the flags each release's parser defines (0.5.14 adds
 ``--cuda-graph-max-bs-decode``; 0.5.20 is the last with ``--cuda-graph-max-bs``). vLLM runs
-without CUDA graphs with ``--enforce-eager`` (every release read)."""
+without CUDA graphs with ``--enforce-eager`` (every release read).
+
+A capture refuses a read back to the CPU. SGLang's ``--enable-expert-distribution-metrics``
+makes its recorder read the experts' utilisation back (``.item()``, in
+``eplb/expert_distribution.py``'s ``_append_utilization_rate``) at the end of every model
+forward pass (``ModelRunner.forward`` wraps every pass in the recorder), and EAGLE's
+multi-step draft runs that forward inside its capture for every step but the last
+(``eagle_worker_v2.draft_forward`` stops before the last step's forward), so the flag and
+``--speculative-num-steps`` above 1 refuse the draft's capture (SGLang 0.5.15.post1;
+snapshots/engines/sglang-capture-host-read.txt)."""
 
 from __future__ import annotations
 
@@ -39,6 +48,16 @@ def explain_cuda_graph(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
             [Fix("flag", "--enforce-eager", note="no CUDA graphs: decoding is slower")],
         )
     fixes: list[Fix] = []
+    if ctx.expert_metrics and "capturing" in m.line:
+        fixes.append(
+            Fix(
+                "advice",
+                "leave out --enable-expert-distribution-metrics, or with speculative "
+                "decoding --speculative-num-steps 1",
+                note="its recorder reads the experts' utilisation back to the CPU after every "
+                "forward pass, which a capture refuses; a one-step draft captures no forward",
+            )
+        )
     if (every := _releases("--disable-cuda-graph")) is not None:
         fixes.append(Fix("flag", "--disable-cuda-graph", note=f"{every}; decoding is slower"))
     fixes.append(

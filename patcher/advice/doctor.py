@@ -158,6 +158,7 @@ def diagnose_lines(
     fraction: float | None = None
     draft = False
     dp_attention = v2_runner = False  # SGLang's DP attention on; vLLM said it runs V2
+    expert_metrics = False  # SGLang records the experts' distribution as metrics
     tp: int | None = None
     pp: int | None = None
     quantization: str | None = None
@@ -238,6 +239,7 @@ def diagnose_lines(
         if "mem_fraction_static=" in line and (ran := facts.FRACTION.search(line)):
             fraction = float(ran.group(1))
             dp_attention = dp_attention or "enable_dp_attention=True" in line
+            expert_metrics = expert_metrics or "enable_expert_distribution_metrics=True" in line
         if not draft and "peculative" in line:
             draft = facts.SPECULATIVE.search(line) is not None
         # Plain substring tests first (most lines of a log are none of these; docs/benchmark.md),
@@ -380,6 +382,7 @@ def diagnose_lines(
                 hybrid_off=hybrid_off,
                 dp_attention=dp_attention,
                 v2_runner=v2_runner,
+                expert_metrics=expert_metrics,
             ),
             command,
         )

@@ -135,11 +135,12 @@ def command_after(lines: Iterator[str]) -> str | None:
 
 def with_command(ctx: LogContext, command: str | None) -> LogContext:
     """``ctx`` with what ``command`` (a server's command line, where the log quotes one) shows
-    added: its speculative decoding and SGLang's data-parallel attention."""
+    added: its speculative decoding, SGLang's data-parallel attention and expert metrics."""
     if command is None:
         return ctx
     return replace(
         ctx,
         draft=ctx.draft or SPECULATIVE.search(command) is not None,
         dp_attention=ctx.dp_attention or "--enable-dp-attention" in command,
+        expert_metrics=ctx.expert_metrics or "--enable-expert-distribution-metrics" in command,
     )

@@ -113,6 +113,10 @@ class LogContext:
     dp_attention: bool = False
     # Whether vLLM said it runs its V2 model runner ("Using V2 Model Runner", gpu_worker.py).
     v2_runner: bool = False
+    # Whether SGLang records the experts' distribution as metrics (its server_args'
+    # enable_expert_distribution_metrics=True, the command's flag): a GPU-to-CPU read at the
+    # end of every forward pass (cuda_graph.py).
+    expert_metrics: bool = False
     # NCCL's last warning, which torch appends to its NCCL errors after "Last error:"
     # (nccl_transports.last_error), when the log shows it.
     nccl_last_error: str | None = None

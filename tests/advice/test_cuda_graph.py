@@ -46,3 +46,30 @@ def test_vllms_capture_failure_is_enforce_eager() -> None:
         "RuntimeError: Cannot call CUDAGeneratorImpl::current_seed during CUDA graph capture.\n"
     )
     assert [f.text for f in found.fixes] == ["--enforce-eager"]
+
+
+def test_sglangs_expert_metrics_inside_a_capture_are_left_out_first() -> None:
+    # SGLang 0.5.15.post1 (snapshots/engines/sglang-capture-host-read.txt): the recorder reads
+    # back to the CPU after every forward pass, and EAGLE's draft captures the forward
+    from tests.conftest import SNAPSHOTS
+
+    reading = (SNAPSHOTS / "engines" / "sglang-capture-host-read.txt").read_text()
+    assert "utilization_rate_gpu.item()" in reading and "with_forward_pass(" in reading
+    assert "if i == self.speculative_num_steps - 1:" in reading
+    refused = (
+        "torch.AcceleratorError: CUDA error: operation not permitted when stream is capturing\n"
+    )
+    for shown in (
+        "[2026-07-22 15:40:01] server_args=ServerArgs(model_path='/m', mem_fraction_static=0.8,"
+        " enable_expert_distribution_metrics=True, speculative_num_steps=3)\n",
+        "$ python3 -m sglang.launch_server --model-path /m --speculative-algorithm EAGLE "
+        "--speculative-num-steps 3 --enable-expert-distribution-metrics\n",
+    ):
+        found = diagnose_text(shown + refused)
+        assert found.code == "cuda-graph"
+        assert found.fixes[0].text.startswith("leave out --enable-expert-distribution-metrics")
+        assert "--speculative-num-steps 1" in found.fixes[0].text
+        assert "--disable-cuda-graph" in [f.text for f in found.fixes]
+    # without the flag, nothing about the metrics
+    plain = diagnose_text(_INNER)
+    assert all("expert" not in f.text for f in plain.fixes)
