@@ -387,7 +387,7 @@ def diagnose_lines(
             command,
         )
         matched = _first_rule(line) if marked_line else None
-        if matched is not None and matched[1][1] is UNHANDLED:
+        if matched is not None and matched[1][1] is UNHANDLED and not warning:
             # torch's NCCL error: NCCL's own last warning follows it, and is the root
             ctx = replace(ctx, nccl_last_error=last_error(line, stream))
             said = ctx.nccl_last_error

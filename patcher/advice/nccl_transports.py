@@ -101,11 +101,11 @@ def last_error(line: str, lines: Iterator[str]) -> str | None:
     warning, on a line or the next), from that line or the next few of ``lines`` (used up)."""
     after = False
     for raw in chain((line,), islice(lines, LAST_ERROR_WITHIN)):
-        line = PREFIX.sub("", raw).strip()
-        if after and line:
-            return line
-        if (at := line.find("Last error:")) >= 0:
-            said = line[at + len("Last error:") :].strip()
+        text = PREFIX.sub("", raw).strip()
+        if after and text:
+            return text
+        if (at := text.find("Last error:")) >= 0:
+            said = text[at + len("Last error:") :].strip()
             if said:
                 return None if said == "Unknown NCCL Error" else said
             after = True

@@ -88,3 +88,16 @@ def test_the_custom_all_reduces_and_torchs_own_peer_failures_stay_theirs() -> No
     assert kernel.code == "custom-all-reduce"
     torch_op = diagnose_text("RuntimeError: CUDA error: " + PEER + "\n")
     assert torch_op.code != "nccl-transport"
+
+
+def test_an_nccl_error_the_engine_warned_of_and_went_on_from_leaves_the_lines_after_it() -> None:
+    # the last warning is read only for the error that stopped the engine: a warning's lines
+    # after it are the log's, and the root among them is still found
+    log = (
+        "WARNING 01-20 13:01:00 [parallel_state.py:1] NCCL error: unhandled cuda error, "
+        "falling back\n"
+        "ValueError: The model's max seq len (32768) is larger than the maximum number of "
+        "tokens that can be stored in KV cache (2400).\n"
+    )
+    found = diagnose_text(log)
+    assert found.code != "nccl-unhandled" and "max seq len" in (found.error or "")
