@@ -52,10 +52,11 @@ def explain_cuda_graph(m: Matched, ctx: LogContext) -> tuple[str, list[Fix]]:
         fixes.append(
             Fix(
                 "advice",
-                "leave out --enable-expert-distribution-metrics, or with speculative "
-                "decoding --speculative-num-steps 1",
+                "leave out --enable-expert-distribution-metrics"
+                + (", or --speculative-num-steps 1" if ctx.draft else ""),
                 note="its recorder reads the experts' utilisation back to the CPU after every "
-                "forward pass, which a capture refuses; a one-step draft captures no forward",
+                "forward pass, which a capture refuses"
+                + ("; a one-step draft captures no forward" if ctx.draft else ""),
             )
         )
     if (every := _releases("--disable-cuda-graph")) is not None:

@@ -61,7 +61,8 @@ def test_sglangs_expert_metrics_inside_a_capture_are_left_out_first() -> None:
     )
     for shown in (
         "[2026-07-22 15:40:01] server_args=ServerArgs(model_path='/m', mem_fraction_static=0.8,"
-        " enable_expert_distribution_metrics=True, speculative_num_steps=3)\n",
+        " enable_expert_distribution_metrics=True, speculative_algorithm='EAGLE',"
+        " speculative_num_steps=3)\n",
         "$ python3 -m sglang.launch_server --model-path /m --speculative-algorithm EAGLE "
         "--speculative-num-steps 3 --enable-expert-distribution-metrics\n",
     ):
@@ -70,6 +71,10 @@ def test_sglangs_expert_metrics_inside_a_capture_are_left_out_first() -> None:
         assert found.fixes[0].text.startswith("leave out --enable-expert-distribution-metrics")
         assert "--speculative-num-steps 1" in found.fixes[0].text
         assert "--disable-cuda-graph" in [f.text for f in found.fixes]
-    # without the flag, nothing about the metrics
+    # without speculative decoding, the flag alone; without the flag, nothing about it
+    alone = diagnose_text(
+        "$ python3 -m sglang.launch_server --enable-expert-distribution-metrics\n" + refused
+    )
+    assert alone.fixes[0].text == "leave out --enable-expert-distribution-metrics"
     plain = diagnose_text(_INNER)
     assert all("expert" not in f.text for f in plain.fixes)
