@@ -88,6 +88,9 @@ OOM_WORDS = ("CUDA out of memory", "error: out of memory", "OutOfMemoryError")
 _UTILIZATION = re.compile(r"gpu[_-]memory[_-]utilization'?[:= ] ?([\d.]+)")
 
 
+# The largest batch vLLM captures a CUDA graph for follows max_num_seqs: fewer, fewer graphs
+_FEWER_GRAPHS = Fix("flag", "--max-num-seqs 128", note="fewer CUDA graph sizes to capture")
+
 _RANK: dict[Phase | None, int] = {
     None: 0,
     "loading": 1,
@@ -160,7 +163,7 @@ def explain_oom(
             "size this",
             [
                 Fix("flag", "--enforce-eager", note="no CUDA graphs to profile: slower decoding"),
-                Fix("flag", "--max-num-seqs 128", note="fewer CUDA graph sizes to capture"),
+                _FEWER_GRAPHS,
             ],
         )
     lower = _lower(fraction if sglang else utilization, sglang)
@@ -183,7 +186,7 @@ def explain_oom(
         fixes = [
             Fix("flag", "--enforce-eager", note="no CUDA graphs: slower decoding"),
             lower,
-            Fix("flag", "--max-num-seqs 128", note="fewer CUDA graph sizes to capture"),
+            _FEWER_GRAPHS,
         ]
     return (_cause(phase, "the KV cache --gpu-memory-utilization sized"), fixes)
 

@@ -389,8 +389,8 @@ def diagnose_lines(
         matched = _first_rule(line) if marked_line else None
         if matched is not None and matched[1][1] is UNHANDLED and not warning:
             # torch's NCCL error: NCCL's own last warning follows it, and is the root
-            ctx = replace(ctx, nccl_last_error=last_error(line, stream))
-            said = ctx.nccl_last_error
+            said = last_error(line, stream)
+            ctx = replace(ctx, nccl_last_error=said)
             if said is not None and (root_rule := _first_rule(f"NCCL WARN {said}")) is not None:
                 matched, line = root_rule, said
         if matched is not None:

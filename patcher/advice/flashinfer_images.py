@@ -67,7 +67,7 @@ def _sglang(sampling: bool) -> list[Fix]:
 def _vllm(sampling: bool, ctx: LogContext) -> list[Fix]:
     """vLLM without FlashInfer's kernels: its sampler switched off (envs.py, per release read),
     its attention backend left to vLLM's choice."""
-    sampler, attention = sampler_off(version=ctx.version), unforce(ctx.version)
+    sampler, attention = sampler_off(ctx.version), unforce(ctx.version)
     return [*sampler, *attention] if sampling else [*attention, *sampler]
 
 

@@ -40,7 +40,7 @@ def _arch(gpu: tuple[int, int]) -> str:
     return f"{major}.{minor}a" if major >= 9 else f"{major}.{minor}"
 
 
-def sampler_off(where: str = "", version: tuple[int, ...] | None = None) -> list[Fix]:
+def sampler_off(version: tuple[int, ...] | None, where: str = "") -> list[Fix]:
     """vLLM's switch from FlashInfer's top-k/top-p sampling to PyTorch's own (envs.py), for the
     releases read that have it; none where no release read has it, or for a log's ``version``
     older than the first that does."""
@@ -55,7 +55,7 @@ def no_arch(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     """FlashInfer's JIT refusing: the GPU older than 7.5, or (on a newer one) the CUDA
     toolkit it compiles with too old for the GPU, or no GPU seen by that process."""
     where = "where the traceback runs through FlashInfer's sampling (flashinfer/sampling.py): "
-    sampler = sampler_off(where, ctx.version) if ctx.engine != "sglang" else []
+    sampler = sampler_off(ctx.version, where) if ctx.engine != "sglang" else []
     if ctx.gpu is not None and ctx.gpu < (7, 5):
         major, minor = ctx.gpu
         return (

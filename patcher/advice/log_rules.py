@@ -33,10 +33,11 @@ class Fix:
     note: str | None = None  # prose about it, never inside text
 
 
-def vllm_env(assignment: str, effect: str, version: tuple[int, ...] | None = None) -> list[Fix]:
+def vllm_env(assignment: str, effect: str, version: tuple[int, ...] | None) -> list[Fix]:
     """``VAR=value`` as a fix, where vLLM reads ``VAR`` in a release read (envs.py), its
     ``effect`` noted with those releases; none where no release read has it, or where the
-    log's ``version`` is older than the first release read that has it."""
+    log's ``version`` is older than the first release read that has it (``None``: the log
+    names no release; every caller passes the log's, so none offers an env it predates)."""
     read = feature_releases("vllm", "env", assignment.split("=", 1)[0])
     if not read or (version is not None and version < version_key(read[0])):
         return []
