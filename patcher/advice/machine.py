@@ -21,6 +21,7 @@ from patcher.advice.dependency_checks import DEPENDENCY_CHECK_MARKERS, DEPENDENC
 from patcher.advice.driver_calls import DRIVER_CALL_MARKERS, DRIVER_CALL_RULES
 from patcher.advice.engine_exports import LIBRARIES, module_elsewhere
 from patcher.advice.extensions import torch_pin
+from patcher.advice.flash_attn_keywords import FLASH_ATTN_KEYWORD_MARKERS, FLASH_ATTN_KEYWORD_RULES
 from patcher.advice.flashinfer_images import FLASHINFER_IMAGE_MARKERS, FLASHINFER_IMAGE_RULES
 from patcher.advice.flashinfer_jit import (
     BUILD_FAILED,
@@ -433,6 +434,7 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
     *CUSTOM_ALL_REDUCE_RULES,
     *BNB_CHECKPOINT_RULES,
     *DEPENDENCY_CHECK_RULES,
+    *FLASH_ATTN_KEYWORD_RULES,
     ("nccl-transport", FAILED, transport_failed),
     ("nccl-transport", PEER, peer_unsupported),
     ("nccl-unhandled", UNHANDLED, unhandled),
@@ -474,6 +476,7 @@ ENVIRONMENT_MARKERS = (
     *CUSTOM_OPS_MARKERS,
     *CUSTOM_ALL_REDUCE_MARKERS,
     *BNB_CHECKPOINT_MARKERS,
+    *FLASH_ATTN_KEYWORD_MARKERS,
     *RENDEZVOUS_MARKERS,
     *TORCHVISION_MARKERS,
     *GLIBC_MARKERS,

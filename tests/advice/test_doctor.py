@@ -603,6 +603,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     from tests.advice.test_engine_defects import DEFECT_LINES
     from tests.advice.test_env_bounds import ENV_BOUND_LINES
     from tests.advice.test_flag_choices import PARSER_LINES
+    from tests.advice.test_flash_attn_keywords import FLASH_ATTN_LINES
     from tests.advice.test_flashinfer_dispatch import FLASHINFER_DISPATCH_LINES
     from tests.advice.test_flashinfer_images import FLASHINFER_IMAGE_LINES
     from tests.advice.test_glibc import GLIBC_LINES
@@ -666,6 +667,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
         + MODULE_NAME_LINES
         + AUTO_REGISTER_LINES
         + NCCL_LINES
+        + FLASH_ATTN_LINES
     )
     for code, pattern, _ in RULES:
         hits = [error for error in errors if pattern.search(error)]
