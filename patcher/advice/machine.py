@@ -30,6 +30,7 @@ from patcher.advice.flashinfer_jit import (
     kernel_unbuilt,
     no_arch,
 )
+from patcher.advice.flashinfer_release import FLASHINFER_RELEASE_MARKERS, FLASHINFER_RELEASE_RULES
 from patcher.advice.glibc import GLIBC_MARKERS, GLIBC_RULES
 from patcher.advice.kernels import torch_refuses
 from patcher.advice.log_rules import Fix, LogContext, Rule
@@ -435,6 +436,7 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
     *BNB_CHECKPOINT_RULES,
     *DEPENDENCY_CHECK_RULES,
     *FLASH_ATTN_KEYWORD_RULES,
+    *FLASHINFER_RELEASE_RULES,
     ("nccl-transport", FAILED, transport_failed),
     ("nccl-transport", PEER, peer_unsupported),
     ("nccl-unhandled", UNHANDLED, unhandled),
@@ -477,6 +479,7 @@ ENVIRONMENT_MARKERS = (
     *CUSTOM_ALL_REDUCE_MARKERS,
     *BNB_CHECKPOINT_MARKERS,
     *FLASH_ATTN_KEYWORD_MARKERS,
+    *FLASHINFER_RELEASE_MARKERS,
     *RENDEZVOUS_MARKERS,
     *TORCHVISION_MARKERS,
     *GLIBC_MARKERS,

@@ -606,6 +606,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
     from tests.advice.test_flash_attn_keywords import FLASH_ATTN_LINES
     from tests.advice.test_flashinfer_dispatch import FLASHINFER_DISPATCH_LINES
     from tests.advice.test_flashinfer_images import FLASHINFER_IMAGE_LINES
+    from tests.advice.test_flashinfer_release import FLASHINFER_RELEASE_LINES
     from tests.advice.test_glibc import GLIBC_LINES
     from tests.advice.test_hybrid_manager import HYBRID_MANAGER_LINES
     from tests.advice.test_logging_config import LOGGING_LINES
@@ -668,6 +669,7 @@ def test_every_rule_has_a_case_and_needs_a_marker_the_line_filter_knows() -> Non
         + AUTO_REGISTER_LINES
         + NCCL_LINES
         + FLASH_ATTN_LINES
+        + FLASHINFER_RELEASE_LINES
     )
     for code, pattern, _ in RULES:
         hits = [error for error in errors if pattern.search(error)]
