@@ -52,7 +52,8 @@ _DROP = re.compile(
     re.IGNORECASE,
 )
 _DIRECTION = re.compile(
-    r"\b(increase|raise|larger|higher|decrease|reduce|lower|smaller)\b[\w ]{0,30}?"
+    # a word of the message, not the end of a flag's name ("--disable-custom-all-reduce")
+    r"(?<![-\w])(increase|raise|larger|higher|decrease|reduce|lower|smaller)\b[\w ]{0,30}?"
     r"`?(--[a-z0-9][a-z0-9-]*)`?",
     re.IGNORECASE,
 )
@@ -91,13 +92,21 @@ _REFUSED_AFTER = re.compile(
     re.I,
 )
 _REFUSED_BEFORE = re.compile(
-    r"(?:not (?:supported|compatible|allowed)|incompatible|cannot be used|unsupported)\s*$",
+    r"(?:not (?:supported|compatible|allowed)|incompatible|cannot be (?:used|combined)|"
+    r"unsupported)(?:\s+together)?\s*$",
     re.I,
 )
 # What a message refuses beside another setting: "X=1 is not supported with NAME=VALUE".
 _REFUSED_WITH = re.compile(
-    r"(?:not (?:supported|compatible|allowed)|incompatible|cannot be used)\s+"
+    r"(?:not (?:supported|compatible|allowed)|incompatible|cannot be (?:used|combined))\s+"
     r"(?:together\s+)?(?:with|alongside)\s*$",
+    re.I,
+)
+# "--disable-custom-all-reduce cannot be combined with --enable-deterministic-inference": the
+# flag a message refuses together with another, the sentence's subject.
+_REFUSED_PAIR = re.compile(
+    r"`?(--[a-z0-9][a-z0-9-]*)`?\s+(?:cannot be (?:used|combined)|is not (?:supported|compatible)|"
+    r"is incompatible)\s+(?:together\s+)?with\s+`?--[a-z0-9]",
     re.I,
 )
 ENV_NAME = re.compile(r"\b((?:VLLM|SGLANG|TRTLLM|NCCL|CUDA|HF|TORCH|FLASHINFER)_[A-Z0-9_]{3,})\b")
@@ -162,7 +171,10 @@ def own_remedy(line: str, template: Template | None = None) -> list[Fix]:
             return any(_defines(e, flag, None) for e in ("vllm", "sglang"))
         return _defines(template.engine, flag, template.releases)
 
-    fixes: list[Fix] = []
+    fixes = [
+        Fix("advice", f"leave out {flag}", note="the message refuses it with the other")
+        for flag in _REFUSED_PAIR.findall(line)
+    ]
     for pattern, said in ((_USE, "names this flag"), (_NEEDS_FLAG, "says it is required")):
         for found in pattern.finditer(line):
             flag, value = found.groups()
@@ -284,8 +296,8 @@ def own_remedy(line: str, template: Template | None = None) -> list[Fix]:
         if not setting and not shaped and not package.lower().startswith(("sm", "cuda", "compute")):
             fixes.append(Fix("dependency", f"pip install '{package}{bound.replace(' ', '')}'"))
     unique: dict[str, Fix] = {}
-    for fix in fixes:
-        unique.setdefault(fix.text, fix)
+    for fix in fixes:  # "drop X" and "leave out X" are one way out
+        unique.setdefault(fix.text.replace("drop --", "leave out --", 1), fix)
     return list(unique.values())
 
 

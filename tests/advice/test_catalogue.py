@@ -686,6 +686,28 @@ def test_an_environment_value_the_message_refuses_is_not_the_fix() -> None:
     assert [f.text for f in fixes] == ["unset SGLANG_AMD_FLYDSL_MEGA_MOE_DECODE_MTPR"]
 
 
+def test_two_flags_the_message_refuses_together_are_each_left_out_never_added() -> None:
+    # SGLang 0.5.23's words (sglang/srt/arg_groups/overrides.py): the flags on both sides of
+    # "cannot be combined with" are the two the server ran with; "reduce" ends a flag's name,
+    # it is no verb asking for a smaller value
+    fixes = own_remedy(
+        "--disable-custom-all-reduce cannot be combined with --enable-deterministic-inference on "
+        "ROCm when --tp-size is above 2: the all-reduce would run through RCCL"
+    )
+    assert [f.text for f in fixes] == [
+        "leave out --disable-custom-all-reduce",
+        "leave out --enable-deterministic-inference",
+    ]
+    together = own_remedy(
+        "--enable-int8-mamba-checkpoint is not supported together with --enable-lmcache: "
+        "LMCache is not int8-aware. Disable one of them."
+    )
+    assert [f.text for f in together] == [
+        "leave out --enable-int8-mamba-checkpoint",
+        "leave out --enable-lmcache",
+    ]
+
+
 def test_a_setting_the_message_calls_too_large_is_made_smaller() -> None:
     fixes = own_remedy(
         "The input size is not aligned with the quantized weight shape. This can be caused by "
