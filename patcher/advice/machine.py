@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import re
 
+from patcher.advice import catalogue
 from patcher.advice.bnb_checkpoint import BNB_CHECKPOINT_MARKERS, BNB_CHECKPOINT_RULES
+from patcher.advice.catalogue import version_key
 from patcher.advice.custom_all_reduce import CUSTOM_ALL_REDUCE_MARKERS, CUSTOM_ALL_REDUCE_RULES
 from patcher.advice.custom_ops import CUSTOM_OPS_MARKERS, CUSTOM_OPS_RULES
 from patcher.advice.dependency_checks import DEPENDENCY_CHECK_MARKERS, DEPENDENCY_CHECK_RULES
 from patcher.advice.driver_calls import DRIVER_CALL_MARKERS, DRIVER_CALL_RULES
-from patcher.advice.engine_exports import LIBRARIES, module_elsewhere
+from patcher.advice.engine_exports import LIBRARIES, exports, module_elsewhere
 from patcher.advice.extensions import torch_pin
 from patcher.advice.flash_attn_keywords import FLASH_ATTN_KEYWORD_MARKERS, FLASH_ATTN_KEYWORD_RULES
 from patcher.advice.flashinfer_images import FLASHINFER_IMAGE_MARKERS, FLASHINFER_IMAGE_RULES
@@ -160,6 +162,60 @@ def no_platform(_m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
             ),
         ],
     )
+
+
+def _imports_pynvml_itself() -> tuple[str, ...]:
+    """The vLLM releases read that import NVML's binding through their own ``import_pynvml``
+    (0.7.2 on: it loads nvidia-ml-py's ``pynvml.py`` by path), from the exports reading."""
+    read = exports("vllm")
+    if read is None:
+        return ()
+    return tuple(
+        dict.fromkeys(
+            r
+            for module in ("vllm.utils", "vllm.utils.import_utils")
+            for r in read.holding(read.name_mask(module, "import_pynvml"))
+        )
+    )
+
+
+def no_device_type(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
+    """vLLM's DeviceConfig found no device type (``device="auto"`` on no platform): its CUDA
+    check, which counts GPUs through NVML's Python binding, failed. Before 0.7.2 vLLM imported
+    that binding as ``import pynvml``, and the ``pynvml`` package before 12.0 installs a module of
+    that name which shadows nvidia-ml-py's (vLLM 0.7.2's ``import_pynvml`` docstring); any
+    failure there counts as no GPU."""
+    _cause, fixes = no_platform(m, ctx)
+    cause = (
+        "vLLM could not tell the device type: its CUDA check found no GPU through NVML "
+        "(pynvml), so no platform was detected"
+    )
+    own = _imports_pynvml_itself()
+    # the message's wording says which releases raised it where the log names none (0.8.3 on
+    # add "please set the environment variable `VLLM_LOGGING_LEVEL=DEBUG`")
+    worded = catalogue.match(m.string, "vllm")
+    version = ctx.version or (version_key(worded.template.releases[0]) if worded else None)
+    bare = version is None or not own or version < version_key(own[0])
+    if bare:
+        pynvml = Fix(
+            "dependency",
+            "pip install -U 'pynvml>=12'",
+            note="a pynvml package before 12.0 installs its own pynvml module, which shadows "
+            f"nvidia-ml-py's; vLLM before {own[0] if own else 'its own import'} imports it as "
+            "is (python -c 'import pynvml; print(pynvml.__file__)' ends in __init__.py when it "
+            "is that one)",
+        )
+        known_old = ctx.version is not None and bool(own)
+        fixes = [pynvml, *fixes] if known_old else [fixes[0], pynvml, *fixes[1:]]
+    if worded is not None and "VLLM_LOGGING_LEVEL" in worded.template.text:
+        fixes.append(
+            Fix(
+                "env",
+                "VLLM_LOGGING_LEVEL=DEBUG",
+                note="the message's own: the log then says why each platform's check failed",
+            )
+        )
+    return cause, fixes
 
 
 def missing_library(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
@@ -413,6 +469,8 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
         re.compile(r"No platform detected, vLLM is running on UnspecifiedPlatform"),
         no_platform,
     ),
+    # the message, not the raise a traceback echoes above it
+    ("engine-platform", re.compile(r"(?<![(\"'])Failed to infer device type"), no_device_type),
     ("torch-build", TORCH_REFUSES, torch_refuses),
     ("flashinfer-arch", REFUSED, no_arch),
     ("flashinfer-build", BUILD_FAILED, kernel_unbuilt),
@@ -461,6 +519,7 @@ ENVIRONMENT_MARKERS = (
     "which is of ",
     "AssertionError: res=<Response ",
     "No platform detected",
+    "Failed to infer device type",
     "Cannot re-initialize CUDA in forked",
     "No such file or directory: '",
     "KeyError: '__firstlineno__'",

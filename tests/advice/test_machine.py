@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from patcher.advice.doctor import diagnose_text
+from tests.conftest import SNAPSHOTS
 
 # One line per rule (test_doctor's marker test takes them with its own cases).
 ENVIRONMENT_LINES = [
@@ -72,6 +73,8 @@ ENVIRONMENT_LINES = [
     "exit status 1.",
     # vLLM's CUDACHECK in its custom all-reduce (csrc/custom_all_reduce.cuh): a CUDA IPC call
     "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:455 'invalid argument'",
+    # vllm/config.py's DeviceConfig with no platform detected (0.6.2 to 0.8.2's words)
+    "RuntimeError: Failed to infer device type",
 ]
 
 # the CUDA runtime's own words for a driver older than the CUDA the code was built with
@@ -124,6 +127,7 @@ def _line(words: str) -> str:
                 "nccl-unhandled",
                 "flashinfer-build",
                 "custom-all-reduce",
+                "engine-platform",
             ],
             strict=True,
         )
@@ -315,3 +319,43 @@ def test_the_custom_all_reduce_refusing_keeps_the_graphs_and_names_the_allocator
         "Failed: /home/runner/work/vllm/vllm/csrc/custom_all_reduce.cuh:310 'invalid argument'\n"
     )
     assert old.code == "custom-all-reduce" and "vLLM" in old.fixes[0].note
+
+
+PLATFORM = (SNAPSHOTS / "engines" / "vllm-platform-detection.txt").read_text()
+
+
+def test_a_release_that_imports_pynvml_as_is_gets_pynvml_12_first() -> None:
+    # 0.6.2 and 0.7.1 "import pynvml" and count any failure as no GPU; 0.7.2 loads
+    # nvidia-ml-py's module by path (import_pynvml), its docstring naming pynvml < 12.0
+    assert "        import pynvml\n        pynvml.nvmlInit()" in PLATFORM
+    assert "TL;DR: if users have pynvml<12.0 installed, it will cause problems." in PLATFORM
+    assert 'raise RuntimeError("Failed to infer device type")' in PLATFORM
+    old = diagnose_text(
+        "INFO 02-06 10:00:00 api_server.py:1] vLLM API server version 0.7.1\n"
+        "RuntimeError: Failed to infer device type\n"
+    )
+    assert old.code == "engine-platform"
+    assert old.fixes[0].text == "pip install -U 'pynvml>=12'"
+    new = diagnose_text(
+        "INFO 02-06 10:00:00 api_server.py:1] vLLM API server version 0.7.3\n"
+        "RuntimeError: Failed to infer device type\n"
+    )
+    assert not any("pynvml" in f.text for f in new.fixes)
+    assert new.fixes[0].text.startswith("make the GPUs visible")
+
+
+def test_the_later_wording_names_its_releases_and_the_echoed_raise_is_not_the_error() -> None:
+    later = diagnose_text(
+        "RuntimeError: Failed to infer device type, please set the environment variable "
+        "`VLLM_LOGGING_LEVEL=DEBUG` to turn on verbose logging to help debug the issue.\n"
+    )
+    assert later.code == "engine-platform"
+    assert not any("pynvml" in f.text for f in later.fixes)  # 0.8.3 on: import_pynvml
+    assert later.fixes[-1].text == "VLLM_LOGGING_LEVEL=DEBUG"
+    echoed = diagnose_text(
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/config.py", line 1626, in '
+        "__init__\n"
+        '    raise RuntimeError("Failed to infer device type")\n'
+        "RuntimeError: Failed to infer device type\n"
+    )
+    assert echoed.error == "RuntimeError: Failed to infer device type"
