@@ -4,8 +4,8 @@ Each rule is (code, pattern, explain): the pattern is matched on one log line wi
 removed, and explain gives the cause and the fixes. The strings are the engines' words as real
 reports quote them (the vLLM, SGLang, TensorRT-LLM and transformers trackers; the train half of
 the corpus in the research notes, 2026-12), each tested verbatim in ``tests/advice``. Where one
-line cannot tell two causes apart (``fp8e4nv`` from an FP8 KV cache or from an FP8 weight
-kernel), the cause says what it cannot tell and both fixes are given.
+line cannot tell two causes apart, the cause says what it cannot tell and both fixes are given
+(fp8e4nv.py: an FP8 KV cache or FP8 weights, told apart by the traceback where it shows one).
 """
 
 from __future__ import annotations
@@ -234,30 +234,6 @@ def _fp8_kv_backend(m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
     )
 
 
-def _fp8e4nv(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
-    # The command line's own KV dtype (given_flags.given_kv_dtype) trims these fixes to the ones
-    # that change something; only the reading differs when that dtype was not e4m3.
-    fixes = [
-        ctx.apply("strip-fp8-kv-cache"),
-        Fix("flag", "--kv-cache-dtype fp8_e5m2", note="or auto, with the directive stripped"),
-        Fix("advice", "block-FP8 weights need an SM89+ GPU or another checkpoint"),
-    ]
-    if ctx.kv_dtype is not None and ctx.kv_dtype not in ("auto", "fp8", "fp8_e4m3"):
-        return (
-            f"this GPU's Triton has no fp8e4nv (FP8 e4m3 needs SM89+), and the log's command "
-            f"line already set --kv-cache-dtype {ctx.kv_dtype}: an FP8 kernel of this model "
-            "still reached e4m3, so no FP8 KV cache runs here; or the weights are FP8",
-            fixes,
-        )
-    return (
-        "this GPU's Triton has no fp8e4nv (FP8 e4m3 needs SM89+; RDNA3 has only fp8e5). It is "
-        "raised by an FP8 e4m3 KV cache or by an FP8 weight kernel, and this line cannot tell "
-        "which: if the KV cache is FP8 (the checkpoint's directive or --kv-cache-dtype fp8), "
-        "use a BF16 cache or fp8_e5m2; if the weights are FP8, this GPU cannot run them",
-        fixes,
-    )
-
-
 def _negative_kv(m: re.Match[str], _ctx: LogContext) -> tuple[str, list[Fix]]:
     return (
         f"the weights and the profiling peak already exceed the memory vLLM may use "
@@ -460,7 +436,6 @@ FAMILY_RULES: tuple[Rule, ...] = (
         ),
         _fp8_kv_backend,
     ),
-    ("fp8e4nv", re.compile(r"type fp8e4nv not supported"), _fp8e4nv),
     (
         "negative-kv-memory",
         re.compile(r"Available KV cache memory: (-\d+(?:\.\d+)?) GiB"),
@@ -541,7 +516,6 @@ FAMILY_RULES: tuple[Rule, ...] = (
 FAMILY_MARKERS = (
     "fp8_ds_mla layout",
     "FP8 KV cache is not supported",
-    "fp8e4nv not supported",
     "Available KV cache memory: ",
     "is larger than the profiled value",
     "is longer than the model",

@@ -33,6 +33,7 @@ from patcher.advice.flashinfer_jit import (
     no_arch,
 )
 from patcher.advice.flashinfer_release import FLASHINFER_RELEASE_MARKERS, FLASHINFER_RELEASE_RULES
+from patcher.advice.fp8e4nv import FP8E4NV_MARKERS, FP8E4NV_RULES
 from patcher.advice.glibc import GLIBC_MARKERS, GLIBC_RULES
 from patcher.advice.kernels import torch_refuses
 from patcher.advice.log_rules import Fix, LogContext, Rule
@@ -495,6 +496,7 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
     *DEPENDENCY_CHECK_RULES,
     *FLASH_ATTN_KEYWORD_RULES,
     *FLASHINFER_RELEASE_RULES,
+    *FP8E4NV_RULES,
     ("nccl-transport", FAILED, transport_failed),
     ("nccl-transport", PEER, peer_unsupported),
     ("nccl-unhandled", UNHANDLED, unhandled),
@@ -539,6 +541,7 @@ ENVIRONMENT_MARKERS = (
     *BNB_CHECKPOINT_MARKERS,
     *FLASH_ATTN_KEYWORD_MARKERS,
     *FLASHINFER_RELEASE_MARKERS,
+    *FP8E4NV_MARKERS,
     *RENDEZVOUS_MARKERS,
     *TORCHVISION_MARKERS,
     *GLIBC_MARKERS,
