@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from patcher.advice.catalogue import version_key
+from patcher.advice.catalogue import feature_releases, version_key
 from patcher.advice.log_rules import Fix, LogContext, Rule
 
 # Where the last frame of the engine's own code was when Triton refused fp8e4nv: a weight
@@ -30,7 +30,6 @@ def no_fp8e4nv(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
         ctx.apply("strip-fp8-kv-cache"),
         Fix("flag", "--kv-cache-dtype fp8_e5m2", note="or auto, with the directive stripped"),
     ]
-    weights = Fix("advice", "block-FP8 weights need an SM89+ GPU or another checkpoint")
     frame = ctx.frame or ""
     if _WEIGHT_KERNEL.search(frame):
         return (
@@ -48,7 +47,14 @@ def no_fp8e4nv(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
             "fp8) does not run here",
             kv_fixes,
         )
-    fixes = [*kv_fixes, weights]
+    # neither frame: the weights' ways out too, each under its condition
+    fixes = [
+        *kv_fixes,
+        *(
+            Fix("advice", f"if the weights are FP8{where}: {fix.text}", note=fix.note)
+            for fix, where in _weights_fixes(ctx, moe=None)
+        ),
+    ]
     if ctx.kv_dtype is not None and ctx.kv_dtype not in ("auto", "fp8", "fp8_e4m3"):
         return (
             f"this GPU's Triton has no fp8e4nv (FP8 e4m3 needs SM89+), and the log's command "
@@ -60,7 +66,8 @@ def no_fp8e4nv(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
         "this GPU's Triton has no fp8e4nv (FP8 e4m3 needs SM89+; RDNA3 has only fp8e5). It is "
         "raised by an FP8 e4m3 KV cache or by an FP8 weight kernel, and this line cannot tell "
         "which: if the KV cache is FP8 (the checkpoint's directive or --kv-cache-dtype fp8), "
-        "use a BF16 cache or fp8_e5m2; if the weights are FP8, this GPU cannot run them",
+        "use a BF16 cache or fp8_e5m2; if the weights are FP8, a kernel that runs them below "
+        "SM89 (Marlin) or another GPU or checkpoint",
         fixes,
     )
 
@@ -71,36 +78,53 @@ def no_fp8e4nv(_m: re.Match[str], ctx: LogContext) -> tuple[str, list[Fix]]:
 FP8_MARLIN_FROM = "0.9.0.1"
 
 
-def _fp8_weights_elsewhere(ctx: LogContext, frame: str) -> list[Fix]:
-    """Where FP8 weights run below SM89: vLLM's Marlin path from FP8_MARLIN_FROM, else another
-    GPU or checkpoint."""
-    other = Fix(
-        "advice",
-        "an SM89+ GPU (Ada, Hopper, Blackwell), or a checkpoint of another quantization (BF16, "
-        "AWQ, GPTQ) for this GPU",
-    )
-    if "sglang/" in frame:
-        return [other]
+# The first vLLM release read whose --moe-backend takes marlin (the catalogue's choices); in
+# 0.34.0 the Marlin experts take FP8 weights (block, channel, tensor) from SM75 while Triton's
+# take FP8 only where the platform supports it, SM89 (snapshots/engines/fp8-marlin-vllm.txt).
+def _moe_marlin() -> tuple[str, ...]:
+    return feature_releases("vllm", "choices:--moe-backend", "marlin")
+
+
+def _weights_fixes(ctx: LogContext, moe: bool | None) -> list[tuple[Fix, str]]:
+    """The ways FP8 weights run below SM89, each with the condition it holds under (empty
+    where it needs none): vLLM's Marlin MoE backend for a MoE (``moe`` None: not known),
+    vLLM's Marlin path from FP8_MARLIN_FROM, another GPU or checkpoint."""
+    found: list[tuple[Fix, str]] = []
+    marlin_moe = _moe_marlin()
+    first = marlin_moe[0] if marlin_moe else None
+    if (
+        moe is not False
+        and first is not None
+        and (ctx.version is None or ctx.version >= version_key(first))
+    ):
+        note = (
+            f"vLLM {first} on: its Marlin MoE kernels take FP8 weights below SM89; the Triton "
+            "MoE kernel needs fp8e4nv"
+        )
+        found.append((Fix("flag", "--moe-backend marlin", note=note), " in a MoE model"))
     marlin = "vLLM runs FP8 weights, block-wise and MoE too, through Marlin on GPUs below SM89"
+    note = f"from {FP8_MARLIN_FROM} {marlin} (read from its fp8.py)"
+    upgrade = f"pip install 'vllm>={FP8_MARLIN_FROM}'"
     if ctx.version is None:
-        return [
-            Fix(
-                "advice",
-                f"with a vLLM before {FP8_MARLIN_FROM}: pip install 'vllm>={FP8_MARLIN_FROM}'",
-                note=f"from {FP8_MARLIN_FROM} {marlin} (read from its fp8.py)",
-            ),
-            other,
-        ]
-    if ctx.version < version_key(FP8_MARLIN_FROM):
-        return [
-            Fix(
-                "dependency",
-                f"pip install 'vllm>={FP8_MARLIN_FROM}'",
-                note=f"from {FP8_MARLIN_FROM} {marlin} (read from its fp8.py)",
-            ),
-            other,
-        ]
-    return [other]
+        found.append(
+            (Fix("advice", f"with a vLLM before {FP8_MARLIN_FROM}: {upgrade}", note=note), "")
+        )
+    elif ctx.version < version_key(FP8_MARLIN_FROM):
+        found.insert(0, (Fix("dependency", upgrade, note=note), ""))
+    other = (
+        "an SM89+ GPU (Ada, Hopper, Blackwell), or a checkpoint of another quantization (BF16, "
+        "AWQ, GPTQ) for this GPU"
+    )
+    return [*found, (Fix("advice", other), "")]
+
+
+def _fp8_weights_elsewhere(ctx: LogContext, frame: str) -> list[Fix]:
+    """Where FP8 weights run below SM89, for a weight kernel's frame: SGLang's gets another GPU
+    or checkpoint only (no Marlin path read)."""
+    if "sglang/" in frame:
+        return [_weights_fixes(ctx, moe=False)[-1][0]]
+    moe = "/fused_moe/" in frame or "/moe/" in frame
+    return [fix for fix, _ in _weights_fixes(ctx, moe=moe)]
 
 
 def _frame_file(frame: str) -> str:

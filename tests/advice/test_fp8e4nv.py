@@ -71,3 +71,31 @@ def test_sglangs_weight_kernel_gets_no_vllm_release() -> None:
     )
     assert "weight kernel" in found.cause
     assert not any("vllm" in f.text for f in found.fixes)
+
+
+_MOE = (
+    f'  File "{_SITE}/vllm/model_executor/layers/fused_moe/fused_moe.py", line 1120, in '
+    "invoke_fused_moe_kernel\n"
+    "    fused_moe_kernel[grid](\n"
+)
+
+
+def test_a_fused_moe_kernel_gets_the_marlin_moe_backend_where_the_release_has_it() -> None:
+    # 0.34.0's oracle: Triton's experts take FP8 only on SM89+, Marlin's from SM75
+    assert "return cls.has_device_capability(89)" in READING
+    assert "kFp8Static128BlockSym," in READING.split("MarlinExperts")[-1]
+    found = diagnose_text(_banner("0.30.0") + _MOE + _ERROR + "\n")
+    assert found.fixes[0].text == "--moe-backend marlin"
+    assert not any("strip-fp8" in f.text for f in found.fixes)
+    before = diagnose_text(_banner("0.10.1") + _MOE + _ERROR + "\n")  # no --moe-backend yet
+    assert not any("moe-backend" in f.text for f in before.fixes)
+    dense = diagnose_text(_banner("0.30.0") + _WEIGHTS + _ERROR + "\n")
+    assert not any("moe-backend" in f.text for f in dense.fixes)
+
+
+def test_neither_frame_gives_each_weights_way_under_its_condition() -> None:
+    found = diagnose_text(_ERROR + "\n")
+    weights = [f for f in found.fixes if "weights are FP8" in f.text]
+    assert weights and all(f.kind == "advice" for f in weights)
+    assert any("--moe-backend marlin" in f.text and "MoE model" in f.text for f in weights)
+    assert found.fixes[0].kind == "transform"  # the KV cache's cause first, as before
