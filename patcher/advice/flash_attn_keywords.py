@@ -114,6 +114,7 @@ _OWN_BUILD_FIX = Fix(
 )
 
 
+@functools.cache
 def eras() -> dict[str, tuple[str, str]]:
     """The first and last vLLM release read that import each FlashAttention: "flash-attn",
     "vllm-flash-attn" (pinned), "own build"."""

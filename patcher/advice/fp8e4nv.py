@@ -101,7 +101,13 @@ def _weights_fixes(ctx: LogContext, moe: bool | None) -> list[tuple[Fix, str]]:
             f"vLLM {first} on: its Marlin MoE kernels take FP8 weights below SM89; the Triton "
             "MoE kernel needs fp8e4nv"
         )
-        found.append((Fix("flag", "--moe-backend marlin", note=note), " in a MoE model"))
+        # a flag only where the log's release is known to take it
+        flag = (
+            Fix("flag", "--moe-backend marlin", note=note)
+            if ctx.version is not None
+            else Fix("advice", f"with vLLM {first} on: --moe-backend marlin", note=note)
+        )
+        found.append((flag, " in a MoE model"))
     marlin = "vLLM runs FP8 weights, block-wise and MoE too, through Marlin on GPUs below SM89"
     note = f"from {FP8_MARLIN_FROM} {marlin} (read from its fp8.py)"
     upgrade = f"pip install 'vllm>={FP8_MARLIN_FROM}'"

@@ -99,3 +99,9 @@ def test_neither_frame_gives_each_weights_way_under_its_condition() -> None:
     assert weights and all(f.kind == "advice" for f in weights)
     assert any("--moe-backend marlin" in f.text and "MoE model" in f.text for f in weights)
     assert found.fixes[0].kind == "transform"  # the KV cache's cause first, as before
+
+
+def test_without_the_release_the_moe_backend_is_advice_naming_the_release_that_has_it() -> None:
+    found = diagnose_text(_MOE + _ERROR + "\n")
+    assert found.fixes[0].kind == "advice"
+    assert found.fixes[0].text == "with vLLM 0.17.0 on: --moe-backend marlin"
