@@ -33,18 +33,13 @@ from patcher.advice.flashinfer_dispatch import (
     FLASHINFER_DISPATCH_MARKERS,
     FLASHINFER_DISPATCH_RULES,
 )
+from patcher.advice.fp8e4nv import FP8E4NV_MARKERS, FP8E4NV_RULES
 from patcher.advice.hub_access import HUB_MARKERS, HUB_RULES
 from patcher.advice.hub_names import invalid_repo_id
 from patcher.advice.hybrid_manager import HYBRID_MANAGER_MARKERS, HYBRID_MANAGER_RULES
 from patcher.advice.json_files import bom, not_json
 from patcher.advice.kernels import kernel_gap, stated
-from patcher.advice.log_rules import (
-    FAMILY_MARKERS,
-    FAMILY_RULES,
-    Fix,
-    LogContext,
-    Rule,
-)
+from patcher.advice.log_rules import FAMILY_MARKERS, FAMILY_RULES, Fix, LogContext, Rule
 from patcher.advice.lora_adapter import LORA_ADAPTER_MARKERS, LORA_ADAPTER_RULES
 from patcher.advice.machine import ENVIRONMENT_MARKERS, ENVIRONMENT_RULES
 from patcher.advice.marlin import MARLIN_MARKERS, MARLIN_RULES
@@ -508,6 +503,7 @@ RULES: tuple[Rule, ...] = (
     *TRTLLM_GEN_RULES,
     *BACKEND_GPU_RULES,
     *FLASHINFER_DISPATCH_RULES,
+    *FP8E4NV_RULES,
     *FAMILY_RULES,
     *SIZE_RULES,
     *DTYPE_RULES,
@@ -577,6 +573,7 @@ _MARKERS = (
     "Unknown gguf model_type",
     "Incorrect path_or_model_id",
     *FAMILY_MARKERS,
+    *FP8E4NV_MARKERS,
     *SIZE_MARKERS,
     *DTYPE_MARKERS,
     *MARLIN_MARKERS,

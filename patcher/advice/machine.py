@@ -7,8 +7,10 @@ system is too old", "Found no NVIDIA driver", "Torch not compiled with CUDA enab
 "Error while finding module specification", an engine imported without its compiled
 extension, a full disk, torch's build refusing the GPU (kernels.py, torch_builds.py), an
 HTTP proxy answering for the server's own address (proxies.py), a Python newer than the release
-admits (pythons.py), the engine's command or a module of it not found, and CUDA forked. None is
-the checkpoint's or a flag's."""
+admits (pythons.py), the engine's command or a module of it not found, CUDA forked, vLLM
+finding no device type ("Failed to infer device type"), and a kernel library of another release
+than the engine calls (flash_attn_keywords.py, flashinfer_release.py). None is the checkpoint's
+or a flag's."""
 
 from __future__ import annotations
 
@@ -33,7 +35,6 @@ from patcher.advice.flashinfer_jit import (
     no_arch,
 )
 from patcher.advice.flashinfer_release import FLASHINFER_RELEASE_MARKERS, FLASHINFER_RELEASE_RULES
-from patcher.advice.fp8e4nv import FP8E4NV_MARKERS, FP8E4NV_RULES
 from patcher.advice.glibc import GLIBC_MARKERS, GLIBC_RULES
 from patcher.advice.kernels import torch_refuses
 from patcher.advice.log_rules import Fix, LogContext, Rule
@@ -496,7 +497,6 @@ ENVIRONMENT_RULES: tuple[Rule, ...] = (
     *DEPENDENCY_CHECK_RULES,
     *FLASH_ATTN_KEYWORD_RULES,
     *FLASHINFER_RELEASE_RULES,
-    *FP8E4NV_RULES,
     ("nccl-transport", FAILED, transport_failed),
     ("nccl-transport", PEER, peer_unsupported),
     ("nccl-unhandled", UNHANDLED, unhandled),
@@ -541,7 +541,6 @@ ENVIRONMENT_MARKERS = (
     *BNB_CHECKPOINT_MARKERS,
     *FLASH_ATTN_KEYWORD_MARKERS,
     *FLASHINFER_RELEASE_MARKERS,
-    *FP8E4NV_MARKERS,
     *RENDEZVOUS_MARKERS,
     *TORCHVISION_MARKERS,
     *GLIBC_MARKERS,
