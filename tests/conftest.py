@@ -36,6 +36,19 @@ def wheel_of(path: Path, files: dict[str, str]) -> zipfile.ZipFile:
     return zipfile.ZipFile(path)
 
 
+def snapshot_section(reading: str, title: str) -> list[list[str]]:
+    """The tab-separated rows of a snapshot's section: the lines after the first comment line
+    starting ``# TITLE``, up to the next comment line."""
+    lines = reading.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"# {title}"))
+    rows: list[list[str]] = []
+    for line in lines[start + 1 :]:
+        if line.startswith("#"):
+            break
+        rows.append(line.split("\t"))
+    return rows
+
+
 def tree_bytes(directory: Path) -> dict[str, bytes | str]:
     """Every file's bytes (or a symlink's target) under ``directory``, except the journal."""
     found: dict[str, bytes | str] = {}

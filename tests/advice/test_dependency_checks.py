@@ -8,7 +8,7 @@ from pathlib import Path
 
 from patcher.advice import dependency_checks as checks
 from patcher.advice.doctor import diagnose_text
-from tests.conftest import SNAPSHOTS, wheel_of
+from tests.conftest import SNAPSHOTS, snapshot_section, wheel_of
 
 READING = (SNAPSHOTS / "engines" / "dependency-checks.txt").read_text()
 _CUBIN = (
@@ -31,14 +31,7 @@ DEPENDENCY_LINES = [_CUBIN.format("0.6.13", "0.6.14"), _KERNELS, _REQUIRED, _ABS
 
 
 def _section(title: str) -> list[list[str]]:
-    rows: list[list[str]] = []
-    lines = READING.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(f"# {title}"))
-    for line in lines[start + 1 :]:
-        if line.startswith("#"):
-            break
-        rows.append(line.split("\t"))
-    return rows
+    return snapshot_section(READING, title)
 
 
 def _checked(column: int) -> tuple[str, str]:

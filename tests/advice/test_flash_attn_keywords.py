@@ -10,7 +10,7 @@ import pytest
 
 from patcher.advice import flash_attn_keywords as keywords
 from patcher.advice.doctor import diagnose_text
-from tests.conftest import SNAPSHOTS, wheel_of
+from tests.conftest import SNAPSHOTS, snapshot_section, wheel_of
 from tools.read_flash_attn_keywords import imported_from, signatures
 
 READING = (SNAPSHOTS / "engines" / "flash-attn-keywords.txt").read_text()
@@ -20,14 +20,7 @@ FLASH_ATTN_LINES = [_ERROR.format("flash_attn_varlen_func", "softcap")]
 
 
 def _section(title: str) -> list[list[str]]:
-    rows: list[list[str]] = []
-    lines = READING.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(f"# {title}\t"))
-    for line in lines[start + 1 :]:
-        if line.startswith("#"):
-            break
-        rows.append(line.split("\t"))
-    return rows
+    return snapshot_section(READING, title + "\t")
 
 
 def _taking(distribution: str, function: str, keyword: str) -> list[str]:
