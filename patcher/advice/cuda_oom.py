@@ -136,18 +136,21 @@ def explain_oom(
     version: tuple[int, ...] | None = None,
     gpu: tuple[int, int] | None = None,
     chunked: Chunking = (None, None),
+    *,
+    tp: int | None = None,
+    max_model_len: int | None = None,
 ) -> tuple[str, list[Fix]]:
     """The cause and the fixes of a CUDA out-of-memory error in ``phase`` of start-up (the
     release and the GPU the log shows size the sequences a warm-up is asked to run; chunked
     prefill, the length of vLLM's profiling pass)."""
     sglang = engine == "sglang"
     if phase == "loading":
-        tp = "--tp-size" if sglang else "--tensor-parallel-size"
+        flag = "--tp-size" if sglang else "--tensor-parallel-size"
         return (
             "CUDA ran out of memory while loading the weights: they do not fit on these GPUs "
             "(the KV cache is sized after them, so no memory setting helps)",
             [
-                more_gpus(tp),
+                more_gpus(flag, tp),
                 Fix(
                     "advice",
                     "a smaller or quantized checkpoint, or free the GPU of other processes",
@@ -155,7 +158,7 @@ def explain_oom(
             ],
         )
     if phase == "loaded" and not sglang:
-        return profile_pass(chunked, gpu)
+        return profile_pass(chunked, gpu, tp=tp, max_model_len=max_model_len)
     if phase == "graphs" and not sglang:
         return (
             "CUDA ran out of memory profiling the CUDA graphs' memory: vLLM captures them beside "

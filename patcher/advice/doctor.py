@@ -161,6 +161,7 @@ def diagnose_lines(
     expert_metrics = False  # SGLang records the experts' distribution as metrics
     tp: int | None = None
     pp: int | None = None
+    max_len: int | None = None  # the context length the log shows the engine ran with
     quantization: str | None = None
     loading = False
     # CUDA out of memory: the first such line, the furthest start-up phase the log reached
@@ -270,6 +271,9 @@ def diagnose_lines(
             "parallel_size" in line or "parallel-size" in line or "tp_size" in line or "-tp" in line
         ) and (sized := facts.TP.search(line)):
             tp = int(sized.group(1))
+        # one test on most lines: the context length is on few of a log's lines with "max"
+        if "max" in line and (context := facts.MAX_MODEL_LEN.search(line)):
+            max_len = int(context.group(1))
         if (
             "parallel_size" in line or "parallel-size" in line or "pp_size" in line or "-pp" in line
         ) and (staged := facts.PP.search(line)):
@@ -479,7 +483,15 @@ def diagnose_lines(
         # Only now: a more specific line later in the log (TensorRT-LLM's executor names the
         # component it could not create) is the better answer to the same failure.
         cause, fixes = explain_oom(
-            phase, engine, utilization, fraction, _release_numbers(version_text), gpu, chunked
+            phase,
+            engine,
+            utilization,
+            fraction,
+            _release_numbers(version_text),
+            gpu,
+            chunked,
+            tp=tp,
+            max_model_len=max_len,
         )
         return Diagnosis(source, "cuda-oom-startup", oom, cause, tuple(fixes), version_text)
     if handling is not None:

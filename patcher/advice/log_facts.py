@@ -31,6 +31,11 @@ TP = re.compile(
     r"(?:tensor_parallel_size'?[:=] ?|\btp_size=|--tensor-parallel-size[= ]|--tp-size[= ]"
     r"|(?<![\w-])--?tp[= ])(\d+)"
 )
+# The context length the engine ran with: vLLM's resolved "Using max model len 131072", its
+# non-default args ('max_model_len': 131072), its engine config (max_seq_len=131072), the flag.
+MAX_MODEL_LEN = re.compile(
+    r"(?:Using max model len |'max_model_len': |\bmax_seq_len=|--max-model-len[= ])(\d+)"
+)
 # The pipeline-parallel size, echoed the same ways.
 PP = re.compile(
     r"(?:pipeline_parallel_size'?[:=] ?|\bpp_size=|--pipeline-parallel-size[= ]|--pp-size[= ]"

@@ -48,20 +48,37 @@ def chunking(line: str, known: Chunking) -> Chunking:
     return known
 
 
-def profile_pass(chunked: Chunking, gpu: tuple[int, int] | None = None) -> tuple[str, list[Fix]]:
+def profile_pass(
+    chunked: Chunking,
+    gpu: tuple[int, int] | None = None,
+    *,
+    tp: int | None = None,
+    max_model_len: int | None = None,
+) -> tuple[str, list[Fix]]:
     """The cause and the fixes of CUDA running out of memory in vLLM's profiling pass (the GPU
-    the log names, by compute capability, sizes the batch where the log shows none)."""
+    the log names, by compute capability, sizes the batch where the log shows none; the
+    tensor-parallel size and context length it shows give the fixes their values)."""
     on, batched = chunked
     cause = (
         "CUDA ran out of memory in vLLM's profiling pass, after the weights and before the KV "
         "cache is sized: one forward pass over max_num_batched_tokens tokens, which "
         "--gpu-memory-utilization does not size"
     )
-    gpus = more_gpus()
-    context = Fix(
-        "flag",
-        "--max-model-len N",
-        note="a shorter context: with chunked prefill off, the pass is the whole context",
+    gpus = more_gpus(tp=tp)
+    shorter_len = max_model_len // 2 // 1024 * 1024 if max_model_len else 0
+    context = (
+        Fix(
+            "flag",
+            f"--max-model-len {shorter_len}",
+            note=f"a shorter context, half the {max_model_len} the log shows: with chunked "
+            "prefill off, the pass is the whole context",
+        )
+        if shorter_len >= 1024
+        else Fix(
+            "flag",
+            "--max-model-len N",
+            note="a shorter context: with chunked prefill off, the pass is the whole context",
+        )
     )
     if on is False:
         return (

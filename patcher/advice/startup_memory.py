@@ -194,9 +194,19 @@ def within_available(line: str) -> list[Fix]:
 MORE_GPUS = Fix("advice", "more GPUs: --tensor-parallel-size N divides the weights")
 
 
-def more_gpus(flag: str = "--tensor-parallel-size") -> Fix:
+def more_gpus(flag: str = "--tensor-parallel-size", tp: int | None = None) -> Fix:
     """The weights split over N GPUs, as the engine's tensor-parallel ``flag``: a way out of
-    memory where no share of the GPU is (loading the weights, vLLM's profiling pass)."""
+    memory where no share of the GPU is (loading the weights, vLLM's profiling pass). Where the
+    log shows the size it ran with (``tp``), N is the next power of two above it, up to the
+    eight GPUs of one node; past that, or where it shows none, N stays to be chosen."""
+    if tp is not None and tp < 8:
+        more = 1 << tp.bit_length()  # the next power of two above tp
+        return Fix(
+            "flag",
+            f"{flag} {more}",
+            note=f"more GPUs than the {tp} the log shows: each holds 1/{more} of the weights "
+            "(the attention heads must divide by it)",
+        )
     return Fix("flag", f"{flag} N", note="more GPUs: each holds 1/N of the weights")
 
 

@@ -103,7 +103,9 @@ def test_vllm_out_of_memory_in_the_profiling_pass_shortens_the_pass_not_the_shar
 def test_with_chunked_prefill_off_the_profiling_pass_is_the_whole_context(switch: str) -> None:
     # the scheduler refuses a max_num_batched_tokens below max_model_len then: no smaller batch
     texts = _texts([switch, VLLM_LOADED, TORCH_OOM])
-    assert texts[:2] == ["--enable-chunked-prefill", "--max-model-len N"]
+    # half the context the command shows, where it shows one
+    shorter = "--max-model-len 131072" if "262144" in switch else "--max-model-len N"
+    assert texts[:2] == ["--enable-chunked-prefill", shorter]
     assert not any(t.startswith("--max-num-batched-tokens") for t in texts)
 
 
@@ -170,6 +172,18 @@ def test_the_profiling_pass_runs_before_the_cache_is_sized_in_the_read_releases(
     # V0: the same order, and its own reason to turn chunked prefill on over 32K
     assert v0.index("profile_run()") < v0.index("gpu_memory_utilization")
     assert "to avoid OOM errors in the" in v0
+
+
+def test_the_sizes_the_log_shows_fill_the_context_and_the_gpus() -> None:
+    # vLLM's resolved length and its tensor-parallel size, as its lines echo them
+    resolved = "(APIServer pid=1) INFO 12-04 10:00:01 [model.py:1510] Using max model len 131072"
+    args = VLLM_ARGS.replace("}", ", 'tensor_parallel_size': 2}")
+    texts = _texts([args, resolved, VLLM_LOADED, TORCH_OOM])
+    assert texts[1:] == ["--max-model-len 65536", "--tensor-parallel-size 4"]
+    # past one node's eight GPUs, the size stays to be chosen
+    eight = VLLM_ARGS.replace("}", ", 'tensor_parallel_size': 8}")
+    assert _texts([eight, VLLM_LOADING, TORCH_OOM])[0] == "--tensor-parallel-size N"
+    assert _texts([args, VLLM_LOADING, TORCH_OOM])[0] == "--tensor-parallel-size 4"
 
 
 def test_out_of_memory_loading_the_weights_gets_more_gpus_not_a_memory_share() -> None:
