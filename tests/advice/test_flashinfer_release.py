@@ -38,11 +38,26 @@ _FRAME = (
 FLASHINFER_RELEASE_LINES = [_TVM.format(_SIGNATURE, 18, 15), _TORCH.format(_MODULE)]
 
 
-def test_the_words_are_the_bindings_own() -> None:
-    assert '"Mismatched number of arguments when calling: `"' in READING
-    assert '"`. Expected " << nargs' in READING and '" but got " << num_args' in READING
-    assert '"() expected at most ",' in READING and '" argument(s) but received ",' in READING
-    assert '"() is missing value for argument \'",' in READING
+def _literals(after: str) -> list[str]:
+    """The string literals of the snapshot's lines from the one holding ``after`` on, in the
+    order the C++ streams or concatenates them."""
+    at = READING.index(after)
+    statement = READING[READING.rfind("\n", 0, at) + 1 :].split(";", 1)[0]
+    return re.findall(r'"((?:[^"\\]|\\.)*)"', statement)
+
+
+def test_the_rules_read_the_messages_the_bindings_compose() -> None:
+    # tvm-ffi: literal, the name and signature, literal, the count, literal, the count, literal
+    tvm = _literals("Mismatched number of arguments")
+    composed = f"{tvm[0]}plan(0: int){tvm[3]}18{tvm[4]}15{tvm[5]}"
+    assert release.TVM_FFI.search(composed).groups() == ("plan", "18", "15")  # type: ignore[union-attr]
+    # torch: the schema name, literal, the count, literal, the count, literal
+    most = _literals("() expected at most")
+    composed = f"{_MODULE}::plan{most[0]}16{most[1]}17{most[2]}"
+    assert release.TORCH_OP.search(composed) is not None
+    missing = _literals("() is missing value")
+    composed = f"{_MODULE}::plan{missing[0]}_15{missing[1]}"
+    assert release.TORCH_OP.search(composed).group(4) == "_15"  # type: ignore[union-attr]
 
 
 def test_the_module_names_are_flashinfers() -> None:
